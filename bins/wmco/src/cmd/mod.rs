@@ -1,0 +1,3 @@
+//! One module per `wmco` subcommand; each exposes a `run` function returning `anyhow::Result<Outcome>`.
+
+pub mod version;

@@ -1,0 +1,60 @@
+//! The `wmco` binary: parses the command line, sets up logging, dispatches to a subcommand and maps its outcome to
+//! the exit-code convention (0 ok, 1 findings, 2 unusable input or usage error).
+
+mod cli_support;
+mod cmd;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::cli_support::{LogFormat, OutputFormat};
+
+/// Turns Windows Server hosts into worker nodes of a Kubernetes or OpenShift cluster, over SSH.
+#[derive(Debug, Parser)]
+#[command(name = "wmco", version, about, long_about = None)]
+struct Cli {
+    /// How log lines are written to standard error. The level comes from `RUST_LOG` (default `info`).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text, env = "WMCO_LOG_FORMAT")]
+    log_format: LogFormat,
+
+    /// How results are written to standard output: `human` for people, `json` for programs.
+    #[arg(long, global = true, value_enum, default_value_t = OutputFormat::Human)]
+    output: OutputFormat,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print the version and the git commit this binary was built from.
+    Version,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    cli_support::init_logging(cli.log_format);
+    let result = match cli.command {
+        Command::Version => cmd::version::run(cli.output),
+    };
+    cli_support::finish(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli_support::Outcome;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn outcome_maps_to_exit_codes() {
+        assert_eq!(Outcome::Clean.exit_code(), 0);
+        assert_eq!(Outcome::Findings.exit_code(), 1);
+    }
+}

@@ -1,0 +1,44 @@
+//! `cargo xtask`: the project's developer and CI tasks.
+//!
+//! `cargo xtask test` runs every check CI runs (format, lints, docs, all tests), each as a timed stage;
+//! `cargo xtask sandbox` runs the product on the embedded default: a local control plane with simulated Windows hosts.
+
+mod sandbox;
+mod stages;
+mod test;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Developer and CI tasks of wmco-rs.
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask", about)]
+struct Xtask {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Debug, Subcommand)]
+enum Task {
+    /// Run everything CI checks: cargo fmt --check, clippy with warnings denied, rustdoc with warnings denied, and
+    /// all tests. Prints each stage's wall time.
+    Test(test::TestArgs),
+    /// Run the product on the embedded default: a local control plane, simulated Windows hosts and the operator.
+    Sandbox(sandbox::SandboxArgs),
+}
+
+fn main() -> ExitCode {
+    let xtask = Xtask::parse();
+    let result = match xtask.task {
+        Task::Test(args) => test::run(&args),
+        Task::Sandbox(args) => sandbox::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("xtask: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

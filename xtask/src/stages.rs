@@ -1,0 +1,58 @@
+//! Timed stages: run a command as a named stage, print its wall time, and keep a summary for the end of the run.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+
+/// The workspace root (the parent of the `xtask` package directory).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// The `cargo` executable that runs this xtask, so stages use the same toolchain.
+pub fn cargo() -> Command {
+    let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    command.current_dir(workspace_root());
+    command
+}
+
+/// Records the wall time of each stage of a run and prints a summary.
+#[derive(Debug, Default)]
+pub struct StageClock {
+    finished: Vec<(String, Duration)>,
+}
+
+impl StageClock {
+    /// Runs `command` as the stage `name`, printing its start and wall time; fails if the command fails.
+    pub fn run(&mut self, name: &str, mut command: Command) -> anyhow::Result<()> {
+        println!("==> stage {name}: {}", describe(&command));
+        let started = Instant::now();
+        let status =
+            command.status().with_context(|| format!("stage {name}: could not start {}", describe(&command)))?;
+        let elapsed = started.elapsed();
+        println!("==> stage {name} took {:.1}s", elapsed.as_secs_f64());
+        self.finished.push((name.to_owned(), elapsed));
+        if !status.success() {
+            bail!("stage {name} failed ({status}); the command was: {}", describe(&command));
+        }
+        Ok(())
+    }
+
+    /// Prints every finished stage with its wall time, and the total.
+    pub fn print_summary(&self) {
+        println!("==> stage times:");
+        for (name, elapsed) in &self.finished {
+            println!("    {name:<24} {:>8.1}s", elapsed.as_secs_f64());
+        }
+        let total: Duration = self.finished.iter().map(|(_, elapsed)| *elapsed).sum();
+        println!("    {:<24} {:>8.1}s", "total", total.as_secs_f64());
+    }
+}
+
+fn describe(command: &Command) -> String {
+    let mut words = vec![command.get_program().to_string_lossy().into_owned()];
+    words.extend(command.get_args().map(|arg| arg.to_string_lossy().into_owned()));
+    words.join(" ")
+}

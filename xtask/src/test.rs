@@ -1,0 +1,41 @@
+//! `cargo xtask test`: every check CI runs, as timed stages.
+
+use clap::Args;
+
+use crate::stages::{StageClock, cargo};
+
+/// Options of `cargo xtask test`.
+#[derive(Debug, Args)]
+pub struct TestArgs {
+    /// Skip the format, lint and doc stages and run only the tests.
+    #[arg(long)]
+    pub tests_only: bool,
+}
+
+/// Runs the stages in order, stopping at the first failure, and prints the stage times either way.
+pub fn run(args: &TestArgs) -> anyhow::Result<()> {
+    let mut clock = StageClock::default();
+    let result = run_stages(args, &mut clock);
+    clock.print_summary();
+    result
+}
+
+fn run_stages(args: &TestArgs, clock: &mut StageClock) -> anyhow::Result<()> {
+    if !args.tests_only {
+        let mut fmt = cargo();
+        fmt.args(["fmt", "--all", "--", "--check"]);
+        clock.run("fmt", fmt)?;
+
+        let mut clippy = cargo();
+        clippy.args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]);
+        clock.run("clippy", clippy)?;
+
+        let mut doc = cargo();
+        doc.args(["doc", "--workspace", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings");
+        clock.run("doc", doc)?;
+    }
+
+    let mut test = cargo();
+    test.args(["test", "--workspace"]);
+    clock.run("test", test)
+}
