@@ -3,6 +3,23 @@
 //! This crate performs no IO of any kind: it turns typed values into command-line strings and command output back
 //! into typed values. Start with [`WinPath`].
 
+mod command;
+mod host;
 mod path;
+mod powershell;
+mod quote;
+mod sc;
+mod service;
 
+pub use command::{CommandError, MAX_COMMAND_LINE_CHARS, RenderedCommand, ScriptFile, Shell};
+pub use host::{
+    Direction, EnvVarName, FirewallRule, HostState, HostValueError, Protocol, RegistryData, RegistryKey, RegistryValue,
+    RegistryValueName, Sha256Hex,
+};
 pub use path::{MAX_PATH_CHARS, PathError, WinPath};
+pub use powershell::{POWERSHELL_PREFIX, PowerShellScript, SCRIPT_DIRECTORY, decode_encoded_command, encode_command};
+pub use sc::{ConfigChanges, ScCommand};
+pub use service::{
+    FailureAction, FailureActionKind, FailureActions, Millis, ResetPeriod, ServiceCommand, ServiceName,
+    ServiceNameError, ServiceSpec, StartType,
+};

@@ -1,0 +1,103 @@
+//! What a builder hands to the caller: one command line ([`RenderedCommand`]) for the SSH exec channel, which
+//! interpreter runs its payload ([`Shell`]), the script file to upload first when a PowerShell script is too long
+//! for cmd.exe ([`ScriptFile`]), and the reasons a value cannot be rendered at all ([`CommandError`]).
+
+use serde::Serialize;
+
+use crate::path::WinPath;
+
+/// The longest command line a builder renders, in UTF-16 code units.
+///
+/// cmd.exe (the Win32-OpenSSH default shell) accepts 8,191 characters; whether the pair of quotes sshd wraps around
+/// the command counts is unconfirmed (windows-commands.md §3), so builders keep a margin of 191.
+pub const MAX_COMMAND_LINE_CHARS: usize = 8_000;
+
+/// The interpreter that executes a rendered command line's payload. Every line is sent to the host's default
+/// shell (cmd.exe); a [`Shell::PowerShell`] line is a `powershell.exe` invocation started from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Shell {
+    /// A cmd.exe command line (sc.exe and other native programs).
+    Cmd,
+    /// A `powershell.exe` command line carrying a script of the closed subset (windows-commands.md §8).
+    PowerShell,
+}
+
+/// A script too long for an `-EncodedCommand` line: upload `contents` to `path` (over SFTP) before running the
+/// command line. The name is content-addressed (`C:\k\wmco\scripts\<sha256>.ps1`), so an existing file whose
+/// hash matches is already the right one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ScriptFile {
+    /// Where the command line expects the script.
+    pub path: WinPath,
+    /// The bytes to upload: UTF-8 with a byte-order mark, which Windows PowerShell 5.1 needs to read non-ASCII text.
+    pub contents: Vec<u8>,
+    /// Lower-case hex SHA-256 of `contents` (also the file's base name).
+    pub sha256: String,
+}
+
+/// One command line to run over the SSH exec channel.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RenderedCommand {
+    /// Which interpreter runs the payload.
+    pub shell: Shell,
+    /// The exact text to send; at most [`MAX_COMMAND_LINE_CHARS`] UTF-16 units.
+    pub line: String,
+    /// A script file to upload before running `line`, if the script did not fit on the line.
+    pub script_file: Option<ScriptFile>,
+}
+
+/// Why a value cannot be rendered into a command line that Windows would parse back to the same value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CommandError {
+    /// `%` on a cmd.exe command line is expanded when a variable of that name exists and cannot be escaped.
+    #[error("{field} value {value:?} contains `%`, which cmd.exe may expand and cannot escape; remove it")]
+    PercentSign {
+        /// Which option or argument held the value.
+        field: &'static str,
+        /// The value.
+        value: String,
+    },
+    /// Control characters (CR/LF end a command line) cannot be carried.
+    #[error("{field} value {value:?} contains the control character {character:?}")]
+    ControlCharacter {
+        /// Which option or argument held the value.
+        field: &'static str,
+        /// The value.
+        value: String,
+        /// The control character.
+        character: char,
+    },
+    /// The rendered line is longer than [`MAX_COMMAND_LINE_CHARS`] and cannot be moved into a script file.
+    #[error("the {what} command line is {length} characters long; cmd.exe allows at most {limit}")]
+    TooLong {
+        /// What was being rendered (e.g. `sc.exe create kubelet`).
+        what: String,
+        /// Its length in UTF-16 units.
+        length: usize,
+        /// The limit that applies.
+        limit: usize,
+    },
+    /// A display name longer than the 256 characters the SCM stores.
+    #[error("display name of service {service} is {length} characters long; the SCM allows at most 256")]
+    DisplayNameTooLong {
+        /// The service.
+        service: String,
+        /// Its length in UTF-16 units.
+        length: usize,
+    },
+    /// A path given to a PowerShell parameter that interprets wildcards (`-Path`) holds `[` or `]`.
+    #[error("path {path} contains `[` or `]`, which PowerShell's -Path parameter treats as a wildcard")]
+    WildcardInPath {
+        /// The path.
+        path: String,
+    },
+}
+
+/// Returns `line` if it is within [`MAX_COMMAND_LINE_CHARS`], else [`CommandError::TooLong`] naming `what`.
+pub(crate) fn check_length(what: impl FnOnce() -> String, line: String) -> Result<String, CommandError> {
+    let length = line.encode_utf16().count();
+    if length > MAX_COMMAND_LINE_CHARS {
+        return Err(CommandError::TooLong { what: what(), length, limit: MAX_COMMAND_LINE_CHARS });
+    }
+    Ok(line)
+}

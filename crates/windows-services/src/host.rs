@@ -1,0 +1,370 @@
+//! The desired state of a whole host ([`HostState`]): services, directories, files (by hash), machine environment
+//! variables, firewall rules and registry values, with the small validated types they are made of.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::path::WinPath;
+use crate::service::{ServiceName, ServiceSpec};
+
+/// Why a host-level name or value is not acceptable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HostValueError {
+    /// An environment variable name outside `[A-Za-z_][A-Za-z0-9_]*`.
+    #[error("environment variable name {name:?} must match [A-Za-z_][A-Za-z0-9_]*")]
+    EnvVarName {
+        /// The text given.
+        name: String,
+    },
+    /// A registry key that is not `HKLM\` followed by non-empty segments free of `[ ] * ?` and control characters.
+    #[error("registry key {key:?} must be HKLM\\<segments> without empty segments, [ ] * ? or control characters")]
+    RegistryKey {
+        /// The text given.
+        key: String,
+    },
+    /// A registry value name outside `[A-Za-z][A-Za-z0-9_]*`.
+    #[error("registry value name {name:?} must match [A-Za-z][A-Za-z0-9_]*")]
+    RegistryValueName {
+        /// The text given.
+        name: String,
+    },
+    /// Not 64 hex digits.
+    #[error("{text:?} is not a SHA-256 digest (64 hex digits)")]
+    Sha256 {
+        /// The text given.
+        text: String,
+    },
+    /// A firewall rule name that is empty or holds control characters.
+    #[error("firewall rule name {name:?} must be non-empty and free of control characters")]
+    FirewallRuleName {
+        /// The text given.
+        name: String,
+    },
+}
+
+/// A machine environment variable name (`[A-Za-z_][A-Za-z0-9_]*`, e.g. `HTTP_PROXY`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct EnvVarName(String);
+
+impl EnvVarName {
+    /// Validates a variable name.
+    ///
+    /// # Errors
+    /// [`HostValueError::EnvVarName`].
+    pub fn new(name: &str) -> Result<EnvVarName, HostValueError> {
+        let mut chars = name.chars();
+        let valid_start = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+        if !valid_start || !chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(HostValueError::EnvVarName { name: name.to_owned() });
+        }
+        Ok(EnvVarName(name.to_owned()))
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for EnvVarName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl TryFrom<String> for EnvVarName {
+    type Error = HostValueError;
+    fn try_from(name: String) -> Result<Self, Self::Error> {
+        EnvVarName::new(&name)
+    }
+}
+
+impl From<EnvVarName> for String {
+    fn from(name: EnvVarName) -> String {
+        name.0
+    }
+}
+
+/// A lower-case hex SHA-256 digest.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Sha256Hex(String);
+
+impl Sha256Hex {
+    /// Accepts 64 hex digits in either case (Get-FileHash prints upper case) and stores them lower-case.
+    ///
+    /// # Errors
+    /// [`HostValueError::Sha256`].
+    pub fn new(text: &str) -> Result<Sha256Hex, HostValueError> {
+        if text.len() != 64 || !text.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err(HostValueError::Sha256 { text: text.to_owned() });
+        }
+        Ok(Sha256Hex(text.to_ascii_lowercase()))
+    }
+
+    /// The lower-case hex text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Sha256Hex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl TryFrom<String> for Sha256Hex {
+    type Error = HostValueError;
+    fn try_from(text: String) -> Result<Self, Self::Error> {
+        Sha256Hex::new(&text)
+    }
+}
+
+impl From<Sha256Hex> for String {
+    fn from(digest: Sha256Hex) -> String {
+        digest.0
+    }
+}
+
+/// Traffic direction of a firewall rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Direction {
+    /// Inbound (MSFT_NetFirewallRule `Direction` = 1).
+    Inbound,
+    /// Outbound (`Direction` = 2).
+    Outbound,
+}
+
+impl Direction {
+    /// The `-Direction` value.
+    pub fn powershell_value(self) -> &'static str {
+        match self {
+            Direction::Inbound => "Inbound",
+            Direction::Outbound => "Outbound",
+        }
+    }
+}
+
+/// Transport protocol of a firewall rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Protocol {
+    /// TCP.
+    Tcp,
+    /// UDP.
+    Udp,
+}
+
+impl Protocol {
+    /// The `-Protocol` value.
+    pub fn powershell_value(self) -> &'static str {
+        match self {
+            Protocol::Tcp => "TCP",
+            Protocol::Udp => "UDP",
+        }
+    }
+}
+
+/// A Windows Firewall rule that allows traffic to a local port.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct FirewallRule {
+    /// The rule's unique `-Name` (also used as its display name).
+    pub name: String,
+    /// Direction.
+    pub direction: Direction,
+    /// Protocol.
+    pub protocol: Protocol,
+    /// Local port.
+    pub local_port: u16,
+}
+
+impl FirewallRule {
+    /// A rule, with its name validated.
+    ///
+    /// # Errors
+    /// [`HostValueError::FirewallRuleName`].
+    pub fn new(name: &str, direction: Direction, protocol: Protocol, local_port: u16) -> Result<Self, HostValueError> {
+        if name.is_empty() || name.chars().any(char::is_control) {
+            return Err(HostValueError::FirewallRuleName { name: name.to_owned() });
+        }
+        Ok(FirewallRule { name: name.to_owned(), direction, protocol, local_port })
+    }
+}
+
+/// A key under `HKEY_LOCAL_MACHINE`, written `HKLM\SOFTWARE\OpenSSH`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct RegistryKey(String);
+
+impl RegistryKey {
+    /// Validates `HKLM\<segment>\...` (segments non-empty, without `[ ] * ?` or control characters, which
+    /// PowerShell's `-Path` would interpret).
+    ///
+    /// # Errors
+    /// [`HostValueError::RegistryKey`].
+    pub fn new(key: &str) -> Result<RegistryKey, HostValueError> {
+        let invalid = || HostValueError::RegistryKey { key: key.to_owned() };
+        let rest = key.strip_prefix(r"HKLM\").ok_or_else(invalid)?;
+        let bad_segment =
+            |segment: &str| segment.is_empty() || segment.chars().any(|c| "[]*?".contains(c) || c.is_control());
+        if rest.split('\\').any(bad_segment) {
+            return Err(invalid());
+        }
+        Ok(RegistryKey(key.to_owned()))
+    }
+
+    /// The PowerShell provider path: `HKLM:\SOFTWARE\OpenSSH`.
+    pub fn provider_path(&self) -> String {
+        format!("HKLM:{}", &self.0[4..])
+    }
+}
+
+impl fmt::Display for RegistryKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl TryFrom<String> for RegistryKey {
+    type Error = HostValueError;
+    fn try_from(key: String) -> Result<Self, Self::Error> {
+        RegistryKey::new(&key)
+    }
+}
+
+impl From<RegistryKey> for String {
+    fn from(key: RegistryKey) -> String {
+        key.0
+    }
+}
+
+/// A registry value name (`[A-Za-z][A-Za-z0-9_]*`, so the probe can read it as a plain member).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct RegistryValueName(String);
+
+impl RegistryValueName {
+    /// Validates a value name.
+    ///
+    /// # Errors
+    /// [`HostValueError::RegistryValueName`].
+    pub fn new(name: &str) -> Result<RegistryValueName, HostValueError> {
+        let mut chars = name.chars();
+        let valid_start = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
+        if !valid_start || !chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(HostValueError::RegistryValueName { name: name.to_owned() });
+        }
+        Ok(RegistryValueName(name.to_owned()))
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for RegistryValueName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl TryFrom<String> for RegistryValueName {
+    type Error = HostValueError;
+    fn try_from(name: String) -> Result<Self, Self::Error> {
+        RegistryValueName::new(&name)
+    }
+}
+
+impl From<RegistryValueName> for String {
+    fn from(name: RegistryValueName) -> String {
+        name.0
+    }
+}
+
+/// Registry data of the two types the product writes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum RegistryData {
+    /// REG_DWORD.
+    Dword(u32),
+    /// REG_SZ.
+    String(String),
+}
+
+/// One registry value to hold.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct RegistryValue {
+    /// The key (which must already exist).
+    pub key: RegistryKey,
+    /// The value name.
+    pub name: RegistryValueName,
+    /// The data.
+    pub data: RegistryData,
+}
+
+/// Everything that should hold on a host: the input of `plan` and of the state probe.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostState {
+    /// Services to create, configure and keep running.
+    pub services: Vec<ServiceSpec>,
+    /// Managed services that must not exist (e.g. left by an earlier version); stopped and deleted if present.
+    pub removed_services: BTreeSet<ServiceName>,
+    /// Directories that must exist.
+    pub directories: BTreeSet<WinPath>,
+    /// Files that must hold the given content; the caller uploads those whose observed hash differs.
+    pub files: BTreeMap<WinPath, Sha256Hex>,
+    /// Machine environment variables: `Some(value)` to set, `None` to remove.
+    pub machine_env: BTreeMap<EnvVarName, Option<String>>,
+    /// Firewall rules that must exist.
+    pub firewall_rules: BTreeSet<FirewallRule>,
+    /// Registry values that must hold.
+    pub registry_values: BTreeSet<RegistryValue>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_var_names_are_identifiers() {
+        assert_eq!(EnvVarName::new("HTTP_PROXY").unwrap().as_str(), "HTTP_PROXY");
+        assert!(EnvVarName::new("_x1").is_ok());
+        for bad in ["", "1X", "A-B", "A B", "A=B", "%X%"] {
+            assert_eq!(EnvVarName::new(bad), Err(HostValueError::EnvVarName { name: bad.into() }), "{bad}");
+        }
+    }
+
+    #[test]
+    fn sha256_accepts_either_case_and_stores_lower_case() {
+        let upper = "E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855";
+        assert_eq!(Sha256Hex::new(upper).unwrap().as_str(), upper.to_ascii_lowercase());
+        assert!(Sha256Hex::new(&upper[1..]).is_err());
+        assert!(Sha256Hex::new(&format!("{}g", &upper[1..])).is_err());
+    }
+
+    #[test]
+    fn registry_keys_are_hklm_paths_without_wildcards() {
+        let key = RegistryKey::new(r"HKLM\SOFTWARE\OpenSSH").unwrap();
+        assert_eq!(key.provider_path(), r"HKLM:\SOFTWARE\OpenSSH");
+        assert_eq!(key.to_string(), r"HKLM\SOFTWARE\OpenSSH");
+        for bad in [r"HKCU\x", r"HKLM\", r"HKLM\a\\b", r"HKLM\a[1]", r"HKLM\a*", "HKLM"] {
+            assert_eq!(RegistryKey::new(bad), Err(HostValueError::RegistryKey { key: bad.into() }), "{bad}");
+        }
+        assert!(RegistryValueName::new("DefaultShell").is_ok());
+        assert!(RegistryValueName::new("Default Shell").is_err());
+        assert!(RegistryValueName::new("_x").is_err());
+    }
+
+    #[test]
+    fn firewall_rule_names_must_be_printable() {
+        let rule = FirewallRule::new("ContainerLogsPort", Direction::Inbound, Protocol::Tcp, 10250).unwrap();
+        assert_eq!(rule.local_port, 10250);
+        assert_eq!(
+            FirewallRule::new("", Direction::Inbound, Protocol::Tcp, 1),
+            Err(HostValueError::FirewallRuleName { name: String::new() })
+        );
+    }
+}
