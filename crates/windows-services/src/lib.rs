@@ -9,6 +9,7 @@ mod path;
 mod powershell;
 mod quote;
 mod sc;
+mod sc_output;
 mod service;
 
 pub use command::{CommandError, MAX_COMMAND_LINE_CHARS, RenderedCommand, ScriptFile, Shell};
@@ -19,7 +20,10 @@ pub use host::{
 pub use path::{MAX_PATH_CHARS, PathError, WinPath};
 pub use powershell::{POWERSHELL_PREFIX, PowerShellScript, SCRIPT_DIRECTORY, decode_encoded_command, encode_command};
 pub use sc::{ConfigChanges, ScCommand};
+pub use sc_output::{
+    ScErrorCode, ScFailure, ScParseError, ServiceConfig, ServiceStatus, parse_sc_failure, parse_sc_qc, parse_sc_query,
+};
 pub use service::{
     FailureAction, FailureActionKind, FailureActions, Millis, ResetPeriod, ServiceCommand, ServiceName,
-    ServiceNameError, ServiceSpec, StartType,
+    ServiceNameError, ServiceSpec, ServiceState, StartType,
 };

@@ -171,6 +171,61 @@ impl StartType {
     }
 }
 
+/// The run state of a service (SERVICE_STATUS `dwCurrentState`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServiceState {
+    /// 1.
+    Stopped,
+    /// 2.
+    StartPending,
+    /// 3.
+    StopPending,
+    /// 4.
+    Running,
+    /// 5.
+    ContinuePending,
+    /// 6.
+    PausePending,
+    /// 7.
+    Paused,
+}
+
+impl ServiceState {
+    /// The state for a numeric code (sc.exe STATE, Get-Service `Status`).
+    pub fn from_code(code: u32) -> Option<ServiceState> {
+        match code {
+            1 => Some(ServiceState::Stopped),
+            2 => Some(ServiceState::StartPending),
+            3 => Some(ServiceState::StopPending),
+            4 => Some(ServiceState::Running),
+            5 => Some(ServiceState::ContinuePending),
+            6 => Some(ServiceState::PausePending),
+            7 => Some(ServiceState::Paused),
+            _ => None,
+        }
+    }
+
+    /// The state for a `Win32_Service.State` string (`Running`, `Start Pending`, ...), which WMI reports in English.
+    pub fn from_cim(state: &str) -> Option<ServiceState> {
+        match state {
+            "Stopped" => Some(ServiceState::Stopped),
+            "Start Pending" => Some(ServiceState::StartPending),
+            "Stop Pending" => Some(ServiceState::StopPending),
+            "Running" => Some(ServiceState::Running),
+            "Continue Pending" => Some(ServiceState::ContinuePending),
+            "Pause Pending" => Some(ServiceState::PausePending),
+            "Paused" => Some(ServiceState::Paused),
+            _ => None,
+        }
+    }
+
+    /// Whether a stop request makes sense: the process is up and not already stopping.
+    pub fn is_stoppable(self) -> bool {
+        !matches!(self, ServiceState::Stopped | ServiceState::StopPending)
+    }
+}
+
 /// A duration in milliseconds: the unit sc.exe's `actions=` delays are written in (the Go operator passed seconds
 /// there by mistake).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -401,6 +456,20 @@ mod tests {
         assert_eq!(StartType::from_code(2, false), Some(StartType::Auto));
         assert_eq!(StartType::from_code(4, false), Some(StartType::Disabled));
         assert_eq!(StartType::from_code(5, false), None);
+    }
+
+    #[test]
+    fn service_states_from_codes_and_cim_strings() {
+        assert_eq!(ServiceState::from_code(1), Some(ServiceState::Stopped));
+        assert_eq!(ServiceState::from_code(4), Some(ServiceState::Running));
+        assert_eq!(ServiceState::from_code(7), Some(ServiceState::Paused));
+        assert_eq!(ServiceState::from_code(0), None);
+        assert_eq!(ServiceState::from_cim("Start Pending"), Some(ServiceState::StartPending));
+        assert_eq!(ServiceState::from_cim("Unknown"), None);
+        assert!(ServiceState::Running.is_stoppable());
+        assert!(ServiceState::StartPending.is_stoppable());
+        assert!(!ServiceState::StopPending.is_stoppable());
+        assert!(!ServiceState::Stopped.is_stoppable());
     }
 
     #[test]
