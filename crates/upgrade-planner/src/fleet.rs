@@ -1,0 +1,115 @@
+//! The planner's view of the fleet: every BYOH host and Windows Machine the operator knows of, with the facts read
+//! from its `WindowsInstance` record, its Node and the admin's inputs, at one instant.
+
+use jiff::Timestamp;
+use semver::Version;
+use serde::{Deserialize, Serialize};
+
+/// Every instance the operator knows of, observed at one instant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Fleet {
+    /// The instant the facts were read; backoff deadlines are compared with it.
+    pub now: Timestamp,
+    /// Hex SHA-256 of the authorized-key line of the current `cloud-private-key` (the value the
+    /// `windowsmachineconfig.openshift.io/pub-key-hash` annotation must hold).
+    pub current_pub_key_hash: String,
+    /// The instances, in any order; the plan orders them itself.
+    #[serde(default)]
+    pub instances: Vec<Instance>,
+}
+
+/// One BYOH host or Windows Machine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Instance {
+    /// The instance's name: the BYOH address from `windows-instances`, or the Machine's name.
+    pub name: String,
+    /// Whether the instance is a BYOH host or a Machine.
+    pub kind: InstanceKind,
+    /// `true` while the admin still wants the instance: the BYOH entry is still listed, or the Machine still exists.
+    #[serde(default = "default_desired")]
+    pub desired: bool,
+    /// The phase recorded in the instance's `WindowsInstance` status.
+    #[serde(default)]
+    pub phase: Phase,
+    /// The instance's Node, when one is registered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<NodeState>,
+    /// The last failed attempt on this instance, when it has not succeeded since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_failure: Option<Failure>,
+}
+
+fn default_desired() -> bool {
+    true
+}
+
+/// Where an instance comes from, which decides how it is re-keyed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum InstanceKind {
+    /// An admin-provided host listed in the `windows-instances` ConfigMap.
+    #[serde(rename = "BYOH")]
+    Byoh,
+    /// A Machine created by a MachineSet.
+    Machine,
+}
+
+/// The phase of a `WindowsInstance` record (design §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Phase {
+    /// Known but not yet worked on.
+    #[default]
+    Pending,
+    /// Files, containerd and kubelet are being set up.
+    Configuring,
+    /// The kubelet runs; the operator waits for its Node (then configures the services that need it).
+    WaitingForNode,
+    /// Configured and serving.
+    Ready,
+    /// Being reconfigured to the operator's version.
+    Upgrading,
+    /// Being removed from the cluster.
+    Deconfiguring,
+    /// The last attempt failed; see the instance's `last_failure`.
+    Failed,
+}
+
+/// What the instance's Node says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NodeState {
+    /// The Node's `Ready` condition is `True`.
+    pub ready: bool,
+    /// Who cordoned the Node; absent while it is schedulable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cordoned_by: Option<CordonedBy>,
+    /// The `windowsmachineconfig.openshift.io/version` annotation; absent until a configuration finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub configured_version: Option<Version>,
+    /// The `windowsmachineconfig.openshift.io/upgrading` mark, set by the operator before it disrupts the Node.
+    #[serde(default)]
+    pub upgrading: bool,
+    /// The `windowsmachineconfig.openshift.io/pub-key-hash` annotation, when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pub_key_hash: Option<String>,
+}
+
+/// Who made a Node unschedulable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CordonedBy {
+    /// The operator, for an upgrade or a Machine replacement.
+    Operator,
+    /// Anyone else (an admin's maintenance); such a Node does not count against the operator's budget.
+    Other,
+}
+
+/// The last failed attempt on an instance.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Failure {
+    /// What failed, as recorded in the instance's status.
+    pub message: String,
+    /// The instant before which the instance must not be retried.
+    pub retry_after: Timestamp,
+}
