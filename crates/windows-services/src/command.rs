@@ -85,6 +85,13 @@ pub enum CommandError {
         /// Its length in UTF-16 units.
         length: usize,
     },
+    /// The content-addressed script path could not be formed.
+    #[error("the script file path under C:\\k\\wmco\\scripts is invalid: {source}")]
+    ScriptPath {
+        /// Why.
+        #[source]
+        source: crate::path::PathError,
+    },
     /// A path given to a PowerShell parameter that interprets wildcards (`-Path`) holds `[` or `]`.
     #[error("path {path} contains `[` or `]`, which PowerShell's -Path parameter treats as a wildcard")]
     WildcardInPath {

@@ -36,8 +36,8 @@ pub enum HostValueError {
         /// The text given.
         text: String,
     },
-    /// A firewall rule name that is empty or holds control characters.
-    #[error("firewall rule name {name:?} must be non-empty and free of control characters")]
+    /// A firewall rule name that is empty or holds control or wildcard characters.
+    #[error("firewall rule name {name:?} must be non-empty and free of control characters and * ? [ ]")]
     FirewallRuleName {
         /// The text given.
         name: String,
@@ -187,7 +187,7 @@ impl FirewallRule {
     /// # Errors
     /// [`HostValueError::FirewallRuleName`].
     pub fn new(name: &str, direction: Direction, protocol: Protocol, local_port: u16) -> Result<Self, HostValueError> {
-        if name.is_empty() || name.chars().any(char::is_control) {
+        if name.is_empty() || name.chars().any(|c| c.is_control() || "*?[]".contains(c)) {
             return Err(HostValueError::FirewallRuleName { name: name.to_owned() });
         }
         Ok(FirewallRule { name: name.to_owned(), direction, protocol, local_port })
@@ -366,5 +366,6 @@ mod tests {
             FirewallRule::new("", Direction::Inbound, Protocol::Tcp, 1),
             Err(HostValueError::FirewallRuleName { name: String::new() })
         );
+        assert!(FirewallRule::new("a*", Direction::Inbound, Protocol::Tcp, 1).is_err());
     }
 }

@@ -7,6 +7,7 @@ mod command;
 mod host;
 mod path;
 mod powershell;
+mod probe;
 mod quote;
 mod sc;
 mod sc_output;
@@ -19,6 +20,9 @@ pub use host::{
 };
 pub use path::{MAX_PATH_CHARS, PathError, WinPath};
 pub use powershell::{POWERSHELL_PREFIX, PowerShellScript, SCRIPT_DIRECTORY, decode_encoded_command, encode_command};
+pub use probe::{
+    ObservedFirewallRule, ObservedHost, ObservedService, ProbeError, ProbeRequest, decode_failure_actions,
+};
 pub use sc::{ConfigChanges, ScCommand};
 pub use sc_output::{
     ScErrorCode, ScFailure, ScParseError, ServiceConfig, ServiceStatus, parse_sc_failure, parse_sc_qc, parse_sc_query,

@@ -123,7 +123,8 @@ impl PowerShellScript {
     /// line plus the [`ScriptFile`] to upload first.
     ///
     /// # Errors
-    /// None in practice (the `-File` line is short); the signature matches the other builders.
+    /// [`CommandError::ScriptPath`] if the script file's path were invalid (it is built from a constant directory
+    /// and a hex digest).
     pub fn render(&self) -> Result<RenderedCommand, CommandError> {
         let encoded_line = format!("{POWERSHELL_PREFIX} -EncodedCommand {}", encode_command(&self.text));
         if encoded_line.len() <= MAX_COMMAND_LINE_CHARS {
@@ -133,7 +134,7 @@ impl PowerShellScript {
         contents.extend_from_slice(self.text.as_bytes());
         let sha256 = hex::encode(Sha256::digest(&contents));
         let path = WinPath::parse(SCRIPT_DIRECTORY).and_then(|directory| directory.join(&format!("{sha256}.ps1")));
-        let path = path.map_err(|_| CommandError::WildcardInPath { path: SCRIPT_DIRECTORY.to_owned() })?;
+        let path = path.map_err(|source| CommandError::ScriptPath { source })?;
         let line = format!("{POWERSHELL_PREFIX} -File {path}");
         Ok(RenderedCommand { shell: Shell::PowerShell, line, script_file: Some(ScriptFile { path, contents, sha256 }) })
     }

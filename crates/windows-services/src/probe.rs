@@ -1,0 +1,638 @@
+//! The batched state probe: one PowerShell script (of the §8 subset) that reads everything `plan` diffs —
+//! the configuration and state of listed services, SHA-256 of listed files, which listed directories exist, listed
+//! machine environment variables, firewall rules and registry values — and prints it as one compact JSON document;
+//! plus the parser of that document into an [`ObservedHost`].
+//!
+//! Service configuration comes from the service's registry key (`HKLM\SYSTEM\CurrentControlSet\Services\<name>`:
+//! `ImagePath`, `DisplayName`, `Description`, `Start`, `DelayedAutostart`, `DependOnService`, `FailureActions`,
+//! `FailureActionsOnNonCrashFailures`, `DeleteFlag`), the run state from `Win32_Service`. Results are positional
+//! (arrays in request order), so the output never echoes names back through the console code page.
+//!
+//! The parser honours the Windows PowerShell 5.1 `ConvertTo-Json` quirks of windows-commands.md §4: a one-element
+//! list may arrive as a bare value (or as `{"value": [...], "Count": n}`), enums arrive as numbers, a byte array
+//! arrives as numbers (5.1) or Base64 (PowerShell 7).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::host::{EnvVarName, HostState, RegistryData, RegistryKey, RegistryValueName, Sha256Hex};
+use crate::path::WinPath;
+use crate::powershell::PowerShellScript;
+use crate::quote::powershell_literal;
+use crate::service::{
+    FailureAction, FailureActionKind, FailureActions, Millis, ResetPeriod, ServiceName, ServiceState, StartType,
+};
+
+/// Registry key under which the SCM keeps each service's configuration.
+const SERVICES_KEY: &str = r"HKLM:\SYSTEM\CurrentControlSet\Services";
+
+/// What to read from a host.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProbeRequest {
+    /// Services whose configuration and state to read.
+    pub services: BTreeSet<ServiceName>,
+    /// Files to hash.
+    pub files: BTreeSet<WinPath>,
+    /// Directories to test.
+    pub directories: BTreeSet<WinPath>,
+    /// Machine environment variables to read.
+    pub machine_env: BTreeSet<EnvVarName>,
+    /// Firewall rules (by name) to read.
+    pub firewall_rules: BTreeSet<String>,
+    /// Registry values to read.
+    pub registry_values: BTreeSet<(RegistryKey, RegistryValueName)>,
+}
+
+impl ProbeRequest {
+    /// Everything `plan` needs to converge `desired`.
+    pub fn for_state(desired: &HostState) -> ProbeRequest {
+        ProbeRequest {
+            services: desired
+                .services
+                .iter()
+                .map(|spec| spec.name.clone())
+                .chain(desired.removed_services.iter().cloned())
+                .collect(),
+            files: desired.files.keys().cloned().collect(),
+            directories: desired.directories.clone(),
+            machine_env: desired.machine_env.keys().cloned().collect(),
+            firewall_rules: desired.firewall_rules.iter().map(|rule| rule.name.clone()).collect(),
+            registry_values: desired
+                .registry_values
+                .iter()
+                .map(|value| (value.key.clone(), value.name.clone()))
+                .collect(),
+        }
+    }
+
+    /// The probe script. Its JSON output is read back with [`ProbeRequest::parse_output`].
+    ///
+    /// ```
+    /// use wmco_windows_services::{ProbeRequest, ServiceName};
+    /// let mut request = ProbeRequest::default();
+    /// request.services.insert(ServiceName::new("kubelet")?);
+    /// let script = request.script();
+    /// assert!(script.text().contains("Get-ItemProperty 'HKLM:\\SYSTEM\\CurrentControlSet\\Services\\kubelet'"));
+    /// let observed = request.parse_output(r#"{"services":{"key":false,"state":null},"files":[],"dirs":[],"env":[],"firewall":[],"registry":[]}"#)?;
+    /// assert!(observed.services.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn script(&self) -> PowerShellScript {
+        let mut statements = vec!["$cim = @(Get-CimInstance Win32_Service)".to_owned()];
+        let mut service_entries = Vec::new();
+        for (index, name) in self.services.iter().enumerate() {
+            let key = powershell_literal(&format!(r"{SERVICES_KEY}\{}", name.as_str()));
+            statements.push(format!("$s{index} = $null"));
+            statements.push(format!("if (Test-Path -LiteralPath {key}) {{ $s{index} = Get-ItemProperty {key} }}"));
+            statements.push(format!(
+                "$c{index} = @($cim | Where-Object {{ $_.Name -eq {} }})",
+                powershell_literal(name.as_str())
+            ));
+            service_entries.push(format!(
+                "[ordered]@{{ key = $null -ne $s{index}; state = $c{index}[0].State; pid = $c{index}[0].ProcessId; \
+                 image = $s{index}.ImagePath; display = $s{index}.DisplayName; description = $s{index}.Description; \
+                 start = $s{index}.Start; delayed = $s{index}.DelayedAutostart; depends = $s{index}.DependOnService; \
+                 failure = $s{index}.FailureActions; failureFlag = $s{index}.FailureActionsOnNonCrashFailures; \
+                 deleteFlag = $s{index}.DeleteFlag }}"
+            ));
+        }
+        let mut file_entries = Vec::new();
+        for (index, file) in self.files.iter().enumerate() {
+            let literal = powershell_literal(file.as_str());
+            statements.push(format!("$f{index} = $null"));
+            statements.push(format!(
+                "if (Test-Path -LiteralPath {literal} -PathType Leaf) {{ $f{index} = Get-FileHash -LiteralPath {literal} \
+                 -Algorithm SHA256 | Select-Object -ExpandProperty Hash }}"
+            ));
+            file_entries.push(format!("$f{index}"));
+        }
+        let mut directory_entries = Vec::new();
+        for (index, directory) in self.directories.iter().enumerate() {
+            statements.push(format!(
+                "$d{index} = Test-Path -LiteralPath {} -PathType Container",
+                powershell_literal(directory.as_str())
+            ));
+            directory_entries.push(format!("$d{index}"));
+        }
+        let mut env_entries = Vec::new();
+        for (index, name) in self.machine_env.iter().enumerate() {
+            statements.push(format!(
+                "$e{index} = [Environment]::GetEnvironmentVariable({}, 'Machine')",
+                powershell_literal(name.as_str())
+            ));
+            env_entries.push(format!("$e{index}"));
+        }
+        let mut firewall_entries = Vec::new();
+        for (index, name) in self.firewall_rules.iter().enumerate() {
+            statements.push(format!(
+                "$w{index} = Get-NetFirewallRule -Name {} -ErrorAction SilentlyContinue",
+                powershell_literal(name)
+            ));
+            firewall_entries.push(format!(
+                "[ordered]@{{ exists = $null -ne $w{index}; direction = $w{index}.Direction; \
+                 enabled = $w{index}.Enabled; action = $w{index}.Action }}"
+            ));
+        }
+        let mut registry_entries = Vec::new();
+        for (index, (key, name)) in self.registry_values.iter().enumerate() {
+            let path = powershell_literal(&key.provider_path());
+            statements.push(format!("$r{index} = $null"));
+            statements.push(format!(
+                "if (Test-Path -LiteralPath {path}) {{ $k{index} = Get-ItemProperty {path}; $r{index} = $k{index}.{name} }}"
+            ));
+            registry_entries.push(format!("$r{index}"));
+        }
+        statements.push(format!(
+            "[ordered]@{{ services = @({}); files = @({}); dirs = @({}); env = @({}); firewall = @({}); registry = @({}) }} \
+             | ConvertTo-Json -Compress -Depth 8",
+            service_entries.join(", "),
+            file_entries.join(", "),
+            directory_entries.join(", "),
+            env_entries.join(", "),
+            firewall_entries.join(", "),
+            registry_entries.join(", "),
+        ));
+        PowerShellScript::from_statements(&statements)
+    }
+
+    /// Parses the probe's stdout (the last line that starts with `{`).
+    ///
+    /// # Errors
+    /// [`ProbeError`] when the output is not the document the script prints for this request.
+    pub fn parse_output(&self, stdout: &str) -> Result<ObservedHost, ProbeError> {
+        let json = stdout.lines().rev().map(str::trim).find(|line| line.starts_with('{')).ok_or(ProbeError::NoJson)?;
+        let raw: RawProbe = serde_json::from_str(json).map_err(|error| ProbeError::Json(error.to_string()))?;
+        let services = positional("services", &self.services, raw.services)?;
+        let files = positional("files", &self.files, raw.files)?;
+        let directories = positional("dirs", &self.directories, raw.dirs)?;
+        let env = positional("env", &self.machine_env, raw.env)?;
+        let firewall = positional("firewall", &self.firewall_rules, raw.firewall)?;
+        let registry = positional("registry", &self.registry_values, raw.registry)?;
+        let mut observed = ObservedHost::default();
+        for (name, value) in services {
+            if let Some(service) = observed_service(name, value)? {
+                observed.services.insert(name.clone(), service);
+            }
+        }
+        for (path, value) in files {
+            let digest = match value {
+                Value::Null => None,
+                Value::String(text) => Some(Sha256Hex::new(&text).map_err(|_| bad("files", path.as_str(), &text))?),
+                other => return Err(bad("files", path.as_str(), &other.to_string())),
+            };
+            observed.files.insert(path.clone(), digest);
+        }
+        for (path, value) in directories {
+            observed.directories.insert(path.clone(), value.as_bool() == Some(true));
+        }
+        for (name, value) in env {
+            observed.machine_env.insert(name.clone(), value.as_str().map(str::to_owned));
+        }
+        for (name, value) in firewall {
+            observed.firewall_rules.insert(name.clone(), observed_firewall_rule(name, value)?);
+        }
+        for ((key, name), value) in registry {
+            let data = match value {
+                Value::Null => None,
+                Value::String(text) => Some(RegistryData::String(text)),
+                Value::Number(number) => {
+                    let dword = number.as_u64().and_then(|n| u32::try_from(n).ok());
+                    Some(RegistryData::Dword(dword.ok_or_else(|| bad("registry", name.as_str(), &number.to_string()))?))
+                }
+                other => return Err(bad("registry", name.as_str(), &other.to_string())),
+            };
+            observed.registry_values.insert((key.clone(), name.clone()), data);
+        }
+        Ok(observed)
+    }
+}
+
+/// Why the probe output could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProbeError {
+    /// No line of the output starts with `{`.
+    #[error("the state probe printed no JSON document")]
+    NoJson,
+    /// The document is not valid JSON of the expected shape.
+    #[error("the state probe printed malformed JSON: {0}")]
+    Json(String),
+    /// A section has a different number of entries than requested.
+    #[error("the state probe returned {found} {section} entries for {expected} requested")]
+    Count {
+        /// The section (`services`, `files`, ...).
+        section: &'static str,
+        /// How many were requested.
+        expected: usize,
+        /// How many came back.
+        found: usize,
+    },
+    /// An entry holds a value of the wrong form.
+    #[error("the state probe returned {value} for {item} in {section}, which is not a valid value")]
+    BadValue {
+        /// The section.
+        section: &'static str,
+        /// The item (service, file, ...).
+        item: String,
+        /// The value as received.
+        value: String,
+    },
+}
+
+/// A service as the probe found it (present services only).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObservedService {
+    /// Run state (`None` when WMI did not list it, e.g. just deleted).
+    pub state: Option<ServiceState>,
+    /// Process id (0 when stopped).
+    pub process_id: Option<u32>,
+    /// The stored command line.
+    pub image_path: Option<String>,
+    /// The display name.
+    pub display_name: Option<String>,
+    /// The description.
+    pub description: Option<String>,
+    /// The start type.
+    pub start: Option<StartType>,
+    /// Dependencies (names that are not valid service names are dropped).
+    pub dependencies: Vec<ServiceName>,
+    /// Recovery settings (`None` when unset or not representable).
+    pub recovery: Option<FailureActions>,
+    /// Whether failure actions also fire on a stop with an error code.
+    pub failure_flag: bool,
+    /// Whether the service is marked for deletion (it disappears once stopped and all handles are closed).
+    pub marked_for_deletion: bool,
+}
+
+impl ObservedService {
+    /// Whether the service is running (or starting, pausing, paused): a stop request applies.
+    pub fn is_stoppable(&self) -> bool {
+        self.state.is_some_and(ServiceState::is_stoppable)
+    }
+}
+
+/// A firewall rule as the probe found it. Protocol and port live in a separate port filter the §8 subset cannot
+/// read, so they are not observed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ObservedFirewallRule {
+    /// `Direction` (1 inbound, 2 outbound).
+    pub direction: Option<u32>,
+    /// `Enabled` (1 true, 2 false).
+    pub enabled: Option<u32>,
+    /// `Action` (2 allow, 4 block).
+    pub action: Option<u32>,
+}
+
+/// Everything the probe read from a host.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ObservedHost {
+    /// Present services (absent ones are missing from the map).
+    pub services: BTreeMap<ServiceName, ObservedService>,
+    /// File hashes (`None`: no such file).
+    pub files: BTreeMap<WinPath, Option<Sha256Hex>>,
+    /// Whether each directory exists.
+    pub directories: BTreeMap<WinPath, bool>,
+    /// Machine environment variables (`None`: unset).
+    pub machine_env: BTreeMap<EnvVarName, Option<String>>,
+    /// Firewall rules (`None`: no such rule).
+    pub firewall_rules: BTreeMap<String, Option<ObservedFirewallRule>>,
+    /// Registry values (`None`: no such value or key).
+    pub registry_values: BTreeMap<(RegistryKey, RegistryValueName), Option<RegistryData>>,
+}
+
+/// The document as printed; each section may suffer the 5.1 array quirks, so they are read as raw values.
+#[derive(Deserialize)]
+struct RawProbe {
+    #[serde(default)]
+    services: Value,
+    #[serde(default)]
+    files: Value,
+    #[serde(default)]
+    dirs: Value,
+    #[serde(default)]
+    env: Value,
+    #[serde(default)]
+    firewall: Value,
+    #[serde(default)]
+    registry: Value,
+}
+
+/// One service entry.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawService {
+    key: bool,
+    state: Option<String>,
+    pid: Option<u32>,
+    image: Option<String>,
+    display: Option<String>,
+    description: Option<String>,
+    start: Option<u32>,
+    delayed: Option<u32>,
+    #[serde(default)]
+    depends: Value,
+    #[serde(default)]
+    failure: Value,
+    failure_flag: Option<u32>,
+    delete_flag: Option<u32>,
+}
+
+/// Reads a JSON list the way 5.1 may print it: `null` is empty, a bare value is a one-element list, and an object
+/// `{"value": [...], "Count": n}` is its `value`.
+fn list(value: Value) -> Vec<Value> {
+    match value {
+        Value::Null => Vec::new(),
+        Value::Array(items) => items,
+        Value::Object(mut object) if object.contains_key("value") && object.contains_key("Count") => {
+            list(object.remove("value").unwrap_or(Value::Null))
+        }
+        other => vec![other],
+    }
+}
+
+/// Pairs requested items with returned entries, which must be as many. A bare `null` stands for one `null` entry
+/// when one item was requested (a one-element list printed unwrapped).
+fn positional<'a, T>(
+    section: &'static str,
+    requested: &'a BTreeSet<T>,
+    section_value: Value,
+) -> Result<Vec<(&'a T, Value)>, ProbeError> {
+    let entries = if section_value.is_null() && requested.len() == 1 { vec![Value::Null] } else { list(section_value) };
+    if entries.len() != requested.len() {
+        return Err(ProbeError::Count { section, expected: requested.len(), found: entries.len() });
+    }
+    Ok(requested.iter().zip(entries).collect())
+}
+
+fn bad(section: &'static str, item: &str, value: &str) -> ProbeError {
+    ProbeError::BadValue { section, item: item.to_owned(), value: value.to_owned() }
+}
+
+/// Converts one service entry; `None` if the service's registry key does not exist.
+fn observed_service(name: &ServiceName, value: Value) -> Result<Option<ObservedService>, ProbeError> {
+    let text = value.to_string();
+    let raw: RawService = serde_json::from_value(value).map_err(|_| bad("services", name.as_str(), &text))?;
+    if !raw.key {
+        return Ok(None);
+    }
+    let dependencies = list(raw.depends)
+        .iter()
+        .filter_map(Value::as_str)
+        .filter_map(|dependency| ServiceName::new(dependency).ok())
+        .collect();
+    Ok(Some(ObservedService {
+        state: raw.state.as_deref().and_then(ServiceState::from_cim),
+        process_id: raw.pid,
+        image_path: raw.image,
+        display_name: raw.display,
+        description: raw.description,
+        start: raw.start.and_then(|code| StartType::from_code(code, raw.delayed == Some(1))),
+        dependencies,
+        recovery: failure_bytes(raw.failure).as_deref().and_then(decode_failure_actions),
+        failure_flag: raw.failure_flag == Some(1),
+        marked_for_deletion: raw.delete_flag == Some(1),
+    }))
+}
+
+/// The bytes of a REG_BINARY value: an array of numbers (5.1) or a Base64 string (PowerShell 7).
+fn failure_bytes(value: Value) -> Option<Vec<u8>> {
+    match value {
+        Value::String(text) => STANDARD.decode(text).ok(),
+        Value::Null => None,
+        other => list(other).iter().map(|byte| byte.as_u64().and_then(|n| u8::try_from(n).ok())).collect(),
+    }
+}
+
+/// Decodes the `FailureActions` registry value: a 20-byte SERVICE_FAILURE_ACTIONS header (reset period in seconds,
+/// two unused string offsets, action count, action offset) followed by `count` pairs of (SC_ACTION_TYPE, delay
+/// in ms), all little-endian u32. `None` if the layout does not match or an action kind is not modelled.
+pub fn decode_failure_actions(bytes: &[u8]) -> Option<FailureActions> {
+    let word = |index: usize| -> Option<u32> {
+        let chunk = bytes.get(index * 4..index * 4 + 4)?;
+        Some(u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]))
+    };
+    let count = usize::try_from(word(3)?).ok()?;
+    if bytes.len() != 20 + count.checked_mul(8)? {
+        return None;
+    }
+    let actions = (0..count)
+        .map(|action| {
+            let kind = FailureActionKind::from_code(word(5 + action * 2)?)?;
+            Some(FailureAction { kind, delay: Millis(word(6 + action * 2)?) })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(FailureActions { reset: ResetPeriod::from_stored(word(0)?), actions })
+}
+
+/// Converts one firewall entry; `None` if the rule does not exist.
+fn observed_firewall_rule(name: &str, value: Value) -> Result<Option<ObservedFirewallRule>, ProbeError> {
+    let object = value.as_object().ok_or_else(|| bad("firewall", name, &value.to_string()))?;
+    if object.get("exists").and_then(Value::as_bool) != Some(true) {
+        return Ok(None);
+    }
+    let number = |field: &str| object.get(field).and_then(enum_number);
+    Ok(Some(ObservedFirewallRule {
+        direction: number("direction"),
+        enabled: number("enabled"),
+        action: number("action"),
+    }))
+}
+
+/// An enum value as 5.1 prints it (a number) or as its name (PowerShell 7 with `-EnumsAsStrings`).
+fn enum_number(value: &Value) -> Option<u32> {
+    if let Some(number) = value.as_u64() {
+        return u32::try_from(number).ok();
+    }
+    match value.as_str()? {
+        "Inbound" | "True" => Some(1),
+        "Outbound" | "False" | "Allow" => Some(2),
+        "Block" => Some(4),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request() -> ProbeRequest {
+        let mut request = ProbeRequest::default();
+        request.services.insert(ServiceName::new("containerd").unwrap());
+        request.services.insert(ServiceName::new("kubelet").unwrap());
+        request.files.insert(WinPath::parse(r"C:\k\kubelet.exe").unwrap());
+        request.directories.insert(WinPath::parse(r"C:\k").unwrap());
+        request.machine_env.insert(EnvVarName::new("HTTP_PROXY").unwrap());
+        request.firewall_rules.insert("ContainerLogsPort".to_owned());
+        request.registry_values.insert((
+            RegistryKey::new(r"HKLM\SOFTWARE\OpenSSH").unwrap(),
+            RegistryValueName::new("DefaultShell").unwrap(),
+        ));
+        request
+    }
+
+    #[test]
+    fn script_reads_every_requested_item_positionally() {
+        let script = request().script();
+        let expected = [
+            "$ProgressPreference = 'SilentlyContinue'",
+            "$ErrorActionPreference = 'Stop'",
+            "$cim = @(Get-CimInstance Win32_Service)",
+            "$s0 = $null",
+            r"if (Test-Path -LiteralPath 'HKLM:\SYSTEM\CurrentControlSet\Services\containerd') { $s0 = Get-ItemProperty 'HKLM:\SYSTEM\CurrentControlSet\Services\containerd' }",
+            "$c0 = @($cim | Where-Object { $_.Name -eq 'containerd' })",
+            "$s1 = $null",
+            r"if (Test-Path -LiteralPath 'HKLM:\SYSTEM\CurrentControlSet\Services\kubelet') { $s1 = Get-ItemProperty 'HKLM:\SYSTEM\CurrentControlSet\Services\kubelet' }",
+            "$c1 = @($cim | Where-Object { $_.Name -eq 'kubelet' })",
+            "$f0 = $null",
+            r"if (Test-Path -LiteralPath 'C:\k\kubelet.exe' -PathType Leaf) { $f0 = Get-FileHash -LiteralPath 'C:\k\kubelet.exe' -Algorithm SHA256 | Select-Object -ExpandProperty Hash }",
+            r"$d0 = Test-Path -LiteralPath 'C:\k' -PathType Container",
+            "$e0 = [Environment]::GetEnvironmentVariable('HTTP_PROXY', 'Machine')",
+            "$w0 = Get-NetFirewallRule -Name 'ContainerLogsPort' -ErrorAction SilentlyContinue",
+            "$r0 = $null",
+            r"if (Test-Path -LiteralPath 'HKLM:\SOFTWARE\OpenSSH') { $k0 = Get-ItemProperty 'HKLM:\SOFTWARE\OpenSSH'; $r0 = $k0.DefaultShell }",
+        ];
+        let lines: Vec<&str> = script.text().lines().collect();
+        assert_eq!(&lines[..expected.len()], &expected);
+        let output = lines[expected.len()];
+        assert!(output.starts_with("[ordered]@{ services = @([ordered]@{ key = $null -ne $s0; state = $c0[0].State;"));
+        assert!(
+            output.contains(
+                "files = @($f0); dirs = @($d0); env = @($e0); firewall = @([ordered]@{ exists = $null -ne $w0;"
+            )
+        );
+        assert!(output.ends_with("registry = @($r0) } | ConvertTo-Json -Compress -Depth 8"), "{output}");
+        assert_eq!(lines[expected.len() + 1], "exit 0");
+        assert_eq!(lines.len(), expected.len() + 2);
+    }
+
+    /// A FailureActions value: reset 300 s, restart after 10 s then 30 s.
+    fn failure_blob() -> Vec<u8> {
+        let words: [u32; 9] = [300, 0, 0, 2, 0x14, 1, 10_000, 1, 30_000];
+        words.iter().flat_map(|word| word.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn failure_actions_decode_from_the_registry_layout() {
+        assert_eq!(
+            decode_failure_actions(&failure_blob()),
+            Some(FailureActions::restart_after(300, &[Millis(10_000), Millis(30_000)]))
+        );
+        assert_eq!(decode_failure_actions(&failure_blob()[..27]), None);
+        let mut run_command = failure_blob();
+        run_command[20] = 3;
+        assert_eq!(decode_failure_actions(&run_command), None);
+        let infinite: Vec<u8> = [u32::MAX, 0, 0, 0, 0].iter().flat_map(|word| word.to_le_bytes()).collect();
+        assert_eq!(
+            decode_failure_actions(&infinite),
+            Some(FailureActions { reset: ResetPeriod::Infinite, actions: vec![] })
+        );
+    }
+
+    #[test]
+    fn output_of_windows_powershell_5_1_is_parsed() {
+        let blob: Vec<String> = failure_blob().iter().map(u8::to_string).collect();
+        let stdout = format!(
+            "\r\n{{\"services\":[{{\"key\":false,\"state\":null,\"pid\":null,\"image\":null,\"display\":null,\
+             \"description\":null,\"start\":null,\"delayed\":null,\"depends\":null,\"failure\":null,\
+             \"failureFlag\":null,\"deleteFlag\":null}},{{\"key\":true,\"state\":\"Running\",\"pid\":4242,\
+             \"image\":\"C:\\\\k\\\\kubelet.exe --v=2\",\"display\":\"kubelet\",\"description\":\"OpenShift managed kubelet\",\
+             \"start\":2,\"delayed\":1,\"depends\":{{\"value\":[\"containerd\"],\"Count\":1}},\"failure\":[{}],\
+             \"failureFlag\":1,\"deleteFlag\":null}}],\"files\":\"E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855\",\
+             \"dirs\":true,\"env\":null,\"firewall\":{{\"exists\":true,\"direction\":1,\"enabled\":1,\"action\":2}},\
+             \"registry\":\"C:\\\\Windows\\\\System32\\\\cmd.exe\"}}\r\n",
+            blob.join(",")
+        );
+        let request = request();
+        let observed = request.parse_output(&stdout).unwrap();
+        let kubelet = ServiceName::new("kubelet").unwrap();
+        assert_eq!(observed.services.len(), 1);
+        assert_eq!(
+            observed.services[&kubelet],
+            ObservedService {
+                state: Some(ServiceState::Running),
+                process_id: Some(4242),
+                image_path: Some(r"C:\k\kubelet.exe --v=2".into()),
+                display_name: Some("kubelet".into()),
+                description: Some("OpenShift managed kubelet".into()),
+                start: Some(StartType::DelayedAuto),
+                dependencies: vec![ServiceName::new("containerd").unwrap()],
+                recovery: Some(FailureActions::restart_after(300, &[Millis(10_000), Millis(30_000)])),
+                failure_flag: true,
+                marked_for_deletion: false,
+            }
+        );
+        assert_eq!(
+            observed.files[&WinPath::parse(r"C:\k\kubelet.exe").unwrap()],
+            Some(Sha256Hex::new("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855").unwrap())
+        );
+        assert!(observed.directories[&WinPath::parse(r"C:\k").unwrap()]);
+        assert_eq!(observed.machine_env[&EnvVarName::new("HTTP_PROXY").unwrap()], None);
+        assert_eq!(
+            observed.firewall_rules["ContainerLogsPort"],
+            Some(ObservedFirewallRule { direction: Some(1), enabled: Some(1), action: Some(2) })
+        );
+        assert_eq!(
+            observed.registry_values.values().next().unwrap(),
+            &Some(RegistryData::String(r"C:\Windows\System32\cmd.exe".into()))
+        );
+    }
+
+    #[test]
+    fn powershell_7_forms_are_accepted_too() {
+        let blob = STANDARD.encode(failure_blob());
+        let mut request = ProbeRequest::default();
+        request.services.insert(ServiceName::new("kubelet").unwrap());
+        request.firewall_rules.insert("WindowsExporter".to_owned());
+        request
+            .registry_values
+            .insert((RegistryKey::new(r"HKLM\SOFTWARE\x").unwrap(), RegistryValueName::new("N").unwrap()));
+        let stdout = format!(
+            "{{\"services\":[{{\"key\":true,\"state\":\"Stop Pending\",\"depends\":[\"containerd\",\"hns\"],\"failure\":\"{blob}\",\"deleteFlag\":1}}],\
+             \"files\":[],\"dirs\":[],\"env\":[],\"firewall\":[{{\"exists\":true,\"direction\":\"Outbound\",\"enabled\":\"False\",\"action\":\"Block\"}}],\"registry\":[7]}}"
+        );
+        let observed = request.parse_output(&stdout).unwrap();
+        let kubelet = &observed.services[&ServiceName::new("kubelet").unwrap()];
+        assert_eq!(kubelet.state, Some(ServiceState::StopPending));
+        assert!(!kubelet.is_stoppable());
+        assert!(kubelet.marked_for_deletion);
+        assert_eq!(kubelet.dependencies.len(), 2);
+        assert_eq!(kubelet.recovery, Some(FailureActions::restart_after(300, &[Millis(10_000), Millis(30_000)])));
+        assert_eq!(
+            observed.firewall_rules["WindowsExporter"],
+            Some(ObservedFirewallRule { direction: Some(2), enabled: Some(2), action: Some(4) })
+        );
+        assert_eq!(observed.registry_values.values().next().unwrap(), &Some(RegistryData::Dword(7)));
+    }
+
+    #[test]
+    fn malformed_output_is_reported() {
+        let request = request();
+        assert_eq!(request.parse_output("Get-CimInstance : Access denied\r\n"), Err(ProbeError::NoJson));
+        assert!(matches!(request.parse_output("{not json"), Err(ProbeError::Json(_))));
+        assert_eq!(
+            request.parse_output(r#"{"services":[],"files":[],"dirs":[],"env":[],"firewall":[],"registry":[]}"#),
+            Err(ProbeError::Count { section: "services", expected: 2, found: 0 })
+        );
+        let bad_hash = r#"{"services":[{"key":false},{"key":false}],"files":["xyz"],"dirs":[true],"env":[null],"firewall":[{"exists":false}],"registry":[null]}"#;
+        assert_eq!(
+            request.parse_output(bad_hash),
+            Err(ProbeError::BadValue { section: "files", item: r"C:\k\kubelet.exe".into(), value: "xyz".into() })
+        );
+    }
+
+    #[test]
+    fn request_for_state_lists_desired_and_removed_services() {
+        let mut desired = HostState::default();
+        desired.removed_services.insert(ServiceName::new("windows-instance-config-daemon").unwrap());
+        desired.directories.insert(WinPath::parse(r"C:\var\log").unwrap());
+        let request = ProbeRequest::for_state(&desired);
+        assert_eq!(
+            request.services.iter().map(ServiceName::as_str).collect::<Vec<_>>(),
+            ["windows-instance-config-daemon"]
+        );
+        assert_eq!(request.directories.len(), 1);
+    }
+}
