@@ -1,0 +1,296 @@
+//! File operations on a blocking connection's SFTP session: the never-partial upload (temporary file, verify,
+//! remove target, rename), download, remove and directory creation.
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::time::Instant;
+
+use sha2::{Digest as _, Sha256};
+use ssh2::{OpenFlags, OpenType, Sftp};
+
+use crate::command::RemoteCommand;
+use crate::connection::{Connection, Failure, OpError, classify, is_no_such_file};
+use crate::digest::Sha256Digest;
+use crate::error::{TransferStep, TransportError};
+use crate::exec;
+use crate::upload::{UploadOutcome, UploadRequest, UploadSource, staging_path};
+
+/// Size of one SFTP write: libssh2 splits it into pipelined packets, so larger buffers keep more requests in flight.
+const WRITE_BUFFER: usize = 4 * 1024 * 1024;
+/// Size of one SFTP read.
+const READ_BUFFER: usize = 1024 * 1024;
+
+/// Builds [`OpError`]s for one host and path.
+struct Failures<'a> {
+    host: &'a str,
+    path: &'a str,
+}
+
+impl Failures<'_> {
+    fn library(&self, step: TransferStep, error: &ssh2::Error) -> OpError {
+        let failure = classify(error);
+        self.failed(step, error.message().to_owned(), failure != Failure::Other)
+    }
+
+    fn io(&self, step: TransferStep, error: &std::io::Error) -> OpError {
+        let lost = !matches!(error.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied);
+        self.failed(step, error.to_string(), lost && step != TransferStep::ReadSource)
+    }
+
+    fn failed(&self, step: TransferStep, reason: String, connection_lost: bool) -> OpError {
+        OpError {
+            error: TransportError::Transfer {
+                host: self.host.to_owned(),
+                path: self.path.to_owned(),
+                step,
+                reason,
+                connection_lost,
+            },
+            poisoned: connection_lost,
+        }
+    }
+}
+
+/// Places the request's bytes at its target path without ever leaving a partial file there.
+pub(crate) fn upload(
+    connection: &mut Connection,
+    request: &UploadRequest,
+    host: &str,
+) -> Result<UploadOutcome, OpError> {
+    let failures = Failures { host, path: &request.remote_path };
+    let started = Instant::now();
+    let staging = staging_path(&request.remote_path);
+    let bytes = write_staging(connection, request, &staging, &failures)?;
+
+    let verified = match &request.verify {
+        Some(command) => verify_by_command(connection, command, request.expected_sha256, &failures),
+        None => verify_by_reading(connection, &staging, request.expected_sha256, &failures),
+    };
+    if let Err(failure) = verified {
+        discard(connection, &staging, &failure);
+        return Err(failure);
+    }
+
+    let sftp = open_sftp(connection, &failures)?;
+    match sftp.unlink(Path::new(&request.remote_path)) {
+        Ok(()) => {}
+        Err(error) if is_no_such_file(&error) => {}
+        Err(error) => return Err(failures.library(TransferStep::RemoveTarget, &error)),
+    }
+    sftp.rename(Path::new(&staging), Path::new(&request.remote_path), None)
+        .map_err(|error| failures.library(TransferStep::Rename, &error))?;
+    Ok(UploadOutcome::Uploaded { bytes, duration: started.elapsed() })
+}
+
+fn open_sftp<'c>(connection: &'c mut Connection, failures: &Failures<'_>) -> Result<&'c Sftp, OpError> {
+    connection.sftp().map_err(|error| failures.library(TransferStep::OpenSession, &error))
+}
+
+/// Streams the source into the temporary file, checking its hash against the expected one; returns bytes sent.
+fn write_staging(
+    connection: &mut Connection,
+    request: &UploadRequest,
+    staging: &str,
+    failures: &Failures<'_>,
+) -> Result<u64, OpError> {
+    let mut source: Box<dyn Read> = match &request.source {
+        UploadSource::File(path) => {
+            Box::new(std::fs::File::open(path).map_err(|error| failures.io(TransferStep::ReadSource, &error))?)
+        }
+        UploadSource::Bytes(bytes) => Box::new(std::io::Cursor::new(bytes.clone())),
+    };
+    let sftp = open_sftp(connection, failures)?;
+    let flags = OpenFlags::WRITE | OpenFlags::CREATE | OpenFlags::TRUNCATE;
+    let mut remote = sftp
+        .open_mode(Path::new(staging), flags, 0o644, OpenType::File)
+        .map_err(|error| failures.library(TransferStep::OpenStaging, &error))?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; WRITE_BUFFER];
+    let mut total = 0u64;
+    loop {
+        let filled = fill(&mut source, &mut buffer).map_err(|error| failures.io(TransferStep::ReadSource, &error))?;
+        if filled == 0 {
+            break;
+        }
+        hasher.update(&buffer[..filled]);
+        remote.write_all(&buffer[..filled]).map_err(|error| failures.io(TransferStep::Write, &error))?;
+        total += filled as u64;
+    }
+    remote.close().map_err(|error| failures.library(TransferStep::Write, &error))?;
+    let actual = Sha256Digest::from_bytes(hasher.finalize().into());
+    if actual != request.expected_sha256 {
+        let failure = failures.failed(
+            TransferStep::SourceHash,
+            format!("the source's SHA-256 is {actual}, expected {}", request.expected_sha256),
+            false,
+        );
+        discard(connection, staging, &failure);
+        return Err(failure);
+    }
+    Ok(total)
+}
+
+/// Reads until `buffer` is full or the source ends; returns the bytes read.
+fn fill(source: &mut dyn Read, buffer: &mut [u8]) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buffer.len() {
+        match source.read(&mut buffer[filled..]) {
+            Ok(0) => break,
+            Ok(count) => filled += count,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(filled)
+}
+
+fn verify_by_command(
+    connection: &Connection,
+    command: &RemoteCommand,
+    expected: Sha256Digest,
+    failures: &Failures<'_>,
+) -> Result<(), OpError> {
+    let output = exec::run(connection, command, failures.host).map_err(|failure| OpError {
+        error: failures.failed(TransferStep::Verify, failure.error.to_string(), failure.error.is_retryable()).error,
+        poisoned: failure.poisoned,
+    })?;
+    if !output.success() {
+        return Err(failures.failed(
+            TransferStep::Verify,
+            format!("the verify command exited with {}: {}", output.exit_code, output.stderr_text().trim()),
+            false,
+        ));
+    }
+    let printed = output.stdout_text();
+    match printed.trim().parse::<Sha256Digest>() {
+        Ok(digest) if digest == expected => Ok(()),
+        _ => Err(failures.failed(
+            TransferStep::Verify,
+            format!("the verify command printed `{}`, expected {expected}", printed.trim()),
+            false,
+        )),
+    }
+}
+
+fn verify_by_reading(
+    connection: &mut Connection,
+    staging: &str,
+    expected: Sha256Digest,
+    failures: &Failures<'_>,
+) -> Result<(), OpError> {
+    let content_hash = hash_remote(connection, staging, failures, TransferStep::Verify)?;
+    if content_hash == expected {
+        Ok(())
+    } else {
+        Err(failures.failed(
+            TransferStep::Verify,
+            format!("the written file's SHA-256 is {content_hash}, expected {expected}"),
+            false,
+        ))
+    }
+}
+
+fn hash_remote(
+    connection: &mut Connection,
+    path: &str,
+    failures: &Failures<'_>,
+    step: TransferStep,
+) -> Result<Sha256Digest, OpError> {
+    let mut hasher = Sha256::new();
+    read_remote(connection, path, failures, step, |chunk| hasher.update(chunk))?;
+    Ok(Sha256Digest::from_bytes(hasher.finalize().into()))
+}
+
+fn read_remote(
+    connection: &mut Connection,
+    path: &str,
+    failures: &Failures<'_>,
+    step: TransferStep,
+    mut sink: impl FnMut(&[u8]),
+) -> Result<(), OpError> {
+    let sftp = open_sftp(connection, failures)?;
+    let mut file = sftp.open(Path::new(path)).map_err(|error| failures.library(step, &error))?;
+    let mut buffer = vec![0u8; READ_BUFFER];
+    loop {
+        let count = file.read(&mut buffer).map_err(|error| failures.io(step, &error))?;
+        if count == 0 {
+            return Ok(());
+        }
+        sink(&buffer[..count]);
+    }
+}
+
+/// Removes a temporary file after a failed step, best effort: the target was not touched, and the next upload
+/// overwrites the temporary file anyway.
+fn discard(connection: &mut Connection, staging: &str, failure: &OpError) {
+    if failure.poisoned {
+        return;
+    }
+    if let Ok(sftp) = connection.sftp()
+        && let Err(error) = sftp.unlink(Path::new(staging))
+    {
+        tracing::debug!(path = staging, error = error.message(), "could not remove the temporary file");
+    }
+}
+
+/// Reads a whole remote file.
+pub(crate) fn download(connection: &mut Connection, path: &str, host: &str) -> Result<Vec<u8>, OpError> {
+    let failures = Failures { host, path };
+    let mut content = Vec::new();
+    read_remote(connection, path, &failures, TransferStep::Read, |chunk| content.extend_from_slice(chunk))?;
+    Ok(content)
+}
+
+/// Removes a remote file; a missing file is not an error.
+pub(crate) fn remove(connection: &mut Connection, path: &str, host: &str) -> Result<(), OpError> {
+    let failures = Failures { host, path };
+    let sftp = open_sftp(connection, &failures)?;
+    match sftp.unlink(Path::new(path)) {
+        Ok(()) => Ok(()),
+        Err(error) if is_no_such_file(&error) => Ok(()),
+        Err(error) => Err(failures.library(TransferStep::Remove, &error)),
+    }
+}
+
+/// Creates a remote directory and its missing parents.
+pub(crate) fn mkdir_all(connection: &mut Connection, path: &str, host: &str) -> Result<(), OpError> {
+    let failures = Failures { host, path };
+    let sftp = open_sftp(connection, &failures)?;
+    for prefix in directory_prefixes(path) {
+        let prefix = Path::new(prefix);
+        if sftp.stat(prefix).is_ok_and(|stat| stat.is_dir()) {
+            continue;
+        }
+        if let Err(error) = sftp.mkdir(prefix, 0o755) {
+            // Another writer may have created it in between; only a directory that still is not there is an error.
+            if !sftp.stat(prefix).is_ok_and(|stat| stat.is_dir()) {
+                return Err(failures.library(TransferStep::CreateDirectory, &error));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The directories to ensure for `path`, shortest first, skipping the root and drive letters (`C:`).
+fn directory_prefixes(path: &str) -> Vec<&str> {
+    let trimmed = path.trim_end_matches('/');
+    trimmed
+        .match_indices('/')
+        .map(|(index, _)| &trimmed[..index])
+        .chain(std::iter::once(trimmed))
+        .filter(|prefix| !prefix.is_empty() && !prefix.trim_start_matches('/').ends_with(':'))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_skip_drive_and_root() {
+        assert_eq!(directory_prefixes("C:/k/cni/config/"), ["C:/k", "C:/k/cni", "C:/k/cni/config"]);
+        assert_eq!(directory_prefixes("/tmp/a/b"), ["/tmp", "/tmp/a", "/tmp/a/b"]);
+        assert_eq!(directory_prefixes("/C:/k"), ["/C:/k"]);
+        assert_eq!(directory_prefixes("relative/dir"), ["relative", "relative/dir"]);
+    }
+}
