@@ -6,6 +6,7 @@
 mod command;
 mod host;
 mod path;
+mod plan;
 mod powershell;
 mod probe;
 mod quote;
@@ -19,6 +20,7 @@ pub use host::{
     RegistryValueName, Sha256Hex,
 };
 pub use path::{MAX_PATH_CHARS, PathError, WinPath};
+pub use plan::{PlanError, Reconfiguration, Step, plan};
 pub use powershell::{POWERSHELL_PREFIX, PowerShellScript, SCRIPT_DIRECTORY, decode_encoded_command, encode_command};
 pub use probe::{
     ObservedFirewallRule, ObservedHost, ObservedService, ProbeError, ProbeRequest, decode_failure_actions,

@@ -1,0 +1,497 @@
+//! `plan(desired, observed)`: the minimal, ordered, deterministic list of [`Step`]s that converges a host from
+//! what the state probe observed to a [`HostState`].
+//!
+//! Order of the plan: host prerequisites (directories, machine environment, registry values, firewall rules);
+//! stops, dependents before their dependencies (the SCM refuses to stop a service with running dependents,
+//! error 1051); deletions of removed services, dependents first; the file replacements the caller performs
+//! ([`Step::ReplaceFiles`], after the services that hold those binaries stopped); creations and reconfigurations
+//! in dependency order; starts in dependency order. Ties are broken by service name, so equal inputs give equal
+//! plans.
+//!
+//! A service is stopped (and started again afterwards) when a binary it holds open is replaced, or when its
+//! command line or dependencies change, which only take effect at the next start. Changes of description, display
+//! name, start type or recovery settings are applied without a restart. Machine environment changes do not
+//! restart services; running services keep their old environment until they restart.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use crate::command::{CommandError, RenderedCommand};
+use crate::host::{Direction, EnvVarName, FirewallRule, HostState, RegistryValue};
+use crate::path::WinPath;
+use crate::powershell::PowerShellScript;
+use crate::probe::{ObservedFirewallRule, ObservedHost, ObservedService};
+use crate::sc::{ConfigChanges, ScCommand};
+use crate::service::{FailureActions, ServiceName, ServiceSpec};
+
+/// `Enabled` value of an enabled firewall rule.
+const FIREWALL_ENABLED: u32 = 1;
+/// `Action` value of an allow rule.
+const FIREWALL_ALLOW: u32 = 2;
+
+/// The changes to apply to an existing service.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reconfiguration {
+    /// The service.
+    pub name: ServiceName,
+    /// Options for `sc.exe config`.
+    pub config: ConfigChanges,
+    /// New description, if it differs.
+    pub description: Option<String>,
+    /// New recovery settings, if they differ.
+    pub recovery: Option<FailureActions>,
+    /// New failure flag, if it differs.
+    pub failure_flag: Option<bool>,
+}
+
+/// One action of a plan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Create missing directories.
+    EnsureDirectories(Vec<WinPath>),
+    /// Set or remove machine environment variables.
+    SetMachineEnv(BTreeMap<EnvVarName, Option<String>>),
+    /// Write a registry value.
+    SetRegistryValue(RegistryValue),
+    /// Remove a firewall rule whose settings differ (it is created again by a following step).
+    RemoveFirewallRule(String),
+    /// Create a firewall rule.
+    CreateFirewallRule(FirewallRule),
+    /// Stop a service (the executor waits for STOPPED before the next step).
+    StopService(ServiceName),
+    /// Delete a service that must no longer exist.
+    DeleteService(ServiceName),
+    /// The caller uploads these files (over SFTP, hash-verified); no command line.
+    ReplaceFiles(Vec<WinPath>),
+    /// Create a missing service with its description and recovery settings.
+    CreateService(Box<ServiceSpec>),
+    /// Change an existing service.
+    ReconfigureService(Box<Reconfiguration>),
+    /// Start a service.
+    StartService(ServiceName),
+}
+
+impl Step {
+    /// The command lines that perform the step, in order (none for [`Step::ReplaceFiles`]).
+    ///
+    /// ```
+    /// use wmco_windows_services::{ServiceName, Step};
+    /// let step = Step::StartService(ServiceName::new("kubelet")?);
+    /// let lines: Vec<String> = step.commands()?.into_iter().map(|command| command.line).collect();
+    /// assert_eq!(lines, ["sc.exe start kubelet"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`CommandError`] when a value cannot be rendered safely.
+    pub fn commands(&self) -> Result<Vec<RenderedCommand>, CommandError> {
+        match self {
+            Step::EnsureDirectories(directories) => {
+                Ok(vec![PowerShellScript::ensure_directories(directories)?.render()?])
+            }
+            Step::SetMachineEnv(variables) => Ok(vec![PowerShellScript::set_machine_env(variables).render()?]),
+            Step::SetRegistryValue(value) => Ok(vec![PowerShellScript::set_registry_value(value).render()?]),
+            Step::RemoveFirewallRule(name) => Ok(vec![PowerShellScript::remove_firewall_rule(name).render()?]),
+            Step::CreateFirewallRule(rule) => Ok(vec![PowerShellScript::new_firewall_rule(rule).render()?]),
+            Step::StopService(name) => Ok(vec![ScCommand::Stop(name.clone()).render()?]),
+            Step::DeleteService(name) => Ok(vec![ScCommand::Delete(name.clone()).render()?]),
+            Step::ReplaceFiles(_) => Ok(Vec::new()),
+            Step::CreateService(spec) => create_commands(spec),
+            Step::ReconfigureService(change) => reconfigure_commands(change),
+            Step::StartService(name) => Ok(vec![ScCommand::Start(name.clone()).render()?]),
+        }
+    }
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Step::EnsureDirectories(directories) => write!(f, "create {} directories", directories.len()),
+            Step::SetMachineEnv(variables) => write!(f, "set {} machine environment variables", variables.len()),
+            Step::SetRegistryValue(value) => write!(f, r"set registry value {}\{}", value.key, value.name),
+            Step::RemoveFirewallRule(name) => write!(f, "remove firewall rule {name}"),
+            Step::CreateFirewallRule(rule) => write!(f, "create firewall rule {}", rule.name),
+            Step::StopService(name) => write!(f, "stop service {name}"),
+            Step::DeleteService(name) => write!(f, "delete service {name}"),
+            Step::ReplaceFiles(files) => write!(f, "replace {} files", files.len()),
+            Step::CreateService(spec) => write!(f, "create service {}", spec.name),
+            Step::ReconfigureService(change) => write!(f, "reconfigure service {}", change.name),
+            Step::StartService(name) => write!(f, "start service {name}"),
+        }
+    }
+}
+
+/// `sc.exe create`, then description, recovery and failure flag when they are not the defaults.
+fn create_commands(spec: &ServiceSpec) -> Result<Vec<RenderedCommand>, CommandError> {
+    let name = spec.name.clone();
+    let mut commands = vec![ScCommand::Create(Box::new(spec.clone()))];
+    if !spec.description.is_empty() {
+        commands.push(ScCommand::Description { name: name.clone(), text: spec.description.clone() });
+    }
+    if !spec.recovery.actions.is_empty() {
+        commands.push(ScCommand::Failure { name: name.clone(), actions: spec.recovery.clone() });
+    }
+    if spec.failure_flag {
+        commands.push(ScCommand::FailureFlag { name, enabled: true });
+    }
+    commands.iter().map(ScCommand::render).collect()
+}
+
+/// `sc.exe config` for the changed options, then whichever of description, recovery and failure flag changed.
+fn reconfigure_commands(change: &Reconfiguration) -> Result<Vec<RenderedCommand>, CommandError> {
+    let name = &change.name;
+    let mut commands = Vec::new();
+    if !change.config.is_empty() {
+        commands.push(ScCommand::Config { name: name.clone(), changes: change.config.clone() });
+    }
+    if let Some(text) = &change.description {
+        commands.push(ScCommand::Description { name: name.clone(), text: text.clone() });
+    }
+    if let Some(actions) = &change.recovery {
+        commands.push(ScCommand::Failure { name: name.clone(), actions: actions.clone() });
+    }
+    if let Some(enabled) = change.failure_flag {
+        commands.push(ScCommand::FailureFlag { name: name.clone(), enabled });
+    }
+    commands.iter().map(ScCommand::render).collect()
+}
+
+/// Why no plan can be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    /// The desired services depend on each other in a circle.
+    #[error("desired services form a dependency cycle: {}", cycle_text(.cycle))]
+    DependencyCycle {
+        /// The services of the cycle, the first repeated at the end (`a, b, a`).
+        cycle: Vec<ServiceName>,
+    },
+    /// The services installed on the host depend on each other in a circle, so no stop order exists.
+    #[error("installed services form a dependency cycle: {}", cycle_text(.cycle))]
+    ObservedDependencyCycle {
+        /// The services of the cycle, the first repeated at the end.
+        cycle: Vec<ServiceName>,
+    },
+    /// The same service is desired twice.
+    #[error("service {name} is listed twice in the desired state")]
+    DuplicateService {
+        /// The service.
+        name: ServiceName,
+    },
+    /// A service is both desired and listed for removal.
+    #[error("service {name} is both desired and listed for removal")]
+    DesiredAndRemoved {
+        /// The service.
+        name: ServiceName,
+    },
+    /// A desired service depends on a service listed for removal.
+    #[error("service {service} depends on {dependency}, which is listed for removal")]
+    DependsOnRemoved {
+        /// The dependent service.
+        service: ServiceName,
+        /// The dependency.
+        dependency: ServiceName,
+    },
+    /// A desired service is marked for deletion on the host; it cannot be configured until it is gone (stop it and
+    /// close all handles, or reboot).
+    #[error("service {service} is marked for deletion on the host; wait until it is gone or reboot")]
+    MarkedForDeletion {
+        /// The service.
+        service: ServiceName,
+    },
+}
+
+fn cycle_text(cycle: &[ServiceName]) -> String {
+    cycle.iter().map(ServiceName::as_str).collect::<Vec<_>>().join(" -> ")
+}
+
+/// The ordered steps that converge `observed` to `desired`.
+///
+/// ```
+/// use wmco_windows_services::{
+///     FailureActions, HostState, ObservedHost, ServiceCommand, ServiceName, ServiceSpec, StartType, Step, WinPath, plan,
+/// };
+/// let containerd = ServiceSpec {
+///     name: ServiceName::new("containerd")?,
+///     display_name: "containerd".into(),
+///     description: "OpenShift managed containerd".into(),
+///     command: ServiceCommand::new(WinPath::parse(r"C:\k\containerd\containerd.exe")?, ["--run-service"]),
+///     start: StartType::Auto,
+///     dependencies: vec![],
+///     recovery: FailureActions::restart_after(300, &[]),
+///     failure_flag: false,
+///     extra_binaries: vec![],
+/// };
+/// let desired = HostState { services: vec![containerd.clone()], ..HostState::default() };
+/// let steps = plan(&desired, &ObservedHost::default())?;
+/// assert_eq!(steps, [Step::CreateService(Box::new(containerd.clone())), Step::StartService(containerd.name)]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// [`PlanError`] for an inconsistent desired state (cycle, duplicate, desired-and-removed, dependency on a removed
+/// service), a desired service marked for deletion, or an observed dependency cycle.
+pub fn plan(desired: &HostState, observed: &ObservedHost) -> Result<Vec<Step>, PlanError> {
+    let specs = desired_services(desired)?;
+    let desired_names: BTreeSet<ServiceName> = specs.keys().cloned().collect();
+    let desired_dependencies = |name: &ServiceName| -> Vec<ServiceName> {
+        specs.get(name).map(|spec| spec.dependencies.clone()).unwrap_or_default()
+    };
+    let start_order =
+        dependency_order(&desired_names, desired_dependencies).map_err(|cycle| PlanError::DependencyCycle { cycle })?;
+
+    let mut steps = host_steps(desired, observed);
+    let changed_files: BTreeSet<&WinPath> = desired
+        .files
+        .iter()
+        .filter(|(path, digest)| observed.files.get(*path).and_then(Option::as_ref) != Some(*digest))
+        .map(|(path, _)| path)
+        .collect();
+
+    let mut reconfigurations = BTreeMap::new();
+    let mut must_stop = BTreeSet::new();
+    for (name, spec) in &specs {
+        let Some(service) = observed.services.get(name) else { continue };
+        if service.marked_for_deletion {
+            return Err(PlanError::MarkedForDeletion { service: name.clone() });
+        }
+        let change = reconfiguration(spec, service);
+        let binary_replaced = spec.binaries().any(|binary| changed_files.contains(binary));
+        let restart = binary_replaced || change.as_ref().is_some_and(|change| change.config.needs_restart());
+        if service.is_stoppable() && (restart || !spec.should_run()) {
+            must_stop.insert(name.clone());
+        }
+        if let Some(change) = change {
+            reconfigurations.insert(name.clone(), change);
+        }
+    }
+    for name in &desired.removed_services {
+        if observed.services.get(name).is_some_and(ObservedService::is_stoppable) {
+            must_stop.insert(name.clone());
+        }
+    }
+    add_running_dependents(&mut must_stop, observed);
+
+    let observed_dependencies = |name: &ServiceName| -> Vec<ServiceName> {
+        observed.services.get(name).map(|service| service.dependencies.clone()).unwrap_or_default()
+    };
+    let stop_order = dependency_order(&must_stop, observed_dependencies)
+        .map_err(|cycle| PlanError::ObservedDependencyCycle { cycle })?;
+    steps.extend(stop_order.iter().rev().cloned().map(Step::StopService));
+
+    let to_delete: BTreeSet<ServiceName> = desired
+        .removed_services
+        .iter()
+        .filter(|name| observed.services.get(*name).is_some_and(|service| !service.marked_for_deletion))
+        .cloned()
+        .collect();
+    let delete_order = dependency_order(&to_delete, observed_dependencies)
+        .map_err(|cycle| PlanError::ObservedDependencyCycle { cycle })?;
+    steps.extend(delete_order.into_iter().rev().map(Step::DeleteService));
+
+    if !changed_files.is_empty() {
+        steps.push(Step::ReplaceFiles(changed_files.into_iter().cloned().collect()));
+    }
+    for name in &start_order {
+        if !observed.services.contains_key(name) {
+            steps.push(Step::CreateService(Box::new(specs[name].clone())));
+        }
+    }
+    for name in &start_order {
+        if let Some(change) = reconfigurations.remove(name) {
+            steps.push(Step::ReconfigureService(Box::new(change)));
+        }
+    }
+    for name in &start_order {
+        let running_after_stops =
+            observed.services.get(name).is_some_and(ObservedService::is_stoppable) && !must_stop.contains(name);
+        if specs[name].should_run() && !running_after_stops {
+            steps.push(Step::StartService(name.clone()));
+        }
+    }
+    Ok(steps)
+}
+
+/// Indexes the desired services by name and checks the desired state's consistency.
+fn desired_services(desired: &HostState) -> Result<BTreeMap<ServiceName, &ServiceSpec>, PlanError> {
+    let mut specs = BTreeMap::new();
+    for spec in &desired.services {
+        if desired.removed_services.contains(&spec.name) {
+            return Err(PlanError::DesiredAndRemoved { name: spec.name.clone() });
+        }
+        if let Some(dependency) =
+            spec.dependencies.iter().find(|dependency| desired.removed_services.contains(*dependency))
+        {
+            return Err(PlanError::DependsOnRemoved { service: spec.name.clone(), dependency: dependency.clone() });
+        }
+        if specs.insert(spec.name.clone(), spec).is_some() {
+            return Err(PlanError::DuplicateService { name: spec.name.clone() });
+        }
+    }
+    Ok(specs)
+}
+
+/// Steps for directories, machine environment, registry values and firewall rules.
+fn host_steps(desired: &HostState, observed: &ObservedHost) -> Vec<Step> {
+    let mut steps = Vec::new();
+    let missing: Vec<WinPath> =
+        desired.directories.iter().filter(|path| observed.directories.get(*path) != Some(&true)).cloned().collect();
+    if !missing.is_empty() {
+        steps.push(Step::EnsureDirectories(missing));
+    }
+    let env_changes: BTreeMap<EnvVarName, Option<String>> = desired
+        .machine_env
+        .iter()
+        .filter(|(name, value)| observed.machine_env.get(*name) != Some(*value))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    if !env_changes.is_empty() {
+        steps.push(Step::SetMachineEnv(env_changes));
+    }
+    for value in &desired.registry_values {
+        let current = observed.registry_values.get(&(value.key.clone(), value.name.clone()));
+        if current != Some(&Some(value.data.clone())) {
+            steps.push(Step::SetRegistryValue(value.clone()));
+        }
+    }
+    for rule in &desired.firewall_rules {
+        match observed.firewall_rules.get(&rule.name) {
+            Some(Some(found)) if firewall_rule_matches(rule, found) => {}
+            Some(Some(_)) => {
+                steps.push(Step::RemoveFirewallRule(rule.name.clone()));
+                steps.push(Step::CreateFirewallRule(rule.clone()));
+            }
+            _ => steps.push(Step::CreateFirewallRule(rule.clone())),
+        }
+    }
+    steps
+}
+
+/// Whether an existing rule has the observable settings of `rule` (direction, enabled, allow).
+fn firewall_rule_matches(rule: &FirewallRule, found: &ObservedFirewallRule) -> bool {
+    let direction = match rule.direction {
+        Direction::Inbound => 1,
+        Direction::Outbound => 2,
+    };
+    found.direction == Some(direction)
+        && found.enabled == Some(FIREWALL_ENABLED)
+        && found.action == Some(FIREWALL_ALLOW)
+}
+
+/// What differs between a desired and an installed service, if anything.
+fn reconfiguration(spec: &ServiceSpec, service: &ObservedService) -> Option<Reconfiguration> {
+    let image_path = spec.command.image_path();
+    let same_dependencies =
+        spec.dependencies.iter().collect::<BTreeSet<_>>() == service.dependencies.iter().collect::<BTreeSet<_>>();
+    let config = ConfigChanges {
+        command: (service.image_path.as_deref() != Some(image_path.as_str())).then(|| spec.command.clone()),
+        start: (service.start != Some(spec.start)).then_some(spec.start),
+        dependencies: (!same_dependencies).then(|| spec.dependencies.clone()),
+        display_name: (service.display_name.as_deref() != Some(spec.display_name.as_str()))
+            .then(|| spec.display_name.clone()),
+    };
+    let description_differs = service.description.as_deref().unwrap_or("") != spec.description;
+    let recovery_matches = match &service.recovery {
+        Some(found) => *found == spec.recovery,
+        None => spec.recovery.actions.is_empty(),
+    };
+    let change = Reconfiguration {
+        name: spec.name.clone(),
+        config,
+        description: description_differs.then(|| spec.description.clone()),
+        recovery: (!recovery_matches).then(|| spec.recovery.clone()),
+        failure_flag: (service.failure_flag != spec.failure_flag).then_some(spec.failure_flag),
+    };
+    let unchanged = change.config.is_empty()
+        && change.description.is_none()
+        && change.recovery.is_none()
+        && change.failure_flag.is_none();
+    (!unchanged).then_some(change)
+}
+
+/// Adds every running service that depends (on the host) on a service in `must_stop`, transitively: the SCM
+/// refuses to stop a service while dependents run.
+fn add_running_dependents(must_stop: &mut BTreeSet<ServiceName>, observed: &ObservedHost) {
+    loop {
+        let dependents: Vec<ServiceName> = observed
+            .services
+            .iter()
+            .filter(|(name, service)| {
+                !must_stop.contains(*name)
+                    && service.is_stoppable()
+                    && service.dependencies.iter().any(|dependency| must_stop.contains(dependency))
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        if dependents.is_empty() {
+            return;
+        }
+        must_stop.extend(dependents);
+    }
+}
+
+/// Orders `nodes` so every node comes after its dependencies within `nodes` (dependencies outside `nodes` are
+/// ignored); ties go by name. A cycle is returned as `Err` with its first node repeated at the end.
+fn dependency_order(
+    nodes: &BTreeSet<ServiceName>,
+    dependencies: impl Fn(&ServiceName) -> Vec<ServiceName>,
+) -> Result<Vec<ServiceName>, Vec<ServiceName>> {
+    let edges: BTreeMap<&ServiceName, BTreeSet<ServiceName>> = nodes
+        .iter()
+        .map(|node| (node, dependencies(node).into_iter().filter(|dependency| nodes.contains(dependency)).collect()))
+        .collect();
+    if let Some(cycle) = find_cycle(&edges) {
+        return Err(cycle);
+    }
+    let mut placed: BTreeSet<&ServiceName> = BTreeSet::new();
+    let mut order = Vec::with_capacity(nodes.len());
+    while order.len() < nodes.len() {
+        let ready = edges
+            .iter()
+            .find(|(node, deps)| !placed.contains(*node) && deps.iter().all(|dependency| placed.contains(dependency)));
+        let Some((node, _)) = ready else { break };
+        placed.insert(node);
+        order.push((*node).clone());
+    }
+    Ok(order)
+}
+
+/// The first dependency cycle found by a depth-first search in name order, as a closed path.
+fn find_cycle(edges: &BTreeMap<&ServiceName, BTreeSet<ServiceName>>) -> Option<Vec<ServiceName>> {
+    let mut finished: BTreeSet<&ServiceName> = BTreeSet::new();
+    for &start in edges.keys() {
+        let mut path: Vec<&ServiceName> = Vec::new();
+        if let Some(cycle) = visit(start, edges, &mut path, &mut finished) {
+            return Some(cycle);
+        }
+    }
+    None
+}
+
+/// Depth-first visit for [`find_cycle`]; `path` holds the nodes being visited.
+fn visit<'a>(
+    node: &'a ServiceName,
+    edges: &'a BTreeMap<&ServiceName, BTreeSet<ServiceName>>,
+    path: &mut Vec<&'a ServiceName>,
+    finished: &mut BTreeSet<&'a ServiceName>,
+) -> Option<Vec<ServiceName>> {
+    if finished.contains(node) {
+        return None;
+    }
+    if let Some(position) = path.iter().position(|on_path| *on_path == node) {
+        let mut cycle: Vec<ServiceName> = path[position..].iter().map(|name| (*name).clone()).collect();
+        cycle.push(node.clone());
+        return Some(cycle);
+    }
+    path.push(node);
+    for dependency in edges.get(node).into_iter().flatten() {
+        if let Some(cycle) = visit(dependency, edges, path, finished) {
+            return Some(cycle);
+        }
+    }
+    path.pop();
+    finished.insert(node);
+    None
+}
+
+#[cfg(test)]
+mod tests;

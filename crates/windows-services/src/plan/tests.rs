@@ -1,0 +1,477 @@
+//! Tests of `plan`: one per step kind, the ordering rules, and the error cases.
+
+use super::*;
+use crate::host::{Protocol, RegistryData, RegistryKey, RegistryValueName, Sha256Hex};
+use crate::service::{Millis, ServiceCommand, ServiceState, StartType};
+
+fn name(text: &str) -> ServiceName {
+    ServiceName::new(text).unwrap()
+}
+
+fn path(text: &str) -> WinPath {
+    WinPath::parse(text).unwrap()
+}
+
+fn digest(byte: char) -> Sha256Hex {
+    Sha256Hex::new(&byte.to_string().repeat(64)).unwrap()
+}
+
+/// A service running `C:\k\<name>.exe` with the given dependencies.
+fn spec(service: &str, dependencies: &[&str]) -> ServiceSpec {
+    ServiceSpec {
+        name: name(service),
+        display_name: service.to_owned(),
+        description: format!("OpenShift managed {service}"),
+        command: ServiceCommand::new(path(&format!(r"C:\k\{service}.exe")), ["--windows-service"]),
+        start: StartType::Auto,
+        dependencies: dependencies.iter().map(|dependency| name(dependency)).collect(),
+        recovery: FailureActions::restart_after(300, &[Millis(10_000)]),
+        failure_flag: true,
+        extra_binaries: vec![],
+    }
+}
+
+/// The node chain containerd <- kubelet <- hybrid-overlay-node <- kube-proxy, plus independent csi-proxy.
+fn node_specs() -> Vec<ServiceSpec> {
+    vec![
+        spec("kube-proxy", &["hybrid-overlay-node"]),
+        spec("kubelet", &["containerd"]),
+        spec("csi-proxy", &[]),
+        spec("containerd", &[]),
+        spec("hybrid-overlay-node", &["kubelet"]),
+    ]
+}
+
+/// What the probe reports for a service installed exactly as `spec` says, in `state`.
+fn installed(spec: &ServiceSpec, state: ServiceState) -> ObservedService {
+    ObservedService {
+        state: Some(state),
+        process_id: Some(if state == ServiceState::Stopped { 0 } else { 100 }),
+        image_path: Some(spec.command.image_path()),
+        display_name: Some(spec.display_name.clone()),
+        description: Some(spec.description.clone()),
+        start: Some(spec.start),
+        dependencies: spec.dependencies.clone(),
+        recovery: Some(spec.recovery.clone()),
+        failure_flag: spec.failure_flag,
+        marked_for_deletion: false,
+    }
+}
+
+fn converged(desired: &HostState) -> ObservedHost {
+    let mut observed = ObservedHost::default();
+    for spec in &desired.services {
+        observed.services.insert(spec.name.clone(), installed(spec, ServiceState::Running));
+    }
+    for (file, hash) in &desired.files {
+        observed.files.insert(file.clone(), Some(hash.clone()));
+    }
+    for directory in &desired.directories {
+        observed.directories.insert(directory.clone(), true);
+    }
+    for (variable, value) in &desired.machine_env {
+        observed.machine_env.insert(variable.clone(), value.clone());
+    }
+    for rule in &desired.firewall_rules {
+        let found = ObservedFirewallRule { direction: Some(1), enabled: Some(1), action: Some(2) };
+        observed.firewall_rules.insert(rule.name.clone(), Some(found));
+    }
+    for value in &desired.registry_values {
+        observed.registry_values.insert((value.key.clone(), value.name.clone()), Some(value.data.clone()));
+    }
+    observed
+}
+
+fn node_state() -> HostState {
+    HostState { services: node_specs(), ..HostState::default() }
+}
+
+fn stop(service: &str) -> Step {
+    Step::StopService(name(service))
+}
+
+fn start(service: &str) -> Step {
+    Step::StartService(name(service))
+}
+
+fn create(spec: &ServiceSpec) -> Step {
+    Step::CreateService(Box::new(spec.clone()))
+}
+
+fn spec_named<'a>(specs: &'a [ServiceSpec], service: &str) -> &'a ServiceSpec {
+    specs.iter().find(|spec| spec.name.as_str() == service).unwrap()
+}
+
+#[test]
+fn an_empty_host_gets_everything_created_then_started_in_dependency_order() {
+    let desired = node_state();
+    let specs = &desired.services;
+    let steps = plan(&desired, &ObservedHost::default()).unwrap();
+    let expected = vec![
+        create(spec_named(specs, "containerd")),
+        create(spec_named(specs, "csi-proxy")),
+        create(spec_named(specs, "kubelet")),
+        create(spec_named(specs, "hybrid-overlay-node")),
+        create(spec_named(specs, "kube-proxy")),
+        start("containerd"),
+        start("csi-proxy"),
+        start("kubelet"),
+        start("hybrid-overlay-node"),
+        start("kube-proxy"),
+    ];
+    assert_eq!(steps, expected);
+}
+
+#[test]
+fn a_converged_host_needs_no_step() {
+    let mut desired = node_state();
+    desired.directories.insert(path(r"C:\k"));
+    desired.files.insert(path(r"C:\k\kubelet.exe"), digest('a'));
+    desired.machine_env.insert(EnvVarName::new("HTTP_PROXY").unwrap(), None);
+    desired
+        .firewall_rules
+        .insert(FirewallRule::new("ContainerLogsPort", Direction::Inbound, Protocol::Tcp, 10250).unwrap());
+    assert_eq!(plan(&desired, &converged(&desired)).unwrap(), Vec::<Step>::new());
+}
+
+#[test]
+fn replacing_a_binary_stops_its_service_and_running_dependents_first_and_restarts_them() {
+    let mut desired = node_state();
+    let kubelet_binary = path(r"C:\k\kubelet.exe");
+    desired.files.insert(kubelet_binary.clone(), digest('b'));
+    desired.files.insert(path(r"C:\k\kubelet.conf"), digest('c'));
+    let mut observed = converged(&desired);
+    observed.files.insert(kubelet_binary.clone(), Some(digest('a')));
+    let steps = plan(&desired, &observed).unwrap();
+    assert_eq!(
+        steps,
+        vec![
+            stop("kube-proxy"),
+            stop("hybrid-overlay-node"),
+            stop("kubelet"),
+            Step::ReplaceFiles(vec![kubelet_binary]),
+            start("kubelet"),
+            start("hybrid-overlay-node"),
+            start("kube-proxy"),
+        ]
+    );
+}
+
+#[test]
+fn a_missing_file_is_replaced_and_an_extra_binary_counts_as_held_open() {
+    let mut desired = node_state();
+    let shim = path(r"C:\k\containerd\containerd-shim-runhcs-v1.exe");
+    desired.services.iter_mut().filter(|spec| spec.name.as_str() == "containerd").for_each(|spec| {
+        spec.extra_binaries.push(shim.clone());
+    });
+    desired.files.insert(shim.clone(), digest('d'));
+    let mut observed = converged(&desired);
+    observed.files.insert(shim.clone(), None);
+    // A stopped dependent is not stopped again; being desired running, it is started after its dependencies.
+    observed.services.get_mut(&name("kube-proxy")).unwrap().state = Some(ServiceState::Stopped);
+    let steps = plan(&desired, &observed).unwrap();
+    assert_eq!(
+        steps,
+        vec![
+            stop("hybrid-overlay-node"),
+            stop("kubelet"),
+            stop("containerd"),
+            Step::ReplaceFiles(vec![shim]),
+            start("containerd"),
+            start("kubelet"),
+            start("hybrid-overlay-node"),
+            start("kube-proxy"),
+        ]
+    );
+}
+
+#[test]
+fn description_recovery_and_flag_changes_reconfigure_without_a_restart() {
+    let desired = node_state();
+    let mut observed = converged(&desired);
+    let csi = observed.services.get_mut(&name("csi-proxy")).unwrap();
+    csi.description = None;
+    csi.recovery = None;
+    csi.failure_flag = false;
+    csi.start = Some(StartType::Demand);
+    csi.display_name = Some("old".into());
+    let steps = plan(&desired, &observed).unwrap();
+    let expected = Reconfiguration {
+        name: name("csi-proxy"),
+        config: ConfigChanges {
+            start: Some(StartType::Auto),
+            display_name: Some("csi-proxy".into()),
+            ..ConfigChanges::default()
+        },
+        description: Some("OpenShift managed csi-proxy".into()),
+        recovery: Some(FailureActions::restart_after(300, &[Millis(10_000)])),
+        failure_flag: Some(true),
+    };
+    assert_eq!(steps, vec![Step::ReconfigureService(Box::new(expected.clone()))]);
+    let lines: Vec<String> = steps[0].commands().unwrap().into_iter().map(|command| command.line).collect();
+    assert_eq!(
+        lines,
+        [
+            "sc.exe config csi-proxy start= auto DisplayName= csi-proxy",
+            r#"sc.exe description csi-proxy "OpenShift managed csi-proxy""#,
+            "sc.exe failure csi-proxy reset= 300 actions= restart/10000",
+            "sc.exe failureflag csi-proxy 1",
+        ]
+    );
+}
+
+#[test]
+fn a_changed_command_line_restarts_the_service_and_its_running_dependents() {
+    let mut desired = node_state();
+    desired.services.iter_mut().filter(|spec| spec.name.as_str() == "hybrid-overlay-node").for_each(|spec| {
+        spec.command.arguments.push("--loglevel".into());
+        spec.command.arguments.push("5".into());
+    });
+    let mut observed = converged(&desired);
+    let old = spec("hybrid-overlay-node", &["kubelet"]).command.image_path();
+    observed.services.get_mut(&name("hybrid-overlay-node")).unwrap().image_path = Some(old);
+    let steps = plan(&desired, &observed).unwrap();
+    let new_command = spec_named(&desired.services, "hybrid-overlay-node").command.clone();
+    assert_eq!(
+        steps,
+        vec![
+            stop("kube-proxy"),
+            stop("hybrid-overlay-node"),
+            Step::ReconfigureService(Box::new(Reconfiguration {
+                name: name("hybrid-overlay-node"),
+                config: ConfigChanges { command: Some(new_command), ..ConfigChanges::default() },
+                description: None,
+                recovery: None,
+                failure_flag: None,
+            })),
+            start("hybrid-overlay-node"),
+            start("kube-proxy"),
+        ]
+    );
+    assert_eq!(
+        steps[2].commands().unwrap()[0].line,
+        r#"sc.exe config hybrid-overlay-node binPath= "C:\k\hybrid-overlay-node.exe --windows-service --loglevel 5""#
+    );
+}
+
+#[test]
+fn changed_dependencies_are_written_and_need_a_restart() {
+    let desired = node_state();
+    let mut observed = converged(&desired);
+    observed.services.get_mut(&name("kubelet")).unwrap().dependencies = vec![name("containerd"), name("hns")];
+    observed.services.get_mut(&name("kube-proxy")).unwrap().state = Some(ServiceState::Stopped);
+    let steps = plan(&desired, &observed).unwrap();
+    assert_eq!(steps[0], stop("hybrid-overlay-node"));
+    assert_eq!(steps[1], stop("kubelet"));
+    assert_eq!(steps[2].commands().unwrap()[0].line, "sc.exe config kubelet depend= containerd");
+    assert_eq!(&steps[3..], &[start("kubelet"), start("hybrid-overlay-node"), start("kube-proxy")]);
+}
+
+#[test]
+fn stopped_services_are_started_and_pending_ones_left_alone() {
+    let desired = node_state();
+    let mut observed = converged(&desired);
+    observed.services.get_mut(&name("csi-proxy")).unwrap().state = Some(ServiceState::Stopped);
+    observed.services.get_mut(&name("kubelet")).unwrap().state = Some(ServiceState::StartPending);
+    observed.services.get_mut(&name("containerd")).unwrap().state = None;
+    assert_eq!(plan(&desired, &observed).unwrap(), vec![start("containerd"), start("csi-proxy")]);
+}
+
+#[test]
+fn a_disabled_service_is_stopped_and_not_started() {
+    let mut desired = node_state();
+    desired.services.iter_mut().filter(|spec| spec.name.as_str() == "csi-proxy").for_each(|spec| {
+        spec.start = StartType::Disabled;
+    });
+    let mut observed = converged(&desired);
+    observed.services.get_mut(&name("csi-proxy")).unwrap().start = Some(StartType::Auto);
+    let steps = plan(&desired, &observed).unwrap();
+    assert_eq!(steps[0], stop("csi-proxy"));
+    assert_eq!(steps[1].commands().unwrap()[0].line, "sc.exe config csi-proxy start= disabled");
+    assert_eq!(steps.len(), 2);
+}
+
+#[test]
+fn removed_services_are_stopped_and_deleted_dependents_first() {
+    let desired = HostState {
+        services: vec![spec("containerd", &[])],
+        removed_services: [name("windows-instance-config-daemon"), name("old-agent"), name("absent")].into(),
+        ..HostState::default()
+    };
+    let mut observed = converged(&desired);
+    let agent = spec("old-agent", &["windows-instance-config-daemon"]);
+    let wicd = spec("windows-instance-config-daemon", &[]);
+    observed.services.insert(name("old-agent"), installed(&agent, ServiceState::Running));
+    observed.services.insert(name("windows-instance-config-daemon"), installed(&wicd, ServiceState::Stopped));
+    assert_eq!(
+        plan(&desired, &observed).unwrap(),
+        vec![
+            stop("old-agent"),
+            Step::DeleteService(name("old-agent")),
+            Step::DeleteService(name("windows-instance-config-daemon")),
+        ]
+    );
+}
+
+#[test]
+fn a_removed_service_already_marked_for_deletion_is_only_stopped() {
+    let desired = HostState { removed_services: [name("wicd")].into(), ..HostState::default() };
+    let mut observed = ObservedHost::default();
+    let mut wicd = installed(&spec("wicd", &[]), ServiceState::Running);
+    wicd.marked_for_deletion = true;
+    observed.services.insert(name("wicd"), wicd.clone());
+    assert_eq!(plan(&desired, &observed).unwrap(), vec![stop("wicd")]);
+    wicd.state = Some(ServiceState::Stopped);
+    observed.services.insert(name("wicd"), wicd);
+    assert_eq!(plan(&desired, &observed).unwrap(), Vec::<Step>::new());
+}
+
+#[test]
+fn host_prerequisites_come_first_and_only_when_they_differ() {
+    let mut desired = node_state();
+    desired.directories = [path(r"C:\k"), path(r"C:\k\cni"), path(r"C:\var\log")].into();
+    desired.machine_env.insert(EnvVarName::new("HTTP_PROXY").unwrap(), Some("http://p:3128".into()));
+    desired.machine_env.insert(EnvVarName::new("NO_PROXY").unwrap(), None);
+    let logs = FirewallRule::new("ContainerLogsPort", Direction::Inbound, Protocol::Tcp, 10250).unwrap();
+    let exporter = FirewallRule::new("WindowsExporter", Direction::Inbound, Protocol::Tcp, 9182).unwrap();
+    desired.firewall_rules = [logs.clone(), exporter.clone()].into();
+    let shell = RegistryValue {
+        key: RegistryKey::new(r"HKLM\SOFTWARE\OpenSSH").unwrap(),
+        name: RegistryValueName::new("DefaultShell").unwrap(),
+        data: RegistryData::String(r"C:\Windows\System32\cmd.exe".into()),
+    };
+    desired.registry_values.insert(shell.clone());
+    let mut observed = converged(&desired);
+    observed.directories.insert(path(r"C:\k\cni"), false);
+    observed.directories.remove(&path(r"C:\var\log"));
+    observed.machine_env.insert(EnvVarName::new("NO_PROXY").unwrap(), Some("x".into()));
+    observed.firewall_rules.insert("ContainerLogsPort".into(), None);
+    observed.firewall_rules.insert(
+        "WindowsExporter".into(),
+        Some(ObservedFirewallRule { direction: Some(1), enabled: Some(2), action: Some(2) }),
+    );
+    observed.registry_values.insert((shell.key.clone(), shell.name.clone()), Some(RegistryData::Dword(1)));
+    assert_eq!(
+        plan(&desired, &observed).unwrap(),
+        vec![
+            Step::EnsureDirectories(vec![path(r"C:\k\cni"), path(r"C:\var\log")]),
+            Step::SetMachineEnv([(EnvVarName::new("NO_PROXY").unwrap(), None)].into()),
+            Step::SetRegistryValue(shell),
+            Step::CreateFirewallRule(logs),
+            Step::RemoveFirewallRule("WindowsExporter".into()),
+            Step::CreateFirewallRule(exporter),
+        ]
+    );
+}
+
+#[test]
+fn a_desired_dependency_cycle_is_reported_whole() {
+    let desired = HostState {
+        services: vec![spec("a", &["b"]), spec("b", &["c"]), spec("c", &["a"]), spec("d", &["a"])],
+        ..HostState::default()
+    };
+    assert_eq!(
+        plan(&desired, &ObservedHost::default()),
+        Err(PlanError::DependencyCycle { cycle: vec![name("a"), name("b"), name("c"), name("a")] })
+    );
+    let error = plan(&desired, &ObservedHost::default()).unwrap_err();
+    assert_eq!(error.to_string(), "desired services form a dependency cycle: a -> b -> c -> a");
+    let reached_late = HostState {
+        services: vec![spec("a", &["x"]), spec("x", &["y"]), spec("y", &["z"]), spec("z", &["x"])],
+        ..HostState::default()
+    };
+    assert_eq!(
+        plan(&reached_late, &ObservedHost::default()),
+        Err(PlanError::DependencyCycle { cycle: vec![name("x"), name("y"), name("z"), name("x")] })
+    );
+    let itself = HostState { services: vec![spec("a", &["a"])], ..HostState::default() };
+    assert_eq!(
+        plan(&itself, &ObservedHost::default()),
+        Err(PlanError::DependencyCycle { cycle: vec![name("a"), name("a")] })
+    );
+}
+
+#[test]
+fn an_observed_dependency_cycle_among_services_to_stop_is_reported() {
+    let desired = HostState { removed_services: [name("p"), name("q")].into(), ..HostState::default() };
+    let mut observed = ObservedHost::default();
+    observed.services.insert(name("p"), installed(&spec("p", &["q"]), ServiceState::Running));
+    observed.services.insert(name("q"), installed(&spec("q", &["p"]), ServiceState::Running));
+    assert_eq!(
+        plan(&desired, &observed),
+        Err(PlanError::ObservedDependencyCycle { cycle: vec![name("p"), name("q"), name("p")] })
+    );
+}
+
+#[test]
+fn inconsistent_desired_states_are_refused() {
+    let duplicate = HostState { services: vec![spec("a", &[]), spec("A", &[])], ..HostState::default() };
+    assert_eq!(plan(&duplicate, &ObservedHost::default()), Err(PlanError::DuplicateService { name: name("a") }));
+    let both =
+        HostState { services: vec![spec("a", &[])], removed_services: [name("a")].into(), ..HostState::default() };
+    assert_eq!(plan(&both, &ObservedHost::default()), Err(PlanError::DesiredAndRemoved { name: name("a") }));
+    let on_removed = HostState {
+        services: vec![spec("a", &["old"])],
+        removed_services: [name("old")].into(),
+        ..HostState::default()
+    };
+    assert_eq!(
+        plan(&on_removed, &ObservedHost::default()),
+        Err(PlanError::DependsOnRemoved { service: name("a"), dependency: name("old") })
+    );
+    let desired = node_state();
+    let mut observed = converged(&desired);
+    observed.services.get_mut(&name("kubelet")).unwrap().marked_for_deletion = true;
+    assert_eq!(plan(&desired, &observed), Err(PlanError::MarkedForDeletion { service: name("kubelet") }));
+}
+
+#[test]
+fn plans_are_deterministic_whatever_the_input_order() {
+    let mut reversed = node_state();
+    reversed.services.reverse();
+    let forward = plan(&node_state(), &ObservedHost::default()).unwrap();
+    assert_eq!(plan(&reversed, &ObservedHost::default()).unwrap(), forward);
+}
+
+#[test]
+fn every_step_renders_its_command_lines() {
+    let kubelet = spec("kubelet", &["containerd"]);
+    let lines = |step: Step| -> Vec<String> { step.commands().unwrap().into_iter().map(|c| c.line).collect() };
+    assert_eq!(
+        lines(create(&kubelet)),
+        [
+            r#"sc.exe create kubelet binPath= "C:\k\kubelet.exe --windows-service" start= auto depend= containerd DisplayName= kubelet"#,
+            r#"sc.exe description kubelet "OpenShift managed kubelet""#,
+            "sc.exe failure kubelet reset= 300 actions= restart/10000",
+            "sc.exe failureflag kubelet 1",
+        ]
+    );
+    let bare = ServiceSpec {
+        description: String::new(),
+        recovery: FailureActions::restart_after(0, &[]),
+        failure_flag: false,
+        ..kubelet
+    };
+    assert_eq!(lines(create(&bare)).len(), 1);
+    assert_eq!(lines(stop("kubelet")), ["sc.exe stop kubelet"]);
+    assert_eq!(lines(start("kubelet")), ["sc.exe start kubelet"]);
+    assert_eq!(lines(Step::DeleteService(name("kubelet"))), ["sc.exe delete kubelet"]);
+    assert_eq!(lines(Step::ReplaceFiles(vec![path(r"C:\k\kubelet.exe")])), Vec::<String>::new());
+    for step in [
+        Step::EnsureDirectories(vec![path(r"C:\k")]),
+        Step::SetMachineEnv([(EnvVarName::new("X").unwrap(), None)].into()),
+        Step::RemoveFirewallRule("r".into()),
+        Step::CreateFirewallRule(FirewallRule::new("r", Direction::Outbound, Protocol::Udp, 53).unwrap()),
+        Step::SetRegistryValue(RegistryValue {
+            key: RegistryKey::new(r"HKLM\SOFTWARE\x").unwrap(),
+            name: RegistryValueName::new("v").unwrap(),
+            data: RegistryData::Dword(1),
+        }),
+    ] {
+        let commands = step.commands().unwrap();
+        assert_eq!(commands.len(), 1, "{step}");
+        assert_eq!(commands[0].shell, crate::command::Shell::PowerShell, "{step}");
+    }
+    assert_eq!(stop("kubelet").to_string(), "stop service kubelet");
+    assert_eq!(Step::ReplaceFiles(vec![]).to_string(), "replace 0 files");
+}
