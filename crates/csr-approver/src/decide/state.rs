@@ -1,0 +1,170 @@
+//! Rules F1–F4, the state rules: bootstrap only before the Node exists and within the configuration window, one
+//! bootstrap key per attempt, renewal and serving only for a live Windows Node linked to the instance that lists
+//! the SANs, and CSRs at most 60 minutes old. Failures are IGNORE (the state may still change).
+
+use std::net::IpAddr;
+
+use jiff::{SignedDuration, Timestamp};
+
+use super::extensions::{ServingSan, san_text};
+use super::{Check, InScope, RequestRole, ignore};
+use crate::names::{NODE_BOOTSTRAPPER_USERNAME, OS_LABEL, OS_WINDOWS, SIGNER_KUBELET_CLIENT};
+use crate::request::RequestBody;
+use crate::world::{AddressType, CsrState, InstancePhase, ManagedInstance, NodeAddress};
+use crate::{CsrFacts, RuleId, World};
+
+const EARLY_TOLERANCE: SignedDuration = SignedDuration::from_secs(10);
+const BOOTSTRAP_WINDOW: SignedDuration = SignedDuration::from_hours(2);
+const MAX_CSR_AGE: SignedDuration = SignedDuration::from_mins(60);
+
+pub(super) fn check(
+    facts: &CsrFacts,
+    scope: &InScope<'_>,
+    body: &RequestBody,
+    sans: &[ServingSan<'_>],
+    role: RequestRole,
+    world: &World,
+) -> Check<()> {
+    match role {
+        RequestRole::Bootstrap => {
+            let window_start = check_bootstrap_window(facts, scope, world)?;
+            check_single_bootstrap_key(facts, scope, body, window_start, world)?;
+        }
+        RequestRole::Renewal | RequestRole::Serving => check_linked_node(scope, sans, world)?,
+    }
+    let age = world.data().now.duration_since(facts.creation_timestamp);
+    if age > MAX_CSR_AGE {
+        return Err(ignore(RuleId::F4, format!("created {} min ago; older than 60 min", age.as_mins())));
+    }
+    Ok(())
+}
+
+/// F1; returns T0, the start of the configuration attempt.
+fn check_bootstrap_window(facts: &CsrFacts, scope: &InScope<'_>, world: &World) -> Check<Timestamp> {
+    if world.node(scope.node_name).is_some() {
+        return Err(ignore(
+            RuleId::F1,
+            format!("Node {} already exists; a bootstrap CSR is not expected", scope.node_name),
+        ));
+    }
+    let attempt_start = match scope.instance {
+        ManagedInstance::Byoh(byoh) => {
+            if !matches!(byoh.phase, InstancePhase::Configuring | InstancePhase::WaitingForNode) {
+                return Err(ignore(
+                    RuleId::F1,
+                    format!("instance {} is in phase {:?}, not configuring", byoh.name, byoh.phase),
+                ));
+            }
+            byoh.configuring_since.ok_or_else(|| {
+                ignore(RuleId::F1, format!("instance {} has no recorded configuration start", byoh.name))
+            })?
+        }
+        ManagedInstance::Machine(machine) => {
+            if let Some(node_ref) = &machine.node_ref {
+                return Err(ignore(RuleId::F1, format!("Machine {} already has nodeRef {node_ref}", machine.name)));
+            }
+            machine.creation_timestamp
+        }
+    };
+    let created = facts.creation_timestamp;
+    let earliest = attempt_start.saturating_sub(EARLY_TOLERANCE).unwrap_or(attempt_start);
+    let latest = attempt_start.saturating_add(BOOTSTRAP_WINDOW).unwrap_or(attempt_start);
+    if created < earliest || created > latest {
+        return Err(ignore(
+            RuleId::F1,
+            format!(
+                "created {created}, outside the bootstrap window {earliest} .. {latest} of {}",
+                scope.instance.name()
+            ),
+        ));
+    }
+    Ok(attempt_start)
+}
+
+/// F2.
+fn check_single_bootstrap_key(
+    facts: &CsrFacts,
+    scope: &InScope<'_>,
+    body: &RequestBody,
+    attempt_start: Timestamp,
+    world: &World,
+) -> Check<()> {
+    let key = body.public_key.spki_sha256_hex();
+    if let Some(approval) = scope.instance.bootstrap_approval()
+        && approval.approved_at >= attempt_start
+        && approval.public_key_sha256 != key
+    {
+        return Err(ignore(
+            RuleId::F2,
+            format!(
+                "a bootstrap CSR with another key was already approved for {} at {}",
+                scope.node_name, approval.approved_at
+            ),
+        ));
+    }
+    let earliest = attempt_start.saturating_sub(EARLY_TOLERANCE).unwrap_or(attempt_start);
+    let conflicting = world.csrs_for_node(scope.node_name).find(|other| {
+        other.name != facts.name
+            && other.signer_name == SIGNER_KUBELET_CLIENT
+            && other.username == NODE_BOOTSTRAPPER_USERNAME
+            && other.public_key_sha256.as_deref() != Some(key.as_str())
+            && match other.state {
+                CsrState::Pending => true,
+                CsrState::Approved => other.creation_timestamp >= earliest,
+                CsrState::Denied | CsrState::Failed => false,
+            }
+    });
+    match conflicting {
+        None => Ok(()),
+        Some(other) => Err(ignore(
+            RuleId::F2,
+            format!("bootstrap CSR {} ({:?}) for {} carries another key", other.name, other.state, scope.node_name),
+        )),
+    }
+}
+
+/// F3.
+fn check_linked_node(scope: &InScope<'_>, sans: &[ServingSan<'_>], world: &World) -> Check<()> {
+    let node_name = scope.node_name;
+    let node =
+        world.node(node_name).ok_or_else(|| ignore(RuleId::F3, format!("Node {node_name} does not exist yet")))?;
+    if node.deletion_timestamp.is_some() {
+        return Err(ignore(RuleId::F3, format!("Node {node_name} is being deleted")));
+    }
+    if node.labels.get(OS_LABEL).map(String::as_str) != Some(OS_WINDOWS) {
+        return Err(ignore(RuleId::F3, format!("Node {node_name} is not labelled {OS_LABEL}={OS_WINDOWS}")));
+    }
+    let linked = match scope.instance {
+        ManagedInstance::Byoh(byoh) => byoh.node_ip.is_some_and(|node_ip| {
+            node.addresses
+                .iter()
+                .any(|a| a.address_type == AddressType::InternalIp && parse_ip(&a.address) == Some(node_ip))
+        }),
+        ManagedInstance::Machine(machine) => machine.node_ref.as_deref() == Some(node_name),
+    };
+    if !linked {
+        return Err(ignore(
+            RuleId::F3,
+            format!("Node {node_name} is not linked to instance {}", scope.instance.name()),
+        ));
+    }
+    if let Some(missing) = sans.iter().find(|san| !addresses_list(&node.addresses, san)) {
+        return Err(ignore(
+            RuleId::F3,
+            format!("SAN {} is not (yet) in Node {node_name} status.addresses", san_text(missing)),
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `addresses` lists the SAN: DNS SANs against name entries, IP SANs against IP entries, exact values.
+pub(super) fn addresses_list(addresses: &[NodeAddress], san: &ServingSan<'_>) -> bool {
+    addresses.iter().any(|entry| match san {
+        ServingSan::Dns(name) => entry.address_type.holds_name() && entry.address == *name,
+        ServingSan::Ip(ip) => !entry.address_type.holds_name() && parse_ip(&entry.address) == Some(*ip),
+    })
+}
+
+fn parse_ip(text: &str) -> Option<IpAddr> {
+    text.parse().ok()
+}

@@ -1,0 +1,684 @@
+//! One or more cases per rule A1–F4 on both sides (approved when the rule holds, the rule's verdict when it does
+//! not), with requests made by rcgen in the test and openssl-made fixtures for what rcgen cannot produce.
+
+mod common;
+
+use common::*;
+use rcgen::{Attribute, CustomExtension, DnType, DnValue, IsCa, KeyUsagePurpose, SanType};
+use wmco_csr_approver::{
+    BootstrapApproval, CsrFacts, CsrState, CsrSummary, InstancePhase, ManagedInstance, RuleId, Verdict,
+};
+
+// ---- baselines: every path approves --------------------------------------------------------------------------
+
+#[test]
+fn byoh_bootstrap_is_approved() {
+    assert_approve(&Csr::bootstrap(client_pem("win-1")).decide_in(&world()));
+}
+
+#[test]
+fn machine_bootstrap_is_approved() {
+    assert_approve(&Csr::bootstrap(client_pem("winm-a.internal")).decide_in(&world()));
+}
+
+#[test]
+fn byoh_renewal_is_approved() {
+    assert_approve(&Csr::renewal(client_pem("win-2"), "win-2").decide_in(&world()));
+}
+
+#[test]
+fn byoh_serving_is_approved() {
+    let pem = serving_pem("win-2", &["win-2", "203.0.113.12"]);
+    assert_approve(&Csr::serving(pem, "win-2").decide_in(&world()));
+}
+
+#[test]
+fn machine_serving_is_approved() {
+    let pem = serving_pem("winm-b.internal", &["winm-b.internal", "10.0.1.6"]);
+    assert_approve(&Csr::serving(pem, "winm-b.internal").decide_in(&world()));
+}
+
+// ---- A: scope gate (IGNORE) ----------------------------------------------------------------------------------
+
+#[test]
+fn a1_approved_condition_is_ignored() {
+    let mut csr = Csr::bootstrap(client_pem("win-1"));
+    csr.conditions = vec!["Approved".into()];
+    assert_ignore(&csr.decide_in(&world()), RuleId::A1);
+}
+
+#[test]
+fn a1_attached_certificate_is_ignored() {
+    let mut csr = Csr::bootstrap(client_pem("win-1"));
+    csr.certificate = Some("LS0tLS1CRUdJTg==".into());
+    assert_ignore(&csr.decide_in(&world()), RuleId::A1);
+}
+
+#[test]
+fn a1_other_conditions_do_not_decide() {
+    let mut csr = Csr::bootstrap(client_pem("win-1"));
+    csr.conditions = vec!["SomethingElse".into()];
+    assert_approve(&csr.decide_in(&world()));
+}
+
+#[test]
+fn a2_other_signers_are_ignored() {
+    for signer in ["kubernetes.io/kube-apiserver-client", "kubernetes.io/legacy-unknown", "example.com/x"] {
+        let mut csr = Csr::bootstrap(client_pem("win-1"));
+        csr.signer = signer.into();
+        assert_ignore(&csr.decide_in(&world()), RuleId::A2);
+    }
+}
+
+#[test]
+fn a3_garbage_request_is_ignored() {
+    assert_ignore(&Csr::bootstrap("hello").decide_in(&world()), RuleId::A3);
+    let truncated = "-----BEGIN CERTIFICATE REQUEST-----\nMAMCAQA=\n-----END CERTIFICATE REQUEST-----\n";
+    assert_ignore(&Csr::bootstrap(truncated).decide_in(&world()), RuleId::A3);
+}
+
+#[test]
+fn a3_request_field_not_base64_is_ignored() {
+    let mut manifest = Csr::bootstrap(client_pem("win-1")).manifest_json();
+    manifest["spec"]["request"] = "***".into();
+    let facts = CsrFacts::from_manifest(&serde_json::from_value(manifest).unwrap()).unwrap();
+    let verdict = wmco_csr_approver::decide(&facts, &wmco_csr_approver::World::new(world()));
+    assert_ignore(&verdict, RuleId::A3);
+}
+
+#[test]
+fn a4_cn_without_node_prefix_is_ignored() {
+    let pem = pem_of(&params("win-1"), &p256());
+    assert_ignore(&Csr::bootstrap(pem).decide_in(&world()), RuleId::A4);
+}
+
+#[test]
+fn a5_substring_and_case_variants_do_not_match() {
+    for node in ["win-10", "win", "WIN-1", "win-1.corp.example"] {
+        let verdict = Csr::bootstrap(client_pem(node)).decide_in(&world());
+        assert_ignore(&verdict, RuleId::A5);
+    }
+}
+
+#[test]
+fn a5_two_instances_with_one_name_are_ambiguous() {
+    let mut world = world();
+    world.instances.push(ManagedInstance::Byoh(byoh("win-1", "203.0.113.99")));
+    assert_ignore(&Csr::bootstrap(client_pem("win-1")).decide_in(&world), RuleId::A5);
+}
+
+fn pending(name: &str, minutes: i64) -> CsrSummary {
+    CsrSummary {
+        name: name.into(),
+        signer_name: CLIENT_SIGNER.into(),
+        username: "system:node:linux".into(),
+        creation_timestamp: minutes_ago(minutes),
+        state: CsrState::Pending,
+        node_name: Some("linux".into()),
+        public_key_sha256: None,
+    }
+}
+
+#[test]
+fn a6_pending_flood_stops_approvals() {
+    // 5 instances, 2 Windows Nodes: limit 105; 105 others + this one = 106.
+    let mut world = world();
+    world.csrs = (0..105).map(|i| pending(&format!("flood-{i}"), 1)).collect();
+    assert_ignore(&Csr::bootstrap(client_pem("win-1")).decide_in(&world), RuleId::A6);
+}
+
+#[test]
+fn a6_at_the_limit_and_old_or_decided_csrs_do_not_count() {
+    let mut world = world();
+    world.csrs = (0..104).map(|i| pending(&format!("flood-{i}"), 1)).collect();
+    world.csrs.extend((0..50).map(|i| pending(&format!("old-{i}"), 61)));
+    world.csrs.extend((0..50).map(|i| CsrSummary { state: CsrState::Approved, ..pending(&format!("done-{i}"), 1) }));
+    assert_approve(&Csr::bootstrap(client_pem("win-1")).decide_in(&world));
+}
+
+#[test]
+fn a6_listed_self_is_counted_once() {
+    let mut world = world();
+    world.csrs = (0..104).map(|i| pending(&format!("flood-{i}"), 1)).collect();
+    world.csrs.push(pending("csr-bootstrap", 5));
+    assert_approve(&Csr::bootstrap(client_pem("win-1")).decide_in(&world));
+}
+
+// ---- B: encoding and crypto (DENY) --------------------------------------------------------------------------
+
+#[test]
+fn b1_two_pem_blocks_fixture_is_denied() {
+    assert_deny(&Csr::bootstrap(fixture("two-pem-blocks.pem")).decide_in(&world()), RuleId::B1);
+}
+
+#[test]
+fn b1_text_after_the_block_is_denied() {
+    let pem = format!("{}trailing", client_pem("win-1"));
+    assert_deny(&Csr::bootstrap(pem).decide_in(&world()), RuleId::B1);
+}
+
+#[test]
+fn b1_other_pem_label_is_denied() {
+    let pem = client_pem("win-1").replace("CERTIFICATE REQUEST", "NEW CERTIFICATE REQUEST");
+    assert_deny(&Csr::bootstrap(pem).decide_in(&world()), RuleId::B1);
+}
+
+#[test]
+fn b1_foreign_attribute_is_denied() {
+    // challengePassword (1.2.840.113549.1.9.7) as a UTF8String "secret".
+    let attribute =
+        Attribute { oid: &[1, 2, 840, 113549, 1, 9, 7], values: vec![0x0c, 6, b's', b'e', b'c', b'r', b'e', b't'] };
+    let request = params("system:node:win-1").serialize_request_with_attributes(&p256(), vec![attribute]).unwrap();
+    assert_deny(&Csr::bootstrap(request.pem().unwrap()).decide_in(&world()), RuleId::B1);
+}
+
+#[test]
+fn b1_trailing_der_bytes_are_denied() {
+    let request = params("system:node:win-1").serialize_request(&p256()).unwrap();
+    let mut der = request.der().to_vec();
+    der.extend([0x05, 0x00]);
+    let pem = pem_text(&der);
+    assert_deny(&Csr::bootstrap(pem).decide_in(&world()), RuleId::B1);
+}
+
+fn pem_text(der: &[u8]) -> String {
+    use base64::Engine as _;
+    let body = base64::engine::general_purpose::STANDARD.encode(der);
+    format!("-----BEGIN CERTIFICATE REQUEST-----\n{body}\n-----END CERTIFICATE REQUEST-----\n")
+}
+
+#[test]
+fn b2_sha1_fixture_is_denied() {
+    let csr = Csr::bootstrap(fixture("rsa2048-sha1.pem")).with_usages(&[
+        "key encipherment",
+        "digital signature",
+        "client auth",
+    ]);
+    assert_deny(&csr.decide_in(&world()), RuleId::B2);
+}
+
+#[test]
+fn b2_tampered_body_fixture_is_denied() {
+    assert_deny(&Csr::bootstrap(fixture("tampered-body.pem")).decide_in(&world()), RuleId::B2);
+}
+
+#[test]
+fn b2_flipped_signature_fixture_is_denied() {
+    assert_deny(&Csr::bootstrap(fixture("flipped-signature.pem")).decide_in(&world()), RuleId::B2);
+}
+
+#[test]
+fn b2_dsa_fixture_is_denied() {
+    assert_deny(&Csr::bootstrap(fixture("dsa-sha256.pem")).decide_in(&world()), RuleId::B2);
+}
+
+#[test]
+fn b2_ed25519_is_denied() {
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ED25519).unwrap();
+    assert_deny(&Csr::bootstrap(pem_of(&params("system:node:win-1"), &key)).decide_in(&world()), RuleId::B2);
+    assert_deny(&Csr::bootstrap(fixture("ed25519.pem")).decide_in(&world()), RuleId::B2);
+}
+
+#[test]
+fn b2_b3_openssl_p256_fixture_is_approved() {
+    let mut world = world();
+    world.instances.retain(|instance| instance.name() != "win-1");
+    assert_approve(&Csr::bootstrap(fixture("p256-sha256.pem")).decide_in(&world));
+}
+
+#[test]
+fn b3_rsa_2048_fixture_is_approved() {
+    let csr = Csr::bootstrap(fixture("rsa2048-sha256.pem")).with_usages(&[
+        "key encipherment",
+        "digital signature",
+        "client auth",
+    ]);
+    assert_approve(&csr.decide_in(&world()));
+}
+
+#[test]
+fn b3_p384_is_approved() {
+    assert_approve(&Csr::bootstrap(fixture("p384-sha384.pem")).decide_in(&world()));
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P384_SHA384).unwrap();
+    assert_approve(&Csr::bootstrap(pem_of(&params("system:node:win-1"), &key)).decide_in(&world()));
+}
+
+#[test]
+fn b3_weak_or_foreign_keys_are_denied() {
+    for name in
+        ["rsa1024-sha256.pem", "rsa2048-e3-sha256.pem", "p224-sha256.pem", "p521-sha512.pem", "secp256k1-sha256.pem"]
+    {
+        let csr = Csr::bootstrap(fixture(name)).with_usages(&["key encipherment", "digital signature", "client auth"]);
+        let verdict = csr.decide_in(&world());
+        assert!(matches!(&verdict, Verdict::Deny { rule: RuleId::B3, .. }), "{name}: {verdict:?}");
+    }
+}
+
+// ---- C: subject (DENY) ---------------------------------------------------------------------------------------
+
+#[test]
+fn c1_multi_valued_rdn_fixture_is_denied() {
+    assert_deny(&Csr::bootstrap(fixture("multi-valued-rdn.pem")).decide_in(&world()), RuleId::C1);
+}
+
+#[test]
+fn c1_two_cns_fixture_is_denied() {
+    assert_deny(&Csr::bootstrap(fixture("two-cns.pem")).decide_in(&world()), RuleId::C1);
+}
+
+#[test]
+fn c1_extra_attribute_is_denied() {
+    let mut params = params("system:node:win-1");
+    params.distinguished_name.push(DnType::OrganizationalUnitName, "ops");
+    assert_deny(&Csr::bootstrap(pem_of(&params, &p256())).decide_in(&world()), RuleId::C1);
+}
+
+#[test]
+fn c1_missing_organization_is_denied() {
+    let mut params = params("system:node:win-1");
+    params.distinguished_name.remove(DnType::OrganizationName);
+    assert_deny(&Csr::bootstrap(pem_of(&params, &p256())).decide_in(&world()), RuleId::C1);
+}
+
+#[test]
+fn c1_ia5_string_value_is_denied() {
+    let mut params = params("system:node:win-1");
+    params.distinguished_name.push(DnType::CommonName, DnValue::Ia5String("system:node:win-1".try_into().unwrap()));
+    assert_deny(&Csr::bootstrap(pem_of(&params, &p256())).decide_in(&world()), RuleId::C1);
+}
+
+#[test]
+fn c1_utf8_and_printable_values_are_approved() {
+    let mut params = params("system:node:win-1");
+    params
+        .distinguished_name
+        .push(DnType::CommonName, DnValue::PrintableString("system:node:win-1".try_into().unwrap()));
+    assert_approve(&Csr::bootstrap(pem_of(&params, &p256())).decide_in(&world()));
+}
+
+#[test]
+fn c2_system_masters_is_denied() {
+    let mut params = params("system:node:win-1");
+    params.distinguished_name.push(DnType::OrganizationName, "system:masters");
+    assert_deny(&Csr::bootstrap(pem_of(&params, &p256())).decide_in(&world()), RuleId::C2);
+}
+
+#[test]
+fn c3_non_rfc1123_node_name_is_denied() {
+    let mut world = world();
+    world.instances.push(ManagedInstance::Byoh(byoh("win_3", "203.0.113.13")));
+    assert_deny(&Csr::bootstrap(client_pem("win_3")).decide_in(&world), RuleId::C3);
+}
+
+// ---- D: extensions and SANs (DENY) ---------------------------------------------------------------------------
+
+#[test]
+fn d1_key_usage_extension_is_denied() {
+    let mut params = params("system:node:win-2");
+    params.subject_alt_names = vec![san_of("win-2")];
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    assert_deny(&Csr::serving(pem_of(&params, &p256()), "win-2").decide_in(&world()), RuleId::D1);
+}
+
+#[test]
+fn d1_basic_constraints_on_client_is_denied() {
+    let mut params = params("system:node:win-1");
+    params.is_ca = IsCa::ExplicitNoCa;
+    assert_deny(&Csr::bootstrap(pem_of(&params, &p256())).decide_in(&world()), RuleId::D1);
+}
+
+#[test]
+fn d1_unknown_extension_is_denied() {
+    let mut params = params("system:node:win-1");
+    params.custom_extensions = vec![CustomExtension::from_oid_content(&[1, 3, 6, 1, 4, 1, 99999, 1], vec![0x05, 0x00])];
+    assert_deny(&Csr::bootstrap(pem_of(&params, &p256())).decide_in(&world()), RuleId::D1);
+}
+
+#[test]
+fn d2_client_with_san_is_denied() {
+    let pem = serving_pem("win-1", &["win-1"]);
+    assert_deny(&Csr::bootstrap(pem).decide_in(&world()), RuleId::D2);
+}
+
+#[test]
+fn d3_serving_without_san_is_denied() {
+    assert_deny(&Csr::serving(client_pem("win-2"), "win-2").decide_in(&world()), RuleId::D3);
+}
+
+#[test]
+fn d3_more_than_ten_sans_are_denied() {
+    let sans: Vec<String> = (0..11).map(|i| format!("n{i}.win-2")).collect();
+    let sans: Vec<&str> = sans.iter().map(String::as_str).collect();
+    assert_deny(&Csr::serving(serving_pem("win-2", &sans), "win-2").decide_in(&world()), RuleId::D3);
+}
+
+#[test]
+fn d3_malformed_dns_names_are_denied() {
+    for name in ["Win-2", "*.corp.example", "win-2."] {
+        let verdict = Csr::serving(serving_pem("win-2", &[name]), "win-2").decide_in(&world());
+        assert!(matches!(&verdict, Verdict::Deny { rule: RuleId::D3, .. }), "{name}: {verdict:?}");
+    }
+}
+
+#[test]
+fn d3_unroutable_and_cluster_ips_are_denied() {
+    for ip in [
+        "127.0.0.1",
+        "0.0.0.0",
+        "169.254.1.1",
+        "224.0.0.1",
+        "255.255.255.255",
+        "::1",
+        "fe80::1",
+        "::ffff:203.0.113.12",
+        "172.30.0.10",
+        "10.129.0.5",
+    ] {
+        let verdict = Csr::serving(serving_pem("win-2", &[ip]), "win-2").decide_in(&world());
+        assert!(matches!(&verdict, Verdict::Deny { rule: RuleId::D3, .. }), "{ip}: {verdict:?}");
+    }
+}
+
+#[test]
+fn d3_email_and_uri_sans_are_denied() {
+    let mut params = params("system:node:win-2");
+    params.subject_alt_names = vec![SanType::Rfc822Name("a@b.example".try_into().unwrap())];
+    assert_deny(&Csr::serving(pem_of(&params, &p256()), "win-2").decide_in(&world()), RuleId::D3);
+    params.subject_alt_names = vec![SanType::URI("spiffe://x/y".try_into().unwrap())];
+    assert_deny(&Csr::serving(pem_of(&params, &p256()), "win-2").decide_in(&world()), RuleId::D3);
+}
+
+#[test]
+fn d4_san_outside_the_record_is_denied() {
+    for san in ["evil.example", "203.0.113.99", "win-2.corp.example.evil"] {
+        let verdict = Csr::serving(serving_pem("win-2", &["win-2", san]), "win-2").decide_in(&world());
+        assert!(matches!(&verdict, Verdict::Deny { rule: RuleId::D4, .. }), "{san}: {verdict:?}");
+    }
+}
+
+#[test]
+fn d4_machine_san_must_be_a_machine_address() {
+    let pem = serving_pem("winm-b.internal", &["winm-b.internal", "10.0.1.7"]);
+    assert_deny(&Csr::serving(pem, "winm-b.internal").decide_in(&world()), RuleId::D4);
+}
+
+#[test]
+fn d4_every_byoh_record_entry_is_accepted() {
+    let mut world = world();
+    world.nodes[0].addresses.extend([
+        wmco_csr_approver::NodeAddress {
+            address_type: wmco_csr_approver::AddressType::InternalDns,
+            address: "win-2.corp.example".into(),
+        },
+        wmco_csr_approver::NodeAddress {
+            address_type: wmco_csr_approver::AddressType::ExternalIp,
+            address: "10.0.0.11".into(),
+        },
+    ]);
+    let pem = serving_pem("win-2", &["win-2", "win-2.corp.example", "10.0.0.11", "203.0.113.12"]);
+    assert_approve(&Csr::serving(pem, "win-2").decide_in(&world));
+}
+
+// ---- E: spec (DENY) ------------------------------------------------------------------------------------------
+
+#[test]
+fn e1_key_encipherment_is_allowed() {
+    let csr =
+        Csr::bootstrap(client_pem("win-1")).with_usages(&["key encipherment", "digital signature", "client auth"]);
+    assert_approve(&csr.decide_in(&world()));
+}
+
+#[test]
+fn e1_wrong_usage_sets_are_denied() {
+    let cases: [&[&str]; 4] = [
+        &["digital signature", "client auth", "server auth"],
+        &["digital signature", "client auth", "client auth"],
+        &["client auth"],
+        &["digital signature", "server auth"],
+    ];
+    for usages in cases {
+        let verdict = Csr::bootstrap(client_pem("win-1")).with_usages(usages).decide_in(&world());
+        assert!(matches!(&verdict, Verdict::Deny { rule: RuleId::E1, .. }), "{usages:?}: {verdict:?}");
+    }
+}
+
+#[test]
+fn e1_serving_with_client_usages_is_denied() {
+    let csr =
+        Csr::serving(serving_pem("win-2", &["win-2"]), "win-2").with_usages(&["digital signature", "client auth"]);
+    assert_deny(&csr.decide_in(&world()), RuleId::E1);
+}
+
+#[test]
+fn e2_expiration_bounds() {
+    for (seconds, approved) in [(600, true), (31_536_000, true), (599, false), (31_536_001, false), (-1, false)] {
+        let mut csr = Csr::bootstrap(client_pem("win-1"));
+        csr.expiration_seconds = Some(seconds);
+        let verdict = csr.decide_in(&world());
+        if approved {
+            assert_approve(&verdict);
+        } else {
+            assert_deny(&verdict, RuleId::E2);
+        }
+    }
+}
+
+#[test]
+fn e3_bootstrap_groups_must_match_exactly() {
+    let mut csr = Csr::bootstrap(client_pem("win-1"));
+    csr.groups.pop();
+    assert_deny(&csr.decide_in(&world()), RuleId::E3);
+    let mut csr = Csr::bootstrap(client_pem("win-1"));
+    csr.groups.push("system:masters".into());
+    assert_deny(&csr.decide_in(&world()), RuleId::E3);
+}
+
+#[test]
+fn e3_bootstrap_token_minted_for_a_pod_is_denied() {
+    let mut csr = Csr::bootstrap(client_pem("win-1"));
+    csr.extra.insert("authentication.kubernetes.io/pod-name".into(), serde_json::json!(["attacker"]));
+    assert_deny(&csr.decide_in(&world()), RuleId::E3);
+}
+
+#[test]
+fn e3_credential_id_extra_is_fine() {
+    let mut csr = Csr::renewal(client_pem("win-2"), "win-2");
+    csr.extra.insert("authentication.kubernetes.io/credential-id".into(), serde_json::json!(["X509SHA256=ab"]));
+    assert_approve(&csr.decide_in(&world()));
+}
+
+#[test]
+fn e3_node_asking_for_another_node_is_denied() {
+    assert_deny(&Csr::renewal(client_pem("win-2"), "win-1").decide_in(&world()), RuleId::E3);
+    let pem = serving_pem("win-2", &["win-2"]);
+    assert_deny(&Csr::serving(pem, "winm-b.internal").decide_in(&world()), RuleId::E3);
+}
+
+#[test]
+fn e3_serving_by_the_bootstrapper_is_denied() {
+    let mut csr = Csr::serving(serving_pem("win-2", &["win-2"]), "win-2");
+    csr.username = BOOTSTRAPPER.into();
+    csr.groups = BOOTSTRAP_GROUPS.iter().map(|g| (*g).to_owned()).collect();
+    assert_deny(&csr.decide_in(&world()), RuleId::E3);
+}
+
+#[test]
+fn e3_any_other_requester_is_denied() {
+    let mut csr = Csr::bootstrap(client_pem("win-1"));
+    csr.username = "system:admin".into();
+    assert_deny(&csr.decide_in(&world()), RuleId::E3);
+}
+
+// ---- F: state (IGNORE) ---------------------------------------------------------------------------------------
+
+#[test]
+fn f1_bootstrap_when_the_node_exists_is_ignored() {
+    let mut world = world();
+    world.nodes.push(windows_node("win-1", vec![]));
+    assert_ignore(&Csr::bootstrap(client_pem("win-1")).decide_in(&world), RuleId::F1);
+}
+
+#[test]
+fn f1_bootstrap_outside_configuring_phases_is_ignored() {
+    for phase in [InstancePhase::Pending, InstancePhase::Ready, InstancePhase::Failed, InstancePhase::Deconfiguring] {
+        let mut world = world();
+        byoh_mut(&mut world, "win-1").phase = phase;
+        assert_ignore(&Csr::bootstrap(client_pem("win-1")).decide_in(&world), RuleId::F1);
+    }
+    let mut world = world();
+    byoh_mut(&mut world, "win-1").phase = InstancePhase::Configuring;
+    assert_approve(&Csr::bootstrap(client_pem("win-1")).decide_in(&world));
+}
+
+#[test]
+fn f1_bootstrap_window_edges() {
+    // T0 is 30 minutes ago; window [T0 - 10 s, T0 + 2 h].
+    let t0 = minutes_ago(30);
+    for (offset_seconds, approved) in [(-10, true), (-11, false), (7200, true), (7201, false)] {
+        let mut world = world();
+        world.now = t0 + jiff::SignedDuration::from_secs(offset_seconds.max(0) + 60);
+        let mut csr = Csr::bootstrap(client_pem("win-1"));
+        csr.created = t0 + jiff::SignedDuration::from_secs(offset_seconds);
+        let verdict = csr.decide_in(&world);
+        if approved {
+            assert_approve(&verdict);
+        } else {
+            assert_ignore(&verdict, RuleId::F1);
+        }
+    }
+}
+
+#[test]
+fn f1_byoh_without_configuration_start_is_ignored() {
+    let mut world = world();
+    byoh_mut(&mut world, "win-1").configuring_since = None;
+    assert_ignore(&Csr::bootstrap(client_pem("win-1")).decide_in(&world), RuleId::F1);
+}
+
+#[test]
+fn f1_machine_with_node_ref_is_ignored() {
+    let mut world = world();
+    machine_mut(&mut world, "winm-a").node_ref = Some("winm-a.internal".into());
+    assert_ignore(&Csr::bootstrap(client_pem("winm-a.internal")).decide_in(&world), RuleId::F1);
+}
+
+#[test]
+fn f1_machine_bootstrap_before_machine_creation_is_ignored() {
+    let mut csr = Csr::bootstrap(client_pem("winm-a.internal"));
+    csr.created = minutes_ago(21);
+    assert_ignore(&csr.decide_in(&world()), RuleId::F1);
+}
+
+fn key_sha256(pem: &str) -> String {
+    let csr = Csr::bootstrap(pem);
+    let facts = csr.facts();
+    facts.request.expect("readable request").body.expect("parsed body").public_key.spki_sha256_hex()
+}
+
+#[test]
+fn f2_recorded_approval_of_another_key_is_ignored() {
+    let mut world = world();
+    byoh_mut(&mut world, "win-1").bootstrap_approval =
+        Some(BootstrapApproval { public_key_sha256: key_sha256(&client_pem("win-1")), approved_at: minutes_ago(10) });
+    assert_ignore(&Csr::bootstrap(client_pem("win-1")).decide_in(&world), RuleId::F2);
+}
+
+#[test]
+fn f2_recorded_approval_of_the_same_key_or_an_older_attempt_is_fine() {
+    let pem = client_pem("win-1");
+    let mut world = world();
+    byoh_mut(&mut world, "win-1").bootstrap_approval =
+        Some(BootstrapApproval { public_key_sha256: key_sha256(&pem), approved_at: minutes_ago(10) });
+    assert_approve(&Csr::bootstrap(pem).decide_in(&world));
+    let mut world = self::world();
+    byoh_mut(&mut world, "win-1").bootstrap_approval =
+        Some(BootstrapApproval { public_key_sha256: "00".repeat(32), approved_at: minutes_ago(31) });
+    assert_approve(&Csr::bootstrap(client_pem("win-1")).decide_in(&world));
+}
+
+fn bootstrap_summary(name: &str, key: String, state: CsrState) -> CsrSummary {
+    CsrSummary {
+        name: name.into(),
+        signer_name: CLIENT_SIGNER.into(),
+        username: BOOTSTRAPPER.into(),
+        creation_timestamp: minutes_ago(3),
+        state,
+        node_name: Some("win-1".into()),
+        public_key_sha256: Some(key),
+    }
+}
+
+#[test]
+fn f2_pending_bootstrap_with_another_key_is_ignored() {
+    let mut world = world();
+    world.csrs.push(bootstrap_summary("csr-other", key_sha256(&client_pem("win-1")), CsrState::Pending));
+    assert_ignore(&Csr::bootstrap(client_pem("win-1")).decide_in(&world), RuleId::F2);
+}
+
+#[test]
+fn f2_approved_bootstrap_with_another_key_is_ignored() {
+    let mut world = world();
+    world.csrs.push(bootstrap_summary("csr-other", key_sha256(&client_pem("win-1")), CsrState::Approved));
+    assert_ignore(&Csr::bootstrap(client_pem("win-1")).decide_in(&world), RuleId::F2);
+}
+
+#[test]
+fn f2_kubelet_retry_with_the_same_key_is_approved() {
+    let pem = client_pem("win-1");
+    let mut world = world();
+    world.csrs.push(bootstrap_summary("csr-retry", key_sha256(&pem), CsrState::Pending));
+    world.csrs.push(bootstrap_summary("csr-denied", "11".repeat(32), CsrState::Denied));
+    assert_approve(&Csr::bootstrap(pem).decide_in(&world));
+}
+
+#[test]
+fn f3_renewal_without_node_is_ignored() {
+    let mut world = world();
+    world.nodes.retain(|node| node.name != "win-2");
+    assert_ignore(&Csr::renewal(client_pem("win-2"), "win-2").decide_in(&world), RuleId::F3);
+}
+
+#[test]
+fn f3_node_being_deleted_is_ignored() {
+    let mut world = world();
+    world.nodes[0].deletion_timestamp = Some(minutes_ago(1));
+    assert_ignore(&Csr::renewal(client_pem("win-2"), "win-2").decide_in(&world), RuleId::F3);
+}
+
+#[test]
+fn f3_node_not_windows_is_ignored() {
+    let mut world = world();
+    world.nodes[0].labels.insert("kubernetes.io/os".into(), "linux".into());
+    assert_ignore(&Csr::renewal(client_pem("win-2"), "win-2").decide_in(&world), RuleId::F3);
+}
+
+#[test]
+fn f3_node_not_linked_to_the_instance_is_ignored() {
+    let mut world = world();
+    byoh_mut(&mut world, "win-2").node_ip = Some("203.0.113.77".parse().unwrap());
+    assert_ignore(&Csr::renewal(client_pem("win-2"), "win-2").decide_in(&world), RuleId::F3);
+    let mut world = self::world();
+    machine_mut(&mut world, "winm-b").node_ref = Some("someone-else".into());
+    assert_ignore(&Csr::renewal(client_pem("winm-b.internal"), "winm-b.internal").decide_in(&world), RuleId::F3);
+}
+
+#[test]
+fn f3_serving_san_missing_from_node_status_is_ignored() {
+    // win-2.corp.example is in the operator's record (D4 passes) but not yet in the Node's addresses.
+    let pem = serving_pem("win-2", &["win-2", "win-2.corp.example"]);
+    assert_ignore(&Csr::serving(pem, "win-2").decide_in(&world()), RuleId::F3);
+}
+
+#[test]
+fn f4_age_limit() {
+    for (minutes, approved) in [(59, true), (60, true), (61, false)] {
+        let mut csr = Csr::renewal(client_pem("win-2"), "win-2");
+        csr.created = minutes_ago(minutes);
+        let verdict = csr.decide_in(&world());
+        if approved {
+            assert_approve(&verdict);
+        } else {
+            assert_ignore(&verdict, RuleId::F4);
+        }
+    }
+}
