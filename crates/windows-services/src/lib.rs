@@ -5,6 +5,7 @@
 
 mod command;
 mod host;
+mod node;
 mod path;
 mod plan;
 mod powershell;
@@ -18,6 +19,10 @@ pub use command::{CommandError, MAX_COMMAND_LINE_CHARS, RenderedCommand, ScriptF
 pub use host::{
     Direction, EnvVarName, FirewallRule, HostState, HostValueError, Protocol, RegistryData, RegistryKey, RegistryValue,
     RegistryValueName, Sha256Hex,
+};
+pub use node::{
+    LEGACY_DAEMON_SERVICE, LogRotation, NodeError, NodeInputs, NodeService, Phase, Platform, Verbosity,
+    node_host_state, node_services,
 };
 pub use path::{MAX_PATH_CHARS, PathError, WinPath};
 pub use plan::{PlanError, Reconfiguration, Step, plan};
