@@ -180,7 +180,7 @@ fn spec(name: ServiceName, executable: WinPath, arguments: Vec<String>, display_
         description: String::new(),
         command: ServiceCommand { executable, arguments },
         start: StartType::Auto,
-        dependencies: vec![ServiceName::new("containerd").unwrap()],
+        dependencies: vec![ServiceName::new("containerd").expect("a valid name")],
         recovery: FailureActions::restart_after(300, &[Millis(10_000)]),
         failure_flag: false,
         extra_binaries: vec![],
