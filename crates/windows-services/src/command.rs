@@ -77,6 +77,12 @@ pub enum CommandError {
         /// The limit that applies.
         limit: usize,
     },
+    /// An empty display name (sc.exe would receive an empty argument; leave it equal to the service name instead).
+    #[error("display name of service {service} is empty; use the service name")]
+    EmptyDisplayName {
+        /// The service.
+        service: String,
+    },
     /// A display name longer than the 256 characters the SCM stores.
     #[error("display name of service {service} is {length} characters long; the SCM allows at most 256")]
     DisplayNameTooLong {

@@ -12,6 +12,10 @@
 //! command line or dependencies change, which only take effect at the next start. Changes of description, display
 //! name, start type or recovery settings are applied without a restart. Machine environment changes do not
 //! restart services; running services keep their old environment until they restart.
+//!
+//! The executor runs the steps in order and waits for STOPPED after each [`Step::StopService`] (sc.exe returns at
+//! STOP_PENDING). A service observed in STOP_PENDING gets no stop step (sc.exe would fail with 1061); if its binary
+//! is to be replaced, the executor should probe again once it has stopped.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;

@@ -227,8 +227,11 @@ fn depend_value(dependencies: &[ServiceName]) -> String {
     dependencies.iter().map(ServiceName::as_str).collect::<Vec<_>>().join("/")
 }
 
-/// Refuses display names the SCM cannot store.
+/// Refuses display names the SCM cannot store or sc.exe would receive as an empty argument.
 fn check_display_name(service: &ServiceName, display_name: &str) -> Result<(), CommandError> {
+    if display_name.is_empty() {
+        return Err(CommandError::EmptyDisplayName { service: service.to_string() });
+    }
     let length = display_name.encode_utf16().count();
     if length > MAX_DISPLAY_NAME_CHARS {
         return Err(CommandError::DisplayNameTooLong { service: service.to_string(), length });
@@ -402,6 +405,11 @@ mod tests {
         assert_eq!(
             ScCommand::Stop(name("%PATH%")).render(),
             Err(CommandError::PercentSign { field: "service name", value: "%PATH%".into() })
+        );
+        let empty_name = ServiceSpec { display_name: String::new(), ..kubelet_spec() };
+        assert_eq!(
+            ScCommand::Create(Box::new(empty_name)).render(),
+            Err(CommandError::EmptyDisplayName { service: "kubelet".into() })
         );
         let long_name = ServiceSpec { display_name: "d".repeat(257), ..kubelet_spec() };
         assert_eq!(

@@ -237,10 +237,16 @@ proptest! {
         let unrenderable = has_unrenderable(name.as_str())
             || has_unrenderable(executable.as_str())
             || arguments.iter().any(|argument| has_unrenderable(argument))
-            || has_unrenderable(&display_name);
+            || has_unrenderable(&display_name)
+            || display_name.is_empty();
         match ScCommand::Create(Box::new(spec)).render() {
             Err(error) => {
-                let expected = matches!(error, CommandError::PercentSign { .. } | CommandError::ControlCharacter { .. });
+                let expected = matches!(
+                    error,
+                    CommandError::PercentSign { .. }
+                        | CommandError::ControlCharacter { .. }
+                        | CommandError::EmptyDisplayName { .. }
+                );
                 prop_assert!(unrenderable && expected, "refused without cause: {error}");
             }
             Ok(rendered) => {
