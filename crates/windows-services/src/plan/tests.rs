@@ -475,3 +475,104 @@ fn every_step_renders_its_command_lines() {
     assert_eq!(stop("kubelet").to_string(), "stop service kubelet");
     assert_eq!(Step::ReplaceFiles(vec![]).to_string(), "replace 0 files");
 }
+
+/// Builds a desired state of services `s0..sN` with the given dependency edges (indices).
+fn graph_state(count: usize, edges: &[(usize, usize)]) -> HostState {
+    let names: Vec<String> = (0..count).map(|index| format!("s{index}")).collect();
+    let services = names
+        .iter()
+        .enumerate()
+        .map(|(index, service)| {
+            let dependencies: Vec<&str> =
+                edges.iter().filter(|(from, _)| *from == index).map(|(_, to)| names[*to].as_str()).collect();
+            spec(service, &dependencies)
+        })
+        .collect();
+    HostState { services, ..HostState::default() }
+}
+
+proptest::proptest! {
+    #[test]
+    fn plans_respect_dependencies_or_name_a_real_cycle(
+        count in 1usize..7,
+        raw_edges in proptest::collection::vec((0usize..7, 0usize..7), 0..10),
+    ) {
+        let edges: Vec<(usize, usize)> =
+            raw_edges.into_iter().filter(|(from, to)| *from < count && *to < count).collect();
+        let desired = graph_state(count, &edges);
+        let is_edge = |from: &ServiceName, to: &ServiceName| {
+            desired.services.iter().any(|spec| spec.name == *from && spec.dependencies.contains(to))
+        };
+        match plan(&desired, &ObservedHost::default()) {
+            Ok(steps) => {
+                let started: Vec<&ServiceName> = steps
+                    .iter()
+                    .filter_map(|step| if let Step::StartService(name) = step { Some(name) } else { None })
+                    .collect();
+                proptest::prop_assert_eq!(started.len(), count);
+                for (position, service) in started.iter().enumerate() {
+                    for dependency in &started[position + 1..] {
+                        proptest::prop_assert!(!is_edge(service, dependency), "{service} started before {dependency}");
+                    }
+                }
+                proptest::prop_assert_eq!(plan(&desired, &ObservedHost::default()).unwrap(), steps);
+            }
+            Err(PlanError::DependencyCycle { cycle }) => {
+                proptest::prop_assert!(cycle.len() >= 2);
+                proptest::prop_assert_eq!(cycle.first(), cycle.last());
+                for pair in cycle.windows(2) {
+                    proptest::prop_assert!(is_edge(&pair[0], &pair[1]), "{} -> {} is not an edge", pair[0], pair[1]);
+                }
+            }
+            Err(other) => proptest::prop_assert!(false, "unexpected error {other}"),
+        }
+    }
+}
+
+proptest::proptest! {
+    #[test]
+    fn stops_come_dependents_first_and_every_stopped_service_restarts(
+        count in 1usize..7,
+        raw_edges in proptest::collection::vec((0usize..7, 0usize..7), 0..10),
+        changed in proptest::collection::btree_set(0usize..7, 0..3),
+        stopped in proptest::collection::btree_set(0usize..7, 0..3),
+    ) {
+        // Edges only point to lower indices, so the graph is acyclic.
+        let edges: Vec<(usize, usize)> =
+            raw_edges.into_iter().filter(|(from, to)| *from < count && *to < *from).collect();
+        let mut desired = graph_state(count, &edges);
+        let mut observed = converged(&desired);
+        for index in changed.iter().filter(|index| **index < count) {
+            let binary = path(&format!(r"C:\k\s{index}.exe"));
+            desired.files.insert(binary.clone(), digest('b'));
+            observed.files.insert(binary, Some(digest('a')));
+        }
+        for index in stopped.iter().filter(|index| **index < count) {
+            observed.services.get_mut(&name(&format!("s{index}"))).unwrap().state = Some(ServiceState::Stopped);
+        }
+        let steps = plan(&desired, &observed).unwrap();
+        let position = |wanted: &Step| steps.iter().position(|step| step == wanted);
+        for (from, to) in &edges {
+            let (dependent, dependency) = (format!("s{from}"), format!("s{to}"));
+            if let (Some(stop_dependency), true) =
+                (position(&stop(&dependency)), observed.services[&name(&dependent)].is_stoppable())
+            {
+                let stop_dependent = position(&stop(&dependent));
+                proptest::prop_assert!(stop_dependent.is_some_and(|p| p < stop_dependency), "{steps:?}");
+            }
+            if let (Some(start_dependent), Some(start_dependency)) =
+                (position(&start(&dependent)), position(&start(&dependency)))
+            {
+                proptest::prop_assert!(start_dependency < start_dependent, "{steps:?}");
+            }
+        }
+        for step in &steps {
+            if let Step::StopService(service) = step {
+                proptest::prop_assert!(position(&Step::StartService(service.clone())).is_some(), "{steps:?}");
+            }
+        }
+        for index in stopped.iter().filter(|index| **index < count) {
+            proptest::prop_assert!(position(&start(&format!("s{index}"))).is_some(), "{steps:?}");
+        }
+    }
+}
