@@ -1,5 +1,38 @@
 //! The Windows node payload: its manifest, its verification, and the configuration files rendered for a host.
 //!
-//! This crate will own `payload/manifest.yaml` parsing, payload verification against `sha256sum`, and the pure
-//! renderers of kubelet, kube-proxy, containerd, CNI and kubeconfig files. It is built under issue #3; until then it
-//! holds nothing.
+//! - [`Manifest`] is `payload/manifest.yaml`: every component the product ships, its upstream source, and which
+//!   payload file goes to which Windows destination ([`WinPath`](wmco_windows_services::WinPath)) on which
+//!   [`Platform`].
+//! - [`Payload::load`] checks a payload directory against the manifest and its `sha256sum`, hashing files in
+//!   parallel and reporting every [`PayloadProblem`] at once.
+//! - [`write_synthetic_payload`] writes a deterministic synthetic payload for tests and benchmarks.
+//! - [`render`] turns typed cluster and host inputs into the host's configuration files.
+//! - [`HostFileSet`] is everything one host must hold, with a content hash that tells whether it is up to date.
+//!
+//! Nothing here talks to a cluster or a host: callers read the inputs and act on the results.
+
+mod byte_size;
+mod checksums;
+mod digest;
+mod host_files;
+mod manifest;
+mod payload;
+mod payload_path;
+mod platform;
+pub mod render;
+mod synthetic;
+
+pub use byte_size::{ByteSize, ByteSizeError};
+pub use checksums::{BadChecksumLine, BadChecksumReason, CHECKSUM_FILE_NAME, ChecksumList};
+pub use digest::{DigestParseError, Sha256Digest};
+pub use host_files::{HostFile, HostFileContent, HostFileSet, HostFileSetError};
+pub use manifest::{
+    Component, ComponentFile, MANIFEST_PATH_IN_WORKSPACE, MANIFEST_SCHEMA, Manifest, ManifestError, ManifestFile,
+    ManifestProblem, PRODUCT_MANIFEST_YAML, Source,
+};
+pub use payload::{Payload, PayloadError, PayloadFile, PayloadProblem};
+pub use payload_path::{PayloadPath, PayloadPathError};
+pub use platform::Platform;
+pub use synthetic::{
+    SYNTHETIC_MARKER_FILE_NAME, SyntheticError, SyntheticPayload, SyntheticScale, write_synthetic_payload,
+};

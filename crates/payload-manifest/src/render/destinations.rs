@@ -1,0 +1,73 @@
+//! The fixed Windows paths of the rendered files and of the files they refer to. Renderers and the services that
+//! read these files (built elsewhere) share these constants, so a path is written once.
+
+use wmco_windows_services::WinPath;
+
+use super::RenderError;
+
+/// The KubeletConfiguration file (`--config`).
+pub const KUBELET_CONFIG: &str = r"C:\k\kubelet.conf";
+/// The bootstrap kubeconfig (`--bootstrap-kubeconfig`); deleted once the kubelet holds its client certificate.
+pub const BOOTSTRAP_KUBECONFIG: &str = r"C:\k\bootstrap-kubeconfig";
+/// The kubeconfig the kubelet writes after bootstrapping (`--kubeconfig`); kube-proxy uses it too.
+pub const KUBELET_KUBECONFIG: &str = r"C:\k\kubeconfig";
+/// The CA bundle that verifies the API server.
+pub const BOOTSTRAP_CA: &str = r"C:\k\bootstrap-ca.crt";
+/// The CA bundle of clients the kubelet accepts.
+pub const KUBELET_CLIENT_CA: &str = r"C:\k\kubelet-ca.crt";
+/// The trusted CA bundle (registry CAs and the proxy's CA).
+pub const CA_BUNDLE: &str = r"C:\k\ca-bundle.crt";
+/// The containerd configuration (`--config`).
+pub const CONTAINERD_CONFIG: &str = r"C:\k\containerd\containerd_conf.toml";
+/// The directory of containerd's per-registry `hosts.toml` files.
+pub const REGISTRIES_DIR: &str = r"C:\k\containerd\registries";
+/// The directory holding the CNI plugin binaries.
+pub const CNI_BIN_DIR: &str = r"C:\k\cni";
+/// The directory holding the CNI network configuration.
+pub const CNI_CONFIG_DIR: &str = r"C:\k\cni\config";
+/// The CNI network configuration.
+pub const CNI_CONFIG: &str = r"C:\k\cni\config\cni.conf";
+/// The KubeProxyConfiguration file (`--config`).
+pub const KUBE_PROXY_CONFIG: &str = r"C:\k\kube-proxy.conf";
+/// The kubelet's image credential provider configuration (AWS).
+pub const CREDENTIAL_PROVIDER_CONFIG: &str = r"C:\k\credential-provider-config.yaml";
+/// The directory the kubelet looks up credential provider binaries in (AWS).
+pub const CREDENTIAL_PROVIDER_BIN_DIR: &str = r"C:\k";
+/// containerd's persistent data.
+pub const CONTAINERD_ROOT: &str = r"C:\ProgramData\containerd\root";
+/// containerd's transient state.
+pub const CONTAINERD_STATE: &str = r"C:\ProgramData\containerd\state";
+
+/// Parses one of this module's constants (or a path derived from one) for the file `file`.
+pub(crate) fn destination(text: &str, file: &str) -> Result<WinPath, RenderError> {
+    WinPath::parse(text).map_err(|source| RenderError::Destination { file: file.to_owned(), source })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_constant_is_a_canonical_windows_path() {
+        for text in [
+            KUBELET_CONFIG,
+            BOOTSTRAP_KUBECONFIG,
+            KUBELET_KUBECONFIG,
+            BOOTSTRAP_CA,
+            KUBELET_CLIENT_CA,
+            CA_BUNDLE,
+            CONTAINERD_CONFIG,
+            REGISTRIES_DIR,
+            CNI_BIN_DIR,
+            CNI_CONFIG_DIR,
+            CNI_CONFIG,
+            KUBE_PROXY_CONFIG,
+            CREDENTIAL_PROVIDER_CONFIG,
+            CREDENTIAL_PROVIDER_BIN_DIR,
+            CONTAINERD_ROOT,
+            CONTAINERD_STATE,
+        ] {
+            assert_eq!(destination(text, "test").unwrap().as_str(), text);
+        }
+    }
+}

@@ -1,0 +1,458 @@
+//! The typed inputs of the renderers: what the operator reads from the cluster ([`ClusterInputs`]) and from one
+//! host ([`HostInputs`]). Secrets (the bootstrap token, pull-secret credentials) are wrapped so `Debug` never prints
+//! them.
+
+use std::fmt;
+use std::net::Ipv4Addr;
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::Platform;
+
+/// Everything about the cluster the rendered files depend on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterInputs {
+    /// The API server URL the kubelet bootstraps against (OpenShift: `Infrastructure.status.apiServerInternalURL`).
+    pub api_server_url: String,
+    /// CA bundle that verifies the API server's serving certificate (installed as `C:\k\bootstrap-ca.crt`).
+    pub api_server_ca: PemBundle,
+    /// CA bundle of the clients the kubelet accepts, i.e. the API server's kubelet-client CA (installed as
+    /// `C:\k\kubelet-ca.crt`).
+    pub kubelet_client_ca: PemBundle,
+    /// The short-lived token of ServiceAccount `node-bootstrapper` for the bootstrap kubeconfig.
+    pub bootstrap_token: SecretToken,
+    /// The cluster's service network.
+    pub service_cidr: Ipv4Cidr,
+    /// The cluster DNS service address (by convention the 10th address of the service network).
+    pub cluster_dns: Ipv4Addr,
+    /// The cluster's DNS domain, normally `cluster.local`.
+    pub cluster_domain: String,
+    /// The infrastructure platform.
+    pub platform: Platform,
+    /// The cluster-wide egress proxy, when one is configured.
+    pub proxy: Option<Proxy>,
+    /// Log rotation of the kubelet and kube-proxy logs.
+    pub log_rotation: LogRotation,
+    /// Registry mirror rules from every ImageDigestMirrorSet and ImageTagMirrorSet.
+    pub image_mirrors: Vec<ImageMirrorRule>,
+    /// The cluster's global pull secret, when there is one.
+    pub pull_secret: Option<PullSecret>,
+    /// Additional trusted CAs for image registries (OpenShift `image.config` `additionalTrustedCA`), by registry.
+    pub registry_cas: Vec<RegistryCa>,
+}
+
+/// Everything about one host the rendered files depend on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostInputs {
+    /// The Node name the operator decided for this host (the kubelet's `--hostname-override`).
+    pub node_name: String,
+    /// The IPv4 address of the host's default-route interface (the kubelet's `--node-ip`).
+    pub node_ip: Ipv4Addr,
+    /// The overlay network facts, known once the Node exists and hybrid-overlay-node created its HNS network
+    /// (configuration phase 2); `None` before. The CNI and kube-proxy configurations need them.
+    pub overlay: Option<OverlayNetwork>,
+}
+
+/// The hybrid-overlay network of one node, read from the Node and the host's HNS network.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OverlayNetwork {
+    /// The node's pod subnet: annotation `k8s.ovn.org/hybrid-overlay-node-subnet`.
+    pub node_subnet: Ipv4Cidr,
+    /// The HNS network's management IP (`ManagementIP`), the overlay's provider address.
+    pub management_ip: Ipv4Addr,
+    /// The source VIP kube-proxy uses for DSR: the address of the host's `VIPEndpoint` on the overlay network.
+    pub source_vip: Ipv4Addr,
+}
+
+/// The cluster's egress proxy.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Proxy {
+    /// `HTTP_PROXY`.
+    pub http_proxy: Option<String>,
+    /// `HTTPS_PROXY`.
+    pub https_proxy: Option<String>,
+    /// `NO_PROXY`.
+    pub no_proxy: Option<String>,
+    /// The proxy's trusted CA bundle (OpenShift ConfigMap `trusted-ca`, key `ca-bundle.crt`), appended to the
+    /// host's CA bundle.
+    pub trusted_ca: Option<PemBundle>,
+}
+
+impl fmt::Debug for Proxy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Proxy URLs may carry user:password; print only which variables are set.
+        f.debug_struct("Proxy")
+            .field("http_proxy", &self.http_proxy.as_ref().map(|_| "<set>"))
+            .field("https_proxy", &self.https_proxy.as_ref().map(|_| "<set>"))
+            .field("no_proxy", &self.no_proxy)
+            .field("trusted_ca", &self.trusted_ca)
+            .finish()
+    }
+}
+
+/// Log rotation of the services run under `kube-log-runner` (kubelet, kube-proxy); the operator's
+/// `SERVICES_LOG_FILE_SIZE`, `SERVICES_LOG_FILE_AGE` and `SERVICES_LOG_FLUSH_INTERVAL`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LogRotation {
+    /// Rotate when a log file reaches this size (a Kubernetes quantity, e.g. `100M`).
+    pub file_size: Option<String>,
+    /// Delete rotated files older than this (a Go duration, e.g. `168h`).
+    pub file_age: Option<String>,
+    /// How often buffered log lines are flushed (a Go duration); the kubelet's `logging.flushFrequency`, default
+    /// `5s`.
+    pub flush_interval: Option<String>,
+}
+
+impl LogRotation {
+    /// The `kube-log-runner` flags for a service logging to `log_file`, in the order the runner documents them.
+    ///
+    /// ```
+    /// use wmco_payload_manifest::render::LogRotation;
+    ///
+    /// let rotation = LogRotation { file_size: Some("100M".into()), ..LogRotation::default() };
+    /// assert_eq!(rotation.kube_log_runner_flags(r"C:\var\log\kubelet\kubelet.log"),
+    ///            vec![r"-log-file=C:\var\log\kubelet\kubelet.log".to_string(), "-log-file-size=100M".to_string()]);
+    /// ```
+    pub fn kube_log_runner_flags(&self, log_file: &str) -> Vec<String> {
+        let mut flags = vec![format!("-log-file={log_file}")];
+        flags.extend(self.file_size.as_ref().map(|size| format!("-log-file-size={size}")));
+        flags.extend(self.file_age.as_ref().map(|age| format!("-log-file-age={age}")));
+        flags.extend(self.flush_interval.as_ref().map(|interval| format!("-flush-interval={interval}")));
+        flags
+    }
+}
+
+/// Whether a mirror may be used for pulls by digest only, or also by tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MirrorKind {
+    /// From an ImageDigestMirrorSet: capability `pull`.
+    Digest,
+    /// From an ImageTagMirrorSet: capabilities `pull` and `resolve`.
+    Tag,
+}
+
+/// Whether the source registry may still be contacted when the mirrors fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum MirrorSourcePolicy {
+    /// Fall back to the source (the default).
+    #[default]
+    AllowContactingSource,
+    /// Never contact the source.
+    NeverContactSource,
+}
+
+/// One `imageDigestMirrors` / `imageTagMirrors` entry: a source repository and its mirrors, in priority order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageMirrorRule {
+    /// The source, `host[:port][/path]`, e.g. `quay.io/openshift-release-dev/ocp-release`.
+    pub source: String,
+    /// The mirrors, `host[:port][/path]`, first preferred.
+    pub mirrors: Vec<String>,
+    /// Digest (IDMS) or tag (ITMS) mirroring.
+    pub kind: MirrorKind,
+    /// The source policy.
+    #[serde(default)]
+    pub source_policy: MirrorSourcePolicy,
+}
+
+/// A registry's additional trusted CA bundle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegistryCa {
+    /// The registry, `host[:port]` (OpenShift's ConfigMap key with `..` standing for `:`, already converted).
+    pub registry: String,
+    /// Its CA certificates.
+    pub bundle: PemBundle,
+}
+
+/// One or more PEM-encoded certificates.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PemBundle(String);
+
+/// The text holds no PEM certificate.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the text holds no PEM certificate (`-----BEGIN CERTIFICATE-----` … `-----END CERTIFICATE-----`)")]
+pub struct PemBundleError;
+
+impl PemBundle {
+    /// The bundle's text, ending with a newline.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// How many certificates the bundle holds.
+    pub fn certificate_count(&self) -> usize {
+        self.0.matches("-----BEGIN CERTIFICATE-----").count()
+    }
+}
+
+impl FromStr for PemBundle {
+    type Err = PemBundleError;
+
+    /// Accepts text holding at least one complete certificate block; normalizes CRLF to LF and ends the text with
+    /// exactly one newline.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let normalized = text.replace("\r\n", "\n");
+        let trimmed = normalized.trim();
+        let begins = trimmed.matches("-----BEGIN CERTIFICATE-----").count();
+        let ends = trimmed.matches("-----END CERTIFICATE-----").count();
+        if begins == 0 || begins != ends {
+            return Err(PemBundleError);
+        }
+        Ok(Self(format!("{trimmed}\n")))
+    }
+}
+
+impl fmt::Debug for PemBundle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PemBundle({} certificate(s))", self.certificate_count())
+    }
+}
+
+/// A bearer token. `Debug` and `Display` print `<redacted>`; [`SecretToken::expose`] is the only way to read it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SecretToken(String);
+
+impl SecretToken {
+    /// Wraps a token.
+    pub fn new(token: impl Into<String>) -> Self {
+        Self(token.into())
+    }
+
+    /// The token itself, for writing it into the file that needs it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for SecretToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SecretToken(<redacted>)")
+    }
+}
+
+/// The cluster's pull secret: registry (`host[:port][/path]`) → base64 `user:password`, as in a
+/// `.dockerconfigjson`'s `auths`. `Debug` prints the registries only.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct PullSecret {
+    auths: Vec<(String, SecretToken)>,
+}
+
+/// The pull secret is not a `.dockerconfigjson` document.
+#[derive(Debug, thiserror::Error)]
+#[error("the pull secret is not a .dockerconfigjson document with an `auths` object")]
+pub struct PullSecretError(#[source] serde_json::Error);
+
+impl PullSecret {
+    /// Parses a `.dockerconfigjson` document: `{"auths": {"<registry>": {"auth": "<base64 user:password>"}}}`.
+    /// Entries without `auth` are skipped; `https://` prefixes and trailing `/` are removed from the keys.
+    ///
+    /// ```
+    /// use wmco_payload_manifest::render::PullSecret;
+    ///
+    /// let secret = PullSecret::from_docker_config_json(br#"{"auths":{"https://mirror.example.com/":{"auth":"dTpw"}}}"#).unwrap();
+    /// assert_eq!(secret.auth_for("mirror.example.com/ocp").map(|auth| auth.expose()), Some("dTpw"));
+    /// assert_eq!(format!("{secret:?}"), r#"PullSecret { registries: ["mirror.example.com"] }"#);
+    /// ```
+    pub fn from_docker_config_json(bytes: &[u8]) -> Result<Self, PullSecretError> {
+        #[derive(Deserialize)]
+        struct DockerConfig {
+            auths: std::collections::BTreeMap<String, DockerAuth>,
+        }
+        #[derive(Deserialize)]
+        struct DockerAuth {
+            auth: Option<String>,
+        }
+        let config: DockerConfig = serde_json::from_slice(bytes).map_err(PullSecretError)?;
+        let auths = config
+            .auths
+            .into_iter()
+            .filter_map(|(registry, entry)| {
+                let registry = registry.strip_prefix("https://").unwrap_or(&registry).trim_end_matches('/').to_owned();
+                entry.auth.map(|auth| (registry, SecretToken::new(auth)))
+            })
+            .collect();
+        Ok(Self { auths })
+    }
+
+    /// The credentials for `location` (`host[:port][/path]`): the entry whose registry is the longest prefix of it
+    /// on a `/` boundary.
+    pub fn auth_for(&self, location: &str) -> Option<&SecretToken> {
+        self.auths
+            .iter()
+            .filter(|(registry, _)| {
+                location == registry
+                    || location.strip_prefix(registry.as_str()).is_some_and(|rest| rest.starts_with('/'))
+            })
+            .max_by_key(|(registry, _)| registry.len())
+            .map(|(_, auth)| auth)
+    }
+}
+
+impl fmt::Debug for PullSecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let registries: Vec<&str> = self.auths.iter().map(|(registry, _)| registry.as_str()).collect();
+        f.debug_struct("PullSecret").field("registries", &registries).finish()
+    }
+}
+
+/// An IPv4 network in CIDR notation, e.g. `172.30.0.0/16`. The address is kept as written (host bits allowed, as
+/// an HNS subnet may be written).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Ipv4Cidr {
+    address: Ipv4Addr,
+    prefix_length: u8,
+}
+
+/// The text is not an IPv4 CIDR.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{text:?} is not an IPv4 network in CIDR notation (e.g. 172.30.0.0/16)")]
+pub struct Ipv4CidrError {
+    /// The rejected text.
+    pub text: String,
+}
+
+impl Ipv4Cidr {
+    /// The network address as written.
+    pub fn address(&self) -> Ipv4Addr {
+        self.address
+    }
+
+    /// The prefix length (0–32).
+    pub fn prefix_length(&self) -> u8 {
+        self.prefix_length
+    }
+
+    /// The `n`th address of the network (the network address is the 0th), if the network holds it. The cluster
+    /// DNS service is conventionally `nth_address(10)` of the service network.
+    ///
+    /// ```
+    /// use wmco_payload_manifest::render::Ipv4Cidr;
+    /// let services: Ipv4Cidr = "172.30.0.0/16".parse().unwrap();
+    /// assert_eq!(services.nth_address(10), Some("172.30.0.10".parse().unwrap()));
+    /// ```
+    pub fn nth_address(&self, n: u32) -> Option<Ipv4Addr> {
+        let host_bits = 32 - u32::from(self.prefix_length);
+        let size = 1_u64 << host_bits;
+        if u64::from(n) >= size {
+            return None;
+        }
+        let mask = if host_bits == 32 { 0 } else { u32::MAX << host_bits };
+        Some(Ipv4Addr::from((u32::from(self.address) & mask) + n))
+    }
+}
+
+impl FromStr for Ipv4Cidr {
+    type Err = Ipv4CidrError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let error = || Ipv4CidrError { text: text.to_owned() };
+        let (address, prefix) = text.split_once('/').ok_or_else(error)?;
+        let address: Ipv4Addr = address.parse().map_err(|_| error())?;
+        if prefix.is_empty() || !prefix.bytes().all(|byte| byte.is_ascii_digit()) {
+            return Err(error());
+        }
+        let prefix_length: u8 = prefix.parse().map_err(|_| error())?;
+        if prefix_length > 32 {
+            return Err(error());
+        }
+        Ok(Self { address, prefix_length })
+    }
+}
+
+impl fmt::Display for Ipv4Cidr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.address, self.prefix_length)
+    }
+}
+
+impl Serialize for Ipv4Cidr {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Ipv4Cidr {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer)?.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CERT: &str = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----";
+
+    #[test]
+    fn cidr_parses_and_finds_nth_addresses() {
+        let cidr: Ipv4Cidr = "10.128.2.0/24".parse().unwrap();
+        assert_eq!(cidr.to_string(), "10.128.2.0/24");
+        assert_eq!(cidr.nth_address(255), Some(Ipv4Addr::new(10, 128, 2, 255)));
+        assert_eq!(cidr.nth_address(256), None);
+        let host_bits_set: Ipv4Cidr = "10.128.2.7/24".parse().unwrap();
+        assert_eq!(host_bits_set.nth_address(1), Some(Ipv4Addr::new(10, 128, 2, 1)));
+        assert_eq!("0.0.0.0/0".parse::<Ipv4Cidr>().unwrap().nth_address(10), Some(Ipv4Addr::new(0, 0, 0, 10)));
+        for bad in ["10.0.0.0", "10.0.0.0/33", "10.0.0/8", "10.0.0.0/+8", "10.0.0.0/"] {
+            assert_eq!(bad.parse::<Ipv4Cidr>(), Err(Ipv4CidrError { text: bad.to_owned() }));
+        }
+    }
+
+    #[test]
+    fn pem_bundle_normalizes_and_rejects_non_certificates() {
+        let bundle: PemBundle = format!("\r\n{CERT}\r\n{CERT}\r\n\r\n").parse().unwrap();
+        assert_eq!(bundle.as_str(), format!("{CERT}\n{CERT}\n"));
+        assert_eq!(format!("{bundle:?}"), "PemBundle(2 certificate(s))");
+        assert_eq!("hello".parse::<PemBundle>(), Err(PemBundleError));
+        assert_eq!("-----BEGIN CERTIFICATE-----\nMIIB".parse::<PemBundle>(), Err(PemBundleError));
+    }
+
+    #[test]
+    fn secrets_never_appear_in_debug_output() {
+        let token = SecretToken::new("eyJhbGciOiJSUzI1NiJ9.secret-part");
+        assert_eq!(format!("{token:?}"), "SecretToken(<redacted>)");
+        let secret = PullSecret::from_docker_config_json(br#"{"auths":{"quay.io":{"auth":"c2VjcmV0OnB3"}}}"#).unwrap();
+        assert!(!format!("{secret:?}").contains("c2VjcmV0OnB3"));
+        let proxy = Proxy {
+            http_proxy: Some("http://user:pw@proxy:3128".into()),
+            https_proxy: None,
+            no_proxy: Some(".cluster.local".into()),
+            trusted_ca: None,
+        };
+        let debug = format!("{proxy:?}");
+        assert!(!debug.contains("pw@"), "{debug}");
+        assert!(debug.contains("<set>"), "{debug}");
+    }
+
+    #[test]
+    fn pull_secret_picks_the_longest_matching_registry_on_a_path_boundary() {
+        let secret = PullSecret::from_docker_config_json(
+            br#"{"auths":{"mirror.io":{"auth":"aG9zdA=="},"mirror.io/team":{"auth":"dGVhbQ=="},"other.io":{}}}"#,
+        )
+        .unwrap();
+        assert_eq!(secret.auth_for("mirror.io/team/app").map(SecretToken::expose), Some("dGVhbQ=="));
+        assert_eq!(secret.auth_for("mirror.io/teamwork").map(SecretToken::expose), Some("aG9zdA=="));
+        assert_eq!(secret.auth_for("mirror.iox/app"), None);
+        assert_eq!(secret.auth_for("other.io"), None);
+        assert!(PullSecret::from_docker_config_json(b"[]").is_err());
+    }
+
+    #[test]
+    fn log_rotation_flags_include_only_what_is_set() {
+        let rotation = LogRotation {
+            file_size: Some("100M".into()),
+            file_age: Some("168h".into()),
+            flush_interval: Some("5s".into()),
+        };
+        assert_eq!(
+            rotation.kube_log_runner_flags("C:\\var\\log\\kube-proxy\\kube-proxy.log"),
+            vec![
+                "-log-file=C:\\var\\log\\kube-proxy\\kube-proxy.log".to_owned(),
+                "-log-file-size=100M".to_owned(),
+                "-log-file-age=168h".to_owned(),
+                "-flush-interval=5s".to_owned(),
+            ]
+        );
+    }
+}
