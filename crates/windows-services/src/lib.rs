@@ -1,7 +1,49 @@
 //! Typed desired state of a Windows host, the sc.exe / PowerShell command builders and their output parsers.
 //!
 //! This crate performs no IO of any kind: it turns typed values into command-line strings and command output back
-//! into typed values. Start with [`WinPath`].
+//! into typed values. The flow a caller drives over SSH:
+//!
+//! 1. Describe what must hold: a [`HostState`] (for a node: [`node_host_state`], plus the payload files).
+//! 2. Read the host in one round trip: [`ProbeRequest::for_state`], run its [`ProbeRequest::script`], parse the
+//!    output with [`ProbeRequest::parse_output`] into an [`ObservedHost`].
+//! 3. Decide: [`plan`] gives the ordered [`Step`]s.
+//! 4. Act: each [`Step::commands`] renders the command lines ([`RenderedCommand`]) to run, in order; sc.exe failures
+//!    are read with [`parse_sc_failure`].
+//!
+//! ```
+//! use std::net::Ipv4Addr;
+//! use wmco_windows_services::{
+//!     LogRotation, NodeInputs, Phase, Platform, ProbeRequest, Step, Verbosity, node_host_state, plan,
+//! };
+//!
+//! let inputs = NodeInputs {
+//!     node_ip: Ipv4Addr::new(203, 0, 113, 7),
+//!     node_name: "winworker-1".into(),
+//!     api_server_url: "https://api-int.example.com:6443".into(),
+//!     platform: Platform::None,
+//!     verbosity: Verbosity::Normal,
+//!     log_rotation: LogRotation::default(),
+//!     hybrid_overlay_vxlan_port: None,
+//!     cloud_provider: None,
+//!     cloud_config: None,
+//! };
+//! let desired = node_host_state(&inputs, Phase::Bootstrap)?;
+//! let request = ProbeRequest::for_state(&desired);
+//! let probe = request.script().render()?; // run `probe.line` (after uploading `probe.script_file`, if any)
+//! assert!(probe.line.starts_with("powershell.exe -NoLogo"));
+//! // What a fresh host answers: nothing exists yet.
+//! let stdout = r#"{"services":[{"key":false},{"key":false},{"key":false}],"files":[],"dirs":[false,false,false,false,false,false,false,false,false,false,false,false,false,false,false],"env":[],"firewall":[{"exists":false}],"registry":[]}"#;
+//! let observed = request.parse_output(stdout)?;
+//! let steps = plan(&desired, &observed)?;
+//! assert!(matches!(steps[0], Step::EnsureDirectories(_)));
+//! assert_eq!(steps.last(), Some(&Step::StartService("kubelet".parse()?)));
+//! for step in &steps {
+//!     for command in step.commands()? {
+//!         assert!(command.line.len() <= wmco_windows_services::MAX_COMMAND_LINE_CHARS);
+//!     }
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod command;
 mod host;

@@ -208,10 +208,8 @@ fn failure_code(line: &str) -> Option<u32> {
 /// # Errors
 /// [`ScParseError`] when the block is missing or a numeric field is malformed.
 pub fn parse_sc_query(stdout: &str) -> Result<ServiceStatus, ScParseError> {
-    const FIELDS: [&str; 6] = ["TYPE", "STATE", "WIN32_EXIT_CODE", "SERVICE_EXIT_CODE", "CHECKPOINT", "WAIT_HINT"];
     let block = Block::parse(stdout)?;
-    let field = |position: usize| block.field(position, FIELDS.get(position).copied().unwrap_or("PID"));
-    let state_code = leading_decimal("STATE", field(1)?)?;
+    let state_code = leading_decimal("STATE", block.field(1, "STATE")?)?;
     let state = ServiceState::from_code(state_code)
         .ok_or_else(|| ScParseError::BadNumber { field: "STATE", value: state_code.to_string() })?;
     let process_id = match block.fields.get(6) {
@@ -220,12 +218,12 @@ pub fn parse_sc_query(stdout: &str) -> Result<ServiceStatus, ScParseError> {
     };
     Ok(ServiceStatus {
         name: block.name.clone(),
-        service_type: leading_hex("TYPE", field(0)?)?,
+        service_type: leading_hex("TYPE", block.field(0, "TYPE")?)?,
         state,
-        win32_exit_code: leading_decimal("WIN32_EXIT_CODE", field(2)?)?,
-        service_exit_code: leading_decimal("SERVICE_EXIT_CODE", field(3)?)?,
-        checkpoint: prefixed_hex("CHECKPOINT", field(4)?)?,
-        wait_hint: prefixed_hex("WAIT_HINT", field(5)?)?,
+        win32_exit_code: leading_decimal("WIN32_EXIT_CODE", block.field(2, "WIN32_EXIT_CODE")?)?,
+        service_exit_code: leading_decimal("SERVICE_EXIT_CODE", block.field(3, "SERVICE_EXIT_CODE")?)?,
+        checkpoint: prefixed_hex("CHECKPOINT", block.field(4, "CHECKPOINT")?)?,
+        wait_hint: prefixed_hex("WAIT_HINT", block.field(5, "WAIT_HINT")?)?,
         process_id,
     })
 }
@@ -244,40 +242,27 @@ pub fn parse_sc_query(stdout: &str) -> Result<ServiceStatus, ScParseError> {
 /// # Errors
 /// [`ScParseError`] when the block is missing or a numeric field is malformed.
 pub fn parse_sc_qc(stdout: &str) -> Result<ServiceConfig, ScParseError> {
-    const FIELDS: [&str; 9] = [
-        "TYPE",
-        "START_TYPE",
-        "ERROR_CONTROL",
-        "BINARY_PATH_NAME",
-        "LOAD_ORDER_GROUP",
-        "TAG",
-        "DISPLAY_NAME",
-        "DEPENDENCIES",
-        "SERVICE_START_NAME",
-    ];
     let block = Block::parse(stdout)?;
-    let field = |position: usize| block.field(position, FIELDS[position]);
-    let start_value = field(1)?;
+    let start_value = block.field(1, "START_TYPE")?;
     let start_code = leading_decimal("START_TYPE", start_value)?;
     let delayed = start_value.contains('(');
-    let mut dependencies: Vec<String> = Some(field(7)?)
-        .into_iter()
+    let first_dependency = block.field(7, "DEPENDENCIES")?;
+    let dependencies = std::iter::once(first_dependency)
         .chain(block.continuations.iter().map(String::as_str))
         .filter(|name| !name.is_empty())
         .map(str::to_owned)
         .collect();
-    dependencies.dedup();
     Ok(ServiceConfig {
         name: block.name.clone(),
-        service_type: leading_hex("TYPE", field(0)?)?,
+        service_type: leading_hex("TYPE", block.field(0, "TYPE")?)?,
         start: StartType::from_code(start_code, delayed),
-        error_control: leading_decimal("ERROR_CONTROL", field(2)?)?,
-        binary_path: field(3)?.to_owned(),
-        load_order_group: field(4)?.to_owned(),
-        tag: leading_decimal("TAG", field(5)?)?,
-        display_name: field(6)?.to_owned(),
+        error_control: leading_decimal("ERROR_CONTROL", block.field(2, "ERROR_CONTROL")?)?,
+        binary_path: block.field(3, "BINARY_PATH_NAME")?.to_owned(),
+        load_order_group: block.field(4, "LOAD_ORDER_GROUP")?.to_owned(),
+        tag: leading_decimal("TAG", block.field(5, "TAG")?)?,
+        display_name: block.field(6, "DISPLAY_NAME")?.to_owned(),
         dependencies,
-        start_name: field(8)?.to_owned(),
+        start_name: block.field(8, "SERVICE_START_NAME")?.to_owned(),
     })
 }
 

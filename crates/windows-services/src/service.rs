@@ -112,6 +112,14 @@ impl fmt::Display for ServiceName {
     }
 }
 
+impl std::str::FromStr for ServiceName {
+    type Err = ServiceNameError;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        ServiceName::new(name)
+    }
+}
+
 impl TryFrom<String> for ServiceName {
     type Error = ServiceNameError;
 
