@@ -1,5 +1,40 @@
 //! Typed access to every Kubernetes and OpenShift object the wmco operator touches.
 //!
-//! This crate will own the `WindowsInstance` custom resource, the OpenShift types the operator reads, and small
-//! capability traits (nodes, drain, CSRs, events, secrets, tokens, cluster facts) with a real implementation over
-//! `kube` and an in-memory fake. It is built under issue #8; until then it holds nothing.
+//! - [`types`]: the `WindowsInstance` custom resource and the OpenShift objects the operator reads.
+//! - [`crd`]: the `WindowsInstance` CustomResourceDefinition as YAML (`wmco crd`, `manifests/crds/`).
+//! - [`names`]: the finalizer, annotations, labels and field manager of the cluster-facing contract.
+//! - Capability traits, each with a real implementation over [`kube`] and an in-memory fake in [`fake`]:
+//!   [`Nodes`], [`Drainer`], [`Csrs`], [`EventPublisher`], [`Secrets`], [`ConfigMaps`], [`ServiceAccountTokens`],
+//!   [`InstanceRecords`], [`ClusterFactsSource`].
+//!
+//! This crate decides nothing: it reads and writes what the controller and flow layers tell it to.
+
+pub mod crd;
+mod csrs;
+mod drain;
+mod error;
+mod events;
+mod facts;
+pub mod fake;
+mod instances;
+pub mod names;
+mod nodes;
+mod objects;
+mod tokens;
+pub mod types;
+
+#[cfg(test)]
+mod test_support;
+
+pub use csrs::{CsrDecision, Csrs, KubeCsrs, is_pending};
+pub use drain::{DrainOptions, DrainReport, Drainer, KubeDrainer, SkipReason, SkippedPod};
+pub use error::{BlockReason, BlockedPod, Error, Result, Verb};
+pub use events::{EventPublisher, KubeEvents, NewEvent, Severity};
+pub use facts::{
+    ClusterFacts, ClusterFactsSource, MirrorKind, MirrorSet, OpenShiftFacts, PlainKubernetesConfig,
+    PlainKubernetesFacts, Platform, ProxySettings,
+};
+pub use instances::{InstanceRecords, KubeInstanceRecords};
+pub use nodes::{KubeNodes, NodeMetadataPatch, Nodes};
+pub use objects::{ConfigMaps, KubeConfigMaps, KubeSecrets, Secrets};
+pub use tokens::{KubeServiceAccountTokens, ServiceAccountTokens, ShortLivedToken, TokenRequestSpec};

@@ -1,0 +1,100 @@
+//! The `WindowsInstance` CustomResourceDefinition, generated from the Rust type and rendered as the YAML committed
+//! under `manifests/crds/windowsinstances.yaml` (printed by `wmco crd`).
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::CustomResourceExt;
+
+use crate::error::{Error, Result};
+use crate::types::WindowsInstance;
+
+/// The first line of the rendered YAML.
+const HEADER: &str =
+    "# Generated from crates/cluster-client/src/types/windows_instance.rs by `wmco crd`; do not edit.\n";
+
+/// The `WindowsInstance` CustomResourceDefinition.
+pub fn windows_instance_crd() -> CustomResourceDefinition {
+    WindowsInstance::crd()
+}
+
+/// The `WindowsInstance` CustomResourceDefinition as YAML, with a header saying where it comes from.
+///
+/// ```
+/// let yaml = wmco_cluster_client::crd::windows_instance_crd_yaml().unwrap();
+/// assert!(yaml.contains("name: windowsinstances.windowsmachineconfig.openshift.io"));
+/// ```
+pub fn windows_instance_crd_yaml() -> Result<String> {
+    let body = serde_saphyr::to_string(&windows_instance_crd()).map_err(Error::RenderCrd)?;
+    Ok(format!("{HEADER}{body}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const COMMITTED: &str = include_str!("../../../manifests/crds/windowsinstances.yaml");
+
+    #[test]
+    fn committed_crd_matches_the_rust_type() {
+        let generated = windows_instance_crd_yaml().unwrap();
+        assert!(
+            generated == COMMITTED,
+            "manifests/crds/windowsinstances.yaml is stale: regenerate it with \
+             `cargo run -p wmco -- crd > manifests/crds/windowsinstances.yaml`"
+        );
+    }
+
+    #[test]
+    fn crd_is_namespaced_with_status_and_printer_columns() {
+        let crd = windows_instance_crd();
+        assert_eq!(crd.spec.scope, "Namespaced");
+        assert_eq!(crd.spec.names.short_names, Some(vec!["wi".to_owned()]));
+        let version = &crd.spec.versions[0];
+        assert_eq!(version.name, "v1alpha1");
+        assert!(version.subresources.as_ref().unwrap().status.is_some());
+        let columns: Vec<(String, String)> = version
+            .additional_printer_columns
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|column| (column.name.clone(), column.json_path.clone()))
+            .collect();
+        assert_eq!(
+            columns,
+            vec![
+                ("Address".to_owned(), ".spec.address".to_owned()),
+                ("Node".to_owned(), ".status.expectedNodeName".to_owned()),
+                ("Phase".to_owned(), ".status.phase".to_owned()),
+                ("Version".to_owned(), ".status.configuredVersion".to_owned()),
+                ("Age".to_owned(), ".metadata.creationTimestamp".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn status_schema_has_every_field_of_the_design() {
+        let crd = windows_instance_crd();
+        let schema = serde_json::to_value(&crd.spec.versions[0].schema).unwrap();
+        let status = &schema["openAPIV3Schema"]["properties"]["status"]["properties"];
+        let mut fields: Vec<&str> = status.as_object().unwrap().keys().map(String::as_str).collect();
+        fields.sort_unstable();
+        assert_eq!(
+            fields,
+            vec![
+                "address",
+                "approvedBootstrapKeySha256",
+                "conditions",
+                "configuredVersion",
+                "configuringSince",
+                "expectedNodeName",
+                "fqdn",
+                "hostname",
+                "lastError",
+                "nodeIp",
+                "phase",
+                "pinnedHostKey",
+                "resolvedIpv4",
+                "sshUser",
+            ]
+        );
+    }
+}

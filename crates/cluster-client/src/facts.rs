@@ -1,0 +1,429 @@
+//! Cluster facts the node configuration needs — service CIDR, the API server URL nodes use, platform, proxy,
+//! Kubernetes version, image mirror sets — gathered into one typed [`ClusterFacts`], from OpenShift's config
+//! objects ([`OpenShiftFacts`]) or, on plain Kubernetes, from the operator's own configuration
+//! ([`PlainKubernetesFacts`]).
+
+use std::fmt;
+use std::net::IpAddr;
+
+use async_trait::async_trait;
+use kube::Client;
+use kube::api::{Api, ListParams};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result, Verb};
+use crate::types::{ImageDigestMirrorSet, ImageTagMirrorSet, Infrastructure, Network, Proxy};
+
+/// The platform the cluster runs on; it decides SSH user, hostname and cloud-provider details.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Platform {
+    /// Amazon Web Services.
+    #[serde(rename = "AWS")]
+    Aws,
+    /// Microsoft Azure.
+    Azure,
+    /// Google Cloud.
+    #[serde(rename = "GCP")]
+    Gcp,
+    /// VMware vSphere.
+    VSphere,
+    /// Nutanix.
+    Nutanix,
+    /// No cloud integration (bring your own hosts).
+    None,
+    /// Any other platform, by its OpenShift name.
+    Other(String),
+}
+
+impl Platform {
+    /// The platform named `name` as in `Infrastructure.status.platformStatus.type`.
+    pub fn from_openshift_name(name: &str) -> Self {
+        match name {
+            "AWS" => Platform::Aws,
+            "Azure" => Platform::Azure,
+            "GCP" => Platform::Gcp,
+            "VSphere" => Platform::VSphere,
+            "Nutanix" => Platform::Nutanix,
+            "None" | "" => Platform::None,
+            other => Platform::Other(other.to_owned()),
+        }
+    }
+}
+
+impl fmt::Display for Platform {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Platform::Aws => "AWS",
+            Platform::Azure => "Azure",
+            Platform::Gcp => "GCP",
+            Platform::VSphere => "VSphere",
+            Platform::Nutanix => "Nutanix",
+            Platform::None => "None",
+            Platform::Other(name) => name,
+        })
+    }
+}
+
+/// The cluster-wide proxy, as given to services on the hosts.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProxySettings {
+    /// Proxy for plain HTTP.
+    #[serde(default)]
+    pub http_proxy: Option<String>,
+    /// Proxy for HTTPS.
+    #[serde(default)]
+    pub https_proxy: Option<String>,
+    /// Comma-separated destinations reached without the proxy.
+    #[serde(default)]
+    pub no_proxy: Option<String>,
+}
+
+/// How a mirror set's mirrors may be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MirrorKind {
+    /// Pull by digest only (ImageDigestMirrorSet).
+    Digest,
+    /// Pull by tag too (ImageTagMirrorSet).
+    Tag,
+}
+
+/// The mirrors of one source repository.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MirrorSet {
+    /// The source repository.
+    pub source: String,
+    /// The mirrors, in order of preference.
+    pub mirrors: Vec<String>,
+    /// Digest or tag pulls.
+    pub kind: MirrorKind,
+    /// Whether the source must never be contacted.
+    #[serde(default)]
+    pub never_contact_source: bool,
+}
+
+/// Everything about the cluster the node configuration needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterFacts {
+    /// The service network, e.g. `172.30.0.0/16`.
+    pub service_cidr: String,
+    /// The URL nodes reach the API server at.
+    pub api_server_internal_url: String,
+    /// The platform.
+    pub platform: Platform,
+    /// The cluster-wide proxy.
+    pub proxy: ProxySettings,
+    /// The API server's version.
+    pub kubernetes_version: semver::Version,
+    /// Image mirrors, digest sets first, each in source order.
+    pub mirror_sets: Vec<MirrorSet>,
+}
+
+/// Where cluster facts come from.
+#[async_trait]
+pub trait ClusterFactsSource: Send + Sync {
+    /// Reads the facts now.
+    async fn gather(&self) -> Result<ClusterFacts>;
+}
+
+/// The operator's configuration of facts on plain Kubernetes, where no OpenShift config objects exist.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PlainKubernetesConfig {
+    /// The service network.
+    pub service_cidr: String,
+    /// The URL nodes reach the API server at.
+    pub api_server_internal_url: String,
+    /// The proxy, if any.
+    #[serde(default)]
+    pub proxy: ProxySettings,
+    /// Image mirrors, if any.
+    #[serde(default)]
+    pub mirror_sets: Vec<MirrorSet>,
+}
+
+/// Checks that `cidr` is `<ip>/<prefix>` with a prefix that fits the address family.
+pub(crate) fn validate_cidr(kind: &'static str, name: &str, field: &'static str, cidr: &str) -> Result<()> {
+    let invalid = || Error::InvalidField {
+        kind,
+        name: name.to_owned(),
+        field,
+        value: cidr.to_owned(),
+        expected: "a CIDR such as 172.30.0.0/16",
+    };
+    let (address, prefix) = cidr.split_once('/').ok_or_else(invalid)?;
+    let address: IpAddr = address.parse().map_err(|_| invalid())?;
+    let prefix: u8 = prefix.parse().map_err(|_| invalid())?;
+    let max_prefix = if address.is_ipv4() { 32 } else { 128 };
+    if prefix > max_prefix {
+        return Err(invalid());
+    }
+    Ok(())
+}
+
+/// Parses a `gitVersion` such as `v1.36.2+abc` into a semantic version.
+pub(crate) fn parse_git_version(git_version: &str) -> Result<semver::Version> {
+    semver::Version::parse(git_version.trim_start_matches('v')).map_err(|_| Error::InvalidField {
+        kind: "APIServer",
+        name: "version".into(),
+        field: "gitVersion",
+        value: git_version.to_owned(),
+        expected: "a version such as v1.36.0",
+    })
+}
+
+async fn kubernetes_version(client: &Client) -> Result<semver::Version> {
+    let info = client
+        .apiserver_version()
+        .await
+        .map_err(|source| Error::api(Verb::Discover, "APIServer", "version", source))?;
+    parse_git_version(&info.git_version)
+}
+
+/// Facts from OpenShift's config objects (`Network`, `Infrastructure`, `Proxy`, mirror sets, all named `cluster`).
+#[derive(Clone)]
+pub struct OpenShiftFacts {
+    client: Client,
+}
+
+impl OpenShiftFacts {
+    /// Reads through `client`.
+    pub fn new(client: Client) -> Self {
+        OpenShiftFacts { client }
+    }
+}
+
+/// The facts in OpenShift's config objects.
+pub(crate) fn facts_from_openshift(
+    network: &Network,
+    infrastructure: &Infrastructure,
+    proxy: &Proxy,
+    digest_sets: &[ImageDigestMirrorSet],
+    tag_sets: &[ImageTagMirrorSet],
+    kubernetes_version: semver::Version,
+) -> Result<ClusterFacts> {
+    let service_cidr = network.spec.service_network.first().cloned().ok_or(Error::MissingField {
+        verb: Verb::Get,
+        kind: "Network",
+        name: "cluster".into(),
+        field: "spec.serviceNetwork",
+    })?;
+    validate_cidr("Network", "cluster", "spec.serviceNetwork[0]", &service_cidr)?;
+    let status = infrastructure.status.as_ref();
+    let api_server_internal_url =
+        status.and_then(|status| status.api_server_internal_uri.clone()).ok_or(Error::MissingField {
+            verb: Verb::Get,
+            kind: "Infrastructure",
+            name: "cluster".into(),
+            field: "status.apiServerInternalURI",
+        })?;
+    let platform = status
+        .and_then(|status| status.platform_status.as_ref())
+        .and_then(|platform| platform.type_.as_deref())
+        .map_or(Platform::None, Platform::from_openshift_name);
+    let proxy = proxy
+        .status
+        .as_ref()
+        .map(|status| ProxySettings {
+            http_proxy: status.http_proxy.clone().filter(|value| !value.is_empty()),
+            https_proxy: status.https_proxy.clone().filter(|value| !value.is_empty()),
+            no_proxy: status.no_proxy.clone().filter(|value| !value.is_empty()),
+        })
+        .unwrap_or_default();
+    let never = |policy: &Option<String>| policy.as_deref() == Some("NeverContactSource");
+    let digest_mirrors = digest_sets.iter().flat_map(|set| &set.spec.image_digest_mirrors).map(|entry| MirrorSet {
+        source: entry.source.clone(),
+        mirrors: entry.mirrors.clone(),
+        kind: MirrorKind::Digest,
+        never_contact_source: never(&entry.mirror_source_policy),
+    });
+    let tag_mirrors = tag_sets.iter().flat_map(|set| &set.spec.image_tag_mirrors).map(|entry| MirrorSet {
+        source: entry.source.clone(),
+        mirrors: entry.mirrors.clone(),
+        kind: MirrorKind::Tag,
+        never_contact_source: never(&entry.mirror_source_policy),
+    });
+    Ok(ClusterFacts {
+        service_cidr,
+        api_server_internal_url,
+        platform,
+        proxy,
+        kubernetes_version,
+        mirror_sets: digest_mirrors.chain(tag_mirrors).collect(),
+    })
+}
+
+async fn get_cluster_object<K>(client: &Client, kind: &'static str) -> Result<K>
+where
+    K: kube::Resource<Scope = kube::core::ClusterResourceScope> + Clone + fmt::Debug + serde::de::DeserializeOwned,
+    K::DynamicType: Default,
+{
+    Api::<K>::all(client.clone()).get("cluster").await.map_err(|source| Error::api(Verb::Get, kind, "cluster", source))
+}
+
+async fn list_cluster_objects<K>(client: &Client, kind: &'static str) -> Result<Vec<K>>
+where
+    K: kube::Resource<Scope = kube::core::ClusterResourceScope> + Clone + fmt::Debug + serde::de::DeserializeOwned,
+    K::DynamicType: Default,
+{
+    let mut items = Api::<K>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .map_err(|source| Error::api(Verb::List, kind, "all", source))?
+        .items;
+    items.sort_by(|a, b| a.meta().name.cmp(&b.meta().name));
+    Ok(items)
+}
+
+#[async_trait]
+impl ClusterFactsSource for OpenShiftFacts {
+    async fn gather(&self) -> Result<ClusterFacts> {
+        let network: Network = get_cluster_object(&self.client, "Network").await?;
+        let infrastructure: Infrastructure = get_cluster_object(&self.client, "Infrastructure").await?;
+        let proxy: Proxy = get_cluster_object(&self.client, "Proxy").await?;
+        let digest_sets: Vec<ImageDigestMirrorSet> = list_cluster_objects(&self.client, "ImageDigestMirrorSet").await?;
+        let tag_sets: Vec<ImageTagMirrorSet> = list_cluster_objects(&self.client, "ImageTagMirrorSet").await?;
+        let version = kubernetes_version(&self.client).await?;
+        facts_from_openshift(&network, &infrastructure, &proxy, &digest_sets, &tag_sets, version)
+    }
+}
+
+/// Facts on plain Kubernetes: the operator's configuration, plus the API server's version.
+#[derive(Clone)]
+pub struct PlainKubernetesFacts {
+    client: Client,
+    config: PlainKubernetesConfig,
+}
+
+impl PlainKubernetesFacts {
+    /// Facts from `config`, with the version read through `client`.
+    pub fn new(client: Client, config: PlainKubernetesConfig) -> Self {
+        PlainKubernetesFacts { client, config }
+    }
+}
+
+#[async_trait]
+impl ClusterFactsSource for PlainKubernetesFacts {
+    async fn gather(&self) -> Result<ClusterFacts> {
+        validate_cidr("OperatorConfig", "plain-kubernetes", "serviceCidr", &self.config.service_cidr)?;
+        Ok(ClusterFacts {
+            service_cidr: self.config.service_cidr.clone(),
+            api_server_internal_url: self.config.api_server_internal_url.clone(),
+            platform: Platform::None,
+            proxy: self.config.proxy.clone(),
+            kubernetes_version: kubernetes_version(&self.client).await?,
+            mirror_sets: self.config.mirror_sets.clone(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::{Exchange, scenario};
+    use serde_json::{Value, json};
+
+    fn list(kind: &str, items: Vec<Value>) -> Value {
+        json!({"apiVersion": "config.openshift.io/v1", "kind": format!("{kind}List"), "metadata": {}, "items": items})
+    }
+
+    fn version() -> Value {
+        json!({"major": "1", "minor": "36", "gitVersion": "v1.36.2+abc", "gitCommit": "", "gitTreeState": "",
+               "buildDate": "", "goVersion": "", "compiler": "", "platform": "linux/amd64"})
+    }
+
+    #[tokio::test]
+    async fn openshift_facts_come_from_the_cluster_config_objects() {
+        let exchanges = vec![
+            Exchange::get("/apis/config.openshift.io/v1/networks/cluster").reply(200, json!({
+                "apiVersion": "config.openshift.io/v1", "kind": "Network", "metadata": {"name": "cluster"},
+                "spec": {"serviceNetwork": ["172.30.0.0/16"], "networkType": "OVNKubernetes", "clusterNetwork": []}})),
+            Exchange::get("/apis/config.openshift.io/v1/infrastructures/cluster").reply(200, json!({
+                "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure", "metadata": {"name": "cluster"},
+                "spec": {}, "status": {"apiServerInternalURI": "https://api-int.example:6443",
+                                       "platformStatus": {"type": "VSphere"}}})),
+            Exchange::get("/apis/config.openshift.io/v1/proxies/cluster").reply(200, json!({
+                "apiVersion": "config.openshift.io/v1", "kind": "Proxy", "metadata": {"name": "cluster"},
+                "spec": {}, "status": {"httpProxy": "http://proxy:3128", "httpsProxy": "", "noProxy": ".cluster.local"}})),
+            Exchange::get("/apis/config.openshift.io/v1/imagedigestmirrorsets?").reply(200, list("ImageDigestMirrorSet", vec![json!({
+                "apiVersion": "config.openshift.io/v1", "kind": "ImageDigestMirrorSet", "metadata": {"name": "d"},
+                "spec": {"imageDigestMirrors": [{"source": "quay.io/org", "mirrors": ["mirror.example/org"],
+                                                 "mirrorSourcePolicy": "NeverContactSource"}]}})])),
+            Exchange::get("/apis/config.openshift.io/v1/imagetagmirrorsets?").reply(200, list("ImageTagMirrorSet", vec![json!({
+                "apiVersion": "config.openshift.io/v1", "kind": "ImageTagMirrorSet", "metadata": {"name": "t"},
+                "spec": {"imageTagMirrors": [{"source": "docker.io", "mirrors": ["tags.example"]}]}})])),
+            Exchange::get("/version").reply(200, version()),
+        ];
+        let facts =
+            scenario(exchanges, |client| async move { OpenShiftFacts::new(client).gather().await.unwrap() }).await;
+        assert_eq!(
+            facts,
+            ClusterFacts {
+                service_cidr: "172.30.0.0/16".into(),
+                api_server_internal_url: "https://api-int.example:6443".into(),
+                platform: Platform::VSphere,
+                proxy: ProxySettings {
+                    http_proxy: Some("http://proxy:3128".into()),
+                    https_proxy: None,
+                    no_proxy: Some(".cluster.local".into()),
+                },
+                kubernetes_version: semver::Version::parse("1.36.2+abc").unwrap(),
+                mirror_sets: vec![
+                    MirrorSet {
+                        source: "quay.io/org".into(),
+                        mirrors: vec!["mirror.example/org".into()],
+                        kind: MirrorKind::Digest,
+                        never_contact_source: true,
+                    },
+                    MirrorSet {
+                        source: "docker.io".into(),
+                        mirrors: vec!["tags.example".into()],
+                        kind: MirrorKind::Tag,
+                        never_contact_source: false,
+                    },
+                ],
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn plain_kubernetes_facts_come_from_the_operator_config() {
+        let config: PlainKubernetesConfig = serde_json::from_value(json!({
+            "serviceCidr": "10.96.0.0/12", "apiServerInternalUrl": "https://10.0.0.1:6443"
+        }))
+        .unwrap();
+        let exchanges = vec![Exchange::get("/version").reply(200, version())];
+        let facts =
+            scenario(
+                exchanges,
+                |client| async move { PlainKubernetesFacts::new(client, config).gather().await.unwrap() },
+            )
+            .await;
+        assert_eq!(facts.service_cidr, "10.96.0.0/12");
+        assert_eq!(facts.api_server_internal_url, "https://10.0.0.1:6443");
+        assert_eq!(facts.platform, Platform::None);
+        assert_eq!(facts.proxy, ProxySettings::default());
+        assert_eq!(facts.kubernetes_version, semver::Version::parse("1.36.2+abc").unwrap());
+        assert!(facts.mirror_sets.is_empty());
+    }
+
+    #[test]
+    fn cidrs_are_validated() {
+        assert!(validate_cidr("Network", "cluster", "f", "172.30.0.0/16").is_ok());
+        assert!(validate_cidr("Network", "cluster", "f", "fd02::/112").is_ok());
+        let error = validate_cidr("Network", "cluster", "spec.serviceNetwork[0]", "172.30.0.0/33").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "Network cluster: spec.serviceNetwork[0] is \"172.30.0.0/33\", expected a CIDR such as 172.30.0.0/16"
+        );
+        assert!(validate_cidr("Network", "cluster", "f", "172.30.0.0").is_err());
+    }
+
+    #[test]
+    fn platform_names_round_trip() {
+        for name in ["AWS", "Azure", "GCP", "VSphere", "Nutanix", "None", "OpenStack"] {
+            assert_eq!(Platform::from_openshift_name(name).to_string(), name);
+        }
+    }
+}

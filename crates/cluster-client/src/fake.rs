@@ -1,0 +1,513 @@
+//! In-memory fakes of every capability trait, for unit tests of the flow and controller layers. Each keeps its
+//! objects in a map and records what was done, so tests assert on outcomes rather than on calls. Errors look like
+//! the real ones: a missing object answers a 404 [`Error::Api`] ([`Error::is_not_found`] holds).
+
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use async_trait::async_trait;
+use jiff::Timestamp;
+use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
+use k8s_openapi::api::core::v1::{ConfigMap, Node, ObjectReference, Secret};
+
+use crate::csrs::with_decision;
+use crate::error::{Error, Result, Verb, object_name};
+use crate::names::INSTANCE_FINALIZER;
+use crate::nodes::reports_address;
+use crate::types::{WindowsInstance, WindowsInstanceStatus};
+use crate::{
+    ClusterFacts, ClusterFactsSource, ConfigMaps, CsrDecision, Csrs, DrainOptions, DrainReport, Drainer,
+    EventPublisher, InstanceRecords, NewEvent, NodeMetadataPatch, Nodes, Secrets, ServiceAccountTokens,
+    ShortLivedToken, TokenRequestSpec, csrs::is_pending,
+};
+
+fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn not_found(verb: Verb, kind: &'static str, name: String) -> Error {
+    let status = kube::core::Status {
+        code: 404,
+        reason: "NotFound".into(),
+        message: format!("{kind} {name} not found"),
+        ..kube::core::Status::default()
+    };
+    Error::api(verb, kind, name, kube::Error::Api(Box::new(status)))
+}
+
+/// Nodes in memory.
+///
+/// ```
+/// # tokio_test_block_on(async {
+/// use wmco_cluster_client::{Nodes, fake::FakeNodes};
+///
+/// let nodes = FakeNodes::default();
+/// nodes.insert(k8s_openapi::api::core::v1::Node {
+///     metadata: kube::api::ObjectMeta { name: Some("win-1".into()), ..Default::default() },
+///     ..Default::default()
+/// });
+/// nodes.cordon("win-1").await.unwrap();
+/// assert_eq!(nodes.node("win-1").unwrap().spec.unwrap().unschedulable, Some(true));
+/// # });
+/// # fn tokio_test_block_on<F: std::future::Future>(f: F) -> F::Output {
+/// #     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
+/// # }
+/// ```
+#[derive(Debug, Default)]
+pub struct FakeNodes {
+    nodes: Mutex<BTreeMap<String, Node>>,
+}
+
+impl FakeNodes {
+    /// Adds or replaces a Node.
+    pub fn insert(&self, node: Node) {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        locked(&self.nodes).insert(name, node);
+    }
+
+    /// The Node named `name` as it is now.
+    pub fn node(&self, name: &str) -> Option<Node> {
+        locked(&self.nodes).get(name).cloned()
+    }
+
+    fn update(&self, verb: Verb, name: &str, change: impl FnOnce(&mut Node)) -> Result<Node> {
+        let mut nodes = locked(&self.nodes);
+        let node = nodes.get_mut(name).ok_or_else(|| not_found(verb, "Node", name.to_owned()))?;
+        change(node);
+        Ok(node.clone())
+    }
+}
+
+#[async_trait]
+impl Nodes for FakeNodes {
+    async fn get(&self, name: &str) -> Result<Option<Node>> {
+        Ok(self.node(name))
+    }
+
+    async fn find_by_address(&self, address: &str) -> Result<Option<Node>> {
+        Ok(locked(&self.nodes).values().find(|node| reports_address(node, address)).cloned())
+    }
+
+    async fn patch_metadata(&self, name: &str, patch: &NodeMetadataPatch) -> Result<Node> {
+        self.update(Verb::Patch, name, |node| patch.apply_to(node))
+    }
+
+    async fn cordon(&self, name: &str) -> Result<Node> {
+        self.update(Verb::Patch, name, |node| node.spec.get_or_insert_default().unschedulable = Some(true))
+    }
+
+    async fn uncordon(&self, name: &str) -> Result<Node> {
+        self.update(Verb::Patch, name, |node| node.spec.get_or_insert_default().unschedulable = Some(false))
+    }
+
+    async fn delete(&self, name: &str) -> Result<()> {
+        locked(&self.nodes).remove(name);
+        Ok(())
+    }
+}
+
+/// A drainer that answers with a scripted outcome per node and records every drain.
+#[derive(Debug, Default)]
+pub struct FakeDrainer {
+    blocked: Mutex<BTreeMap<String, Vec<crate::BlockedPod>>>,
+    drained: Mutex<Vec<String>>,
+}
+
+impl FakeDrainer {
+    /// Makes drains of `node` time out, blocked by `pods`.
+    pub fn block(&self, node: &str, pods: Vec<crate::BlockedPod>) {
+        locked(&self.blocked).insert(node.to_owned(), pods);
+    }
+
+    /// Lets drains of `node` succeed again.
+    pub fn unblock(&self, node: &str) {
+        locked(&self.blocked).remove(node);
+    }
+
+    /// Nodes drained successfully, in order.
+    pub fn drained(&self) -> Vec<String> {
+        locked(&self.drained).clone()
+    }
+}
+
+#[async_trait]
+impl Drainer for FakeDrainer {
+    async fn drain(&self, node: &str, options: &DrainOptions) -> Result<DrainReport> {
+        if let Some(blocked) = locked(&self.blocked).get(node) {
+            return Err(Error::DrainTimedOut {
+                node: node.to_owned(),
+                timeout: options.timeout,
+                blocked: blocked.clone(),
+            });
+        }
+        locked(&self.drained).push(node.to_owned());
+        Ok(DrainReport::default())
+    }
+}
+
+/// CertificateSigningRequests in memory; decisions append the condition as the API server does.
+#[derive(Debug, Default)]
+pub struct FakeCsrs {
+    csrs: Mutex<BTreeMap<String, CertificateSigningRequest>>,
+}
+
+impl FakeCsrs {
+    /// Adds or replaces a request.
+    pub fn insert(&self, csr: CertificateSigningRequest) {
+        let name = csr.metadata.name.clone().unwrap_or_default();
+        locked(&self.csrs).insert(name, csr);
+    }
+
+    /// The request named `name` as it is now.
+    pub fn csr(&self, name: &str) -> Option<CertificateSigningRequest> {
+        locked(&self.csrs).get(name).cloned()
+    }
+}
+
+#[async_trait]
+impl Csrs for FakeCsrs {
+    async fn list_pending(&self, signers: &[&str]) -> Result<Vec<CertificateSigningRequest>> {
+        Ok(locked(&self.csrs)
+            .values()
+            .filter(|csr| signers.contains(&csr.spec.signer_name.as_str()) && is_pending(csr))
+            .cloned()
+            .collect())
+    }
+
+    async fn decide(
+        &self,
+        csr: &CertificateSigningRequest,
+        decision: &CsrDecision,
+    ) -> Result<CertificateSigningRequest> {
+        let name = csr.metadata.name.clone().unwrap_or_default();
+        let verb = if decision.approve { Verb::Approve } else { Verb::Deny };
+        let mut csrs = locked(&self.csrs);
+        let stored = csrs.get_mut(&name).ok_or_else(|| not_found(verb, "CertificateSigningRequest", name.clone()))?;
+        if stored.metadata.resource_version != csr.metadata.resource_version {
+            let status = kube::core::Status { code: 409, reason: "Conflict".into(), ..kube::core::Status::default() };
+            return Err(Error::api(verb, "CertificateSigningRequest", name, kube::Error::Api(Box::new(status))));
+        }
+        *stored = with_decision(stored, decision);
+        Ok(stored.clone())
+    }
+}
+
+/// Records every published event.
+#[derive(Debug, Default)]
+pub struct FakeEvents {
+    published: Mutex<Vec<(ObjectReference, NewEvent)>>,
+}
+
+impl FakeEvents {
+    /// Every event published so far, with the object it regards.
+    pub fn published(&self) -> Vec<(ObjectReference, NewEvent)> {
+        locked(&self.published).clone()
+    }
+}
+
+#[async_trait]
+impl EventPublisher for FakeEvents {
+    async fn publish(&self, regarding: &ObjectReference, event: &NewEvent) -> Result<()> {
+        locked(&self.published).push((regarding.clone(), event.clone()));
+        Ok(())
+    }
+}
+
+type Key = (String, String);
+
+fn key_of(kind: &'static str, metadata: &kube::api::ObjectMeta) -> Result<Key> {
+    match (&metadata.namespace, &metadata.name) {
+        (Some(namespace), Some(name)) => Ok((namespace.clone(), name.clone())),
+        (_, name) => Err(Error::MissingField {
+            verb: Verb::Apply,
+            kind,
+            name: name.clone().unwrap_or_else(|| "(unnamed)".into()),
+            field: "metadata.namespace",
+        }),
+    }
+}
+
+/// Secrets in memory; apply replaces the stored object.
+#[derive(Debug, Default)]
+pub struct FakeSecrets {
+    secrets: Mutex<BTreeMap<Key, Secret>>,
+}
+
+#[async_trait]
+impl Secrets for FakeSecrets {
+    async fn get(&self, namespace: &str, name: &str) -> Result<Option<Secret>> {
+        Ok(locked(&self.secrets).get(&(namespace.to_owned(), name.to_owned())).cloned())
+    }
+
+    async fn apply(&self, secret: &Secret) -> Result<Secret> {
+        let key = key_of("Secret", &secret.metadata)?;
+        locked(&self.secrets).insert(key, secret.clone());
+        Ok(secret.clone())
+    }
+}
+
+/// ConfigMaps in memory; apply replaces the stored object.
+#[derive(Debug, Default)]
+pub struct FakeConfigMaps {
+    config_maps: Mutex<BTreeMap<Key, ConfigMap>>,
+}
+
+#[async_trait]
+impl ConfigMaps for FakeConfigMaps {
+    async fn get(&self, namespace: &str, name: &str) -> Result<Option<ConfigMap>> {
+        Ok(locked(&self.config_maps).get(&(namespace.to_owned(), name.to_owned())).cloned())
+    }
+
+    async fn apply(&self, config_map: &ConfigMap) -> Result<ConfigMap> {
+        let key = key_of("ConfigMap", &config_map.metadata)?;
+        locked(&self.config_maps).insert(key, config_map.clone());
+        Ok(config_map.clone())
+    }
+}
+
+/// Mints tokens `fake-token-<n>` that expire `lifetime` after `now`, and records each request.
+#[derive(Debug)]
+pub struct FakeTokens {
+    now: Timestamp,
+    issued: Mutex<Vec<(String, TokenRequestSpec)>>,
+}
+
+impl FakeTokens {
+    /// Tokens minted as if the time were `now`.
+    pub fn new(now: Timestamp) -> Self {
+        FakeTokens { now, issued: Mutex::new(Vec::new()) }
+    }
+
+    /// `namespace/service-account` and spec of every token minted, in order.
+    pub fn issued(&self) -> Vec<(String, TokenRequestSpec)> {
+        locked(&self.issued).clone()
+    }
+}
+
+#[async_trait]
+impl ServiceAccountTokens for FakeTokens {
+    async fn request(
+        &self,
+        namespace: &str,
+        service_account: &str,
+        spec: &TokenRequestSpec,
+    ) -> Result<ShortLivedToken> {
+        let mut issued = locked(&self.issued);
+        issued.push((object_name(Some(namespace), service_account), spec.clone()));
+        let lifetime = jiff::SignedDuration::try_from(spec.lifetime).unwrap_or(jiff::SignedDuration::MAX);
+        let expires_at = self.now.checked_add(lifetime).unwrap_or(Timestamp::MAX);
+        Ok(ShortLivedToken::new(format!("fake-token-{}", issued.len()), expires_at))
+    }
+}
+
+/// `WindowsInstance` records in memory, with the finalizer and status semantics of the real API.
+#[derive(Debug, Default)]
+pub struct FakeInstanceRecords {
+    records: Mutex<BTreeMap<Key, WindowsInstance>>,
+}
+
+impl FakeInstanceRecords {
+    /// The record `namespace/name` as it is now.
+    pub fn record(&self, namespace: &str, name: &str) -> Option<WindowsInstance> {
+        locked(&self.records).get(&(namespace.to_owned(), name.to_owned())).cloned()
+    }
+}
+
+#[async_trait]
+impl InstanceRecords for FakeInstanceRecords {
+    async fn get(&self, namespace: &str, name: &str) -> Result<Option<WindowsInstance>> {
+        Ok(self.record(namespace, name))
+    }
+
+    async fn list(&self, namespace: &str) -> Result<Vec<WindowsInstance>> {
+        Ok(locked(&self.records)
+            .iter()
+            .filter(|((ns, _), _)| ns == namespace)
+            .map(|(_, record)| record.clone())
+            .collect())
+    }
+
+    async fn apply(&self, instance: &WindowsInstance) -> Result<WindowsInstance> {
+        let key = key_of("WindowsInstance", &instance.metadata)?;
+        let mut records = locked(&self.records);
+        let record = records.entry(key).or_insert_with(|| WindowsInstance {
+            metadata: instance.metadata.clone(),
+            spec: instance.spec.clone(),
+            status: None,
+        });
+        record.spec = instance.spec.clone();
+        record.metadata.labels = instance.metadata.labels.clone();
+        let finalizers = record.metadata.finalizers.get_or_insert_default();
+        if !finalizers.iter().any(|finalizer| finalizer == INSTANCE_FINALIZER) {
+            finalizers.push(INSTANCE_FINALIZER.to_owned());
+        }
+        Ok(record.clone())
+    }
+
+    async fn apply_status(
+        &self,
+        namespace: &str,
+        name: &str,
+        status: &WindowsInstanceStatus,
+    ) -> Result<WindowsInstance> {
+        let mut records = locked(&self.records);
+        let record = records
+            .get_mut(&(namespace.to_owned(), name.to_owned()))
+            .ok_or_else(|| not_found(Verb::Apply, "WindowsInstance", object_name(Some(namespace), name)))?;
+        record.status = Some(status.clone());
+        Ok(record.clone())
+    }
+
+    async fn release_finalizer(&self, instance: &WindowsInstance) -> Result<()> {
+        let key = key_of("WindowsInstance", &instance.metadata)?;
+        if let Some(finalizers) =
+            locked(&self.records).get_mut(&key).and_then(|record| record.metadata.finalizers.as_mut())
+        {
+            finalizers.retain(|finalizer| finalizer != INSTANCE_FINALIZER);
+        }
+        Ok(())
+    }
+
+    async fn delete(&self, namespace: &str, name: &str) -> Result<()> {
+        locked(&self.records).remove(&(namespace.to_owned(), name.to_owned()));
+        Ok(())
+    }
+}
+
+/// Answers with fixed facts.
+#[derive(Debug, Clone)]
+pub struct FakeClusterFacts(pub ClusterFacts);
+
+#[async_trait]
+impl ClusterFactsSource for FakeClusterFacts {
+    async fn gather(&self) -> Result<ClusterFacts> {
+        Ok(self.0.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{InstanceOrigin, Phase, WindowsInstanceSpec};
+    use crate::{BlockReason, BlockedPod};
+    use serde_json::json;
+    use std::time::Duration;
+
+    fn node(name: &str, address: &str) -> Node {
+        serde_json::from_value(
+            json!({"metadata": {"name": name}, "status": {"addresses": [{"type": "InternalIP", "address": address}]}}),
+        )
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn fake_nodes_patch_find_cordon_and_delete() {
+        let nodes = FakeNodes::default();
+        nodes.insert(node("win-1", "10.0.0.5"));
+        nodes.insert(node("win-2", "10.0.0.50"));
+        assert_eq!(nodes.find_by_address("10.0.0.5").await.unwrap().unwrap().metadata.name.as_deref(), Some("win-1"));
+        assert!(nodes.find_by_address("10.0.0").await.unwrap().is_none());
+        let patched = nodes
+            .patch_metadata("win-1", &NodeMetadataPatch::default().set_label("a", "1").set_annotation("b", "2"))
+            .await
+            .unwrap();
+        assert_eq!(patched.metadata.labels.unwrap()["a"], "1");
+        let cleared = nodes.patch_metadata("win-1", &NodeMetadataPatch::default().remove_label("a")).await.unwrap();
+        assert!(cleared.metadata.labels.unwrap().is_empty());
+        assert_eq!(nodes.uncordon("win-1").await.unwrap().spec.unwrap().unschedulable, Some(false));
+        assert!(nodes.cordon("win-9").await.unwrap_err().is_not_found());
+        nodes.delete("win-1").await.unwrap();
+        assert!(nodes.get("win-1").await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn fake_drainer_reports_scripted_blocks() {
+        let drainer = FakeDrainer::default();
+        let blocked = vec![BlockedPod { pod: "web/a".into(), reason: BlockReason::StillTerminating }];
+        drainer.block("win-1", blocked.clone());
+        let options = DrainOptions::default();
+        match drainer.drain("win-1", &options).await.unwrap_err() {
+            Error::DrainTimedOut { blocked: reported, .. } => assert_eq!(reported, blocked),
+            other => panic!("unexpected {other:?}"),
+        }
+        drainer.unblock("win-1");
+        drainer.drain("win-1", &options).await.unwrap();
+        assert_eq!(drainer.drained(), vec!["win-1".to_owned()]);
+    }
+
+    #[tokio::test]
+    async fn fake_csrs_decide_once_and_refuse_stale_reads() {
+        let csrs = FakeCsrs::default();
+        let csr: CertificateSigningRequest = serde_json::from_value(json!({
+            "metadata": {"name": "csr-1", "resourceVersion": "1"},
+            "spec": {"request": "", "signerName": crate::names::KUBELET_CLIENT_SIGNER}
+        }))
+        .unwrap();
+        csrs.insert(csr.clone());
+        let pending = csrs.list_pending(&[crate::names::KUBELET_CLIENT_SIGNER]).await.unwrap();
+        assert_eq!(pending.len(), 1);
+        let mut stale = csr.clone();
+        stale.metadata.resource_version = Some("0".into());
+        assert!(csrs.decide(&stale, &CsrDecision::approve("R", "m")).await.unwrap_err().is_conflict());
+        csrs.decide(&csr, &CsrDecision::approve("WMCOApprove", "ok")).await.unwrap();
+        assert!(csrs.list_pending(&[crate::names::KUBELET_CLIENT_SIGNER]).await.unwrap().is_empty());
+        let condition = &csrs.csr("csr-1").unwrap().status.unwrap().conditions.unwrap()[0];
+        assert_eq!((condition.type_.as_str(), condition.reason.as_deref()), ("Approved", Some("WMCOApprove")));
+    }
+
+    #[tokio::test]
+    async fn fake_tokens_expire_after_their_lifetime() {
+        let now: Timestamp = "2026-11-22T00:00:00Z".parse().unwrap();
+        let tokens = FakeTokens::new(now);
+        let spec = TokenRequestSpec { audiences: vec![], lifetime: Duration::from_secs(600) };
+        let token = tokens.request("ns", "sa", &spec).await.unwrap();
+        assert_eq!(token.secret(), "fake-token-1");
+        assert_eq!(token.expires_at(), "2026-11-22T00:10:00Z".parse::<Timestamp>().unwrap());
+        assert_eq!(tokens.issued(), vec![("ns/sa".to_owned(), spec)]);
+    }
+
+    #[tokio::test]
+    async fn fake_records_keep_finalizer_and_status() {
+        let records = FakeInstanceRecords::default();
+        let mut instance = WindowsInstance::new(
+            "a",
+            WindowsInstanceSpec {
+                address: "10.0.0.5".into(),
+                username: "u".into(),
+                origin: InstanceOrigin::Byoh,
+                machine_name: None,
+            },
+        );
+        instance.metadata.namespace = Some("wmco".into());
+        let stored = records.apply(&instance).await.unwrap();
+        assert_eq!(stored.metadata.finalizers, Some(vec![INSTANCE_FINALIZER.to_owned()]));
+        let status = WindowsInstanceStatus { phase: Some(Phase::Ready), ..WindowsInstanceStatus::default() };
+        records.apply_status("wmco", "a", &status).await.unwrap();
+        assert_eq!(records.record("wmco", "a").unwrap().status, Some(status));
+        records.release_finalizer(&stored).await.unwrap();
+        assert_eq!(records.record("wmco", "a").unwrap().metadata.finalizers, Some(vec![]));
+        assert!(records.apply_status("wmco", "b", &WindowsInstanceStatus::default()).await.unwrap_err().is_not_found());
+        assert_eq!(records.list("wmco").await.unwrap().len(), 1);
+        records.delete("wmco", "a").await.unwrap();
+        assert!(records.list("wmco").await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn fake_secrets_and_config_maps_store_what_is_applied() {
+        let secrets = FakeSecrets::default();
+        let secret = Secret {
+            metadata: kube::api::ObjectMeta {
+                name: Some("s".into()),
+                namespace: Some("ns".into()),
+                ..Default::default()
+            },
+            ..Secret::default()
+        };
+        secrets.apply(&secret).await.unwrap();
+        assert_eq!(secrets.get("ns", "s").await.unwrap(), Some(secret));
+        let config_maps = FakeConfigMaps::default();
+        let unnamed_namespace = ConfigMap::default();
+        assert!(config_maps.apply(&unnamed_namespace).await.is_err());
+        assert!(config_maps.get("ns", "c").await.unwrap().is_none());
+    }
+}

@@ -1,0 +1,58 @@
+//! Fixed names of the cluster-facing contract: the field manager, the `WindowsInstance` finalizer and annotation,
+//! and the Node labels and annotations kept from the Go operator so dashboards and tooling keep working
+//! (design §3, anchor §8.1).
+
+/// The field manager of every server-side apply the operator sends.
+pub const FIELD_MANAGER: &str = "wmco";
+
+/// The finalizer on every `WindowsInstance`, released only once its host is deconfigured.
+pub const INSTANCE_FINALIZER: &str = "windowsmachineconfig.openshift.io/deconfigure";
+
+/// Annotation an admin sets to `"true"` on a `WindowsInstance` to remove an unreachable host without
+/// deconfiguring it.
+pub const FORCE_REMOVE_ANNOTATION: &str = "windowsmachineconfig.openshift.io/force-remove";
+
+/// Node label set by the kubelet's `--node-labels` on every Windows node (`Windows`).
+pub const OS_ID_LABEL: &str = "node.openshift.io/os_id";
+/// The value of [`OS_ID_LABEL`] on Windows nodes.
+pub const OS_ID_WINDOWS: &str = "Windows";
+/// The well-known operating-system label the kubelet sets (`windows`).
+pub const KUBERNETES_OS_LABEL: &str = "kubernetes.io/os";
+/// Node label (`"true"`) marking a node configured from the `windows-instances` ConfigMap.
+pub const BYOH_LABEL: &str = "windowsmachineconfig.openshift.io/byoh";
+/// The worker role label (empty value) the operator puts on BYOH nodes.
+pub const WORKER_ROLE_LABEL: &str = "node-role.kubernetes.io/worker";
+/// Node label (`"true"`) counting a node toward the upgrade limit while it is upgraded.
+pub const UPGRADING_LABEL: &str = "windowsmachineconfig.openshift.io/upgrading";
+/// Node annotation holding the operator version the node is configured with.
+pub const VERSION_ANNOTATION: &str = "windowsmachineconfig.openshift.io/version";
+/// Node annotation holding the version the node is to be configured with.
+pub const DESIRED_VERSION_ANNOTATION: &str = "windowsmachineconfig.openshift.io/desired-version";
+/// Node annotation asking for a reboot of the host.
+pub const REBOOT_REQUIRED_ANNOTATION: &str = "windowsmachineconfig.openshift.io/reboot-required";
+/// Node annotation holding the hash of the public key the node was configured with.
+pub const PUB_KEY_HASH_ANNOTATION: &str = "windowsmachineconfig.openshift.io/pub-key-hash";
+/// Node annotation holding the SSH user name of the host.
+pub const USERNAME_ANNOTATION: &str = "windowsmachineconfig.openshift.io/username";
+/// Node annotation holding the pinned SSH host key.
+pub const SSH_HOST_KEY_ANNOTATION: &str = "windowsmachineconfig.openshift.io/ssh-host-key";
+/// Node annotation holding the type of the pinned SSH host key.
+pub const SSH_HOST_KEY_TYPE_ANNOTATION: &str = "windowsmachineconfig.openshift.io/ssh-host-key-type";
+/// Node annotation, set by OVN-Kubernetes, holding the node's hybrid-overlay subnet.
+pub const HYBRID_OVERLAY_SUBNET_ANNOTATION: &str = "k8s.ovn.org/hybrid-overlay-node-subnet";
+/// Machine label selecting Windows Machines (`Windows`).
+pub const MACHINE_OS_ID_LABEL: &str = "machine.openshift.io/os-id";
+/// Machine label (`"true"`) telling the operator to leave a Machine alone.
+pub const MACHINE_IGNORE_LABEL: &str = "windowsmachineconfig.openshift.io/ignore";
+/// Pod annotation the kubelet sets on mirror pods of static pods.
+pub const MIRROR_POD_ANNOTATION: &str = "kubernetes.io/config.mirror";
+
+/// Signer of kubelet client certificates.
+pub const KUBELET_CLIENT_SIGNER: &str = "kubernetes.io/kube-apiserver-client-kubelet";
+/// Signer of kubelet serving certificates.
+pub const KUBELET_SERVING_SIGNER: &str = "kubernetes.io/kubelet-serving";
+
+/// Namespace of the ServiceAccount whose short-lived tokens bootstrap kubelets.
+pub const NODE_BOOTSTRAPPER_NAMESPACE: &str = "openshift-machine-config-operator";
+/// ServiceAccount whose short-lived tokens bootstrap kubelets.
+pub const NODE_BOOTSTRAPPER_SERVICE_ACCOUNT: &str = "node-bootstrapper";

@@ -1,0 +1,183 @@
+//! Secrets and ConfigMaps: read any (the admin's inputs), and create or update the operator's own by server-side
+//! apply with field manager `wmco`.
+
+use async_trait::async_trait;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::Client;
+use kube::api::{Api, Patch, PatchParams};
+
+use crate::error::{Error, Result, Verb, object_name};
+use crate::names::FIELD_MANAGER;
+
+/// The namespace and name of an object to apply, or the error saying which is missing.
+fn apply_target<'a>(kind: &'static str, metadata: &'a kube::api::ObjectMeta) -> Result<(&'a str, &'a str)> {
+    let name = metadata.name.as_deref().ok_or(Error::MissingField {
+        verb: Verb::Apply,
+        kind,
+        name: String::from("(unnamed)"),
+        field: "metadata.name",
+    })?;
+    let namespace = metadata.namespace.as_deref().ok_or_else(|| Error::MissingField {
+        verb: Verb::Apply,
+        kind,
+        name: name.to_owned(),
+        field: "metadata.namespace",
+    })?;
+    Ok((namespace, name))
+}
+
+/// Reads Secrets and applies the operator's own.
+#[async_trait]
+pub trait Secrets: Send + Sync {
+    /// The Secret `namespace/name`, or `None` if there is none.
+    async fn get(&self, namespace: &str, name: &str) -> Result<Option<Secret>>;
+
+    /// Creates or updates `secret` (namespace and name set) by server-side apply; fields of other managers stay.
+    async fn apply(&self, secret: &Secret) -> Result<Secret>;
+}
+
+/// Reads ConfigMaps and applies the operator's own.
+#[async_trait]
+pub trait ConfigMaps: Send + Sync {
+    /// The ConfigMap `namespace/name`, or `None` if there is none.
+    async fn get(&self, namespace: &str, name: &str) -> Result<Option<ConfigMap>>;
+
+    /// Creates or updates `config_map` (namespace and name set) by server-side apply.
+    async fn apply(&self, config_map: &ConfigMap) -> Result<ConfigMap>;
+}
+
+/// [`Secrets`] over the API server.
+#[derive(Clone)]
+pub struct KubeSecrets {
+    client: Client,
+}
+
+impl KubeSecrets {
+    /// Talks to the API server through `client`.
+    pub fn new(client: Client) -> Self {
+        KubeSecrets { client }
+    }
+}
+
+#[async_trait]
+impl Secrets for KubeSecrets {
+    async fn get(&self, namespace: &str, name: &str) -> Result<Option<Secret>> {
+        Api::<Secret>::namespaced(self.client.clone(), namespace)
+            .get_opt(name)
+            .await
+            .map_err(|source| Error::api(Verb::Get, "Secret", object_name(Some(namespace), name), source))
+    }
+
+    async fn apply(&self, secret: &Secret) -> Result<Secret> {
+        let (namespace, name) = apply_target("Secret", &secret.metadata)?;
+        Api::<Secret>::namespaced(self.client.clone(), namespace)
+            .patch(name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(secret))
+            .await
+            .map_err(|source| Error::api(Verb::Apply, "Secret", object_name(Some(namespace), name), source))
+    }
+}
+
+/// [`ConfigMaps`] over the API server.
+#[derive(Clone)]
+pub struct KubeConfigMaps {
+    client: Client,
+}
+
+impl KubeConfigMaps {
+    /// Talks to the API server through `client`.
+    pub fn new(client: Client) -> Self {
+        KubeConfigMaps { client }
+    }
+}
+
+#[async_trait]
+impl ConfigMaps for KubeConfigMaps {
+    async fn get(&self, namespace: &str, name: &str) -> Result<Option<ConfigMap>> {
+        Api::<ConfigMap>::namespaced(self.client.clone(), namespace)
+            .get_opt(name)
+            .await
+            .map_err(|source| Error::api(Verb::Get, "ConfigMap", object_name(Some(namespace), name), source))
+    }
+
+    async fn apply(&self, config_map: &ConfigMap) -> Result<ConfigMap> {
+        let (namespace, name) = apply_target("ConfigMap", &config_map.metadata)?;
+        Api::<ConfigMap>::namespaced(self.client.clone(), namespace)
+            .patch(name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(config_map))
+            .await
+            .map_err(|source| Error::api(Verb::Apply, "ConfigMap", object_name(Some(namespace), name), source))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::{APPLY_PATCH, Exchange, scenario, status_reply};
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn secret_get_and_apply_use_the_namespaced_paths_and_field_manager() {
+        let secret_json = json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "windows-user-data", "namespace": "openshift-machine-api"},
+            "data": {"userData": "PHBvd2Vyc2hlbGw+"}
+        });
+        let exchanges = vec![
+            Exchange::get("/api/v1/namespaces/wmco/secrets/cloud-private-key")
+                .reply(404, status_reply(404, "NotFound", "not found")),
+            Exchange::patch(
+                "/api/v1/namespaces/openshift-machine-api/secrets/windows-user-data?&force=true&fieldManager=wmco",
+                APPLY_PATCH,
+                secret_json.clone(),
+            )
+            .reply(200, secret_json.clone()),
+        ];
+        let secret: Secret = serde_json::from_value(secret_json).unwrap();
+        scenario(exchanges, |client| async move {
+            let secrets = KubeSecrets::new(client);
+            assert!(secrets.get("wmco", "cloud-private-key").await.unwrap().is_none());
+            secrets.apply(&secret).await.unwrap();
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn config_map_get_and_apply() {
+        let config_map_json = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "trusted-ca", "namespace": "wmco",
+                         "labels": {"config.openshift.io/inject-trusted-cabundle": "true"}}
+        });
+        let exchanges = vec![
+            Exchange::get("/api/v1/namespaces/wmco/configmaps/windows-instances").reply(
+                200,
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "windows-instances"},
+                       "data": {"10.0.0.5": "username=Administrator"}}),
+            ),
+            Exchange::patch(
+                "/api/v1/namespaces/wmco/configmaps/trusted-ca?&force=true&fieldManager=wmco",
+                APPLY_PATCH,
+                config_map_json.clone(),
+            )
+            .reply(200, config_map_json.clone()),
+        ];
+        let config_map: ConfigMap = serde_json::from_value(config_map_json).unwrap();
+        scenario(exchanges, |client| async move {
+            let config_maps = KubeConfigMaps::new(client);
+            let instances = config_maps.get("wmco", "windows-instances").await.unwrap().unwrap();
+            assert_eq!(instances.data.unwrap()["10.0.0.5"], "username=Administrator");
+            config_maps.apply(&config_map).await.unwrap();
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn apply_refuses_an_object_without_namespace() {
+        let secret = Secret {
+            metadata: kube::api::ObjectMeta { name: Some("x".into()), ..Default::default() },
+            ..Secret::default()
+        };
+        let error =
+            scenario(vec![], |client| async move { KubeSecrets::new(client).apply(&secret).await.unwrap_err() }).await;
+        assert_eq!(error.to_string(), "apply Secret x: metadata.namespace is missing");
+    }
+}

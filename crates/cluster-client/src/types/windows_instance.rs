@@ -1,0 +1,131 @@
+//! The product's own record of one Windows host: the namespaced `WindowsInstance` custom resource
+//! (`windowsmachineconfig.openshift.io/v1alpha1`), one per BYOH entry or Windows Machine (design §3).
+
+use std::fmt;
+use std::net::Ipv4Addr;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// What the admin asked for: which host, reached how, coming from which input.
+#[derive(CustomResource, Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "windowsmachineconfig.openshift.io",
+    version = "v1alpha1",
+    kind = "WindowsInstance",
+    plural = "windowsinstances",
+    shortname = "wi",
+    category = "wmco",
+    namespaced,
+    status = "WindowsInstanceStatus",
+    doc = "A Windows host the operator turns into a node: one per windows-instances entry or Windows Machine.",
+    printcolumn = r#"{"name": "Address", "type": "string", "jsonPath": ".spec.address"}"#,
+    printcolumn = r#"{"name": "Node", "type": "string", "jsonPath": ".status.expectedNodeName"}"#,
+    printcolumn = r#"{"name": "Phase", "type": "string", "jsonPath": ".status.phase"}"#,
+    printcolumn = r#"{"name": "Version", "type": "string", "jsonPath": ".status.configuredVersion"}"#,
+    printcolumn = r#"{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct WindowsInstanceSpec {
+    /// IPv4 address or DNS name the operator reaches the host's SSH server at.
+    pub address: String,
+    /// The SSH user name on the host.
+    pub username: String,
+    /// Which input this instance comes from.
+    pub origin: InstanceOrigin,
+    /// The Machine this instance was made for, when `origin` is `Machine`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_name: Option<String>,
+}
+
+/// Which admin input a `WindowsInstance` comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum InstanceOrigin {
+    /// An entry of the `windows-instances` ConfigMap (bring your own host).
+    Byoh,
+    /// A Windows `Machine` of the machine API.
+    Machine,
+}
+
+/// Where a host is in its life cycle; every step resumes from the recorded phase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum Phase {
+    /// Known, not yet touched.
+    Pending,
+    /// Files, containerd and kubelet are being set up over SSH.
+    Configuring,
+    /// The kubelet runs; its Node and certificates are awaited.
+    WaitingForNode,
+    /// The Node is Ready and every service is configured.
+    Ready,
+    /// Being moved to the operator's version.
+    Upgrading,
+    /// Services and files are being removed before the record goes.
+    Deconfiguring,
+    /// The last attempt failed; `lastError` says why.
+    Failed,
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Phase::Pending => "Pending",
+            Phase::Configuring => "Configuring",
+            Phase::WaitingForNode => "WaitingForNode",
+            Phase::Ready => "Ready",
+            Phase::Upgrading => "Upgrading",
+            Phase::Deconfiguring => "Deconfiguring",
+            Phase::Failed => "Failed",
+        })
+    }
+}
+
+/// What the operator learned and decided about a host.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WindowsInstanceStatus {
+    /// The address the host was last reached at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    /// The IPv4 address `address` resolved to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved_ipv4: Option<Ipv4Addr>,
+    /// The SSH user the operator logs in as.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ssh_user: Option<String>,
+    /// The host key pinned on first contact (`<type> <base64>`); a different key is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned_host_key: Option<String>,
+    /// The host name read from the host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    /// The fully qualified domain name read from the host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fqdn: Option<String>,
+    /// The IPv4 address of the host's default-route interface, passed to the kubelet as `--node-ip`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_ip: Option<Ipv4Addr>,
+    /// The Node name the operator decided on, passed to the kubelet as `--hostname-override`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_node_name: Option<String>,
+    /// Where the host is in its life cycle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+    /// When the current configuration attempt started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub configuring_since: Option<Time>,
+    /// SHA-256 (hex) of the public key of the bootstrap CSR the operator approved for this host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_bootstrap_key_sha256: Option<String>,
+    /// The operator version the host is configured with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub configured_version: Option<String>,
+    /// The last error, as a sentence naming the step and what to do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// Standard conditions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+}
