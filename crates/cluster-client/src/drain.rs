@@ -25,6 +25,8 @@ pub struct DrainOptions {
     pub retry_interval: Duration,
 }
 
+/// The operator's drain: emptyDir data may go (as in the Go operator's drain), 10 minutes at most, a retry every
+/// 5 seconds.
 impl Default for DrainOptions {
     fn default() -> Self {
         DrainOptions {

@@ -456,6 +456,20 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn fake_events_record_what_was_published() {
+        let events = FakeEvents::default();
+        let regarding = ObjectReference { kind: Some("Node".into()), name: Some("win-1".into()), ..Default::default() };
+        let event = NewEvent {
+            severity: crate::Severity::Normal,
+            reason: "InstanceSetup".into(),
+            action: "Configure".into(),
+            note: None,
+        };
+        events.publish(&regarding, &event).await.unwrap();
+        assert_eq!(events.published(), vec![(regarding, event)]);
+    }
+
+    #[tokio::test]
     async fn fake_tokens_expire_after_their_lifetime() {
         let now: Timestamp = "2026-11-22T00:00:00Z".parse().unwrap();
         let tokens = FakeTokens::new(now);
