@@ -30,6 +30,8 @@ struct Cli {
 enum Command {
     /// Print the version and the git commit this binary was built from.
     Version,
+    /// Print the WindowsInstance CustomResourceDefinition generated from the Rust type (YAML; JSON with --output json).
+    Crd,
 }
 
 fn main() -> ExitCode {
@@ -37,6 +39,7 @@ fn main() -> ExitCode {
     cli_support::init_logging(cli.log_format);
     let result = match cli.command {
         Command::Version => cmd::version::run(cli.output),
+        Command::Crd => cmd::crd::run(cli.output),
     };
     cli_support::finish(result)
 }

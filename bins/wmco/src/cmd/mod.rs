@@ -1,3 +1,4 @@
 //! One module per `wmco` subcommand; each exposes a `run` function returning `anyhow::Result<Outcome>`.
 
+pub mod crd;
 pub mod version;
