@@ -316,7 +316,7 @@ pub struct HostState {
     pub directories: BTreeSet<WinPath>,
     /// Files that must hold the given content; the caller uploads those whose observed hash differs.
     pub files: BTreeMap<WinPath, Sha256Hex>,
-    /// Machine environment variables: `Some(value)` to set, `None` to remove.
+    /// Machine environment variables: `Some(value)` to set, `None` (or an empty value) to remove.
     pub machine_env: BTreeMap<EnvVarName, Option<String>>,
     /// Firewall rules that must exist.
     pub firewall_rules: BTreeSet<FirewallRule>,

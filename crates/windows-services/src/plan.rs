@@ -345,7 +345,10 @@ fn host_steps(desired: &HostState, observed: &ObservedHost) -> Vec<Step> {
     let env_changes: BTreeMap<EnvVarName, Option<String>> = desired
         .machine_env
         .iter()
-        .filter(|(name, value)| observed.machine_env.get(*name) != Some(*value))
+        .filter(|(name, value)| {
+            let found = observed.machine_env.get(*name).map(|found| non_empty(found.as_deref()));
+            found != Some(non_empty(value.as_deref()))
+        })
         .map(|(name, value)| (name.clone(), value.clone()))
         .collect();
     if !env_changes.is_empty() {
@@ -368,6 +371,11 @@ fn host_steps(desired: &HostState, observed: &ObservedHost) -> Vec<Step> {
         }
     }
     steps
+}
+
+/// An environment value as Windows keeps it: setting an empty value removes the variable.
+fn non_empty(value: Option<&str>) -> Option<&str> {
+    value.filter(|text| !text.is_empty())
 }
 
 /// Whether an existing rule has the observable settings of `rule` (direction, enabled, allow).

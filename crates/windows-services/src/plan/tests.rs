@@ -365,6 +365,20 @@ fn host_prerequisites_come_first_and_only_when_they_differ() {
 }
 
 #[test]
+fn an_empty_environment_value_means_absent() {
+    let mut desired = HostState::default();
+    desired.machine_env.insert(EnvVarName::new("NO_PROXY").unwrap(), Some(String::new()));
+    let mut observed = ObservedHost::default();
+    observed.machine_env.insert(EnvVarName::new("NO_PROXY").unwrap(), None);
+    assert_eq!(plan(&desired, &observed).unwrap(), Vec::<Step>::new());
+    observed.machine_env.insert(EnvVarName::new("NO_PROXY").unwrap(), Some("x".into()));
+    assert_eq!(
+        plan(&desired, &observed).unwrap(),
+        vec![Step::SetMachineEnv([(EnvVarName::new("NO_PROXY").unwrap(), Some(String::new()))].into())]
+    );
+}
+
+#[test]
 fn a_desired_dependency_cycle_is_reported_whole() {
     let desired = HostState {
         services: vec![spec("a", &["b"]), spec("b", &["c"]), spec("c", &["a"]), spec("d", &["a"])],
