@@ -1,6 +1,8 @@
 //! One or more cases per rule A1–F4 on both sides (approved when the rule holds, the rule's verdict when it does
 //! not), with requests made by rcgen in the test and openssl-made fixtures for what rcgen cannot produce.
 
+#![allow(clippy::unwrap_used, reason = "test setup: a failure must panic")]
+
 mod common;
 
 use common::*;
@@ -185,6 +187,48 @@ fn pem_text(der: &[u8]) -> String {
     use base64::Engine as _;
     let body = base64::engine::general_purpose::STANDARD.encode(der);
     format!("-----BEGIN CERTIFICATE REQUEST-----\n{body}\n-----END CERTIFICATE REQUEST-----\n")
+}
+
+fn der_of(pem: &[u8]) -> Vec<u8> {
+    use base64::Engine as _;
+    let text = std::str::from_utf8(pem).unwrap();
+    let body: String = text.lines().filter(|line| !line.starts_with("-----")).collect();
+    base64::engine::general_purpose::STANDARD.decode(body).unwrap()
+}
+
+/// Rewrites one byte at `offset` from the last occurrence of `pattern` (the outer, unsigned signatureAlgorithm).
+fn rewrite_after_last(der: &[u8], pattern: &[u8], offset: usize, byte: u8) -> String {
+    let start = der.windows(pattern.len()).rposition(|window| window == pattern).unwrap();
+    let mut der = der.to_vec();
+    der[start + offset] = byte;
+    pem_text(&der)
+}
+
+const ECDSA_SHA256_ALGORITHM: [u8; 10] = [0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x02];
+const RSA_SHA256_ALGORITHM: [u8; 13] = [0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x0b, 0x05, 0x00];
+
+#[test]
+fn b1_unsigned_algorithm_oid_tag_change_is_denied() {
+    // Found by the PEM-flip property: the PKCS#10 parser ignores the tag of the outer algorithm OID.
+    let der = params("system:node:win-1").serialize_request(&p256()).unwrap().der().to_vec();
+    let pem = rewrite_after_last(&der, &ECDSA_SHA256_ALGORITHM, 0, 0x16);
+    assert_deny(&Csr::bootstrap(pem).decide_in(&world()), RuleId::B1);
+}
+
+#[test]
+fn b1_unsigned_rsa_null_parameter_change_is_denied() {
+    let der = der_of(&fixture("rsa2048-sha256.pem"));
+    let pem = rewrite_after_last(&der, &RSA_SHA256_ALGORITHM, 11, 0x04);
+    let csr = Csr::bootstrap(pem).with_usages(&["key encipherment", "digital signature", "client auth"]);
+    assert_deny(&csr.decide_in(&world()), RuleId::B1);
+}
+
+#[test]
+fn b1_signature_unused_bits_octet_change_is_denied() {
+    let der = params("system:node:win-1").serialize_request(&p256()).unwrap().der().to_vec();
+    // signatureAlgorithm, then BIT STRING tag, length, unused-bits octet.
+    let pem = rewrite_after_last(&der, &ECDSA_SHA256_ALGORITHM, ECDSA_SHA256_ALGORITHM.len() + 2, 0x01);
+    assert_deny(&Csr::bootstrap(pem).decide_in(&world()), RuleId::B1);
 }
 
 #[test]

@@ -70,6 +70,25 @@ fn expect_element<'a>(input: &'a [u8], tag: u8, what: &'static str) -> Result<(E
     if element.tag == tag { Ok((element, rest)) } else { Err(EncodingDefect::MalformedDer { what }) }
 }
 
+/// DER of NULL.
+const DER_NULL: &[u8] = &[0x05, 0x00];
+/// Content octets of ecdsa-with-SHA256, -SHA384 and -SHA512 (1.2.840.10045.4.3.2–4).
+const OID_ECDSA_SIGNATURES: [&[u8]; 3] = [
+    &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x02],
+    &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x03],
+    &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x04],
+];
+/// Content octets of sha256/384/512WithRSAEncryption (1.2.840.113549.1.1.11–13).
+const OID_RSA_SIGNATURES: [&[u8]; 3] = [
+    &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x0b],
+    &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x0c],
+    &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x0d],
+];
+/// Content octets of rsaEncryption (1.2.840.113549.1.1.1).
+const OID_RSA_ENCRYPTION: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01];
+/// Content octets of id-ecPublicKey (1.2.840.10045.2.1).
+const OID_EC_PUBLIC_KEY: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01];
+
 /// The first parts of a request, located strictly enough to read the subject.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Outline<'a> {
@@ -101,8 +120,13 @@ fn check_structure(der: &[u8]) -> Result<Vec<EncodingDefect>, EncodingDefect> {
         defects.push(EncodingDefect::TrailingDer { count: after_request.len() });
     }
     let (info, rest) = expect_element(request.content, TAG_SEQUENCE, "CertificationRequestInfo")?;
-    let (_, rest) = expect_element(rest, TAG_SEQUENCE, "signatureAlgorithm")?;
-    let (_, rest) = expect_element(rest, TAG_BIT_STRING, "signature")?;
+    let (signature_algorithm, rest) = expect_element(rest, TAG_SEQUENCE, "signatureAlgorithm")?;
+    let (algorithm, parameters) = algorithm_identifier(signature_algorithm, "signatureAlgorithm")?;
+    if !signature_parameters_are_canonical(algorithm, parameters) {
+        defects.push(EncodingDefect::AlgorithmParameters { what: "signatureAlgorithm" });
+    }
+    let (signature, rest) = expect_element(rest, TAG_BIT_STRING, "signature")?;
+    check_whole_octets(signature, "signature", &mut defects);
     if !rest.is_empty() {
         return Err(EncodingDefect::MalformedDer { what: "CertificationRequest (extra fields)" });
     }
@@ -111,7 +135,18 @@ fn check_structure(der: &[u8]) -> Result<Vec<EncodingDefect>, EncodingDefect> {
         defects.push(EncodingDefect::Version);
     }
     let (_, rest) = expect_element(rest, TAG_SEQUENCE, "subject")?;
-    let (_, rest) = expect_element(rest, TAG_SEQUENCE, "subjectPKInfo")?;
+    let (public_key_info, rest) = expect_element(rest, TAG_SEQUENCE, "subjectPKInfo")?;
+    let (key_algorithm, after_algorithm) =
+        expect_element(public_key_info.content, TAG_SEQUENCE, "subjectPKInfo algorithm")?;
+    let (algorithm, parameters) = algorithm_identifier(key_algorithm, "subjectPKInfo algorithm")?;
+    if !key_parameters_are_canonical(algorithm, parameters) {
+        defects.push(EncodingDefect::AlgorithmParameters { what: "subjectPKInfo algorithm" });
+    }
+    let (public_key, after_key) = expect_element(after_algorithm, TAG_BIT_STRING, "subjectPublicKey")?;
+    if !after_key.is_empty() {
+        return Err(EncodingDefect::MalformedDer { what: "subjectPKInfo (extra fields)" });
+    }
+    check_whole_octets(public_key, "subjectPublicKey", &mut defects);
     if rest.is_empty() {
         return Ok(defects);
     }
@@ -121,6 +156,53 @@ fn check_structure(der: &[u8]) -> Result<Vec<EncodingDefect>, EncodingDefect> {
     }
     check_attributes(attributes.content, &mut defects)?;
     Ok(defects)
+}
+
+/// `AlgorithmIdentifier ::= SEQUENCE { algorithm OBJECT IDENTIFIER, parameters ANY OPTIONAL }`: the OID content
+/// octets and the parameters' whole encoding (empty when absent).
+fn algorithm_identifier<'a>(
+    identifier: Element<'a>,
+    what: &'static str,
+) -> Result<(&'a [u8], &'a [u8]), EncodingDefect> {
+    let (algorithm, parameters) = expect_element(identifier.content, TAG_OID, what)?;
+    if !parameters.is_empty() {
+        let (_, after_parameters) = read_element(parameters).map_err(|_| EncodingDefect::MalformedDer { what })?;
+        if !after_parameters.is_empty() {
+            return Err(EncodingDefect::MalformedDer { what });
+        }
+    }
+    Ok((algorithm.content, parameters))
+}
+
+/// ECDSA signatures take no parameters (RFC 5758); RSA PKCS#1 v1.5 signatures take NULL or none (RFC 4055). The
+/// outer signatureAlgorithm is not signed, so any other bytes there would change the request without detection.
+fn signature_parameters_are_canonical(algorithm: &[u8], parameters: &[u8]) -> bool {
+    if OID_ECDSA_SIGNATURES.contains(&algorithm) {
+        parameters.is_empty()
+    } else if OID_RSA_SIGNATURES.contains(&algorithm) {
+        parameters.is_empty() || parameters == DER_NULL
+    } else {
+        true
+    }
+}
+
+/// rsaEncryption keys carry NULL parameters (RFC 3279); EC keys a named-curve OID (RFC 5480).
+fn key_parameters_are_canonical(algorithm: &[u8], parameters: &[u8]) -> bool {
+    if algorithm == OID_RSA_ENCRYPTION {
+        parameters == DER_NULL
+    } else if algorithm == OID_EC_PUBLIC_KEY {
+        parameters.first() == Some(&TAG_OID)
+    } else {
+        true
+    }
+}
+
+/// A key or signature BIT STRING must start with a zero "unused bits" octet: any other value changes the encoding
+/// without changing the bits a verifier reads.
+fn check_whole_octets(bit_string: Element<'_>, what: &'static str, defects: &mut Vec<EncodingDefect>) {
+    if bit_string.content.first() != Some(&0) {
+        defects.push(EncodingDefect::PartialOctets { what });
+    }
 }
 
 fn check_attributes(mut attributes: &[u8], defects: &mut Vec<EncodingDefect>) -> Result<(), EncodingDefect> {

@@ -66,6 +66,18 @@ pub enum EncodingDefect {
         /// The part.
         what: &'static str,
     },
+    /// Algorithm parameters other than the one canonical encoding for the algorithm.
+    #[error("{what} parameters are not the canonical encoding")]
+    AlgorithmParameters {
+        /// Which AlgorithmIdentifier.
+        what: &'static str,
+    },
+    /// A BIT STRING (key or signature) that does not declare whole octets.
+    #[error("{what} BIT STRING does not start with a zero unused-bits octet")]
+    PartialOctets {
+        /// Which BIT STRING.
+        what: &'static str,
+    },
     /// The version is not 0.
     #[error("request version is not 0")]
     Version,
