@@ -63,7 +63,9 @@ impl ManagedProcess {
             .stderr(log_for_stderr)
             .spawn()
             .map_err(|source| Error::Spawn { process: self.role, program: self.program.clone(), source })?;
-        let record = format!("{} {}\n", child.id(), self.program.display());
+        // The watchdog compares this with /proc/<pid>/exe, which is always the resolved path.
+        let resolved_program = std::fs::canonicalize(&self.program).unwrap_or_else(|_| self.program.clone());
+        let record = format!("{} {}\n", child.id(), resolved_program.display());
         self.child = Some(child);
         std::fs::write(&self.pid_file, record).map_err(Error::io("write", &self.pid_file))
     }
@@ -115,12 +117,18 @@ pub(crate) fn log_tail(path: &Path) -> String {
     read().unwrap_or_else(|error| format!("(log unreadable: {error})"))
 }
 
-/// The watchdog's script: wait for the harness process to go away, then kill every recorded process whose
-/// executable still matches its record (so a reused PID is never hit) and remove the state directory.
+/// The watchdog's script (`$1` = the harness PID, `$2` = the state directory): wait until the harness process is
+/// gone or a zombie, then kill every recorded process whose executable still matches its record (so a reused PID
+/// is never hit) and remove the state directory.
 const WATCHDOG_SCRIPT: &str = r#"
 parent=$1
 state=$2
-while kill -0 "$parent" 2>/dev/null; do sleep 1; done
+alive() {
+    [ -r "/proc/$parent/stat" ] || return 1
+    status=$(sed 's/.*) //' "/proc/$parent/stat" 2>/dev/null | cut -d' ' -f1)
+    [ -n "$status" ] && [ "$status" != Z ] && [ "$status" != X ]
+}
+while alive; do sleep 1; done
 for record in "$state"/pids/*; do
     [ -f "$record" ] || continue
     read -r pid program < "$record"
@@ -136,12 +144,17 @@ pub(crate) struct Watchdog {
 }
 
 impl Watchdog {
-    /// Starts the watchdog for the state directory `state_dir` (which holds `pids/`).
+    /// Starts the watchdog of this process for the state directory `state_dir` (which holds `pids/`).
     pub(crate) fn start(state_dir: &Path) -> Result<Self, Error> {
+        Self::start_for(std::process::id(), state_dir)
+    }
+
+    fn start_for(parent: u32, state_dir: &Path) -> Result<Self, Error> {
         let child = Command::new("sh")
             .arg("-c")
             .arg(WATCHDOG_SCRIPT)
-            .arg(std::process::id().to_string())
+            .arg("wmco-e2e-watchdog")
+            .arg(parent.to_string())
             .arg(state_dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -164,6 +177,17 @@ impl Drop for Watchdog {
 mod tests {
     use super::*;
 
+    /// Polls for up to 5 s until the process has exited, and returns the report.
+    fn wait_for_exit(process: &mut ManagedProcess) -> Error {
+        for _ in 0..250 {
+            if let Err(error) = process.check_running() {
+                return error;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        panic!("{} still runs after 5 s", process.role);
+    }
+
     #[test]
     fn a_stopped_process_is_reaped_and_its_record_removed() {
         let dir = tempfile::tempdir().unwrap();
@@ -172,7 +196,8 @@ mod tests {
         process.check_running().unwrap();
         process.start().unwrap();
         let record = std::fs::read_to_string(dir.path().join("sleeper")).unwrap();
-        assert!(record.ends_with(" /bin/sleep\n"), "{record}");
+        let resolved = std::fs::canonicalize("/bin/sleep").unwrap();
+        assert!(record.ends_with(&format!(" {}\n", resolved.display())), "{record}");
         process.check_running().unwrap();
         process.stop();
         assert!(!dir.path().join("sleeper").exists());
@@ -189,15 +214,32 @@ mod tests {
             dir.path(),
         );
         process.start().unwrap();
-        let error = loop {
-            match process.check_running() {
-                Ok(()) => std::thread::sleep(std::time::Duration::from_millis(20)),
-                Err(error) => break error,
-            }
-        };
+        let error = wait_for_exit(&mut process);
         let message = error.to_string();
         assert!(message.starts_with("talker exited (exit status: 3)"), "{message}");
         assert!(message.ends_with("listening failed\n"), "{message}");
+    }
+
+    #[test]
+    fn the_watchdog_kills_recorded_processes_and_removes_the_state_once_the_parent_dies() {
+        let state = tempfile::tempdir().unwrap().keep();
+        std::fs::create_dir_all(state.join("pids")).unwrap();
+        let mut managed =
+            ManagedProcess::new("sleeper", Path::new("/bin/sleep"), vec!["60".into()], &state, &state.join("pids"));
+        managed.start().unwrap();
+        let mut parent = Command::new("/bin/sleep").arg("60").spawn().unwrap();
+        let mut watchdog = Watchdog::start_for(parent.id(), &state).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(state.exists(), "the watchdog acted while the parent was alive");
+        managed.check_running().unwrap();
+
+        parent.kill().unwrap();
+        let watchdog_status = watchdog.child.wait().unwrap();
+        assert!(watchdog_status.success(), "{watchdog_status}");
+        assert!(!state.exists(), "state directory left behind");
+        let error = wait_for_exit(&mut managed).to_string();
+        assert!(error.starts_with("sleeper exited (signal: 9 (SIGKILL))"), "{error}");
+        let _ = parent.wait();
     }
 
     #[test]
