@@ -2,7 +2,9 @@
 //!
 //! `cargo xtask test` runs every check CI runs (format, lints, docs, all tests), each as a timed stage;
 //! `cargo xtask sandbox` runs the product on the embedded default: a local control plane with simulated Windows hosts.
+//! `cargo xtask controlplane build|up` builds or runs the e2e control plane (see `docs/testing.md`).
 
+mod controlplane;
 mod sandbox;
 mod stages;
 mod test;
@@ -26,6 +28,8 @@ enum Task {
     Test(test::TestArgs),
     /// Run the product on the embedded default: a local control plane, simulated Windows hosts and the operator.
     Sandbox(sandbox::SandboxArgs),
+    /// Build (`build`) or run (`up`) the e2e control plane: etcd, kube-apiserver and kube-controller-manager.
+    Controlplane(controlplane::ControlPlaneArgs),
 }
 
 fn main() -> ExitCode {
@@ -33,6 +37,7 @@ fn main() -> ExitCode {
     let result = match xtask.task {
         Task::Test(args) => test::run(&args),
         Task::Sandbox(args) => sandbox::run(&args),
+        Task::Controlplane(args) => controlplane::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

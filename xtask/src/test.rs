@@ -2,6 +2,7 @@
 
 use clap::Args;
 
+use crate::controlplane;
 use crate::stages::{StageClock, cargo};
 
 /// Options of `cargo xtask test`.
@@ -34,6 +35,9 @@ fn run_stages(args: &TestArgs, clock: &mut StageClock) -> anyhow::Result<()> {
         doc.args(["doc", "--workspace", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings");
         clock.run("doc", doc)?;
     }
+
+    // The e2e tests need the control-plane binaries; building them is a no-op once they are cached.
+    clock.run("controlplane", controlplane::build_command())?;
 
     let mut test = cargo();
     test.args(["test", "--workspace"]);
