@@ -32,6 +32,8 @@ enum Command {
     Version,
     /// Print the WindowsInstance CustomResourceDefinition generated from the Rust type (YAML; JSON with --output json).
     Crd,
+    /// Explain kubelet CSR approval offline (`wmco csr check --csr FILE --world FILE`).
+    Csr(cmd::csr::CsrArgs),
 }
 
 fn main() -> ExitCode {
@@ -40,6 +42,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Version => cmd::version::run(cli.output),
         Command::Crd => cmd::crd::run(cli.output),
+        Command::Csr(args) => cmd::csr::run(&args, cli.output),
     };
     cli_support::finish(result)
 }

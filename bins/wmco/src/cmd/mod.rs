@@ -1,4 +1,5 @@
 //! One module per `wmco` subcommand; each exposes a `run` function returning `anyhow::Result<Outcome>`.
 
 pub mod crd;
+pub mod csr;
 pub mod version;
