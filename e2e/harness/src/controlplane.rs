@@ -328,10 +328,9 @@ impl ControlPlane {
             .create_token_request(name, &PostParams::default(), &request)
             .await
             .map_err(Error::api(format!("request a token for ServiceAccount {namespace}/{name}")))?;
-        issued.status.map(|status| status.token).ok_or_else(|| Error::Timeout {
-            what: format!("token for ServiceAccount {namespace}/{name}"),
-            waited: Duration::ZERO,
-            last_problem: "the TokenRequest came back without a status".to_owned(),
+        issued.status.map(|status| status.token).ok_or_else(|| Error::Incomplete {
+            object: format!("TokenRequest for ServiceAccount {namespace}/{name}"),
+            missing: "status (no token was issued)",
         })
     }
 
@@ -352,10 +351,9 @@ impl ControlPlane {
             .data
             .and_then(|data| data.get("token").map(|token| String::from_utf8_lossy(&token.0).into_owned()))
             .filter(|token| !token.is_empty())
-            .ok_or_else(|| Error::Timeout {
-                what: format!("Secret {NODE_BOOTSTRAPPER_NAMESPACE}/{NODE_BOOTSTRAPPER_TOKEN_SECRET}"),
-                waited: Duration::ZERO,
-                last_problem: "kube-controller-manager has not filled data.token yet".to_owned(),
+            .ok_or_else(|| Error::Incomplete {
+                object: format!("Secret {NODE_BOOTSTRAPPER_NAMESPACE}/{NODE_BOOTSTRAPPER_TOKEN_SECRET}"),
+                missing: "data.token (kube-controller-manager has not filled it yet)",
             })
     }
 

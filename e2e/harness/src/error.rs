@@ -76,6 +76,14 @@ pub enum Error {
         /// The last error or state seen.
         last_problem: String,
     },
+    /// An object the harness reads lacks the part it needs.
+    #[error("{object} has no {missing}")]
+    Incomplete {
+        /// The object (kind and name).
+        object: String,
+        /// What is missing, and why it might be.
+        missing: &'static str,
+    },
     /// A kubeconfig could not be turned into a client.
     #[error("could not build a client for {identity}")]
     Client {

@@ -376,6 +376,17 @@ async fn csr_is_filled_and_signed(environment: Arc<Environment>) -> anyhow::Resu
     let pending = admin_csrs.get(&csr_name).await?;
     ensure!(pending.status.as_ref().and_then(|status| status.conditions.as_ref()).is_none(), "{pending:?}");
 
+    // A bootstrap token minted with TokenRequest (what the product puts in bootstrap kubeconfigs) is the same
+    // identity.
+    let minted = control_plane.client_for_service_account(BOOTSTRAPPER_NAMESPACE, BOOTSTRAPPER_NAME).await?;
+    let (_, second_request) = kubelet_client_csr(node_name)?;
+    let second = Api::<CertificateSigningRequest>::all(minted)
+        .create(&PostParams::default(), &csr_object(&second_request))
+        .await
+        .context("create CSR with a TokenRequest token")?;
+    ensure!(second.spec.username == created.spec.username, "TokenRequest identity {:?}", second.spec.username);
+    ensure!(second.spec.uid == created.spec.uid, "TokenRequest uid {:?}", second.spec.uid);
+
     approve_as_admin(control_plane, &csr_name).await?;
     let certificate_pem = wait_for_certificate(control_plane, &csr_name).await?;
     let (_, pem) = x509_parser::pem::parse_x509_pem(certificate_pem.as_bytes())?;
@@ -741,12 +752,14 @@ async fn fixtures_accept_objects(environment: Arc<Environment>) -> anyhow::Resul
         "spec": {"imageDigestMirrors": [{"source": "registry.example/team", "mirrors": ["mirror.example/team"], "mirrorSourcePolicy": "NeverContactSource"}]},
     }))
     .await?;
-    let refused = apply(&digest_mirrors, json!({
+    let bad_policy = json!({
         "apiVersion": "config.openshift.io/v1", "kind": "ImageDigestMirrorSet", "metadata": {"name": "e2e-digest-bad"},
         "spec": {"imageDigestMirrors": [{"source": "registry.example/team", "mirrorSourcePolicy": "Sometimes"}]},
-    }))
-    .await;
-    ensure!(refused.is_err(), "an unknown mirrorSourcePolicy was accepted");
+    });
+    let refused =
+        digest_mirrors.patch("e2e-digest-bad", &PatchParams::apply("wmco-e2e-test"), &Patch::Apply(&bad_policy)).await;
+    let (code, message) = api_status(refused)?;
+    ensure!(code == 422, "an unknown mirrorSourcePolicy was not refused by the schema: {code} {message}");
     let tag_mirrors =
         dynamic_api(control_plane, "config.openshift.io", "v1", "ImageTagMirrorSet", "imagetagmirrorsets", None);
     apply(
