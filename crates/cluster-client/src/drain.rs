@@ -103,7 +103,8 @@ pub(crate) fn disposition(pod: &Pod, options: &DrainOptions) -> Disposition {
 /// Drains Nodes.
 #[async_trait]
 pub trait Drainer: Send + Sync {
-    /// Evicts every evictable pod from `node` and waits until they are gone, within `options.timeout`.
+    /// Evicts every evictable pod from `node` and waits until they are gone, within `options.timeout` (plus at most
+    /// one round of calls).
     ///
     /// Fails with [`Error::DrainRefused`] before evicting anything when a pod may not be removed, and with
     /// [`Error::DrainTimedOut`] naming the pods still there when the time is up.
@@ -111,15 +112,28 @@ pub trait Drainer: Send + Sync {
 }
 
 /// [`Drainer`] over the eviction API.
+///
+/// A PodDisruptionBudget refuses an eviction with 429, and kube's default client retries 429 itself for minutes,
+/// which would hide the refusal. Build the drainer with [`KubeDrainer::from_config`] (a client of its own that does
+/// not retry), or hand [`KubeDrainer::new`] a client built with `default_retry: false`. Either way each eviction call
+/// is cut off after `retry_interval`, so the drain keeps its time bound.
 #[derive(Clone)]
 pub struct KubeDrainer {
     client: Client,
 }
 
 impl KubeDrainer {
-    /// Talks to the API server through `client`.
+    /// Talks to the API server through `client`, which should not retry 429 answers itself.
     pub fn new(client: Client) -> Self {
         KubeDrainer { client }
+    }
+
+    /// Talks to the API server described by `config` through a client of its own that leaves 429 answers to the
+    /// drain's retry loop.
+    pub fn from_config(mut config: kube::Config) -> Result<Self> {
+        config.default_retry = false;
+        let client = Client::try_from(config).map_err(Error::DrainClient)?;
+        Ok(KubeDrainer { client })
     }
 }
 
@@ -215,7 +229,13 @@ impl Drainer for KubeDrainer {
             let mut still_there = Vec::new();
             for mut removal in pending {
                 if !removal.evicted {
-                    match self.evict(&removal).await? {
+                    let answer = tokio::time::timeout(options.retry_interval, self.evict(&removal)).await;
+                    let Ok(outcome) = answer else {
+                        removal.blocked_by = Some(BlockReason::EvictionUnanswered);
+                        still_there.push(removal);
+                        continue;
+                    };
+                    match outcome? {
                         EvictionOutcome::Accepted => {
                             removal.evicted = true;
                             removal.blocked_by = Some(BlockReason::StillTerminating);

@@ -73,6 +73,8 @@ pub enum BlockReason {
     EmptyDirData,
     /// The pod was evicted but has not gone away yet.
     StillTerminating,
+    /// The eviction call got no answer within the retry interval (a client retrying 429 answers itself looks so).
+    EvictionUnanswered,
 }
 
 impl fmt::Display for BlockedPod {
@@ -83,6 +85,7 @@ impl fmt::Display for BlockedPod {
             }
             BlockReason::EmptyDirData => write!(f, "{} (uses emptyDir data; deletion not allowed)", self.pod),
             BlockReason::StillTerminating => write!(f, "{} (evicted, still terminating)", self.pod),
+            BlockReason::EvictionUnanswered => write!(f, "{} (eviction unanswered)", self.pod),
         }
     }
 }
@@ -162,6 +165,9 @@ pub enum Error {
         /// The pods that may not be removed.
         blocked: Vec<BlockedPod>,
     },
+    /// The drain's own client (one that does not retry 429 answers) could not be built.
+    #[error("build the Kubernetes client for draining")]
+    DrainClient(#[source] kube::Error),
     /// The `WindowsInstance` CRD could not be rendered as YAML.
     #[error("render the WindowsInstance CustomResourceDefinition as YAML")]
     RenderCrd(#[source] serde_saphyr::SerializeError),
