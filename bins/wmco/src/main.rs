@@ -32,6 +32,9 @@ enum Command {
     Version,
     /// Print the WindowsInstance CustomResourceDefinition generated from the Rust type (YAML; JSON with --output json).
     Crd,
+    /// Plan what to do to each Windows instance (configure, upgrade, rekey, deconfigure, wait) from a fleet and a
+    /// policy read from a YAML or JSON file.
+    Plan(cmd::plan::PlanArgs),
     /// Explain kubelet CSR approval offline (`wmco csr check --csr FILE --world FILE`).
     Csr(cmd::csr::CsrArgs),
 }
@@ -42,6 +45,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Version => cmd::version::run(cli.output),
         Command::Crd => cmd::crd::run(cli.output),
+        Command::Plan(args) => cmd::plan::run(&args, cli.output),
         Command::Csr(args) => cmd::csr::run(&args, cli.output),
     };
     cli_support::finish(result)

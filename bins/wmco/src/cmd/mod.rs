@@ -2,4 +2,5 @@
 
 pub mod crd;
 pub mod csr;
+pub mod plan;
 pub mod version;
