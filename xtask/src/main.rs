@@ -5,6 +5,7 @@
 //! `cargo xtask controlplane build|up` builds or runs the e2e control plane (see `docs/testing.md`).
 
 mod controlplane;
+mod payload_synthetic;
 mod sandbox;
 mod stages;
 mod test;
@@ -30,6 +31,9 @@ enum Task {
     Sandbox(sandbox::SandboxArgs),
     /// Build (`build`) or run (`up`) the e2e control plane: etcd, kube-apiserver and kube-controller-manager.
     Controlplane(controlplane::ControlPlaneArgs),
+    /// Write a synthetic payload (deterministic pseudo-random binaries, real scripts, sha256sum) for tests and
+    /// benchmarks.
+    PayloadSynthetic(payload_synthetic::PayloadSyntheticArgs),
 }
 
 fn main() -> ExitCode {
@@ -38,6 +42,7 @@ fn main() -> ExitCode {
         Task::Test(args) => test::run(&args),
         Task::Sandbox(args) => sandbox::run(&args),
         Task::Controlplane(args) => controlplane::run(&args),
+        Task::PayloadSynthetic(args) => payload_synthetic::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -37,6 +37,8 @@ enum Command {
     Plan(cmd::plan::PlanArgs),
     /// Explain kubelet CSR approval offline (`wmco csr check --csr FILE --world FILE`).
     Csr(cmd::csr::CsrArgs),
+    /// Work with the Windows node payload (`wmco payload verify DIR`).
+    Payload(cmd::payload::PayloadArgs),
 }
 
 fn main() -> ExitCode {
@@ -47,6 +49,7 @@ fn main() -> ExitCode {
         Command::Crd => cmd::crd::run(cli.output),
         Command::Plan(args) => cmd::plan::run(&args, cli.output),
         Command::Csr(args) => cmd::csr::run(&args, cli.output),
+        Command::Payload(args) => cmd::payload::run(&args, cli.output),
     };
     cli_support::finish(result)
 }

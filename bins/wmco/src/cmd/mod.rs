@@ -2,5 +2,6 @@
 
 pub mod crd;
 pub mod csr;
+pub mod payload;
 pub mod plan;
 pub mod version;
