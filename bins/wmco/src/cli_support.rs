@@ -31,10 +31,6 @@ pub enum Outcome {
     /// Everything checked is fine (exit 0).
     Clean,
     /// The command ran and found problems, such as a bad entry or a failed check (exit 1).
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "the first checking subcommands (payload verify, ssh check) return it")
-    )]
     Findings,
 }
 
