@@ -1,0 +1,431 @@
+//! One simulated Windows host's state: identity, disk, service table, registry, machine environment, firewall
+//! rules, HNS networks, optional features, ACLs, and the logs tests read (commands, unknown commands). Commands
+//! enter through [`Host::exec`] (cmd.exe, as Win32-OpenSSH's default shell runs them).
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::disk::{Disk, DiskError, Entry, WinPath};
+use crate::process::{self, ProcessEvent};
+use crate::scm::{Launch, ServiceManager, State, Timing, Win32Error};
+
+/// What a command printed and its exit code.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Output {
+    /// Standard output (CRLF line ends).
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+    /// The process exit code as sent in `exit-status`.
+    pub code: u32,
+}
+
+impl Output {
+    /// Success with `stdout`.
+    pub fn ok(stdout: impl Into<String>) -> Output {
+        Output { stdout: stdout.into(), stderr: String::new(), code: 0 }
+    }
+
+    /// `stdout`, `stderr` and `code`.
+    pub fn new(stdout: impl Into<String>, stderr: impl Into<String>, code: u32) -> Output {
+        Output { stdout: stdout.into(), stderr: stderr.into(), code }
+    }
+}
+
+/// Who a host is on the network.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Identity {
+    /// DNS host label (`hostname`).
+    pub hostname: String,
+    /// Fully qualified name.
+    pub fqdn: String,
+    /// Windows build number (17763 = Server 2019, 20348 = Server 2022).
+    pub build: u32,
+    /// Monthly patch level (UBR).
+    pub ubr: u32,
+    /// The default-route interface address (TEST-NET-3).
+    pub node_ip: Ipv4Addr,
+}
+
+impl Identity {
+    /// The NetBIOS name (`$env:COMPUTERNAME`): upper-case, at most 15 characters.
+    pub fn netbios_name(&self) -> String {
+        self.hostname.to_uppercase().chars().take(15).collect()
+    }
+}
+
+/// A registry value.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum RegValue {
+    /// REG_SZ / REG_EXPAND_SZ.
+    String(String),
+    /// REG_DWORD.
+    Dword(u32),
+    /// REG_BINARY.
+    Binary(Vec<u8>),
+    /// REG_MULTI_SZ.
+    MultiString(Vec<String>),
+}
+
+/// A registry key with its values (names case-insensitive, case-preserving).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct RegKey {
+    /// The key path as created (`HKLM\SOFTWARE\OpenSSH`).
+    pub path: String,
+    /// Values by lower-cased name: (name, value).
+    pub values: BTreeMap<String, (String, RegValue)>,
+}
+
+/// A Windows Defender Firewall rule.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct FirewallRule {
+    /// Name.
+    pub name: String,
+    /// DisplayName.
+    pub display_name: String,
+    /// `Inbound` / `Outbound`.
+    pub direction: String,
+    /// `TCP` / `UDP` / `Any`.
+    pub protocol: String,
+    /// LocalPort text.
+    pub local_port: String,
+    /// `Allow` / `Block`.
+    pub action: String,
+    /// Enabled.
+    pub enabled: bool,
+}
+
+/// An HNS network.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct HnsNetwork {
+    /// Name.
+    pub name: String,
+    /// Type (`Overlay`, `L2Bridge`, `NAT`).
+    pub kind: String,
+    /// Id (a GUID).
+    pub id: String,
+    /// Subnet address prefix (CIDR), if any.
+    pub address_prefix: Option<String>,
+    /// Gateway address, if any.
+    pub gateway: Option<String>,
+}
+
+/// One command the host ran, as tests read it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct CommandRecord {
+    /// The client's SSH version string (`SSH-2.0-...`), or `control` for the control interface.
+    pub client: String,
+    /// The exec line as received.
+    pub line: String,
+    /// Its exit code.
+    pub exit_code: u32,
+}
+
+/// A command no shell knew.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct UnknownCommand {
+    /// `cmd` or `powershell`.
+    pub shell: String,
+    /// The command name.
+    pub command: String,
+}
+
+/// Service transition delays and per-command latency.
+#[derive(Clone, Copy, Debug)]
+pub struct Latency {
+    /// Added to every exec request.
+    pub command: Duration,
+    /// START_PENDING → RUNNING and STOP_PENDING → STOPPED.
+    pub service_transition: Duration,
+}
+
+impl Latency {
+    /// Realistic: 5 ms per command, 1 s per service transition.
+    pub fn realistic() -> Latency {
+        Latency { command: Duration::from_millis(5), service_transition: Duration::from_secs(1) }
+    }
+
+    /// No delays (tests).
+    pub fn zero() -> Latency {
+        Latency { command: Duration::ZERO, service_transition: Duration::ZERO }
+    }
+}
+
+/// The full state of one simulated host.
+#[derive(Debug)]
+pub struct Host {
+    /// Identity.
+    pub identity: Identity,
+    /// The `C:` drive.
+    pub disk: Disk,
+    /// Service control manager.
+    pub scm: ServiceManager,
+    /// Registry keys by lower-cased path (`hklm\software\openssh`).
+    pub registry: BTreeMap<String, RegKey>,
+    /// Firewall rules.
+    pub firewall: Vec<FirewallRule>,
+    /// HNS networks.
+    pub hns_networks: Vec<HnsNetwork>,
+    /// Optional features and their state (`Containers` → `Enabled`).
+    pub features: BTreeMap<String, String>,
+    /// Installed capabilities (`OpenSSH.Server~~~~0.0.1.0`).
+    pub capabilities: Vec<String>,
+    /// ACL entries by lower-cased path (`Administrators:F`).
+    pub acls: BTreeMap<String, Vec<String>>,
+    /// Every command run.
+    pub command_log: Vec<CommandRecord>,
+    /// Unknown commands (e2e tests assert this stays empty).
+    pub unknown_commands: Vec<UnknownCommand>,
+    /// Service processes started or stopped since the driver last looked.
+    pub process_events: Vec<ProcessEvent>,
+    /// The host was asked to reboot (`Restart-Computer`); the server applies it after the command.
+    pub reboot_requested: bool,
+    /// Latencies.
+    pub latency: Latency,
+}
+
+/// The registry key holding machine environment variables.
+pub const MACHINE_ENVIRONMENT_KEY: &str = r"HKLM\SYSTEM\CurrentControlSet\Control\Session Manager\Environment";
+/// The registry key of the Windows version.
+pub const CURRENT_VERSION_KEY: &str = r"HKLM\SOFTWARE\Microsoft\Windows NT\CurrentVersion";
+/// The file sshd reads administrators' keys from.
+pub const ADMIN_AUTHORIZED_KEYS: &str = r"C:\ProgramData\ssh\administrators_authorized_keys";
+
+impl Host {
+    /// A freshly installed host: base directories, the version registry keys, the Containers feature enabled.
+    ///
+    /// # Errors
+    /// [`DiskError`] if the root directory cannot be prepared.
+    pub fn new(identity: Identity, root: &Path, latency: Latency) -> Result<Host, DiskError> {
+        let disk = Disk::new(root)?;
+        for directory in [r"C:\Windows\System32", r"C:\ProgramData\ssh", r"C:\Users\Administrator"] {
+            disk.create_dir_all(&WinPath::parse(directory)?)?;
+        }
+        let timing = Timing { start: latency.service_transition, stop: latency.service_transition };
+        let mut host = Host {
+            disk,
+            scm: ServiceManager::new(timing),
+            registry: BTreeMap::new(),
+            firewall: Vec::new(),
+            hns_networks: Vec::new(),
+            features: BTreeMap::from([("Containers".to_owned(), "Enabled".to_owned())]),
+            capabilities: Vec::new(),
+            acls: BTreeMap::new(),
+            command_log: Vec::new(),
+            unknown_commands: Vec::new(),
+            process_events: Vec::new(),
+            reboot_requested: false,
+            latency,
+            identity,
+        };
+        let (product, display, release) = if host.identity.build >= 20348 {
+            ("Windows Server 2022 Datacenter", "21H2", "2009")
+        } else {
+            ("Windows Server 2019 Datacenter", "", "1809")
+        };
+        let build = host.identity.build.to_string();
+        host.set_registry_value(CURRENT_VERSION_KEY, "CurrentBuildNumber", RegValue::String(build.clone()));
+        host.set_registry_value(CURRENT_VERSION_KEY, "CurrentBuild", RegValue::String(build));
+        host.set_registry_value(CURRENT_VERSION_KEY, "UBR", RegValue::Dword(host.identity.ubr));
+        host.set_registry_value(CURRENT_VERSION_KEY, "ProductName", RegValue::String(product.to_owned()));
+        host.set_registry_value(CURRENT_VERSION_KEY, "ReleaseId", RegValue::String(release.to_owned()));
+        if !display.is_empty() {
+            host.set_registry_value(CURRENT_VERSION_KEY, "DisplayVersion", RegValue::String(display.to_owned()));
+        }
+        host.ensure_registry_key(r"HKLM\SOFTWARE\OpenSSH");
+        host.set_registry_value(MACHINE_ENVIRONMENT_KEY, "Path", RegValue::String(r"C:\Windows\system32".into()));
+        Ok(host)
+    }
+
+    /// Runs one exec request line through cmd.exe, records it, and returns what the client sees.
+    pub fn exec(&mut self, client: &str, line: &str) -> Output {
+        self.refresh();
+        let output = crate::cmd::run_line(self, line);
+        self.command_log.push(CommandRecord {
+            client: client.to_owned(),
+            line: line.to_owned(),
+            exit_code: output.code,
+        });
+        output
+    }
+
+    /// Advances service states to `now`.
+    pub fn refresh(&mut self) {
+        for name in self.scm.advance(Instant::now()) {
+            self.process_events.push(ProcessEvent::Stopped { service: name });
+        }
+    }
+
+    /// Records a command no shell knew.
+    pub fn record_unknown(&mut self, shell: &str, command: &str) {
+        self.unknown_commands.push(UnknownCommand { shell: shell.to_owned(), command: command.to_owned() });
+    }
+
+    /// Creates a registry key (and returns it).
+    pub fn ensure_registry_key(&mut self, path: &str) -> &mut RegKey {
+        let path = normalize_key(path);
+        self.registry.entry(path.to_lowercase()).or_insert_with(|| RegKey { path, values: BTreeMap::new() })
+    }
+
+    /// Writes a registry value, creating its key.
+    pub fn set_registry_value(&mut self, key: &str, name: &str, value: RegValue) {
+        self.ensure_registry_key(key).values.insert(name.to_lowercase(), (name.to_owned(), value));
+    }
+
+    /// A machine environment variable.
+    pub fn machine_env(&self, name: &str) -> Option<String> {
+        let key = self.registry.get(&MACHINE_ENVIRONMENT_KEY.to_lowercase())?;
+        match &key.values.get(&name.to_lowercase())?.1 {
+            RegValue::String(text) => Some(text.clone()),
+            _ => None,
+        }
+    }
+
+    /// Sets (`Some`) or deletes (`None`) a machine environment variable.
+    pub fn set_machine_env(&mut self, name: &str, value: Option<&str>) {
+        match value.filter(|text| !text.is_empty()) {
+            Some(text) => self.set_registry_value(MACHINE_ENVIRONMENT_KEY, name, RegValue::String(text.to_owned())),
+            None => {
+                self.ensure_registry_key(MACHINE_ENVIRONMENT_KEY).values.remove(&name.to_lowercase());
+            }
+        }
+    }
+
+    /// The process environment of a new session (machine variables plus the session's own).
+    pub fn session_env(&self, name: &str) -> Option<String> {
+        match name.to_ascii_uppercase().as_str() {
+            "COMPUTERNAME" => Some(self.identity.netbios_name()),
+            "USERPROFILE" => Some(r"C:\Users\Administrator".to_owned()),
+            "USERNAME" => Some("Administrator".to_owned()),
+            "SYSTEMROOT" | "WINDIR" => Some(r"C:\Windows".to_owned()),
+            "PROGRAMDATA" => Some(r"C:\ProgramData".to_owned()),
+            "PROGRAMFILES" => Some(r"C:\Program Files".to_owned()),
+            "SYSTEMDRIVE" => Some("C:".to_owned()),
+            _ => self.machine_env(name),
+        }
+    }
+
+    /// Whether `path` is the executable of a service that is not stopped (Windows locks it against overwrite,
+    /// delete and rename).
+    pub fn is_locked(&self, path: &WinPath) -> bool {
+        self.scm.services().filter(|service| service.state != State::Stopped).any(|service| {
+            process::executables(&service.image_path)
+                .iter()
+                .filter_map(|exe| WinPath::parse(exe).ok())
+                .any(|exe| exe.starts_with(path))
+        })
+    }
+
+    /// Starts a service (and its dependencies), running each process model; records process events.
+    ///
+    /// # Errors
+    /// The SCM's [`Win32Error`].
+    pub fn start_service(&mut self, name: &str) -> Result<(), Win32Error> {
+        self.refresh();
+        let view = process::HostView::capture(self);
+        let mut refusals = Vec::new();
+        let started = self.scm.start(name, Instant::now(), &mut |service| {
+            let launch = view.launch(&service.image_path);
+            if let Launch::Exits(reason) = &launch {
+                refusals.push((service.name.clone(), service.image_path.clone(), reason.clone()));
+            }
+            launch
+        })?;
+        self.after_start(started, refusals);
+        Ok(())
+    }
+
+    fn after_start(&mut self, started: Vec<crate::scm::Started>, refusals: Vec<(String, String, String)>) {
+        for (service, image_path, reason) in refusals {
+            process::write_refusal_log(&self.disk, &service, &image_path, &reason);
+        }
+        for entry in started {
+            self.process_events.push(ProcessEvent::Started { service: entry.name, image_path: entry.image_path });
+        }
+    }
+
+    /// Stops a service.
+    ///
+    /// # Errors
+    /// The SCM's [`Win32Error`].
+    pub fn stop_service(&mut self, name: &str) -> Result<(), Win32Error> {
+        self.refresh();
+        self.scm.stop(name, Instant::now())?;
+        self.refresh();
+        Ok(())
+    }
+
+    /// Reboots: processes end, marked services vanish, automatic services start again.
+    pub fn reboot(&mut self) {
+        for service in self.scm.services().filter(|service| service.state != State::Stopped) {
+            self.process_events.push(ProcessEvent::Stopped { service: service.name.clone() });
+        }
+        let view = process::HostView::capture(self);
+        let mut refusals = Vec::new();
+        let started = self.scm.reboot(Instant::now(), &mut |service| {
+            let launch = view.launch(&service.image_path);
+            if let Launch::Exits(reason) = &launch {
+                refusals.push((service.name.clone(), service.image_path.clone(), reason.clone()));
+            }
+            launch
+        });
+        self.after_start(started, refusals);
+        self.reboot_requested = false;
+    }
+
+    /// SHA-256 of a file (lower-case hex), if it exists.
+    pub fn file_hash(&self, path: &WinPath) -> Option<String> {
+        use sha2::Digest;
+        if self.disk.entry(path) != Some(Entry::File) {
+            return None;
+        }
+        self.disk.read(path).ok().map(|bytes| hex::encode(sha2::Sha256::digest(bytes)))
+    }
+}
+
+/// `HKLM:\X`, `HKEY_LOCAL_MACHINE\X` and `Registry::HKLM\X` all become `HKLM\X` (no trailing separator).
+pub fn normalize_key(path: &str) -> String {
+    let path = path.strip_prefix("Registry::").unwrap_or(path);
+    let path = path.replace('/', "\\");
+    let (hive, rest) = path.split_once('\\').unwrap_or((&path, ""));
+    let hive = match hive.trim_end_matches(':').to_ascii_uppercase().as_str() {
+        "HKEY_LOCAL_MACHINE" | "HKLM" => "HKLM".to_owned(),
+        "HKEY_CURRENT_USER" | "HKCU" => "HKCU".to_owned(),
+        other => other.to_owned(),
+    };
+    let rest = rest.trim_matches('\\');
+    if rest.is_empty() { hive } else { format!("{hive}\\{rest}") }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A host with zero latencies in a temporary directory.
+    pub(crate) fn test_host() -> (tempfile::TempDir, Host) {
+        let root = tempfile::tempdir().unwrap();
+        let identity = Identity {
+            hostname: "winworker-1".into(),
+            fqdn: "winworker-1.example.test".into(),
+            build: 20348,
+            ubr: 2340,
+            node_ip: Ipv4Addr::new(203, 0, 113, 10),
+        };
+        let host = Host::new(identity, root.path(), Latency::zero()).unwrap();
+        (root, host)
+    }
+
+    #[test]
+    fn registry_paths_normalise_and_env_lives_in_the_registry() {
+        assert_eq!(normalize_key(r"HKLM:\SOFTWARE\OpenSSH\"), r"HKLM\SOFTWARE\OpenSSH");
+        assert_eq!(normalize_key(r"Registry::HKEY_LOCAL_MACHINE\SOFTWARE"), r"HKLM\SOFTWARE");
+        let (_root, mut host) = test_host();
+        host.set_machine_env("HTTP_PROXY", Some("http://proxy:3128"));
+        assert_eq!(host.machine_env("http_proxy").as_deref(), Some("http://proxy:3128"));
+        host.set_machine_env("HTTP_PROXY", None);
+        assert_eq!(host.machine_env("HTTP_PROXY"), None);
+        assert_eq!(host.session_env("computername").as_deref(), Some("WINWORKER-1"));
+    }
+}

@@ -1,0 +1,129 @@
+//! Native programs the host has, shared by cmd.exe and PowerShell: `sc.exe`, `powershell.exe`, `cmd.exe`,
+//! `hostname.exe` and `icacls.exe`, found by bare name, with or without `.exe`, or by their System32 path.
+
+use crate::disk::WinPath;
+use crate::host::{Host, Output};
+
+/// The program a command name resolves to (`None`: not a program this host has).
+pub fn resolve(name: &str) -> Option<&'static str> {
+    let lowered = name.to_ascii_lowercase().replace('/', "\\");
+    let (directory, file) = match lowered.rsplit_once('\\') {
+        Some((directory, file)) => (Some(directory.to_owned()), file.to_owned()),
+        None => (None, lowered),
+    };
+    let system_directory = |expected: &str| directory.as_deref().is_none_or(|d| d == expected);
+    let stem = file.strip_suffix(".exe").unwrap_or(&file);
+    match stem {
+        "sc" if system_directory(r"c:\windows\system32") => Some("sc"),
+        "cmd" if system_directory(r"c:\windows\system32") => Some("cmd"),
+        "hostname" if system_directory(r"c:\windows\system32") => Some("hostname"),
+        "icacls" if system_directory(r"c:\windows\system32") => Some("icacls"),
+        "powershell" if system_directory(r"c:\windows\system32\windowspowershell\v1.0") => Some("powershell"),
+        _ => None,
+    }
+}
+
+/// Runs a native program with its argv (`raw` is the unsplit argument text, for `cmd /c`). `None` if the host has
+/// no such program.
+pub fn run(host: &mut Host, name: &str, arguments: &[String], raw: &str) -> Option<Output> {
+    Some(match resolve(name)? {
+        "sc" => crate::sc::run(host, arguments),
+        "powershell" => crate::ps::run_powershell_exe(host, arguments),
+        "hostname" => Output::ok(format!("{}\r\n", host.identity.hostname)),
+        "icacls" => icacls(host, arguments),
+        _ => cmd(host, raw),
+    })
+}
+
+fn cmd(host: &mut Host, raw: &str) -> Output {
+    let trimmed = raw.trim_start();
+    match trimmed.get(..2) {
+        Some(switch) if switch.eq_ignore_ascii_case("/c") => crate::cmd::run_line(host, trimmed[2..].trim_start()),
+        _ => Output::new("", "cmd: only /c is available in a non-interactive session\r\n", 1),
+    }
+}
+
+/// `icacls <path> [/inheritance:r] [/grant <principal>:<perm>]...`: replaces or extends the path's ACL.
+fn icacls(host: &mut Host, arguments: &[String]) -> Output {
+    let Some((target, options)) = arguments.split_first() else {
+        return Output::new("", "Invalid parameter \"\"\r\n", 87);
+    };
+    let Ok(path) = WinPath::parse(target) else {
+        return Output::new(
+            "",
+            format!(
+                "{target}: The filename, directory name, or volume label syntax is incorrect.\r\nSuccessfully processed 0 files; Failed processing 1 files\r\n"
+            ),
+            123,
+        );
+    };
+    if host.disk.entry(&path).is_none() {
+        return Output::new(
+            "",
+            format!(
+                "{target}: The system cannot find the file specified.\r\nSuccessfully processed 0 files; Failed processing 1 files\r\n"
+            ),
+            2,
+        );
+    }
+    let mut entries = host.acls.get(&path.key()).cloned().unwrap_or_else(|| inherited_acl().to_vec());
+    let mut index = 0;
+    while index < options.len() {
+        let option = options[index].to_ascii_lowercase();
+        if option == "/inheritance:r" {
+            entries.retain(|entry| !entry.ends_with("(I)"));
+        } else if option == "/grant" || option == "/grant:r" {
+            let Some(grant) = options.get(index + 1) else {
+                return Output::new("", format!("Invalid parameter \"{}\"\r\n", options[index]), 87);
+            };
+            let principal = grant.split(':').next().unwrap_or_default().to_lowercase();
+            entries.retain(|entry| entry.split(':').next().unwrap_or_default().to_lowercase() != principal);
+            entries.push(grant.clone());
+            index += 1;
+        } else {
+            return Output::new("", format!("Invalid parameter \"{}\"\r\n", options[index]), 87);
+        }
+        index += 1;
+    }
+    host.acls.insert(path.key(), entries);
+    Output::ok(format!("processed file: {target}\r\nSuccessfully processed 1 files; Failed processing 0 files\r\n"))
+}
+
+/// The ACL a file under `C:\ProgramData` inherits.
+pub fn inherited_acl() -> [String; 3] {
+    [
+        "NT AUTHORITY\\SYSTEM:F(I)".to_owned(),
+        "BUILTIN\\Administrators:F(I)".to_owned(),
+        "BUILTIN\\Users:RX(I)".to_owned(),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::tests::test_host;
+
+    #[test]
+    fn resolves_programs_by_name_and_system_path_only() {
+        assert_eq!(resolve("SC.EXE"), Some("sc"));
+        assert_eq!(resolve(r"C:\Windows\System32\sc.exe"), Some("sc"));
+        assert_eq!(resolve(r"C:\Windows\System32\WindowsPowerShell\v1.0\powershell.exe"), Some("powershell"));
+        assert_eq!(resolve(r"C:\k\sc.exe"), None);
+        assert_eq!(resolve("ls"), None);
+    }
+
+    #[test]
+    fn hostname_cmd_and_icacls() {
+        let (_root, mut host) = test_host();
+        assert_eq!(host.exec("c", "hostname").stdout, "winworker-1\r\n");
+        assert_eq!(host.exec("c", "cmd /c hostname").stdout, "winworker-1\r\n");
+        host.disk.write(&WinPath::parse(crate::host::ADMIN_AUTHORIZED_KEYS).unwrap(), b"k").unwrap();
+        let output = host.exec(
+            "c",
+            r#"icacls.exe "C:\ProgramData\ssh\administrators_authorized_keys" /inheritance:r /grant "Administrators:F" /grant "SYSTEM:F""#,
+        );
+        assert_eq!(output.code, 0, "{output:?}");
+        let key = WinPath::parse(crate::host::ADMIN_AUTHORIZED_KEYS).unwrap().key();
+        assert_eq!(host.acls[&key], vec!["Administrators:F".to_owned(), "SYSTEM:F".to_owned()]);
+    }
+}

@@ -1,0 +1,260 @@
+//! Tests of the PowerShell interpreter: every construct of windows-commands.md §8 over a simulated host, the exit
+//! codes and stderr forms of §3 and the ConvertTo-Json quirks of §4.
+
+use super::*;
+use crate::disk::WinPath;
+use crate::host::tests::test_host;
+
+fn ps(host: &mut Host, script: &str) -> Output {
+    host.exec(
+        "SSH-2.0-test",
+        &format!(
+            "powershell.exe -NoLogo -NonInteractive -NoProfile -ExecutionPolicy Bypass -EncodedCommand {}",
+            encode(script)
+        ),
+    )
+}
+
+fn put(host: &Host, path: &str, contents: &[u8]) {
+    let path = WinPath::parse(path).unwrap();
+    host.disk.create_dir_all(&path.parent().unwrap()).unwrap();
+    host.disk.write(&path, contents).unwrap();
+}
+
+#[test]
+fn literals_variables_collections_and_json() {
+    let (_root, mut host) = test_host();
+    let output = ps(
+        &mut host,
+        "$ProgressPreference = 'SilentlyContinue'\n$ErrorActionPreference = 'Stop'\n$a = 'it''s'; $b = \"plain\"; $n = 42\n\
+         $h = [ordered]@{ s = $a; d = $b; n = $n; t = $true; f = $false; z = $null; arr = @(1, 'two'); one = @(7); empty = @() }\n\
+         $h | ConvertTo-Json -Compress -Depth 3\nexit 0",
+    );
+    assert_eq!(output.stderr, "");
+    assert_eq!(output.code, 0);
+    assert_eq!(
+        output.stdout,
+        "{\"s\":\"it\\u0027s\",\"d\":\"plain\",\"n\":42,\"t\":true,\"f\":false,\"z\":null,\"arr\":[1,\"two\"],\"one\":[7],\"empty\":[]}\r\n"
+    );
+    let output = ps(&mut host, "[pscustomobject]@{ a = 1 } | ConvertTo-Json -Compress -Depth 1");
+    assert_eq!(output.stdout, "{\"a\":1}\r\n", "a single object is not wrapped in an array");
+    let output = ps(&mut host, "@{ a = @{ b = @{ c = 1 } } } | ConvertTo-Json -Compress -Depth 1");
+    assert_eq!(output.stdout, "{\"a\":\"System.Collections.Hashtable\"}\r\n", "depth cut-off becomes ToString text");
+    let output = ps(&mut host, "$x = @(1, 2, 3)\n$x[0]; $x[-1]; $x.Count\n$null | ConvertTo-Json -Compress -Depth 2");
+    assert_eq!(output.stdout, "1\r\n3\r\n3\r\nnull\r\n");
+}
+
+#[test]
+fn control_flow_operators_and_pipelines() {
+    let (_root, mut host) = test_host();
+    let script = "$r = @()\nforeach ($x in @(1, 2, 3, 4)) { if ($x -eq 1) { 'one' } elseif ($x -lt 3) { 'small' } else { 'big' } }\n\
+                  if (-not $false -and !($null) -or $false) { 'logic' }\n\
+                  if ('Kubelet' -like 'kube*') { 'like' }\n\
+                  if ('a' -ne 'A') { 'wrong' } else { 'case-insensitive' }\n\
+                  @(1, 2, 3, 4) | Where-Object { $_ -gt 2 } | ForEach-Object { $_ }\n\
+                  @('a', 'b', 'c') | Select-Object -First 2\n\
+                  @([pscustomobject]@{ Name = 'n1' }) | Select-Object -ExpandProperty Name\n\
+                  'quiet' | Out-Null\n\
+                  try { throw 'boom' } catch { 'caught' }\n\
+                  $env:COMPUTERNAME";
+    let output = ps(&mut host, script);
+    assert_eq!(
+        output.stdout,
+        "one\r\nsmall\r\nbig\r\nbig\r\nlogic\r\nlike\r\ncase-insensitive\r\n3\r\n4\r\na\r\nb\r\nn1\r\ncaught\r\nWINWORKER-1\r\n"
+    );
+    assert_eq!((output.stderr.as_str(), output.code), ("", 0));
+}
+
+#[test]
+fn exit_codes_follow_section_3() {
+    let (_root, mut host) = test_host();
+    assert_eq!(ps(&mut host, "exit 7").code, 7);
+    assert_eq!(ps(&mut host, "exit -1").code, 4_294_967_295);
+    let output = ps(&mut host, "sc.exe query nosuch | Out-Null\nexit $LASTEXITCODE");
+    assert_eq!(output.code, 1060);
+    assert_eq!(ps(&mut host, "sc.exe query nosuch").code, 1, "a native failure in the last statement is reduced to 1");
+    let output =
+        ps(&mut host, "$ErrorActionPreference = 'Stop'\nGet-Content -LiteralPath 'C:\\nope' -Raw\n'not reached'");
+    assert_eq!((output.code, output.stdout.as_str()), (1, ""));
+    assert!(output.stderr.starts_with("#< CLIXML\r\n<Objs Version=\"1.1.0.1\" xmlns=\"http://schemas.microsoft.com/powershell/2004/04\"><S S=\"Error\">Get-Content : Cannot find path &apos;C:\\nope&apos; because it does not exist._x000D__x000A_</S>"), "{}", output.stderr);
+    let output = ps(&mut host, "Remove-Item -LiteralPath 'C:\\nope' -Recurse -Force\n'after'");
+    assert_eq!(
+        (output.code, output.stdout.as_str()),
+        (0, "after\r\n"),
+        "non-terminating error in an earlier statement"
+    );
+    let output = ps(&mut host, "Remove-Item -LiteralPath 'C:\\nope' -Recurse -Force -ErrorAction SilentlyContinue");
+    assert_eq!((output.code, output.stderr.as_str()), (1, ""), "$? is false after a silenced error");
+    let output = ps(&mut host, "Get-Service -Name nosuch");
+    assert_eq!(output.code, 1);
+    assert!(output.stderr.contains("Get-Service : Cannot find any service with service name &apos;nosuch&apos;."));
+    let output = ps(&mut host, "frobnicate-thing");
+    assert_eq!(output.code, 1);
+    assert_eq!(host.unknown_commands.last().unwrap().command, "frobnicate-thing");
+    let output = ps(&mut host, "\"a $b\"");
+    assert_eq!(output.code, 1);
+    assert!(output.stderr.contains("ParseException"));
+}
+
+#[test]
+fn file_cmdlets() {
+    let (_root, mut host) = test_host();
+    let script = "New-Item -ItemType Directory -Force -Path 'C:\\k\\a\\b' | Out-Null\n\
+                  New-Item -ItemType Directory -Force -Path 'C:\\k\\a\\b' | Out-Null\n\
+                  Set-Content -LiteralPath 'C:\\k\\a\\f.txt' -Value 'hello' -Encoding ascii\n\
+                  Test-Path -LiteralPath 'C:\\k\\a\\f.txt' -PathType Leaf\n\
+                  Test-Path -LiteralPath 'C:\\k\\a' -PathType Leaf\n\
+                  Test-Path -LiteralPath 'C:\\k\\a' -PathType Container\n\
+                  (Get-FileHash -LiteralPath 'C:\\k\\a\\f.txt' -Algorithm SHA256).Hash\n\
+                  Move-Item -LiteralPath 'C:\\k\\a\\f.txt' -Destination 'C:\\k\\g.txt' -Force\n\
+                  Get-Content -LiteralPath 'C:\\k\\g.txt' -Raw\n\
+                  Remove-Item -LiteralPath 'C:\\k\\a' -Recurse -Force\n\
+                  Test-Path -LiteralPath 'C:\\k\\a'";
+    let output = ps(&mut host, script);
+    assert_eq!(output.stderr, "");
+    assert_eq!(
+        output.stdout,
+        "True\r\nFalse\r\nTrue\r\n2D2A9F8B2A4D0F6B8E9A8F6C5F6B2B1E3E2A3F8D7E9F2C9B3A0A7C1A4A1C1E0F\r\nhello\r\n\r\nFalse\r\n"
+            .replace(
+                "2D2A9F8B2A4D0F6B8E9A8F6C5F6B2B1E3E2A3F8D7E9F2C9B3A0A7C1A4A1C1E0F",
+                &hex::encode_upper(<sha2::Sha256 as sha2::Digest>::digest(b"hello\r\n")),
+            )
+    );
+    assert_eq!(host.disk.read(&WinPath::parse(r"C:\k\g.txt").unwrap()).unwrap(), b"hello\r\n");
+}
+
+#[test]
+fn running_service_binaries_are_locked() {
+    let (_root, mut host) = test_host();
+    put(&host, r"C:\k\svc.exe", b"MZ");
+    assert_eq!(host.exec("c", r"sc.exe create svc binPath= C:\k\svc.exe").code, 0);
+    assert_eq!(host.exec("c", "sc.exe start svc").code, 0);
+    let output = ps(&mut host, "Remove-Item -LiteralPath 'C:\\k\\svc.exe' -Force\nexit 0");
+    assert!(output.stderr.contains("because it is being used by another process"), "{}", output.stderr);
+    let output = ps(&mut host, "Set-Content -LiteralPath 'C:\\k\\svc.exe' -Value 'x' -Encoding ascii");
+    assert_eq!(output.code, 1);
+    assert_eq!(host.disk.read(&WinPath::parse(r"C:\k\svc.exe").unwrap()).unwrap(), b"MZ");
+    let output = ps(
+        &mut host,
+        "Get-Process -Name svc | Select-Object -ExpandProperty Name\nStop-Process -Name svc -Force\nGet-Process -Name svc -ErrorAction SilentlyContinue",
+    );
+    assert_eq!(output.stdout, "svc\r\n");
+    assert_eq!(host.scm.get("svc").unwrap().exit_code, 1067);
+    assert_eq!(ps(&mut host, "Remove-Item -LiteralPath 'C:\\k\\svc.exe' -Force").code, 0);
+}
+
+#[test]
+fn service_cmdlets_and_cim() {
+    let (_root, mut host) = test_host();
+    put(&host, r"C:\k\svc.exe", b"MZ");
+    assert_eq!(
+        host.exec("c", r#"sc.exe create svc binPath= "C:\k\svc.exe --v=2" start= delayed-auto DisplayName= "Svc X""#)
+            .code,
+        0
+    );
+    let script = "$c = @(Get-CimInstance Win32_Service -Filter \"Name='svc'\")\n\
+                  [ordered]@{ n = $c.Count; state = $c[0].State; mode = $c[0].StartMode; path = $c[0].PathName; pid = $c[0].ProcessId } | ConvertTo-Json -Compress -Depth 2\n\
+                  @(Get-CimInstance Win32_Service -Filter \"Name='none'\").Count\n\
+                  Set-Service -Name svc -StartupType Automatic\n\
+                  Start-Service svc\n\
+                  (Get-Service -Name svc).Status\n\
+                  Get-Service -Name svc | ConvertTo-Json -Compress -Depth 1\n\
+                  Restart-Service svc\n\
+                  (Get-CimInstance Win32_Service -Filter \"Name='svc'\").State";
+    let output = ps(&mut host, script);
+    assert_eq!(output.stderr, "");
+    assert_eq!(
+        output.stdout,
+        "{\"n\":1,\"state\":\"Stopped\",\"mode\":\"Auto\",\"path\":\"C:\\\\k\\\\svc.exe --v=2\",\"pid\":0}\r\n0\r\nRunning\r\n\
+         {\"Name\":\"svc\",\"DisplayName\":\"Svc X\",\"Status\":4,\"StartType\":2,\"DependentServices\":\"\",\"ServicesDependedOn\":\"\"}\r\nRunning\r\n"
+    );
+    let output = ps(&mut host, "Start-Service nosuch");
+    assert_eq!(output.code, 1);
+}
+
+#[test]
+fn registry_env_network_and_system_cmdlets() {
+    let (_root, mut host) = test_host();
+    let script = "$ErrorActionPreference = 'Stop'\n\
+                  New-ItemProperty -Path 'HKLM:\\SOFTWARE\\OpenSSH' -Name DefaultShell -Value 'C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe' -PropertyType String -Force | Out-Null\n\
+                  New-ItemProperty -Path 'HKLM:\\SOFTWARE\\OpenSSH' -Name Flag -Value 1 -PropertyType DWORD -Force | Out-Null\n\
+                  Set-ItemProperty -Path 'HKLM:\\SOFTWARE\\OpenSSH' -Name Flag -Value 2 -PropertyType DWORD\n\
+                  $k = Get-ItemProperty 'HKLM:\\SOFTWARE\\OpenSSH'; $k.Flag\n\
+                  (Get-ItemProperty 'HKLM:\\SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion').CurrentBuildNumber\n\
+                  [Environment]::SetEnvironmentVariable('HTTP_PROXY', 'http://p:3128', 'Machine')\n\
+                  [Environment]::GetEnvironmentVariable('HTTP_PROXY', 'Machine')\n\
+                  [Environment]::SetEnvironmentVariable('HTTP_PROXY', $null, 'Machine')\n\
+                  $null -eq [Environment]::GetEnvironmentVariable('HTTP_PROXY', 'Machine')\n\
+                  [System.Net.Dns]::GetHostName()\n\
+                  [System.Net.Dns]::GetHostEntry('winworker-1').HostName\n\
+                  hostname\n\
+                  $r = Get-NetRoute -DestinationPrefix '0.0.0.0/0'\n\
+                  (Get-NetIPAddress -InterfaceIndex $r.InterfaceIndex -AddressFamily IPv4).IPAddress\n\
+                  New-NetFirewallRule -Name 'kubelet' -DisplayName 'kubelet' -Direction Inbound -Protocol TCP -LocalPort 10250 -Action Allow -Enabled True | Out-Null\n\
+                  $w = Get-NetFirewallRule -Name 'kubelet' -ErrorAction SilentlyContinue\n\
+                  [ordered]@{ exists = $null -ne $w; direction = $w.Direction; enabled = $w.Enabled; action = $w.Action } | ConvertTo-Json -Compress -Depth 2\n\
+                  Remove-NetFirewallRule -Name 'kubelet'\n\
+                  $null -eq (Get-NetFirewallRule -Name 'kubelet' -ErrorAction SilentlyContinue)\n\
+                  (Get-WindowsOptionalFeature -Online -FeatureName Containers).State.ToString()\n\
+                  exit 0";
+    let output = ps(&mut host, script);
+    assert_eq!(output.stderr, "");
+    assert_eq!(
+        output.stdout,
+        "2\r\n20348\r\nhttp://p:3128\r\nTrue\r\nwinworker-1\r\nwinworker-1.example.test\r\nwinworker-1\r\n203.0.113.10\r\n\
+         {\"exists\":true,\"direction\":1,\"enabled\":1,\"action\":2}\r\nTrue\r\nEnabled\r\n"
+    );
+    let output = ps(
+        &mut host,
+        "New-NetFirewallRule -Name 'a' -DisplayName 'a' | Out-Null\nNew-NetFirewallRule -Name 'a' -DisplayName 'a'",
+    );
+    assert!(output.stderr.contains("Cannot create a file when that file already exists."));
+    let output = ps(&mut host, "Get-NetFirewallRule -Name 'x'");
+    assert!(
+        output
+            .stderr
+            .contains("No MSFT_NetFirewallRule objects found with property &apos;Name&apos; equal to &apos;x&apos;.")
+    );
+}
+
+#[test]
+fn hns_networks_and_provisioning_cmdlets() {
+    let (_root, mut host) = test_host();
+    host.hns_networks.push(crate::host::HnsNetwork {
+        name: "OVNKubernetesHybridOverlayNetwork".into(),
+        kind: "Overlay".into(),
+        id: "4E7F6A3B-0000-4000-8000-000000000001".into(),
+        address_prefix: Some("10.132.1.0/24".into()),
+        gateway: Some("10.132.1.1".into()),
+    });
+    let output = ps(
+        &mut host,
+        "(Get-HnsNetwork | Where-Object { $_.Name -eq 'OVNKubernetesHybridOverlayNetwork' }).Subnets[0].AddressPrefix\nGet-HnsNetwork | Where-Object { $_.Name -eq 'OVNKubernetesHybridOverlayNetwork' } | Remove-HnsNetwork\n@(Get-HnsNetwork).Count",
+    );
+    assert_eq!(output.stdout, "10.132.1.0/24\r\n0\r\n");
+    put(&host, crate::host::ADMIN_AUTHORIZED_KEYS, b"ssh-ed25519 AAAA");
+    let script = "Add-WindowsCapability -Online -Name OpenSSH.Server~~~~0.0.1.0 | Out-Null\n\
+                  $acl = Get-Acl 'C:\\ProgramData\\ssh\\administrators_authorized_keys'\n\
+                  $acl = $acl.SetAccessRuleProtection($true, $false)\n\
+                  Set-Acl -Path 'C:\\ProgramData\\ssh\\administrators_authorized_keys' -AclObject $acl\n\
+                  (Get-Acl 'C:\\ProgramData\\ssh\\administrators_authorized_keys').Access.Count";
+    let output = ps(&mut host, script);
+    assert_eq!((output.stdout.as_str(), output.stderr.as_str()), ("0\r\n", ""));
+    assert_eq!(host.capabilities, vec!["OpenSSH.Server~~~~0.0.1.0".to_owned()]);
+    assert_eq!(ps(&mut host, "Restart-Computer -Force").code, 0);
+    assert!(host.reboot_requested);
+}
+
+#[test]
+fn file_mode_writes_text_errors_and_missing_scripts_fail() {
+    let (_root, mut host) = test_host();
+    put(&host, r"C:\k\wmco\scripts\s.ps1", b"\xEF\xBB\xBFGet-Item-Nope\n'done'\n");
+    let output = host.exec(
+        "c",
+        r"powershell.exe -NoLogo -NonInteractive -NoProfile -ExecutionPolicy Bypass -File C:\k\wmco\scripts\s.ps1",
+    );
+    assert_eq!(output.stdout, "done\r\n");
+    assert!(output.stderr.starts_with("The term 'Get-Item-Nope' is not recognized"), "{}", output.stderr);
+    let output = host.exec("c", r"powershell.exe -File C:\k\none.ps1");
+    assert_eq!(output.code, BAD_COMMAND_LINE_EXIT);
+}
