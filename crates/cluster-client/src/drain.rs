@@ -426,6 +426,43 @@ mod tests {
         }
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn drain_cuts_an_unanswered_eviction_at_the_retry_interval_and_tries_again() {
+        let web = pod("web", "a", "uid-a", json!({}), plain_spec());
+        let exchanges = vec![
+            Exchange::get(LIST).reply(200, pod_list(vec![web])),
+            Exchange::post("/api/v1/namespaces/web/pods/a/eviction?", eviction("web", "a")).unanswered(),
+            Exchange::post("/api/v1/namespaces/web/pods/a/eviction?", eviction("web", "a")).reply(201, accepted()),
+            Exchange::get("/api/v1/namespaces/web/pods/a").reply(404, status_reply(404, "NotFound", "gone")),
+        ];
+        let report = scenario(exchanges, |client| async move {
+            KubeDrainer::new(client).drain("win-1", &options(false)).await.unwrap()
+        })
+        .await;
+        assert_eq!(report.evicted, vec!["web/a".to_owned()]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn drain_times_out_naming_an_eviction_that_never_got_an_answer() {
+        let web = pod("web", "a", "uid-a", json!({}), plain_spec());
+        let mut exchanges = vec![Exchange::get(LIST).reply(200, pod_list(vec![web]))];
+        // Each unanswered call is cut after 5 s and the next round follows 5 s later: calls at 0, 10, 20 and 30 s.
+        exchanges.extend(
+            (0..4)
+                .map(|_| Exchange::post("/api/v1/namespaces/web/pods/a/eviction?", eviction("web", "a")).unanswered()),
+        );
+        let error = scenario(exchanges, |client| async move {
+            KubeDrainer::new(client).drain("win-1", &options(false)).await.unwrap_err()
+        })
+        .await;
+        match error {
+            Error::DrainTimedOut { blocked, .. } => {
+                assert_eq!(blocked, vec![BlockedPod { pod: "web/a".into(), reason: BlockReason::EvictionUnanswered }])
+            }
+            other => panic!("expected a timeout, got {other:?}"),
+        }
+    }
+
     #[tokio::test]
     async fn drain_refuses_emptydir_pods_before_evicting_anything() {
         let scratch = pod("web", "s", "uid-s", json!({}), emptydir_spec());

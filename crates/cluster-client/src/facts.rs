@@ -181,6 +181,16 @@ async fn kubernetes_version(client: &Client) -> Result<semver::Version> {
     parse_git_version(&info.git_version)
 }
 
+/// Whether the API server serves the `config.openshift.io` group, i.e. whether facts come from [`OpenShiftFacts`]
+/// rather than [`PlainKubernetesFacts`].
+pub async fn serves_openshift_config(client: &Client) -> Result<bool> {
+    let groups = client
+        .list_api_groups()
+        .await
+        .map_err(|source| Error::api(Verb::Discover, "APIGroup", "config.openshift.io", source))?;
+    Ok(groups.groups.iter().any(|group| group.name == "config.openshift.io"))
+}
+
 /// Facts from OpenShift's config objects (`Network`, `Infrastructure`, `Proxy`, mirror sets, all named `cluster`).
 #[derive(Clone)]
 pub struct OpenShiftFacts {
@@ -406,6 +416,28 @@ mod tests {
         assert_eq!(facts.proxy, ProxySettings::default());
         assert_eq!(facts.kubernetes_version, semver::Version::parse("1.36.2+abc").unwrap());
         assert!(facts.mirror_sets.is_empty());
+    }
+
+    #[tokio::test]
+    async fn openshift_is_recognised_by_its_config_group() {
+        let groups = |names: &[&str]| {
+            let groups: Vec<Value> = names
+                .iter()
+                .map(
+                    |name| json!({"name": name, "versions": [{"groupVersion": format!("{name}/v1"), "version": "v1"}]}),
+                )
+                .collect();
+            json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+        };
+        let exchanges = vec![
+            Exchange::get("/apis").reply(200, groups(&["apps", "config.openshift.io"])),
+            Exchange::get("/apis").reply(200, groups(&["apps", "operator.openshift.io"])),
+        ];
+        let answers = scenario(exchanges, |client| async move {
+            (serves_openshift_config(&client).await.unwrap(), serves_openshift_config(&client).await.unwrap())
+        })
+        .await;
+        assert_eq!(answers, (true, false));
     }
 
     #[test]

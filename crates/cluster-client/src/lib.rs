@@ -32,7 +32,7 @@ pub use error::{BlockReason, BlockedPod, Error, Result, Verb};
 pub use events::{EventPublisher, KubeEvents, NewEvent, Severity};
 pub use facts::{
     ClusterFacts, ClusterFactsSource, MirrorKind, MirrorSet, OpenShiftFacts, PlainKubernetesConfig,
-    PlainKubernetesFacts, Platform, ProxySettings,
+    PlainKubernetesFacts, Platform, ProxySettings, serves_openshift_config,
 };
 pub use instances::{InstanceRecords, KubeInstanceRecords};
 pub use nodes::{KubeNodes, NodeMetadataPatch, Nodes};

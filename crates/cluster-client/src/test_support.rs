@@ -17,6 +17,7 @@ pub(crate) struct Exchange {
     content_type: Option<&'static str>,
     body: Option<Value>,
     body_is_subset: bool,
+    unanswered: bool,
     status: u16,
     reply: Value,
 }
@@ -36,6 +37,7 @@ impl Exchange {
             content_type: None,
             body: None,
             body_is_subset: false,
+            unanswered: false,
             status: 200,
             reply: Value::Null,
         }
@@ -72,6 +74,11 @@ impl Exchange {
         Exchange { content_type: Some(content_type), body: Some(body), ..Exchange::new(Method::PATCH, uri) }
     }
 
+    /// The server never answers this request (the response is held until the scenario ends).
+    pub(crate) fn unanswered(self) -> Self {
+        Exchange { unanswered: true, ..self }
+    }
+
     /// The server answers with `status` and the JSON `reply`.
     pub(crate) fn reply(self, status: u16, reply: Value) -> Self {
         Exchange { status, reply, ..self }
@@ -95,6 +102,7 @@ where
     let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
     let client = Client::new(service, "default");
     let server = tokio::spawn(async move {
+        let mut held = Vec::new();
         for (index, exchange) in exchanges.into_iter().enumerate() {
             let (request, respond) = handle
                 .next_request()
@@ -113,13 +121,17 @@ where
                     assert_eq!(actual, expected, "body of request {index}");
                 }
             }
+            if exchange.unanswered {
+                held.push(respond);
+                continue;
+            }
             let body = Body::from(serde_json::to_vec(&exchange.reply).unwrap());
             respond.send_response(Response::builder().status(exchange.status).body(body).unwrap());
         }
-        handle
+        (handle, held)
     });
     let result = call(client).await;
-    let mut handle = server.await.unwrap();
+    let (mut handle, _held) = server.await.unwrap();
     let extra = tokio::time::timeout(Duration::from_secs(5), handle.next_request()).await;
     if let Ok(Some((request, _))) = extra {
         panic!("unexpected extra request {} {}", request.method(), request.uri());

@@ -542,6 +542,10 @@ async fn cluster_facts(control_plane: Arc<ControlPlane>) -> anyhow::Result<()> {
     let infrastructures: Api<wmco_cluster_client::types::Infrastructure> = Api::all(control_plane.admin_client());
     let status = json!({"status": {"apiServerInternalURI": control_plane.api_server_url()}});
     infrastructures.patch_status("cluster", &PatchParams::default(), &Patch::Merge(&status)).await?;
+    ensure!(
+        wmco_cluster_client::serves_openshift_config(&control_plane.admin_client()).await?,
+        "the fixture CRDs do not make the cluster look like OpenShift"
+    );
     let facts = OpenShiftFacts::new(control_plane.admin_client()).gather().await?;
     ensure!(facts.service_cidr == SERVICE_CIDR, "service CIDR {}", facts.service_cidr);
     ensure!(
