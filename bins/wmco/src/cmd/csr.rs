@@ -43,10 +43,11 @@ pub fn run(args: &CsrArgs, output: OutputFormat) -> anyhow::Result<Outcome> {
 }
 
 fn check(args: &CheckArgs, output: OutputFormat) -> anyhow::Result<Outcome> {
-    let manifest: CsrManifest = read_document(&args.csr, "CSR manifest (kubectl get csr NAME -o yaml)")?;
+    let manifest: CsrManifest =
+        read_document(&args.csr, "CSR manifest", "as `kubectl get csr NAME -o yaml` prints it")?;
     let facts = CsrFacts::from_manifest(&manifest)
         .map_err(|error| UnusableInput(format!("{}: {error}", args.csr.display())))?;
-    let world: World = read_document(&args.world, "World (schema in docs/csr-approval.md)")?;
+    let world: World = read_document(&args.world, "World", "schema in docs/csr-approval.md")?;
     let verdict = decide(&facts, &world);
     let rendered = match output {
         OutputFormat::Human => render_human(&facts.name, &verdict),
@@ -56,8 +57,9 @@ fn check(args: &CheckArgs, output: OutputFormat) -> anyhow::Result<Outcome> {
     Ok(Outcome::Clean)
 }
 
-/// Reads `path` as JSON when it ends in `.json` or starts with `{`, as YAML otherwise.
-fn read_document<T: DeserializeOwned>(path: &Path, what: &str) -> Result<T, UnusableInput> {
+/// Reads `path` as JSON when it ends in `.json` or starts with `{`, as YAML otherwise; errors name the file, what
+/// it should hold (`what`) and where that is described (`hint`).
+fn read_document<T: DeserializeOwned>(path: &Path, what: &str, hint: &str) -> Result<T, UnusableInput> {
     let text = std::fs::read_to_string(path)
         .map_err(|error| UnusableInput(format!("cannot read {what} {}: {error}", path.display())))?;
     let is_json = path.extension().is_some_and(|extension| extension == "json") || text.trim_start().starts_with('{');
@@ -68,7 +70,7 @@ fn read_document<T: DeserializeOwned>(path: &Path, what: &str) -> Result<T, Unus
     };
     parsed.map_err(|problem| {
         let format = if is_json { "JSON" } else { "YAML" };
-        UnusableInput(format!("{} is not a valid {what} ({format}): {problem}", path.display()))
+        UnusableInput(format!("{} is not a valid {what} ({format}, {hint}): {problem}", path.display()))
     })
 }
 
@@ -102,13 +104,15 @@ mod tests {
     #[test]
     fn json_world_and_csr_are_read() {
         let directory = tempfile::tempdir().unwrap();
-        let csr: serde_json::Value = serde_saphyr::from_str(&std::fs::read_to_string(fixture("csr-example.yaml")).unwrap()).unwrap();
-        let world: serde_json::Value = serde_saphyr::from_str(&std::fs::read_to_string(fixture("world-example.yaml")).unwrap()).unwrap();
+        let csr: serde_json::Value =
+            serde_saphyr::from_str(&std::fs::read_to_string(fixture("csr-example.yaml")).unwrap()).unwrap();
+        let world: serde_json::Value =
+            serde_saphyr::from_str(&std::fs::read_to_string(fixture("world-example.yaml")).unwrap()).unwrap();
         let (csr_path, world_path) = (directory.path().join("csr.json"), directory.path().join("world.json"));
         std::fs::write(&csr_path, csr.to_string()).unwrap();
         std::fs::write(&world_path, world.to_string()).unwrap();
-        let manifest: CsrManifest = read_document(&csr_path, "CSR").unwrap();
-        let world: World = read_document(&world_path, "World").unwrap();
+        let manifest: CsrManifest = read_document(&csr_path, "CSR", "test").unwrap();
+        let world: World = read_document(&world_path, "World", "test").unwrap();
         assert_eq!(decide(&CsrFacts::from_manifest(&manifest).unwrap(), &world), Verdict::Approve);
     }
 
@@ -122,12 +126,17 @@ mod tests {
         let world_as_csr = check_args(fixture("world-example.yaml"), fixture("world-example.yaml"));
         let error = run(&world_as_csr, OutputFormat::Human).unwrap_err();
         assert!(error.is::<UnusableInput>());
-        assert!(error.to_string().contains("is not a valid CSR manifest (YAML)"), "{error}");
+        assert!(
+            error
+                .to_string()
+                .contains("is not a valid CSR manifest (YAML, as `kubectl get csr NAME -o yaml` prints it)"),
+            "{error}"
+        );
 
         let csr_as_world = check_args(fixture("csr-example.yaml"), fixture("csr-example.yaml"));
         let error = run(&csr_as_world, OutputFormat::Human).unwrap_err();
         assert!(error.is::<UnusableInput>());
-        assert!(error.to_string().contains("is not a valid World"), "{error}");
+        assert!(error.to_string().contains("is not a valid World (YAML, schema in docs/csr-approval.md)"), "{error}");
     }
 
     #[test]
