@@ -1,0 +1,150 @@
+//! A simulated kubelet for the e2e suite: it does, against a real kube-apiserver, what a Windows kubelet does
+//! (`/work/shared/reference/kubelet-bootstrap.md`, summarised in `docs/testing.md`):
+//!
+//! 1. start-up checks of its command line and files on the simulated `C:` drive ([`LaunchRefused`] otherwise);
+//! 2. TLS bootstrap: if `--kubeconfig` is unusable, a P-256 key and a CSR for `system:node:<name>` on
+//!    `kubernetes.io/kube-apiserver-client-kubelet` made with the `--bootstrap-kubeconfig` credentials, a wait for
+//!    approval and signing, `kubelet-client-current.pem` and the kubeconfig written;
+//! 3. with its own certificate from then on: Node registration (its labels, `--node-labels`, taints, full
+//!    status), status heartbeats and the `kube-node-lease` Lease, a serving CSR (`kubernetes.io/kubelet-serving`)
+//!    after the first status patch when `serverTLSBootstrap` is on, and the pods bound to the node reported
+//!    Running/Ready, pods being deleted finished off with grace 0.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), wmco_kubelet_sim::LaunchRefused> {
+//! use wmco_kubelet_sim::{Kubelet, KubeletLaunch};
+//! let args = [
+//!     r"-log-file=C:\var\log\kubelet\kubelet.log",
+//!     r"C:\k\kubelet.exe",
+//!     r"--config=C:\k\kubelet.conf",
+//!     r"--bootstrap-kubeconfig=C:\k\bootstrap-kubeconfig",
+//!     r"--kubeconfig=C:\k\kubeconfig",
+//!     r"--cert-dir=C:\var\lib\kubelet\pki",
+//!     "--node-ip=203.0.113.10",
+//! ];
+//! let launch = KubeletLaunch::new(args.map(String::from).to_vec(), "/hosts/win-a/C", "WIN-A");
+//! let kubelet = Kubelet::start(launch).await?;
+//! assert_eq!(kubelet.node_name(), "win-a");
+//! kubelet.stop().await;
+//! # Ok(()) }
+//! ```
+
+mod certs;
+mod config;
+mod csr;
+mod disk;
+mod kubeconfig;
+mod launch;
+mod node;
+mod pods;
+mod run;
+mod taint;
+
+use std::sync::{Arc, OnceLock};
+
+use tokio::sync::watch;
+
+pub use config::{ConfigProblem, KubeletConfig};
+pub use csr::{CLIENT_SIGNER, SERVING_SIGNER};
+pub use disk::{Drive, PathProblem};
+pub use launch::{DEFAULT_WINDOWS_BUILD, KubeletLaunch, LaunchRefused};
+pub use node::DEFAULT_KUBELET_VERSION;
+pub use taint::{Taint, TaintEffect};
+
+/// The simulated kubelet's entry point.
+#[derive(Debug)]
+pub struct Kubelet;
+
+/// Where a running simulated kubelet is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KubeletPhase {
+    /// Obtaining its client certificate (possibly waiting for CSR approval).
+    Bootstrapping,
+    /// Creating its Node.
+    Registering,
+    /// Registered (or `registerNode: false`): heartbeats and pods run.
+    Running,
+}
+
+/// What a running simulated kubelet reports about itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KubeletStatus {
+    /// Its phase.
+    pub phase: KubeletPhase,
+    /// Whether a serving certificate was issued.
+    pub serving_certificate: bool,
+    /// The last problem it logged (a failed request, a denied CSR, ...), if any.
+    pub last_problem: Option<String>,
+}
+
+/// A running simulated kubelet; dropping it without [`KubeletHandle::stop`] keeps it running in the background
+/// until the runtime shuts down.
+#[derive(Debug)]
+pub struct KubeletHandle {
+    node_name: String,
+    task: tokio::task::JoinHandle<()>,
+    shared: Arc<run::Shared>,
+}
+
+impl std::fmt::Debug for run::Shared {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("Shared").field("status", &*self.status.borrow()).finish_non_exhaustive()
+    }
+}
+
+impl Kubelet {
+    /// Runs the kubelet's start-up checks on `launch` and, if they pass, starts it in a tokio task.
+    ///
+    /// # Errors
+    /// [`LaunchRefused`] naming the flag or file that a real kubelet would refuse.
+    pub async fn start(launch: KubeletLaunch) -> Result<KubeletHandle, LaunchRefused> {
+        let prepared = launch::prepare(&launch)?;
+        let facts = node::NodeFacts {
+            name: prepared.node_name.clone(),
+            ips: prepared.node_ips.clone(),
+            windows_build: prepared.windows_build.clone(),
+            kubelet_version: launch.kubelet_version.clone(),
+            extra_labels: prepared.node_labels.clone(),
+            taints: prepared.taints.clone(),
+            port: prepared.config.port,
+            max_pods: prepared.config.max_pods,
+        };
+        let (status, _) = watch::channel(KubeletStatus {
+            phase: KubeletPhase::Bootstrapping,
+            serving_certificate: false,
+            last_problem: None,
+        });
+        let shared = Arc::new(run::Shared { status, node_client: OnceLock::new() });
+        let node_name = prepared.node_name.clone();
+        tracing::info!(node = %node_name, "kubelet starting");
+        let task = tokio::spawn(run::run(prepared, facts, shared.clone()));
+        Ok(KubeletHandle { node_name, task, shared })
+    }
+}
+
+impl KubeletHandle {
+    /// The Node name (`--hostname-override` or the host name, lower-cased).
+    pub fn node_name(&self) -> &str {
+        &self.node_name
+    }
+
+    /// Its current status.
+    pub fn status(&self) -> KubeletStatus {
+        self.shared.status.borrow().clone()
+    }
+
+    /// A client authenticated as the node (`system:node:<name>`), once it has its client certificate. Subject to
+    /// the Node authorizer and NodeRestriction like the kubelet itself (it may read its own Node, for example the
+    /// hybrid-overlay subnet annotation).
+    pub fn node_client(&self) -> Option<kube::Client> {
+        self.shared.node_client.get().cloned()
+    }
+
+    /// Stops the kubelet: heartbeats, Lease renewals, CSR waits and pod handling end at once, as when the service
+    /// process exits. Its Node turns `Unknown` once the node-lifecycle controller's grace period passes.
+    pub async fn stop(self) {
+        self.task.abort();
+        let _ = self.task.await;
+        tracing::info!(node = %self.node_name, "kubelet stopped");
+    }
+}

@@ -1,0 +1,157 @@
+//! The pods bound to the node, as far as the API can see: the kubelet watches them with
+//! `fieldSelector=spec.nodeName=<node>` as the node identity, reports each new pod Running and Ready with running
+//! containers, and finishes off pods being deleted with a grace-0 delete guarded by the pod's UID.
+
+use std::net::IpAddr;
+
+use futures::StreamExt as _;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
+use kube::runtime::{WatchStreamExt as _, watcher};
+use serde_json::json;
+
+/// Runs the pod loop until the task is aborted.
+pub(crate) async fn run(client: kube::Client, node_name: String, host_ips: Vec<IpAddr>) {
+    let pods: Api<Pod> = Api::all(client.clone());
+    let config = watcher::Config::default().fields(&format!("spec.nodeName={node_name}"));
+    let mut events = watcher(pods, config).default_backoff().applied_objects().boxed();
+    while let Some(event) = events.next().await {
+        match event {
+            Ok(pod) => {
+                if let Err(error) = handle(&client, &pod, &host_ips).await {
+                    tracing::warn!(node = %node_name, pod = ?pod.metadata.name, %error, "pod sync failed");
+                }
+            }
+            Err(error) => tracing::warn!(node = %node_name, %error, "pod watch failed"),
+        }
+    }
+}
+
+async fn handle(client: &kube::Client, pod: &Pod, host_ips: &[IpAddr]) -> Result<(), kube::Error> {
+    let (Some(name), Some(namespace)) = (&pod.metadata.name, &pod.metadata.namespace) else { return Ok(()) };
+    let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    if pod.metadata.deletion_timestamp.is_some() {
+        let params = DeleteParams {
+            grace_period_seconds: Some(0),
+            preconditions: Some(Preconditions { uid: pod.metadata.uid.clone(), resource_version: None }),
+            ..DeleteParams::default()
+        };
+        match api.delete(name, &params).await {
+            Ok(_) => tracing::info!(pod = %name, namespace, "pod deleted"),
+            Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {}
+            Err(error) => return Err(error),
+        }
+        return Ok(());
+    }
+    if is_running_and_ready(pod) {
+        return Ok(());
+    }
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(running_status(pod, host_ips))).await?;
+    tracing::info!(pod = %name, namespace, "pod running");
+    Ok(())
+}
+
+fn is_running_and_ready(pod: &Pod) -> bool {
+    let Some(status) = &pod.status else { return false };
+    status.phase.as_deref() == Some("Running")
+        && status.conditions.iter().flatten().any(|c| c.type_ == "Ready" && c.status == "True")
+}
+
+/// The status of a pod whose containers all started: phase Running, conditions True, one running container status
+/// per container, host IPs, and the host IP as pod IP for host-network pods.
+fn running_status(pod: &Pod, host_ips: &[IpAddr]) -> serde_json::Value {
+    let now = jiff::Timestamp::now().to_string();
+    let spec = pod.spec.clone().unwrap_or_default();
+    let container_statuses: Vec<serde_json::Value> = spec
+        .containers
+        .iter()
+        .map(|container| {
+            json!({
+                "name": container.name,
+                "image": container.image.clone().unwrap_or_default(),
+                "imageID": "",
+                "containerID": format!("containerd://{}", container_id(pod, &container.name)),
+                "ready": true,
+                "started": true,
+                "restartCount": 0,
+                "state": { "running": { "startedAt": now } },
+            })
+        })
+        .collect();
+    let condition = |type_: &str| json!({ "type": type_, "status": "True", "lastTransitionTime": now });
+    let host_ips_json: Vec<serde_json::Value> = host_ips.iter().map(|ip| json!({ "ip": ip.to_string() })).collect();
+    let mut status = json!({
+        "phase": "Running",
+        "startTime": now,
+        "conditions": [
+            condition("PodReadyToStartContainers"),
+            condition("Initialized"),
+            condition("Ready"),
+            condition("ContainersReady"),
+            condition("PodScheduled"),
+        ],
+        "containerStatuses": container_statuses,
+    });
+    if let Some(first) = host_ips.first() {
+        status["hostIP"] = json!(first.to_string());
+        status["hostIPs"] = json!(host_ips_json);
+        if spec.host_network == Some(true) {
+            status["podIP"] = json!(first.to_string());
+            status["podIPs"] = json!(host_ips_json);
+        }
+    }
+    json!({ "status": status })
+}
+
+/// A 64-hex-digit container ID derived from the pod UID and container name.
+fn container_id(pod: &Pod, container: &str) -> String {
+    let seed = format!("{}/{container}", pod.metadata.uid.as_deref().unwrap_or_default());
+    (0..4u64)
+        .map(|round| {
+            let hash = seed.bytes().fold(0xcbf2_9ce4_8422_2325 ^ round, |hash, byte| {
+                (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3)
+            });
+            format!("{hash:016x}")
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::{Container, PodSpec};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    use super::*;
+
+    fn pod(host_network: bool) -> Pod {
+        Pod {
+            metadata: ObjectMeta { name: Some("p".into()), uid: Some("u-1".into()), ..ObjectMeta::default() },
+            spec: Some(PodSpec {
+                containers: vec![Container { name: "c".into(), image: Some("pause".into()), ..Container::default() }],
+                host_network: Some(host_network),
+                ..PodSpec::default()
+            }),
+            status: None,
+        }
+    }
+
+    #[test]
+    fn a_running_status_has_ready_conditions_and_running_containers() {
+        let patch = running_status(&pod(false), &["203.0.113.10".parse().unwrap()]);
+        let status = &patch["status"];
+        assert_eq!(status["phase"], "Running");
+        assert_eq!(status["hostIP"], "203.0.113.10");
+        assert!(status.get("podIP").is_none());
+        assert_eq!(status["conditions"].as_array().unwrap().len(), 5);
+        assert_eq!(status["containerStatuses"][0]["ready"], true);
+        assert_eq!(status["containerStatuses"][0]["containerID"].as_str().unwrap().len(), "containerd://".len() + 64);
+        let parsed: Pod = serde_json::from_value(json!({ "status": status })).unwrap();
+        assert!(is_running_and_ready(&parsed));
+    }
+
+    #[test]
+    fn host_network_pods_get_the_host_ip() {
+        let patch = running_status(&pod(true), &["203.0.113.10".parse().unwrap()]);
+        assert_eq!(patch["status"]["podIP"], "203.0.113.10");
+    }
+}
