@@ -107,18 +107,17 @@ pub enum PayloadProblem {
 }
 
 impl PayloadProblem {
-    fn sort_key(&self) -> (String, u8) {
+    /// Sorts problems by file, then kind; `sha256sum` lines by line number.
+    fn sort_key(&self) -> (String, u8, usize) {
         match self {
-            PayloadProblem::ChecksumFileMissing => (CHECKSUM_FILE_NAME.to_owned(), 0),
-            PayloadProblem::BadChecksumLine(line) => {
-                (CHECKSUM_FILE_NAME.to_owned(), 1 + line.line_number.min(200) as u8)
-            }
-            PayloadProblem::MissingRequired { path, .. } => (path.to_string(), 0),
-            PayloadProblem::ListedButMissing { path } => (path.to_string(), 1),
-            PayloadProblem::HashMismatch { path, .. } => (path.to_string(), 2),
-            PayloadProblem::NotListed { path } => (path.to_string(), 3),
-            PayloadProblem::Unexpected { path } => (path.clone(), 4),
-            PayloadProblem::Unreadable { path, .. } => (path.clone(), 5),
+            PayloadProblem::ChecksumFileMissing => (CHECKSUM_FILE_NAME.to_owned(), 0, 0),
+            PayloadProblem::BadChecksumLine(line) => (CHECKSUM_FILE_NAME.to_owned(), 1, line.line_number),
+            PayloadProblem::MissingRequired { path, .. } => (path.to_string(), 0, 0),
+            PayloadProblem::ListedButMissing { path } => (path.to_string(), 1, 0),
+            PayloadProblem::HashMismatch { path, .. } => (path.to_string(), 2, 0),
+            PayloadProblem::NotListed { path } => (path.to_string(), 3, 0),
+            PayloadProblem::Unexpected { path } => (path.clone(), 4, 0),
+            PayloadProblem::Unreadable { path, .. } => (path.clone(), 5, 0),
         }
     }
 }
@@ -394,5 +393,83 @@ fn hash_one(path: &PayloadPath, local_path: &Path) -> HashOutcome {
             HashOutcome::Hashed(PayloadFile { path: path.clone(), local_path: local_path.to_path_buf(), size, sha256 })
         }
         Err(error) => HashOutcome::Failed { path: path.clone(), error: error.to_string() },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MANIFEST: &str = r#"
+schema: wmco.payload/v1
+components:
+  - name: tool
+    version: v1
+    source: { go: { module: example.com/tool, version: v1, package: . } }
+    required: true
+    files: [{ path: bin/tool.exe, destination: 'C:\k\tool.exe', typical_size: 1KiB }]
+"#;
+
+    fn write_payload(files: &[(&str, &[u8])], listed: &[(&str, &[u8])]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (path, bytes) in files {
+            let target = dir.path().join(path);
+            fs::create_dir_all(target.parent().unwrap()).unwrap();
+            fs::write(target, bytes).unwrap();
+        }
+        let checksums: String =
+            listed.iter().map(|(path, bytes)| format!("{}  {path}\n", Sha256Digest::of_bytes(bytes))).collect();
+        fs::write(dir.path().join(CHECKSUM_FILE_NAME), checksums).unwrap();
+        dir
+    }
+
+    #[test]
+    fn verified_payload_exposes_sizes_digests_and_local_paths() {
+        let manifest = Manifest::from_yaml(MANIFEST, "test").unwrap();
+        let dir = write_payload(&[("bin/tool.exe", b"tool")], &[("bin/tool.exe", b"tool")]);
+        let payload = Payload::load(dir.path(), &manifest).unwrap();
+        let file = payload.file(&"bin/tool.exe".parse().unwrap()).unwrap();
+        assert_eq!((file.size, file.sha256), (4, Sha256Digest::of_bytes(b"tool")));
+        assert_eq!(file.local_path, dir.path().join("bin").join("tool.exe"));
+        assert_eq!((payload.total_bytes(), payload.is_synthetic()), (4, false));
+    }
+
+    #[test]
+    fn odd_names_and_listed_strangers_are_unexpected_and_not_hashed() {
+        let manifest = Manifest::from_yaml(MANIFEST, "test").unwrap();
+        let dir = write_payload(
+            &[("bin/tool.exe", b"tool"), ("bin/a\\b.exe", b"odd"), ("stranger.exe", b"s")],
+            &[("bin/tool.exe", b"tool"), ("stranger.exe", b"other content")],
+        );
+        let Err(PayloadError::Incomplete { problems, .. }) = Payload::load(dir.path(), &manifest) else {
+            panic!("expected problems")
+        };
+        assert_eq!(
+            problems,
+            vec![
+                PayloadProblem::Unexpected { path: "bin/a\\b.exe".into() },
+                PayloadProblem::Unexpected { path: "stranger.exe".into() },
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_checksum_lines_sort_by_line_number() {
+        let manifest = Manifest::from_yaml(MANIFEST, "test").unwrap();
+        let dir = write_payload(&[("bin/tool.exe", b"tool")], &[("bin/tool.exe", b"tool")]);
+        let listed = fs::read_to_string(dir.path().join(CHECKSUM_FILE_NAME)).unwrap();
+        let padding = "\n".repeat(300);
+        fs::write(dir.path().join(CHECKSUM_FILE_NAME), format!("{listed}bad one{padding}bad two\n")).unwrap();
+        let Err(PayloadError::Incomplete { problems, .. }) = Payload::load(dir.path(), &manifest) else {
+            panic!("expected problems")
+        };
+        let numbers: Vec<usize> = problems
+            .iter()
+            .map(|problem| match problem {
+                PayloadProblem::BadChecksumLine(line) => line.line_number,
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect();
+        assert_eq!(numbers, vec![2, 302]);
     }
 }
