@@ -448,4 +448,104 @@ mod tests {
         );
         assert!(node_ips(Some(&"10.0.0.1,10.0.0.2".to_owned())).is_err());
     }
+
+    const CONFIG: &str = r#"{"kind":"KubeletConfiguration","apiVersion":"kubelet.config.k8s.io/v1beta1",
+        "rotateCertificates":true,"authentication":{"x509":{"clientCAFile":"C:\\k\\kubelet-ca.crt"}}}"#;
+    const BOOTSTRAP: &str = "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://api:6443\n    \
+        certificate-authority: C:\\k\\bootstrap-ca.crt\nusers:\n- name: u\n  user:\n    token: t\n\
+        contexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n";
+
+    /// A host with the kubelet's files; `skip` leaves one out, `replace` overrides one's contents.
+    fn host(skip: Option<&str>, replace: Option<(&str, &str)>) -> (tempfile::TempDir, KubeletLaunch) {
+        let root = tempfile::tempdir().unwrap();
+        let files = [
+            ("k/kubelet.conf", CONFIG),
+            ("k/kubelet-ca.crt", "CA"),
+            ("k/bootstrap-ca.crt", "CA"),
+            ("k/bootstrap-kubeconfig", BOOTSTRAP),
+        ];
+        for (path, contents) in files {
+            if skip == Some(path) {
+                continue;
+            }
+            let contents = replace.filter(|(target, _)| *target == path).map_or(contents, |(_, text)| text);
+            std::fs::create_dir_all(root.path().join("k")).unwrap();
+            std::fs::write(root.path().join(path), contents).unwrap();
+        }
+        let args = strings(&[
+            r"-log-file=C:\var\log\kubelet\kubelet.log",
+            r"C:\k\kubelet.exe",
+            r"--config=C:\k\kubelet.conf",
+            r"--bootstrap-kubeconfig=C:\k\bootstrap-kubeconfig",
+            r"--kubeconfig=C:\k\kubeconfig",
+            r"--cert-dir=c:\var\lib\kubelet\pki\",
+            "--node-labels=node.openshift.io/os_id=Windows",
+            "--node-ip=203.0.113.7",
+        ]);
+        let launch = KubeletLaunch::new(args, root.path(), "WIN-A");
+        (root, launch)
+    }
+
+    #[test]
+    fn a_complete_host_bootstraps_with_the_bootstrap_kubeconfig() {
+        let (root, launch) = host(None, None);
+        let prepared = prepare(&launch).unwrap();
+        assert_eq!(prepared.node_name, "win-a");
+        assert!(prepared.config.rotate_certificates);
+        assert!(matches!(prepared.credentials, Credentials::Bootstrap(_)));
+        assert_eq!(
+            prepared.cert_file("kubelet-client-current.pem"),
+            r"c:\var\lib\kubelet\pki\kubelet-client-current.pem"
+        );
+        assert_eq!(prepared.cert_dir_on_disk, root.path().join("var/lib/kubelet/pki"));
+        assert_eq!(prepared.node_labels["node.openshift.io/os_id"], "Windows");
+    }
+
+    #[test]
+    fn a_missing_config_file_is_refused_naming_it() {
+        let (_root, launch) = host(Some("k/kubelet.conf"), None);
+        let refused = prepare(&launch).unwrap_err();
+        let LaunchRefused::ConfigFile { path, reason } = &refused else { panic!("{refused:?}") };
+        assert_eq!(path, r"C:\k\kubelet.conf");
+        assert!(reason.starts_with(r"open C:\k\kubelet.conf: "), "{reason}");
+        assert!(
+            refused.to_string().starts_with(r"failed to load kubelet config file, path: C:\k\kubelet.conf, error: ")
+        );
+    }
+
+    #[test]
+    fn an_invalid_bootstrap_kubeconfig_is_refused() {
+        let (_root, launch) = host(None, Some(("k/bootstrap-kubeconfig", "apiVersion: v1\nkind: Config\n")));
+        assert_eq!(
+            prepare(&launch).unwrap_err().to_string(),
+            r"failed to run Kubelet: unable to load bootstrap kubeconfig: C:\k\bootstrap-kubeconfig: no current-context"
+        );
+        let (_root, launch) = host(Some("k/bootstrap-ca.crt"), None);
+        let refused = prepare(&launch).unwrap_err().to_string();
+        assert!(refused.contains(r"certificate-authority: open C:\k\bootstrap-ca.crt"), "{refused}");
+    }
+
+    #[test]
+    fn without_any_kubeconfig_the_kubelet_refuses() {
+        let (_root, mut launch) = host(Some("k/bootstrap-kubeconfig"), None);
+        let refused = prepare(&launch).unwrap_err();
+        assert!(
+            matches!(&refused, LaunchRefused::BootstrapKubeconfig { reason } if reason.starts_with(r"open C:\k\bootstrap-kubeconfig"))
+        );
+        launch.args.retain(|arg| !arg.starts_with("--bootstrap-kubeconfig"));
+        assert!(matches!(prepare(&launch).unwrap_err(), LaunchRefused::Kubeconfig { .. }));
+        launch.args.retain(|arg| !arg.starts_with("--kubeconfig"));
+        assert_eq!(prepare(&launch).unwrap_err(), LaunchRefused::NoKubeconfig);
+    }
+
+    #[test]
+    fn a_missing_client_ca_and_forbidden_labels_are_refused() {
+        let (_root, launch) = host(Some("k/kubelet-ca.crt"), None);
+        assert!(
+            matches!(prepare(&launch).unwrap_err(), LaunchRefused::ClientCaFile { path, .. } if path == r"C:\k\kubelet-ca.crt")
+        );
+        let (_root, mut launch) = host(None, None);
+        launch.args.push("--node-labels=node-role.kubernetes.io/worker=".into());
+        assert!(matches!(prepare(&launch).unwrap_err(), LaunchRefused::FlagValue { flag: "--node-labels", .. }));
+    }
 }
