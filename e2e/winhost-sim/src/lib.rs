@@ -22,10 +22,15 @@
 
 pub mod argv;
 pub mod cmd;
+pub mod control;
 pub mod disk;
+pub mod driver;
+pub mod fleet;
 pub mod host;
 pub mod native;
 pub mod process;
 pub mod ps;
 pub mod sc;
 pub mod scm;
+pub mod sftp;
+pub mod ssh;

@@ -66,7 +66,7 @@ fn icacls(host: &mut Host, arguments: &[String]) -> Output {
             2,
         );
     }
-    let mut entries = host.acls.get(&path.key()).cloned().unwrap_or_else(|| inherited_acl().to_vec());
+    let mut entries = host.acls.get(&path.key()).cloned().unwrap_or_else(|| inherited_acl_of(&path));
     let mut index = 0;
     while index < options.len() {
         let option = options[index].to_ascii_lowercase();
@@ -89,13 +89,15 @@ fn icacls(host: &mut Host, arguments: &[String]) -> Output {
     Output::ok(format!("processed file: {target}\r\nSuccessfully processed 1 files; Failed processing 0 files\r\n"))
 }
 
-/// The ACL a file under `C:\ProgramData` inherits.
-pub fn inherited_acl() -> [String; 3] {
-    [
-        "NT AUTHORITY\\SYSTEM:F(I)".to_owned(),
-        "BUILTIN\\Administrators:F(I)".to_owned(),
-        "BUILTIN\\Users:RX(I)".to_owned(),
-    ]
+/// The ACL a file inherits: `C:\ProgramData\ssh` (created by the sshd installer) grants only SYSTEM and
+/// Administrators; elsewhere Users may read.
+pub fn inherited_acl_of(path: &WinPath) -> Vec<String> {
+    let mut entries = vec!["NT AUTHORITY\\SYSTEM:F(I)".to_owned(), "BUILTIN\\Administrators:F(I)".to_owned()];
+    let ssh_directory = WinPath::parse(r"C:\ProgramData\ssh").is_ok_and(|directory| path.starts_with(&directory));
+    if !ssh_directory {
+        entries.push("BUILTIN\\Users:RX(I)".to_owned());
+    }
+    entries
 }
 
 #[cfg(test)]

@@ -1189,8 +1189,7 @@ fn get_acl(session: &mut Session<'_>, call: &Call) -> Result<Vec<Value>, Flow> {
     if session.host.disk.entry(&path).is_none() {
         return fail(session, call, call.missing_path(&path_text));
     }
-    let entries =
-        session.host.acls.get(&path.key()).cloned().unwrap_or_else(|| crate::native::inherited_acl().to_vec());
+    let entries = session.host.acls.get(&path.key()).cloned().unwrap_or_else(|| crate::native::inherited_acl_of(&path));
     Ok(vec![Value::Object(Box::new(Object::typed(
         "System.Security.AccessControl.FileSecurity",
         vec![

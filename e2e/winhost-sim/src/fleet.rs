@@ -1,0 +1,162 @@
+//! A fleet of simulated hosts in one process: host `i` listens on `127.0.0.(10+i)`, reports node IP
+//! `203.0.113.(10+i)`, is called `winhost-<i>`, and keeps its `C:` drive under `<base>/<name>/C`.
+
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::disk::WinPath;
+use crate::host::{ADMIN_AUTHORIZED_KEYS, Host, Identity, Latency};
+use crate::ssh::{ServerError, SshServer, generate_key, lock};
+
+/// Why a fleet operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum FleetError {
+    /// The host's SSH server could not start.
+    #[error("host {name}: {source}")]
+    Server {
+        /// Host name.
+        name: String,
+        /// The error.
+        source: ServerError,
+    },
+    /// The host's disk could not be prepared.
+    #[error("host {name}: {source}")]
+    Disk {
+        /// Host name.
+        name: String,
+        /// The error.
+        source: crate::disk::DiskError,
+    },
+    /// No such host.
+    #[error("no host named {0}")]
+    UnknownHost(String),
+    /// A host with that name exists.
+    #[error("a host named {0} already exists")]
+    Duplicate(String),
+}
+
+/// What to create.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+pub struct NewHost {
+    /// Host name (default `winhost-<index>`).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// An OpenSSH public key line to authorize (none: the host waits for provisioning).
+    #[serde(default)]
+    pub authorized_key: Option<String>,
+    /// Windows build (default 20348).
+    #[serde(default)]
+    pub build: Option<u32>,
+}
+
+/// What tests and people need to reach a host.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct HostInfo {
+    /// Host name.
+    pub name: String,
+    /// FQDN.
+    pub fqdn: String,
+    /// SSH address.
+    pub ssh_address: SocketAddr,
+    /// Node IP (default-route address).
+    pub node_ip: Ipv4Addr,
+    /// Windows build.
+    pub build: u32,
+    /// Host key (OpenSSH public key line).
+    pub host_key: String,
+    /// Directory backing `C:\`.
+    pub c_drive: PathBuf,
+}
+
+/// The hosts of one simulator process.
+#[derive(Debug)]
+pub struct Fleet {
+    base: PathBuf,
+    port: u16,
+    latency: Latency,
+    next_index: u8,
+    hosts: BTreeMap<String, Arc<SshServer>>,
+}
+
+impl Fleet {
+    /// An empty fleet keeping disks under `base`, listening on `port`.
+    pub fn new(base: PathBuf, port: u16, latency: Latency) -> Fleet {
+        Fleet { base, port, latency, next_index: 0, hosts: BTreeMap::new() }
+    }
+
+    /// Starts a host.
+    ///
+    /// # Errors
+    /// [`FleetError`] if the name is taken, the disk or the server cannot be set up.
+    pub async fn add(&mut self, request: NewHost) -> Result<HostInfo, FleetError> {
+        let index = self.next_index;
+        self.next_index = self.next_index.wrapping_add(1);
+        let name = request.name.unwrap_or_else(|| format!("winhost-{index}"));
+        if self.hosts.contains_key(&name) {
+            return Err(FleetError::Duplicate(name));
+        }
+        let octet = 10u8.saturating_add(index);
+        let identity = Identity {
+            hostname: name.clone(),
+            fqdn: format!("{name}.sim.test"),
+            build: request.build.unwrap_or(20348),
+            ubr: 2340,
+            node_ip: Ipv4Addr::new(203, 0, 113, octet),
+        };
+        let disk_error = |source| FleetError::Disk { name: name.clone(), source };
+        let host = Host::new(identity, &self.base.join(&name), self.latency).map_err(disk_error)?;
+        if let Some(key) = &request.authorized_key {
+            let path = WinPath::parse(ADMIN_AUTHORIZED_KEYS).map_err(disk_error)?;
+            host.disk.write(&path, format!("{}\r\n", key.trim()).as_bytes()).map_err(disk_error)?;
+        }
+        let server_error = |source| FleetError::Server { name: name.clone(), source };
+        let address = SocketAddr::from((Ipv4Addr::new(127, 0, 0, octet), self.port));
+        let server =
+            SshServer::start(address, host, generate_key().map_err(server_error)?).await.map_err(server_error)?;
+        let server = Arc::new(server);
+        crate::driver::spawn(Arc::clone(&server));
+        self.hosts.insert(name.clone(), server);
+        self.info(&name)
+    }
+
+    /// Stops and forgets a host (its disk stays).
+    ///
+    /// # Errors
+    /// [`FleetError::UnknownHost`].
+    pub fn remove(&mut self, name: &str) -> Result<(), FleetError> {
+        self.hosts.remove(name).map(|_| ()).ok_or_else(|| FleetError::UnknownHost(name.to_owned()))
+    }
+
+    /// A host's server.
+    ///
+    /// # Errors
+    /// [`FleetError::UnknownHost`].
+    pub fn server(&self, name: &str) -> Result<Arc<SshServer>, FleetError> {
+        self.hosts.get(name).cloned().ok_or_else(|| FleetError::UnknownHost(name.to_owned()))
+    }
+
+    /// A host's connection facts.
+    ///
+    /// # Errors
+    /// [`FleetError::UnknownHost`].
+    pub fn info(&self, name: &str) -> Result<HostInfo, FleetError> {
+        let server = self.server(name)?;
+        let host = lock(&server.host);
+        Ok(HostInfo {
+            name: name.to_owned(),
+            fqdn: host.identity.fqdn.clone(),
+            ssh_address: server.address,
+            node_ip: host.identity.node_ip,
+            build: host.identity.build,
+            host_key: server.host_key(),
+            c_drive: host.disk.drive_root().to_path_buf(),
+        })
+    }
+
+    /// Every host's facts.
+    pub fn list(&self) -> Vec<HostInfo> {
+        self.hosts.keys().filter_map(|name| self.info(name).ok()).collect()
+    }
+}

@@ -1,0 +1,273 @@
+//! The simulator against its two peers: the product's command builders and parsers (`wmco-windows-services`),
+//! whose commands must get the results Windows gives, and a real SSH client (libssh2 via `ssh2`) plus the control
+//! interface over HTTP.
+
+use std::net::Ipv4Addr;
+
+use anyhow::Context;
+use winhost_sim::host::{Host, Identity, Latency};
+use wmco_windows_services::{
+    LogRotation, NodeInputs, Platform, ProbeRequest, ScCommand, ServiceName, ServiceState, StartType, Verbosity,
+    WinPath, node_services, parse_sc_failure, parse_sc_qc, parse_sc_query,
+};
+
+fn inputs() -> NodeInputs {
+    NodeInputs {
+        node_ip: Ipv4Addr::new(203, 0, 113, 10),
+        node_name: "winhost-a".into(),
+        api_server_url: "https://api-int.example.test:6443".into(),
+        platform: Platform::None,
+        verbosity: Verbosity::Normal,
+        log_rotation: LogRotation::default(),
+        hybrid_overlay_vxlan_port: None,
+        cloud_provider: None,
+        cloud_config: None,
+    }
+}
+
+fn host() -> anyhow::Result<(tempfile::TempDir, Host)> {
+    let root = tempfile::tempdir()?;
+    let identity = Identity {
+        hostname: "winhost-a".into(),
+        fqdn: "winhost-a.sim.test".into(),
+        build: 20348,
+        ubr: 2340,
+        node_ip: Ipv4Addr::new(203, 0, 113, 10),
+    };
+    let host = Host::new(identity, root.path(), Latency::zero())?;
+    Ok((root, host))
+}
+
+fn put(host: &Host, path: &str, contents: &[u8]) -> anyhow::Result<()> {
+    let path = winhost_sim::disk::WinPath::parse(path)?;
+    host.disk.create_dir_all(&path.parent().context("no parent")?)?;
+    host.disk.write(&path, contents)?;
+    Ok(())
+}
+
+#[test]
+fn product_commands_get_windows_results() -> anyhow::Result<()> {
+    let (_root, mut host) = host()?;
+    let services = node_services(&inputs())?;
+    for service in &services {
+        for binary in service.spec.binaries() {
+            put(&host, binary.as_str(), b"MZ")?;
+        }
+        let create = ScCommand::Create(Box::new(service.spec.clone())).render()?;
+        let output = host.exec("test", &create.line);
+        assert_eq!((output.code, output.stdout.as_str()), (0, "[SC] CreateService SUCCESS\r\n"), "{}", create.line);
+        let description =
+            ScCommand::Description { name: service.spec.name.clone(), text: service.spec.description.clone() }
+                .render()?;
+        assert_eq!(host.exec("test", &description.line).code, 0, "{}", description.line);
+        let failure =
+            ScCommand::Failure { name: service.spec.name.clone(), actions: service.spec.recovery.clone() }.render()?;
+        assert_eq!(host.exec("test", &failure.line).code, 0, "{}", failure.line);
+        let flag =
+            ScCommand::FailureFlag { name: service.spec.name.clone(), enabled: service.spec.failure_flag }.render()?;
+        assert_eq!(host.exec("test", &flag.line).code, 0, "{}", flag.line);
+    }
+
+    let mut request = ProbeRequest::default();
+    for service in &services {
+        request.services.insert(service.spec.name.clone());
+    }
+    request.services.insert(ServiceName::new("absent")?);
+    request.files.insert(WinPath::parse(r"C:\k\kubelet.exe")?);
+    request.files.insert(WinPath::parse(r"C:\k\none.exe")?);
+    request.directories.insert(WinPath::parse(r"C:\k")?);
+    let probe = request.script().render()?;
+    let script = probe.script_file.as_ref().context("seven services make the probe a -File script")?;
+    put(&host, script.path.as_str(), &script.contents)?;
+    let output = host.exec("test", &probe.line);
+    assert_eq!((output.code, output.stderr.as_str()), (0, ""), "{}", output.stdout);
+    let observed = request.parse_output(&output.stdout)?;
+    assert_eq!(observed.services.len(), services.len(), "the absent service is missing from the map");
+    for service in &services {
+        let seen = &observed.services[&service.spec.name];
+        assert_eq!(seen.state, Some(ServiceState::Stopped));
+        assert_eq!(seen.image_path.as_deref(), Some(service.spec.command.image_path().as_str()));
+        assert_eq!(seen.start, Some(service.spec.start));
+        assert_eq!(seen.dependencies, service.spec.dependencies);
+        assert_eq!(seen.description.as_deref(), Some(service.spec.description.as_str()));
+        assert_eq!(seen.recovery.as_ref(), Some(&service.spec.recovery));
+        assert_eq!(seen.failure_flag, service.spec.failure_flag);
+        assert!(!seen.marked_for_deletion);
+    }
+    let kubelet_hash = observed.files[&WinPath::parse(r"C:\k\kubelet.exe")?].as_ref().map(|hash| hash.to_string());
+    let expected = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(b"MZ"));
+    assert_eq!(kubelet_hash.map(|hash| hash.to_lowercase()), Some(expected));
+    assert_eq!(observed.files[&WinPath::parse(r"C:\k\none.exe")?], None);
+    assert!(observed.directories[&WinPath::parse(r"C:\k")?]);
+
+    let containerd = ServiceName::new("containerd")?;
+    let qc = host.exec("test", &ScCommand::Qc(containerd.clone()).render()?.line);
+    let config = parse_sc_qc(&qc.stdout)?;
+    assert_eq!(config.start, Some(StartType::Auto));
+    let query = host.exec("test", &ScCommand::Query(containerd.clone()).render()?.line);
+    assert_eq!(parse_sc_query(&query.stdout)?.state, ServiceState::Stopped);
+    assert_eq!(parse_sc_query(&query.stdout)?.win32_exit_code, 1077);
+    let start_line = ScCommand::Start(containerd.clone()).render()?.line;
+    let start = host.exec("test", &start_line);
+    assert_eq!((start.code, parse_sc_query(&start.stdout)?.state), (0, ServiceState::StartPending));
+    let query = host.exec("test", &ScCommand::Query(containerd.clone()).render()?.line);
+    let status = parse_sc_query(&query.stdout)?;
+    assert_eq!((status.state, status.win32_exit_code), (ServiceState::Stopped, 1067), "no config file: it exits");
+    let log = host.disk.read(&winhost_sim::disk::WinPath::parse(r"C:\var\log\containerd\containerd.refused.log")?)?;
+    assert!(String::from_utf8(log)?.contains("containerd_conf.toml"));
+    put(&host, r"C:\k\containerd\containerd_conf.toml", b"version = 2\n")?;
+    assert_eq!(host.exec("test", &start_line).code, 0);
+    let query = host.exec("test", &ScCommand::Query(containerd.clone()).render()?.line);
+    assert_eq!(parse_sc_query(&query.stdout)?.state, ServiceState::Running);
+    let again = host.exec("test", &start_line);
+    let failure = parse_sc_failure(&again.stdout, again.code).context("sc start of a running service fails")?;
+    assert_eq!(failure.code.code(), 1056);
+    let missing = host.exec("test", &ScCommand::Query(ServiceName::new("absent")?).render()?.line);
+    assert_eq!(parse_sc_failure(&missing.stdout, missing.code).map(|failure| failure.code.code()), Some(1060));
+    assert!(host.unknown_commands.is_empty(), "{:?}", host.unknown_commands);
+    Ok(())
+}
+
+/// A small product probe fits an `-EncodedCommand` line: environment, firewall and registry sections.
+#[test]
+fn encoded_probe_reads_environment_firewall_and_registry() -> anyhow::Result<()> {
+    use wmco_windows_services::{EnvVarName, RegistryData, RegistryKey, RegistryValueName};
+    let (_root, mut host) = host()?;
+    host.set_machine_env("HTTP_PROXY", Some("http://proxy:3128"));
+    let mut request = ProbeRequest::default();
+    request.machine_env.insert(EnvVarName::new("HTTP_PROXY")?);
+    request.machine_env.insert(EnvVarName::new("NO_PROXY")?);
+    request.firewall_rules.insert("ContainerLogsPort".to_owned());
+    let build_key =
+        (RegistryKey::new(r"HKLM\SOFTWARE\Microsoft\Windows NT\CurrentVersion")?, RegistryValueName::new("UBR")?);
+    request.registry_values.insert(build_key.clone());
+    let rendered = request.script().render()?;
+    assert!(rendered.script_file.is_none());
+    let output = host.exec("test", &rendered.line);
+    assert_eq!((output.code, output.stderr.as_str()), (0, ""));
+    let observed = request.parse_output(&output.stdout)?;
+    assert_eq!(observed.machine_env[&EnvVarName::new("HTTP_PROXY")?].as_deref(), Some("http://proxy:3128"));
+    assert_eq!(observed.machine_env[&EnvVarName::new("NO_PROXY")?], None);
+    assert_eq!(observed.firewall_rules["ContainerLogsPort"], None);
+    assert_eq!(observed.registry_values[&build_key], Some(RegistryData::Dword(2340)));
+    Ok(())
+}
+
+/// Minimal HTTP/1.1 client for the control interface.
+fn http(address: std::net::SocketAddr, method: &str, path: &str, body: &str) -> anyhow::Result<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(address)?;
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: sim\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response)?;
+    let status = response.get(9..12).context("short response")?.parse()?;
+    let body = response.split_once("\r\n\r\n").map(|(_, body)| body.to_owned()).unwrap_or_default();
+    Ok((status, body))
+}
+
+fn run(session: &ssh2::Session, line: &str) -> anyhow::Result<(String, String, i32)> {
+    use std::io::Read;
+    let mut channel = session.channel_session()?;
+    channel.exec(line)?;
+    channel.send_eof()?;
+    let mut stdout = String::new();
+    channel.read_to_string(&mut stdout)?;
+    let mut stderr = String::new();
+    channel.stderr().read_to_string(&mut stderr)?;
+    channel.wait_close()?;
+    Ok((stdout, stderr, channel.exit_status()?))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ssh_sftp_and_control_interface() -> anyhow::Result<()> {
+    let state = tempfile::tempdir()?;
+    let key = winhost_sim::ssh::generate_key()?;
+    let public = key.public_key().to_openssh()?;
+    let pem = key.to_openssh(russh::keys::ssh_key::LineEnding::LF)?.to_string();
+    let fleet = std::sync::Arc::new(tokio::sync::Mutex::new(winhost_sim::fleet::Fleet::new(
+        state.path().to_path_buf(),
+        0,
+        Latency::zero(),
+    )));
+    let control = winhost_sim::control::start(0, std::sync::Arc::clone(&fleet)).await?;
+    let request = winhost_sim::fleet::NewHost { authorized_key: Some(public), ..Default::default() };
+    let info = fleet.lock().await.add(request).await?;
+    assert_eq!(info.ssh_address.ip().to_string(), "127.0.0.10");
+    assert_eq!(info.node_ip.to_string(), "203.0.113.10");
+    let address = info.ssh_address;
+    let name = info.name.clone();
+    let bare = fleet.lock().await.add(winhost_sim::fleet::NewHost::default()).await?;
+
+    let result = tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+        let connect = |address: std::net::SocketAddr| -> anyhow::Result<ssh2::Session> {
+            let mut session = ssh2::Session::new()?;
+            session.set_tcp_stream(std::net::TcpStream::connect(address)?);
+            session.handshake()?;
+            session.userauth_pubkey_memory("Administrator", None, &pem, None)?;
+            Ok(session)
+        };
+        assert!(connect(bare.ssh_address).is_err(), "an unprovisioned host has no authorized key");
+        let session = connect(address)?;
+        assert_eq!(run(&session, "hostname")?, ("winhost-0\r\n".to_owned(), String::new(), 0));
+        let (stdout, _, code) = run(&session, "sc.exe query nosuch")?;
+        assert_eq!(code, 1060);
+        assert!(stdout.starts_with("[SC] EnumQueryServicesStatus:OpenService FAILED 1060:"));
+
+        let sftp = session.sftp()?;
+        sftp.mkdir(std::path::Path::new("/C:/k"), 0o755)?;
+        let mut file = sftp.create(std::path::Path::new("C:/k/a.txt"))?;
+        std::io::Write::write_all(&mut file, b"first")?;
+        drop(file);
+        let mut file = sftp.create(std::path::Path::new("C:/k/b.txt"))?;
+        std::io::Write::write_all(&mut file, b"second")?;
+        drop(file);
+        let renamed = sftp.rename(
+            std::path::Path::new("C:/k/b.txt"),
+            std::path::Path::new("C:/k/a.txt"),
+            Some(ssh2::RenameFlags::empty()),
+        );
+        assert!(renamed.is_err(), "a plain rename onto an existing file fails on Windows");
+        let (stdout, _, code) =
+            run(&session, r"powershell.exe -NoProfile -Command Get-Content -LiteralPath 'C:\k\a.txt' -Raw")?;
+        assert_eq!((stdout.as_str(), code), ("first\r\n", 0));
+        Ok(())
+    })
+    .await?;
+    result?;
+
+    let (status, body) = http(control, "GET", &format!("/hosts/{name}/commands"), "")?;
+    assert_eq!(status, 200);
+    let commands: serde_json::Value = serde_json::from_str(&body)?;
+    assert_eq!(commands[0]["line"], "hostname");
+    assert!(commands[0]["client"].as_str().is_some_and(|client| client.starts_with("SSH-2.0-libssh2")), "{body}");
+    assert_eq!(commands[1]["exit_code"], 1060);
+    let (status, body) =
+        http(control, "POST", &format!("/hosts/{name}/file-hashes"), r#"{"paths":["C:\\k\\a.txt","C:\\k\\z"]}"#)?;
+    assert_eq!(status, 200);
+    let hashes: serde_json::Value = serde_json::from_str(&body)?;
+    assert_eq!(hashes[r"C:\k\a.txt"], hex::encode(<sha2::Sha256 as sha2::Digest>::digest(b"first")));
+    assert_eq!(hashes[r"C:\k\z"], serde_json::Value::Null);
+    let (status, body) = http(control, "GET", &format!("/hosts/{name}/unknown-commands"), "")?;
+    assert_eq!((status, body.as_str()), (200, "[]"));
+    let (status, body) = http(
+        control,
+        "POST",
+        "/hosts/winhost-1/provision",
+        r#"{"user_data":"New-Item -ItemType Directory -Force -Path 'C:\\k' | Out-Null\nSet-Content -LiteralPath 'C:\\k\\p.txt' -Value 'provisioned' -Encoding ascii\nexit 3"}"#,
+    )?;
+    assert_eq!(status, 200);
+    let output: serde_json::Value = serde_json::from_str(&body)?;
+    assert_eq!((output["code"].as_u64(), output["stderr"].as_str()), (Some(3), Some("")));
+    let (status, _) = http(control, "POST", &format!("/hosts/{name}/faults"), r#"{"fail_next":1}"#)?;
+    assert_eq!(status, 200);
+    let (status, body) = http(control, "POST", &format!("/hosts/{name}/host-key"), "")?;
+    assert_eq!(status, 200);
+    assert!(body.contains("ssh-ed25519"));
+    let (status, _) = http(control, "GET", "/hosts/nosuch/services", "")?;
+    assert_eq!(status, 404);
+    Ok(())
+}
