@@ -125,7 +125,8 @@ pub struct WindowsInstanceStatus {
     /// The last error, as a sentence naming the step and what to do.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
-    /// Standard conditions.
+    /// Standard conditions, one per type (a map list, so server-side apply merges them by type).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
 }
