@@ -718,6 +718,42 @@ mod tests {
     }
 
     #[test]
+    fn machine_with_an_old_key_is_replaced_within_the_budget_and_counted() {
+        let mut rotated = configured("b-rotated", InstanceKind::Machine, "0.9.0");
+        node_mut(&mut rotated).pub_key_hash = Some("old-key".into());
+        let fleet = fleet(vec![rotated, configured("a-old", InstanceKind::Machine, "0.9.0")]);
+        let mut policy = policy();
+        policy.max_unavailable = 2;
+
+        let plan = plan(&fleet, &policy);
+
+        assert_eq!(
+            actions(&plan),
+            vec![("a-old", Action::Upgrade), ("b-rotated", Action::Rekey { method: RekeyMethod::ReplaceMachine })]
+        );
+        assert_eq!(
+            plan.decision("b-rotated").map(|d| (d.reason.clone(), d.unavailable)),
+            Some((Reason::KeyRotated, true))
+        );
+        assert_eq!(plan.summary.unavailable_after, 2);
+    }
+
+    #[test]
+    fn byoh_with_an_old_key_and_an_old_version_is_rekeyed_first_without_budget() {
+        let mut stale = configured("stale", InstanceKind::Byoh, "0.9.0");
+        node_mut(&mut stale).pub_key_hash = Some("old-key".into());
+        let mut policy = policy();
+        policy.max_unavailable = 0;
+
+        let plan = plan(&fleet(vec![stale]), &policy);
+
+        assert_eq!(actions(&plan), vec![("stale", Action::Rekey { method: RekeyMethod::VerifyByohKey })]);
+        assert!(!plan.decisions[0].unavailable);
+        assert_eq!(plan.summary.concurrent_configurations, 1);
+        assert_eq!(plan.warnings, vec![]);
+    }
+
+    #[test]
     fn node_newer_than_operator_is_reconfigured_with_a_warning() {
         let plan = plan(&fleet(vec![configured("ahead", InstanceKind::Byoh, "1.1.0")]), &policy());
 
