@@ -39,13 +39,15 @@ pub(crate) enum CsrProblem {
     Timeout { name: String, waited: Duration },
 }
 
-/// Creates a request on `signer` and waits up to `wait` for its certificate (PEM).
+/// Creates a request on `signer`, tells `on_created` its name, and waits up to `wait` for its certificate (PEM).
+/// Returns the request's name and the certificate.
 pub(crate) async fn request_certificate(
     client: &kube::Client,
     signer: &str,
     usages: &[&str],
     request_pem: &str,
     wait: Duration,
+    on_created: impl FnOnce(&str),
 ) -> Result<(String, String), CsrProblem> {
     let api: Api<CertificateSigningRequest> = Api::all(client.clone());
     let object = CertificateSigningRequest {
@@ -64,7 +66,7 @@ pub(crate) async fn request_certificate(
     if name.is_empty() {
         return Err(CsrProblem::Incomplete { name });
     }
-    tracing::info!(csr = %name, signer, "created certificate signing request");
+    on_created(&name);
     let certificate = tokio::time::timeout(wait, wait_for_certificate(&api, &name, &uid))
         .await
         .map_err(|_| CsrProblem::Timeout { name: name.clone(), waited: wait })??;

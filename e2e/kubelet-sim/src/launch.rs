@@ -58,6 +58,23 @@ impl KubeletLaunch {
             kubelet_version: crate::node::DEFAULT_KUBELET_VERSION.to_owned(),
         }
     }
+
+    /// The `-log-file` of a leading `kube-log-runner` part (a Windows path), where the service's output goes.
+    ///
+    /// ```
+    /// let launch = wmco_kubelet_sim::KubeletLaunch::new(
+    ///     vec![r"-log-file=C:\var\log\kubelet\kubelet.log".into(), r"C:\k\kubelet.exe".into()],
+    ///     "/hosts/win-a/C",
+    ///     "WIN-A",
+    /// );
+    /// assert_eq!(launch.log_file(), Some(r"C:\var\log\kubelet\kubelet.log"));
+    /// ```
+    pub fn log_file(&self) -> Option<&str> {
+        self.args
+            .iter()
+            .take_while(|arg| arg.starts_with('-') && !arg.starts_with("--"))
+            .find_map(|arg| arg.strip_prefix("-log-file="))
+    }
 }
 
 /// Why the kubelet refuses to start; the text is what it would log before exiting.

@@ -40,7 +40,7 @@ mod pods;
 mod run;
 mod taint;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use tokio::sync::watch;
 
@@ -114,9 +114,9 @@ impl Kubelet {
             serving_certificate: false,
             last_problem: None,
         });
-        let shared = Arc::new(run::Shared { status, node_client: OnceLock::new() });
         let node_name = prepared.node_name.clone();
-        tracing::info!(node = %node_name, "kubelet starting");
+        let shared = Arc::new(run::Shared::new(node_name.clone(), status));
+        shared.info(format!("kubelet starting for node {node_name}"));
         let task = tokio::spawn(run::run(prepared, facts, shared.clone()));
         Ok(KubeletHandle { node_name, task, shared })
     }
@@ -140,11 +140,18 @@ impl KubeletHandle {
         self.shared.node_client.get().cloned()
     }
 
+    /// What the kubelet logged so far (the last 10,000 lines): `<I|E> <RFC 3339 time> <message>`, for example
+    /// `I 2026-01-01T00:00:00Z created client certificate signing request csr-abcde`. A simulated host can copy
+    /// these lines to `C:\var\log\kubelet\kubelet.log`.
+    pub fn journal(&self) -> Vec<String> {
+        self.shared.journal.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().cloned().collect()
+    }
+
     /// Stops the kubelet: heartbeats, Lease renewals, CSR waits and pod handling end at once, as when the service
     /// process exits. Its Node turns `Unknown` once the node-lifecycle controller's grace period passes.
     pub async fn stop(self) {
         self.task.abort();
         let _ = self.task.await;
-        tracing::info!(node = %self.node_name, "kubelet stopped");
+        self.shared.info(format!("kubelet for node {} stopped", self.node_name));
     }
 }

@@ -3,6 +3,7 @@
 //! containers, and finishes off pods being deleted with a grace-0 delete guarded by the pod's UID.
 
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Pod;
@@ -10,24 +11,27 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use serde_json::json;
 
+use crate::run::Shared;
+
 /// Runs the pod loop until the task is aborted.
-pub(crate) async fn run(client: kube::Client, node_name: String, host_ips: Vec<IpAddr>) {
+pub(crate) async fn run(client: kube::Client, node_name: String, host_ips: Vec<IpAddr>, shared: Arc<Shared>) {
     let pods: Api<Pod> = Api::all(client.clone());
     let config = watcher::Config::default().fields(&format!("spec.nodeName={node_name}"));
     let mut events = watcher(pods, config).default_backoff().applied_objects().boxed();
     while let Some(event) = events.next().await {
         match event {
             Ok(pod) => {
-                if let Err(error) = handle(&client, &pod, &host_ips).await {
-                    tracing::warn!(node = %node_name, pod = ?pod.metadata.name, %error, "pod sync failed");
+                if let Err(error) = handle(&client, &pod, &host_ips, &shared).await {
+                    let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
+                    shared.problem(format!("error syncing pod {pod_name}: {error}"));
                 }
             }
-            Err(error) => tracing::warn!(node = %node_name, %error, "pod watch failed"),
+            Err(error) => shared.problem(format!("watch of the pods on node {node_name} failed: {error}")),
         }
     }
 }
 
-async fn handle(client: &kube::Client, pod: &Pod, host_ips: &[IpAddr]) -> Result<(), kube::Error> {
+async fn handle(client: &kube::Client, pod: &Pod, host_ips: &[IpAddr], shared: &Shared) -> Result<(), kube::Error> {
     let (Some(name), Some(namespace)) = (&pod.metadata.name, &pod.metadata.namespace) else { return Ok(()) };
     let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
     if pod.metadata.deletion_timestamp.is_some() {
@@ -37,7 +41,7 @@ async fn handle(client: &kube::Client, pod: &Pod, host_ips: &[IpAddr]) -> Result
             ..DeleteParams::default()
         };
         match api.delete(name, &params).await {
-            Ok(_) => tracing::info!(pod = %name, namespace, "pod deleted"),
+            Ok(_) => shared.info(format!("pod {namespace}/{name} terminated and deleted")),
             Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {}
             Err(error) => return Err(error),
         }
@@ -47,7 +51,7 @@ async fn handle(client: &kube::Client, pod: &Pod, host_ips: &[IpAddr]) -> Result
         return Ok(());
     }
     api.patch_status(name, &PatchParams::default(), &Patch::Merge(running_status(pod, host_ips))).await?;
-    tracing::info!(pod = %name, namespace, "pod running");
+    shared.info(format!("pod {namespace}/{name} running"));
     Ok(())
 }
 

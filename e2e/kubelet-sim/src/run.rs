@@ -2,8 +2,9 @@
 //! client certificate (bootstrap CSR, or the stored one), register the Node, then heartbeat (status patches and
 //! the Lease), request a serving certificate after the first status patch, and run the pods bound to the node.
 
+use std::collections::VecDeque;
 use std::net::IpAddr;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -32,20 +33,46 @@ const REGISTRATION_RETRY_MAX: Duration = Duration::from_secs(7);
 /// The namespace of node Leases.
 const LEASE_NAMESPACE: &str = "kube-node-lease";
 
+/// How many journal lines a kubelet keeps (the oldest are dropped first).
+const JOURNAL_LINES: usize = 10_000;
+
 /// Shared between the task and its handle.
 pub(crate) struct Shared {
+    pub node_name: String,
     pub status: watch::Sender<KubeletStatus>,
     pub node_client: OnceLock<kube::Client>,
+    pub journal: Mutex<VecDeque<String>>,
 }
 
 impl Shared {
+    pub(crate) fn new(node_name: String, status: watch::Sender<KubeletStatus>) -> Self {
+        Self { node_name, status, node_client: OnceLock::new(), journal: Mutex::new(VecDeque::new()) }
+    }
+
     fn phase(&self, phase: KubeletPhase) {
         self.status.send_modify(|status| status.phase = phase);
     }
 
-    fn problem(&self, problem: String) {
-        tracing::warn!(%problem, "kubelet");
+    /// Records a notable event (klog severity `I`).
+    pub(crate) fn info(&self, message: String) {
+        tracing::info!(node = %self.node_name, "{message}");
+        self.record('I', &message);
+    }
+
+    /// Records a problem (klog severity `E`) and remembers it as the last one.
+    pub(crate) fn problem(&self, problem: String) {
+        tracing::warn!(node = %self.node_name, "{problem}");
+        self.record('E', &problem);
         self.status.send_modify(|status| status.last_problem = Some(problem));
+    }
+
+    fn record(&self, severity: char, message: &str) {
+        let line = format!("{severity} {} {message}", jiff::Timestamp::now());
+        let mut journal = self.journal.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if journal.len() == JOURNAL_LINES {
+            journal.pop_front();
+        }
+        journal.push_back(line);
     }
 }
 
@@ -73,7 +100,7 @@ pub(crate) async fn run(prepared: Prepared, facts: NodeFacts, shared: Arc<Shared
     let _ = shared.node_client.set(client.clone());
     if !prepared.config.register_node {
         shared.phase(KubeletPhase::Running);
-        crate::pods::run(client, facts.name, facts.ips).await;
+        crate::pods::run(client, facts.name, facts.ips, shared).await;
         return;
     }
     shared.phase(KubeletPhase::Registering);
@@ -86,7 +113,7 @@ pub(crate) async fn run(prepared: Prepared, facts: NodeFacts, shared: Arc<Shared
     if prepared.config.server_tls_bootstrap {
         tasks.spawn(serving_certificate(client.clone(), prepared, facts.name.clone(), addresses, shared.clone()));
     }
-    tasks.spawn(crate::pods::run(client, facts.name.clone(), facts.ips.clone()));
+    tasks.spawn(crate::pods::run(client, facts.name.clone(), facts.ips.clone(), shared));
     while tasks.join_next().await.is_some() {}
 }
 
@@ -108,7 +135,7 @@ async fn client_connection(prepared: &Prepared, shared: &Shared) -> Connection {
             }
             return connection;
         }
-        match bootstrap_certificate(prepared, bootstrap).await {
+        match bootstrap_certificate(prepared, bootstrap, shared).await {
             Ok(()) => continue,
             Err(problem) => shared.problem(problem),
         }
@@ -146,16 +173,22 @@ async fn write_kubeconfig(prepared: &Prepared, bootstrap: &Connection, current_p
 }
 
 /// One bootstrap attempt: a new key, a client CSR with the bootstrap credentials, the stored result.
-async fn bootstrap_certificate(prepared: &Prepared, bootstrap: &Connection) -> Result<(), String> {
+async fn bootstrap_certificate(prepared: &Prepared, bootstrap: &Connection, shared: &Shared) -> Result<(), String> {
     let generated = certs::new_request(&prepared.node_name, &SubjectAltNames::default())?;
     let client = bootstrap.client().await?;
-    let (name, certificate) =
-        csr::request_certificate(&client, CLIENT_SIGNER, &CLIENT_USAGES, &generated.request_pem, CERTIFICATE_WAIT)
-            .await
-            .map_err(|problem| problem.to_string())?;
+    let (name, certificate) = csr::request_certificate(
+        &client,
+        CLIENT_SIGNER,
+        &CLIENT_USAGES,
+        &generated.request_pem,
+        CERTIFICATE_WAIT,
+        |name| shared.info(format!("created client certificate signing request {name}")),
+    )
+    .await
+    .map_err(|problem| problem.to_string())?;
     certs::store(&prepared.cert_dir_on_disk, "kubelet-client", &certificate, &generated.key_pem)
         .map_err(|error| format!("store the client certificate in {}: {error}", prepared.cert_dir))?;
-    tracing::info!(csr = %name, node = %prepared.node_name, "client certificate issued");
+    shared.info(format!("client certificate issued for CSR {name}, stored in {}", prepared.cert_dir));
     Ok(())
 }
 
@@ -185,7 +218,7 @@ async fn register(client: &kube::Client, facts: &NodeFacts, shared: &Shared) -> 
         };
         match attempt {
             Ok(node) => {
-                tracing::info!(node = %facts.name, "node registered");
+                shared.info(format!("successfully registered node {}", facts.name));
                 return node;
             }
             Err(error) => shared.problem(format!("unable to register node {} with API server: {error}", facts.name)),
@@ -345,12 +378,13 @@ async fn request_serving(
                 &SERVING_USAGES,
                 &generated.request_pem,
                 CERTIFICATE_WAIT,
+                |name| shared.info(format!("created serving certificate signing request {name}")),
             )
             .await
             .map_err(|problem| problem.to_string())?;
             certs::store(&prepared.cert_dir_on_disk, "kubelet-server", &certificate, &generated.key_pem)
                 .map_err(|error| format!("store the serving certificate in {}: {error}", prepared.cert_dir))?;
-            tracing::info!(csr = %name, node = node_name, "serving certificate issued");
+            shared.info(format!("serving certificate issued for CSR {name}, stored in {}", prepared.cert_dir));
             Ok::<(), String>(())
         };
         match attempt.await {

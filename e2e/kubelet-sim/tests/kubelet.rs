@@ -174,11 +174,14 @@ async fn a_kubelet_bootstraps_registers_runs_a_pod_and_goes_unknown_when_stopped
     lay_out_host(&drive, &control_plane, &token)?;
     let args = kubelet_args(control_plane.api_server_url())?;
     let launch = KubeletLaunch::new(args.clone(), &c_drive, "WIN-E2E-HOST");
+    assert_eq!(launch.log_file(), Some(r"C:\var\log\kubelet\kubelet.log"));
+    let started = std::time::Instant::now();
 
     // Bootstrap: the kubeconfig is written at once (rotation on), then a client CSR made as the node-bootstrapper.
     let kubelet = Kubelet::start(launch.clone()).await?;
     assert_eq!(kubelet.node_name(), NODE_NAME);
     let client_csr = pending_csr(&control_plane, CLIENT_SIGNER).await?;
+    eprintln!("figure: start to client CSR listed: {:?}", started.elapsed());
     let kubeconfig = std::fs::read_to_string(drive.resolve(r"C:\k\kubeconfig")?)?;
     assert!(kubeconfig.contains(r"C:\var\lib\kubelet\pki\kubelet-client-current.pem"), "{kubeconfig}");
     assert!(kubeconfig.contains(r"C:\k\bootstrap-ca.crt"), "{kubeconfig}");
@@ -194,6 +197,7 @@ async fn a_kubelet_bootstraps_registers_runs_a_pod_and_goes_unknown_when_stopped
     assert_eq!(csr_sans(&client_csr)?, ("O=system:nodes, CN=system:node:win-e2e".to_owned(), vec![]));
     assert_eq!(kubelet.status().phase, KubeletPhase::Bootstrapping);
     approve(&control_plane, client_csr.metadata.name.as_deref().context("unnamed CSR")?).await?;
+    let approved = std::time::Instant::now();
 
     // Registration with the node's own certificate: a Ready Node with the node IP, its labels and taint.
     let nodes: Api<Node> = Api::all(control_plane.admin_client());
@@ -201,6 +205,7 @@ async fn a_kubelet_bootstraps_registers_runs_a_pod_and_goes_unknown_when_stopped
         Ok(nodes.get_opt(NODE_NAME).await?.filter(|node| ready_status(node).as_deref() == Some("True")))
     })
     .await?;
+    eprintln!("figure: client CSR approval to Ready Node: {:?}", approved.elapsed());
     let addresses: Vec<(String, String)> = node
         .status
         .iter()
@@ -264,6 +269,18 @@ async fn a_kubelet_bootstraps_registers_runs_a_pod_and_goes_unknown_when_stopped
     pods.delete("pause", &DeleteParams::default()).await?;
     wait_for("the pod to be gone", WAIT, || async { Ok(pods.get_opt("pause").await?.is_none().then_some(())) }).await?;
 
+    let journal = kubelet.journal();
+    let client_csr_name = client_csr.metadata.name.unwrap_or_default();
+    for expected in [
+        format!("created client certificate signing request {client_csr_name}"),
+        format!("client certificate issued for CSR {client_csr_name}, stored in C:\\var\\lib\\kubelet\\pki"),
+        "successfully registered node win-e2e".to_owned(),
+        "pod kubelet-e2e/pause running".to_owned(),
+        "pod kubelet-e2e/pause terminated and deleted".to_owned(),
+    ] {
+        assert!(journal.iter().any(|line| line.ends_with(&expected)), "{expected:?} not in {journal:#?}");
+    }
+
     // A restart reuses the issued certificate: no new client CSR.
     kubelet.stop().await;
     let restarted = Kubelet::start(launch).await?;
@@ -275,10 +292,12 @@ async fn a_kubelet_bootstraps_registers_runs_a_pod_and_goes_unknown_when_stopped
 
     // Stopping ends the heartbeats: the node-lifecycle controller marks the Node Unknown.
     restarted.stop().await;
+    let stopped = std::time::Instant::now();
     let node = wait_for("the Node to turn Unknown", WAIT, || async {
         Ok(nodes.get_opt(NODE_NAME).await?.filter(|node| ready_status(node).as_deref() == Some("Unknown")))
     })
     .await?;
+    eprintln!("figure: stop to Node Unknown (grace period 5 s): {:?}", stopped.elapsed());
     let taints = node.spec.and_then(|spec| spec.taints).unwrap_or_default();
     assert!(taints.iter().any(|t| t.key == "node.kubernetes.io/unreachable"), "{taints:?}");
     assert_path_absent(&drive.resolve(r"C:\var\lib\kubelet\pki\kubelet-client-updated.pem")?);
