@@ -231,6 +231,46 @@ fn b1_signature_unused_bits_octet_change_is_denied() {
     assert_deny(&Csr::bootstrap(pem).decide_in(&world()), RuleId::B1);
 }
 
+/// (header length, content length) of the DER element at the start of `bytes`.
+fn element_lengths(bytes: &[u8]) -> (usize, usize) {
+    match bytes[1] {
+        short @ 0..=0x7f => (2, usize::from(short)),
+        long => {
+            let count = usize::from(long & 0x7f);
+            (2 + count, bytes[2..2 + count].iter().fold(0, |length, byte| (length << 8) | usize::from(*byte)))
+        }
+    }
+}
+
+fn sequence(content: &[u8]) -> Vec<u8> {
+    let length = content.len();
+    let mut encoded = vec![0x30];
+    if length < 0x80 {
+        encoded.push(length as u8);
+    } else if length < 0x100 {
+        encoded.extend([0x81, length as u8]);
+    } else {
+        encoded.extend([0x82, (length >> 8) as u8, length as u8]);
+    }
+    encoded.extend(content);
+    encoded
+}
+
+#[test]
+fn b1_absent_attribute_set_is_denied() {
+    // rcgen ends the CertificationRequestInfo with an empty attribute set A0 00; drop it and re-frame.
+    let der = params("system:node:win-1").serialize_request(&p256()).unwrap().der().to_vec();
+    let (outer_header, _) = element_lengths(&der);
+    let body = &der[outer_header..];
+    let (info_header, info_length) = element_lengths(body);
+    let info_content = &body[info_header..info_header + info_length];
+    assert_eq!(&info_content[info_content.len() - 2..], &[0xa0, 0x00]);
+    let mut content = sequence(&info_content[..info_content.len() - 2]);
+    content.extend(&body[info_header + info_length..]);
+    let pem = pem_text(&sequence(&content));
+    assert_deny(&Csr::bootstrap(pem).decide_in(&world()), RuleId::B1);
+}
+
 #[test]
 fn b2_sha1_fixture_is_denied() {
     let csr = Csr::bootstrap(fixture("rsa2048-sha1.pem")).with_usages(&[
