@@ -16,7 +16,7 @@ pub struct PayloadSyntheticArgs {
     /// The directory to write the payload into (created if absent).
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
-    /// `real` for realistic file sizes (kubelet ≈ 120 MiB, ≈ 480 MiB in all), `small` for a few KiB per file.
+    /// `real` for realistic file sizes (kubelet ≈ 120 MiB, ≈ 430 MiB in all), `small` for a few KiB per file.
     #[arg(long, value_enum, default_value_t = Scale::Small)]
     scale: Scale,
 }
@@ -40,9 +40,10 @@ pub fn run(args: &PayloadSyntheticArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let payload = write_synthetic_payload(&manifest, product_files_dir, &args.out, scale)?;
     println!(
-        "wrote synthetic payload {}: {} files, {:.1} MiB in {:.2} s",
+        "wrote synthetic payload {}: {} files, {} bytes ({:.1} MiB) in {:.2} s",
         payload.dir.display(),
         payload.digests.len(),
+        payload.total_bytes,
         payload.total_bytes as f64 / (1024.0 * 1024.0),
         started.elapsed().as_secs_f64()
     );

@@ -1,6 +1,6 @@
 //! Criterion benchmarks of the per-host hot paths: rendering every configuration file of a host, building its
 //! `HostFileSet` (content hash included), and verifying a synthetic payload (hashing on all cores) at small and real
-//! scale (the real-scale payload, ≈ 480 MiB, is written to a temporary directory only when that benchmark runs).
+//! scale (the real-scale payload, ≈ 430 MiB, is written to a temporary directory only when that benchmark runs).
 
 use std::hint::black_box;
 use std::path::Path;
