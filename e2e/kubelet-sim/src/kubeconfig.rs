@@ -43,6 +43,37 @@ impl std::fmt::Debug for Connection {
     }
 }
 
+/// A kubeconfig file on the simulated drive is unusable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("kubeconfig {path}: {reason}")]
+pub struct KubeconfigProblem {
+    /// The Windows path of the file.
+    pub path: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+/// A client built from the kubeconfig at Windows path `path` on `drive`, file references (`C:\k\bootstrap-ca.crt`,
+/// `C:\var\lib\kubelet\pki\kubelet-client-current.pem`) resolved on the drive. This is how other simulated
+/// node services (hybrid-overlay-node, kube-proxy) use the kubeconfig the kubelet wrote.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), wmco_kubelet_sim::KubeconfigProblem> {
+/// let drive = wmco_kubelet_sim::Drive::new("/hosts/win-a/C");
+/// let node_client = wmco_kubelet_sim::client_from_kubeconfig(&drive, r"C:\k\kubeconfig").await?;
+/// # let _ = node_client;
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// [`KubeconfigProblem`] when the file, a file it names, or its credential is unusable.
+pub async fn client_from_kubeconfig(drive: &Drive, path: &str) -> Result<kube::Client, KubeconfigProblem> {
+    let problem = |reason: String| KubeconfigProblem { path: path.to_owned(), reason };
+    let connection = load(drive, path).map_err(problem)?;
+    connection.still_valid().map_err(problem)?;
+    connection.client().await.map_err(problem)
+}
+
 /// The parts of a kubeconfig file the kubelet reads (client-go `clientcmd`), names as in the file.
 #[derive(Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -47,6 +47,7 @@ use tokio::sync::watch;
 pub use config::{ConfigProblem, KubeletConfig};
 pub use csr::{CLIENT_SIGNER, SERVING_SIGNER};
 pub use disk::{Drive, PathProblem};
+pub use kubeconfig::{KubeconfigProblem, client_from_kubeconfig};
 pub use launch::{DEFAULT_WINDOWS_BUILD, KubeletLaunch, LaunchRefused};
 pub use node::DEFAULT_KUBELET_VERSION;
 pub use taint::{Taint, TaintEffect};

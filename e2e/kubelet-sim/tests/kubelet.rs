@@ -224,6 +224,14 @@ async fn a_kubelet_bootstraps_registers_runs_a_pod_and_goes_unknown_when_stopped
             .file_type()
             .is_symlink()
     );
+    // The kubeconfig the kubelet wrote works for other node services, as the node identity.
+    let node_client = wmco_kubelet_sim::client_from_kubeconfig(&drive, r"C:\k\kubeconfig").await?;
+    let as_node: Api<Node> = Api::all(node_client);
+    assert_eq!(as_node.get(NODE_NAME).await?.metadata.uid, node.metadata.uid);
+    match as_node.list(&Default::default()).await {
+        Err(kube::Error::Api(status)) => assert_eq!(status.code, 403),
+        other => bail!("a node listing all Nodes should be forbidden, got {other:?}"),
+    }
     let leases: Api<Lease> = Api::namespaced(control_plane.admin_client(), "kube-node-lease");
     let lease = wait_for("the node Lease", WAIT, || async { Ok(leases.get_opt(NODE_NAME).await?) }).await?;
     let lease_spec = lease.spec.context("lease without spec")?;
