@@ -18,9 +18,11 @@ use anyhow::{Context as _, anyhow, bail, ensure};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::certificates::v1::{CertificateSigningRequest, CertificateSigningRequestSpec};
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ServiceAccount};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use libtest_mimic::{Arguments, Failed, Trial};
 use serde_json::{Value, json};
@@ -37,9 +39,9 @@ use wmco_cluster_client::{
 use wmco_e2e_harness::{ControlPlane, ControlPlaneOptions, SERVICE_CIDR};
 
 /// How long one scenario may take.
-const SCENARIO_TIMEOUT: Duration = Duration::from_secs(180);
-/// How long to wait for a controller of the control plane to react.
-const REACTION_TIMEOUT: Duration = Duration::from_secs(60);
+const SCENARIO_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long to wait for a controller of the control plane to react (generous: CI machines can be very busy).
+const REACTION_TIMEOUT: Duration = Duration::from_secs(120);
 /// The committed CRD, as `kubectl apply` would read it.
 const CRD_YAML: &str = include_str!("../../../manifests/crds/windowsinstances.yaml");
 
@@ -333,9 +335,24 @@ async fn mark_ready(pods: &Api<Pod>, name: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Plays the kubelet of every node: pods marked for deletion are removed for good.
-async fn finish_terminating_pods(pods: Api<Pod>) {
+/// Plays the kubelets of `nodes`: their Leases are renewed (so the node lifecycle controller never marks their pods
+/// NotReady, however slow the machine) and pods marked for deletion are removed for good.
+async fn play_kubelets(client: kube::Client, namespace: &str, nodes: &[&str]) {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let leases: Api<Lease> = Api::namespaced(client, "kube-node-lease");
     loop {
+        for node in nodes {
+            let lease = Lease {
+                metadata: named(node),
+                spec: Some(LeaseSpec {
+                    holder_identity: Some((*node).to_owned()),
+                    lease_duration_seconds: Some(40),
+                    renew_time: Some(MicroTime(jiff::Timestamp::now())),
+                    ..LeaseSpec::default()
+                }),
+            };
+            let _ = leases.patch(node, &PatchParams::apply("cc-e2e-kubelet").force(), &Patch::Apply(&lease)).await;
+        }
         if let Ok(list) = pods.list(&ListParams::default()).await {
             for pod in list.items.iter().filter(|pod| pod.metadata.deletion_timestamp.is_some()) {
                 let name = pod.metadata.name.clone().unwrap_or_default();
@@ -363,6 +380,13 @@ async fn drain_with_budget(control_plane: Arc<ControlPlane>) -> anyhow::Result<(
     create_node(&control_plane, "cc-drain-node", "192.0.2.51").await?;
     create_node(&control_plane, "cc-other-node", "192.0.2.52").await?;
     let client = control_plane.admin_client();
+    let kubelets = tokio::spawn(play_kubelets(client.clone(), "cc-drain", &["cc-drain-node", "cc-other-node"]));
+    let outcome = drain_scenario_body(&control_plane, &client).await;
+    kubelets.abort();
+    outcome
+}
+
+async fn drain_scenario_body(control_plane: &ControlPlane, client: &kube::Client) -> anyhow::Result<()> {
     let budgets: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), "cc-drain");
     let budget: PodDisruptionBudget = serde_json::from_value(json!({
         "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web"},
@@ -394,52 +418,47 @@ async fn drain_with_budget(control_plane: Arc<ControlPlane>) -> anyhow::Result<(
     pods.create(&PostParams::default(), &agent).await?;
     budget_allows(&budgets, 0).await?;
 
-    let kubelet = tokio::spawn(finish_terminating_pods(pods.clone()));
-    let outcome = async {
-        // The production path: a drainer with its own client built from a kubeconfig (kube's default client
-        // would retry the budget's 429 answers itself).
-        let kubeconfig = kube::config::Kubeconfig::read_from(control_plane.kubeconfig_path())?;
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
-        let drainer = KubeDrainer::from_config(config)?;
-        let short = DrainOptions {
-            delete_emptydir_data: false,
-            timeout: Duration::from_secs(3),
-            retry_interval: Duration::from_millis(500),
-        };
-        match drainer.drain("cc-drain-node", &short).await {
-            Err(Error::DrainTimedOut { node, blocked, .. }) => {
-                ensure!(node == "cc-drain-node", "timed out on {node}");
-                let pods: Vec<&str> = blocked.iter().map(|blocked| blocked.pod.as_str()).collect();
-                ensure!(pods == ["cc-drain/web-0", "cc-drain/web-1"], "blocked by {pods:?}");
-                ensure!(
-                    blocked.iter().all(|BlockedPod { reason, .. }| matches!(reason, BlockReason::DisruptionBudget(_))),
-                    "blocked for other reasons: {blocked:?}"
-                );
-            }
-            other => bail!("the budget did not block the drain: {other:?}"),
+    // The production path: a drainer with its own client built from a kubeconfig (kube's default client
+    // would retry the budget's 429 answers itself).
+    let kubeconfig = kube::config::Kubeconfig::read_from(control_plane.kubeconfig_path())?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+    let drainer = KubeDrainer::from_config(config)?;
+    let short = DrainOptions {
+        delete_emptydir_data: false,
+        timeout: Duration::from_secs(6),
+        // Long enough for a 429 to come back from a busy API server before the call is cut off.
+        retry_interval: Duration::from_secs(2),
+    };
+    match drainer.drain("cc-drain-node", &short).await {
+        Err(Error::DrainTimedOut { node, blocked, .. }) => {
+            ensure!(node == "cc-drain-node", "timed out on {node}");
+            let pods: Vec<&str> = blocked.iter().map(|blocked| blocked.pod.as_str()).collect();
+            ensure!(pods == ["cc-drain/web-0", "cc-drain/web-1"], "blocked by {pods:?}");
+            ensure!(
+                blocked.iter().all(|BlockedPod { reason, .. }| matches!(reason, BlockReason::DisruptionBudget(_))),
+                "blocked for other reasons: {blocked:?}"
+            );
         }
-        ensure!(pods.get("web-0").await?.metadata.deletion_timestamp.is_none(), "web-0 was evicted anyway");
-
-        for name in ["web-2", "web-3"] {
-            pods.create(&PostParams::default(), &web_pod(name, "cc-other-node")?).await?;
-            mark_ready(&pods, name).await?;
-        }
-        budget_allows(&budgets, 2).await?;
-        let patient = DrainOptions { timeout: Duration::from_secs(60), ..short };
-        let report = drainer.drain("cc-drain-node", &patient).await.context("drain once the budget allows it")?;
-        ensure!(report.evicted == ["cc-drain/web-0", "cc-drain/web-1"], "evicted {:?}", report.evicted);
-        ensure!(
-            report.skipped == [SkippedPod { pod: "cc-drain/agent-x".into(), reason: SkipReason::DaemonSet }],
-            "skipped {:?}",
-            report.skipped
-        );
-        ensure!(pods.get_opt("web-0").await?.is_none() && pods.get_opt("web-1").await?.is_none(), "pods left");
-        ensure!(pods.get_opt("agent-x").await?.is_some(), "the DaemonSet pod was removed");
-        Ok(())
+        other => bail!("the budget did not block the drain: {other:?}"),
     }
-    .await;
-    kubelet.abort();
-    outcome
+    ensure!(pods.get("web-0").await?.metadata.deletion_timestamp.is_none(), "web-0 was evicted anyway");
+
+    for name in ["web-2", "web-3"] {
+        pods.create(&PostParams::default(), &web_pod(name, "cc-other-node")?).await?;
+        mark_ready(&pods, name).await?;
+    }
+    budget_allows(&budgets, 2).await?;
+    let patient = DrainOptions { timeout: Duration::from_secs(120), ..short };
+    let report = drainer.drain("cc-drain-node", &patient).await.context("drain once the budget allows it")?;
+    ensure!(report.evicted == ["cc-drain/web-0", "cc-drain/web-1"], "evicted {:?}", report.evicted);
+    ensure!(
+        report.skipped == [SkippedPod { pod: "cc-drain/agent-x".into(), reason: SkipReason::DaemonSet }],
+        "skipped {:?}",
+        report.skipped
+    );
+    ensure!(pods.get_opt("web-0").await?.is_none() && pods.get_opt("web-1").await?.is_none(), "pods left");
+    ensure!(pods.get_opt("agent-x").await?.is_some(), "the DaemonSet pod was removed");
+    Ok(())
 }
 
 /// A kubelet-shaped client CSR for `node`.
