@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use crate::config::KubeletConfig;
 use crate::disk::{Drive, windows_join};
 use crate::kubeconfig::{self, Connection};
+use crate::network::NetworkProbe;
 use crate::taint::{self, Taint};
 
 /// The Windows build a simulated host reports unless told otherwise (Windows Server 2022).
@@ -35,6 +36,11 @@ pub struct KubeletLaunch {
     pub windows_build: String,
     /// The version the Node reports in `status.nodeInfo.kubeletVersion` (`v1.33.0` unless set).
     pub kubelet_version: String,
+    /// The container runtime's CNI configuration directory (a Windows path, containerd's `conf_dir`, e.g.
+    /// `C:\k\cni\config`). When set, the runtime network — hence the Node's Ready condition and every pod that is
+    /// not on the host network — is ready only once a `*.conf`, `*.conflist` or `*.json` file exists there, as on
+    /// a real Windows node. `None` (the default) treats the network as always ready.
+    pub cni_config_dir: Option<String>,
 }
 
 impl KubeletLaunch {
@@ -56,6 +62,7 @@ impl KubeletLaunch {
             hostname: hostname.into(),
             windows_build: DEFAULT_WINDOWS_BUILD.to_owned(),
             kubelet_version: crate::node::DEFAULT_KUBELET_VERSION.to_owned(),
+            cni_config_dir: None,
         }
     }
 
@@ -272,6 +279,7 @@ pub(crate) struct Prepared {
     /// `--cert-dir` on disk.
     pub cert_dir_on_disk: PathBuf,
     pub windows_build: String,
+    pub network: NetworkProbe,
 }
 
 impl Prepared {
@@ -327,6 +335,14 @@ pub(crate) fn prepare(launch: &KubeletLaunch) -> Result<Prepared, LaunchRefused>
         path: cert_dir.clone(),
         reason: problem.to_string(),
     })?;
+    let cni_config_dir = match &launch.cni_config_dir {
+        Some(path) => Some(drive.resolve(path).map_err(|problem| LaunchRefused::Path {
+            flag: "containerd conf_dir",
+            path: path.clone(),
+            reason: problem.to_string(),
+        })?),
+        None => None,
+    };
     let kubeconfig_path = flags.values.get("kubeconfig").cloned().ok_or(LaunchRefused::NoKubeconfig)?;
     let credentials = credentials(&drive, &kubeconfig_path, flags.values.get("bootstrap-kubeconfig"))?;
     Ok(Prepared {
@@ -341,6 +357,7 @@ pub(crate) fn prepare(launch: &KubeletLaunch) -> Result<Prepared, LaunchRefused>
         cert_dir,
         cert_dir_on_disk,
         windows_build: launch.windows_build.clone(),
+        network: NetworkProbe { cni_config_dir },
     })
 }
 

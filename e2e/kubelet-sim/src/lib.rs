@@ -35,6 +35,7 @@ mod csr;
 mod disk;
 mod kubeconfig;
 mod launch;
+mod network;
 mod node;
 mod pods;
 mod run;
@@ -109,6 +110,7 @@ impl Kubelet {
             taints: prepared.taints.clone(),
             port: prepared.config.port,
             max_pods: prepared.config.max_pods,
+            started: jiff::Timestamp::now(),
         };
         let (status, _) = watch::channel(KubeletStatus {
             phase: KubeletPhase::Bootstrapping,

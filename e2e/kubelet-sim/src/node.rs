@@ -27,7 +27,22 @@ pub(crate) struct NodeFacts {
     pub taints: Vec<Taint>,
     pub port: i32,
     pub max_pods: i64,
+    /// When the kubelet started: the transition time of the pressure conditions.
+    pub started: jiff::Timestamp,
 }
+
+/// Whether the container runtime's network is ready, and since when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Readiness {
+    /// The runtime reports `NetworkReady=true`.
+    pub network_ready: bool,
+    /// When that last changed.
+    pub since: jiff::Timestamp,
+}
+
+/// The Ready message of a node whose runtime network is not ready (containerd without a CNI configuration).
+pub(crate) const NETWORK_NOT_READY: &str = "container runtime network not ready: NetworkReady=false \
+     reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized";
 
 impl NodeFacts {
     /// Labels the kubelet sets on itself, then `--node-labels` on top.
@@ -48,7 +63,7 @@ impl NodeFacts {
     }
 
     /// The Node as the kubelet first posts it.
-    pub fn initial_node(&self, now: jiff::Timestamp) -> Node {
+    pub fn initial_node(&self, now: jiff::Timestamp, readiness: Readiness) -> Node {
         let annotations =
             BTreeMap::from([("volumes.kubernetes.io/controller-managed-attach-detach".to_owned(), "true".to_owned())]);
         let taints: Vec<ApiTaint> = self
@@ -69,7 +84,7 @@ impl NodeFacts {
                 ..ObjectMeta::default()
             },
             spec: Some(NodeSpec { taints: (!taints.is_empty()).then_some(taints), ..NodeSpec::default() }),
-            status: Some(self.status(now)),
+            status: Some(self.status(now, readiness)),
         }
     }
 
@@ -81,8 +96,9 @@ impl NodeFacts {
         addresses
     }
 
-    /// The full status: addresses, node info, capacity, daemon endpoint and the four conditions, Ready True.
-    pub fn status(&self, now: jiff::Timestamp) -> NodeStatus {
+    /// The full status: addresses, node info, capacity, daemon endpoint and the four conditions; Ready follows the
+    /// runtime network.
+    pub fn status(&self, now: jiff::Timestamp, readiness: Readiness) -> NodeStatus {
         let capacity: BTreeMap<String, Quantity> = [
             ("cpu", "4".to_owned()),
             ("memory", "16776692Ki".to_owned()),
@@ -95,14 +111,20 @@ impl NodeFacts {
         let mut allocatable = capacity.clone();
         allocatable.insert("cpu".to_owned(), Quantity("3500m".to_owned()));
         allocatable.insert("memory".to_owned(), Quantity("14577140Ki".to_owned()));
-        let condition = |type_: &str, status: &str, reason: &str, message: &str| NodeCondition {
+        let condition = |type_: &str, status: &str, reason: &str, message: &str, since| NodeCondition {
             type_: type_.to_owned(),
             status: status.to_owned(),
             reason: Some(reason.to_owned()),
             message: Some(message.to_owned()),
             last_heartbeat_time: Some(Time(now)),
-            last_transition_time: Some(Time(now)),
+            last_transition_time: Some(Time(since)),
         };
+        let ready = if readiness.network_ready {
+            condition("Ready", "True", "KubeletReady", "kubelet is posting ready status", readiness.since)
+        } else {
+            condition("Ready", "False", "KubeletNotReady", NETWORK_NOT_READY, readiness.since)
+        };
+        let started = self.started;
         NodeStatus {
             addresses: Some(self.addresses()),
             allocatable: Some(allocatable),
@@ -113,10 +135,17 @@ impl NodeFacts {
                     "False",
                     "KubeletHasSufficientMemory",
                     "kubelet has sufficient memory available",
+                    started,
                 ),
-                condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-                condition("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
-                condition("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+                condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure", started),
+                condition(
+                    "PIDPressure",
+                    "False",
+                    "KubeletHasSufficientPID",
+                    "kubelet has sufficient PID available",
+                    started,
+                ),
+                ready,
             ]),
             daemon_endpoints: Some(NodeDaemonEndpoints { kubelet_endpoint: Some(DaemonEndpoint { port: self.port }) }),
             node_info: Some(self.node_info()),
@@ -164,12 +193,17 @@ mod tests {
             taints: vec![Taint { key: "os".into(), value: "Windows".into(), effect: TaintEffect::NoSchedule }],
             port: 10250,
             max_pods: 250,
+            started: jiff::Timestamp::UNIX_EPOCH,
         }
+    }
+
+    fn ready(network_ready: bool) -> Readiness {
+        Readiness { network_ready, since: jiff::Timestamp::UNIX_EPOCH }
     }
 
     #[test]
     fn the_initial_node_carries_kubelet_labels_flags_labels_and_taints() {
-        let node = facts().initial_node(jiff::Timestamp::UNIX_EPOCH);
+        let node = facts().initial_node(jiff::Timestamp::UNIX_EPOCH, ready(true));
         let labels = node.metadata.labels.unwrap();
         assert_eq!(labels["kubernetes.io/os"], "windows");
         assert_eq!(labels["kubernetes.io/hostname"], "win-a");
@@ -188,6 +222,18 @@ mod tests {
         let ready = status.conditions.unwrap().into_iter().find(|c| c.type_ == "Ready").unwrap();
         assert_eq!((ready.status.as_str(), ready.reason.as_deref()), ("True", Some("KubeletReady")));
         assert_eq!(status.capacity.unwrap()["pods"], Quantity("250".into()));
+    }
+
+    #[test]
+    fn without_a_runtime_network_the_node_is_not_ready() {
+        let since = jiff::Timestamp::from_second(1_000).unwrap();
+        let status =
+            facts().status(jiff::Timestamp::from_second(2_000).unwrap(), Readiness { network_ready: false, since });
+        let ready = status.conditions.unwrap().into_iter().find(|c| c.type_ == "Ready").unwrap();
+        assert_eq!((ready.status.as_str(), ready.reason.as_deref()), ("False", Some("KubeletNotReady")));
+        assert_eq!(ready.message.as_deref(), Some(NETWORK_NOT_READY));
+        assert_eq!(ready.last_transition_time, Some(Time(since)));
+        assert_eq!(ready.last_heartbeat_time, Some(Time(jiff::Timestamp::from_second(2_000).unwrap())));
     }
 
     #[test]

@@ -1,37 +1,89 @@
 //! The pods bound to the node, as far as the API can see: the kubelet watches them with
 //! `fieldSelector=spec.nodeName=<node>` as the node identity, reports each new pod Running and Ready with running
-//! containers, and finishes off pods being deleted with a grace-0 delete guarded by the pod's UID.
+//! containers (while the runtime network is not ready, pods off the host network stay Pending in
+//! `ContainerCreating`), and finishes off pods being deleted with a grace-0 delete guarded by the pod's UID.
 
 use std::net::IpAddr;
 use std::sync::Arc;
 
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use serde_json::json;
 
+use tokio::sync::watch;
+
+use crate::node::Readiness;
 use crate::run::Shared;
 
-/// Runs the pod loop until the task is aborted.
-pub(crate) async fn run(client: kube::Client, node_name: String, host_ips: Vec<IpAddr>, shared: Arc<Shared>) {
+/// Runs the pod loop until the task is aborted; when the runtime network turns ready, every pod on the node is
+/// synced again.
+pub(crate) async fn run(
+    client: kube::Client,
+    node_name: String,
+    host_ips: Vec<IpAddr>,
+    mut network: watch::Receiver<Readiness>,
+    shared: Arc<Shared>,
+) {
     let pods: Api<Pod> = Api::all(client.clone());
-    let config = watcher::Config::default().fields(&format!("spec.nodeName={node_name}"));
-    let mut events = watcher(pods, config).default_backoff().applied_objects().boxed();
-    while let Some(event) = events.next().await {
-        match event {
-            Ok(pod) => {
-                if let Err(error) = handle(&client, &pod, &host_ips, &shared).await {
-                    let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
-                    shared.problem(format!("error syncing pod {pod_name}: {error}"));
+    let selector = format!("spec.nodeName={node_name}");
+    let config = watcher::Config::default().fields(&selector);
+    let mut events = watcher(pods.clone(), config).default_backoff().applied_objects().boxed();
+    let node = NodeSide { client, host_ips, shared };
+    loop {
+        tokio::select! {
+            event = events.next() => match event {
+                Some(Ok(pod)) => {
+                    let network_ready = network.borrow().network_ready;
+                    node.sync(&pod, network_ready).await;
+                }
+                Some(Err(error)) => {
+                    node.shared.problem(format!("watch of the pods on node {node_name} failed: {error}"));
+                }
+                None => return,
+            },
+            changed = network.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                let network_ready = network.borrow_and_update().network_ready;
+                match pods.list(&ListParams::default().fields(&selector)).await {
+                    Ok(list) => {
+                        for pod in &list.items {
+                            node.sync(pod, network_ready).await;
+                        }
+                    }
+                    Err(error) => node.shared.problem(format!("listing the pods on node {node_name} failed: {error}")),
                 }
             }
-            Err(error) => shared.problem(format!("watch of the pods on node {node_name} failed: {error}")),
         }
     }
 }
 
-async fn handle(client: &kube::Client, pod: &Pod, host_ips: &[IpAddr], shared: &Shared) -> Result<(), kube::Error> {
+/// What pod syncs need: the node's client, its IPs and the journal.
+struct NodeSide {
+    client: kube::Client,
+    host_ips: Vec<IpAddr>,
+    shared: Arc<Shared>,
+}
+
+impl NodeSide {
+    async fn sync(&self, pod: &Pod, network_ready: bool) {
+        if let Err(error) = handle(&self.client, pod, &self.host_ips, network_ready, &self.shared).await {
+            let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
+            self.shared.problem(format!("error syncing pod {pod_name}: {error}"));
+        }
+    }
+}
+
+async fn handle(
+    client: &kube::Client,
+    pod: &Pod,
+    host_ips: &[IpAddr],
+    network_ready: bool,
+    shared: &Shared,
+) -> Result<(), kube::Error> {
     let (Some(name), Some(namespace)) = (&pod.metadata.name, &pod.metadata.namespace) else { return Ok(()) };
     let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
     if pod.metadata.deletion_timestamp.is_some() {
@@ -50,6 +102,14 @@ async fn handle(client: &kube::Client, pod: &Pod, host_ips: &[IpAddr], shared: &
     if is_running_and_ready(pod) {
         return Ok(());
     }
+    let host_network = pod.spec.as_ref().and_then(|spec| spec.host_network) == Some(true);
+    if !network_ready && !host_network {
+        if !is_pending_creating(pod) {
+            api.patch_status(name, &PatchParams::default(), &Patch::Merge(pending_status(pod, host_ips))).await?;
+            shared.info(format!("pod {namespace}/{name} waits for the container runtime network"));
+        }
+        return Ok(());
+    }
     api.patch_status(name, &PatchParams::default(), &Patch::Merge(running_status(pod, host_ips))).await?;
     shared.info(format!("pod {namespace}/{name} running"));
     Ok(())
@@ -59,6 +119,68 @@ fn is_running_and_ready(pod: &Pod) -> bool {
     let Some(status) = &pod.status else { return false };
     status.phase.as_deref() == Some("Running")
         && status.conditions.iter().flatten().any(|c| c.type_ == "Ready" && c.status == "True")
+}
+
+fn is_pending_creating(pod: &Pod) -> bool {
+    let Some(status) = &pod.status else { return false };
+    status.phase.as_deref() == Some("Pending")
+        && status.container_statuses.iter().flatten().any(|container| {
+            container.state.as_ref().and_then(|state| state.waiting.as_ref()).and_then(|w| w.reason.as_deref())
+                == Some("ContainerCreating")
+        })
+}
+
+/// The status of a pod whose sandbox cannot be created yet: phase Pending, containers waiting in
+/// `ContainerCreating`, not ready.
+fn pending_status(pod: &Pod, host_ips: &[IpAddr]) -> serde_json::Value {
+    let now = jiff::Timestamp::now().to_string();
+    let spec = pod.spec.clone().unwrap_or_default();
+    let names: Vec<&str> = spec.containers.iter().map(|container| container.name.as_str()).collect();
+    let unready = format!("containers with unready status: [{}]", names.join(" "));
+    let container_statuses: Vec<serde_json::Value> = spec
+        .containers
+        .iter()
+        .map(|container| {
+            json!({
+                "name": container.name,
+                "image": container.image.clone().unwrap_or_default(),
+                "imageID": "",
+                "ready": false,
+                "started": false,
+                "restartCount": 0,
+                "state": { "waiting": { "reason": "ContainerCreating" } },
+            })
+        })
+        .collect();
+    let condition = |type_: &str, status: &str, reason: Option<&str>| {
+        let mut condition = json!({ "type": type_, "status": status, "lastTransitionTime": now });
+        if let Some(reason) = reason {
+            condition["reason"] = json!(reason);
+            condition["message"] = json!(unready);
+        }
+        condition
+    };
+    let mut status = json!({
+        "phase": "Pending",
+        "startTime": now,
+        "conditions": [
+            condition("PodReadyToStartContainers", "False", None),
+            condition("Initialized", "True", None),
+            condition("Ready", "False", Some("ContainersNotReady")),
+            condition("ContainersReady", "False", Some("ContainersNotReady")),
+            condition("PodScheduled", "True", None),
+        ],
+        "containerStatuses": container_statuses,
+    });
+    add_host_ips(&mut status, host_ips);
+    json!({ "status": status })
+}
+
+fn add_host_ips(status: &mut serde_json::Value, host_ips: &[IpAddr]) {
+    if let Some(first) = host_ips.first() {
+        status["hostIP"] = json!(first.to_string());
+        status["hostIPs"] = json!(host_ips.iter().map(|ip| json!({ "ip": ip.to_string() })).collect::<Vec<_>>());
+    }
 }
 
 /// The status of a pod whose containers all started: phase Running, conditions True, one running container status
@@ -83,7 +205,6 @@ fn running_status(pod: &Pod, host_ips: &[IpAddr]) -> serde_json::Value {
         })
         .collect();
     let condition = |type_: &str| json!({ "type": type_, "status": "True", "lastTransitionTime": now });
-    let host_ips_json: Vec<serde_json::Value> = host_ips.iter().map(|ip| json!({ "ip": ip.to_string() })).collect();
     let mut status = json!({
         "phase": "Running",
         "startTime": now,
@@ -96,13 +217,10 @@ fn running_status(pod: &Pod, host_ips: &[IpAddr]) -> serde_json::Value {
         ],
         "containerStatuses": container_statuses,
     });
-    if let Some(first) = host_ips.first() {
-        status["hostIP"] = json!(first.to_string());
-        status["hostIPs"] = json!(host_ips_json);
-        if spec.host_network == Some(true) {
-            status["podIP"] = json!(first.to_string());
-            status["podIPs"] = json!(host_ips_json);
-        }
+    add_host_ips(&mut status, host_ips);
+    if spec.host_network == Some(true) {
+        status["podIP"] = status["hostIP"].clone();
+        status["podIPs"] = status["hostIPs"].clone();
     }
     json!({ "status": status })
 }
@@ -151,6 +269,16 @@ mod tests {
         assert_eq!(status["containerStatuses"][0]["containerID"].as_str().unwrap().len(), "containerd://".len() + 64);
         let parsed: Pod = serde_json::from_value(json!({ "status": status })).unwrap();
         assert!(is_running_and_ready(&parsed));
+    }
+
+    #[test]
+    fn a_pending_status_waits_in_container_creating() {
+        let patch = pending_status(&pod(false), &["203.0.113.10".parse().unwrap()]);
+        let parsed: Pod = serde_json::from_value(patch.clone()).unwrap();
+        assert!(is_pending_creating(&parsed));
+        assert!(!is_running_and_ready(&parsed));
+        assert_eq!(patch["status"]["conditions"][2]["message"], "containers with unready status: [c]");
+        assert_eq!(patch["status"]["hostIP"], "203.0.113.10");
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::certs::{self, SubjectAltNames};
 use crate::csr::{self, CLIENT_SIGNER, CLIENT_USAGES, SERVING_SIGNER, SERVING_USAGES};
 use crate::kubeconfig::{self, Connection};
 use crate::launch::{Credentials, Prepared};
-use crate::node::NodeFacts;
+use crate::node::{NodeFacts, Readiness};
 use crate::{KubeletPhase, KubeletStatus};
 
 /// How long one certificate request waits for its certificate (`certificateWaitTimeout`).
@@ -98,23 +98,55 @@ pub(crate) async fn run(prepared: Prepared, facts: NodeFacts, shared: Arc<Shared
     let connection = client_connection(&prepared, &shared).await;
     let client = connect(&connection, &shared).await;
     let _ = shared.node_client.set(client.clone());
-    if !prepared.config.register_node {
-        shared.phase(KubeletPhase::Running);
-        crate::pods::run(client, facts.name, facts.ips, shared).await;
-        return;
-    }
-    shared.phase(KubeletPhase::Registering);
-    let node = register(&client, &facts, &shared).await;
-    shared.phase(KubeletPhase::Running);
     let mut tasks = tokio::task::JoinSet::new();
-    let (addresses_sender, addresses) = watch::channel(None);
-    tasks.spawn(heartbeat(client.clone(), facts.clone(), prepared.config.clone(), addresses_sender, shared.clone()));
-    tasks.spawn(lease(client.clone(), node, prepared.config.node_lease_duration_seconds, shared.clone()));
-    if prepared.config.server_tls_bootstrap {
-        tasks.spawn(serving_certificate(client.clone(), prepared, facts.name.clone(), addresses, shared.clone()));
+    let (network_sender, network) =
+        watch::channel(Readiness { network_ready: prepared.network.ready(), since: jiff::Timestamp::now() });
+    tasks.spawn(network_monitor(prepared.network.clone(), network_sender, shared.clone()));
+    if prepared.config.register_node {
+        shared.phase(KubeletPhase::Registering);
+        let readiness = *network.borrow();
+        let node = register(&client, &facts, readiness, &shared).await;
+        let (addresses_sender, addresses) = watch::channel(None);
+        let heartbeat_task = heartbeat(
+            client.clone(),
+            facts.clone(),
+            prepared.config.clone(),
+            network.clone(),
+            addresses_sender,
+            shared.clone(),
+        );
+        tasks.spawn(heartbeat_task);
+        tasks.spawn(lease(client.clone(), node, prepared.config.node_lease_duration_seconds, shared.clone()));
+        if prepared.config.server_tls_bootstrap {
+            tasks.spawn(serving_certificate(client.clone(), prepared, facts.name.clone(), addresses, shared.clone()));
+        }
     }
-    tasks.spawn(crate::pods::run(client, facts.name.clone(), facts.ips.clone(), shared));
+    shared.phase(KubeletPhase::Running);
+    tasks.spawn(crate::pods::run(client, facts.name.clone(), facts.ips.clone(), network, shared));
     while tasks.join_next().await.is_some() {}
+}
+
+/// How often the runtime's network readiness is re-read.
+const NETWORK_POLL: Duration = Duration::from_secs(1);
+
+/// Publishes the runtime network's readiness whenever it changes, logging the change.
+async fn network_monitor(
+    probe: crate::network::NetworkProbe,
+    readiness: watch::Sender<Readiness>,
+    shared: Arc<Shared>,
+) {
+    loop {
+        let ready = probe.ready();
+        if ready != readiness.borrow().network_ready {
+            readiness.send_replace(Readiness { network_ready: ready, since: jiff::Timestamp::now() });
+            if ready {
+                shared.info("container runtime network is ready".to_owned());
+            } else {
+                shared.problem(crate::node::NETWORK_NOT_READY.to_owned());
+            }
+        }
+        tokio::time::sleep(NETWORK_POLL).await;
+    }
 }
 
 /// The connection of the kubelet's own kubeconfig: as found, or after the bootstrap of §1.2.
@@ -204,18 +236,19 @@ async fn connect(connection: &Connection, shared: &Shared) -> kube::Client {
 }
 
 /// Creates the Node, or reconciles the kubelet's labels on an existing one; returns the stored Node.
-async fn register(client: &kube::Client, facts: &NodeFacts, shared: &Shared) -> Node {
+async fn register(client: &kube::Client, facts: &NodeFacts, readiness: Readiness, shared: &Shared) -> Node {
     let nodes: Api<Node> = Api::all(client.clone());
     let mut backoff = Backoff::new(REGISTRATION_RETRY_INITIAL, REGISTRATION_RETRY_MAX);
     loop {
-        let attempt = match nodes.create(&PostParams::default(), &facts.initial_node(jiff::Timestamp::now())).await {
-            Ok(node) => Ok(node),
-            Err(kube::Error::Api(status)) if status.code == 409 => {
-                let labels = serde_json::json!({ "metadata": { "labels": facts.labels() } });
-                nodes.patch(&facts.name, &PatchParams::default(), &Patch::Merge(labels)).await
-            }
-            Err(error) => Err(error),
-        };
+        let attempt =
+            match nodes.create(&PostParams::default(), &facts.initial_node(jiff::Timestamp::now(), readiness)).await {
+                Ok(node) => Ok(node),
+                Err(kube::Error::Api(status)) if status.code == 409 => {
+                    let labels = serde_json::json!({ "metadata": { "labels": facts.labels() } });
+                    nodes.patch(&facts.name, &PatchParams::default(), &Patch::Merge(labels)).await
+                }
+                Err(error) => Err(error),
+            };
         match attempt {
             Ok(node) => {
                 shared.info(format!("successfully registered node {}", facts.name));
@@ -227,24 +260,28 @@ async fn register(client: &kube::Client, facts: &NodeFacts, shared: &Shared) -> 
     }
 }
 
-/// Patches the Node's status every `nodeStatusReportFrequency` (checking every `nodeStatusUpdateFrequency`),
-/// the first time at once; publishes the addresses the API server returned after each successful patch.
+/// Patches the Node's status when its readiness changed or every `nodeStatusReportFrequency` (checking every
+/// `nodeStatusUpdateFrequency`), the first time at once; publishes the addresses the API server returned after
+/// each successful patch.
 async fn heartbeat(
     client: kube::Client,
     facts: NodeFacts,
     config: crate::config::KubeletConfig,
+    network: watch::Receiver<Readiness>,
     addresses: watch::Sender<Option<SubjectAltNames>>,
     shared: Arc<Shared>,
 ) {
     let nodes: Api<Node> = Api::all(client);
-    let mut last_patch: Option<Instant> = None;
+    let mut last_patch: Option<(Instant, Readiness)> = None;
     loop {
-        let due = last_patch.is_none_or(|at| at.elapsed() >= config.node_status_report_frequency);
+        let readiness = *network.borrow();
+        let due = last_patch
+            .is_none_or(|(at, reported)| reported != readiness || at.elapsed() >= config.node_status_report_frequency);
         if due {
-            let status = serde_json::json!({ "status": facts.status(jiff::Timestamp::now()) });
+            let status = serde_json::json!({ "status": facts.status(jiff::Timestamp::now(), readiness) });
             match nodes.patch_status(&facts.name, &PatchParams::default(), &Patch::Strategic(status)).await {
                 Ok(node) => {
-                    last_patch = Some(Instant::now());
+                    last_patch = Some((Instant::now(), readiness));
                     let observed = serving_names(&node);
                     addresses.send_if_modified(|current| {
                         let changed = current.as_ref() != Some(&observed);

@@ -1,7 +1,8 @@
 //! The simulated kubelet against the e2e control plane: a host directory laid out by this test with the files the
 //! product renders (payload-manifest) and the command line it installs (windows-services), then bootstrap, CSR
-//! approval by the test, a Ready Node, a serving certificate, a pod run and deleted, a restart that reuses the
-//! issued certificate, and the node going `Unknown` after the kubelet stops.
+//! approval by the test, a Node that is not Ready until containerd's CNI configuration appears, a serving
+//! certificate, a pod that waits for the network then runs and is deleted, a restart that reuses the issued
+//! certificate, and the node going `Unknown` after the kubelet stops.
 
 use std::path::Path;
 use std::time::Duration;
@@ -173,7 +174,8 @@ async fn a_kubelet_bootstraps_registers_runs_a_pod_and_goes_unknown_when_stopped
     let drive = Drive::new(&c_drive);
     lay_out_host(&drive, &control_plane, &token)?;
     let args = kubelet_args(control_plane.api_server_url())?;
-    let launch = KubeletLaunch::new(args.clone(), &c_drive, "WIN-E2E-HOST");
+    let mut launch = KubeletLaunch::new(args.clone(), &c_drive, "WIN-E2E-HOST");
+    launch.cni_config_dir = Some(r"C:\k\cni\config".to_owned());
     assert_eq!(launch.log_file(), Some(r"C:\var\log\kubelet\kubelet.log"));
     let started = std::time::Instant::now();
 
@@ -199,13 +201,13 @@ async fn a_kubelet_bootstraps_registers_runs_a_pod_and_goes_unknown_when_stopped
     approve(&control_plane, client_csr.metadata.name.as_deref().context("unnamed CSR")?).await?;
     let approved = std::time::Instant::now();
 
-    // Registration with the node's own certificate: a Ready Node with the node IP, its labels and taint.
+    // Registration with the node's own certificate: a Node with the node IP, its labels and taint, not Ready
+    // while containerd has no CNI configuration.
     let nodes: Api<Node> = Api::all(control_plane.admin_client());
-    let node = wait_for("a Ready Node", WAIT, || async {
-        Ok(nodes.get_opt(NODE_NAME).await?.filter(|node| ready_status(node).as_deref() == Some("True")))
-    })
-    .await?;
-    eprintln!("figure: client CSR approval to Ready Node: {:?}", approved.elapsed());
+    let node = wait_for("a registered Node", WAIT, || async { Ok(nodes.get_opt(NODE_NAME).await?) }).await?;
+    eprintln!("figure: client CSR approval to Node registered: {:?}", approved.elapsed());
+    let ready = node.status.iter().flat_map(|s| s.conditions.iter().flatten()).find(|c| c.type_ == "Ready");
+    assert_eq!(ready.map(|c| (c.status.as_str(), c.reason.as_deref())), Some(("False", Some("KubeletNotReady"))));
     let addresses: Vec<(String, String)> = node
         .status
         .iter()
@@ -255,7 +257,7 @@ async fn a_kubelet_bootstraps_registers_runs_a_pod_and_goes_unknown_when_stopped
         .await?;
     assert!(drive.resolve(r"C:\var\lib\kubelet\pki\kubelet-server-current.pem")?.exists());
 
-    // A pod bound to the node runs; deleting it completes.
+    // A pod bound to the node waits for the runtime network, then runs; deleting it completes.
     let namespaces: Api<Namespace> = Api::all(control_plane.admin_client());
     namespaces
         .create(
@@ -269,6 +271,30 @@ async fn a_kubelet_bootstraps_registers_runs_a_pod_and_goes_unknown_when_stopped
         Ok(pods.create(&PostParams::default(), &pod).await.ok())
     })
     .await?;
+    let pending = wait_for("the pod Pending in ContainerCreating", WAIT, || async {
+        Ok(pods
+            .get_opt("pause")
+            .await?
+            .filter(|pod| pod.status.as_ref().is_some_and(|s| s.container_statuses.is_some())))
+    })
+    .await?;
+    let status = pending.status.context("no pod status")?;
+    assert_eq!(status.phase.as_deref(), Some("Pending"));
+    let waiting = status.container_statuses.unwrap_or_default()[0].state.clone().and_then(|state| state.waiting);
+    assert_eq!(waiting.and_then(|w| w.reason).as_deref(), Some("ContainerCreating"));
+
+    // The CNI configuration appears: the Node turns Ready and the pod runs.
+    write(
+        &drive,
+        r"C:\k\cni\config\cni.conf",
+        br#"{"cniVersion":"0.2.0","name":"OVNKubernetesHybridOverlayNetwork","type":"win-overlay"}"#,
+    )?;
+    let network_written = std::time::Instant::now();
+    wait_for("the Node Ready", WAIT, || async {
+        Ok(nodes.get_opt(NODE_NAME).await?.filter(|node| ready_status(node).as_deref() == Some("True")))
+    })
+    .await?;
+    eprintln!("figure: CNI configuration written to Node Ready: {:?}", network_written.elapsed());
     let running = wait_for("the pod Running and Ready", WAIT, || async {
         Ok(pods.get_opt("pause").await?.filter(running_and_ready))
     })
@@ -283,6 +309,8 @@ async fn a_kubelet_bootstraps_registers_runs_a_pod_and_goes_unknown_when_stopped
         format!("created client certificate signing request {client_csr_name}"),
         format!("client certificate issued for CSR {client_csr_name}, stored in C:\\var\\lib\\kubelet\\pki"),
         "successfully registered node win-e2e".to_owned(),
+        "pod kubelet-e2e/pause waits for the container runtime network".to_owned(),
+        "container runtime network is ready".to_owned(),
         "pod kubelet-e2e/pause running".to_owned(),
         "pod kubelet-e2e/pause terminated and deleted".to_owned(),
     ] {
