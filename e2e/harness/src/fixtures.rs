@@ -204,7 +204,7 @@ mod tests {
         let singletons = values.substitute(CLUSTER_FIXTURES[2].text);
         assert!(!singletons.contains("${"), "{singletons}");
         let documents = parse_documents(&CLUSTER_FIXTURES[2], &singletons).unwrap();
-        assert_eq!(documents[0]["status"]["apiServerInternalURL"], "https://127.0.0.1:6443");
+        assert_eq!(documents[0]["status"]["apiServerInternalURI"], "https://127.0.0.1:6443");
         assert_eq!(documents[5]["spec"]["kubeAPIServerServingCAData"], "Q0E=");
     }
 }

@@ -670,7 +670,7 @@ async fn fixtures_accept_objects(environment: Arc<Environment>) -> anyhow::Resul
         dynamic_api(control_plane, "config.openshift.io", "v1", "Infrastructure", "infrastructures", None);
     let infrastructure = infrastructures.get("cluster").await?;
     ensure!(
-        infrastructure.data["status"]["apiServerInternalURL"] == control_plane.api_server_url(),
+        infrastructure.data["status"]["apiServerInternalURI"] == control_plane.api_server_url(),
         "{infrastructure:?}"
     );
     ensure!(infrastructure.data["status"]["platformStatus"]["type"] == "None", "{infrastructure:?}");

@@ -13,7 +13,7 @@ use crate::Platform;
 /// Everything about the cluster the rendered files depend on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterInputs {
-    /// The API server URL the kubelet bootstraps against (OpenShift: `Infrastructure.status.apiServerInternalURL`).
+    /// The API server URL the kubelet bootstraps against (OpenShift: `Infrastructure.status.apiServerInternalURI`, Go field `APIServerInternalURL`).
     pub api_server_url: String,
     /// CA bundle that verifies the API server's serving certificate (installed as `C:\k\bootstrap-ca.crt`).
     pub api_server_ca: PemBundle,
