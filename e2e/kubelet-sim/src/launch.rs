@@ -253,7 +253,7 @@ fn parse_flags(args: &[String]) -> Result<Flags, LaunchRefused> {
 }
 
 /// The kubelet's credentials at start.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) enum Credentials {
     /// `--kubeconfig` is usable as it is.
     Kubeconfig(Connection),
@@ -262,7 +262,7 @@ pub(crate) enum Credentials {
 }
 
 /// A kubelet that passed its start-up checks.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Prepared {
     pub drive: Drive,
     pub config: KubeletConfig,

@@ -8,7 +8,9 @@
 //! 3. with its own certificate from then on: Node registration (its labels, `--node-labels`, taints, full
 //!    status), status heartbeats and the `kube-node-lease` Lease, a serving CSR (`kubernetes.io/kubelet-serving`)
 //!    after the first status patch when `serverTLSBootstrap` is on, and the pods bound to the node reported
-//!    Running/Ready, pods being deleted finished off with grace 0.
+//!    Running/Ready, pods being deleted finished off with grace 0;
+//! 4. with `rotateCertificates`, client certificate renewal at 70–90 % of its lifetime (the serving certificate
+//!    too), every task switching to the new certificate.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), wmco_kubelet_sim::LaunchRefused> {
@@ -30,6 +32,7 @@
 //! ```
 
 mod certs;
+mod client_cert;
 mod config;
 mod csr;
 mod disk;
@@ -38,7 +41,9 @@ mod launch;
 mod network;
 mod node;
 mod pods;
+mod rotation;
 mod run;
+mod serving;
 mod taint;
 
 use std::sync::Arc;
@@ -140,7 +145,7 @@ impl KubeletHandle {
     /// the Node authorizer and NodeRestriction like the kubelet itself (it may read its own Node, for example the
     /// hybrid-overlay subnet annotation).
     pub fn node_client(&self) -> Option<kube::Client> {
-        self.shared.node_client.get().cloned()
+        self.shared.node_client.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
     /// What the kubelet logged so far (the last 10,000 lines): `<I|E> <RFC 3339 time> <message>`, for example

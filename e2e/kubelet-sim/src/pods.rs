@@ -18,43 +18,53 @@ use crate::node::Readiness;
 use crate::run::Shared;
 
 /// Runs the pod loop until the task is aborted; when the runtime network turns ready, every pod on the node is
-/// synced again.
+/// synced again; when the node client changes (a rotated certificate), the watch starts over with it.
 pub(crate) async fn run(
-    client: kube::Client,
+    mut clients: watch::Receiver<kube::Client>,
     node_name: String,
     host_ips: Vec<IpAddr>,
     mut network: watch::Receiver<Readiness>,
     shared: Arc<Shared>,
 ) {
-    let pods: Api<Pod> = Api::all(client.clone());
     let selector = format!("spec.nodeName={node_name}");
-    let config = watcher::Config::default().fields(&selector);
-    let mut events = watcher(pods.clone(), config).default_backoff().applied_objects().boxed();
-    let node = NodeSide { client, host_ips, shared };
+    let mut clients_open = true;
     loop {
-        tokio::select! {
-            event = events.next() => match event {
-                Some(Ok(pod)) => {
-                    let network_ready = network.borrow().network_ready;
-                    node.sync(&pod, network_ready).await;
-                }
-                Some(Err(error)) => {
-                    node.shared.problem(format!("watch of the pods on node {node_name} failed: {error}"));
-                }
-                None => return,
-            },
-            changed = network.changed() => {
-                if changed.is_err() {
-                    return;
-                }
-                let network_ready = network.borrow_and_update().network_ready;
-                match pods.list(&ListParams::default().fields(&selector)).await {
-                    Ok(list) => {
-                        for pod in &list.items {
-                            node.sync(pod, network_ready).await;
-                        }
+        let client = clients.borrow_and_update().clone();
+        let pods: Api<Pod> = Api::all(client.clone());
+        let config = watcher::Config::default().fields(&selector);
+        let mut events = watcher(pods.clone(), config).default_backoff().applied_objects().boxed();
+        let node = NodeSide { client, host_ips: host_ips.clone(), shared: shared.clone() };
+        loop {
+            tokio::select! {
+                event = events.next() => match event {
+                    Some(Ok(pod)) => {
+                        let network_ready = network.borrow().network_ready;
+                        node.sync(&pod, network_ready).await;
                     }
-                    Err(error) => node.shared.problem(format!("listing the pods on node {node_name} failed: {error}")),
+                    Some(Err(error)) => {
+                        shared.problem(format!("watch of the pods on node {node_name} failed: {error}"));
+                    }
+                    None => return,
+                },
+                changed = network.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    let network_ready = network.borrow_and_update().network_ready;
+                    match pods.list(&ListParams::default().fields(&selector)).await {
+                        Ok(list) => {
+                            for pod in &list.items {
+                                node.sync(pod, network_ready).await;
+                            }
+                        }
+                        Err(error) => shared.problem(format!("listing the pods on node {node_name} failed: {error}")),
+                    }
+                }
+                changed = clients.changed(), if clients_open => {
+                    clients_open = changed.is_ok();
+                    if clients_open {
+                        break;
+                    }
                 }
             }
         }

@@ -1,10 +1,12 @@
 //! The running kubelet, in the order a real one acts (kubelet-bootstrap.md §9 "Simulated kubelet"): obtain a
-//! client certificate (bootstrap CSR, or the stored one), register the Node, then heartbeat (status patches and
-//! the Lease), request a serving certificate after the first status patch, and run the pods bound to the node.
+//! client certificate ([`crate::client_cert`]), register the Node, then heartbeat (status patches and the
+//! Lease), request a serving certificate after the first status patch ([`crate::serving`]), rotate the client
+//! certificate, and run the pods bound to the node ([`crate::pods`]). Every task reads the current node client
+//! from one watch channel, so a rotated certificate is used from the next request on.
 
 use std::collections::VecDeque;
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -13,19 +15,18 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Owne
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use tokio::sync::watch;
 
-use crate::certs::{self, SubjectAltNames};
-use crate::csr::{self, CLIENT_SIGNER, CLIENT_USAGES, SERVING_SIGNER, SERVING_USAGES};
-use crate::kubeconfig::{self, Connection};
-use crate::launch::{Credentials, Prepared};
+use crate::certs::SubjectAltNames;
+use crate::client_cert;
+use crate::launch::Prepared;
 use crate::node::{NodeFacts, Readiness};
 use crate::{KubeletPhase, KubeletStatus};
 
 /// How long one certificate request waits for its certificate (`certificateWaitTimeout`).
-const CERTIFICATE_WAIT: Duration = Duration::from_secs(15 * 60);
+pub(crate) const CERTIFICATE_WAIT: Duration = Duration::from_secs(15 * 60);
 /// First pause after a failed certificate request; doubled up to [`CERTIFICATE_RETRY_MAX`].
-const CERTIFICATE_RETRY_INITIAL: Duration = Duration::from_secs(2);
+pub(crate) const CERTIFICATE_RETRY_INITIAL: Duration = Duration::from_secs(2);
 /// Longest pause between certificate requests.
-const CERTIFICATE_RETRY_MAX: Duration = Duration::from_secs(32);
+pub(crate) const CERTIFICATE_RETRY_MAX: Duration = Duration::from_secs(32);
 /// First pause after a failed registration; doubled up to [`REGISTRATION_RETRY_MAX`].
 const REGISTRATION_RETRY_INITIAL: Duration = Duration::from_millis(100);
 /// Longest pause between registration attempts.
@@ -40,13 +41,18 @@ const JOURNAL_LINES: usize = 10_000;
 pub(crate) struct Shared {
     pub node_name: String,
     pub status: watch::Sender<KubeletStatus>,
-    pub node_client: OnceLock<kube::Client>,
+    pub node_client: Mutex<Option<kube::Client>>,
     pub journal: Mutex<VecDeque<String>>,
 }
 
 impl Shared {
     pub(crate) fn new(node_name: String, status: watch::Sender<KubeletStatus>) -> Self {
-        Self { node_name, status, node_client: OnceLock::new(), journal: Mutex::new(VecDeque::new()) }
+        Self { node_name, status, node_client: Mutex::new(None), journal: Mutex::new(VecDeque::new()) }
+    }
+
+    /// Publishes the current node client for [`crate::KubeletHandle::node_client`].
+    pub(crate) fn set_node_client(&self, client: kube::Client) {
+        *self.node_client.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(client);
     }
 
     fn phase(&self, phase: KubeletPhase) {
@@ -77,17 +83,17 @@ impl Shared {
 }
 
 /// A doubling pause between `initial` and `max`.
-struct Backoff {
+pub(crate) struct Backoff {
     next: Duration,
     max: Duration,
 }
 
 impl Backoff {
-    fn new(initial: Duration, max: Duration) -> Self {
+    pub(crate) fn new(initial: Duration, max: Duration) -> Self {
         Self { next: initial, max }
     }
 
-    async fn pause(&mut self) {
+    pub(crate) async fn pause(&mut self) {
         tokio::time::sleep(self.next).await;
         self.next = (self.next * 2).min(self.max);
     }
@@ -95,10 +101,14 @@ impl Backoff {
 
 /// The kubelet's whole life; runs until aborted.
 pub(crate) async fn run(prepared: Prepared, facts: NodeFacts, shared: Arc<Shared>) {
-    let connection = client_connection(&prepared, &shared).await;
-    let client = connect(&connection, &shared).await;
-    let _ = shared.node_client.set(client.clone());
+    let connection = client_cert::obtain(&prepared, &shared).await;
+    let client = client_cert::connect(&connection, &shared).await;
+    shared.set_node_client(client.clone());
+    let (client_sender, clients) = watch::channel(client.clone());
     let mut tasks = tokio::task::JoinSet::new();
+    if prepared.config.rotate_certificates {
+        tasks.spawn(client_cert::rotate(prepared.clone(), connection, client_sender, shared.clone()));
+    }
     let (network_sender, network) =
         watch::channel(Readiness { network_ready: prepared.network.ready(), since: jiff::Timestamp::now() });
     tasks.spawn(network_monitor(prepared.network.clone(), network_sender, shared.clone()));
@@ -108,7 +118,7 @@ pub(crate) async fn run(prepared: Prepared, facts: NodeFacts, shared: Arc<Shared
         let node = register(&client, &facts, readiness, &shared).await;
         let (addresses_sender, addresses) = watch::channel(None);
         let heartbeat_task = heartbeat(
-            client.clone(),
+            clients.clone(),
             facts.clone(),
             prepared.config.clone(),
             network.clone(),
@@ -116,13 +126,13 @@ pub(crate) async fn run(prepared: Prepared, facts: NodeFacts, shared: Arc<Shared
             shared.clone(),
         );
         tasks.spawn(heartbeat_task);
-        tasks.spawn(lease(client.clone(), node, prepared.config.node_lease_duration_seconds, shared.clone()));
+        tasks.spawn(lease(clients.clone(), node, prepared.config.node_lease_duration_seconds, shared.clone()));
         if prepared.config.server_tls_bootstrap {
-            tasks.spawn(serving_certificate(client.clone(), prepared, facts.name.clone(), addresses, shared.clone()));
+            tasks.spawn(crate::serving::run(prepared.clone(), clients.clone(), addresses, shared.clone()));
         }
     }
     shared.phase(KubeletPhase::Running);
-    tasks.spawn(crate::pods::run(client, facts.name.clone(), facts.ips.clone(), network, shared));
+    tasks.spawn(crate::pods::run(clients, facts.name.clone(), facts.ips.clone(), network, shared));
     while tasks.join_next().await.is_some() {}
 }
 
@@ -146,92 +156,6 @@ async fn network_monitor(
             }
         }
         tokio::time::sleep(NETWORK_POLL).await;
-    }
-}
-
-/// The connection of the kubelet's own kubeconfig: as found, or after the bootstrap of §1.2.
-async fn client_connection(prepared: &Prepared, shared: &Shared) -> Connection {
-    let bootstrap = match &prepared.credentials {
-        Credentials::Kubeconfig(connection) => return connection.clone(),
-        Credentials::Bootstrap(bootstrap) => bootstrap,
-    };
-    let current_pem = prepared.cert_file("kubelet-client-current.pem");
-    if prepared.config.rotate_certificates {
-        write_kubeconfig(prepared, bootstrap, &current_pem, shared).await;
-    }
-    let mut backoff = Backoff::new(CERTIFICATE_RETRY_INITIAL, CERTIFICATE_RETRY_MAX);
-    loop {
-        if let Some(connection) = stored_pair_connection(prepared, bootstrap, &current_pem) {
-            if !prepared.config.rotate_certificates {
-                write_kubeconfig(prepared, bootstrap, &current_pem, shared).await;
-            }
-            return connection;
-        }
-        match bootstrap_certificate(prepared, bootstrap, shared).await {
-            Ok(()) => continue,
-            Err(problem) => shared.problem(problem),
-        }
-        backoff.pause().await;
-    }
-}
-
-/// The connection of `--kubeconfig` pointing at the stored client pair, if that pair exists and is valid.
-fn stored_pair_connection(prepared: &Prepared, bootstrap: &Connection, current_pem: &str) -> Option<Connection> {
-    let file = prepared.drive.resolve(current_pem).ok()?;
-    let contents = std::fs::read(file).ok()?;
-    certs::check_pair(&contents, &contents).ok()?;
-    Some(Connection {
-        server: bootstrap.server.clone(),
-        certificate_authority: bootstrap.certificate_authority.clone(),
-        certificate_authority_path: bootstrap.certificate_authority_path.clone(),
-        credential: kubeconfig::Credential::Certificate { certificate: contents.clone(), key: contents },
-    })
-}
-
-async fn write_kubeconfig(prepared: &Prepared, bootstrap: &Connection, current_pem: &str, shared: &Shared) {
-    let mut backoff = Backoff::new(CERTIFICATE_RETRY_INITIAL, CERTIFICATE_RETRY_MAX);
-    loop {
-        let written = kubeconfig::render_node_kubeconfig(bootstrap, current_pem).and_then(|text| {
-            let file = prepared.drive.resolve(&prepared.kubeconfig_path).map_err(|problem| problem.to_string())?;
-            crate::disk::write_private(&file, text.as_bytes())
-                .map_err(|error| format!("write {}: {error}", prepared.kubeconfig_path))
-        });
-        match written {
-            Ok(()) => return,
-            Err(problem) => shared.problem(problem),
-        }
-        backoff.pause().await;
-    }
-}
-
-/// One bootstrap attempt: a new key, a client CSR with the bootstrap credentials, the stored result.
-async fn bootstrap_certificate(prepared: &Prepared, bootstrap: &Connection, shared: &Shared) -> Result<(), String> {
-    let generated = certs::new_request(&prepared.node_name, &SubjectAltNames::default())?;
-    let client = bootstrap.client().await?;
-    let (name, certificate) = csr::request_certificate(
-        &client,
-        CLIENT_SIGNER,
-        &CLIENT_USAGES,
-        &generated.request_pem,
-        CERTIFICATE_WAIT,
-        |name| shared.info(format!("created client certificate signing request {name}")),
-    )
-    .await
-    .map_err(|problem| problem.to_string())?;
-    certs::store(&prepared.cert_dir_on_disk, "kubelet-client", &certificate, &generated.key_pem)
-        .map_err(|error| format!("store the client certificate in {}: {error}", prepared.cert_dir))?;
-    shared.info(format!("client certificate issued for CSR {name}, stored in {}", prepared.cert_dir));
-    Ok(())
-}
-
-async fn connect(connection: &Connection, shared: &Shared) -> kube::Client {
-    let mut backoff = Backoff::new(CERTIFICATE_RETRY_INITIAL, CERTIFICATE_RETRY_MAX);
-    loop {
-        match connection.client().await {
-            Ok(client) => return client,
-            Err(problem) => shared.problem(problem),
-        }
-        backoff.pause().await;
     }
 }
 
@@ -264,20 +188,20 @@ async fn register(client: &kube::Client, facts: &NodeFacts, readiness: Readiness
 /// `nodeStatusUpdateFrequency`), the first time at once; publishes the addresses the API server returned after
 /// each successful patch.
 async fn heartbeat(
-    client: kube::Client,
+    clients: watch::Receiver<kube::Client>,
     facts: NodeFacts,
     config: crate::config::KubeletConfig,
     network: watch::Receiver<Readiness>,
     addresses: watch::Sender<Option<SubjectAltNames>>,
     shared: Arc<Shared>,
 ) {
-    let nodes: Api<Node> = Api::all(client);
     let mut last_patch: Option<(Instant, Readiness)> = None;
     loop {
         let readiness = *network.borrow();
         let due = last_patch
             .is_none_or(|(at, reported)| reported != readiness || at.elapsed() >= config.node_status_report_frequency);
         if due {
+            let nodes: Api<Node> = Api::all(clients.borrow().clone());
             let status = serde_json::json!({ "status": facts.status(jiff::Timestamp::now(), readiness) });
             match nodes.patch_status(&facts.name, &PatchParams::default(), &Patch::Strategic(status)).await {
                 Ok(node) => {
@@ -321,8 +245,7 @@ fn serving_names(node: &Node) -> SubjectAltNames {
 }
 
 /// Renews `kube-node-lease/<node>` every quarter of its duration, creating it when missing.
-async fn lease(client: kube::Client, node: Node, duration_seconds: i32, shared: Arc<Shared>) {
-    let leases: Api<Lease> = Api::namespaced(client, LEASE_NAMESPACE);
+async fn lease(clients: watch::Receiver<kube::Client>, node: Node, duration_seconds: i32, shared: Arc<Shared>) {
     let name = node.metadata.name.clone().unwrap_or_default();
     let owner = OwnerReference {
         api_version: "v1".to_owned(),
@@ -333,6 +256,7 @@ async fn lease(client: kube::Client, node: Node, duration_seconds: i32, shared: 
     };
     let interval = Duration::from_millis(u64::try_from(duration_seconds).unwrap_or(40) * 250);
     loop {
+        let leases: Api<Lease> = Api::namespaced(clients.borrow().clone(), LEASE_NAMESPACE);
         if let Err(error) = renew(&leases, &name, &owner, duration_seconds).await {
             shared.problem(format!("failed to update lease {LEASE_NAMESPACE}/{name}: {error}"));
         }
@@ -372,67 +296,6 @@ async fn renew(
         }
     }
     Ok(())
-}
-
-/// After the first status patch: requests a serving certificate for the observed addresses until one is issued,
-/// and again whenever the addresses change.
-async fn serving_certificate(
-    client: kube::Client,
-    prepared: Prepared,
-    node_name: String,
-    mut addresses: watch::Receiver<Option<SubjectAltNames>>,
-    shared: Arc<Shared>,
-) {
-    loop {
-        let Ok(observed) = addresses.wait_for(Option::is_some).await.map(|names| names.clone()) else { return };
-        let Some(names) = observed else { return };
-        addresses.mark_unchanged();
-        if names.ips.is_empty() {
-            shared.problem(format!("no serving certificate requested for {node_name}: the Node has no IP address"));
-        } else {
-            request_serving(&client, &prepared, &node_name, &names, &shared).await;
-        }
-        if addresses.changed().await.is_err() {
-            return;
-        }
-    }
-}
-
-async fn request_serving(
-    client: &kube::Client,
-    prepared: &Prepared,
-    node_name: &str,
-    names: &SubjectAltNames,
-    shared: &Shared,
-) {
-    let mut backoff = Backoff::new(CERTIFICATE_RETRY_INITIAL, CERTIFICATE_RETRY_MAX);
-    loop {
-        let attempt = async {
-            let generated = certs::new_request(node_name, names)?;
-            let (name, certificate) = csr::request_certificate(
-                client,
-                SERVING_SIGNER,
-                &SERVING_USAGES,
-                &generated.request_pem,
-                CERTIFICATE_WAIT,
-                |name| shared.info(format!("created serving certificate signing request {name}")),
-            )
-            .await
-            .map_err(|problem| problem.to_string())?;
-            certs::store(&prepared.cert_dir_on_disk, "kubelet-server", &certificate, &generated.key_pem)
-                .map_err(|error| format!("store the serving certificate in {}: {error}", prepared.cert_dir))?;
-            shared.info(format!("serving certificate issued for CSR {name}, stored in {}", prepared.cert_dir));
-            Ok::<(), String>(())
-        };
-        match attempt.await {
-            Ok(()) => {
-                shared.status.send_modify(|status| status.serving_certificate = true);
-                return;
-            }
-            Err(problem) => shared.problem(problem),
-        }
-        backoff.pause().await;
-    }
 }
 
 #[cfg(test)]
