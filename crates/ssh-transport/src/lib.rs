@@ -52,6 +52,7 @@ mod pool;
 mod remote;
 mod retry;
 mod sftp_ops;
+mod source;
 mod upload;
 mod worker;
 

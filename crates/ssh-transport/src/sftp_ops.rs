@@ -13,10 +13,14 @@ use crate::connection::{Connection, Failure, OpError, classify, is_no_such_file}
 use crate::digest::Sha256Digest;
 use crate::error::{TransferStep, TransportError};
 use crate::exec;
+use crate::source::{self, Chunks, StreamError};
 use crate::upload::{UploadOutcome, UploadRequest, UploadSource, staging_path};
 
-/// Size of one SFTP write: libssh2 splits it into pipelined packets, so larger buffers keep more requests in flight.
-const WRITE_BUFFER: usize = 4 * 1024 * 1024;
+/// Size of one read from the upload's source.
+const READ_CHUNK: usize = 1024 * 1024;
+/// How many unacknowledged bytes are kept in flight: libssh2 turns every byte handed to one write call into
+/// pipelined SFTP write requests, and reports acknowledgements as they arrive.
+const IN_FLIGHT: usize = 8 * 1024 * 1024;
 /// Size of one SFTP read.
 const READ_BUFFER: usize = 1024 * 1024;
 
@@ -61,6 +65,7 @@ pub(crate) fn upload(
     let started = Instant::now();
     let staging = staging_path(&request.remote_path);
     let bytes = write_staging(connection, request, &staging, &failures)?;
+    let write_duration = started.elapsed();
 
     let verified = match &request.verify {
         Some(command) => verify_by_command(connection, command, request.expected_sha256, &failures),
@@ -79,7 +84,7 @@ pub(crate) fn upload(
     }
     sftp.rename(Path::new(&staging), Path::new(&request.remote_path), None)
         .map_err(|error| failures.library(TransferStep::Rename, &error))?;
-    Ok(UploadOutcome::Uploaded { bytes, duration: started.elapsed() })
+    Ok(UploadOutcome::Uploaded { bytes, write_duration, duration: started.elapsed() })
 }
 
 fn open_sftp<'c>(connection: &'c mut Connection, failures: &Failures<'_>) -> Result<&'c Sftp, OpError> {
@@ -93,7 +98,7 @@ fn write_staging(
     staging: &str,
     failures: &Failures<'_>,
 ) -> Result<u64, OpError> {
-    let mut source: Box<dyn Read> = match &request.source {
+    let source: Box<dyn Read + Send> = match &request.source {
         UploadSource::File(path) => {
             Box::new(std::fs::File::open(path).map_err(|error| failures.io(TransferStep::ReadSource, &error))?)
         }
@@ -104,20 +109,14 @@ fn write_staging(
     let mut remote = sftp
         .open_mode(Path::new(staging), flags, 0o644, OpenType::File)
         .map_err(|error| failures.library(TransferStep::OpenStaging, &error))?;
-    let mut hasher = Sha256::new();
-    let mut buffer = vec![0u8; WRITE_BUFFER];
-    let mut total = 0u64;
-    loop {
-        let filled = fill(&mut source, &mut buffer).map_err(|error| failures.io(TransferStep::ReadSource, &error))?;
-        if filled == 0 {
-            break;
+    let (total, actual) = source::stream(source, READ_CHUNK, |chunks| write_pipelined(&mut remote, chunks, failures))
+        .map_err(|error| match error {
+        StreamError::ReaderPanicked => {
+            failures.failed(TransferStep::ReadSource, "the source reader thread panicked".into(), false)
         }
-        hasher.update(&buffer[..filled]);
-        remote.write_all(&buffer[..filled]).map_err(|error| failures.io(TransferStep::Write, &error))?;
-        total += filled as u64;
-    }
+        StreamError::Consume(failure) => failure,
+    })?;
     remote.close().map_err(|error| failures.library(TransferStep::Write, &error))?;
-    let actual = Sha256Digest::from_bytes(hasher.finalize().into());
     if actual != request.expected_sha256 {
         let failure = failures.failed(
             TransferStep::SourceHash,
@@ -130,18 +129,33 @@ fn write_staging(
     Ok(total)
 }
 
-/// Reads until `buffer` is full or the source ends; returns the bytes read.
-fn fill(source: &mut dyn Read, buffer: &mut [u8]) -> std::io::Result<usize> {
-    let mut filled = 0;
-    while filled < buffer.len() {
-        match source.read(&mut buffer[filled..]) {
-            Ok(0) => break,
-            Ok(count) => filled += count,
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(error) => return Err(error),
+/// Writes every chunk to `remote`, keeping up to [`IN_FLIGHT`] bytes outstanding so the SFTP pipeline never drains
+/// between chunks. libssh2 requires the unacknowledged bytes to be passed again at the front of each call.
+fn write_pipelined(remote: &mut ssh2::File, chunks: &mut Chunks, failures: &Failures<'_>) -> Result<u64, OpError> {
+    let mut pending: Vec<u8> = Vec::with_capacity(IN_FLIGHT + READ_CHUNK);
+    let mut acknowledged = 0usize;
+    let mut total = 0u64;
+    let mut source_done = false;
+    loop {
+        while !source_done && pending.len() - acknowledged < IN_FLIGHT {
+            match chunks.next_chunk() {
+                Some(Ok(chunk)) => {
+                    pending.drain(..acknowledged);
+                    acknowledged = 0;
+                    pending.extend_from_slice(&chunk);
+                }
+                Some(Err(error)) => return Err(failures.io(TransferStep::ReadSource, &error)),
+                None => source_done = true,
+            }
         }
+        if acknowledged == pending.len() {
+            return Ok(total);
+        }
+        let written =
+            remote.write(&pending[acknowledged..]).map_err(|error| failures.io(TransferStep::Write, &error))?;
+        acknowledged += written;
+        total += written as u64;
     }
-    Ok(filled)
 }
 
 fn verify_by_command(

@@ -61,7 +61,9 @@ pub enum UploadOutcome {
     Uploaded {
         /// Bytes sent.
         bytes: u64,
-        /// Time from opening the temporary file to the rename.
+        /// Time spent writing the temporary file (the transfer itself).
+        write_duration: Duration,
+        /// Time from opening the temporary file to the rename (transfer, verification, rename).
         duration: Duration,
     },
 }
