@@ -1,0 +1,432 @@
+//! `configure`: turn one host into a Ready node, one resumable pass at a time (design §4, two-phase
+//! configuration). Each call observes the host in one probe round trip, applies only what differs, records its
+//! progress in the `WindowsInstance` status, and returns where the host stands; the controller calls it again
+//! when the Node (watched, not polled) changes.
+//!
+//! Stages, chosen from what exists rather than from memory, so a crash anywhere resumes correctly:
+//!
+//! 1. **Bootstrap** (no Node yet): directories, payload and phase-1 files (including the bootstrap kubeconfig),
+//!    containerd and kubelet. Outcome [`ConfigureState::WaitingForNode`].
+//! 2. **Registered** (the Node exists, no hybrid-overlay subnet yet): phase-1 state without the bootstrap
+//!    kubeconfig, which is deleted from the host. Outcome [`ConfigureState::WaitingForSubnet`].
+//! 3. **Node** (the Node has its subnet): every service, phase-2 files (CNI, kube-proxy, TLS), labels and
+//!    annotations; the version annotation and phase Ready only once every service runs and the Node is Ready.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Node;
+use wmco_cluster_client::names::{
+    BYOH_LABEL, HYBRID_OVERLAY_SUBNET_ANNOTATION, PUB_KEY_HASH_ANNOTATION, VERSION_ANNOTATION, WORKER_ROLE_LABEL,
+};
+use wmco_cluster_client::types::{InstanceOrigin, Phase as RecordPhase, WindowsInstance};
+use wmco_cluster_client::{Drainer, InstanceRecords, NodeMetadataPatch, Nodes};
+use wmco_payload_manifest::render::destinations::BOOTSTRAP_KUBECONFIG;
+use wmco_payload_manifest::{HostFile, HostFileSet};
+use wmco_windows_services::{
+    HostState, LogRotation, NodeInputs, ObservedHost, Phase, Platform, ProbeRequest, Sha256Hex, Verbosity, WinPath,
+    node_host_state, plan,
+};
+
+use crate::error::{FlowError, FlowStep, SourceError};
+use crate::identity::HostIdentity;
+use crate::record::Recorder;
+use crate::script;
+use crate::session::HostSession;
+
+/// The node service settings that do not depend on the host (the host's name and IP come from its identity).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServiceSettings {
+    /// The API server URL the node reaches, `https://...`.
+    pub api_server_url: String,
+    /// The cluster's platform.
+    pub platform: Platform,
+    /// Log verbosity.
+    pub verbosity: Verbosity,
+    /// kubelet / kube-proxy log rotation.
+    pub log_rotation: LogRotation,
+    /// Non-default VXLAN port of the hybrid overlay.
+    pub hybrid_overlay_vxlan_port: Option<u16>,
+    /// kubelet `--cloud-provider`.
+    pub cloud_provider: Option<String>,
+    /// kubelet `--cloud-config` file on the host.
+    pub cloud_config: Option<WinPath>,
+}
+
+impl ServiceSettings {
+    /// The inputs of the node's service set for the host `identity`.
+    pub fn node_inputs(&self, identity: &HostIdentity) -> NodeInputs {
+        NodeInputs {
+            node_ip: identity.node_ip,
+            node_name: identity.expected_node_name.clone(),
+            api_server_url: self.api_server_url.clone(),
+            platform: self.platform,
+            verbosity: self.verbosity,
+            log_rotation: self.log_rotation,
+            hybrid_overlay_vxlan_port: self.hybrid_overlay_vxlan_port,
+            cloud_provider: self.cloud_provider.clone(),
+            cloud_config: self.cloud_config.clone(),
+        }
+    }
+}
+
+/// Which files the flow asks its [`HostFilesSource`] for.
+#[derive(Clone, Copy, Debug)]
+pub enum FileStage<'a> {
+    /// Before the Node has its hybrid-overlay subnet: the payload and the phase-1 files (kubelet and containerd
+    /// configuration, CA files, bootstrap kubeconfig with a fresh node-bootstrapper token).
+    Bootstrap,
+    /// The Node exists with its subnet: the payload, phase-1 files and the phase-2 files (CNI and kube-proxy
+    /// configuration for the Node's subnet, windows_exporter TLS files).
+    Node(&'a Node),
+}
+
+impl FileStage<'_> {
+    fn name(self) -> &'static str {
+        match self {
+            FileStage::Bootstrap => "bootstrap",
+            FileStage::Node(_) => "node",
+        }
+    }
+}
+
+/// Where the flow gets the files a host must hold. The operator renders them from cluster facts and the payload
+/// ([`wmco_payload_manifest::render`], [`HostFileSet::new`]); tests hand in fixed sets. The bootstrap kubeconfig
+/// is dropped by the flow once the Node exists, whatever the source returns.
+pub trait HostFilesSource: Send + Sync {
+    /// The files `identity`'s host must hold at `stage`.
+    ///
+    /// # Errors
+    /// Whatever stops the source (a missing Secret, an unrenderable value); the flow reports it as
+    /// [`FlowError::DesiredFiles`], retryable.
+    fn files(&self, identity: &HostIdentity, stage: FileStage<'_>) -> Result<HostFileSet, SourceError>;
+}
+
+/// The cluster capabilities the flows use.
+#[derive(Clone, Copy)]
+pub struct ClusterAccess<'a> {
+    /// Nodes: read, label, cordon, delete.
+    pub nodes: &'a dyn Nodes,
+    /// `WindowsInstance` status writes.
+    pub records: &'a dyn InstanceRecords,
+    /// Draining (deconfiguration only).
+    pub drainer: &'a dyn Drainer,
+}
+
+/// What one configure pass needs besides the host and the cluster.
+#[derive(Clone, Copy)]
+pub struct ConfigureInputs<'a> {
+    /// The host's record as last read (spec, status with the pinned key and identity, namespace and name).
+    pub instance: &'a WindowsInstance,
+    /// Host-independent service settings.
+    pub settings: &'a ServiceSettings,
+    /// The desired files.
+    pub files: &'a dyn HostFilesSource,
+    /// The operator version, written to the version annotation and `configuredVersion` once Ready.
+    pub operator_version: &'a str,
+    /// SHA-256 of the public key the operator configures with (the `pub-key-hash` annotation).
+    pub pub_key_hash: &'a str,
+}
+
+/// Where a host stands after a configure pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigureState {
+    /// containerd and kubelet run; the Node has not registered yet. Call again when the Node appears.
+    WaitingForNode,
+    /// The Node exists without its hybrid-overlay subnet annotation. Call again when it is set.
+    WaitingForSubnet,
+    /// Every service is installed, but not every one runs yet or the Node is not Ready. Call again when the Node
+    /// changes (or after a short delay).
+    WaitingForReady,
+    /// Every service runs, the Node is Ready and carries the version annotation; the record says Ready.
+    Ready,
+}
+
+/// The result of a configure pass.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigureOutcome {
+    /// Where the host stands.
+    pub state: ConfigureState,
+    /// The Node name the host registers as.
+    pub node_name: String,
+    /// Plan steps applied in this pass (0 on a converged host).
+    pub steps_applied: usize,
+    /// Commands run in this pass (SSH round trips).
+    pub commands: u64,
+    /// Files uploaded in this pass.
+    pub uploads: u64,
+    /// Bytes uploaded in this pass.
+    pub bytes_uploaded: u64,
+}
+
+/// The configuration stage, decided from the Node.
+enum Stage {
+    Bootstrap,
+    Registered,
+    Node(Box<Node>),
+}
+
+/// Runs one configure pass for the host of `inputs.instance` over `session`.
+///
+/// A host that is already converged costs exactly one SSH round trip (the state probe) and no upload; the
+/// record is written only when it changes. On failure the error is recorded as `lastError` (and phase `Failed` if
+/// it is permanent, e.g. a host key mismatch) before it is returned.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use wmco_node_config::{ClusterAccess, ConfigureInputs, ConfigureState, HostFilesSource, HostSession, ServiceSettings, configure};
+/// # async fn example(
+/// #     host: Arc<dyn wmco_ssh_transport::RemoteHost>,
+/// #     cluster: ClusterAccess<'_>,
+/// #     instance: &wmco_cluster_client::types::WindowsInstance,
+/// #     settings: &ServiceSettings,
+/// #     files: &dyn HostFilesSource,
+/// # ) -> Result<(), wmco_node_config::FlowError> {
+/// let session = HostSession::new(host); // keep it per host across reconciles
+/// let inputs = ConfigureInputs { instance, settings, files, operator_version: "10.17.0", pub_key_hash: "ab12" };
+/// let outcome = configure(&session, cluster, &inputs).await?;
+/// match outcome.state {
+///     ConfigureState::Ready => {}                 // done; requeue for drift checks
+///     ConfigureState::WaitingForNode
+///     | ConfigureState::WaitingForSubnet
+///     | ConfigureState::WaitingForReady => {}     // the Node watch triggers the next pass
+/// }
+/// # Ok(())
+/// # }
+/// ```
+///
+/// # Errors
+/// [`FlowError`] naming the host and step; [`FlowError::is_retryable`] tells the controller whether to back off
+/// and retry or to wait for an admin.
+pub async fn configure(
+    session: &HostSession,
+    cluster: ClusterAccess<'_>,
+    inputs: &ConfigureInputs<'_>,
+) -> Result<ConfigureOutcome, FlowError> {
+    let before = session.counters();
+    let mut recorder = Recorder::new(cluster.records, inputs.instance, session.label())?;
+    match configure_pass(session, cluster, inputs, &mut recorder).await {
+        Ok((state, node_name, steps_applied)) => {
+            let after = session.counters();
+            Ok(ConfigureOutcome {
+                state,
+                node_name,
+                steps_applied,
+                commands: after.commands - before.commands,
+                uploads: after.uploads - before.uploads,
+                bytes_uploaded: after.bytes_uploaded - before.bytes_uploaded,
+            })
+        }
+        Err(error) => {
+            recorder.save_error(&error).await;
+            Err(error)
+        }
+    }
+}
+
+async fn configure_pass(
+    session: &HostSession,
+    cluster: ClusterAccess<'_>,
+    inputs: &ConfigureInputs<'_>,
+    recorder: &mut Recorder<'_>,
+) -> Result<(ConfigureState, String, usize), FlowError> {
+    if !matches!(recorder.status.phase, Some(RecordPhase::Ready | RecordPhase::WaitingForNode | RecordPhase::Upgrading))
+    {
+        recorder.set_phase(RecordPhase::Configuring);
+    }
+    if recorder.status.pinned_host_key.is_none() {
+        let key =
+            session.host().host_key().await.map_err(|source| session.transport_error(FlowStep::PinHostKey, source))?;
+        recorder.status.pinned_host_key = Some(key.to_openssh());
+    }
+    let identity = match HostIdentity::from_status(&recorder.status) {
+        Some(identity) => identity,
+        None => {
+            let identity = discover_identity(session).await?;
+            identity.record_in(&mut recorder.status);
+            identity
+        }
+    };
+    recorder.save().await?;
+
+    let node_name = identity.expected_node_name.clone();
+    let node = cluster.nodes.get(&node_name).await.map_err(|source| FlowError::Cluster {
+        host: session.label().to_owned(),
+        step: FlowStep::ReadNode,
+        source,
+    })?;
+    let stage = match node {
+        None => Stage::Bootstrap,
+        Some(node) if subnet(&node).is_some() => Stage::Node(Box::new(node)),
+        Some(_) => Stage::Registered,
+    };
+    let (file_stage, service_phase) = match &stage {
+        Stage::Bootstrap | Stage::Registered => (FileStage::Bootstrap, Phase::Bootstrap),
+        Stage::Node(node) => (FileStage::Node(node), Phase::Node),
+    };
+    let node_exists = !matches!(stage, Stage::Bootstrap);
+    let files = inputs.files.files(&identity, file_stage).map_err(|source| FlowError::DesiredFiles {
+        host: session.label().to_owned(),
+        stage: file_stage.name(),
+        source,
+    })?;
+    let bootstrap_kubeconfig = parse_fixed(session, BOOTSTRAP_KUBECONFIG)?;
+    let wanted_files: BTreeMap<WinPath, &HostFile> = files
+        .files()
+        .iter()
+        .filter(|file| !(node_exists && file.destination.same_location(&bootstrap_kubeconfig)))
+        .map(|file| (file.destination.clone(), file))
+        .collect();
+    let desired = desired_state(session, inputs.settings, &identity, service_phase, &wanted_files, &files)?;
+
+    let mut request = ProbeRequest::for_state(&desired);
+    if node_exists {
+        request.files.insert(bootstrap_kubeconfig.clone());
+    }
+    let observed = session.probe(&request).await?;
+    let steps =
+        plan(&desired, &observed).map_err(|source| FlowError::Plan { host: session.label().to_owned(), source })?;
+    for step in &steps {
+        tracing::info!(host = session.label(), step = %step, "applying");
+    }
+    session.apply(&steps, &wanted_files, &observed).await?;
+    if node_exists && observed.files.get(&bootstrap_kubeconfig).is_some_and(Option::is_some) {
+        session
+            .host()
+            .remove(&bootstrap_kubeconfig.to_sftp())
+            .await
+            .map_err(|source| session.transport_error(FlowStep::RemoveBootstrapKubeconfig, source))?;
+    }
+
+    let node = match stage {
+        Stage::Bootstrap => {
+            recorder.set_phase(RecordPhase::WaitingForNode);
+            recorder.save().await?;
+            return Ok((ConfigureState::WaitingForNode, node_name, steps.len()));
+        }
+        Stage::Registered => {
+            recorder.set_phase(RecordPhase::WaitingForNode);
+            recorder.save().await?;
+            return Ok((ConfigureState::WaitingForSubnet, node_name, steps.len()));
+        }
+        Stage::Node(node) => node,
+    };
+    let running = if steps.is_empty() {
+        all_running(&desired, &observed)
+    } else {
+        let after = session.probe(&request).await?;
+        all_running(&desired, &after)
+    };
+    let ready = running && node_is_ready(&node);
+    let patch = node_patch(&node, inputs, ready);
+    if patch != NodeMetadataPatch::default() {
+        cluster.nodes.patch_metadata(&node_name, &patch).await.map_err(|source| FlowError::Cluster {
+            host: session.label().to_owned(),
+            step: FlowStep::LabelNode,
+            source,
+        })?;
+    }
+    let state = if ready {
+        recorder.set_phase(RecordPhase::Ready);
+        recorder.status.configured_version = Some(inputs.operator_version.to_owned());
+        recorder.status.configuring_since = None;
+        recorder.status.last_error = None;
+        ConfigureState::Ready
+    } else {
+        recorder.set_phase(RecordPhase::WaitingForNode);
+        ConfigureState::WaitingForReady
+    };
+    recorder.save().await?;
+    Ok((state, node_name, steps.len()))
+}
+
+/// Reads the host's identity in one round trip.
+async fn discover_identity(session: &HostSession) -> Result<HostIdentity, FlowError> {
+    let command = script::identity().map_err(|source| FlowError::Render {
+        host: session.label().to_owned(),
+        step: FlowStep::Identify,
+        source,
+    })?;
+    let output = session.run_powershell(FlowStep::Identify, "host identity", &command).await?;
+    HostIdentity::parse(&output.stdout_text())
+        .map_err(|source| FlowError::Identity { host: session.label().to_owned(), source })
+}
+
+fn parse_fixed(session: &HostSession, text: &str) -> Result<WinPath, FlowError> {
+    WinPath::parse(text).map_err(|source| FlowError::Render {
+        host: session.label().to_owned(),
+        step: FlowStep::DesiredState,
+        source: wmco_windows_services::CommandError::ScriptPath { source },
+    })
+}
+
+/// The host state to converge to: the node's services for `phase`, its directories plus those of the files, and
+/// the files' hashes.
+fn desired_state(
+    session: &HostSession,
+    settings: &ServiceSettings,
+    identity: &HostIdentity,
+    phase: Phase,
+    wanted_files: &BTreeMap<WinPath, &HostFile>,
+    files: &HostFileSet,
+) -> Result<HostState, FlowError> {
+    let mut desired = node_host_state(&settings.node_inputs(identity), phase)
+        .map_err(|source| FlowError::NodeServices { host: session.label().to_owned(), source })?;
+    desired.directories.extend(files.directories());
+    for (path, file) in wanted_files {
+        let digest = Sha256Hex::new(&file.sha256.to_string())
+            .map_err(|_| FlowError::Record { instance: session.label().to_owned(), what: "a file digest in hex" })?;
+        desired.files.insert(path.clone(), digest);
+    }
+    Ok(desired)
+}
+
+/// Whether every desired service is running or starting.
+fn all_running(desired: &HostState, observed: &ObservedHost) -> bool {
+    desired
+        .services
+        .iter()
+        .filter(|spec| spec.should_run())
+        .all(|spec| observed.services.get(&spec.name).is_some_and(wmco_windows_services::ObservedService::is_stoppable))
+}
+
+/// The Node's hybrid-overlay subnet annotation.
+fn subnet(node: &Node) -> Option<&str> {
+    node.metadata
+        .annotations
+        .as_ref()?
+        .get(HYBRID_OVERLAY_SUBNET_ANNOTATION)
+        .map(String::as_str)
+        .filter(|s| !s.is_empty())
+}
+
+/// Whether the Node's Ready condition is True.
+fn node_is_ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|status| status.conditions.as_ref())
+        .is_some_and(|conditions| conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// The labels and annotations the Node lacks: BYOH and worker role (BYOH hosts), the public key hash, and the
+/// version once `ready`.
+fn node_patch(node: &Node, inputs: &ConfigureInputs<'_>, ready: bool) -> NodeMetadataPatch {
+    let label = |key: &str| node.metadata.labels.as_ref().and_then(|labels| labels.get(key)).map(String::as_str);
+    let annotation =
+        |key: &str| node.metadata.annotations.as_ref().and_then(|annotations| annotations.get(key)).map(String::as_str);
+    let mut patch = NodeMetadataPatch::default();
+    if inputs.instance.spec.origin == InstanceOrigin::Byoh {
+        if label(BYOH_LABEL) != Some("true") {
+            patch = patch.set_label(BYOH_LABEL, "true");
+        }
+        if label(WORKER_ROLE_LABEL) != Some("") {
+            patch = patch.set_label(WORKER_ROLE_LABEL, "");
+        }
+    }
+    if annotation(PUB_KEY_HASH_ANNOTATION) != Some(inputs.pub_key_hash) {
+        patch = patch.set_annotation(PUB_KEY_HASH_ANNOTATION, inputs.pub_key_hash);
+    }
+    if ready && annotation(VERSION_ANNOTATION) != Some(inputs.operator_version) {
+        patch = patch.set_annotation(VERSION_ANNOTATION, inputs.operator_version);
+    }
+    patch
+}

@@ -1,0 +1,41 @@
+//! The configure / deconfigure flow for ONE Windows host (design §2 "node-config", §4 two-phase configuration),
+//! written against the [`RemoteHost`](wmco_ssh_transport::RemoteHost) trait and the `wmco-cluster-client`
+//! capability traits, so every path is unit-tested with fakes and the operator's reconcile calls it directly.
+//!
+//! - [`HostSession`]: one per host for the operator's lifetime; reuses the connection, remembers the
+//!   content-addressed script files it uploaded, counts round trips and bytes.
+//! - [`configure`]: one resumable, idempotent pass — pin the host key, read the [`HostIdentity`] (once), one
+//!   batched state probe, `plan`, directories, uploads of changed files only (services holding a replaced binary
+//!   stopped first), phase-1 services; once the Node exists the bootstrap kubeconfig is deleted; once it has its
+//!   hybrid-overlay subnet, phase-2 services and Node labels; the version annotation and phase Ready once every
+//!   service runs and the Node is Ready. Progress is written to the `WindowsInstance` status. A converged host
+//!   costs one probe round trip and no upload.
+//! - [`deconfigure`]: cordon, drain, stop and delete services (dependents first), remove directories and HNS
+//!   networks, delete the Node — never deleting the Node of an unreachable host unless force-remove is set.
+//! - [`FlowError`]: names host, step and file; [`FlowError::is_retryable`] and [`FlowError::metric_label`].
+//!
+//! Waiting for the Node is not done here: [`configure`] returns [`ConfigureState::WaitingForNode`] (or
+//! `WaitingForSubnet`, `WaitingForReady`) and the controller calls it again when its Node watch fires.
+
+mod configure;
+mod deconfigure;
+mod error;
+mod identity;
+mod record;
+mod script;
+mod session;
+
+#[cfg(test)]
+mod tests;
+
+pub use configure::{
+    ClusterAccess, ConfigureInputs, ConfigureOutcome, ConfigureState, FileStage, HostFilesSource, ServiceSettings,
+    configure,
+};
+pub use deconfigure::{
+    DeconfigureInputs, DeconfigureOutcome, MANAGED_SERVICES, REMOVED_DIRECTORIES, deconfigure, force_remove_requested,
+};
+pub use error::{FlowError, FlowStep, SourceError};
+pub use identity::{HostIdentity, IdentityError, expected_node_name};
+pub use script::HYBRID_OVERLAY_NETWORKS;
+pub use session::{HostSession, SessionCounters, SessionSettings};

@@ -1,0 +1,83 @@
+//! The flow's progress record: a working copy of one `WindowsInstance` status, written through
+//! [`InstanceRecords::apply_status`] only when it changed, so a converged host causes no write and a crash
+//! resumes from the last saved phase.
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use wmco_cluster_client::InstanceRecords;
+use wmco_cluster_client::types::{Phase, WindowsInstance, WindowsInstanceStatus};
+
+use crate::error::{FlowError, FlowStep};
+
+/// A working copy of a record's status and the last saved version of it.
+pub(crate) struct Recorder<'a> {
+    records: &'a dyn InstanceRecords,
+    namespace: String,
+    name: String,
+    host: String,
+    saved: WindowsInstanceStatus,
+    /// The status as the flow wants it.
+    pub(crate) status: WindowsInstanceStatus,
+}
+
+impl<'a> Recorder<'a> {
+    /// A recorder for `instance`, which must have a namespace and a name.
+    pub(crate) fn new(
+        records: &'a dyn InstanceRecords,
+        instance: &WindowsInstance,
+        host: &str,
+    ) -> Result<Recorder<'a>, FlowError> {
+        let name = instance
+            .metadata
+            .name
+            .clone()
+            .ok_or_else(|| FlowError::Record { instance: "<unnamed>".to_owned(), what: "metadata.name" })?;
+        let namespace = instance
+            .metadata
+            .namespace
+            .clone()
+            .ok_or_else(|| FlowError::Record { instance: name.clone(), what: "metadata.namespace" })?;
+        let status = instance.status.clone().unwrap_or_default();
+        Ok(Recorder { records, namespace, name, host: host.to_owned(), saved: status.clone(), status })
+    }
+
+    /// `namespace/name`.
+    pub(crate) fn instance(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+
+    /// Enters `phase`; entering [`Phase::Configuring`] or [`Phase::Deconfiguring`] from another phase stamps
+    /// `configuringSince`.
+    pub(crate) fn set_phase(&mut self, phase: Phase) {
+        let starting = matches!(phase, Phase::Configuring | Phase::Deconfiguring);
+        if starting && self.status.phase != Some(phase) {
+            self.status.configuring_since = Some(Time(Timestamp::now()));
+        }
+        self.status.phase = Some(phase);
+    }
+
+    /// Writes the status if it differs from the last saved one.
+    pub(crate) async fn save(&mut self) -> Result<(), FlowError> {
+        if self.status == self.saved {
+            return Ok(());
+        }
+        self.records
+            .apply_status(&self.namespace, &self.name, &self.status)
+            .await
+            .map_err(|source| FlowError::Cluster { host: self.host.clone(), step: FlowStep::Record, source })?;
+        self.saved = self.status.clone();
+        Ok(())
+    }
+
+    /// Records `error` as the last error (and phase Failed when it is permanent), best effort: a failure to write
+    /// is dropped, since the flow already fails with `error`.
+    pub(crate) async fn save_error(&mut self, error: &FlowError) {
+        self.status.last_error = Some(error.to_string());
+        if !error.is_retryable() {
+            self.status.phase = Some(Phase::Failed);
+        }
+        if let Err(write_error) = self.save().await {
+            tracing::warn!(instance = %self.instance(), error = %write_error, "could not record the flow's error");
+        }
+    }
+}

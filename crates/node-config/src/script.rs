@@ -1,0 +1,123 @@
+//! The few PowerShell scripts this flow sends that `wmco-windows-services` has no builder for — host identity,
+//! the staging-file hash check of uploads, directory removal and HNS network removal — rendered the same way
+//! (standard preamble, single-quoted literals, `-EncodedCommand`) and kept inside the closed subset of
+//! windows-commands.md §8.
+
+use wmco_windows_services::{
+    CommandError, MAX_COMMAND_LINE_CHARS, POWERSHELL_PREFIX, RenderedCommand, Shell, WinPath, encode_command,
+};
+
+/// The HNS networks hybrid-overlay-node creates (wmco-anchor.md §2.6); deconfiguration removes them.
+pub const HYBRID_OVERLAY_NETWORKS: [&str; 2] =
+    ["BaseOVNKubernetesHybridOverlayNetwork", "OVNKubernetesHybridOverlayNetwork"];
+
+/// A single-quoted PowerShell literal (`'` doubled).
+fn literal(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+/// Renders statements between the standard preamble and `exit 0` as an `-EncodedCommand` line.
+fn render(what: &str, statements: &[String]) -> Result<RenderedCommand, CommandError> {
+    let mut lines =
+        vec!["$ProgressPreference = 'SilentlyContinue'".to_owned(), "$ErrorActionPreference = 'Stop'".to_owned()];
+    lines.extend(statements.iter().cloned());
+    lines.push("exit 0".to_owned());
+    let line = format!("{POWERSHELL_PREFIX} -EncodedCommand {}", encode_command(&lines.join("\n")));
+    let length = line.encode_utf16().count();
+    if length > MAX_COMMAND_LINE_CHARS {
+        return Err(CommandError::TooLong { what: what.to_owned(), length, limit: MAX_COMMAND_LINE_CHARS });
+    }
+    Ok(RenderedCommand { shell: Shell::PowerShell, line, script_file: None })
+}
+
+/// Prints `{"hostname":..,"fqdn":..,"ip":..}`: the host name, its DNS name, and the IPv4 address of the
+/// interface of the first default route.
+pub(crate) fn identity() -> Result<RenderedCommand, CommandError> {
+    render(
+        "host identity",
+        &[
+            "$h = [System.Net.Dns]::GetHostName()".to_owned(),
+            "$f = [System.Net.Dns]::GetHostEntry($h).HostName".to_owned(),
+            "$r = Get-NetRoute -DestinationPrefix '0.0.0.0/0' | Select-Object -First 1".to_owned(),
+            "$a = Get-NetIPAddress -InterfaceIndex $r.InterfaceIndex -AddressFamily IPv4 | Select-Object -First 1"
+                .to_owned(),
+            "[ordered]@{ hostname = $h; fqdn = $f; ip = $a.IPAddress } | ConvertTo-Json -Compress -Depth 2".to_owned(),
+        ],
+    )
+}
+
+/// Prints the SHA-256 of `path` (the verify command of an upload's staging file).
+pub(crate) fn file_hash(path: &WinPath) -> Result<RenderedCommand, CommandError> {
+    render(
+        "file hash",
+        &[format!(
+            "Get-FileHash -LiteralPath {} -Algorithm SHA256 | Select-Object -ExpandProperty Hash",
+            literal(path.as_str())
+        )],
+    )
+}
+
+/// Removes each directory with everything in it; absent ones are skipped.
+pub(crate) fn remove_directories(directories: &[WinPath]) -> Result<RenderedCommand, CommandError> {
+    let statements: Vec<String> = directories
+        .iter()
+        .map(|directory| {
+            format!(
+                "Remove-Item -LiteralPath {} -Recurse -Force -ErrorAction SilentlyContinue",
+                literal(directory.as_str())
+            )
+        })
+        .collect();
+    render("remove directories", &statements)
+}
+
+/// Removes the hybrid-overlay HNS networks, if present.
+pub(crate) fn remove_hns_networks() -> Result<RenderedCommand, CommandError> {
+    let statements: Vec<String> = HYBRID_OVERLAY_NETWORKS
+        .iter()
+        .map(|name| format!("Get-HnsNetwork | Where-Object {{ $_.Name -eq {} }} | Remove-HnsNetwork", literal(name)))
+        .collect();
+    render("remove HNS networks", &statements)
+}
+
+#[cfg(test)]
+mod tests {
+    use wmco_windows_services::decode_encoded_command;
+
+    use super::*;
+
+    fn script_text(command: &RenderedCommand) -> String {
+        let encoded = command.line.rsplit(' ').next().unwrap();
+        decode_encoded_command(encoded).unwrap()
+    }
+
+    #[test]
+    fn identity_reads_hostname_fqdn_and_default_route_address() {
+        let command = identity().unwrap();
+        assert!(command.line.starts_with("powershell.exe -NoLogo -NonInteractive -NoProfile"));
+        assert_eq!(
+            script_text(&command),
+            "$ProgressPreference = 'SilentlyContinue'\n$ErrorActionPreference = 'Stop'\n\
+             $h = [System.Net.Dns]::GetHostName()\n$f = [System.Net.Dns]::GetHostEntry($h).HostName\n\
+             $r = Get-NetRoute -DestinationPrefix '0.0.0.0/0' | Select-Object -First 1\n\
+             $a = Get-NetIPAddress -InterfaceIndex $r.InterfaceIndex -AddressFamily IPv4 | Select-Object -First 1\n\
+             [ordered]@{ hostname = $h; fqdn = $f; ip = $a.IPAddress } | ConvertTo-Json -Compress -Depth 2\nexit 0"
+        );
+    }
+
+    #[test]
+    fn removal_scripts_quote_paths_and_names() {
+        let directories = [WinPath::parse(r"C:\k").unwrap(), WinPath::parse(r"C:\it's").unwrap()];
+        let text = script_text(&remove_directories(&directories).unwrap());
+        assert!(text.contains("Remove-Item -LiteralPath 'C:\\k' -Recurse -Force -ErrorAction SilentlyContinue\n"));
+        assert!(text.contains("Remove-Item -LiteralPath 'C:\\it''s' -Recurse"));
+        let text = script_text(&remove_hns_networks().unwrap());
+        assert!(text.contains(
+            "Get-HnsNetwork | Where-Object { $_.Name -eq 'OVNKubernetesHybridOverlayNetwork' } | Remove-HnsNetwork"
+        ));
+        let text = script_text(&file_hash(&WinPath::parse("C:/k/a.exe.wmco-upload").unwrap()).unwrap());
+        assert!(text.contains(
+            "Get-FileHash -LiteralPath 'C:\\k\\a.exe.wmco-upload' -Algorithm SHA256 | Select-Object -ExpandProperty Hash"
+        ));
+    }
+}

@@ -1,0 +1,362 @@
+//! `HostSession`: one host's [`RemoteHost`] kept across reconciles, with what the flow knows is already on the
+//! host (content-addressed script files) and the executor of rendered commands and plan steps: running a command
+//! (uploading its script file first if needed), the batched probe, uploads of host files with a remote hash check,
+//! sc.exe calls with their tolerated failure codes, and the wait for STOPPED after a stop.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use wmco_payload_manifest::{HostFile, HostFileContent};
+use wmco_ssh_transport::{
+    Output, RemoteCommand, RemoteHost, Sha256Digest, TransportError, UploadOutcome, UploadRequest, UploadSource,
+    staging_path,
+};
+use wmco_windows_services::{
+    ObservedHost, ProbeRequest, RenderedCommand, SCRIPT_DIRECTORY, ScErrorCode, ServiceName, ServiceState, Shell, Step,
+    WinPath, parse_sc_failure, parse_sc_query,
+};
+
+use crate::error::{FlowError, FlowStep};
+use crate::script;
+
+/// Time limits of the commands a session runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionSettings {
+    /// How long one command may run.
+    pub command_timeout: Duration,
+    /// How long to wait for a stopped service to reach STOPPED.
+    pub stop_timeout: Duration,
+    /// Pause between `sc.exe query` calls while waiting for STOPPED.
+    pub stop_poll_interval: Duration,
+}
+
+impl Default for SessionSettings {
+    /// Two minutes per command; one minute for a stop, polled every second.
+    fn default() -> Self {
+        SessionSettings {
+            command_timeout: Duration::from_secs(120),
+            stop_timeout: Duration::from_secs(60),
+            stop_poll_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+/// What a session sent to its host so far (for metrics and tests).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SessionCounters {
+    /// Commands run (each one SSH exec round trip).
+    pub commands: u64,
+    /// Files uploaded (script files and host files; skipped uploads not counted).
+    pub uploads: u64,
+    /// Bytes uploaded.
+    pub bytes_uploaded: u64,
+}
+
+/// One host's connection and the flow's memory of it. Keep one per host for the operator's lifetime and pass it
+/// to every [`crate::configure`] / [`crate::deconfigure`] call: the connection is reused and script files are
+/// uploaded once.
+pub struct HostSession {
+    host: Arc<dyn RemoteHost>,
+    settings: SessionSettings,
+    scripts_present: Mutex<BTreeSet<String>>,
+    script_directory_present: AtomicBool,
+    commands: AtomicU64,
+    uploads: AtomicU64,
+    bytes_uploaded: AtomicU64,
+}
+
+impl HostSession {
+    /// A session over `host` with the default time limits.
+    pub fn new(host: Arc<dyn RemoteHost>) -> HostSession {
+        HostSession::with_settings(host, SessionSettings::default())
+    }
+
+    /// A session over `host` with the given time limits.
+    pub fn with_settings(host: Arc<dyn RemoteHost>, settings: SessionSettings) -> HostSession {
+        HostSession {
+            host,
+            settings,
+            scripts_present: Mutex::new(BTreeSet::new()),
+            script_directory_present: AtomicBool::new(false),
+            commands: AtomicU64::new(0),
+            uploads: AtomicU64::new(0),
+            bytes_uploaded: AtomicU64::new(0),
+        }
+    }
+
+    /// The host as errors name it.
+    pub fn label(&self) -> &str {
+        self.host.label()
+    }
+
+    /// The transport.
+    pub fn host(&self) -> &dyn RemoteHost {
+        self.host.as_ref()
+    }
+
+    /// What was sent so far.
+    pub fn counters(&self) -> SessionCounters {
+        SessionCounters {
+            commands: self.commands.load(Ordering::Relaxed),
+            uploads: self.uploads.load(Ordering::Relaxed),
+            bytes_uploaded: self.bytes_uploaded.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Forgets which script files are on the host (after deconfiguration removed them).
+    pub(crate) fn forget_scripts(&self) {
+        self.scripts_present.lock().unwrap_or_else(PoisonError::into_inner).clear();
+        self.script_directory_present.store(false, Ordering::Relaxed);
+    }
+
+    pub(crate) fn transport_error(&self, step: FlowStep, source: TransportError) -> FlowError {
+        FlowError::Transport { host: self.label().to_owned(), step, source: Box::new(source) }
+    }
+
+    fn render_error(&self, step: FlowStep, source: wmco_windows_services::CommandError) -> FlowError {
+        FlowError::Render { host: self.label().to_owned(), step, source }
+    }
+
+    fn count_upload(&self, outcome: UploadOutcome) {
+        if let UploadOutcome::Uploaded { bytes, .. } = outcome {
+            self.uploads.fetch_add(1, Ordering::Relaxed);
+            self.bytes_uploaded.fetch_add(bytes, Ordering::Relaxed);
+        }
+    }
+
+    /// Runs a rendered command (after uploading its script file, once per session) and returns its output,
+    /// whatever its exit code.
+    pub(crate) async fn run(&self, step: FlowStep, command: &RenderedCommand) -> Result<Output, FlowError> {
+        if let Some(script_file) = &command.script_file {
+            let known =
+                self.scripts_present.lock().unwrap_or_else(PoisonError::into_inner).contains(&script_file.sha256);
+            if !known {
+                let directory = WinPath::parse(SCRIPT_DIRECTORY).map_err(|source| {
+                    self.render_error(step, wmco_windows_services::CommandError::ScriptPath { source })
+                })?;
+                if !self.script_directory_present.load(Ordering::Relaxed) {
+                    self.host
+                        .mkdir_all(&directory.to_sftp())
+                        .await
+                        .map_err(|source| self.transport_error(FlowStep::UploadScript, source))?;
+                    self.script_directory_present.store(true, Ordering::Relaxed);
+                }
+                let request = UploadRequest {
+                    source: UploadSource::Bytes(script_file.contents.as_slice().into()),
+                    remote_path: script_file.path.to_sftp(),
+                    expected_sha256: Sha256Digest::of(&script_file.contents),
+                    remote_sha256: None,
+                    verify: None,
+                };
+                let outcome = self.host.upload(&request).await.map_err(|source| FlowError::Upload {
+                    host: self.label().to_owned(),
+                    step: FlowStep::UploadScript,
+                    path: script_file.path.clone(),
+                    source: Box::new(source),
+                })?;
+                self.count_upload(outcome);
+                self.scripts_present.lock().unwrap_or_else(PoisonError::into_inner).insert(script_file.sha256.clone());
+            }
+        }
+        self.commands.fetch_add(1, Ordering::Relaxed);
+        let remote = RemoteCommand::new(command.line.clone(), self.settings.command_timeout);
+        self.host.run(&remote).await.map_err(|source| self.transport_error(step, source))
+    }
+
+    /// Runs a PowerShell command and fails on a non-zero exit code.
+    pub(crate) async fn run_powershell(
+        &self,
+        step: FlowStep,
+        what: &str,
+        command: &RenderedCommand,
+    ) -> Result<Output, FlowError> {
+        let output = self.run(step, command).await?;
+        if output.success() {
+            return Ok(output);
+        }
+        Err(FlowError::Command {
+            host: self.label().to_owned(),
+            step,
+            command: what.to_owned(),
+            code: output.exit_code,
+            message: first_line(&output),
+        })
+    }
+
+    /// The batched state probe: one round trip.
+    pub(crate) async fn probe(&self, request: &ProbeRequest) -> Result<ObservedHost, FlowError> {
+        let command = request.script().render().map_err(|source| self.render_error(FlowStep::Probe, source))?;
+        let output = self.run_powershell(FlowStep::Probe, "state probe", &command).await?;
+        request
+            .parse_output(&output.stdout_text())
+            .map_err(|source| FlowError::Probe { host: self.label().to_owned(), source })
+    }
+
+    /// Runs plan steps in order: commands for each, uploads for [`Step::ReplaceFiles`], and a wait for STOPPED after
+    /// each stop.
+    pub(crate) async fn apply(
+        &self,
+        steps: &[Step],
+        files: &BTreeMap<WinPath, &HostFile>,
+        observed: &ObservedHost,
+    ) -> Result<(), FlowError> {
+        for step in steps {
+            match step {
+                Step::ReplaceFiles(paths) => {
+                    for path in paths {
+                        if let Some(file) = files.get(path) {
+                            let remote = observed.files.get(path).cloned().flatten();
+                            self.upload_file(file, remote.as_ref().map(|digest| digest.as_str())).await?;
+                        }
+                    }
+                }
+                Step::StopService(name) => {
+                    let output = self.run_sc(step).await?;
+                    self.wait_stopped(name, &output).await?;
+                }
+                Step::EnsureDirectories(_)
+                | Step::SetMachineEnv(_)
+                | Step::SetRegistryValue(_)
+                | Step::RemoveFirewallRule(_)
+                | Step::CreateFirewallRule(_) => {
+                    for command in
+                        step.commands().map_err(|source| self.render_error(FlowStep::Prerequisites, source))?
+                    {
+                        self.run_powershell(FlowStep::Prerequisites, &step.to_string(), &command).await?;
+                    }
+                }
+                Step::DeleteService(_)
+                | Step::CreateService(_)
+                | Step::ReconfigureService(_)
+                | Step::StartService(_) => {
+                    self.run_sc(step).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the sc.exe commands of a service step; tolerated failures (stop of a stopped service, start of a
+    /// running one, delete of a missing or already marked one) count as done. Returns the last output.
+    async fn run_sc(&self, step: &Step) -> Result<Output, FlowError> {
+        let commands = step.commands().map_err(|source| self.render_error(FlowStep::Services, source))?;
+        let mut last = None;
+        for command in commands {
+            let output = self.run(FlowStep::Services, &command).await?;
+            let failure = if command.shell == Shell::Cmd {
+                parse_sc_failure(&output.stdout_text(), output.exit_code)
+            } else if output.success() {
+                None
+            } else {
+                parse_sc_failure("", output.exit_code)
+            };
+            if let Some(failure) = failure
+                && !tolerated(step, failure.code)
+            {
+                return Err(FlowError::Command {
+                    host: self.label().to_owned(),
+                    step: FlowStep::Services,
+                    command: step.to_string(),
+                    code: failure.code.code(),
+                    message: failure.message,
+                });
+            }
+            last = Some(output);
+        }
+        last.ok_or_else(|| FlowError::Command {
+            host: self.label().to_owned(),
+            step: FlowStep::Services,
+            command: step.to_string(),
+            code: 0,
+            message: "the step rendered no command".to_owned(),
+        })
+    }
+
+    /// Waits until `name` reports STOPPED: the stop's own output first, then `sc.exe query` every poll interval.
+    async fn wait_stopped(&self, name: &ServiceName, stop_output: &Output) -> Result<(), FlowError> {
+        if is_stopped(&stop_output.stdout_text()) {
+            return Ok(());
+        }
+        let query = RenderedCommand { shell: Shell::Cmd, line: format!("sc.exe query {name}"), script_file: None };
+        let mut waited = Duration::ZERO;
+        while waited < self.settings.stop_timeout {
+            tokio::time::sleep(self.settings.stop_poll_interval).await;
+            waited += self.settings.stop_poll_interval;
+            let output = self.run(FlowStep::Services, &query).await?;
+            let missing = parse_sc_failure(&output.stdout_text(), output.exit_code)
+                .is_some_and(|failure| failure.code == ScErrorCode::ServiceDoesNotExist);
+            if missing || is_stopped(&output.stdout_text()) {
+                return Ok(());
+            }
+        }
+        Err(FlowError::StopTimedOut { host: self.label().to_owned(), service: name.to_string(), after: waited })
+    }
+
+    /// Uploads one host file unless `remote_sha256` (as probed) already matches; the staging file is verified with
+    /// `Get-FileHash` on the host before it replaces the target.
+    pub(crate) async fn upload_file(&self, file: &HostFile, remote_sha256: Option<&str>) -> Result<(), FlowError> {
+        let path = &file.destination;
+        let upload_error = |source| FlowError::Upload {
+            host: self.label().to_owned(),
+            step: FlowStep::UploadFiles,
+            path: path.clone(),
+            source: Box::new(source),
+        };
+        let source = match &file.content {
+            HostFileContent::Payload { local_path, .. } => UploadSource::File(local_path.clone()),
+            HostFileContent::Rendered(rendered) => UploadSource::Bytes(rendered.bytes().into()),
+        };
+        let staging = WinPath::parse(&staging_path(&path.to_sftp())).map_err(|source| {
+            self.render_error(FlowStep::UploadFiles, wmco_windows_services::CommandError::ScriptPath { source })
+        })?;
+        let verify = script::file_hash(&staging).map_err(|source| self.render_error(FlowStep::UploadFiles, source))?;
+        let request = UploadRequest {
+            source,
+            remote_path: path.to_sftp(),
+            expected_sha256: Sha256Digest::from_bytes(*file.sha256.as_bytes()),
+            remote_sha256: remote_sha256.and_then(|text| text.parse().ok()),
+            verify: Some(RemoteCommand::new(verify.line, self.settings.command_timeout)),
+        };
+        let outcome = self.host.upload(&request).await.map_err(upload_error)?;
+        self.count_upload(outcome);
+        Ok(())
+    }
+}
+
+/// Whether an sc.exe failure code means the step's goal already holds.
+fn tolerated(step: &Step, code: ScErrorCode) -> bool {
+    match step {
+        Step::StopService(_) => matches!(code, ScErrorCode::NotActive | ScErrorCode::ServiceDoesNotExist),
+        Step::StartService(_) => code == ScErrorCode::AlreadyRunning,
+        Step::DeleteService(_) => matches!(code, ScErrorCode::ServiceDoesNotExist | ScErrorCode::MarkedForDeletion),
+        _ => false,
+    }
+}
+
+fn is_stopped(stdout: &str) -> bool {
+    parse_sc_query(stdout).is_ok_and(|status| status.state == ServiceState::Stopped)
+}
+
+fn first_line(output: &Output) -> String {
+    let stderr = output.stderr_text();
+    let stdout = output.stdout_text();
+    let text = if stderr.trim().is_empty() { stdout } else { stderr };
+    text.lines().map(str::trim).find(|line| !line.is_empty()).unwrap_or_default().to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tolerated_codes_are_per_step() {
+        let name = ServiceName::new("kubelet").unwrap();
+        assert!(tolerated(&Step::StopService(name.clone()), ScErrorCode::NotActive));
+        assert!(!tolerated(&Step::StopService(name.clone()), ScErrorCode::AccessDenied));
+        assert!(tolerated(&Step::StartService(name.clone()), ScErrorCode::AlreadyRunning));
+        assert!(!tolerated(&Step::StartService(name.clone()), ScErrorCode::ServiceDoesNotExist));
+        assert!(tolerated(&Step::DeleteService(name), ScErrorCode::MarkedForDeletion));
+    }
+}

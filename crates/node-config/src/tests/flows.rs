@@ -1,0 +1,532 @@
+//! The scenarios: fresh configure through all stages, converged re-run, changed binary, crash and resume at every
+//! operation, unreachable host, host key mismatch, deconfigure order, and force-remove.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use wmco_cluster_client::fake::{FakeDrainer, FakeInstanceRecords, FakeNodes};
+use wmco_cluster_client::names::{
+    BYOH_LABEL, FORCE_REMOVE_ANNOTATION, HYBRID_OVERLAY_SUBNET_ANNOTATION, PUB_KEY_HASH_ANNOTATION, VERSION_ANNOTATION,
+    WORKER_ROLE_LABEL,
+};
+use wmco_cluster_client::types::{InstanceOrigin, Phase as RecordPhase, WindowsInstance, WindowsInstanceSpec};
+use wmco_cluster_client::{BlockReason, BlockedPod, DrainOptions, InstanceRecords};
+use wmco_payload_manifest::render::RenderedFile;
+use wmco_payload_manifest::{HostFile, HostFileContent, HostFileSet};
+use wmco_windows_services::{LogRotation, Phase, Platform, ServiceSpec, Verbosity, WinPath, node_services};
+
+use super::fake_host::{FakeWindowsHost, Fault, HOST_KEY, Op};
+use crate::{
+    ClusterAccess, ConfigureInputs, ConfigureState, DeconfigureInputs, FileStage, FlowError, HYBRID_OVERLAY_NETWORKS,
+    HostFilesSource, HostIdentity, HostSession, ServiceSettings, SessionSettings, SourceError, configure, deconfigure,
+};
+
+const IDENTITY: &str = r#"{"hostname":"WIN-A","fqdn":"win-a.lab.example","ip":"203.0.113.7"}"#;
+const NAMESPACE: &str = "wmco";
+const NAME: &str = "win-a";
+const VERSION: &str = "10.17.0";
+const KEY_HASH: &str = "0f1e2d";
+const BOOTSTRAP_KUBECONFIG: &str = r"C:\k\bootstrap-kubeconfig";
+
+fn settings() -> ServiceSettings {
+    ServiceSettings {
+        api_server_url: "https://api-int.example.com:6443".into(),
+        platform: Platform::None,
+        verbosity: Verbosity::Normal,
+        log_rotation: LogRotation::default(),
+        hybrid_overlay_vxlan_port: None,
+        cloud_provider: None,
+        cloud_config: None,
+    }
+}
+
+fn services(identity: &HostIdentity, phase: Phase) -> Vec<ServiceSpec> {
+    node_services(&settings().node_inputs(identity))
+        .unwrap()
+        .into_iter()
+        .filter(|service| service.phase <= phase)
+        .map(|service| service.spec)
+        .collect()
+}
+
+fn catalog() -> Vec<ServiceSpec> {
+    services(&HostIdentity::parse(IDENTITY).unwrap(), Phase::Node)
+}
+
+/// Every binary of the stage's services plus its configuration files; contents `"<path> v1"` unless overridden.
+#[derive(Default)]
+struct Files {
+    overrides: Mutex<BTreeMap<String, Vec<u8>>>,
+}
+
+impl Files {
+    fn set(&self, path: &str, bytes: &[u8]) {
+        self.overrides.lock().unwrap().insert(path.to_owned(), bytes.to_vec());
+    }
+
+    fn file(&self, path: &str) -> HostFile {
+        let bytes =
+            self.overrides.lock().unwrap().get(path).cloned().unwrap_or_else(|| format!("{path} v1").into_bytes());
+        let rendered = RenderedFile::new(WinPath::parse(path).unwrap(), bytes);
+        HostFile {
+            destination: rendered.destination().clone(),
+            sha256: rendered.sha256(),
+            size: rendered.bytes().len() as u64,
+            content: HostFileContent::Rendered(rendered),
+        }
+    }
+}
+
+impl HostFilesSource for Files {
+    fn files(&self, identity: &HostIdentity, stage: FileStage<'_>) -> Result<HostFileSet, SourceError> {
+        let phase = match stage {
+            FileStage::Bootstrap => Phase::Bootstrap,
+            FileStage::Node(_) => Phase::Node,
+        };
+        let mut paths: Vec<String> = services(identity, phase)
+            .iter()
+            .flat_map(|spec| spec.binaries().map(|binary| binary.as_str().to_owned()).collect::<Vec<_>>())
+            .collect();
+        paths.extend(
+            [r"C:\k\kubelet.conf", BOOTSTRAP_KUBECONFIG, r"C:\k\containerd\containerd_conf.toml"].map(String::from),
+        );
+        if phase == Phase::Node {
+            paths.extend([r"C:\k\cni\config\cni.conf", r"C:\k\kube-proxy.conf", r"C:\k\tls\tls.crt"].map(String::from));
+        }
+        paths.sort();
+        paths.dedup();
+        Ok(HostFileSet::from_files(paths.iter().map(|path| self.file(path)).collect())?)
+    }
+}
+
+struct World {
+    nodes: FakeNodes,
+    records: FakeInstanceRecords,
+    drainer: FakeDrainer,
+    files: Files,
+    host: Arc<FakeWindowsHost>,
+}
+
+impl World {
+    async fn new() -> World {
+        let world = World {
+            nodes: FakeNodes::default(),
+            records: FakeInstanceRecords::default(),
+            drainer: FakeDrainer::default(),
+            files: Files::default(),
+            host: Arc::new(FakeWindowsHost::new(IDENTITY, catalog())),
+        };
+        let instance = WindowsInstance {
+            metadata: ObjectMeta {
+                name: Some(NAME.into()),
+                namespace: Some(NAMESPACE.into()),
+                ..ObjectMeta::default()
+            },
+            spec: WindowsInstanceSpec {
+                address: "10.0.0.5".into(),
+                username: "admin".into(),
+                origin: InstanceOrigin::Byoh,
+                machine_name: None,
+            },
+            status: None,
+        };
+        world.records.apply(&instance).await.unwrap();
+        world
+    }
+
+    fn session(&self) -> HostSession {
+        let settings = SessionSettings { stop_poll_interval: Duration::from_millis(1), ..SessionSettings::default() };
+        HostSession::with_settings(self.host.clone(), settings)
+    }
+
+    fn cluster(&self) -> ClusterAccess<'_> {
+        ClusterAccess { nodes: &self.nodes, records: &self.records, drainer: &self.drainer }
+    }
+
+    fn record(&self) -> WindowsInstance {
+        self.records.record(NAMESPACE, NAME).unwrap()
+    }
+
+    async fn configure(&self, session: &HostSession) -> Result<crate::ConfigureOutcome, FlowError> {
+        let instance = self.record();
+        let settings = settings();
+        let inputs = ConfigureInputs {
+            instance: &instance,
+            settings: &settings,
+            files: &self.files,
+            operator_version: VERSION,
+            pub_key_hash: KEY_HASH,
+        };
+        configure(session, self.cluster(), &inputs).await
+    }
+
+    async fn deconfigure(&self, session: &HostSession) -> Result<crate::DeconfigureOutcome, FlowError> {
+        let instance = self.record();
+        let drain = DrainOptions::default();
+        deconfigure(session, self.cluster(), &DeconfigureInputs { instance: &instance, drain: &drain }).await
+    }
+
+    fn register_node(&self, with_subnet: bool) {
+        let annotations =
+            with_subnet.then(|| [(HYBRID_OVERLAY_SUBNET_ANNOTATION.to_owned(), "10.132.0.0/24".to_owned())].into());
+        self.nodes.insert(Node {
+            metadata: ObjectMeta { name: Some(NAME.into()), annotations, ..ObjectMeta::default() },
+            status: Some(NodeStatus {
+                conditions: Some(vec![NodeCondition {
+                    type_: "Ready".into(),
+                    status: "True".into(),
+                    ..NodeCondition::default()
+                }]),
+                ..NodeStatus::default()
+            }),
+            ..Node::default()
+        });
+    }
+
+    /// Configures a fresh host to Ready (node registered with its subnet after the first pass).
+    async fn configure_to_ready(&self, session: &HostSession) {
+        assert_eq!(self.configure(session).await.unwrap().state, ConfigureState::WaitingForNode);
+        self.register_node(true);
+        assert_eq!(self.configure(session).await.unwrap().state, ConfigureState::Ready);
+    }
+}
+
+/// The log with content-addressed script names replaced by `script`.
+fn summary(log: &[Op]) -> Vec<String> {
+    log.iter()
+        .map(|op| match op {
+            Op::Run(kind) => kind.clone(),
+            Op::Upload(path) if path.starts_with(r"C:\k\wmco\scripts\") => "upload script".to_owned(),
+            Op::Upload(path) => format!("upload {path}"),
+            Op::Remove(path) => format!("remove {path}"),
+            Op::Mkdir(path) => format!("mkdir {path}"),
+            Op::HostKey => "host key".to_owned(),
+        })
+        .collect()
+}
+
+fn create(name: &str) -> Vec<String> {
+    ["create", "description", "failure", "failureflag"].iter().map(|verb| format!("sc {verb} {name}")).collect()
+}
+
+fn position(log: &[String], entry: &str) -> usize {
+    log.iter().position(|line| line == entry).unwrap_or_else(|| panic!("{entry} not in {log:#?}"))
+}
+
+#[tokio::test]
+async fn fresh_host_is_configured_in_two_phases_in_order() {
+    let world = World::new().await;
+    let session = world.session();
+
+    let outcome = world.configure(&session).await.unwrap();
+    assert_eq!(outcome.state, ConfigureState::WaitingForNode);
+    assert_eq!(outcome.node_name, "win-a");
+    let identity = HostIdentity::parse(IDENTITY).unwrap();
+    let bootstrap_files = world.files.files(&identity, FileStage::Bootstrap).unwrap();
+    let mut expected: Vec<String> =
+        ["host key", "identity", r"mkdir C:\k\wmco\scripts", "upload script", "probe", "directories", "firewall"]
+            .map(String::from)
+            .to_vec();
+    let mut uploads: Vec<&WinPath> = bootstrap_files.files().iter().map(|file| &file.destination).collect();
+    uploads.sort();
+    expected.extend(uploads.iter().map(|path| format!("upload {path}")));
+    expected.extend(create("containerd"));
+    expected.extend(create("kubelet"));
+    expected.extend(["sc start containerd", "sc start kubelet"].map(String::from));
+    assert_eq!(summary(&world.host.take_log()), expected);
+    assert_eq!(outcome.uploads, 1 + bootstrap_files.files().len() as u64);
+    assert_eq!(outcome.commands, 4 + 8 + 2);
+
+    let status = world.record().status.unwrap();
+    assert_eq!(status.phase, Some(RecordPhase::WaitingForNode));
+    assert_eq!(status.expected_node_name.as_deref(), Some("win-a"));
+    assert_eq!(status.node_ip, Some("203.0.113.7".parse().unwrap()));
+    assert_eq!(status.fqdn.as_deref(), Some("win-a.lab.example"));
+    assert_eq!(status.pinned_host_key.as_deref(), Some(HOST_KEY));
+    assert!(status.configuring_since.is_some());
+
+    // The Node registers without its subnet: the bootstrap kubeconfig goes, phase 2 waits.
+    world.register_node(false);
+    let outcome = world.configure(&session).await.unwrap();
+    assert_eq!(outcome.state, ConfigureState::WaitingForSubnet);
+    assert_eq!(summary(&world.host.take_log()), ["probe", r"remove C:\k\bootstrap-kubeconfig"].map(String::from));
+    assert_eq!(world.host.file_hash(BOOTSTRAP_KUBECONFIG), None);
+
+    // The subnet arrives: phase 2 services, labels, Ready.
+    world.register_node(true);
+    let outcome = world.configure(&session).await.unwrap();
+    assert_eq!(outcome.state, ConfigureState::Ready);
+    let log = summary(&world.host.take_log());
+    assert_eq!(&log[..3], ["upload script", "probe", "firewall"]);
+    let first_create = position(&log, "sc create csi-proxy");
+    assert!(log[3..first_create].iter().all(|line| line.starts_with("upload C:\\k\\")), "{log:#?}");
+    assert!(log[3..first_create].contains(&r"upload C:\k\kube-proxy.conf".to_owned()));
+    assert!(!log.iter().any(|line| line.contains("bootstrap-kubeconfig")), "{log:#?}");
+    let sc: Vec<&str> = log
+        .iter()
+        .filter(|line| line.starts_with("sc create") || line.starts_with("sc start"))
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        sc,
+        [
+            "sc create csi-proxy",
+            "sc create hybrid-overlay-node",
+            "sc create kube-proxy",
+            "sc create windows_exporter",
+            "sc start csi-proxy",
+            "sc start hybrid-overlay-node",
+            "sc start kube-proxy",
+            "sc start windows_exporter",
+        ]
+    );
+    assert_eq!(log.last().map(String::as_str), Some("probe"));
+    assert!(world.host.services().values().all(|running| *running));
+    assert_eq!(world.host.services().len(), 6);
+
+    let node = world.nodes.node(NAME).unwrap();
+    let labels = node.metadata.labels.unwrap();
+    assert_eq!(labels.get(BYOH_LABEL).map(String::as_str), Some("true"));
+    assert_eq!(labels.get(WORKER_ROLE_LABEL).map(String::as_str), Some(""));
+    let annotations = node.metadata.annotations.unwrap();
+    assert_eq!(annotations.get(PUB_KEY_HASH_ANNOTATION).map(String::as_str), Some(KEY_HASH));
+    assert_eq!(annotations.get(VERSION_ANNOTATION).map(String::as_str), Some(VERSION));
+    let status = world.record().status.unwrap();
+    assert_eq!(status.phase, Some(RecordPhase::Ready));
+    assert_eq!(status.configured_version.as_deref(), Some(VERSION));
+    assert_eq!(status.configuring_since, None);
+}
+
+#[tokio::test]
+async fn converged_host_costs_one_probe_and_no_upload() {
+    let world = World::new().await;
+    let session = world.session();
+    world.configure_to_ready(&session).await;
+    world.host.take_log();
+
+    let outcome = world.configure(&session).await.unwrap();
+    assert_eq!(outcome.state, ConfigureState::Ready);
+    assert_eq!((outcome.steps_applied, outcome.commands, outcome.uploads), (0, 1, 0));
+    assert_eq!(summary(&world.host.take_log()), ["probe"]);
+}
+
+#[tokio::test]
+async fn a_node_not_ready_gets_no_version_annotation() {
+    let world = World::new().await;
+    let session = world.session();
+    world.configure(&session).await.unwrap();
+    world.register_node(true);
+    let mut node = world.nodes.node(NAME).unwrap();
+    node.status.as_mut().unwrap().conditions.as_mut().unwrap()[0].status = "False".into();
+    world.nodes.insert(node);
+
+    assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::WaitingForReady);
+    let annotations = world.nodes.node(NAME).unwrap().metadata.annotations.unwrap();
+    assert_eq!(annotations.get(VERSION_ANNOTATION), None);
+    assert_eq!(annotations.get(PUB_KEY_HASH_ANNOTATION).map(String::as_str), Some(KEY_HASH));
+    assert_eq!(world.record().status.unwrap().phase, Some(RecordPhase::WaitingForNode));
+}
+
+#[tokio::test]
+async fn a_changed_binary_is_replaced_after_its_service_and_dependents_stop() {
+    let world = World::new().await;
+    let session = world.session();
+    world.configure_to_ready(&session).await;
+    world.host.take_log();
+
+    world.files.set(r"C:\k\kubelet.exe", b"kubelet v2");
+    let outcome = world.configure(&session).await.unwrap();
+    assert_eq!(outcome.state, ConfigureState::Ready);
+    assert_eq!(
+        summary(&world.host.take_log()),
+        [
+            "probe",
+            "sc stop kube-proxy",
+            "sc stop hybrid-overlay-node",
+            "sc stop kubelet",
+            r"upload C:\k\kubelet.exe",
+            "sc start kubelet",
+            "sc start hybrid-overlay-node",
+            "sc start kube-proxy",
+            "probe"
+        ]
+    );
+    let expected = world.files.file(r"C:\k\kubelet.exe").sha256.to_string();
+    assert_eq!(world.host.file_hash(r"C:\k\kubelet.exe"), Some(expected));
+}
+
+/// Breaks the connection after every possible number of operations of a full configure, then lets a fresh
+/// session (a restarted operator) finish: the host always converges to the same state, without duplicate
+/// services (a duplicate `sc create` fails with 1073 on the fake) or missing files.
+#[tokio::test]
+async fn a_crash_at_any_operation_resumes_to_the_same_host() {
+    let reference = World::new().await;
+    reference.configure_to_ready(&reference.session()).await;
+    let total_ops = reference.host.take_log().len();
+    assert!(total_ops > 50, "{total_ops}");
+    for break_after in 0..=total_ops {
+        let world = World::new().await;
+        world.host.set_fault(Fault::BreakAfter(break_after));
+        let crashing = world.session();
+        let first = world.configure(&crashing).await;
+        let crashed_in_first_pass = first.is_err();
+        if let Err(error) = &first {
+            assert!(error.is_retryable(), "{error}");
+            let status = world.record().status.unwrap();
+            assert_ne!(status.phase, Some(RecordPhase::Failed));
+            assert_eq!(status.last_error, Some(error.to_string()));
+        } else {
+            world.register_node(true);
+            let second = world.configure(&crashing).await;
+            assert_eq!(second.is_ok(), break_after == total_ops, "break after {break_after}");
+            if second.is_ok() {
+                continue;
+            }
+        }
+        world.host.set_fault(Fault::None);
+        let restarted = world.session();
+        if crashed_in_first_pass {
+            world.configure(&restarted).await.unwrap();
+            world.register_node(true);
+        }
+        let outcome = world.configure(&restarted).await.unwrap();
+        assert_eq!(outcome.state, ConfigureState::Ready, "break after {break_after}");
+        assert_eq!(world.host.services(), reference.host.services(), "break after {break_after}");
+        assert_eq!(world.host.file_paths(), reference.host.file_paths(), "break after {break_after}");
+        for path in reference.host.file_paths() {
+            assert_eq!(world.host.file_hash(&path), reference.host.file_hash(&path), "{path}");
+        }
+        assert_eq!(world.record().status.unwrap().last_error, None);
+    }
+}
+
+#[tokio::test]
+async fn an_unreachable_host_is_a_retryable_error_recorded_on_the_instance() {
+    let world = World::new().await;
+    world.host.set_fault(Fault::Unreachable);
+    let error = world.configure(&world.session()).await.unwrap_err();
+    assert!(error.is_retryable());
+    assert_eq!(error.metric_label(), "unreachable");
+    assert_eq!(error.step(), Some(crate::FlowStep::PinHostKey));
+    let status = world.record().status.unwrap();
+    assert_eq!(status.phase, Some(RecordPhase::Configuring));
+    assert_eq!(status.last_error, Some(error.to_string()));
+    assert!(world.host.take_log().is_empty());
+}
+
+#[tokio::test]
+async fn a_host_key_mismatch_fails_permanently_and_sends_nothing() {
+    let world = World::new().await;
+    let session = world.session();
+    world.configure_to_ready(&session).await;
+    world.host.take_log();
+
+    world.host.set_fault(Fault::HostKeyMismatch);
+    let error = world.configure(&world.session()).await.unwrap_err();
+    assert!(!error.is_retryable());
+    assert!(error.is_host_key_mismatch());
+    assert_eq!(error.metric_label(), "host_key_mismatch");
+    assert!(world.host.take_log().is_empty());
+    let status = world.record().status.unwrap();
+    assert_eq!(status.phase, Some(RecordPhase::Failed));
+    assert!(status.last_error.unwrap().contains("host key changed"));
+}
+
+#[tokio::test]
+async fn deconfigure_drains_then_removes_services_dependents_first_then_files_networks_and_node() {
+    let world = World::new().await;
+    let session = world.session();
+    world.configure_to_ready(&session).await;
+    for network in HYBRID_OVERLAY_NETWORKS {
+        world.host.add_hns_network(network);
+    }
+    world.host.take_log();
+
+    let outcome = world.deconfigure(&session).await.unwrap();
+    assert_eq!(outcome.node_name.as_deref(), Some(NAME));
+    assert!(outcome.host_cleaned);
+    assert!(outcome.forced_past.is_empty());
+    assert_eq!(world.drainer.drained(), [NAME]);
+    assert!(world.nodes.node(NAME).is_none());
+
+    let log = summary(&world.host.take_log());
+    assert_eq!(&log[..2], ["upload script", "probe"]);
+    assert_eq!(&log[log.len() - 2..], ["remove-directories", "remove-hns"]);
+    let stops: Vec<&String> = log.iter().filter(|line| line.starts_with("sc stop")).collect();
+    let deletes: Vec<&String> = log.iter().filter(|line| line.starts_with("sc delete")).collect();
+    assert_eq!(stops.len(), 6);
+    assert_eq!(deletes.len(), 6);
+    assert_eq!(log.len(), 2 + 6 + 6 + 2, "{log:#?}");
+    for (dependent, dependency) in [("kube-proxy", "hybrid-overlay-node"), ("kubelet", "containerd")] {
+        for verb in ["stop", "delete"] {
+            assert!(
+                position(&log, &format!("sc {verb} {dependent}")) < position(&log, &format!("sc {verb} {dependency}")),
+                "{verb} {dependent} before {dependency}: {log:#?}"
+            );
+        }
+    }
+    assert!(position(&log, "sc delete kube-proxy") > position(&log, "sc stop containerd"), "stops before deletes");
+    assert!(world.host.services().is_empty());
+    assert!(world.host.file_paths().is_empty(), "{:?}", world.host.file_paths());
+    assert!(!world.host.directories().contains(r"c:\k"));
+    assert!(world.host.hns_networks().is_empty());
+    assert_eq!(world.record().status.unwrap().phase, Some(RecordPhase::Deconfiguring));
+
+    // A second run finds nothing to do on the host and no Node.
+    let again = world.deconfigure(&session).await.unwrap();
+    assert_eq!(again.node_name, None);
+    assert_eq!(
+        summary(&world.host.take_log()),
+        [r"mkdir C:\k\wmco\scripts", "upload script", "probe", "remove-directories", "remove-hns"]
+    );
+}
+
+#[tokio::test]
+async fn deconfigure_of_an_unreachable_host_keeps_the_node_unless_force_remove_is_set() {
+    let world = World::new().await;
+    let session = world.session();
+    world.configure_to_ready(&session).await;
+    world.host.set_fault(Fault::Unreachable);
+
+    let error = world.deconfigure(&session).await.unwrap_err();
+    assert!(error.is_retryable(), "{error}");
+    assert_eq!(error.step(), Some(crate::FlowStep::UploadScript));
+    let node = world.nodes.node(NAME).expect("the Node stays");
+    assert_eq!(node.spec.unwrap().unschedulable, Some(true));
+
+    let mut instance = world.record();
+    instance.metadata.annotations = Some([(FORCE_REMOVE_ANNOTATION.to_owned(), "true".to_owned())].into());
+    let drain = DrainOptions::default();
+    let outcome = deconfigure(&session, world.cluster(), &DeconfigureInputs { instance: &instance, drain: &drain })
+        .await
+        .unwrap();
+    assert!(!outcome.host_cleaned);
+    assert_eq!(outcome.forced_past.len(), 1);
+    assert!(outcome.forced_past[0].contains("unreachable"), "{:?}", outcome.forced_past);
+    assert!(world.nodes.node(NAME).is_none());
+}
+
+#[tokio::test]
+async fn a_blocked_drain_stops_deconfiguration_before_the_host_is_touched() {
+    let world = World::new().await;
+    let session = world.session();
+    world.configure_to_ready(&session).await;
+    world.host.take_log();
+    world.drainer.block(
+        NAME,
+        vec![BlockedPod {
+            pod: "apps/web-0".into(),
+            reason: BlockReason::DisruptionBudget("budget web allows 0".into()),
+        }],
+    );
+
+    let error = world.deconfigure(&session).await.unwrap_err();
+    assert_eq!(error.step(), Some(crate::FlowStep::Drain));
+    assert!(error.is_retryable());
+    assert!(world.host.take_log().is_empty());
+    assert!(world.nodes.node(NAME).is_some());
+    assert_eq!(world.host.services().len(), 6);
+}

@@ -1,0 +1,6 @@
+//! Flow tests: `configure` and `deconfigure` against the fake Windows host of [`fake_host`] and the in-memory
+//! cluster fakes of `wmco-cluster-client`, asserting the commands sent (by kind, in order), the host's resulting
+//! state and the records written.
+
+mod fake_host;
+mod flows;
