@@ -14,8 +14,8 @@ use wmco_ssh_transport::{
     staging_path,
 };
 use wmco_windows_services::{
-    ObservedHost, ProbeRequest, RenderedCommand, SCRIPT_DIRECTORY, ScErrorCode, ServiceName, ServiceState, Shell, Step,
-    WinPath, parse_sc_failure, parse_sc_query,
+    ObservedHost, ProbeRequest, RenderedCommand, SCRIPT_DIRECTORY, ScCommand, ScErrorCode, ServiceName, ServiceState,
+    Shell, Step, WinPath, parse_sc_failure, parse_sc_query,
 };
 
 use crate::error::{FlowError, FlowStep};
@@ -279,7 +279,8 @@ impl HostSession {
         if is_stopped(&stop_output.stdout_text()) {
             return Ok(());
         }
-        let query = RenderedCommand { shell: Shell::Cmd, line: format!("sc.exe query {name}"), script_file: None };
+        let query =
+            ScCommand::Query(name.clone()).render().map_err(|source| self.render_error(FlowStep::Services, source))?;
         let mut waited = Duration::ZERO;
         while waited < self.settings.stop_timeout {
             tokio::time::sleep(self.settings.stop_poll_interval).await;

@@ -66,6 +66,8 @@ pub struct FakeWindowsHost {
     model: Mutex<Model>,
     log: Mutex<Vec<Op>>,
     fault: Mutex<Fault>,
+    stop_pending_queries: Mutex<usize>,
+    stopping: Mutex<BTreeMap<String, usize>>,
 }
 
 fn key(path: &str) -> String {
@@ -84,8 +86,7 @@ fn sc_failure(api: &str, code: u32) -> Output {
     output(code, format!("[SC] {api} FAILED {code}:\r\n\r\nThe operation failed.\r\n\r\n"))
 }
 
-fn sc_status(name: &str, running: bool) -> String {
-    let state = if running { "4  RUNNING" } else { "1  STOPPED" };
+fn sc_status(name: &str, state: &str) -> String {
     format!(
         "\r\nSERVICE_NAME: {name}\r\n        TYPE               : 10  WIN32_OWN_PROCESS\r\n        STATE              : {state}\r\n        WIN32_EXIT_CODE    : 0  (0x0)\r\n        SERVICE_EXIT_CODE  : 0  (0x0)\r\n        CHECKPOINT         : 0x0\r\n        WAIT_HINT          : 0x0\r\n"
     )
@@ -138,12 +139,19 @@ impl FakeWindowsHost {
             model: Mutex::new(Model::default()),
             log: Mutex::new(Vec::new()),
             fault: Mutex::new(Fault::None),
+            stop_pending_queries: Mutex::new(0),
+            stopping: Mutex::new(BTreeMap::new()),
         }
     }
 
     /// Injects a fault.
     pub fn set_fault(&self, fault: Fault) {
         *lock(&self.fault) = fault;
+    }
+
+    /// Makes every stop report STOP_PENDING, and the next `queries` `sc.exe query` calls of that service too.
+    pub fn set_stop_pending_queries(&self, queries: usize) {
+        *lock(&self.stop_pending_queries) = queries;
     }
 
     /// Takes the operations logged so far.
@@ -243,14 +251,31 @@ impl FakeWindowsHost {
             "start" if model.services[name].1 => sc_failure("StartService", 1056),
             "start" => {
                 model.services.get_mut(name).unwrap().1 = true;
-                output(0, sc_status(name, true))
+                output(0, sc_status(name, "4  RUNNING"))
             }
             "stop" if !model.services[name].1 => sc_failure("ControlService", 1062),
             "stop" => {
                 model.services.get_mut(name).unwrap().1 = false;
-                output(0, sc_status(name, false))
+                let pending = *lock(&self.stop_pending_queries);
+                if pending > 0 {
+                    lock(&self.stopping).insert(name.to_owned(), pending);
+                    output(0, sc_status(name, "3  STOP_PENDING"))
+                } else {
+                    output(0, sc_status(name, "1  STOPPED"))
+                }
             }
-            "query" => output(0, sc_status(name, model.services[name].1)),
+            "query" => {
+                let mut stopping = lock(&self.stopping);
+                let state = match stopping.get_mut(name) {
+                    Some(remaining) if *remaining > 0 => {
+                        *remaining -= 1;
+                        "3  STOP_PENDING"
+                    }
+                    _ if model.services[name].1 => "4  RUNNING",
+                    _ => "1  STOPPED",
+                };
+                output(0, sc_status(name, state))
+            }
             "delete" => {
                 model.services.remove(name);
                 output(0, "[SC] DeleteService SUCCESS\r\n")

@@ -530,3 +530,50 @@ async fn a_blocked_drain_stops_deconfiguration_before_the_host_is_touched() {
     assert!(world.nodes.node(NAME).is_some());
     assert_eq!(world.host.services().len(), 6);
 }
+
+#[tokio::test]
+async fn a_stop_pending_service_is_polled_until_stopped_before_its_binary_is_replaced() {
+    let world = World::new().await;
+    let session = world.session();
+    world.configure_to_ready(&session).await;
+    world.host.take_log();
+    world.host.set_stop_pending_queries(2);
+
+    world.files.set(r"C:\k\containerd\containerd.exe", b"containerd v2");
+    assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Ready);
+    let log = summary(&world.host.take_log());
+    let stop = position(&log, "sc stop containerd");
+    assert_eq!(
+        &log[stop..stop + 5],
+        [
+            "sc stop containerd",
+            "sc query containerd",
+            "sc query containerd",
+            "sc query containerd",
+            r"upload C:\k\containerd\containerd.exe"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_service_that_never_stops_is_a_retryable_timeout() {
+    let world = World::new().await;
+    let session = world.session();
+    world.configure_to_ready(&session).await;
+    world.host.set_stop_pending_queries(usize::MAX);
+    world.files.set(r"C:\k\kubelet.exe", b"kubelet v2");
+
+    let short = HostSession::with_settings(
+        world.host.clone(),
+        SessionSettings {
+            stop_timeout: Duration::from_millis(3),
+            stop_poll_interval: Duration::from_millis(1),
+            ..SessionSettings::default()
+        },
+    );
+    let error = world.configure(&short).await.unwrap_err();
+    assert!(matches!(&error, FlowError::StopTimedOut { service, .. } if service == "kube-proxy"), "{error}");
+    assert!(error.is_retryable());
+    let old_binary = Files::default().file(r"C:\k\kubelet.exe").sha256.to_string();
+    assert_eq!(world.host.file_hash(r"C:\k\kubelet.exe"), Some(old_binary), "the old binary stays");
+}
