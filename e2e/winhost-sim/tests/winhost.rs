@@ -271,3 +271,55 @@ async fn ssh_sftp_and_control_interface() -> anyhow::Result<()> {
     assert_eq!(status, 404);
     Ok(())
 }
+
+/// Waits until `condition` holds on the host (the driver runs on its own tick).
+async fn eventually(server: &winhost_sim::ssh::SshServer, condition: impl Fn(&mut Host) -> bool) -> bool {
+    for _ in 0..100 {
+        if condition(&mut winhost_sim::ssh::lock(&server.host)) {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubelet_refusals_stop_the_service_and_are_logged() -> anyhow::Result<()> {
+    let state = tempfile::tempdir()?;
+    let mut fleet = winhost_sim::fleet::Fleet::new(state.path().to_path_buf(), 0, Latency::zero());
+    let info = fleet.add(winhost_sim::fleet::NewHost::default()).await?;
+    let server = fleet.server(&info.name)?;
+    let log = winhost_sim::disk::WinPath::parse(r"C:\var\log\kubelet\kubelet.refused.log")?;
+    {
+        let mut host = winhost_sim::ssh::lock(&server.host);
+        put(&host, r"C:\k\kubelet.exe", b"MZ")?;
+        put(&host, r"C:\k\containerd.exe", b"MZ")?;
+        put(&host, r"C:\k\kubelet.conf", b"{}")?;
+        let create = r#"sc.exe create kubelet binPath= "C:\k\kubelet.exe --config=C:\k\kubelet.conf --bootstrap-kubeconfig=C:\k\bootstrap-kubeconfig --kubeconfig=C:\k\kubeconfig" start= auto"#;
+        assert_eq!(host.exec("test", create).code, 0);
+        assert_eq!(host.exec("test", "sc.exe start kubelet").code, 0);
+    }
+    let stopped = eventually(&server, |host| {
+        host.exec("test", "sc.exe query kubelet").stdout.contains("1  STOPPED") && host.disk.read(&log).is_ok()
+    })
+    .await;
+    assert!(stopped, "without containerd the kubelet exits");
+    let text = String::from_utf8(winhost_sim::ssh::lock(&server.host).disk.read(&log)?)?;
+    assert!(text.contains("containerd service is not running"), "{text}");
+    {
+        let mut host = winhost_sim::ssh::lock(&server.host);
+        host.disk.remove(&log)?;
+        assert_eq!(host.exec("test", r"sc.exe create containerd binPath= C:\k\containerd.exe").code, 0);
+        assert_eq!(host.exec("test", "sc.exe config kubelet depend= containerd").code, 0);
+        assert_eq!(host.exec("test", "sc.exe start kubelet").code, 0);
+    }
+    let refused = eventually(&server, |host| host.disk.read(&log).is_ok()).await;
+    assert!(refused, "the simulated kubelet refuses a missing bootstrap kubeconfig");
+    let text = String::from_utf8(winhost_sim::ssh::lock(&server.host).disk.read(&log)?)?;
+    assert!(text.contains("bootstrap-kubeconfig") || text.contains("kubeconfig"), "{text}");
+    let mut host = winhost_sim::ssh::lock(&server.host);
+    let query = host.exec("test", "sc.exe query kubelet");
+    assert!(query.stdout.contains("1  STOPPED") && query.stdout.contains("1067  (0x42b)"), "{}", query.stdout);
+    assert!(host.exec("test", "sc.exe query containerd").stdout.contains("4  RUNNING"));
+    Ok(())
+}
