@@ -6,7 +6,9 @@
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
-use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair, PKCS_ECDSA_P256_SHA256, SanType};
+use rcgen::{
+    CertificateParams, DistinguishedName, DnType, KeyPair, PKCS_ECDSA_P256_SHA256, PublicKeyData as _, SanType,
+};
 
 /// A new private key and the PEM request signed with it.
 pub(crate) struct KeyAndRequest {
@@ -27,7 +29,20 @@ pub(crate) struct SubjectAltNames {
 
 /// Generates a P-256 key and a request for `system:node:<node_name>` in `system:nodes` with `sans`.
 pub(crate) fn new_request(node_name: &str, sans: &SubjectAltNames) -> Result<KeyAndRequest, String> {
-    let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).map_err(|error| format!("generate key: {error}"))?;
+    request_with_key(&generate_key()?, node_name, sans)
+}
+
+/// A fresh ECDSA P-256 key.
+pub(crate) fn generate_key() -> Result<KeyPair, String> {
+    KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).map_err(|error| format!("generate key: {error}"))
+}
+
+/// A request for `system:node:<node_name>` in `system:nodes` with `sans`, signed with `key`.
+pub(crate) fn request_with_key(
+    key: &KeyPair,
+    node_name: &str,
+    sans: &SubjectAltNames,
+) -> Result<KeyAndRequest, String> {
     let mut params = CertificateParams::default();
     let mut subject = DistinguishedName::new();
     subject.push(DnType::OrganizationName, "system:nodes");
@@ -38,14 +53,54 @@ pub(crate) fn new_request(node_name: &str, sans: &SubjectAltNames) -> Result<Key
         params.subject_alt_names.push(SanType::DnsName(name));
     }
     params.subject_alt_names.extend(sans.ips.iter().copied().map(SanType::IpAddress));
-    let request = params.serialize_request(&key).map_err(|error| format!("create request: {error}"))?;
+    let request = params.serialize_request(key).map_err(|error| format!("create request: {error}"))?;
     let request_pem = request.pem().map_err(|error| format!("encode request: {error}"))?;
-    let key_pem = sec1_pem(&key)?;
+    let key_pem = sec1_pem(key)?;
     Ok(KeyAndRequest { key_pem, request_pem })
 }
 
+/// The P-256 key of the first `EC PRIVATE KEY` block of `pem` (SEC1, as [`sec1_pem`] writes it), if any parses.
+pub(crate) fn key_from_sec1_pem(pem: &[u8]) -> Option<KeyPair> {
+    const PKCS8_PREFIX: [u8; 26] = [
+        0x02, 0x01, 0x00, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a, 0x86,
+        0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x04, 0x00,
+    ];
+    let block = x509_parser::pem::Pem::iter_from_buffer(pem)
+        .filter_map(Result::ok)
+        .find(|block| block.label == "EC PRIVATE KEY")?;
+    let sec1 = block.contents;
+    let mut body = PKCS8_PREFIX.to_vec();
+    *body.last_mut()? = u8::try_from(sec1.len()).ok().filter(|length| *length < 0x80)?;
+    body.extend_from_slice(&sec1);
+    let mut pkcs8 = vec![0x30, 0x81, u8::try_from(body.len()).ok()?];
+    pkcs8.extend(body);
+    let key = KeyPair::try_from(pkcs8.as_slice()).ok()?;
+    (key.algorithm() == &PKCS_ECDSA_P256_SHA256).then_some(key)
+}
+
+/// The deterministic name of a rotation-off bootstrap request (client-go's `digestedName`): `node-csr-` and the
+/// unpadded base64url SHA-512/256 over the base64url of the PKIX public key, the CN, each O and each usage, each
+/// followed by `|`.
+pub(crate) fn digested_name(key: &KeyPair, node_name: &str, usages: &[&str]) -> String {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let encode = |data: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(data);
+    let mut hash = sha2::Sha512_256::new();
+    let mut write = |data: &[u8]| {
+        hash.update(encode(data).as_bytes());
+        hash.update(b"|");
+    };
+    write(&key.subject_public_key_info());
+    write(format!("system:node:{node_name}").as_bytes());
+    write(b"system:nodes");
+    for usage in usages {
+        write(usage.as_bytes());
+    }
+    format!("node-csr-{}", encode(&hash.finalize()))
+}
+
 /// The key as SEC1 `ECPrivateKey` with the named-curve parameters and public key.
-fn sec1_pem(key: &KeyPair) -> Result<String, String> {
+pub(crate) fn sec1_pem(key: &KeyPair) -> Result<String, String> {
     const PRIME256V1: [u8; 10] = [0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07];
     let pkcs8 = key.serialize_der();
     let scalar = p256_scalar_from_pkcs8(&pkcs8).ok_or("the generated key is not PKCS#8 P-256")?;
@@ -189,6 +244,40 @@ mod tests {
             x509_parser::certification_request::X509CertificationRequest::from_der(&request_pem.contents).unwrap();
         let public = request.certification_request_info.subject_pki.subject_public_key.data.to_vec();
         assert_eq!(&pem.contents[56..], public.as_slice());
+    }
+
+    #[test]
+    fn sec1_keys_load_back_and_name_the_same_request() {
+        let key = generate_key().unwrap();
+        let pem = sec1_pem(&key).unwrap();
+        let loaded = key_from_sec1_pem(pem.as_bytes()).unwrap();
+        assert_eq!(loaded.public_key_raw(), key.public_key_raw());
+        let usages = ["digital signature", "client auth"];
+        let name = digested_name(&loaded, "win-a", &usages);
+        assert_eq!(name, digested_name(&key, "win-a", &usages));
+        assert!(name.starts_with("node-csr-"));
+        assert_eq!(name.len(), "node-csr-".len() + 43);
+        assert_ne!(name, digested_name(&key, "win-b", &usages));
+        assert_ne!(name, digested_name(&generate_key().unwrap(), "win-a", &usages));
+        assert!(key_from_sec1_pem(b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n").is_none());
+    }
+
+    #[test]
+    fn the_digest_covers_the_encoded_fields_with_delimiters() {
+        use base64::Engine as _;
+        use sha2::Digest as _;
+        let key = generate_key().unwrap();
+        let encode = |data: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(data);
+        let stream = format!(
+            "{}|{}|{}|{}|{}|",
+            encode(&key.subject_public_key_info()),
+            encode(b"system:node:win-a"),
+            encode(b"system:nodes"),
+            encode(b"digital signature"),
+            encode(b"client auth"),
+        );
+        let expected = format!("node-csr-{}", encode(&sha2::Sha512_256::digest(stream.as_bytes())));
+        assert_eq!(digested_name(&key, "win-a", &["digital signature", "client auth"]), expected);
     }
 
     #[test]

@@ -68,12 +68,71 @@ async fn write_kubeconfig(prepared: &Prepared, bootstrap: &Connection, current_p
     }
 }
 
-/// One bootstrap attempt: a new key, a client CSR with the bootstrap credentials, the stored result.
+/// One bootstrap attempt with the bootstrap credentials: with rotation on, a new key and a `csr-*` request; with
+/// rotation off, the persistent key and its deterministic `node-csr-*` request. The issued pair is stored.
 async fn bootstrap_certificate(prepared: &Prepared, bootstrap: &Connection, shared: &Shared) -> Result<(), String> {
     let client = bootstrap.client().await?;
-    let name = request_and_store(prepared, &client, shared).await?;
+    let name = if prepared.config.rotate_certificates {
+        request_and_store(prepared, &client, shared).await?
+    } else {
+        request_with_persistent_key(prepared, &client, shared).await?
+    };
     shared.info(format!("client certificate issued for CSR {name}, stored in {}", prepared.cert_dir));
     Ok(())
+}
+
+/// How long a rotation-off bootstrap waits for its certificate before the attempt fails (and is retried with the
+/// same key and name, as a restarted kubelet does).
+const PERSISTENT_KEY_WAIT: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// The rotation-off bootstrap (kubelet-bootstrap.md §1.3): the key of the current pair if it parses, else
+/// `kubelet-client.key.tmp` (generated and written when missing or invalid); a `node-csr-<digest>` request
+/// (an existing compatible one is reused); on issuance the pair is stored and the `.tmp` key removed.
+async fn request_with_persistent_key(
+    prepared: &Prepared,
+    client: &kube::Client,
+    shared: &Shared,
+) -> Result<String, String> {
+    let key = persistent_key(prepared)?;
+    let generated = certs::request_with_key(&key, &prepared.node_name, &SubjectAltNames::default())?;
+    let name = certs::digested_name(&key, &prepared.node_name, &CLIENT_USAGES);
+    let (name, certificate) = csr::request_certificate(
+        client,
+        CLIENT_SIGNER,
+        &CLIENT_USAGES,
+        &generated.request_pem,
+        Some(&name),
+        PERSISTENT_KEY_WAIT,
+        |name| shared.info(format!("waiting for client certificate signing request {name}")),
+    )
+    .await
+    .map_err(|problem| problem.to_string())?;
+    certs::store(&prepared.cert_dir_on_disk, "kubelet-client", &certificate, &generated.key_pem)
+        .map_err(|error| format!("store the client certificate in {}: {error}", prepared.cert_dir))?;
+    let temporary_key = prepared.cert_dir_on_disk.join(TEMPORARY_KEY);
+    if let Err(error) = std::fs::remove_file(&temporary_key) {
+        shared.problem(format!("remove {}: {error}", prepared.cert_file(TEMPORARY_KEY)));
+    }
+    Ok(name)
+}
+
+/// The rotation-off bootstrap key file in the cert dir.
+const TEMPORARY_KEY: &str = "kubelet-client.key.tmp";
+
+fn persistent_key(prepared: &Prepared) -> Result<rcgen::KeyPair, String> {
+    let current = prepared.cert_dir_on_disk.join("kubelet-client-current.pem");
+    if let Some(key) = std::fs::read(&current).ok().and_then(|pem| certs::key_from_sec1_pem(&pem)) {
+        return Ok(key);
+    }
+    let temporary = prepared.cert_dir_on_disk.join(TEMPORARY_KEY);
+    if let Some(key) = std::fs::read(&temporary).ok().and_then(|pem| certs::key_from_sec1_pem(&pem)) {
+        return Ok(key);
+    }
+    let key = certs::generate_key()?;
+    let pem = certs::sec1_pem(&key)?;
+    crate::disk::write_private(&temporary, pem.as_bytes())
+        .map_err(|error| format!("write {}: {error}", prepared.cert_file(TEMPORARY_KEY)))?;
+    Ok(key)
 }
 
 /// A new key and client CSR sent with `client`; the issued pair stored in the cert dir. Returns the CSR's name.
@@ -84,6 +143,7 @@ async fn request_and_store(prepared: &Prepared, client: &kube::Client, shared: &
         CLIENT_SIGNER,
         &CLIENT_USAGES,
         &generated.request_pem,
+        None,
         CERTIFICATE_WAIT,
         |name| shared.info(format!("created client certificate signing request {name}")),
     )

@@ -25,6 +25,8 @@ pub(crate) const SERVING_USAGES: [&str; 2] = ["digital signature", "server auth"
 pub(crate) enum CsrProblem {
     #[error("cannot create certificate signing request: {0}")]
     Create(#[source] kube::Error),
+    #[error("certificate signing request {name} exists and is not compatible: {reason}")]
+    Incompatible { name: String, reason: String },
     #[error("certificate signing request {name} came back without a name or UID")]
     Incomplete { name: String },
     #[error("certificate signing request {name} is denied, reason: {reason}, message: {message}")]
@@ -39,19 +41,28 @@ pub(crate) enum CsrProblem {
     Timeout { name: String, waited: Duration },
 }
 
-/// Creates a request on `signer`, tells `on_created` its name, and waits up to `wait` for its certificate (PEM).
-/// Returns the request's name and the certificate.
+/// Creates a request on `signer` (named `csr-<random>`, or exactly `fixed_name`), tells `on_created` its name,
+/// and waits up to `wait` for its certificate (PEM). Returns the request's name and the certificate.
+///
+/// With a fixed name that already exists, the existing request is waited on instead if it is compatible: same
+/// subject and public key in its PKCS#10 request, same signer, and no expired certificate attached (client-go's
+/// `ensureCompatible`).
 pub(crate) async fn request_certificate(
     client: &kube::Client,
     signer: &str,
     usages: &[&str],
     request_pem: &str,
+    fixed_name: Option<&str>,
     wait: Duration,
     on_created: impl FnOnce(&str),
 ) -> Result<(String, String), CsrProblem> {
     let api: Api<CertificateSigningRequest> = Api::all(client.clone());
+    let metadata = match fixed_name {
+        Some(name) => ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() },
+        None => ObjectMeta { generate_name: Some("csr-".to_owned()), ..ObjectMeta::default() },
+    };
     let object = CertificateSigningRequest {
-        metadata: ObjectMeta { generate_name: Some("csr-".to_owned()), ..ObjectMeta::default() },
+        metadata,
         spec: CertificateSigningRequestSpec {
             request: ByteString(request_pem.as_bytes().to_vec()),
             signer_name: signer.to_owned(),
@@ -60,7 +71,16 @@ pub(crate) async fn request_certificate(
         },
         status: None,
     };
-    let created = api.create(&PostParams::default(), &object).await.map_err(CsrProblem::Create)?;
+    let created = match (api.create(&PostParams::default(), &object).await, fixed_name) {
+        (Ok(created), _) => created,
+        (Err(kube::Error::Api(status)), Some(name)) if status.code == 409 => {
+            let existing = api.get(name).await.map_err(CsrProblem::Create)?;
+            ensure_compatible(&object, &existing)
+                .map_err(|reason| CsrProblem::Incompatible { name: name.to_owned(), reason })?;
+            existing
+        }
+        (Err(error), _) => return Err(CsrProblem::Create(error)),
+    };
     let name = created.metadata.name.clone().unwrap_or_default();
     let uid = created.metadata.uid.clone().ok_or_else(|| CsrProblem::Incomplete { name: name.clone() })?;
     if name.is_empty() {
@@ -71,6 +91,46 @@ pub(crate) async fn request_certificate(
         .await
         .map_err(|_| CsrProblem::Timeout { name: name.clone(), waited: wait })??;
     Ok((name, certificate))
+}
+
+/// Whether `existing` can stand for `wanted`: same request subject and public key, same signer, no expired
+/// certificate.
+fn ensure_compatible(wanted: &CertificateSigningRequest, existing: &CertificateSigningRequest) -> Result<(), String> {
+    let wanted_request = parse_request(&wanted.spec.request.0)?;
+    let existing_request = parse_request(&existing.spec.request.0)?;
+    if wanted_request.0 != existing_request.0 {
+        return Err("csr subjects differ".to_owned());
+    }
+    if wanted_request.1 != existing_request.1 {
+        return Err("public key does not match".to_owned());
+    }
+    if wanted.spec.signer_name != existing.spec.signer_name {
+        return Err(format!(
+            "csr signerNames differ: {:?} != {:?}",
+            existing.spec.signer_name, wanted.spec.signer_name
+        ));
+    }
+    let attached = existing.status.as_ref().and_then(|status| status.certificate.as_ref());
+    if let Some(certificate) = attached.filter(|certificate| !certificate.0.is_empty()) {
+        let expired = x509_parser::pem::Pem::iter_from_buffer(&certificate.0)
+            .filter_map(Result::ok)
+            .filter_map(|pem| pem.parse_x509().ok().map(|parsed| parsed.validity().time_to_expiration().is_none()))
+            .any(|expired| expired);
+        if expired {
+            return Err("the attached certificate has expired".to_owned());
+        }
+    }
+    Ok(())
+}
+
+/// The subject (text) and public key (SPKI bytes) of a PEM PKCS#10 request.
+fn parse_request(pem: &[u8]) -> Result<(String, Vec<u8>), String> {
+    use x509_parser::prelude::FromDer as _;
+    let (_, block) = x509_parser::pem::parse_x509_pem(pem).map_err(|error| format!("request PEM: {error}"))?;
+    let (_, request) = x509_parser::certification_request::X509CertificationRequest::from_der(&block.contents)
+        .map_err(|error| format!("request: {error}"))?;
+    let info = &request.certification_request_info;
+    Ok((info.subject.to_string(), info.subject_pki.raw.to_vec()))
 }
 
 async fn wait_for_certificate(

@@ -126,7 +126,7 @@ pub(crate) async fn run(prepared: Prepared, facts: NodeFacts, shared: Arc<Shared
             shared.clone(),
         );
         tasks.spawn(heartbeat_task);
-        tasks.spawn(lease(clients.clone(), node, prepared.config.node_lease_duration_seconds, shared.clone()));
+        tasks.spawn(lease(clients.clone(), node, prepared.config.clone(), shared.clone()));
         if prepared.config.server_tls_bootstrap {
             tasks.spawn(crate::serving::run(prepared.clone(), clients.clone(), addresses, shared.clone()));
         }
@@ -245,7 +245,14 @@ fn serving_names(node: &Node) -> SubjectAltNames {
 }
 
 /// Renews `kube-node-lease/<node>` every quarter of its duration, creating it when missing.
-async fn lease(clients: watch::Receiver<kube::Client>, node: Node, duration_seconds: i32, shared: Arc<Shared>) {
+async fn lease(
+    clients: watch::Receiver<kube::Client>,
+    node: Node,
+    config: crate::config::KubeletConfig,
+    shared: Arc<Shared>,
+) {
+    let duration_seconds = config.node_lease_duration_seconds;
+    let interval = config.lease_renew_interval();
     let name = node.metadata.name.clone().unwrap_or_default();
     let owner = OwnerReference {
         api_version: "v1".to_owned(),
@@ -254,7 +261,6 @@ async fn lease(clients: watch::Receiver<kube::Client>, node: Node, duration_seco
         uid: node.metadata.uid.clone().unwrap_or_default(),
         ..OwnerReference::default()
     };
-    let interval = Duration::from_millis(u64::try_from(duration_seconds).unwrap_or(40) * 250);
     loop {
         let leases: Api<Lease> = Api::namespaced(clients.borrow().clone(), LEASE_NAMESPACE);
         if let Err(error) = renew(&leases, &name, &owner, duration_seconds).await {

@@ -93,6 +93,7 @@ async fn request(
         SERVING_SIGNER,
         &SERVING_USAGES,
         &generated.request_pem,
+        None,
         CERTIFICATE_WAIT,
         |name| shared.info(format!("created serving certificate signing request {name}")),
     )

@@ -40,7 +40,7 @@ where
 }
 
 /// Writes the product's rendered kubelet files onto the host's drive, with short heartbeat intervals.
-fn lay_out_host(drive: &Drive, control_plane: &ControlPlane, token: &str) -> anyhow::Result<()> {
+fn lay_out_host(drive: &Drive, control_plane: &ControlPlane, token: &str, rotate: bool) -> anyhow::Result<()> {
     let cluster = ClusterInputs {
         api_server_url: control_plane.api_server_url().to_owned(),
         api_server_ca: control_plane.ca_certificate_pem().parse()?,
@@ -65,6 +65,7 @@ fn lay_out_host(drive: &Drive, control_plane: &ControlPlane, token: &str) -> any
     let mut document: serde_json::Value = serde_json::from_slice(kubelet_config.bytes())?;
     document["nodeLeaseDurationSeconds"] = 2.into();
     document["nodeStatusUpdateFrequency"] = "1s".into();
+    document["rotateCertificates"] = rotate.into();
     write(drive, kubelet_config.destination().as_str(), &serde_json::to_vec_pretty(&document)?)
 }
 
@@ -172,7 +173,7 @@ async fn a_kubelet_bootstraps_registers_runs_a_pod_and_goes_unknown_when_stopped
     let host = tempfile::tempdir()?;
     let c_drive = host.path().join("C");
     let drive = Drive::new(&c_drive);
-    lay_out_host(&drive, &control_plane, &token)?;
+    lay_out_host(&drive, &control_plane, &token, true)?;
     let args = kubelet_args(control_plane.api_server_url())?;
     let mut launch = KubeletLaunch::new(args.clone(), &c_drive, "WIN-E2E-HOST");
     launch.cni_config_dir = Some(r"C:\k\cni\config".to_owned());
@@ -303,9 +304,9 @@ async fn a_kubelet_bootstraps_registers_runs_a_pod_and_goes_unknown_when_stopped
     pods.delete("pause", &DeleteParams::default()).await?;
     wait_for("the pod to be gone", WAIT, || async { Ok(pods.get_opt("pause").await?.is_none().then_some(())) }).await?;
 
-    let journal = kubelet.journal();
+    // The journal (the lines a host copies to kubelet.log); the deletion line may trail the pod's disappearance.
     let client_csr_name = client_csr.metadata.name.unwrap_or_default();
-    for expected in [
+    let expected = [
         format!("created client certificate signing request {client_csr_name}"),
         format!("client certificate issued for CSR {client_csr_name}, stored in C:\\var\\lib\\kubelet\\pki"),
         "successfully registered node win-e2e".to_owned(),
@@ -313,9 +314,11 @@ async fn a_kubelet_bootstraps_registers_runs_a_pod_and_goes_unknown_when_stopped
         "container runtime network is ready".to_owned(),
         "pod kubelet-e2e/pause running".to_owned(),
         "pod kubelet-e2e/pause terminated and deleted".to_owned(),
-    ] {
-        assert!(journal.iter().any(|line| line.ends_with(&expected)), "{expected:?} not in {journal:#?}");
-    }
+    ];
+    let journal_has = |line: &str| kubelet.journal().iter().any(|entry| entry.ends_with(line));
+    wait_for("the journal lines", WAIT, || async { Ok(expected.iter().all(|line| journal_has(line)).then_some(())) })
+        .await
+        .with_context(|| format!("journal: {:#?}", kubelet.journal()))?;
 
     // A restart reuses the issued certificate: no new client CSR.
     kubelet.stop().await;
@@ -325,6 +328,8 @@ async fn a_kubelet_bootstraps_registers_runs_a_pod_and_goes_unknown_when_stopped
     })
     .await?;
     assert_eq!(csrs_on(&control_plane, CLIENT_SIGNER).await?.len(), 1);
+
+    rotation_off_bootstrap(&control_plane, &token).await?;
 
     // Stopping ends the heartbeats: the node-lifecycle controller marks the Node Unknown.
     restarted.stop().await;
@@ -337,6 +342,57 @@ async fn a_kubelet_bootstraps_registers_runs_a_pod_and_goes_unknown_when_stopped
     let taints = node.spec.and_then(|spec| spec.taints).unwrap_or_default();
     assert!(taints.iter().any(|t| t.key == "node.kubernetes.io/unreachable"), "{taints:?}");
     assert_path_absent(&drive.resolve(r"C:\var\lib\kubelet\pki\kubelet-client-updated.pem")?);
+    Ok(())
+}
+
+/// `rotateCertificates: false`: a persistent `.tmp` key and a deterministic `node-csr-*` name that a restarted
+/// kubelet reuses; after approval the key file is gone and the kubeconfig points at the issued pair.
+async fn rotation_off_bootstrap(control_plane: &ControlPlane, token: &str) -> anyhow::Result<()> {
+    let host = tempfile::tempdir()?;
+    let c_drive = host.path().join("C");
+    let drive = Drive::new(&c_drive);
+    lay_out_host(&drive, control_plane, token, false)?;
+    let mut args = kubelet_args(control_plane.api_server_url())?;
+    for arg in &mut args {
+        if arg.starts_with("--hostname-override=") {
+            *arg = "--hostname-override=win-b".to_owned();
+        }
+    }
+    let launch = KubeletLaunch::new(args, &c_drive, "WIN-B-HOST");
+    let node_csrs = || async {
+        let all = csrs_on(control_plane, CLIENT_SIGNER).await?;
+        Ok::<_, anyhow::Error>(
+            all.into_iter()
+                .filter(|csr| csr.metadata.name.as_deref().is_some_and(|name| name.starts_with("node-csr-")))
+                .collect::<Vec<_>>(),
+        )
+    };
+    let first = Kubelet::start(launch.clone()).await?;
+    let pending = wait_for("a node-csr-* request", WAIT, || async {
+        let mut found = node_csrs().await?;
+        Ok(if found.len() == 1 { found.pop() } else { None })
+    })
+    .await?;
+    let name = pending.metadata.name.clone().context("unnamed CSR")?;
+    let temporary_key = drive.resolve(r"C:\var\lib\kubelet\pki\kubelet-client.key.tmp")?;
+    assert!(temporary_key.exists());
+    assert!(!drive.resolve(r"C:\k\kubeconfig")?.exists(), "rotation off writes the kubeconfig after issuance");
+    first.stop().await;
+
+    let second = Kubelet::start(launch).await?;
+    let expected = format!("waiting for client certificate signing request {name}");
+    wait_for("the restarted kubelet to wait on the same request", WAIT, || async {
+        Ok(second.journal().iter().any(|line| line.ends_with(&expected)).then_some(()))
+    })
+    .await?;
+    assert_eq!(node_csrs().await?.len(), 1);
+    approve(control_plane, &name).await?;
+    let nodes: Api<Node> = Api::all(control_plane.admin_client());
+    wait_for("Node win-b", WAIT, || async { Ok(nodes.get_opt("win-b").await?) }).await?;
+    assert!(!temporary_key.exists());
+    let kubeconfig = std::fs::read_to_string(drive.resolve(r"C:\k\kubeconfig")?)?;
+    assert!(kubeconfig.contains(r"C:\var\lib\kubelet\pki\kubelet-client-current.pem"), "{kubeconfig}");
+    second.stop().await;
     Ok(())
 }
 
