@@ -2,8 +2,9 @@
 //! written against the [`RemoteHost`](wmco_ssh_transport::RemoteHost) trait and the `wmco-cluster-client`
 //! capability traits, so every path is unit-tested with fakes and the operator's reconcile calls it directly.
 //!
-//! - [`HostSession`]: one per host for the operator's lifetime; reuses the connection, remembers the
-//!   content-addressed script files it uploaded, counts round trips and bytes.
+//! - [`HostSession`]: one per host for the operator's lifetime; reuses the connection, remembers which
+//!   content-addressed script files are on the host (a new one is first run as is and uploaded only if that
+//!   fails), counts round trips and bytes.
 //! - [`configure`]: one resumable, idempotent pass — pin the host key, read the [`HostIdentity`] (once), one
 //!   batched state probe, `plan`, directories, uploads of changed files only (services holding a replaced binary
 //!   stopped first), phase-1 services; once the Node exists the bootstrap kubeconfig is deleted; once it has its

@@ -14,8 +14,8 @@ use wmco_ssh_transport::{
     staging_path,
 };
 use wmco_windows_services::{
-    ObservedHost, ProbeRequest, RenderedCommand, SCRIPT_DIRECTORY, ScCommand, ScErrorCode, ServiceName, ServiceState,
-    Shell, Step, WinPath, parse_sc_failure, parse_sc_query,
+    ObservedHost, ProbeRequest, RenderedCommand, SCRIPT_DIRECTORY, ScCommand, ScErrorCode, ScriptFile, ServiceName,
+    ServiceState, Shell, Step, WinPath, parse_sc_failure, parse_sc_query,
 };
 
 use crate::error::{FlowError, FlowStep};
@@ -126,40 +126,62 @@ impl HostSession {
         }
     }
 
-    /// Runs a rendered command (after uploading its script file, once per session) and returns its output,
-    /// whatever its exit code.
+    /// Runs a rendered command and returns its output, whatever its exit code. A command with a script file the
+    /// session has not seen yet is first run as is (the content-addressed file may be on the host from an earlier
+    /// operator process); only if that fails is the script uploaded and the command run again. Once known, a
+    /// script is never uploaded again by this session.
     pub(crate) async fn run(&self, step: FlowStep, command: &RenderedCommand) -> Result<Output, FlowError> {
-        if let Some(script_file) = &command.script_file {
-            let known =
-                self.scripts_present.lock().unwrap_or_else(PoisonError::into_inner).contains(&script_file.sha256);
-            if !known {
-                let directory = WinPath::parse(SCRIPT_DIRECTORY).map_err(|source| {
-                    self.render_error(step, wmco_windows_services::CommandError::ScriptPath { source })
-                })?;
-                if !self.script_directory_present.load(Ordering::Relaxed) {
-                    self.host
-                        .mkdir_all(&directory.to_sftp())
-                        .await
-                        .map_err(|source| self.transport_error(FlowStep::UploadScript, source))?;
-                    self.script_directory_present.store(true, Ordering::Relaxed);
-                }
-                let request = UploadRequest {
-                    source: UploadSource::Bytes(script_file.contents.as_slice().into()),
-                    remote_path: script_file.path.to_sftp(),
-                    expected_sha256: Sha256Digest::of(&script_file.contents),
-                    remote_sha256: None,
-                    verify: None,
-                };
-                let outcome = self.host.upload(&request).await.map_err(|source| FlowError::Upload {
-                    host: self.label().to_owned(),
-                    step: FlowStep::UploadScript,
-                    path: script_file.path.clone(),
-                    source: Box::new(source),
-                })?;
-                self.count_upload(outcome);
-                self.scripts_present.lock().unwrap_or_else(PoisonError::into_inner).insert(script_file.sha256.clone());
+        let Some(script_file) = &command.script_file else {
+            return self.exec(step, command).await;
+        };
+        let known = self.scripts_present.lock().unwrap_or_else(PoisonError::into_inner).contains(&script_file.sha256);
+        if !known {
+            let optimistic = self.exec(step, command).await?;
+            if optimistic.success() {
+                self.remember_script(script_file);
+                return Ok(optimistic);
             }
+            self.upload_script(step, script_file).await?;
         }
+        self.exec(step, command).await
+    }
+
+    fn remember_script(&self, script_file: &ScriptFile) {
+        self.scripts_present.lock().unwrap_or_else(PoisonError::into_inner).insert(script_file.sha256.clone());
+    }
+
+    /// Uploads a content-addressed script file (creating the script directory once per session).
+    async fn upload_script(&self, step: FlowStep, script_file: &ScriptFile) -> Result<(), FlowError> {
+        if !self.script_directory_present.load(Ordering::Relaxed) {
+            let directory = WinPath::parse(SCRIPT_DIRECTORY).map_err(|source| {
+                self.render_error(step, wmco_windows_services::CommandError::ScriptPath { source })
+            })?;
+            self.host
+                .mkdir_all(&directory.to_sftp())
+                .await
+                .map_err(|source| self.transport_error(FlowStep::UploadScript, source))?;
+            self.script_directory_present.store(true, Ordering::Relaxed);
+        }
+        let request = UploadRequest {
+            source: UploadSource::Bytes(script_file.contents.as_slice().into()),
+            remote_path: script_file.path.to_sftp(),
+            expected_sha256: Sha256Digest::of(&script_file.contents),
+            remote_sha256: None,
+            verify: None,
+        };
+        let outcome = self.host.upload(&request).await.map_err(|source| FlowError::Upload {
+            host: self.label().to_owned(),
+            step: FlowStep::UploadScript,
+            path: script_file.path.clone(),
+            source: Box::new(source),
+        })?;
+        self.count_upload(outcome);
+        self.remember_script(script_file);
+        Ok(())
+    }
+
+    /// One exec round trip.
+    async fn exec(&self, step: FlowStep, command: &RenderedCommand) -> Result<Output, FlowError> {
         self.commands.fetch_add(1, Ordering::Relaxed);
         let remote = RemoteCommand::new(command.line.clone(), self.settings.command_timeout);
         self.host.run(&remote).await.map_err(|source| self.transport_error(step, source))

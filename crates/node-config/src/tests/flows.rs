@@ -226,10 +226,18 @@ async fn fresh_host_is_configured_in_two_phases_in_order() {
     assert_eq!(outcome.node_name, "win-a");
     let identity = HostIdentity::parse(IDENTITY).unwrap();
     let bootstrap_files = world.files.files(&identity, FileStage::Bootstrap).unwrap();
-    let mut expected: Vec<String> =
-        ["host key", "identity", r"mkdir C:\k\wmco\scripts", "upload script", "probe", "directories", "firewall"]
-            .map(String::from)
-            .to_vec();
+    let mut expected: Vec<String> = [
+        "host key",
+        "identity",
+        "missing-script",
+        r"mkdir C:\k\wmco\scripts",
+        "upload script",
+        "probe",
+        "directories",
+        "firewall",
+    ]
+    .map(String::from)
+    .to_vec();
     let mut uploads: Vec<&WinPath> = bootstrap_files.files().iter().map(|file| &file.destination).collect();
     uploads.sort();
     expected.extend(uploads.iter().map(|path| format!("upload {path}")));
@@ -238,7 +246,7 @@ async fn fresh_host_is_configured_in_two_phases_in_order() {
     expected.extend(["sc start containerd", "sc start kubelet"].map(String::from));
     assert_eq!(summary(&world.host.take_log()), expected);
     assert_eq!(outcome.uploads, 1 + bootstrap_files.files().len() as u64);
-    assert_eq!(outcome.commands, 4 + 8 + 2);
+    assert_eq!(outcome.commands, 5 + 8 + 2);
 
     let status = world.record().status.unwrap();
     assert_eq!(status.phase, Some(RecordPhase::WaitingForNode));
@@ -260,10 +268,10 @@ async fn fresh_host_is_configured_in_two_phases_in_order() {
     let outcome = world.configure(&session).await.unwrap();
     assert_eq!(outcome.state, ConfigureState::Ready);
     let log = summary(&world.host.take_log());
-    assert_eq!(&log[..3], ["upload script", "probe", "firewall"]);
+    assert_eq!(&log[..4], ["missing-script", "upload script", "probe", "firewall"]);
     let first_create = position(&log, "sc create csi-proxy");
-    assert!(log[3..first_create].iter().all(|line| line.starts_with("upload C:\\k\\")), "{log:#?}");
-    assert!(log[3..first_create].contains(&r"upload C:\k\kube-proxy.conf".to_owned()));
+    assert!(log[4..first_create].iter().all(|line| line.starts_with("upload C:\\k\\")), "{log:#?}");
+    assert!(log[4..first_create].contains(&r"upload C:\k\kube-proxy.conf".to_owned()));
     assert!(!log.iter().any(|line| line.contains("bootstrap-kubeconfig")), "{log:#?}");
     let sc: Vec<&str> = log
         .iter()
@@ -310,6 +318,18 @@ async fn converged_host_costs_one_probe_and_no_upload() {
     let outcome = world.configure(&session).await.unwrap();
     assert_eq!(outcome.state, ConfigureState::Ready);
     assert_eq!((outcome.steps_applied, outcome.commands, outcome.uploads), (0, 1, 0));
+    assert_eq!(summary(&world.host.take_log()), ["probe"]);
+}
+
+#[tokio::test]
+async fn a_restarted_operator_finds_the_probe_script_on_the_host_and_uploads_nothing() {
+    let world = World::new().await;
+    world.configure_to_ready(&world.session()).await;
+    world.host.take_log();
+
+    let restarted = world.session();
+    let outcome = world.configure(&restarted).await.unwrap();
+    assert_eq!((outcome.state, outcome.commands, outcome.uploads), (ConfigureState::Ready, 1, 0));
     assert_eq!(summary(&world.host.take_log()), ["probe"]);
 }
 
@@ -453,13 +473,13 @@ async fn deconfigure_drains_then_removes_services_dependents_first_then_files_ne
     assert!(world.nodes.node(NAME).is_none());
 
     let log = summary(&world.host.take_log());
-    assert_eq!(&log[..2], ["upload script", "probe"]);
+    assert_eq!(&log[..3], ["missing-script", "upload script", "probe"]);
     assert_eq!(&log[log.len() - 2..], ["remove-directories", "remove-hns"]);
     let stops: Vec<&String> = log.iter().filter(|line| line.starts_with("sc stop")).collect();
     let deletes: Vec<&String> = log.iter().filter(|line| line.starts_with("sc delete")).collect();
     assert_eq!(stops.len(), 6);
     assert_eq!(deletes.len(), 6);
-    assert_eq!(log.len(), 2 + 6 + 6 + 2, "{log:#?}");
+    assert_eq!(log.len(), 3 + 6 + 6 + 2, "{log:#?}");
     for (dependent, dependency) in [("kube-proxy", "hybrid-overlay-node"), ("kubelet", "containerd")] {
         for verb in ["stop", "delete"] {
             assert!(
@@ -480,7 +500,7 @@ async fn deconfigure_drains_then_removes_services_dependents_first_then_files_ne
     assert_eq!(again.node_name, None);
     assert_eq!(
         summary(&world.host.take_log()),
-        [r"mkdir C:\k\wmco\scripts", "upload script", "probe", "remove-directories", "remove-hns"]
+        ["missing-script", r"mkdir C:\k\wmco\scripts", "upload script", "probe", "remove-directories", "remove-hns"]
     );
 }
 
@@ -493,7 +513,7 @@ async fn deconfigure_of_an_unreachable_host_keeps_the_node_unless_force_remove_i
 
     let error = world.deconfigure(&session).await.unwrap_err();
     assert!(error.is_retryable(), "{error}");
-    assert_eq!(error.step(), Some(crate::FlowStep::UploadScript));
+    assert_eq!(error.step(), Some(crate::FlowStep::Probe));
     let node = world.nodes.node(NAME).expect("the Node stays");
     assert_eq!(node.spec.unwrap().unschedulable, Some(true));
 
