@@ -2,7 +2,8 @@
 //! outside the command interpreters.
 //!
 //! - kubelet: when the SCM starts a service whose program is `kubelet.exe` and containerd is RUNNING, the
-//!   simulated kubelet (`wmco-kubelet-sim`) starts with the binPath arguments; a refusal (or containerd not
+//!   simulated kubelet (`wmco-kubelet-sim`) starts with the binPath arguments and containerd's CNI configuration
+//!   directory (`conf_dir` of its `--config`), so the Node is Ready only once a CNI config exists; a refusal (or containerd not
 //!   running) stops the service and writes the reason under `C:\var\log\kubelet\`; the kubelet's journal is copied
 //!   to `C:\var\log\kubelet\kubelet.log`; stopping the service stops the kubelet.
 //! - hybrid-overlay-node: once running, it reads its Node (with the kubelet's node credentials) and, when the Node
@@ -113,6 +114,7 @@ impl Driver {
             let host = lock(host);
             let mut launch = KubeletLaunch::new(arguments, host.disk.drive_root(), host.identity.hostname.clone());
             launch.windows_build = format!("10.0.{}", host.identity.build);
+            launch.cni_config_dir = containerd_cni_directory(&host);
             launch
         };
         match Kubelet::start(launch).await {
@@ -188,6 +190,23 @@ pub fn overlay_networks(subnet: &str) -> [HnsNetwork; 2] {
     ]
 }
 
+/// containerd's CNI configuration directory (`conf_dir` in its `--config` TOML), which the kubelet watches for
+/// the runtime network's readiness.
+fn containerd_cni_directory(host: &Host) -> Option<String> {
+    let (_, arguments) = program(&host.scm.get("containerd")?.image_path);
+    let path = WinPath::parse(&flag(&arguments, "config")?).ok()?;
+    let table: toml::Table = toml::from_str(&String::from_utf8(host.disk.read(&path).ok()?).ok()?).ok()?;
+    find_key(&toml::Value::Table(table), "conf_dir")
+}
+
+fn find_key(value: &toml::Value, key: &str) -> Option<String> {
+    let table = value.as_table()?;
+    if let Some(found) = table.get(key).and_then(toml::Value::as_str) {
+        return Some(found.to_owned());
+    }
+    table.values().find_map(|nested| find_key(nested, key))
+}
+
 /// Waits (a few service transitions at most) for containerd to be RUNNING.
 async fn wait_for_containerd(host: &Arc<std::sync::Mutex<Host>>) -> bool {
     let patience = lock(host).latency.service_transition * 3 + Duration::from_millis(500);
@@ -216,6 +235,21 @@ fn refuse(host: &Arc<std::sync::Mutex<Host>>, service: &str, image_path: &str, r
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_kubelet_learns_containerds_cni_directory() {
+        let (_root, mut host) = crate::host::tests::test_host();
+        let config = WinPath::parse(r"C:\k\containerd\containerd_conf.toml").unwrap();
+        host.disk.create_dir_all(&config.parent().unwrap()).unwrap();
+        host.disk
+            .write(&config, b"version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".cni]\nbin_dir = \"C:/k/cni\"\nconf_dir = \"C:/k/cni/config\"\n")
+            .unwrap();
+        let image = r"C:\k\containerd\containerd.exe --config C:\k\containerd\containerd_conf.toml --run-service";
+        host.scm
+            .create("containerd", crate::scm::ServiceConfig { image_path: Some(image.into()), ..Default::default() })
+            .unwrap();
+        assert_eq!(containerd_cni_directory(&host).as_deref(), Some("C:/k/cni/config"));
+    }
 
     #[test]
     fn overlay_networks_follow_the_node_subnet() {
