@@ -262,22 +262,22 @@ mod tests {
         assert!(key_from_sec1_pem(b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n").is_none());
     }
 
+    /// A test-only P-256 key made by `openssl ecparam -name prime256v1 -genkey -noout`, and the name client-go's
+    /// `digestedName` computes for it (Go 1.26, `crypto/x509` + `sha512.New512_256`, node `win-a`, usages
+    /// `digital signature`, `client auth`).
+    const OPENSSL_KEY: &str = "-----BEGIN EC PRIVATE KEY-----
+MHcCAQEEIPUCKeBB5HyiAyfCC+OoXnT8LuP8NTdevosFQRHmTRdXoAoGCCqGSM49
+AwEHoUQDQgAEn7PTzA7p87gzaEHy+0Lmq0/LM25e41l8XmisJxfKdJ/u7V1vi1Dt
+lvyyBKcElmBhv1ZAtO6fTaHEMoKELGTyng==
+-----END EC PRIVATE KEY-----
+";
+    const GO_DIGESTED_NAME: &str = "node-csr-A2DmsK61neYXdzKN1dzM5CBJ4esMXrIgsWx9ATcKHlQ";
+
     #[test]
-    fn the_digest_covers_the_encoded_fields_with_delimiters() {
-        use base64::Engine as _;
-        use sha2::Digest as _;
-        let key = generate_key().unwrap();
-        let encode = |data: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(data);
-        let stream = format!(
-            "{}|{}|{}|{}|{}|",
-            encode(&key.subject_public_key_info()),
-            encode(b"system:node:win-a"),
-            encode(b"system:nodes"),
-            encode(b"digital signature"),
-            encode(b"client auth"),
-        );
-        let expected = format!("node-csr-{}", encode(&sha2::Sha512_256::digest(stream.as_bytes())));
-        assert_eq!(digested_name(&key, "win-a", &["digital signature", "client auth"]), expected);
+    fn the_digested_name_matches_client_go_for_an_openssl_key() {
+        let key = key_from_sec1_pem(OPENSSL_KEY.as_bytes()).unwrap();
+        assert_eq!(digested_name(&key, "win-a", &["digital signature", "client auth"]), GO_DIGESTED_NAME);
+        assert_eq!(sec1_pem(&key).unwrap(), OPENSSL_KEY);
     }
 
     #[test]

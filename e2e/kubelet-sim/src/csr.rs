@@ -221,6 +221,35 @@ mod tests {
         assert_eq!(decide("csr-a", &with(&[], Some("PEM"))).unwrap(), None);
     }
 
+    fn request_object(node: &str, key: &rcgen::KeyPair, signer: &str) -> CertificateSigningRequest {
+        let generated = crate::certs::request_with_key(key, node, &crate::certs::SubjectAltNames::default()).unwrap();
+        CertificateSigningRequest {
+            spec: CertificateSigningRequestSpec {
+                request: ByteString(generated.request_pem.into_bytes()),
+                signer_name: signer.to_owned(),
+                ..CertificateSigningRequestSpec::default()
+            },
+            ..CertificateSigningRequest::default()
+        }
+    }
+
+    #[test]
+    fn an_existing_request_is_reused_only_when_compatible() {
+        let key = crate::certs::generate_key().unwrap();
+        let wanted = request_object("win-a", &key, CLIENT_SIGNER);
+        assert_eq!(ensure_compatible(&wanted, &request_object("win-a", &key, CLIENT_SIGNER)), Ok(()));
+        assert_eq!(
+            ensure_compatible(&wanted, &request_object("win-b", &key, CLIENT_SIGNER)),
+            Err("csr subjects differ".to_owned())
+        );
+        let other_key = crate::certs::generate_key().unwrap();
+        assert_eq!(
+            ensure_compatible(&wanted, &request_object("win-a", &other_key, CLIENT_SIGNER)),
+            Err("public key does not match".to_owned())
+        );
+        assert!(ensure_compatible(&wanted, &request_object("win-a", &key, SERVING_SIGNER)).is_err());
+    }
+
     #[test]
     fn denied_and_failed_end_the_attempt() {
         assert_eq!(
