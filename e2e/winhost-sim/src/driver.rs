@@ -228,7 +228,7 @@ async fn wait_for_containerd(host: &Arc<std::sync::Mutex<Host>>) -> bool {
 /// The kubelet process exits: the service stops (1067) and the reason goes to its log directory.
 fn refuse(host: &Arc<std::sync::Mutex<Host>>, service: &str, image_path: &str, reason: &str) {
     let mut host = lock(host);
-    host.scm.kill(service);
+    host.scm.kill(service, Instant::now());
     write_refusal_log(&host.disk, "kubelet", image_path, reason);
 }
 

@@ -253,8 +253,12 @@ impl Host {
 
     /// Advances service states to `now`.
     pub fn refresh(&mut self) {
-        for name in self.scm.advance(Instant::now()) {
+        let now = Instant::now();
+        for name in self.scm.advance(now) {
             self.process_events.push(ProcessEvent::Stopped { service: name });
+        }
+        for name in self.scm.due_restarts(now) {
+            let _ = self.start_service(&name);
         }
     }
 

@@ -211,6 +211,32 @@ pub struct Service {
     /// The start will end in the process exiting (a refusal) instead of RUNNING.
     #[serde(skip)]
     start_fails: bool,
+    /// Crashes counted for the failure actions.
+    pub failure_count: u32,
+    /// The last crash.
+    #[serde(skip)]
+    last_failure: Option<Instant>,
+    /// When a `restart` failure action starts the service again.
+    #[serde(skip)]
+    restart_at: Option<Instant>,
+}
+
+impl Service {
+    /// The process died unexpectedly: count the failure and schedule the failure action (only `restart` is
+    /// carried out; `run` and `reboot` are not modelled).
+    fn crashed(&mut self, now: Instant) {
+        let Some(actions) = &self.failure_actions else { return };
+        let reset = Duration::from_secs(u64::from(actions.reset_seconds));
+        if actions.reset_seconds != u32::MAX && self.last_failure.is_some_and(|at| now.duration_since(at) > reset) {
+            self.failure_count = 0;
+        }
+        self.last_failure = Some(now);
+        let index = (self.failure_count as usize).min(actions.actions.len().saturating_sub(1));
+        self.failure_count += 1;
+        if let Some(action) = actions.actions.get(index).filter(|action| action.kind == 1) {
+            self.restart_at = Some(now + Duration::from_millis(u64::from(action.delay_ms)));
+        }
+    }
 }
 
 /// What creating or reconfiguring a service sets (`None`: leave as is / default).
@@ -288,6 +314,7 @@ impl ServiceManager {
                         service.state = State::Stopped;
                         service.exit_code = ERROR_PROCESS_ABORTED;
                         service.pid = 0;
+                        service.crashed(now);
                         stopped.push(service.name.clone());
                     }
                     State::StartPending => service.state = State::Running,
@@ -352,6 +379,9 @@ impl ServiceManager {
             pid: 0,
             pending_until: None,
             start_fails: false,
+            failure_count: 0,
+            last_failure: None,
+            restart_at: None,
         };
         self.services.insert(name.to_lowercase(), service);
         Ok(())
@@ -527,6 +557,20 @@ impl ServiceManager {
         Ok(())
     }
 
+    /// Services whose `restart` failure action is due (they are started by the caller).
+    pub fn due_restarts(&mut self, now: Instant) -> Vec<String> {
+        let mut due = Vec::new();
+        for service in self.services.values_mut() {
+            if service.restart_at.is_some_and(|at| at <= now) {
+                service.restart_at = None;
+                if service.state == State::Stopped && !service.marked_for_deletion {
+                    due.push(service.name.clone());
+                }
+            }
+        }
+        due
+    }
+
     /// The names of services depending on `name` (DependentServices).
     pub fn dependents(&self, name: &str) -> Vec<String> {
         let key = name.to_lowercase();
@@ -537,13 +581,14 @@ impl ServiceManager {
             .collect()
     }
 
-    /// A process of a running service died (killed): STOPPED with 1067 at once.
-    pub fn kill(&mut self, name: &str) {
+    /// A process of a running service died (killed): STOPPED with 1067 at once, failure actions scheduled.
+    pub fn kill(&mut self, name: &str, now: Instant) {
         if let Ok(service) = self.existing(name) {
             service.state = State::Stopped;
             service.exit_code = ERROR_PROCESS_ABORTED;
             service.pid = 0;
             service.pending_until = None;
+            service.crashed(now);
         }
         self.services.retain(|_, service| !(service.marked_for_deletion && service.state == State::Stopped));
     }
@@ -557,6 +602,8 @@ impl ServiceManager {
             service.exit_code = ERROR_SERVICE_NEVER_STARTED;
             service.pid = 0;
             service.pending_until = None;
+            service.restart_at = None;
+            service.failure_count = 0;
         }
         let automatic: Vec<String> = self
             .services
@@ -650,6 +697,28 @@ mod tests {
         let started = scm.reboot(now, &mut |_| Launch::Runs);
         assert_eq!(started, vec![Started { name: "auto".into(), image_path: "x.exe".into() }]);
         assert_eq!(scm.get("p").unwrap().exit_code, ERROR_SERVICE_NEVER_STARTED);
+    }
+
+    #[test]
+    fn crashes_schedule_restart_failure_actions_in_order() {
+        let mut scm = manager();
+        let now = Instant::now();
+        scm.create("p", config("p.exe", &[])).unwrap();
+        let actions = FailureActions {
+            reset_seconds: 60,
+            actions: vec![FailureAction { kind: 1, delay_ms: 1000 }, FailureAction { kind: 0, delay_ms: 0 }],
+        };
+        scm.set_failure_actions("p", actions).unwrap();
+        scm.start("p", now, &mut |_| Launch::Runs).unwrap();
+        scm.advance(now + Duration::from_secs(1));
+        scm.kill("p", now + Duration::from_secs(1));
+        assert!(scm.due_restarts(now + Duration::from_millis(1999)).is_empty());
+        assert_eq!(scm.due_restarts(now + Duration::from_secs(2)), vec!["p".to_owned()]);
+        scm.start("p", now + Duration::from_secs(2), &mut |_| Launch::Runs).unwrap();
+        scm.advance(now + Duration::from_secs(3));
+        scm.kill("p", now + Duration::from_secs(3));
+        assert!(scm.due_restarts(now + Duration::from_secs(60)).is_empty(), "the second action is none");
+        assert_eq!(scm.get("p").unwrap().failure_count, 2);
     }
 
     #[test]

@@ -323,3 +323,72 @@ async fn kubelet_refusals_stop_the_service_and_are_logged() -> anyhow::Result<()
     assert!(host.exec("test", "sc.exe query containerd").stdout.contains("4  RUNNING"));
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn injected_faults_and_reboot() -> anyhow::Result<()> {
+    let state = tempfile::tempdir()?;
+    let key = winhost_sim::ssh::generate_key()?;
+    let public = key.public_key().to_openssh()?;
+    let pem = key.to_openssh(russh::keys::ssh_key::LineEnding::LF)?.to_string();
+    let fleet = std::sync::Arc::new(tokio::sync::Mutex::new(winhost_sim::fleet::Fleet::new(
+        state.path().to_path_buf(),
+        0,
+        Latency::zero(),
+    )));
+    let control = winhost_sim::control::start(0, std::sync::Arc::clone(&fleet)).await?;
+    let request = winhost_sim::fleet::NewHost { authorized_key: Some(public), ..Default::default() };
+    let info = fleet.lock().await.add(request).await?;
+    let server = fleet.lock().await.server(&info.name)?;
+    {
+        let mut host = winhost_sim::ssh::lock(&server.host);
+        put(&host, r"C:\k\agent.exe", b"MZ")?;
+        assert_eq!(host.exec("setup", r"sc.exe create agent binPath= C:\k\agent.exe start= auto").code, 0);
+    }
+    let (address, name) = (info.ssh_address, info.name.clone());
+    let faults =
+        move |body: &str| http(control, "POST", &format!("/hosts/{name}/faults"), body).map(|(status, _)| status);
+    let connect = move || -> anyhow::Result<ssh2::Session> {
+        let mut session = ssh2::Session::new()?;
+        session.set_tcp_stream(std::net::TcpStream::connect(address)?);
+        session.set_timeout(2000);
+        session.handshake()?;
+        session.userauth_pubkey_memory("Administrator", None, &pem, None)?;
+        Ok(session)
+    };
+    let name = info.name.clone();
+    tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+        assert_eq!(faults(r#"{"fail_next":1}"#)?, 200);
+        let session = connect()?;
+        assert_eq!(
+            run(&session, "hostname")?,
+            (String::new(), "winhost-sim: injected command failure\r\n".to_owned(), 1)
+        );
+        assert_eq!(run(&session, "hostname")?.2, 0, "only the next command fails");
+        assert_eq!(faults(r#"{"hang_commands":true}"#)?, 200);
+        assert!(run(&session, "hostname").is_err(), "a hanging command times out on the client");
+        assert_eq!(faults(r#"{"drop_connections":true}"#)?, 200);
+        let session = connect()?;
+        assert!(run(&session, "hostname").is_err(), "the connection drops at exec");
+        assert_eq!(faults(r#"{"refuse_connections":true}"#)?, 200);
+        assert!(connect().is_err(), "connections are refused");
+        assert_eq!(faults("{}")?, 200);
+        let session = connect()?;
+        assert_eq!(run(&session, "sc.exe query agent")?.2, 0);
+        let (status, _) = http(control, "POST", &format!("/hosts/{name}/reboot"), "")?;
+        assert_eq!(status, 204);
+        let session = connect()?;
+        let (stdout, _, _) = run(&session, "sc.exe query agent")?;
+        assert!(stdout.contains("4  RUNNING"), "automatic services start at boot: {stdout}");
+        let (status, _) = http(control, "POST", &format!("/hosts/{name}/throttle"), r#"{"bytes_per_second":65536}"#)?;
+        assert_eq!(status, 204);
+        let sftp = session.sftp()?;
+        let mut file = sftp.create(std::path::Path::new("C:/k/blob.bin"))?;
+        let started = std::time::Instant::now();
+        std::io::Write::write_all(&mut file, &vec![7u8; 64 * 1024])?;
+        drop(file);
+        assert!(started.elapsed() >= std::time::Duration::from_millis(900), "64 KiB at 64 KiB/s takes a second");
+        Ok(())
+    })
+    .await??;
+    Ok(())
+}

@@ -839,7 +839,7 @@ fn stop_process(session: &mut Session<'_>, call: &Call) -> Result<Vec<Value>, Fl
         return fail(session, call, error);
     }
     for service in services {
-        session.host.scm.kill(&service);
+        session.host.scm.kill(&service, Instant::now());
         session.host.process_events.push(ProcessEvent::Stopped { service });
     }
     Ok(Vec::new())
