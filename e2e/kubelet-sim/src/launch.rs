@@ -36,6 +36,9 @@ pub struct KubeletLaunch {
     pub windows_build: String,
     /// The version the Node reports in `status.nodeInfo.kubeletVersion` (`v1.33.0` unless set).
     pub kubelet_version: String,
+    /// The host's boot ID (`status.nodeInfo.bootID`): the same for every kubelet start within one boot, new after
+    /// a reboot. [`KubeletLaunch::new`] makes a random one; a simulated host sets its own per boot.
+    pub boot_id: String,
     /// The container runtime's CNI configuration directory (a Windows path, containerd's `conf_dir`, e.g.
     /// `C:\k\cni\config`). When set, the runtime network — hence the Node's Ready condition and every pod that is
     /// not on the host network — is ready only once a `*.conf`, `*.conflist` or `*.json` file exists there, as on
@@ -63,6 +66,7 @@ impl KubeletLaunch {
             windows_build: DEFAULT_WINDOWS_BUILD.to_owned(),
             kubelet_version: crate::node::DEFAULT_KUBELET_VERSION.to_owned(),
             cni_config_dir: None,
+            boot_id: random_uuid(),
         }
     }
 
@@ -82,6 +86,27 @@ impl KubeletLaunch {
             .take_while(|arg| arg.starts_with('-') && !arg.starts_with("--"))
             .find_map(|arg| arg.strip_prefix("-log-file="))
     }
+}
+
+/// A random version-4 UUID in its lower-case text form (a boot ID, for example).
+///
+/// ```
+/// let boot_id = wmco_kubelet_sim::random_uuid();
+/// assert_eq!(boot_id.len(), 36);
+/// assert_eq!(&boot_id[14..15], "4");
+/// ```
+pub fn random_uuid() -> String {
+    let bytes: [u8; 16] = rand::random();
+    let hex: String = bytes
+        .iter()
+        .enumerate()
+        .map(|(index, byte)| match index {
+            6 => format!("{:02x}", (byte & 0x0f) | 0x40),
+            8 => format!("{:02x}", (byte & 0x3f) | 0x80),
+            _ => format!("{byte:02x}"),
+        })
+        .collect();
+    format!("{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..])
 }
 
 /// Why the kubelet refuses to start; the text is what it would log before exiting.
@@ -468,6 +493,15 @@ mod tests {
             parse_flags(&strings(&["--config"])).unwrap_err().to_string(),
             "failed to parse kubelet flag: flag needs an argument: --config"
         );
+    }
+
+    #[test]
+    fn random_uuids_are_version_4() {
+        let uuid = random_uuid();
+        assert_eq!(uuid.len(), 36);
+        assert_eq!(uuid.as_bytes()[14], b'4');
+        assert!(matches!(uuid.as_bytes()[19], b'8' | b'9' | b'a' | b'b'), "{uuid}");
+        assert_ne!(uuid, random_uuid());
     }
 
     #[test]

@@ -54,7 +54,7 @@ pub use config::{ConfigProblem, KubeletConfig};
 pub use csr::{CLIENT_SIGNER, SERVING_SIGNER};
 pub use disk::{Drive, PathProblem};
 pub use kubeconfig::{KubeconfigProblem, client_from_kubeconfig};
-pub use launch::{DEFAULT_WINDOWS_BUILD, KubeletLaunch, LaunchRefused};
+pub use launch::{DEFAULT_WINDOWS_BUILD, KubeletLaunch, LaunchRefused, random_uuid};
 pub use node::DEFAULT_KUBELET_VERSION;
 pub use taint::{Taint, TaintEffect};
 
@@ -111,6 +111,7 @@ impl Kubelet {
             ips: prepared.node_ips.clone(),
             windows_build: prepared.windows_build.clone(),
             kubelet_version: launch.kubelet_version.clone(),
+            boot_id: launch.boot_id.clone(),
             extra_labels: prepared.node_labels.clone(),
             taints: prepared.taints.clone(),
             port: prepared.config.port,

@@ -23,6 +23,7 @@ pub(crate) struct NodeFacts {
     pub ips: Vec<IpAddr>,
     pub windows_build: String,
     pub kubelet_version: String,
+    pub boot_id: String,
     pub extra_labels: BTreeMap<String, String>,
     pub taints: Vec<Taint>,
     pub port: i32,
@@ -157,7 +158,7 @@ impl NodeFacts {
         let machine_id = stable_id(&self.name);
         NodeSystemInfo {
             architecture: "amd64".to_owned(),
-            boot_id: String::new(),
+            boot_id: self.boot_id.clone(),
             container_runtime_version: "containerd://1.7.27".to_owned(),
             kernel_version: format!("{}.0", self.windows_build),
             kube_proxy_version: String::new(),
@@ -189,6 +190,7 @@ mod tests {
             ips: vec!["203.0.113.10".parse().unwrap()],
             windows_build: "10.0.20348".into(),
             kubelet_version: DEFAULT_KUBELET_VERSION.into(),
+            boot_id: "b00710d0-0000-4000-8000-000000000000".into(),
             extra_labels: BTreeMap::from([("node.openshift.io/os_id".into(), "Windows".into())]),
             taints: vec![Taint { key: "os".into(), value: "Windows".into(), effect: TaintEffect::NoSchedule }],
             port: 10250,
@@ -222,6 +224,7 @@ mod tests {
         let ready = status.conditions.unwrap().into_iter().find(|c| c.type_ == "Ready").unwrap();
         assert_eq!((ready.status.as_str(), ready.reason.as_deref()), ("True", Some("KubeletReady")));
         assert_eq!(status.capacity.unwrap()["pods"], Quantity("250".into()));
+        assert_eq!(status.node_info.unwrap().boot_id, "b00710d0-0000-4000-8000-000000000000");
     }
 
     #[test]

@@ -216,6 +216,9 @@ async fn a_kubelet_bootstraps_registers_runs_a_pod_and_goes_unknown_when_stopped
         .map(|address| (address.type_.clone(), address.address.clone()))
         .collect();
     assert_eq!(addresses, [("InternalIP".into(), NODE_IP.into()), ("Hostname".into(), NODE_NAME.into())]);
+    let node_info = node.status.as_ref().and_then(|status| status.node_info.clone()).context("no nodeInfo")?;
+    assert_eq!(node_info.boot_id, launch.boot_id);
+    assert_eq!(node_info.operating_system, "windows");
     let labels = node.metadata.labels.clone().unwrap_or_default();
     assert_eq!(labels.get("node.openshift.io/os_id").map(String::as_str), Some("Windows"));
     assert_eq!(labels.get("kubernetes.io/os").map(String::as_str), Some("windows"));
