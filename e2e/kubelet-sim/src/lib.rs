@@ -27,6 +27,12 @@
 //! let launch = KubeletLaunch::new(args.map(String::from).to_vec(), "/hosts/win-a/C", "WIN-A");
 //! let kubelet = Kubelet::start(launch).await?;
 //! assert_eq!(kubelet.node_name(), "win-a");
+//! if kubelet.status().phase == wmco_kubelet_sim::KubeletPhase::Running {
+//!     let node_client = kubelet.node_client();
+//!     # let _ = node_client;
+//! }
+//! let log = kubelet.journal().join("\r\n"); // what the host writes to C:\var\log\kubelet\kubelet.log
+//! # let _ = log;
 //! kubelet.stop().await;
 //! # Ok(()) }
 //! ```

@@ -16,6 +16,12 @@ pub enum TaintEffect {
 
 impl TaintEffect {
     /// The effect named exactly `text`.
+    ///
+    /// ```
+    /// use wmco_kubelet_sim::TaintEffect;
+    /// assert_eq!(TaintEffect::parse("NoSchedule").map(TaintEffect::as_str), Some("NoSchedule"));
+    /// assert_eq!(TaintEffect::parse("noschedule"), None);
+    /// ```
     pub fn parse(text: &str) -> Option<Self> {
         match text {
             "NoSchedule" => Some(Self::NoSchedule),
