@@ -261,32 +261,41 @@ async fn lease(
         uid: node.metadata.uid.clone().unwrap_or_default(),
         ..OwnerReference::default()
     };
+    let mut latest: Option<Lease> = None;
     loop {
         let leases: Api<Lease> = Api::namespaced(clients.borrow().clone(), LEASE_NAMESPACE);
-        if let Err(error) = renew(&leases, &name, &owner, duration_seconds).await {
-            shared.problem(format!("failed to update lease {LEASE_NAMESPACE}/{name}: {error}"));
+        match renew(&leases, latest.take(), &name, &owner, duration_seconds).await {
+            Ok(renewed) => latest = Some(renewed),
+            Err(error) => shared.problem(format!("failed to update lease {LEASE_NAMESPACE}/{name}: {error}")),
         }
         tokio::time::sleep(interval).await;
     }
 }
 
+/// Renews the Lease with one `PUT` of the last version written (`latest`); reads it first (creating it when
+/// missing) when there is none, as after a conflict.
 async fn renew(
     leases: &Api<Lease>,
+    latest: Option<Lease>,
     name: &str,
     owner: &OwnerReference,
     duration_seconds: i32,
-) -> Result<(), kube::Error> {
+) -> Result<Lease, kube::Error> {
     let spec = LeaseSpec {
         holder_identity: Some(name.to_owned()),
         lease_duration_seconds: Some(duration_seconds),
         renew_time: Some(MicroTime(jiff::Timestamp::now())),
         ..LeaseSpec::default()
     };
-    match leases.get_opt(name).await? {
+    let current = match latest {
+        Some(lease) => Some(lease),
+        None => leases.get_opt(name).await?,
+    };
+    match current {
         Some(mut existing) => {
             existing.spec = Some(spec);
             existing.metadata.owner_references = Some(vec![owner.clone()]);
-            leases.replace(name, &PostParams::default(), &existing).await?;
+            leases.replace(name, &PostParams::default(), &existing).await
         }
         None => {
             let lease = Lease {
@@ -298,10 +307,9 @@ async fn renew(
                 },
                 spec: Some(spec),
             };
-            leases.create(&PostParams::default(), &lease).await?;
+            leases.create(&PostParams::default(), &lease).await
         }
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -323,6 +323,15 @@ async fn a_kubelet_bootstraps_registers_runs_a_pod_and_goes_unknown_when_stopped
         .await
         .with_context(|| format!("journal: {:#?}", kubelet.journal()))?;
 
+    // Heartbeats: the Lease's renewTime keeps advancing (renewed every 0.5 s with nodeLeaseDurationSeconds 2).
+    let renewed_at = || async {
+        let lease = leases.get(NODE_NAME).await?;
+        lease.spec.and_then(|spec| spec.renew_time).map(|time| time.0).context("lease without renewTime")
+    };
+    let first_renewal = renewed_at().await?;
+    wait_for("a later Lease renewal", WAIT, || async { Ok((renewed_at().await? > first_renewal).then_some(())) })
+        .await?;
+
     // A restart reuses the issued certificate: no new client CSR.
     kubelet.stop().await;
     let restarted = Kubelet::start(launch).await?;
