@@ -34,6 +34,15 @@ impl Output {
     }
 }
 
+/// The shell sshd runs exec requests with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExecShell {
+    /// `cmd.exe /c` (the default).
+    Cmd,
+    /// `powershell.exe -c`.
+    PowerShell,
+}
+
 /// Who a host is on the network.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Identity {
@@ -239,10 +248,37 @@ impl Host {
         Ok(host)
     }
 
-    /// Runs one exec request line through cmd.exe, records it, and returns what the client sees.
+    /// Runs one exec request line through the default shell, records it, and returns what the client sees.
     pub fn exec(&mut self, client: &str, line: &str) -> Output {
+        let shell = self.default_shell();
+        self.exec_in(shell, client, line)
+    }
+
+    /// The shell sshd starts for exec requests: `HKLM\SOFTWARE\OpenSSH` `DefaultShell` when it names
+    /// powershell.exe, cmd.exe otherwise (windows-commands.md §2; sshd reads it for each new connection).
+    pub fn default_shell(&self) -> ExecShell {
+        let configured = self
+            .registry
+            .get(&r"HKLM\SOFTWARE\OpenSSH".to_lowercase())
+            .and_then(|key| key.values.get("defaultshell"))
+            .map(|(_, value)| value);
+        match configured {
+            Some(RegValue::String(path)) if crate::native::resolve(path) == Some("powershell") => ExecShell::PowerShell,
+            _ => ExecShell::Cmd,
+        }
+    }
+
+    /// Runs one exec request line through `shell` (`powershell.exe -c "<line>"` for PowerShell, where the
+    /// CreateProcess limit of 32,767 characters applies instead of cmd's).
+    pub fn exec_in(&mut self, shell: ExecShell, client: &str, line: &str) -> Output {
         self.refresh();
-        let output = crate::cmd::run_line(self, line);
+        let output = match shell {
+            ExecShell::Cmd => crate::cmd::run_line(self, line),
+            ExecShell::PowerShell if line.chars().count() > 32_766 => {
+                Output::new("", "The filename or extension is too long.\r\n", 206)
+            }
+            ExecShell::PowerShell => crate::ps::run_script(self, line, crate::ps::ErrorStream::Text),
+        };
         self.command_log.push(CommandRecord {
             client: client.to_owned(),
             line: line.to_owned(),

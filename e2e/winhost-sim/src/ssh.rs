@@ -158,7 +158,11 @@ async fn accept(listener: TcpListener, shared: Shared) {
             continue;
         }
         let config = Arc::clone(&lock(&shared.config));
-        let handler = Connection { shared: shared.clone(), channels: std::collections::HashMap::new() };
+        let handler = Connection {
+            shared: shared.clone(),
+            channels: std::collections::HashMap::new(),
+            shell: crate::host::ExecShell::Cmd,
+        };
         connections.spawn(async move {
             if let Ok(session) = russh::server::run_stream(config, socket, handler).await {
                 let _ = session.await;
@@ -172,6 +176,8 @@ async fn accept(listener: TcpListener, shared: Shared) {
 struct Connection {
     shared: Shared,
     channels: std::collections::HashMap<ChannelId, Channel<Msg>>,
+    /// The default shell as configured when the client authenticated.
+    shell: crate::host::ExecShell,
 }
 
 /// Why a connection ends.
@@ -237,6 +243,11 @@ impl russh::server::Handler for Connection {
         Ok(if self.authorized(&offered) { Auth::Accept } else { Auth::reject() })
     }
 
+    async fn auth_succeeded(&mut self, _session: &mut Session) -> Result<(), ConnectionError> {
+        self.shell = lock(&self.shared.host).default_shell();
+        Ok(())
+    }
+
     async fn channel_open_session(
         &mut self,
         channel: Channel<Msg>,
@@ -274,6 +285,7 @@ impl russh::server::Handler for Connection {
         }
         let handle = session.handle();
         let shared = self.shared.clone();
+        let shell = self.shell;
         tokio::spawn(async move {
             let output = if fail {
                 Output::new("", "winhost-sim: injected command failure\r\n", 1)
@@ -283,7 +295,7 @@ impl russh::server::Handler for Connection {
                 let host = Arc::clone(&shared.host);
                 let client = client.clone();
                 let line = line.clone();
-                tokio::task::spawn_blocking(move || lock(&host).exec(&client, &line))
+                tokio::task::spawn_blocking(move || lock(&host).exec_in(shell, &client, &line))
                     .await
                     .unwrap_or_else(|_| Output::new("", "winhost-sim: the command panicked\r\n", 1))
             };

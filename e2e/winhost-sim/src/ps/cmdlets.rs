@@ -38,7 +38,7 @@ pub fn invoke(
         "remove-item" => remove_item(session, &call),
         "move-item" => move_item(session, &call),
         "get-content" => get_content(session, &call),
-        "set-content" => set_content(session, &call),
+        "set-content" | "sc" => set_content(session, &call),
         "get-ciminstance" => get_cim_instance(session, &call),
         "get-service" => get_service(session, &call),
         "set-service" => set_service(session, &call),

@@ -258,3 +258,16 @@ fn file_mode_writes_text_errors_and_missing_scripts_fail() {
     let output = host.exec("c", r"powershell.exe -File C:\k\none.ps1");
     assert_eq!(output.code, BAD_COMMAND_LINE_EXIT);
 }
+
+#[test]
+fn powershell_as_default_shell_takes_later_exec_lines() {
+    let (_root, mut host) = test_host();
+    let set = "New-ItemProperty -Path \"HKLM:\\SOFTWARE\\OpenSSH\" -Name DefaultShell -Value \"C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe\" -PropertyType String -Force | Out-Null";
+    assert_eq!(ps(&mut host, set).code, 0);
+    assert_eq!(host.default_shell(), crate::host::ExecShell::PowerShell);
+    let output = host.exec("c", "(Get-CimInstance Win32_Service -Filter \"Name='none'\") -eq $null; sc.exe query none | Out-Null; exit $LASTEXITCODE");
+    assert_eq!((output.stdout.as_str(), output.code), ("True\r\n", 1060));
+    let output = host.exec("c", "sc -LiteralPath 'C:\\alias.txt' -Value 'x'");
+    assert_eq!(output.code, 0, "sc is Set-Content in PowerShell: {output:?}");
+    assert_eq!(host.disk.read(&WinPath::parse(r"C:\alias.txt").unwrap()).unwrap(), b"x\r\n");
+}
