@@ -2,8 +2,10 @@
 //!
 //! `cargo xtask test` runs every check CI runs (format, lints, docs, all tests), each as a timed stage;
 //! `cargo xtask sandbox` runs the product on the embedded default: a local control plane with simulated Windows hosts.
+//! `cargo xtask bench-ssh` benchmarks the SSH transport against a local sshd.
 //! `cargo xtask controlplane build|up` builds or runs the e2e control plane (see `docs/testing.md`).
 
+mod bench_ssh;
 mod controlplane;
 mod payload_synthetic;
 mod sandbox;
@@ -29,6 +31,8 @@ enum Task {
     Test(test::TestArgs),
     /// Run the product on the embedded default: a local control plane, simulated Windows hosts and the operator.
     Sandbox(sandbox::SandboxArgs),
+    /// Benchmark ssh-transport against a local sshd: upload throughput versus OpenSSH sftp, commands/s, connect time.
+    BenchSsh,
     /// Build (`build`) or run (`up`) the e2e control plane: etcd, kube-apiserver and kube-controller-manager.
     Controlplane(controlplane::ControlPlaneArgs),
     /// Write a synthetic payload (deterministic pseudo-random binaries, real scripts, sha256sum) for tests and
@@ -41,6 +45,7 @@ fn main() -> ExitCode {
     let result = match xtask.task {
         Task::Test(args) => test::run(&args),
         Task::Sandbox(args) => sandbox::run(&args),
+        Task::BenchSsh => bench_ssh::run(),
         Task::Controlplane(args) => controlplane::run(&args),
         Task::PayloadSynthetic(args) => payload_synthetic::run(&args),
     };

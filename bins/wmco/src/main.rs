@@ -30,6 +30,8 @@ struct Cli {
 enum Command {
     /// Print the version and the git commit this binary was built from.
     Version,
+    /// Check SSH access to a Windows host: host key, authentication, and a command round trip.
+    Ssh(cmd::ssh::SshArgs),
     /// Print the WindowsInstance CustomResourceDefinition generated from the Rust type (YAML; JSON with --output json).
     Crd,
     /// Plan what to do to each Windows instance (configure, upgrade, rekey, deconfigure, wait) from a fleet and a
@@ -46,6 +48,7 @@ fn main() -> ExitCode {
     cli_support::init_logging(cli.log_format);
     let result = match cli.command {
         Command::Version => cmd::version::run(cli.output),
+        Command::Ssh(args) => cmd::ssh::run(&args, cli.output),
         Command::Crd => cmd::crd::run(cli.output),
         Command::Plan(args) => cmd::plan::run(&args, cli.output),
         Command::Csr(args) => cmd::csr::run(&args, cli.output),

@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use wmco_ssh_transport::testing::{KeyFormat, KeyType, Sshd};
+use wmco_ssh_transport::testing::{FakeHost, KeyFormat, KeyType, Reply, Sshd};
 use wmco_ssh_transport::{
     HostConfig, RemoteCommand, RemoteHost, Sha256Digest, SshHost, UploadOutcome, UploadRequest, UploadSource,
     staging_path,
@@ -84,6 +84,17 @@ async fn bench() -> Result<()> {
     println!("  one reused connection:          {reused_rate:8.1} commands/s ({REUSED_COMMANDS} commands)");
     println!("  new connection per command:     {fresh_rate:8.1} commands/s ({FRESH_COMMANDS} commands)");
     println!("  ratio reused / new:             {:8.1}", reused_rate / fresh_rate);
+    let fake = FakeHost::start().await?;
+    fake.reply("true", Reply::ok(""));
+    let (fake_key, _) = FakeHost::generate_client_key()?;
+    let fake_host = SshHost::new(fake.host_config(fake_key))?;
+    fake_host.connect().await?;
+    let started = Instant::now();
+    for _ in 0..REUSED_COMMANDS {
+        fake_host.run(&echo).await?;
+    }
+    let fake_rate = REUSED_COMMANDS as f64 / started.elapsed().as_secs_f64();
+    println!("  reused connection to the in-process fake host (no process per command): {fake_rate:.0} commands/s");
     connect_times.sort();
     println!(
         "connect (TCP, handshake, host key check, Ed25519 auth): median {:.1} ms, p90 {:.1} ms",

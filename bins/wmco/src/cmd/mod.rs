@@ -4,4 +4,5 @@ pub mod crd;
 pub mod csr;
 pub mod payload;
 pub mod plan;
+pub mod ssh;
 pub mod version;
