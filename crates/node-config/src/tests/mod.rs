@@ -4,3 +4,4 @@
 
 mod fake_host;
 mod flows;
+mod simulator;

@@ -1,0 +1,263 @@
+//! The flow against `winhost-sim`'s host model, which parses and evaluates cmd.exe, sc.exe and the PowerShell
+//! subset generically (without SSH): a cross-check that every command the flow and the builders send is understood
+//! and that the probe reads back exactly what the flow configured.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use tempfile::TempDir;
+use winhost_sim::disk::WinPath as SimPath;
+use winhost_sim::host::{HnsNetwork, Host, Identity, Latency};
+use wmco_cluster_client::fake::{FakeDrainer, FakeInstanceRecords, FakeNodes};
+use wmco_cluster_client::types::{InstanceOrigin, WindowsInstance, WindowsInstanceSpec};
+use wmco_cluster_client::{DrainOptions, InstanceRecords};
+use wmco_payload_manifest::render::{RenderedFile, containerd_config};
+use wmco_payload_manifest::{HostFile, HostFileContent, HostFileSet};
+use wmco_ssh_transport::{
+    HostKey, Output, RemoteCommand, RemoteHost, TransferStep, TransportError, UploadOutcome, UploadRequest,
+    UploadSource, staging_path,
+};
+use wmco_windows_services::{LogRotation, Phase, Platform, Verbosity, WinPath, node_services};
+
+use super::fake_host::HOST_KEY;
+use crate::{
+    ClusterAccess, ConfigureInputs, ConfigureState, DeconfigureInputs, FileStage, HYBRID_OVERLAY_NETWORKS,
+    HostFilesSource, HostIdentity, HostSession, ServiceSettings, SourceError, configure, deconfigure,
+};
+
+const CLIENT: &str = "SSH-2.0-wmco-node-config-test";
+
+/// `RemoteHost` over the simulator's host model: commands through its shells, files on its `C:` drive with the
+/// staging / verify / remove / rename sequence of the real transport.
+struct SimHost {
+    host: Mutex<Host>,
+    _root: TempDir,
+}
+
+impl SimHost {
+    fn new() -> SimHost {
+        let root = tempfile::tempdir().unwrap();
+        let identity = Identity {
+            hostname: "WinWorker-3".into(),
+            fqdn: "winworker-3.lab.example".into(),
+            build: 20348,
+            ubr: 1,
+            node_ip: "203.0.113.30".parse().unwrap(),
+        };
+        let host = Host::new(identity, root.path(), Latency::zero()).unwrap();
+        SimHost { host: Mutex::new(host), _root: root }
+    }
+
+    fn host(&self) -> MutexGuard<'_, Host> {
+        self.host.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn transfer_error(&self, path: &str, step: TransferStep, reason: String) -> TransportError {
+        TransportError::Transfer {
+            host: self.label().to_owned(),
+            path: path.to_owned(),
+            step,
+            reason,
+            connection_lost: false,
+        }
+    }
+}
+
+#[async_trait]
+impl RemoteHost for SimHost {
+    fn label(&self) -> &str {
+        "administrator@127.0.0.30:22"
+    }
+
+    async fn run(&self, command: &RemoteCommand) -> Result<Output, TransportError> {
+        let output = self.host().exec(CLIENT, &command.line);
+        Ok(Output {
+            exit_code: output.code,
+            stdout: output.stdout.into_bytes(),
+            stderr: output.stderr.into_bytes(),
+            duration: Duration::ZERO,
+        })
+    }
+
+    async fn upload(&self, request: &UploadRequest) -> Result<UploadOutcome, TransportError> {
+        let path = &request.remote_path;
+        let bytes = match &request.source {
+            UploadSource::Bytes(bytes) => bytes.to_vec(),
+            UploadSource::File(local) => std::fs::read(local).unwrap(),
+        };
+        let target = SimPath::parse(path).unwrap();
+        let staging = SimPath::parse(&staging_path(path)).unwrap();
+        let mut host = self.host();
+        host.disk
+            .write(&staging, &bytes)
+            .map_err(|error| self.transfer_error(path, TransferStep::Write, error.to_string()))?;
+        if let Some(verify) = &request.verify {
+            let output = host.exec(CLIENT, &verify.line);
+            let printed = output.stdout.trim().to_ascii_lowercase();
+            if output.code != 0 || printed != request.expected_sha256.to_string() {
+                return Err(self.transfer_error(path, TransferStep::Verify, format!("{printed:?} ({})", output.code)));
+            }
+        }
+        if host.is_locked(&target) {
+            return Err(self.transfer_error(path, TransferStep::RemoveTarget, "file in use".into()));
+        }
+        if host.disk.entry(&target).is_some() {
+            host.disk.remove(&target).unwrap();
+        }
+        host.disk.rename(&staging, &target).unwrap();
+        Ok(UploadOutcome::Uploaded {
+            bytes: bytes.len() as u64,
+            write_duration: Duration::ZERO,
+            duration: Duration::ZERO,
+        })
+    }
+
+    async fn download(&self, remote_path: &str) -> Result<Vec<u8>, TransportError> {
+        let path = SimPath::parse(remote_path).unwrap();
+        self.host()
+            .disk
+            .read(&path)
+            .map_err(|error| self.transfer_error(remote_path, TransferStep::Read, error.to_string()))
+    }
+
+    async fn remove(&self, remote_path: &str) -> Result<(), TransportError> {
+        let path = SimPath::parse(remote_path).unwrap();
+        let host = self.host();
+        if host.disk.entry(&path).is_some() {
+            host.disk
+                .remove(&path)
+                .map_err(|error| self.transfer_error(remote_path, TransferStep::Remove, error.to_string()))?;
+        }
+        Ok(())
+    }
+
+    async fn mkdir_all(&self, remote_path: &str) -> Result<(), TransportError> {
+        let path = SimPath::parse(remote_path).unwrap();
+        self.host()
+            .disk
+            .create_dir_all(&path)
+            .map_err(|error| self.transfer_error(remote_path, TransferStep::CreateDirectory, error.to_string()))
+    }
+
+    async fn host_key(&self) -> Result<HostKey, TransportError> {
+        Ok(HostKey::from_openssh(HOST_KEY).unwrap())
+    }
+}
+
+fn settings() -> ServiceSettings {
+    ServiceSettings {
+        api_server_url: "https://api-int.example.com:6443".into(),
+        platform: Platform::None,
+        verbosity: Verbosity::Normal,
+        log_rotation: LogRotation::default(),
+        hybrid_overlay_vxlan_port: None,
+        cloud_provider: None,
+        cloud_config: None,
+    }
+}
+
+/// The bootstrap binaries (placeholder bytes), a containerd configuration that parses, and the other phase-1
+/// files.
+struct BootstrapFiles;
+
+impl HostFilesSource for BootstrapFiles {
+    fn files(&self, identity: &HostIdentity, _stage: FileStage<'_>) -> Result<HostFileSet, SourceError> {
+        let mut rendered = vec![containerd_config()?];
+        for service in node_services(&settings().node_inputs(identity))? {
+            if service.phase == Phase::Bootstrap {
+                for binary in service.spec.binaries() {
+                    rendered.push(RenderedFile::new(binary.clone(), format!("{binary}").into_bytes()));
+                }
+            }
+        }
+        for (path, text) in [(r"C:\k\kubelet.conf", "{}\n"), (r"C:\k\bootstrap-kubeconfig", "apiVersion: v1\n")] {
+            rendered.push(RenderedFile::new(WinPath::parse(path)?, text.as_bytes().to_vec()));
+        }
+        let files = rendered
+            .into_iter()
+            .map(|file| HostFile {
+                destination: file.destination().clone(),
+                sha256: file.sha256(),
+                size: file.bytes().len() as u64,
+                content: HostFileContent::Rendered(file),
+            })
+            .collect();
+        Ok(HostFileSet::from_files(files)?)
+    }
+}
+
+#[tokio::test]
+async fn the_simulator_understands_every_command_and_probes_back_what_was_configured() {
+    let sim = Arc::new(SimHost::new());
+    let (nodes, records, drainer) = (FakeNodes::default(), FakeInstanceRecords::default(), FakeDrainer::default());
+    let cluster = ClusterAccess { nodes: &nodes, records: &records, drainer: &drainer };
+    let instance = WindowsInstance {
+        metadata: ObjectMeta { name: Some("win-3".into()), namespace: Some("wmco".into()), ..ObjectMeta::default() },
+        spec: WindowsInstanceSpec {
+            address: "127.0.0.30".into(),
+            username: "administrator".into(),
+            origin: InstanceOrigin::Byoh,
+            machine_name: None,
+        },
+        status: None,
+    };
+    records.apply(&instance).await.unwrap();
+    let settings = settings();
+    let session = HostSession::new(sim.clone());
+    let configure_once = || async {
+        let instance = records.record("wmco", "win-3").unwrap();
+        let inputs = ConfigureInputs {
+            instance: &instance,
+            settings: &settings,
+            files: &BootstrapFiles,
+            operator_version: "10.17.0",
+            pub_key_hash: "ab",
+        };
+        configure(&session, cluster, &inputs).await.unwrap()
+    };
+
+    let first = configure_once().await;
+    assert_eq!(first.state, ConfigureState::WaitingForNode);
+    assert_eq!(first.node_name, "winworker-3");
+    let status = records.record("wmco", "win-3").unwrap().status.unwrap();
+    assert_eq!(status.node_ip, Some("203.0.113.30".parse().unwrap()));
+    assert_eq!(status.fqdn.as_deref(), Some("winworker-3.lab.example"));
+    {
+        let mut host = sim.host();
+        host.refresh();
+        assert!(host.unknown_commands.is_empty(), "{:?}", host.unknown_commands);
+        let running: Vec<String> = host
+            .scm
+            .services()
+            .filter(|service| service.state == winhost_sim::scm::State::Running)
+            .map(|service| service.name.clone())
+            .collect();
+        assert_eq!(running, ["containerd", "kubelet"]);
+    }
+
+    let second = configure_once().await;
+    assert_eq!(
+        (second.state, second.steps_applied, second.commands, second.uploads),
+        (ConfigureState::WaitingForNode, 0, 1, 0)
+    );
+
+    sim.host().hns_networks.extend(HYBRID_OVERLAY_NETWORKS.map(|name| HnsNetwork {
+        name: name.to_owned(),
+        kind: "Overlay".into(),
+        id: format!("{name}-id"),
+        address_prefix: Some("10.132.0.0/24".into()),
+        gateway: None,
+    }));
+    let instance = records.record("wmco", "win-3").unwrap();
+    let drain = DrainOptions::default();
+    let outcome =
+        deconfigure(&session, cluster, &DeconfigureInputs { instance: &instance, drain: &drain }).await.unwrap();
+    assert!(outcome.host_cleaned);
+    let host = sim.host();
+    assert!(host.unknown_commands.is_empty(), "{:?}", host.unknown_commands);
+    assert_eq!(host.scm.services().filter(|service| !service.marked_for_deletion).count(), 0);
+    assert!(host.disk.entry(&SimPath::parse(r"C:\k").unwrap()).is_none());
+    assert!(host.hns_networks.is_empty());
+}
