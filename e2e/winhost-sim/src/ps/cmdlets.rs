@@ -154,16 +154,38 @@ impl Call {
 }
 
 fn where_object(session: &mut Session<'_>, call: &Call, input: Vec<Value>) -> Result<Vec<Value>, Flow> {
-    let Some(Value::Block(block)) = call.arguments.positional.first().cloned() else {
-        return Err(call.missing_argument("FilterScript"));
-    };
-    let mut kept = Vec::new();
-    for item in input {
-        if collect(session.run_block_with(&block, item.clone())?).truthy() {
-            kept.push(item);
+    match call.arguments.positional.first().cloned() {
+        Some(Value::Block(block)) => {
+            let mut kept = Vec::new();
+            for item in input {
+                if collect(session.run_block_with(&block, item.clone())?).truthy() {
+                    kept.push(item);
+                }
+            }
+            Ok(kept)
         }
+        Some(Value::Str(property)) => where_property(call, &property, input),
+        _ => Err(call.missing_argument("FilterScript")),
     }
-    Ok(kept)
+}
+
+/// The simplified syntax `Where-Object Name -eq 'x'` (also `-ne`, `-like`).
+fn where_property(call: &Call, property: &str, input: Vec<Value>) -> Result<Vec<Value>, Flow> {
+    let (operator, expected) = ["eq", "ne", "like"]
+        .iter()
+        .find_map(|operator| call.arguments.get(operator).map(|value| (*operator, value.clone())))
+        .ok_or_else(|| call.missing_argument("Value"))?;
+    Ok(input
+        .into_iter()
+        .filter(|item| {
+            let actual = item.member(property);
+            match operator {
+                "eq" => actual.equals(&expected),
+                "ne" => !actual.equals(&expected),
+                _ => wildcard(&expected.to_text(), &actual.to_text()),
+            }
+        })
+        .collect())
 }
 
 fn foreach_object(session: &mut Session<'_>, call: &Call, input: Vec<Value>) -> Result<Vec<Value>, Flow> {

@@ -232,6 +232,12 @@ fn hns_networks_and_provisioning_cmdlets() {
         "(Get-HnsNetwork | Where-Object { $_.Name -eq 'OVNKubernetesHybridOverlayNetwork' }).Subnets[0].AddressPrefix\nGet-HnsNetwork | Where-Object { $_.Name -eq 'OVNKubernetesHybridOverlayNetwork' } | Remove-HnsNetwork\n@(Get-HnsNetwork).Count",
     );
     assert_eq!(output.stdout, "10.132.1.0/24\r\n0\r\n");
+    host.hns_networks.extend(crate::driver::overlay_networks("10.132.2.0/24"));
+    let output = ps(
+        &mut host,
+        "Get-HnsNetwork | ? Name -eq 'OVNKubernetesHybridOverlayNetwork' | Remove-HnsNetwork\n(Get-HnsNetwork).Name",
+    );
+    assert_eq!(output.stdout, "BaseOVNKubernetesHybridOverlayNetwork\r\n");
     put(&host, crate::host::ADMIN_AUTHORIZED_KEYS, b"ssh-ed25519 AAAA");
     let script = "Add-WindowsCapability -Online -Name OpenSSH.Server~~~~0.0.1.0 | Out-Null\n\
                   $acl = Get-Acl 'C:\\ProgramData\\ssh\\administrators_authorized_keys'\n\
