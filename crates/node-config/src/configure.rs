@@ -276,7 +276,8 @@ async fn configure_pass(
         .filter(|file| !(node_exists && file.destination.same_location(&bootstrap_kubeconfig)))
         .map(|file| (file.destination.clone(), file))
         .collect();
-    let desired = desired_state(session, inputs.settings, &identity, service_phase, &wanted_files, &files)?;
+    let mut desired = desired_state(session, inputs.settings, &identity, service_phase, &wanted_files, &files)?;
+    restart_on_changed_start_files(&mut desired, &bootstrap_kubeconfig);
 
     let mut request = ProbeRequest::for_state(&desired);
     if node_exists {
@@ -378,6 +379,26 @@ fn desired_state(
         desired.files.insert(path.clone(), digest);
     }
     Ok(desired)
+}
+
+/// Makes each desired file named on a service's command line (`--config=C:\k\kubelet.conf`, `--config
+/// C:\k\containerd\containerd_conf.toml`) a restart trigger of that service: a service reads such files at start,
+/// so `plan` must stop it before the file is replaced and start it afterwards, as for its binaries. The bootstrap
+/// kubeconfig is exempt: a fresh token must not restart a kubelet that is bootstrapping.
+fn restart_on_changed_start_files(desired: &mut HostState, bootstrap_kubeconfig: &WinPath) {
+    let files: Vec<WinPath> =
+        desired.files.keys().filter(|path| !path.same_location(bootstrap_kubeconfig)).cloned().collect();
+    for spec in &mut desired.services {
+        for path in &files {
+            let named = spec.command.arguments.iter().any(|argument| {
+                let value = argument.rsplit_once('=').map_or(argument.as_str(), |(_, value)| value);
+                WinPath::parse(value).is_ok_and(|argument_path| argument_path.same_location(path))
+            });
+            if named && !spec.binaries().any(|binary| binary.same_location(path)) {
+                spec.extra_binaries.push(path.clone());
+            }
+        }
+    }
 }
 
 /// Whether every desired service is running or starting.

@@ -597,3 +597,40 @@ async fn a_service_that_never_stops_is_a_retryable_timeout() {
     let old_binary = Files::default().file(r"C:\k\kubelet.exe").sha256.to_string();
     assert_eq!(world.host.file_hash(r"C:\k\kubelet.exe"), Some(old_binary), "the old binary stays");
 }
+
+#[tokio::test]
+async fn a_changed_configuration_file_restarts_the_service_that_reads_it() {
+    let world = World::new().await;
+    let session = world.session();
+    world.configure_to_ready(&session).await;
+    world.host.take_log();
+
+    world.files.set(r"C:\k\kubelet.conf", b"{\"kind\":\"KubeletConfiguration\"}");
+    world.configure(&session).await.unwrap();
+    assert_eq!(
+        summary(&world.host.take_log()),
+        [
+            "probe",
+            "sc stop kube-proxy",
+            "sc stop hybrid-overlay-node",
+            "sc stop kubelet",
+            r"upload C:\k\kubelet.conf",
+            "sc start kubelet",
+            "sc start hybrid-overlay-node",
+            "sc start kube-proxy",
+            "probe"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_fresh_bootstrap_token_is_uploaded_without_restarting_the_kubelet() {
+    let world = World::new().await;
+    let session = world.session();
+    world.configure(&session).await.unwrap();
+    world.host.take_log();
+
+    world.files.set(BOOTSTRAP_KUBECONFIG, b"token: fresh");
+    assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::WaitingForNode);
+    assert_eq!(summary(&world.host.take_log()), ["probe", r"upload C:\k\bootstrap-kubeconfig"]);
+}
