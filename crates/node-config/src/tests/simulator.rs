@@ -6,14 +6,16 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use tempfile::TempDir;
 use winhost_sim::disk::WinPath as SimPath;
 use winhost_sim::host::{HnsNetwork, Host, Identity, Latency};
 use wmco_cluster_client::fake::{FakeDrainer, FakeInstanceRecords, FakeNodes};
-use wmco_cluster_client::types::{InstanceOrigin, WindowsInstance, WindowsInstanceSpec};
+use wmco_cluster_client::names::HYBRID_OVERLAY_SUBNET_ANNOTATION;
+use wmco_cluster_client::types::{InstanceOrigin, Phase as RecordPhase, WindowsInstance, WindowsInstanceSpec};
 use wmco_cluster_client::{DrainOptions, InstanceRecords};
-use wmco_payload_manifest::render::{RenderedFile, containerd_config};
+use wmco_payload_manifest::render::{HostInputs, OverlayNetwork, RenderedFile, containerd_config, kube_proxy_config};
 use wmco_payload_manifest::{HostFile, HostFileContent, HostFileSet};
 use wmco_ssh_transport::{
     HostKey, Output, RemoteCommand, RemoteHost, TransferStep, TransportError, UploadOutcome, UploadRequest,
@@ -28,6 +30,7 @@ use crate::{
 };
 
 const CLIENT: &str = "SSH-2.0-wmco-node-config-test";
+const SUBNET: &str = "10.132.3.0/24";
 
 /// `RemoteHost` over the simulator's host model: commands through its shells, files on its `C:` drive with the
 /// staging / verify / remove / rename sequence of the real transport.
@@ -158,15 +161,41 @@ fn settings() -> ServiceSettings {
     }
 }
 
-/// The bootstrap binaries (placeholder bytes), a containerd configuration that parses, and the other phase-1
-/// files.
-struct BootstrapFiles;
+/// The binaries of the stage's services (placeholder bytes), a containerd configuration that parses, the other
+/// phase-1 files, and in the node stage a kube-proxy configuration for the overlay network and windows_exporter's
+/// TLS web configuration.
+struct SimFiles;
 
-impl HostFilesSource for BootstrapFiles {
-    fn files(&self, identity: &HostIdentity, _stage: FileStage<'_>) -> Result<HostFileSet, SourceError> {
+impl HostFilesSource for SimFiles {
+    fn files(&self, identity: &HostIdentity, stage: FileStage<'_>) -> Result<HostFileSet, SourceError> {
+        let phase = match stage {
+            FileStage::Bootstrap => Phase::Bootstrap,
+            FileStage::Node(_) => Phase::Node,
+        };
         let mut rendered = vec![containerd_config()?];
+        if phase == Phase::Node {
+            let overlay = OverlayNetwork {
+                node_subnet: SUBNET.parse()?,
+                management_ip: "10.132.3.2".parse()?,
+                source_vip: "10.132.3.3".parse()?,
+            };
+            let host = HostInputs {
+                node_name: identity.expected_node_name.clone(),
+                node_ip: identity.node_ip,
+                overlay: Some(overlay.clone()),
+            };
+            rendered.push(kube_proxy_config(&host, &overlay)?);
+            let web_config = "tls_server_config:\n  cert_file: C:\\k\\tls\\tls.crt\n  key_file: C:\\k\\tls\\tls.key\n";
+            for (path, text) in [
+                (r"C:\k\tls\windows-exporter-webconfig.yaml", web_config),
+                (r"C:\k\tls\tls.crt", "certificate"),
+                (r"C:\k\tls\tls.key", "key"),
+            ] {
+                rendered.push(RenderedFile::new(WinPath::parse(path)?, text.as_bytes().to_vec()));
+            }
+        }
         for service in node_services(&settings().node_inputs(identity))? {
-            if service.phase == Phase::Bootstrap {
+            if service.phase <= phase {
                 for binary in service.spec.binaries() {
                     rendered.push(RenderedFile::new(binary.clone(), format!("{binary}").into_bytes()));
                 }
@@ -175,6 +204,8 @@ impl HostFilesSource for BootstrapFiles {
         for (path, text) in [(r"C:\k\kubelet.conf", "{}\n"), (r"C:\k\bootstrap-kubeconfig", "apiVersion: v1\n")] {
             rendered.push(RenderedFile::new(WinPath::parse(path)?, text.as_bytes().to_vec()));
         }
+        rendered.sort_by(|a, b| a.destination().cmp(b.destination()));
+        rendered.dedup_by(|a, b| a.destination() == b.destination());
         let files = rendered
             .into_iter()
             .map(|file| HostFile {
@@ -189,7 +220,7 @@ impl HostFilesSource for BootstrapFiles {
 }
 
 #[tokio::test]
-async fn the_simulator_understands_every_command_and_probes_back_what_was_configured() {
+async fn the_simulator_understands_every_command_of_both_phases_and_deconfiguration() {
     let sim = Arc::new(SimHost::new());
     let (nodes, records, drainer) = (FakeNodes::default(), FakeInstanceRecords::default(), FakeDrainer::default());
     let cluster = ClusterAccess { nodes: &nodes, records: &records, drainer: &drainer };
@@ -211,7 +242,7 @@ async fn the_simulator_understands_every_command_and_probes_back_what_was_config
         let inputs = ConfigureInputs {
             instance: &instance,
             settings: &settings,
-            files: &BootstrapFiles,
+            files: &SimFiles,
             operator_version: "10.17.0",
             pub_key_hash: "ab",
         };
@@ -243,18 +274,62 @@ async fn the_simulator_understands_every_command_and_probes_back_what_was_config
         (ConfigureState::WaitingForNode, 0, 1, 0)
     );
 
-    sim.host().hns_networks.extend(HYBRID_OVERLAY_NETWORKS.map(|name| HnsNetwork {
-        name: name.to_owned(),
-        kind: "Overlay".into(),
-        id: format!("{name}-id"),
-        address_prefix: Some("10.132.0.0/24".into()),
-        gateway: None,
-    }));
+    // The kubelet registers (its kubeconfig appears), hybrid-overlay's network exists, the Node gets its subnet.
+    {
+        let mut host = sim.host();
+        host.disk.write(&SimPath::parse(r"C:\k\kubeconfig").unwrap(), b"apiVersion: v1\n").unwrap();
+        host.hns_networks.extend(HYBRID_OVERLAY_NETWORKS.map(|name| HnsNetwork {
+            name: name.to_owned(),
+            kind: "Overlay".into(),
+            id: format!("{name}-id"),
+            address_prefix: Some(SUBNET.into()),
+            gateway: None,
+        }));
+    }
+    nodes.insert(Node {
+        metadata: ObjectMeta {
+            name: Some("winworker-3".into()),
+            annotations: Some([(HYBRID_OVERLAY_SUBNET_ANNOTATION.to_owned(), SUBNET.to_owned())].into()),
+            ..ObjectMeta::default()
+        },
+        status: Some(NodeStatus {
+            conditions: Some(vec![NodeCondition {
+                type_: "Ready".into(),
+                status: "True".into(),
+                ..NodeCondition::default()
+            }]),
+            ..NodeStatus::default()
+        }),
+        ..Node::default()
+    });
+    let ready = configure_once().await;
+    assert_eq!(ready.state, ConfigureState::Ready);
+    {
+        let mut host = sim.host();
+        host.refresh();
+        assert!(host.unknown_commands.is_empty(), "{:?}", host.unknown_commands);
+        let stopped: Vec<(String, u32)> = host
+            .scm
+            .services()
+            .filter(|service| service.state != winhost_sim::scm::State::Running)
+            .map(|service| (service.name.clone(), service.exit_code))
+            .collect();
+        assert_eq!(stopped, []);
+        assert_eq!(host.scm.services().count(), 6);
+        assert!(host.disk.entry(&SimPath::parse(r"C:\k\bootstrap-kubeconfig").unwrap()).is_none());
+        assert_eq!(host.firewall.len(), 2);
+    }
+    let converged = configure_once().await;
+    assert_eq!((converged.state, converged.commands, converged.uploads), (ConfigureState::Ready, 1, 0));
+    assert_eq!(records.record("wmco", "win-3").unwrap().status.unwrap().phase, Some(RecordPhase::Ready));
+
     let instance = records.record("wmco", "win-3").unwrap();
     let drain = DrainOptions::default();
     let outcome =
         deconfigure(&session, cluster, &DeconfigureInputs { instance: &instance, drain: &drain }).await.unwrap();
     assert!(outcome.host_cleaned);
+    assert_eq!(outcome.node_name.as_deref(), Some("winworker-3"));
+    assert!(nodes.node("winworker-3").is_none());
     let host = sim.host();
     assert!(host.unknown_commands.is_empty(), "{:?}", host.unknown_commands);
     assert_eq!(host.scm.services().filter(|service| !service.marked_for_deletion).count(), 0);
