@@ -219,6 +219,14 @@ impl HostFilesSource for SimFiles {
     }
 }
 
+/// Prints the SSH cost of a pass (`cargo test -p wmco-node-config simulator -- --nocapture`).
+fn report(pass: &str, outcome: &crate::ConfigureOutcome) {
+    println!(
+        "figures: {pass}: {} round trips, {} uploads, {} bytes, {} plan steps",
+        outcome.commands, outcome.uploads, outcome.bytes_uploaded, outcome.steps_applied
+    );
+}
+
 #[tokio::test]
 async fn the_simulator_understands_every_command_of_both_phases_and_deconfiguration() {
     let sim = Arc::new(SimHost::new());
@@ -250,6 +258,7 @@ async fn the_simulator_understands_every_command_of_both_phases_and_deconfigurat
     };
 
     let first = configure_once().await;
+    report("bootstrap pass (fresh host)", &first);
     assert_eq!(first.state, ConfigureState::WaitingForNode);
     assert_eq!(first.node_name, "winworker-3");
     let status = records.record("wmco", "win-3").unwrap().status.unwrap();
@@ -269,6 +278,7 @@ async fn the_simulator_understands_every_command_of_both_phases_and_deconfigurat
     }
 
     let second = configure_once().await;
+    report("bootstrap pass again (nothing changed)", &second);
     assert_eq!(
         (second.state, second.steps_applied, second.commands, second.uploads),
         (ConfigureState::WaitingForNode, 0, 1, 0)
@@ -303,6 +313,7 @@ async fn the_simulator_understands_every_command_of_both_phases_and_deconfigurat
         ..Node::default()
     });
     let ready = configure_once().await;
+    report("node pass (Node with subnet)", &ready);
     assert_eq!(ready.state, ConfigureState::Ready);
     {
         let mut host = sim.host();
@@ -320,14 +331,23 @@ async fn the_simulator_understands_every_command_of_both_phases_and_deconfigurat
         assert_eq!(host.firewall.len(), 2);
     }
     let converged = configure_once().await;
+    report("converged pass", &converged);
     assert_eq!((converged.state, converged.commands, converged.uploads), (ConfigureState::Ready, 1, 0));
     assert_eq!(records.record("wmco", "win-3").unwrap().status.unwrap().phase, Some(RecordPhase::Ready));
 
+    let before = session.counters();
     let instance = records.record("wmco", "win-3").unwrap();
     let drain = DrainOptions::default();
     let outcome =
         deconfigure(&session, cluster, &DeconfigureInputs { instance: &instance, drain: &drain }).await.unwrap();
     assert!(outcome.host_cleaned);
+    let after = session.counters();
+    println!(
+        "figures: deconfigure: {} round trips, {} uploads, {} bytes",
+        after.commands - before.commands,
+        after.uploads - before.uploads,
+        after.bytes_uploaded - before.bytes_uploaded
+    );
     assert_eq!(outcome.node_name.as_deref(), Some("winworker-3"));
     assert!(nodes.node("winworker-3").is_none());
     let host = sim.host();
