@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
+use rustix::process::{Pid, Signal, getuid, kill_process};
 
 use crate::config::HostConfig;
 use crate::host_key::{HostKey, HostKeyPolicy};
@@ -88,7 +89,7 @@ impl Sshd {
         if !Path::new(SSHD).exists() {
             return Err(io::Error::other(format!("{SSHD} not found: {INSTALL_HINT}")));
         }
-        if is_root()? {
+        if is_root() {
             fs::create_dir_all("/run/sshd")?;
         }
         let dir = tempfile::Builder::new().prefix("wmco-sshd-").tempdir()?;
@@ -169,7 +170,10 @@ impl Sshd {
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
             for pid in descendants(child.id()) {
-                let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).stderr(Stdio::null()).status();
+                if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
+                    // A session that already ended is fine.
+                    let _ = kill_process(pid, Signal::KILL);
+                }
             }
             let _ = child.kill();
             let _ = child.wait();
@@ -291,9 +295,8 @@ fn run(command: &mut Command) -> io::Result<()> {
     }
 }
 
-fn is_root() -> io::Result<bool> {
-    let output = Command::new("id").arg("-u").output()?;
-    Ok(String::from_utf8_lossy(&output.stdout).trim() == "0")
+fn is_root() -> bool {
+    getuid().is_root()
 }
 
 fn free_port() -> io::Result<u16> {
