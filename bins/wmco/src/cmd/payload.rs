@@ -107,11 +107,11 @@ pub fn verify_report(dir: &Path, manifest: &Manifest) -> anyhow::Result<VerifyRe
 pub fn render_human(report: &VerifyReport) -> String {
     if report.complete {
         let synthetic = if report.synthetic { " (SYNTHETIC: for tests only)" } else { "" };
-        let mebibytes = report.total_bytes as f64 / (1024.0 * 1024.0);
         return format!(
-            "payload {} is complete: {} files, {mebibytes:.1} MiB{synthetic}\n",
+            "payload {} is complete: {} files, {}{synthetic}\n",
             report.dir.display(),
-            report.files
+            report.files,
+            human_size(report.total_bytes)
         );
     }
     let mut text = format!("payload {} has {} problem(s):\n", report.dir.display(), report.problems.len());
@@ -119,6 +119,12 @@ pub fn render_human(report: &VerifyReport) -> String {
         text.push_str(&format!("  - {problem}\n"));
     }
     text
+}
+
+/// A size in KiB below one MiB, in MiB above, with one decimal.
+fn human_size(bytes: u64) -> String {
+    let kibibytes = bytes as f64 / 1024.0;
+    if kibibytes < 1024.0 { format!("{kibibytes:.1} KiB") } else { format!("{:.1} MiB", kibibytes / 1024.0) }
 }
 
 #[cfg(test)]
@@ -143,6 +149,12 @@ mod tests {
         let text = render_human(&report);
         assert!(text.starts_with(&format!("payload {} is complete: {} files", dir.path().display(), report.files)));
         assert!(text.ends_with("(SYNTHETIC: for tests only)\n"), "{text}");
+    }
+
+    #[test]
+    fn sizes_read_in_kib_or_mib() {
+        assert_eq!(human_size(33_891), "33.1 KiB");
+        assert_eq!(human_size(427 * 1024 * 1024), "427.0 MiB");
     }
 
     #[test]
