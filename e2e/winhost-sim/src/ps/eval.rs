@@ -82,7 +82,7 @@ impl PsError {
                 ),
             ],
         );
-        record.kind = ObjectKind::Typed(self.message.clone());
+        record.kind = ObjectKind::ErrorRecord;
         Value::Object(Box::new(record))
     }
 }
@@ -619,6 +619,7 @@ fn method(target: Value, name: &str, arguments: &[Value]) -> Result<Value, Flow>
             let type_name = match &target {
                 Value::Object(object) => match &object.kind {
                     ObjectKind::Typed(type_name) => type_name.clone(),
+                    ObjectKind::ErrorRecord => "System.Management.Automation.ErrorRecord".to_owned(),
                     _ => "System.Management.Automation.PSCustomObject".to_owned(),
                 },
                 Value::Str(_) => "System.String".to_owned(),

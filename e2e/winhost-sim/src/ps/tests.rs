@@ -56,11 +56,12 @@ fn control_flow_operators_and_pipelines() {
                   @([pscustomobject]@{ Name = 'n1' }) | Select-Object -ExpandProperty Name\n\
                   'quiet' | Out-Null\n\
                   try { throw 'boom' } catch { 'caught' }\n\
+                  try { Get-Content -LiteralPath 'C:\\nope' -Raw -ErrorAction Stop } catch { $_.ToString() }\n\
                   $env:COMPUTERNAME";
     let output = ps(&mut host, script);
     assert_eq!(
         output.stdout,
-        "one\r\nsmall\r\nbig\r\nbig\r\nlogic\r\nlike\r\ncase-insensitive\r\n3\r\n4\r\na\r\nb\r\nn1\r\ncaught\r\nWINWORKER-1\r\n"
+        "one\r\nsmall\r\nbig\r\nbig\r\nlogic\r\nlike\r\ncase-insensitive\r\n3\r\n4\r\na\r\nb\r\nn1\r\ncaught\r\nCannot find path 'C:\\nope' because it does not exist.\r\nWINWORKER-1\r\n"
     );
     assert_eq!((output.stderr.as_str(), output.code), ("", 0));
 }

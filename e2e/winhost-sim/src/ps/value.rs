@@ -19,6 +19,8 @@ pub enum ObjectKind {
     Custom,
     /// An object a cmdlet returned, with its .NET type name.
     Typed(String),
+    /// An ErrorRecord (`$_` in `catch`): its text is the exception's message.
+    ErrorRecord,
 }
 
 /// A property bag.
@@ -114,6 +116,7 @@ impl Value {
                     format!("@{{{}}}", fields.join("; "))
                 }
                 ObjectKind::Typed(type_name) => type_name.clone(),
+                ObjectKind::ErrorRecord => error_record_text(object),
             },
         }
     }
@@ -176,6 +179,10 @@ impl Value {
             _ => None,
         }
     }
+}
+
+fn error_record_text(record: &Object) -> String {
+    record.get("Exception").map(|exception| exception.member("Message").to_text()).unwrap_or_default()
 }
 
 /// `ConvertTo-Json` of 5.1 for one value (`depth`: how many levels of objects are expanded).
