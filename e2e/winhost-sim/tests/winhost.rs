@@ -379,6 +379,23 @@ async fn injected_faults_and_reboot() -> anyhow::Result<()> {
         let session = connect()?;
         let (stdout, _, _) = run(&session, "sc.exe query agent")?;
         assert!(stdout.contains("4  RUNNING"), "automatic services start at boot: {stdout}");
+        let pid = |session: &ssh2::Session| -> anyhow::Result<String> {
+            let (stdout, _, _) = run(session, "sc.exe queryex agent")?;
+            Ok(stdout.lines().find(|line| line.trim_start().starts_with("PID")).unwrap_or_default().to_owned())
+        };
+        let before = pid(&session)?;
+        let restart = run(&session, "powershell.exe -NoProfile -Command Restart-Computer -Force");
+        assert!(restart.as_ref().map_or(true, |(stdout, _, _)| stdout.is_empty()), "{restart:?}");
+        let mut session = connect();
+        for _ in 0..20 {
+            if session.is_ok() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            session = connect();
+        }
+        let session = session?;
+        assert_ne!(pid(&session)?, before, "the reboot restarted the automatic service");
         let (status, _) = http(control, "POST", &format!("/hosts/{name}/throttle"), r#"{"bytes_per_second":65536}"#)?;
         assert_eq!(status, 204);
         let sftp = session.sftp()?;
