@@ -1,0 +1,469 @@
+//! Proof that `manifests/` installs the operator on the e2e control plane and grants its ServiceAccount least
+//! privilege: `kubectl apply -k` accepts the manifests and the plain-Kubernetes extras, a second apply changes
+//! nothing, the Deployment's pod passes the namespace's `restricted` Pod Security level, and the operator's token can
+//! do exactly what `docs/install.md` says (SelfSubjectAccessReviews for the whole table, real calls for the
+//! sensitive rules: CSR approval per signer, TokenRequest per ServiceAccount, Secrets, Node patch, eviction,
+//! `WindowsInstance` status).
+//!
+//! One control plane serves the whole test; without the control-plane binaries `ControlPlane::start` fails with a
+//! message saying how to build them.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, bail, ensure};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::authorization::v1::{ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec};
+use k8s_openapi::api::certificates::v1::{CertificateSigningRequest, CertificateSigningRequestSpec};
+use k8s_openapi::api::core::v1::{Node, Pod, Secret, ServiceAccount};
+use kube::api::{Api, DynamicObject, EvictParams, ListParams, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind, ObjectMeta};
+use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair};
+use serde_json::json;
+use wmco_e2e_harness::{ControlPlane, ControlPlaneOptions};
+
+/// The operator's namespace and ServiceAccount.
+const OPERATOR_NAMESPACE: &str = "openshift-windows-machine-config-operator";
+const OPERATOR_NAME: &str = "windows-machine-config-operator";
+/// The kubelet bootstrap identity.
+const BOOTSTRAPPER_NAMESPACE: &str = "openshift-machine-config-operator";
+const BOOTSTRAPPER_NAME: &str = "node-bootstrapper";
+/// The two signers the operator may approve, and one it must not.
+const KUBELET_CLIENT_SIGNER: &str = "kubernetes.io/kube-apiserver-client-kubelet";
+const KUBELET_SERVING_SIGNER: &str = "kubernetes.io/kubelet-serving";
+const USER_CLIENT_SIGNER: &str = "kubernetes.io/kube-apiserver-client";
+
+/// One access question and the expected answer: verb, API group, resource (with `/subresource`), namespace and
+/// name (empty = none), allowed.
+type AccessCase = (&'static str, &'static str, &'static str, &'static str, &'static str, bool);
+
+/// Every rule of the operator's RBAC, each with its nearest forbidden neighbour.
+const ACCESS_TABLE: &[AccessCase] = &[
+    // CSR approval: only the two kubelet signers.
+    ("approve", "certificates.k8s.io", "signers", "", KUBELET_CLIENT_SIGNER, true),
+    ("approve", "certificates.k8s.io", "signers", "", KUBELET_SERVING_SIGNER, true),
+    ("approve", "certificates.k8s.io", "signers", "", USER_CLIENT_SIGNER, false),
+    ("approve", "certificates.k8s.io", "signers", "", "kubernetes.io/legacy-unknown", false),
+    ("approve", "certificates.k8s.io", "signers", "", "example.com/any", false),
+    ("update", "certificates.k8s.io", "certificatesigningrequests/approval", "", "", true),
+    ("patch", "certificates.k8s.io", "certificatesigningrequests/approval", "", "", true),
+    ("watch", "certificates.k8s.io", "certificatesigningrequests", "", "", true),
+    ("create", "certificates.k8s.io", "certificatesigningrequests", "", "", false),
+    ("delete", "certificates.k8s.io", "certificatesigningrequests", "", "", false),
+    ("update", "certificates.k8s.io", "certificatesigningrequests/status", "", "", false),
+    // Bootstrap tokens: node-bootstrapper only.
+    ("create", "", "serviceaccounts/token", BOOTSTRAPPER_NAMESPACE, BOOTSTRAPPER_NAME, true),
+    ("create", "", "serviceaccounts/token", BOOTSTRAPPER_NAMESPACE, "default", false),
+    ("create", "", "serviceaccounts/token", OPERATOR_NAMESPACE, OPERATOR_NAME, false),
+    ("create", "", "serviceaccounts/token", "kube-system", "default", false),
+    ("create", "", "serviceaccounts", BOOTSTRAPPER_NAMESPACE, "", false),
+    // Nodes and drain.
+    ("patch", "", "nodes", "", "", true),
+    ("delete", "", "nodes", "", "", true),
+    ("watch", "", "nodes", "", "", true),
+    ("create", "", "nodes", "", "", false),
+    ("update", "", "nodes/status", "", "", false),
+    ("list", "", "pods", "", "", true),
+    ("create", "", "pods/eviction", "default", "", true),
+    ("delete", "", "pods", "default", "", false),
+    ("create", "", "pods", OPERATOR_NAMESPACE, "", false),
+    ("create", "", "pods/exec", "default", "", false),
+    ("get", "policy", "poddisruptionbudgets", "default", "", true),
+    ("update", "policy", "poddisruptionbudgets", "default", "", false),
+    // Secrets: its own namespace (read) and windows-user-data; nothing else.
+    ("get", "", "secrets", OPERATOR_NAMESPACE, "cloud-private-key", true),
+    ("watch", "", "secrets", OPERATOR_NAMESPACE, "", true),
+    ("update", "", "secrets", OPERATOR_NAMESPACE, "cloud-private-key", false),
+    ("get", "", "secrets", "default", "", false),
+    ("list", "", "secrets", "default", "", false),
+    ("list", "", "secrets", "", "", false),
+    ("get", "", "secrets", "kube-system", "", false),
+    ("get", "", "secrets", BOOTSTRAPPER_NAMESPACE, "node-bootstrapper-token", false),
+    ("create", "", "secrets", "openshift-machine-api", "", true),
+    ("update", "", "secrets", "openshift-machine-api", "windows-user-data", true),
+    ("get", "", "secrets", "openshift-machine-api", "windows-user-data", true),
+    ("get", "", "secrets", "openshift-machine-api", "some-other-secret", false),
+    ("list", "", "secrets", "openshift-machine-api", "", false),
+    // ConfigMaps: its own namespace, read only.
+    ("watch", "", "configmaps", OPERATOR_NAMESPACE, "", true),
+    ("update", "", "configmaps", OPERATOR_NAMESPACE, "windows-instances", false),
+    ("get", "", "configmaps", "kube-system", "", false),
+    // Its records.
+    ("create", "windowsmachineconfig.openshift.io", "windowsinstances", OPERATOR_NAMESPACE, "", true),
+    ("update", "windowsmachineconfig.openshift.io", "windowsinstances/status", OPERATOR_NAMESPACE, "", true),
+    ("update", "windowsmachineconfig.openshift.io", "windowsinstances/finalizers", OPERATOR_NAMESPACE, "", true),
+    ("update", "windowsmachineconfig.openshift.io", "windowsinstances/status", "default", "", false),
+    // Machines.
+    ("delete", "machine.openshift.io", "machines", "openshift-machine-api", "", true),
+    ("create", "machine.openshift.io", "machines", "openshift-machine-api", "", false),
+    ("list", "machine.openshift.io", "machinesets", "openshift-machine-api", "", true),
+    ("update", "machine.openshift.io", "machinesets", "openshift-machine-api", "", false),
+    // Events.
+    ("create", "", "events", OPERATOR_NAMESPACE, "", true),
+    ("create", "events.k8s.io", "events", "default", "", true),
+    ("create", "", "events", "kube-system", "", false),
+    // Leader election.
+    ("create", "coordination.k8s.io", "leases", OPERATOR_NAMESPACE, "", true),
+    ("update", "coordination.k8s.io", "leases", OPERATOR_NAMESPACE, OPERATOR_NAME, true),
+    ("update", "coordination.k8s.io", "leases", OPERATOR_NAMESPACE, "another-lease", false),
+    ("update", "coordination.k8s.io", "leases", "kube-node-lease", "", false),
+    // OpenShift cluster facts: read only.
+    ("get", "config.openshift.io", "infrastructures", "", "cluster", true),
+    ("watch", "config.openshift.io", "imagedigestmirrorsets", "", "", true),
+    ("update", "config.openshift.io", "networks", "", "cluster", false),
+    ("get", "operator.openshift.io", "networks", "", "cluster", true),
+    ("get", "machineconfiguration.openshift.io", "controllerconfigs", "", "machine-config-controller", true),
+    ("get", "machineconfiguration.openshift.io", "machineconfigs", "", "", false),
+    // No way to grow its own rights.
+    ("create", "rbac.authorization.k8s.io", "clusterrolebindings", "", "", false),
+    ("escalate", "rbac.authorization.k8s.io", "roles", OPERATOR_NAMESPACE, "", false),
+    ("bind", "rbac.authorization.k8s.io", "clusterroles", "", "", false),
+    ("impersonate", "", "users", "", "", false),
+    ("*", "*", "*", "", "", false),
+];
+
+#[tokio::test]
+async fn manifests_install_the_operator_with_least_privilege() -> anyhow::Result<()> {
+    let control_plane =
+        ControlPlane::start(ControlPlaneOptions::default()).await.context("the e2e control plane did not start")?;
+
+    apply_is_accepted_and_idempotent(&control_plane).await?;
+    operator_pod_passes_restricted_pod_security(&control_plane).await?;
+
+    let operator = control_plane
+        .client_for_service_account(OPERATOR_NAMESPACE, OPERATOR_NAME)
+        .await
+        .context("a client with the operator ServiceAccount's token")?;
+    access_matches_the_table(&operator).await?;
+    approves_only_kubelet_signers(&control_plane, &operator).await?;
+    mints_tokens_only_for_node_bootstrapper(&operator).await?;
+    cannot_read_secrets_elsewhere(&operator).await?;
+    patches_nodes_and_evicts_pods(&control_plane, &operator).await?;
+    updates_windows_instance_status(&control_plane, &operator).await?;
+    Ok(())
+}
+
+fn manifests_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../manifests")
+}
+
+/// Runs `kubectl apply -k DIR` as admin; returns stdout's lines as a set.
+async fn kubectl_apply(control_plane: &ControlPlane, kustomization: &Path) -> anyhow::Result<BTreeSet<String>> {
+    let output = control_plane.kubectl().arg("apply").arg("-k").arg(kustomization).output().await?;
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    ensure!(
+        output.status.success(),
+        "kubectl apply -k {} failed: {stdout}{}",
+        kustomization.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok(stdout.lines().map(str::to_owned).collect())
+}
+
+/// Object names as `kubectl apply` prints them.
+const BASE_OBJECTS: &[&str] = &[
+    "customresourcedefinition.apiextensions.k8s.io/windowsinstances.windowsmachineconfig.openshift.io",
+    "serviceaccount/windows-machine-config-operator",
+    "role.rbac.authorization.k8s.io/windows-machine-config-operator",
+    "role.rbac.authorization.k8s.io/windows-machine-config-operator-machine-api",
+    "role.rbac.authorization.k8s.io/windows-machine-config-operator-bootstrap-token",
+    "role.rbac.authorization.k8s.io/windows-machine-config-operator-events",
+    "clusterrole.rbac.authorization.k8s.io/windows-machine-config-operator",
+    "rolebinding.rbac.authorization.k8s.io/windows-machine-config-operator",
+    "rolebinding.rbac.authorization.k8s.io/windows-machine-config-operator-machine-api",
+    "rolebinding.rbac.authorization.k8s.io/windows-machine-config-operator-bootstrap-token",
+    "rolebinding.rbac.authorization.k8s.io/windows-machine-config-operator-events",
+    "clusterrolebinding.rbac.authorization.k8s.io/windows-machine-config-operator",
+    "service/windows-machine-config-operator-metrics",
+    "deployment.apps/windows-machine-config-operator",
+];
+/// The operator namespace already exists: the harness installs OpenShift's namespaces as fixtures.
+const BASE_NAMESPACE: &str = "namespace/openshift-windows-machine-config-operator";
+/// The plain-Kubernetes extras; the namespace and ServiceAccount already exist as harness fixtures (OpenShift).
+const PLAIN_EXISTING: &[&str] = &["namespace/openshift-machine-config-operator", "serviceaccount/node-bootstrapper"];
+const PLAIN_NEW: &str =
+    "clusterrolebinding.rbac.authorization.k8s.io/windows-machine-config-operator-node-bootstrapper";
+
+fn with_verb(objects: &[&str], verb: &str) -> Vec<String> {
+    objects.iter().map(|object| format!("{object} {verb}")).collect()
+}
+
+async fn apply_is_accepted_and_idempotent(control_plane: &ControlPlane) -> anyhow::Result<()> {
+    let base = manifests_dir();
+    let plain = base.join("plain-kubernetes");
+
+    let mut expected: BTreeSet<String> = with_verb(BASE_OBJECTS, "created").into_iter().collect();
+    expected.insert(format!("{BASE_NAMESPACE} configured"));
+    let first = kubectl_apply(control_plane, &base).await?;
+    ensure!(first == expected, "first apply of manifests/ said {first:#?}, expected {expected:#?}");
+
+    let mut expected: BTreeSet<String> = with_verb(PLAIN_EXISTING, "configured").into_iter().collect();
+    expected.insert(format!("{PLAIN_NEW} created"));
+    let first_plain = kubectl_apply(control_plane, &plain).await?;
+    ensure!(
+        first_plain == expected,
+        "first apply of manifests/plain-kubernetes/ said {first_plain:#?}, expected {expected:#?}"
+    );
+
+    let mut unchanged_base: BTreeSet<String> = with_verb(BASE_OBJECTS, "unchanged").into_iter().collect();
+    unchanged_base.insert(format!("{BASE_NAMESPACE} unchanged"));
+    let second = kubectl_apply(control_plane, &base).await?;
+    ensure!(second == unchanged_base, "second apply of manifests/ was not a no-op: {second:#?}");
+
+    let mut unchanged_plain: BTreeSet<String> = with_verb(PLAIN_EXISTING, "unchanged").into_iter().collect();
+    unchanged_plain.insert(format!("{PLAIN_NEW} unchanged"));
+    let second_plain = kubectl_apply(control_plane, &plain).await?;
+    ensure!(
+        second_plain == unchanged_plain,
+        "second apply of manifests/plain-kubernetes/ was not a no-op: {second_plain:#?}"
+    );
+    Ok(())
+}
+
+/// The control plane runs no Deployment controller, so the pod is built from the Deployment's template and created
+/// with a server-side dry run: Pod Security admission still judges it. A privileged twin proves the namespace
+/// really enforces `restricted`.
+async fn operator_pod_passes_restricted_pod_security(control_plane: &ControlPlane) -> anyhow::Result<()> {
+    let deployments: Api<Deployment> = Api::namespaced(control_plane.admin_client(), OPERATOR_NAMESPACE);
+    let deployment = deployments.get(OPERATOR_NAME).await?;
+    let spec = deployment.spec.context("the Deployment has no spec")?;
+    ensure!(spec.replicas == Some(2), "replicas: {:?}", spec.replicas);
+    let template = spec.template;
+    let pod = Pod {
+        metadata: ObjectMeta {
+            name: Some("operator-dry-run".to_owned()),
+            labels: template.metadata.and_then(|metadata| metadata.labels),
+            ..ObjectMeta::default()
+        },
+        spec: template.spec,
+        status: None,
+    };
+    let pods: Api<Pod> = Api::namespaced(control_plane.admin_client(), OPERATOR_NAMESPACE);
+    let dry_run = PostParams { dry_run: true, ..PostParams::default() };
+    pods.create(&dry_run, &pod)
+        .await
+        .context("the operator pod was refused in its namespace (Pod Security `restricted`?)")?;
+
+    let mut privileged = pod.clone();
+    let container = privileged
+        .spec
+        .as_mut()
+        .and_then(|spec| spec.containers.first_mut())
+        .context("the pod template has no container")?;
+    if let Some(security_context) = container.security_context.as_mut() {
+        security_context.allow_privilege_escalation = Some(true);
+    }
+    match pods.create(&dry_run, &privileged).await {
+        Err(kube::Error::Api(status)) if status.code == 403 && status.message.contains("restricted") => Ok(()),
+        other => bail!("a pod allowing privilege escalation should be refused by Pod Security, got {other:?}"),
+    }
+}
+
+async fn access_matches_the_table(operator: &kube::Client) -> anyhow::Result<()> {
+    let reviews: Api<SelfSubjectAccessReview> = Api::all(operator.clone());
+    let mut mismatches = Vec::new();
+    for &(verb, group, resource, namespace, name, expected) in ACCESS_TABLE {
+        let (resource_name, subresource) = resource.split_once('/').unwrap_or((resource, ""));
+        let review = SelfSubjectAccessReview {
+            spec: SelfSubjectAccessReviewSpec {
+                resource_attributes: Some(ResourceAttributes {
+                    verb: Some(verb.to_owned()),
+                    group: Some(group.to_owned()),
+                    resource: Some(resource_name.to_owned()),
+                    subresource: non_empty(subresource),
+                    namespace: non_empty(namespace),
+                    name: non_empty(name),
+                    ..ResourceAttributes::default()
+                }),
+                ..SelfSubjectAccessReviewSpec::default()
+            },
+            ..SelfSubjectAccessReview::default()
+        };
+        let answer = reviews.create(&PostParams::default(), &review).await?;
+        let allowed = answer.status.is_some_and(|status| status.allowed);
+        if allowed != expected {
+            let scope = if namespace.is_empty() { "cluster".to_owned() } else { format!("namespace {namespace}") };
+            mismatches.push(format!(
+                "{verb} {group}/{resource} name {name:?} in {scope}: allowed={allowed}, expected {expected}"
+            ));
+        }
+    }
+    ensure!(mismatches.is_empty(), "the operator's access differs from docs/install.md:\n{}", mismatches.join("\n"));
+    Ok(())
+}
+
+fn non_empty(value: &str) -> Option<String> {
+    (!value.is_empty()).then(|| value.to_owned())
+}
+
+/// A kubelet-shaped CSR (fresh P-256 key, `CN=system:node:<node>`, `O=system:nodes`) for `signer`.
+fn kubelet_csr(node_name: &str, signer: &str, usages: &[&str]) -> anyhow::Result<CertificateSigningRequest> {
+    let key = KeyPair::generate()?;
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    let mut subject = DistinguishedName::new();
+    subject.push(DnType::CommonName, format!("system:node:{node_name}"));
+    subject.push(DnType::OrganizationName, "system:nodes");
+    params.distinguished_name = subject;
+    let request_pem = params.serialize_request(&key)?.pem()?;
+    Ok(CertificateSigningRequest {
+        metadata: ObjectMeta { generate_name: Some("manifests-check-".to_owned()), ..ObjectMeta::default() },
+        spec: CertificateSigningRequestSpec {
+            request: ByteString(request_pem.into_bytes()),
+            signer_name: signer.to_owned(),
+            usages: Some(usages.iter().map(|usage| (*usage).to_owned()).collect()),
+            ..CertificateSigningRequestSpec::default()
+        },
+        status: None,
+    })
+}
+
+fn approval() -> serde_json::Value {
+    json!({"status": {"conditions": [{
+        "type": "Approved",
+        "status": "True",
+        "reason": "ManifestsCheck",
+        "message": "approved by the manifests least-privilege test",
+    }]}})
+}
+
+async fn approves_only_kubelet_signers(control_plane: &ControlPlane, operator: &kube::Client) -> anyhow::Result<()> {
+    let as_admin: Api<CertificateSigningRequest> = Api::all(control_plane.admin_client());
+    let as_operator: Api<CertificateSigningRequest> = Api::all(operator.clone());
+    let cases = [
+        (KUBELET_CLIENT_SIGNER, &["digital signature", "client auth"][..], true),
+        (KUBELET_SERVING_SIGNER, &["digital signature", "server auth"][..], true),
+        (USER_CLIENT_SIGNER, &["digital signature", "client auth"][..], false),
+    ];
+    for (signer, usages, may_approve) in cases {
+        let created = as_admin.create(&PostParams::default(), &kubelet_csr("win-check", signer, usages)?).await?;
+        let name = created.metadata.name.context("the created CSR has no name")?;
+        let outcome = as_operator.patch_approval(&name, &PatchParams::default(), &Patch::Merge(approval())).await;
+        match (may_approve, outcome) {
+            (true, Ok(approved)) => {
+                let conditions = approved.status.and_then(|status| status.conditions).unwrap_or_default();
+                ensure!(
+                    conditions.iter().any(|condition| condition.type_ == "Approved" && condition.status == "True"),
+                    "CSR {name} for {signer}: approval returned without an Approved condition: {conditions:?}"
+                );
+            }
+            (false, Err(kube::Error::Api(status))) if status.code == 403 => {}
+            (true, Err(error)) => bail!("the operator could not approve CSR {name} for {signer}: {error}"),
+            (false, other) => bail!("approving CSR {name} for {signer} should be forbidden, got {other:?}"),
+        }
+    }
+    Ok(())
+}
+
+fn token_request() -> TokenRequest {
+    TokenRequest {
+        spec: TokenRequestSpec { expiration_seconds: Some(600), ..TokenRequestSpec::default() },
+        ..TokenRequest::default()
+    }
+}
+
+async fn mints_tokens_only_for_node_bootstrapper(operator: &kube::Client) -> anyhow::Result<()> {
+    let service_accounts: Api<ServiceAccount> = Api::namespaced(operator.clone(), BOOTSTRAPPER_NAMESPACE);
+    let issued = service_accounts
+        .create_token_request(BOOTSTRAPPER_NAME, &PostParams::default(), &token_request())
+        .await
+        .context("the operator could not mint a node-bootstrapper token")?;
+    ensure!(
+        issued.status.is_some_and(|status| !status.token.is_empty()),
+        "the node-bootstrapper TokenRequest returned no token"
+    );
+    match service_accounts.create_token_request("default", &PostParams::default(), &token_request()).await {
+        Err(kube::Error::Api(status)) if status.code == 403 => Ok(()),
+        other => bail!(
+            "minting a token for {BOOTSTRAPPER_NAMESPACE}/default should be forbidden, got {}",
+            other.map(|_| "a token".to_owned()).unwrap_or_else(|error| error.to_string())
+        ),
+    }
+}
+
+async fn cannot_read_secrets_elsewhere(operator: &kube::Client) -> anyhow::Result<()> {
+    let secrets: Api<Secret> = Api::namespaced(operator.clone(), "default");
+    match secrets.list(&ListParams::default()).await {
+        Err(kube::Error::Api(status)) if status.code == 403 => {}
+        other => bail!("listing Secrets in default should be forbidden, got {}", describe(other)),
+    }
+    let own: Api<Secret> = Api::namespaced(operator.clone(), OPERATOR_NAMESPACE);
+    own.list(&ListParams::default()).await.context("the operator could not list Secrets in its namespace")?;
+    Ok(())
+}
+
+fn describe<T>(outcome: Result<T, kube::Error>) -> String {
+    match outcome {
+        Ok(_) => "success".to_owned(),
+        Err(error) => error.to_string(),
+    }
+}
+
+async fn patches_nodes_and_evicts_pods(control_plane: &ControlPlane, operator: &kube::Client) -> anyhow::Result<()> {
+    let admin_nodes: Api<Node> = Api::all(control_plane.admin_client());
+    let node = Node {
+        metadata: ObjectMeta { name: Some("manifests-check-node".to_owned()), ..ObjectMeta::default() },
+        ..Node::default()
+    };
+    admin_nodes.create(&PostParams::default(), &node).await?;
+    let operator_nodes: Api<Node> = Api::all(operator.clone());
+    let patched = operator_nodes
+        .patch(
+            "manifests-check-node",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"windowsmachineconfig.openshift.io/byoh": "true"}}})),
+        )
+        .await
+        .context("the operator could not patch a Node")?;
+    let labels = patched.metadata.labels.unwrap_or_default();
+    ensure!(
+        labels.get("windowsmachineconfig.openshift.io/byoh").map(String::as_str) == Some("true"),
+        "the Node label did not stick: {labels:?}"
+    );
+
+    let admin_pods: Api<Pod> = Api::namespaced(control_plane.admin_client(), "default");
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "manifests-check-victim"},
+        "spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}]},
+    }))?;
+    admin_pods.create(&PostParams::default(), &pod).await?;
+    let operator_pods: Api<Pod> = Api::namespaced(operator.clone(), "default");
+    operator_pods
+        .evict("manifests-check-victim", &EvictParams::default())
+        .await
+        .context("the operator could not evict a pod")?;
+    match operator_pods.delete("manifests-check-victim", &Default::default()).await {
+        Err(kube::Error::Api(status)) if status.code == 403 => Ok(()),
+        other => bail!("deleting a pod directly should be forbidden, got {}", describe(other)),
+    }
+}
+
+async fn updates_windows_instance_status(control_plane: &ControlPlane, operator: &kube::Client) -> anyhow::Result<()> {
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("windowsmachineconfig.openshift.io", "v1alpha1", "WindowsInstance"),
+        "windowsinstances",
+    );
+    let instance: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "windowsmachineconfig.openshift.io/v1alpha1",
+        "kind": "WindowsInstance",
+        "metadata": {"name": "manifests-check", "namespace": OPERATOR_NAMESPACE},
+        "spec": {"address": "192.0.2.10", "origin": "Byoh", "username": "Administrator"},
+    }))?;
+    let as_admin: Api<DynamicObject> =
+        Api::namespaced_with(control_plane.admin_client(), OPERATOR_NAMESPACE, &resource);
+    as_admin.create(&PostParams::default(), &instance).await.context("create a WindowsInstance as admin")?;
+
+    let as_operator: Api<DynamicObject> = Api::namespaced_with(operator.clone(), OPERATOR_NAMESPACE, &resource);
+    let updated = as_operator
+        .patch_status(
+            "manifests-check",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"phase": "Pending"}})),
+        )
+        .await
+        .context("the operator could not update WindowsInstance status")?;
+    let phase = updated.data.pointer("/status/phase").and_then(serde_json::Value::as_str);
+    ensure!(phase == Some("Pending"), "status.phase after the operator's update: {phase:?}");
+    Ok(())
+}
