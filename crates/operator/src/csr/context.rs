@@ -1,0 +1,124 @@
+//! The CSR controller's shared state: the cluster seams, the operator namespace and networks, a clock, and the
+//! per-node-name locks that serialise decisions for one node (rule F2).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use jiff::Timestamp;
+use tokio::sync::OwnedMutexGuard;
+use wmco_cluster_client::{Csrs, EventPublisher, InstanceRecords, Nodes};
+use wmco_csr_approver::IpCidr;
+
+/// The time source of decisions (rules A6, F1, F4); tests pass a fixed instant.
+pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
+
+/// The system clock.
+pub fn system_clock() -> Clock {
+    Arc::new(Timestamp::now)
+}
+
+/// Settings of the CSR controller that come from the operator's configuration.
+#[derive(Clone)]
+pub struct CsrSettings {
+    /// The operator namespace, where the `WindowsInstance` records live.
+    pub namespace: String,
+    /// The cluster's Service network(s) (rule D3).
+    pub service_network: Vec<IpCidr>,
+    /// The cluster's pod network(s) (rule D3).
+    pub cluster_network: Vec<IpCidr>,
+    /// The time source.
+    pub clock: Clock,
+}
+
+/// Everything one CSR reconcile needs (`Arc<CsrContext>` is shared by all reconciles).
+pub struct CsrContext {
+    /// Lists pending CSRs and approves or denies them through `/approval`.
+    pub csrs: Arc<dyn Csrs>,
+    /// Reads Nodes (always a live GET).
+    pub nodes: Arc<dyn Nodes>,
+    /// Reads `WindowsInstance` records and records the approved bootstrap key.
+    pub instances: Arc<dyn InstanceRecords>,
+    /// Publishes one Event per decision.
+    pub events: Arc<dyn EventPublisher>,
+    /// Namespace, networks and clock.
+    pub settings: CsrSettings,
+    node_locks: NodeLocks,
+    failures_by_csr: Mutex<HashMap<String, u32>>,
+}
+
+impl CsrContext {
+    /// A context over the given seams and settings.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use wmco_cluster_client::fake::{FakeCsrs, FakeEvents, FakeInstanceRecords, FakeNodes};
+    /// use wmco_operator::csr::{CsrContext, CsrSettings, system_clock};
+    /// let settings = CsrSettings {
+    ///     namespace: "openshift-windows-machine-config-operator".into(),
+    ///     service_network: vec!["172.30.0.0/16".parse()?],
+    ///     cluster_network: vec!["10.128.0.0/14".parse()?],
+    ///     clock: system_clock(),
+    /// };
+    /// let context = CsrContext::new(
+    ///     Arc::new(FakeCsrs::default()),
+    ///     Arc::new(FakeNodes::default()),
+    ///     Arc::new(FakeInstanceRecords::default()),
+    ///     Arc::new(FakeEvents::default()),
+    ///     settings,
+    /// );
+    /// assert_eq!(context.settings.namespace, "openshift-windows-machine-config-operator");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(
+        csrs: Arc<dyn Csrs>,
+        nodes: Arc<dyn Nodes>,
+        instances: Arc<dyn InstanceRecords>,
+        events: Arc<dyn EventPublisher>,
+        settings: CsrSettings,
+    ) -> Self {
+        Self {
+            csrs,
+            nodes,
+            instances,
+            events,
+            settings,
+            node_locks: NodeLocks::default(),
+            failures_by_csr: Mutex::default(),
+        }
+    }
+
+    /// Waits for exclusive use of `node_name`; decisions for one node never overlap while the guard lives.
+    pub(crate) async fn lock_node(&self, node_name: &str) -> OwnedMutexGuard<()> {
+        self.node_locks.lock(node_name).await
+    }
+
+    /// Counts one more consecutive failure of `csr_name` and returns the count (for the retry backoff).
+    pub(crate) fn record_failure(&self, csr_name: &str) -> u32 {
+        let mut failures = self.failures_by_csr.lock().unwrap_or_else(PoisonError::into_inner);
+        let count = failures.entry(csr_name.to_owned()).or_default();
+        *count = count.saturating_add(1);
+        *count
+    }
+
+    /// Forgets the failures of `csr_name` after a successful reconcile.
+    pub(crate) fn clear_failures(&self, csr_name: &str) {
+        self.failures_by_csr.lock().unwrap_or_else(PoisonError::into_inner).remove(csr_name);
+    }
+}
+
+/// One async mutex per node name; entries nobody holds or waits for are dropped on the next lock.
+#[derive(Default)]
+struct NodeLocks {
+    by_name: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl NodeLocks {
+    async fn lock(&self, node_name: &str) -> OwnedMutexGuard<()> {
+        let lock = {
+            let mut by_name = self.by_name.lock().unwrap_or_else(PoisonError::into_inner);
+            by_name.retain(|_, lock| Arc::strong_count(lock) > 1);
+            Arc::clone(by_name.entry(node_name.to_owned()).or_default())
+        };
+        lock.lock_owned().await
+    }
+}

@@ -1,0 +1,223 @@
+//! One CSR reconcile: observe (records, Node, other pending CSRs), decide (pure, `wmco-csr-approver`), act
+//! (`/approval`), record (bootstrap key hash) and tell (one Event).
+
+use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
+use kube::Resource;
+use wmco_cluster_client::names::{KUBELET_CLIENT_SIGNER, KUBELET_SERVING_SIGNER};
+use wmco_cluster_client::types::WindowsInstance;
+use wmco_cluster_client::{CsrDecision, NewEvent, Severity, is_pending};
+use wmco_csr_approver::{
+    CsrFacts, CsrManifest, CsrSummary, NODE_BOOTSTRAPPER_USERNAME, RuleId, Verdict, World, WorldData, decide,
+};
+
+use super::world::{managed_instance, node_record};
+use super::{CsrContext, CsrControllerError};
+
+/// The two kubelet signers this controller decides for.
+pub const KUBELET_SIGNERS: [&str; 2] = [KUBELET_CLIENT_SIGNER, KUBELET_SERVING_SIGNER];
+
+/// The condition reason of an approval (a denial's reason is the rule ID).
+pub const APPROVED_CONDITION_REASON: &str = "AllRulesPassed";
+
+/// What one reconcile did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CsrOutcome {
+    /// Not ours to decide: another signer, already decided, or already carrying a certificate.
+    Skipped,
+    /// The approver decided; approvals and denials were written through `/approval`, ignores were not.
+    Decided {
+        /// The verdict that was applied.
+        verdict: Verdict,
+        /// The `WindowsInstance` the CSR names, if exactly one does.
+        instance: Option<String>,
+    },
+}
+
+/// Decides one CSR and applies the verdict.
+///
+/// Reads, in order: the `WindowsInstance` records of the operator namespace, the pending kubelet CSRs and, when a
+/// record expects it, the Node the CSR names (live GET), all under the lock of that node name. An approval of a client CSR GETs the Node once
+/// more and decides again with it right before approving (rule F1). Approve and deny go through `/approval` with
+/// the resourceVersion read; a 409 is [`CsrControllerError::Conflict`] (requeue, decide again from scratch).
+pub async fn reconcile_csr(
+    csr: &CertificateSigningRequest,
+    ctx: &CsrContext,
+) -> Result<CsrOutcome, CsrControllerError> {
+    let csr_name = csr.metadata.name.clone().unwrap_or_default();
+    let has_certificate = csr.status.as_ref().is_some_and(|status| status.certificate.is_some());
+    if !KUBELET_SIGNERS.contains(&csr.spec.signer_name.as_str()) || !is_pending(csr) || has_certificate {
+        return Ok(CsrOutcome::Skipped);
+    }
+    let facts = facts_of(csr, &csr_name)?;
+    let node_name = facts.summary().node_name;
+    let _node_guard = match &node_name {
+        Some(node_name) => Some(ctx.lock_node(node_name).await),
+        None => None,
+    };
+
+    let records =
+        ctx.instances.list(&ctx.settings.namespace).await.map_err(|source| CsrControllerError::ListInstances {
+            csr: csr_name.clone(),
+            namespace: ctx.settings.namespace.clone(),
+            source: Box::new(source),
+        })?;
+    let other_csrs = pending_summaries(ctx, &csr_name).await?;
+    let mut data = WorldData {
+        now: (ctx.settings.clock)(),
+        service_network: ctx.settings.service_network.clone(),
+        cluster_network: ctx.settings.cluster_network.clone(),
+        instances: records.iter().filter_map(managed_instance).collect(),
+        nodes: Vec::new(),
+        csrs: other_csrs,
+    };
+    if let Some(node_name) = &node_name
+        && data.instances.iter().any(|instance| instance.expected_node_name() == Some(node_name.as_str()))
+    {
+        data.nodes = live_node(ctx, &csr_name, node_name).await?;
+    }
+    let world = World::new(data);
+    let mut verdict = decide(&facts, &world);
+
+    if verdict == Verdict::Approve
+        && let Some(node_name) = &node_name
+        && csr.spec.signer_name == KUBELET_CLIENT_SIGNER
+    {
+        let mut data = WorldData::from(world);
+        data.nodes = live_node(ctx, &csr_name, node_name).await?;
+        data.now = (ctx.settings.clock)();
+        verdict = decide(&facts, &World::new(data));
+    }
+
+    let instance = node_name.as_deref().and_then(|node_name| instance_named(&records, node_name));
+    apply(csr, &csr_name, &verdict, ctx).await?;
+    if verdict == Verdict::Approve
+        && facts.username == NODE_BOOTSTRAPPER_USERNAME
+        && let (Some(instance), Some(key)) = (instance, facts.summary().public_key_sha256)
+    {
+        record_bootstrap_key(ctx, &csr_name, instance, key).await?;
+    }
+    publish_event(ctx, &csr_name, instance, &verdict).await;
+    tracing::info!(csr = %csr_name, verdict = verdict.kind(), rule = ?verdict.rule(), reason = verdict.reason(), "CSR decided");
+    let instance = instance.and_then(|instance| instance.metadata.name.clone());
+    Ok(CsrOutcome::Decided { verdict, instance })
+}
+
+/// The approver's facts of a CSR, converted through its JSON form.
+fn facts_of(csr: &CertificateSigningRequest, csr_name: &str) -> Result<CsrFacts, CsrControllerError> {
+    let manifest: CsrManifest = serde_json::to_value(csr)
+        .and_then(serde_json::from_value)
+        .map_err(|source| CsrControllerError::Manifest { csr: csr_name.to_owned(), source })?;
+    CsrFacts::from_manifest(&manifest)
+        .map_err(|source| CsrControllerError::ManifestKind { csr: csr_name.to_owned(), source })
+}
+
+/// Summaries of the other pending kubelet CSRs (rules A6 and F2); ones that cannot be read are left out.
+async fn pending_summaries(ctx: &CsrContext, csr_name: &str) -> Result<Vec<CsrSummary>, CsrControllerError> {
+    let pending = ctx
+        .csrs
+        .list_pending(&KUBELET_SIGNERS)
+        .await
+        .map_err(|source| CsrControllerError::ListCsrs { csr: csr_name.to_owned(), source: Box::new(source) })?;
+    Ok(pending
+        .iter()
+        .filter(|other| other.metadata.name.as_deref() != Some(csr_name))
+        .filter_map(|other| facts_of(other, other.metadata.name.as_deref().unwrap_or_default()).ok())
+        .map(|facts| facts.summary())
+        .collect())
+}
+
+/// The Node `node_name` as the approver's record, read with a live GET (empty if there is none).
+async fn live_node(
+    ctx: &CsrContext,
+    csr_name: &str,
+    node_name: &str,
+) -> Result<Vec<wmco_csr_approver::NodeRecord>, CsrControllerError> {
+    let node = ctx.nodes.get(node_name).await.map_err(|source| CsrControllerError::GetNode {
+        csr: csr_name.to_owned(),
+        node: node_name.to_owned(),
+        source: Box::new(source),
+    })?;
+    Ok(node.iter().map(node_record).collect())
+}
+
+/// The one `WindowsInstance` whose expected node name is `node_name`, or `None` if there is no such record or
+/// several.
+fn instance_named<'a>(records: &'a [WindowsInstance], node_name: &str) -> Option<&'a WindowsInstance> {
+    let mut named = records.iter().filter(|record| {
+        record.status.as_ref().and_then(|status| status.expected_node_name.as_deref()) == Some(node_name)
+    });
+    match (named.next(), named.next()) {
+        (Some(instance), None) => Some(instance),
+        _ => None,
+    }
+}
+
+/// Approves or denies through `/approval`; an ignore writes nothing.
+async fn apply(
+    csr: &CertificateSigningRequest,
+    csr_name: &str,
+    verdict: &Verdict,
+    ctx: &CsrContext,
+) -> Result<(), CsrControllerError> {
+    let decision = match verdict {
+        Verdict::Approve => CsrDecision::approve(APPROVED_CONDITION_REASON, verdict.reason()),
+        Verdict::Deny { rule, reason } => CsrDecision::deny(rule.as_str(), reason.as_str()),
+        Verdict::Ignore { .. } => return Ok(()),
+    };
+    ctx.csrs.decide(csr, &decision).await.map(drop).map_err(|source| {
+        if source.is_conflict() {
+            CsrControllerError::Conflict { csr: csr_name.to_owned(), source: Box::new(source) }
+        } else {
+            CsrControllerError::Decide { csr: csr_name.to_owned(), verdict: verdict.kind(), source: Box::new(source) }
+        }
+    })
+}
+
+/// Records the approved bootstrap key's SHA-256 on the instance's status (rule F2), re-reading the record first so
+/// the status written is the newest one.
+async fn record_bootstrap_key(
+    ctx: &CsrContext,
+    csr_name: &str,
+    instance: &WindowsInstance,
+    public_key_sha256: String,
+) -> Result<(), CsrControllerError> {
+    let namespace = instance.metadata.namespace.clone().unwrap_or_else(|| ctx.settings.namespace.clone());
+    let name = instance.metadata.name.clone().unwrap_or_default();
+    let failed = |source: wmco_cluster_client::Error| CsrControllerError::RecordApproval {
+        csr: csr_name.to_owned(),
+        instance: name.clone(),
+        source: Box::new(source),
+    };
+    let current = ctx.instances.get(&namespace, &name).await.map_err(failed)?;
+    let mut status = current.as_ref().unwrap_or(instance).status.clone().unwrap_or_default();
+    status.approved_bootstrap_key_sha256 = Some(public_key_sha256);
+    ctx.instances.apply_status(&namespace, &name, &status).await.map_err(failed)?;
+    Ok(())
+}
+
+/// Ignores that deserve a Warning: a flood (A6) and competing bootstrap keys (F2).
+fn warns_when_ignored(rule: RuleId) -> bool {
+    matches!(rule, RuleId::A6 | RuleId::F2)
+}
+
+/// Publishes the decision's Event on the instance; a failure is logged, never fails the reconcile.
+async fn publish_event(ctx: &CsrContext, csr_name: &str, instance: Option<&WindowsInstance>, verdict: &Verdict) {
+    let (severity, reason, action) = match verdict {
+        Verdict::Approve => (Severity::Normal, "CsrApproved", "Approve"),
+        Verdict::Deny { .. } => (Severity::Warning, "CsrDenied", "Deny"),
+        Verdict::Ignore { rule, .. } if warns_when_ignored(*rule) => (Severity::Warning, "CsrLeftPending", "Ignore"),
+        Verdict::Ignore { .. } => return,
+    };
+    let Some(instance) = instance else {
+        tracing::warn!(csr = %csr_name, verdict = verdict.kind(), "no single WindowsInstance names this CSR's node; no Event");
+        return;
+    };
+    let note = match verdict.rule() {
+        Some(rule) => format!("CSR {csr_name}: {} by rule {rule}: {}", verdict.kind(), verdict.reason()),
+        None => format!("CSR {csr_name}: approved, {}", verdict.reason()),
+    };
+    let event = NewEvent { severity, reason: reason.to_owned(), action: action.to_owned(), note: Some(note) };
+    if let Err(error) = ctx.events.publish(&instance.object_ref(&()), &event).await {
+        tracing::warn!(csr = %csr_name, error = %error, "publishing the CSR decision Event failed");
+    }
+}
