@@ -336,3 +336,24 @@ async fn other_signers_are_skipped_without_any_call() {
     assert_eq!(harness.csr_calls(), Vec::<String>::new());
     assert_eq!(harness.node_calls(), Vec::<String>::new());
 }
+
+#[tokio::test]
+async fn competing_bootstrap_keys_are_left_pending_with_one_warning() {
+    let harness = Harness::new().await;
+    let csr = bootstrap_csr(&KeyPair::generate().unwrap());
+    let mut competitor = bootstrap_csr(&KeyPair::generate().unwrap());
+    competitor.metadata.name = Some("csr-boot-2".into());
+    harness.csrs.inner.insert(csr.clone());
+    harness.csrs.inner.insert(competitor);
+
+    let outcome = reconcile_csr(&csr, &harness.context).await.unwrap();
+
+    let CsrOutcome::Decided { verdict: Verdict::Ignore { rule: RuleId::F2, reason }, .. } = outcome else {
+        panic!("expected an ignore by F2, got {outcome:?}");
+    };
+    assert_eq!(harness.csr_calls(), vec!["list_pending"]);
+    assert_eq!(harness.node_calls(), vec!["get win-1"]);
+    assert!(is_pending(&harness.csrs.inner.csr("csr-boot").unwrap()));
+    let note = format!("CSR csr-boot: ignore by rule F2: {reason}");
+    assert_eq!(harness.events(), vec![(Severity::Warning, "CsrLeftPending".to_owned(), note)]);
+}
