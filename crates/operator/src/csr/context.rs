@@ -122,3 +122,22 @@ impl NodeLocks {
         lock.lock_owned().await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn one_node_name_is_held_by_one_decision_at_a_time() {
+        let locks = NodeLocks::default();
+        let held = locks.lock("win-1").await;
+        let wait = Duration::from_millis(20);
+        assert!(tokio::time::timeout(wait, locks.lock("win-1")).await.is_err());
+        assert!(tokio::time::timeout(wait, locks.lock("win-2")).await.is_ok());
+        drop(held);
+        assert!(tokio::time::timeout(wait, locks.lock("win-1")).await.is_ok());
+        assert_eq!(locks.by_name.lock().unwrap().len(), 1);
+    }
+}

@@ -195,9 +195,10 @@ async fn record_bootstrap_key(
     Ok(())
 }
 
-/// Ignores that deserve a Warning: a flood (A6) and competing bootstrap keys (F2).
+/// Ignores that deserve a Warning: an unreadable request (A3, logged only: it names no instance), a flood (A6) and
+/// competing bootstrap keys (F2).
 fn warns_when_ignored(rule: RuleId) -> bool {
-    matches!(rule, RuleId::A6 | RuleId::F2)
+    matches!(rule, RuleId::A3 | RuleId::A6 | RuleId::F2)
 }
 
 /// Publishes the decision's Event on the instance; a failure is logged, never fails the reconcile.
