@@ -41,6 +41,8 @@ enum Command {
     Csr(cmd::csr::CsrArgs),
     /// Work with the Windows node payload (`wmco payload verify DIR`).
     Payload(cmd::payload::PayloadArgs),
+    /// Validate a `windows-instances` ConfigMap offline (`wmco instances validate FILE`).
+    Instances(cmd::instances::InstancesArgs),
 }
 
 fn main() -> ExitCode {
@@ -53,6 +55,7 @@ fn main() -> ExitCode {
         Command::Plan(args) => cmd::plan::run(&args, cli.output),
         Command::Csr(args) => cmd::csr::run(&args, cli.output),
         Command::Payload(args) => cmd::payload::run(&args, cli.output),
+        Command::Instances(args) => cmd::instances::run(&args, cli.output),
     };
     cli_support::finish(result)
 }

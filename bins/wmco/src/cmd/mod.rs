@@ -2,6 +2,7 @@
 
 pub mod crd;
 pub mod csr;
+pub mod instances;
 pub mod payload;
 pub mod plan;
 pub mod ssh;
