@@ -1,0 +1,143 @@
+//! The instances controller's shared state: the cluster seams, the host connector and per-host session cache,
+//! the desired-files source, the settings, and the failure counts behind the retry backoff.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use wmco_cluster_client::types::WindowsInstance;
+use wmco_cluster_client::{DrainOptions, Drainer, EventPublisher, InstanceRecords, Nodes};
+use wmco_node_config::{ClusterAccess, HostFilesSource, HostSession, ServiceSettings};
+
+use super::connector::instance_label;
+use super::{HostConnector, InstancesError};
+
+/// Settings of the instances controller that come from the operator's configuration.
+#[derive(Clone, Debug)]
+pub struct InstancesSettings {
+    /// The operator namespace, holding the ConfigMap and the `WindowsInstance` records.
+    pub namespace: String,
+    /// Host-independent node service settings.
+    pub services: ServiceSettings,
+    /// The operator version written to configured Nodes.
+    pub operator_version: String,
+    /// SHA-256 of the operator's public key (the `pub-key-hash` Node annotation).
+    pub pub_key_hash: String,
+    /// How deconfiguration drains a Node.
+    pub drain: DrainOptions,
+}
+
+/// Everything one instances reconcile needs (`Arc<InstancesContext>` is shared by all reconciles).
+pub struct InstancesContext {
+    /// Reads, applies, deletes and releases `WindowsInstance` records.
+    pub records: Arc<dyn InstanceRecords>,
+    /// Reads, labels, cordons and deletes Nodes.
+    pub nodes: Arc<dyn Nodes>,
+    /// Drains Nodes before deconfiguration.
+    pub drainer: Arc<dyn Drainer>,
+    /// Publishes Events on the ConfigMap and the records.
+    pub events: Arc<dyn EventPublisher>,
+    /// Opens a host's transport.
+    pub connector: Arc<dyn HostConnector>,
+    /// The files each host must hold, supplied by the caller (rendered from the verified payload and cluster facts).
+    pub files: Arc<dyn HostFilesSource>,
+    /// Namespace, service settings, version, key hash and drain options.
+    pub settings: InstancesSettings,
+    sessions: Mutex<HashMap<String, CachedSession>>,
+    failures_by_instance: Mutex<HashMap<String, u32>>,
+}
+
+/// A session and the connection facts it was opened with.
+struct CachedSession {
+    address: String,
+    username: String,
+    session: Arc<HostSession>,
+}
+
+impl InstancesContext {
+    /// A context over the given seams and settings.
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use wmco_cluster_client::fake::{FakeDrainer, FakeEvents, FakeInstanceRecords, FakeNodes};
+    /// use wmco_operator::instances::{HostConnector, InstancesContext, InstancesSettings};
+    /// # fn example(
+    /// #     connector: Arc<dyn HostConnector>,
+    /// #     files: Arc<dyn wmco_node_config::HostFilesSource>,
+    /// #     settings: InstancesSettings,
+    /// # ) {
+    /// let context = InstancesContext::new(
+    ///     Arc::new(FakeInstanceRecords::default()),
+    ///     Arc::new(FakeNodes::default()),
+    ///     Arc::new(FakeDrainer::default()),
+    ///     Arc::new(FakeEvents::default()),
+    ///     connector,
+    ///     files,
+    ///     settings,
+    /// );
+    /// # }
+    /// ```
+    pub fn new(
+        records: Arc<dyn InstanceRecords>,
+        nodes: Arc<dyn Nodes>,
+        drainer: Arc<dyn Drainer>,
+        events: Arc<dyn EventPublisher>,
+        connector: Arc<dyn HostConnector>,
+        files: Arc<dyn HostFilesSource>,
+        settings: InstancesSettings,
+    ) -> Self {
+        Self {
+            records,
+            nodes,
+            drainer,
+            events,
+            connector,
+            files,
+            settings,
+            sessions: Mutex::default(),
+            failures_by_instance: Mutex::default(),
+        }
+    }
+
+    /// The cluster capabilities the node-config flows use.
+    pub(crate) fn cluster(&self) -> ClusterAccess<'_> {
+        ClusterAccess { nodes: self.nodes.as_ref(), records: self.records.as_ref(), drainer: self.drainer.as_ref() }
+    }
+
+    /// The session of `instance`'s host: the cached one while its address and user are unchanged, else a new one.
+    pub(crate) fn session(&self, instance: &WindowsInstance) -> Result<Arc<HostSession>, InstancesError> {
+        let label = instance_label(instance);
+        let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(cached) = sessions.get(&label)
+            && cached.address == instance.spec.address
+            && cached.username == instance.spec.username
+        {
+            return Ok(Arc::clone(&cached.session));
+        }
+        let session = Arc::new(HostSession::new(self.connector.connect(instance)?));
+        let cached = CachedSession {
+            address: instance.spec.address.clone(),
+            username: instance.spec.username.clone(),
+            session: Arc::clone(&session),
+        };
+        sessions.insert(label, cached);
+        Ok(session)
+    }
+
+    /// Drops the session of a record that is gone.
+    pub(crate) fn forget_session(&self, instance: &WindowsInstance) {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner).remove(&instance_label(instance));
+    }
+
+    /// Counts one more consecutive failure of `instance` and returns the count (for the retry backoff).
+    pub(crate) fn record_failure(&self, instance: &str) -> u32 {
+        let mut failures = self.failures_by_instance.lock().unwrap_or_else(PoisonError::into_inner);
+        let count = failures.entry(instance.to_owned()).or_default();
+        *count = count.saturating_add(1);
+        *count
+    }
+
+    /// Forgets the failures of `instance` after a successful reconcile.
+    pub(crate) fn clear_failures(&self, instance: &str) {
+        self.failures_by_instance.lock().unwrap_or_else(PoisonError::into_inner).remove(instance);
+    }
+}

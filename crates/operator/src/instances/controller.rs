@@ -1,0 +1,185 @@
+//! The kube-runtime wiring of the instances controller:
+//!
+//! - an inventory loop over the `windows-instances` ConfigMap's watch events, calling [`reconcile_inventory`]
+//!   on every change and with `None` once it is deleted (or absent at start), retrying failures with backoff;
+//! - a `Controller` over the `WindowsInstance` records calling [`reconcile_instance`] with bounded concurrency,
+//!   triggered also by their Nodes (a Node maps to the record whose `expectedNodeName` it carries), with requeues
+//!   while a host waits and an error policy with exponential backoff for retryable errors.
+//!
+//! Exercised against a real apiserver by the e2e suite.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{ConfigMap, Node};
+use kube::runtime::controller::{self, Action};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::{Controller, WatchStreamExt, watcher};
+use kube::{Api, Client};
+use wmco_cluster_client::types::WindowsInstance;
+use wmco_instance_inventory::SystemResolver;
+use wmco_node_config::ConfigureState;
+
+use super::connector::instance_label;
+use super::{
+    INSTANCES_CONFIG_MAP, InstanceOutcome, InstancesContext, InstancesError, reconcile_instance, reconcile_inventory,
+};
+
+/// How many hosts are reconciled at once unless the caller says otherwise.
+pub const DEFAULT_CONCURRENCY: u16 = 8;
+/// How soon a Ready host is probed again for drift.
+pub const READY_RECHECK: Duration = Duration::from_secs(600);
+/// How soon a host waiting for its services or Node to become Ready is looked at again (its Node watch usually
+/// fires first).
+pub const WAITING_RECHECK: Duration = Duration::from_secs(30);
+
+/// Backoff of a failed reconcile: the first retry waits this long, and each later one twice as long as the last.
+const FIRST_RETRY: Duration = Duration::from_secs(1);
+/// Backoff ceiling.
+const MAX_RETRY: Duration = Duration::from_secs(300);
+
+/// Runs the inventory loop and the instance controller (at most `concurrency` hosts at once) until the watches
+/// end (the process shuts down).
+///
+/// ```no_run
+/// # async fn run(client: kube::Client, context: std::sync::Arc<wmco_operator::instances::InstancesContext>) {
+/// use wmco_operator::instances::{DEFAULT_CONCURRENCY, controller};
+/// controller(client, context, DEFAULT_CONCURRENCY).await;
+/// # }
+/// ```
+pub async fn controller(client: Client, ctx: Arc<InstancesContext>, concurrency: u16) {
+    let inventory = inventory_loop(client.clone(), Arc::clone(&ctx));
+    let instances = instance_controller(client, ctx, concurrency);
+    futures::join!(inventory, instances);
+}
+
+async fn instance_controller(client: Client, ctx: Arc<InstancesContext>, concurrency: u16) {
+    let records: Api<WindowsInstance> = Api::namespaced(client.clone(), &ctx.settings.namespace);
+    let nodes: Api<Node> = Api::all(client);
+    let instances = Controller::new(records, watcher::Config::default())
+        .with_config(controller::Config::default().concurrency(concurrency.max(1)));
+    let store = instances.store();
+    instances
+        .watches(nodes, watcher::Config::default(), move |node| records_of_node(&store, &node))
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::warn!(error = %error, "instances controller");
+            }
+        })
+        .await;
+}
+
+/// The records whose expected node name is `node`'s name.
+fn records_of_node(store: &Store<WindowsInstance>, node: &Node) -> Vec<ObjectRef<WindowsInstance>> {
+    let Some(node_name) = node.metadata.name.as_deref() else {
+        return Vec::new();
+    };
+    store
+        .state()
+        .iter()
+        .filter(|record| {
+            record.status.as_ref().and_then(|status| status.expected_node_name.as_deref()) == Some(node_name)
+        })
+        .map(|record| ObjectRef::from_obj(record.as_ref()))
+        .collect()
+}
+
+async fn reconcile(instance: Arc<WindowsInstance>, ctx: Arc<InstancesContext>) -> Result<Action, InstancesError> {
+    let outcome = reconcile_instance(&instance, &ctx).await?;
+    ctx.clear_failures(&instance_label(&instance));
+    Ok(action_after(&outcome))
+}
+
+/// What to do after a successful reconcile: drift checks for Ready hosts, a short recheck while services start,
+/// otherwise wait for the record or its Node to change.
+fn action_after(outcome: &InstanceOutcome) -> Action {
+    match outcome {
+        InstanceOutcome::Configured(configured) => match configured.state {
+            ConfigureState::Ready => Action::requeue(READY_RECHECK),
+            ConfigureState::WaitingForReady => Action::requeue(WAITING_RECHECK),
+            ConfigureState::WaitingForNode | ConfigureState::WaitingForSubnet => Action::await_change(),
+        },
+        InstanceOutcome::Released(_) | InstanceOutcome::Gone => Action::await_change(),
+    }
+}
+
+fn error_policy(instance: Arc<WindowsInstance>, error: &InstancesError, ctx: Arc<InstancesContext>) -> Action {
+    let label = instance_label(&instance);
+    tracing::warn!(instance = %label, kind = error.metric_label(), error = %error, "instance reconcile failed");
+    if !error.is_retryable() {
+        return Action::await_change();
+    }
+    Action::requeue(backoff(ctx.record_failure(&label)))
+}
+
+/// The wait before retry number `attempt` (1-based).
+fn backoff(attempt: u32) -> Duration {
+    let factor = 2u32.saturating_pow(attempt.saturating_sub(1).min(16));
+    FIRST_RETRY.saturating_mul(factor).min(MAX_RETRY)
+}
+
+/// Follows the ConfigMap's watch: every applied version and every deletion (or its absence once the initial
+/// listing is done) is reconciled, retrying with backoff until it succeeds (later events wait meanwhile).
+async fn inventory_loop(client: Client, ctx: Arc<InstancesContext>) {
+    let config_maps: Api<ConfigMap> = Api::namespaced(client, &ctx.settings.namespace);
+    let config = watcher::Config::default().fields(&format!("metadata.name={INSTANCES_CONFIG_MAP}"));
+    let mut seen_in_listing = false;
+    let mut events = watcher(config_maps, config).default_backoff().boxed();
+    loop {
+        let desired = match events.try_next().await {
+            Ok(Some(watcher::Event::Apply(config_map) | watcher::Event::InitApply(config_map))) => {
+                seen_in_listing = true;
+                Some(config_map)
+            }
+            Ok(Some(watcher::Event::Delete(_))) => None,
+            Ok(Some(watcher::Event::Init)) => {
+                seen_in_listing = false;
+                continue;
+            }
+            Ok(Some(watcher::Event::InitDone)) if !seen_in_listing => None,
+            Ok(Some(watcher::Event::InitDone)) => continue,
+            Ok(None) => return,
+            Err(error) => {
+                tracing::warn!(error = %error, "watching the windows-instances ConfigMap");
+                continue;
+            }
+        };
+        reconcile_inventory_until_done(desired.as_ref(), &ctx).await;
+    }
+}
+
+async fn reconcile_inventory_until_done(config_map: Option<&ConfigMap>, ctx: &InstancesContext) {
+    let mut attempt = 0u32;
+    loop {
+        match reconcile_inventory(config_map, ctx, &SystemResolver).await {
+            Ok(outcome) => {
+                tracing::info!(
+                    applied = outcome.applied.len(),
+                    deleted = outcome.deleted.len(),
+                    warnings = outcome.warnings,
+                    "windows-instances reconciled"
+                );
+                return;
+            }
+            Err(error) => {
+                attempt = attempt.saturating_add(1);
+                tracing::warn!(kind = error.metric_label(), error = %error, "windows-instances reconcile failed");
+                tokio::time::sleep(backoff(attempt)).await;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_five_minutes() {
+        let waits: Vec<_> = [1, 2, 3, 9, 50].into_iter().map(backoff).collect();
+        let expected = [1, 2, 4, 256, 300].map(Duration::from_secs);
+        assert_eq!(waits, expected);
+    }
+}

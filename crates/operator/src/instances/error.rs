@@ -1,0 +1,73 @@
+//! The instances controller's errors: each names the ConfigMap or `WindowsInstance` and what failed.
+
+use wmco_node_config::FlowError;
+
+/// Why one inventory or instance reconcile failed.
+#[derive(Debug, thiserror::Error)]
+pub enum InstancesError {
+    /// A record could not be turned into a host connection.
+    #[error("WindowsInstance {instance}: cannot connect: {reason}")]
+    Connector {
+        /// `namespace/name` of the record.
+        instance: String,
+        /// Why.
+        reason: String,
+    },
+    /// The configure or deconfigure flow failed.
+    #[error("WindowsInstance {instance}: {source}")]
+    Flow {
+        /// `namespace/name` of the record.
+        instance: String,
+        /// The flow's error (host, step, file).
+        #[source]
+        source: Box<FlowError>,
+    },
+    /// A cluster call about a record failed.
+    #[error("WindowsInstance {instance}: {action} failed")]
+    Record {
+        /// `namespace/name` of the record.
+        instance: String,
+        /// What was attempted, e.g. `apply`, `delete`, `release finalizer`.
+        action: &'static str,
+        /// The cluster error.
+        #[source]
+        source: Box<wmco_cluster_client::Error>,
+    },
+    /// Listing the records in the operator namespace failed.
+    #[error("listing WindowsInstances in namespace {namespace} failed")]
+    ListRecords {
+        /// The operator namespace.
+        namespace: String,
+        /// The cluster error.
+        #[source]
+        source: Box<wmco_cluster_client::Error>,
+    },
+}
+
+impl InstancesError {
+    /// A short, stable label for the errors-by-kind metric (the flow's own label for flow errors).
+    ///
+    /// ```
+    /// use wmco_operator::instances::InstancesError;
+    /// let error = InstancesError::Connector { instance: "ns/win-1".into(), reason: "bad key".into() };
+    /// assert_eq!(error.metric_label(), "instance_connector");
+    /// ```
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            Self::Connector { .. } => "instance_connector",
+            Self::Flow { source, .. } => source.metric_label(),
+            Self::Record { .. } => "instance_record",
+            Self::ListRecords { .. } => "instance_list",
+        }
+    }
+
+    /// Whether trying again can succeed: permanent flow errors (host key mismatch, authentication, unusable
+    /// identity) and unusable connection settings wait for an admin.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::Connector { .. } => false,
+            Self::Flow { source, .. } => source.is_retryable(),
+            Self::Record { .. } | Self::ListRecords { .. } => true,
+        }
+    }
+}

@@ -1,0 +1,323 @@
+//! Instances controller tests over the cluster-client fakes and a transport that always fails the same way:
+//! the inventory diff and its Events, permanent and retryable configure failures, and the deletion path
+//! (finalizer kept while the host cannot be cleaned, released after a forced deconfiguration).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{ConfigMap, Node};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use wmco_cluster_client::fake::{FakeDrainer, FakeEvents, FakeInstanceRecords, FakeNodes};
+use wmco_cluster_client::names::{FORCE_REMOVE_ANNOTATION, INSTANCE_FINALIZER};
+use wmco_cluster_client::types::{InstanceOrigin, Phase, WindowsInstance, WindowsInstanceSpec, WindowsInstanceStatus};
+use wmco_cluster_client::{DrainOptions, InstanceRecords, Severity};
+use wmco_instance_inventory::{StaticResolver, build_inventory, instance_name};
+use wmco_node_config::{FileStage, HostFilesSource, HostIdentity, ServiceSettings, SourceError};
+use wmco_payload_manifest::HostFileSet;
+use wmco_ssh_transport::{HostKey, Output, RemoteCommand, RemoteHost, TransportError, UploadOutcome, UploadRequest};
+use wmco_windows_services::{LogRotation, Platform, Verbosity};
+
+use super::*;
+
+const NAMESPACE: &str = "openshift-windows-machine-config-operator";
+const PINNED: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIM08b+WEqAXyfq8hlcYCpadCyeYxiEkixYthAQCJ+Gey";
+
+/// A host whose every call fails with the error `fail` makes.
+struct FailingHost {
+    fail: fn(&str) -> TransportError,
+}
+
+impl FailingHost {
+    fn error<T>(&self) -> Result<T, TransportError> {
+        Err((self.fail)(self.label()))
+    }
+}
+
+#[async_trait]
+impl RemoteHost for FailingHost {
+    fn label(&self) -> &str {
+        "administrator@10.0.0.5:22"
+    }
+    async fn run(&self, _command: &RemoteCommand) -> Result<Output, TransportError> {
+        self.error()
+    }
+    async fn upload(&self, _request: &UploadRequest) -> Result<UploadOutcome, TransportError> {
+        self.error()
+    }
+    async fn download(&self, _remote_path: &str) -> Result<Vec<u8>, TransportError> {
+        self.error()
+    }
+    async fn remove(&self, _remote_path: &str) -> Result<(), TransportError> {
+        self.error()
+    }
+    async fn mkdir_all(&self, _remote_path: &str) -> Result<(), TransportError> {
+        self.error()
+    }
+    async fn host_key(&self) -> Result<HostKey, TransportError> {
+        self.error()
+    }
+}
+
+fn unreachable(host: &str) -> TransportError {
+    TransportError::Unreachable { host: host.to_owned(), during: "connecting".into(), reason: "no route".into() }
+}
+
+fn key_changed(host: &str) -> TransportError {
+    let pinned = HostKey::from_openssh(PINNED).unwrap().fingerprint();
+    TransportError::HostKeyMismatch { host: host.to_owned(), pinned, offered: pinned }
+}
+
+struct FixedConnector(Arc<dyn RemoteHost>);
+
+impl HostConnector for FixedConnector {
+    fn connect(&self, _instance: &WindowsInstance) -> Result<Arc<dyn RemoteHost>, InstancesError> {
+        Ok(Arc::clone(&self.0))
+    }
+}
+
+struct NoFiles;
+
+impl HostFilesSource for NoFiles {
+    fn files(&self, _identity: &HostIdentity, _stage: FileStage<'_>) -> Result<HostFileSet, SourceError> {
+        Err("no files in these tests".into())
+    }
+}
+
+struct Fixture {
+    records: Arc<FakeInstanceRecords>,
+    nodes: Arc<FakeNodes>,
+    events: Arc<FakeEvents>,
+    ctx: InstancesContext,
+}
+
+fn fixture(fail: fn(&str) -> TransportError) -> Fixture {
+    let records = Arc::new(FakeInstanceRecords::default());
+    let nodes = Arc::new(FakeNodes::default());
+    let events = Arc::new(FakeEvents::default());
+    let settings = InstancesSettings {
+        namespace: NAMESPACE.to_owned(),
+        services: ServiceSettings {
+            api_server_url: "https://api.example:6443".to_owned(),
+            platform: Platform::None,
+            verbosity: Verbosity::Normal,
+            log_rotation: LogRotation::default(),
+            hybrid_overlay_vxlan_port: None,
+            cloud_provider: None,
+            cloud_config: None,
+        },
+        operator_version: "10.17.0".to_owned(),
+        pub_key_hash: "ab12".to_owned(),
+        drain: DrainOptions::default(),
+    };
+    let ctx = InstancesContext::new(
+        records.clone(),
+        nodes.clone(),
+        Arc::new(FakeDrainer::default()),
+        events.clone(),
+        Arc::new(FixedConnector(Arc::new(FailingHost { fail }))),
+        Arc::new(NoFiles),
+        settings,
+    );
+    Fixture { records, nodes, events, ctx }
+}
+
+fn config_map(entries: &[(&str, &str)]) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some("windows-instances".to_owned()),
+            namespace: Some(NAMESPACE.to_owned()),
+            ..ObjectMeta::default()
+        },
+        data: Some(entries.iter().map(|(key, value)| ((*key).to_owned(), (*value).to_owned())).collect()),
+        ..ConfigMap::default()
+    }
+}
+
+fn record(key: &str, origin: InstanceOrigin) -> WindowsInstance {
+    WindowsInstance {
+        metadata: ObjectMeta {
+            name: Some(instance_name(key)),
+            namespace: Some(NAMESPACE.to_owned()),
+            ..ObjectMeta::default()
+        },
+        spec: WindowsInstanceSpec {
+            address: key.to_owned(),
+            username: "Administrator".to_owned(),
+            origin,
+            machine_name: None,
+        },
+        status: None,
+    }
+}
+
+async fn desired(entries: &[(&str, &str)]) -> Vec<wmco_instance_inventory::DesiredInstance> {
+    let data: BTreeMap<String, String> =
+        entries.iter().map(|(key, value)| ((*key).to_owned(), (*value).to_owned())).collect();
+    build_inventory(&data, &StaticResolver::default()).await.instances
+}
+
+fn names(records: &[WindowsInstance]) -> Vec<String> {
+    records.iter().map(|record| record.metadata.name.clone().unwrap()).collect()
+}
+
+#[tokio::test]
+async fn plan_applies_every_entry_with_the_finalizer_and_no_owner() {
+    let wanted = desired(&[("10.0.0.5", "username=Administrator"), ("10.0.0.6", "username=admin")]).await;
+    let plan = plan_records(NAMESPACE, &wanted, &[record("10.0.0.5", InstanceOrigin::Byoh)]);
+    assert_eq!(names(&plan.apply), vec![instance_name("10.0.0.5"), instance_name("10.0.0.6")]);
+    assert!(plan.delete.is_empty());
+    let second = &plan.apply[1];
+    assert_eq!(second.metadata.finalizers, Some(vec![INSTANCE_FINALIZER.to_owned()]));
+    assert_eq!(second.metadata.owner_references, None);
+    assert_eq!(second.metadata.namespace.as_deref(), Some(NAMESPACE));
+    assert_eq!(second.spec.username, "admin");
+    assert_eq!(second.spec.origin, InstanceOrigin::Byoh);
+}
+
+#[tokio::test]
+async fn plan_deletes_gone_byoh_records_only_once_and_never_machine_ones() {
+    let wanted = desired(&[("10.0.0.5", "username=Administrator")]).await;
+    let mut deleting = record("10.0.0.8", InstanceOrigin::Byoh);
+    deleting.metadata.deletion_timestamp = Some(Time(Timestamp::UNIX_EPOCH));
+    let existing = [
+        record("10.0.0.5", InstanceOrigin::Byoh),
+        record("10.0.0.7", InstanceOrigin::Byoh),
+        deleting,
+        record("10.0.0.9", InstanceOrigin::Machine),
+    ];
+    let plan = plan_records(NAMESPACE, &wanted, &existing);
+    assert_eq!(plan.delete, vec![instance_name("10.0.0.7")]);
+    assert_eq!(names(&plan.apply), vec![instance_name("10.0.0.5")]);
+}
+
+#[tokio::test]
+async fn inventory_applies_good_entries_warns_on_bad_ones_and_deletes_removed_ones() {
+    let fx = fixture(unreachable);
+    fx.records.apply(&record("10.0.0.7", InstanceOrigin::Byoh)).await.unwrap();
+    let cm = config_map(&[("10.0.0.5", "username=Administrator"), ("10.0.0.6", "user=admin")]);
+
+    let outcome = reconcile_inventory(Some(&cm), &fx.ctx, &StaticResolver::default()).await.unwrap();
+
+    assert_eq!(outcome.applied, vec![instance_name("10.0.0.5")]);
+    assert_eq!(outcome.deleted, vec![instance_name("10.0.0.7")]);
+    assert_eq!(outcome.warnings, 1);
+    let stored = fx.records.record(NAMESPACE, &instance_name("10.0.0.5")).unwrap();
+    assert_eq!(stored.metadata.finalizers, Some(vec![INSTANCE_FINALIZER.to_owned()]));
+    assert!(fx.records.record(NAMESPACE, &instance_name("10.0.0.7")).is_none());
+    let published = fx.events.published();
+    assert_eq!(published.len(), 1);
+    let (regarding, event) = &published[0];
+    assert_eq!(regarding.kind.as_deref(), Some("ConfigMap"));
+    assert_eq!(regarding.name.as_deref(), Some("windows-instances"));
+    assert_eq!(event.severity, Severity::Warning);
+    assert_eq!(event.reason, "InvalidInstanceEntry");
+    assert!(event.note.as_deref().unwrap().starts_with("entry \"10.0.0.6\": "), "{event:?}");
+}
+
+#[tokio::test]
+async fn a_deleted_config_map_requests_deletion_of_every_byoh_record() {
+    let fx = fixture(unreachable);
+    fx.records.apply(&record("10.0.0.5", InstanceOrigin::Byoh)).await.unwrap();
+    fx.records.apply(&record("10.0.0.9", InstanceOrigin::Machine)).await.unwrap();
+
+    let outcome = reconcile_inventory(None, &fx.ctx, &StaticResolver::default()).await.unwrap();
+
+    assert_eq!(outcome, InventoryOutcome { applied: vec![], deleted: vec![instance_name("10.0.0.5")], warnings: 0 });
+    assert_eq!(names(&fx.records.list(NAMESPACE).await.unwrap()), vec![instance_name("10.0.0.9")]);
+    assert!(fx.events.published().is_empty());
+}
+
+/// The record of `10.0.0.5` as stored, with a pinned key and the node name `win-5`.
+async fn stored_record(fx: &Fixture) -> WindowsInstance {
+    let mut instance = fx.records.apply(&record("10.0.0.5", InstanceOrigin::Byoh)).await.unwrap();
+    let status = WindowsInstanceStatus {
+        pinned_host_key: Some(PINNED.to_owned()),
+        expected_node_name: Some("win-5".to_owned()),
+        phase: Some(Phase::Ready),
+        ..WindowsInstanceStatus::default()
+    };
+    fx.records.apply_status(NAMESPACE, &instance_name("10.0.0.5"), &status).await.unwrap();
+    instance.status = Some(status);
+    instance
+}
+
+fn node(name: &str) -> Node {
+    Node { metadata: ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() }, ..Node::default() }
+}
+
+#[tokio::test]
+async fn a_changed_host_key_fails_the_record_with_a_warning_event() {
+    let fx = fixture(key_changed);
+    let instance = stored_record(&fx).await;
+
+    let error = reconcile_instance(&instance, &fx.ctx).await.unwrap_err();
+
+    assert!(!error.is_retryable());
+    let stored = fx.records.record(NAMESPACE, &instance_name("10.0.0.5")).unwrap();
+    assert_eq!(stored.status.unwrap().phase, Some(Phase::Failed));
+    let published = fx.events.published();
+    assert_eq!(published.len(), 1);
+    assert_eq!(published[0].0.kind.as_deref(), Some("WindowsInstance"));
+    assert_eq!(published[0].1.reason, "HostKeyMismatch");
+    assert_eq!(published[0].1.severity, Severity::Warning);
+}
+
+#[tokio::test]
+async fn an_unreachable_host_is_retried_without_an_event() {
+    let fx = fixture(unreachable);
+    let instance = stored_record(&fx).await;
+
+    let error = reconcile_instance(&instance, &fx.ctx).await.unwrap_err();
+
+    assert!(error.is_retryable());
+    assert_eq!(error.metric_label(), "unreachable");
+    let status = fx.records.record(NAMESPACE, &instance_name("10.0.0.5")).unwrap().status.unwrap();
+    assert!(status.last_error.unwrap().contains("unreachable"));
+    assert_ne!(status.phase, Some(Phase::Failed));
+    assert!(fx.events.published().is_empty());
+}
+
+#[tokio::test]
+async fn deletion_keeps_the_finalizer_and_the_node_while_the_host_cannot_be_cleaned() {
+    let fx = fixture(unreachable);
+    fx.nodes.insert(node("win-5"));
+    let mut instance = stored_record(&fx).await;
+    instance.metadata.deletion_timestamp = Some(Time(Timestamp::UNIX_EPOCH));
+
+    let error = reconcile_instance(&instance, &fx.ctx).await.unwrap_err();
+
+    assert!(error.is_retryable());
+    let stored = fx.records.record(NAMESPACE, &instance_name("10.0.0.5")).unwrap();
+    assert_eq!(stored.metadata.finalizers, Some(vec![INSTANCE_FINALIZER.to_owned()]));
+    assert!(fx.nodes.node("win-5").is_some());
+}
+
+#[tokio::test]
+async fn force_remove_deconfigures_past_an_unreachable_host_then_releases_the_finalizer() {
+    let fx = fixture(unreachable);
+    fx.nodes.insert(node("win-5"));
+    let mut instance = stored_record(&fx).await;
+    instance.metadata.deletion_timestamp = Some(Time(Timestamp::UNIX_EPOCH));
+    instance.metadata.annotations = Some(BTreeMap::from([(FORCE_REMOVE_ANNOTATION.to_owned(), "true".to_owned())]));
+
+    let outcome = reconcile_instance(&instance, &fx.ctx).await.unwrap();
+
+    let InstanceOutcome::Released(deconfigured) = outcome else { panic!("expected Released, got {outcome:?}") };
+    assert_eq!(deconfigured.node_name.as_deref(), Some("win-5"));
+    assert!(!deconfigured.host_cleaned);
+    assert_eq!(deconfigured.forced_past.len(), 1);
+    assert!(fx.nodes.node("win-5").is_none());
+    let stored = fx.records.record(NAMESPACE, &instance_name("10.0.0.5")).unwrap();
+    assert_eq!(stored.metadata.finalizers, Some(vec![]));
+}
+
+#[tokio::test]
+async fn a_deleted_record_without_the_finalizer_needs_nothing() {
+    let fx = fixture(unreachable);
+    let mut instance = record("10.0.0.5", InstanceOrigin::Byoh);
+    instance.metadata.deletion_timestamp = Some(Time(Timestamp::UNIX_EPOCH));
+
+    assert_eq!(reconcile_instance(&instance, &fx.ctx).await.unwrap(), InstanceOutcome::Gone);
+}
