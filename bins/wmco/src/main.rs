@@ -43,6 +43,9 @@ enum Command {
     Payload(cmd::payload::PayloadArgs),
     /// Validate a `windows-instances` ConfigMap offline (`wmco instances validate FILE`).
     Instances(cmd::instances::InstancesArgs),
+    /// Run the operator: serve /healthz, /readyz and /metrics, take part in leader election, and run the
+    /// controllers while leading (the Deployment runs `wmco run --payload-dir=/payload`).
+    Run(cmd::run::RunArgs),
 }
 
 fn main() -> ExitCode {
@@ -56,6 +59,7 @@ fn main() -> ExitCode {
         Command::Csr(args) => cmd::csr::run(&args, cli.output),
         Command::Payload(args) => cmd::payload::run(&args, cli.output),
         Command::Instances(args) => cmd::instances::run(&args, cli.output),
+        Command::Run(args) => cmd::run::run(&args, cli.output),
     };
     cli_support::finish(result)
 }

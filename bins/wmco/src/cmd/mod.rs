@@ -5,5 +5,6 @@ pub mod csr;
 pub mod instances;
 pub mod payload;
 pub mod plan;
+pub mod run;
 pub mod ssh;
 pub mod version;

@@ -1,0 +1,445 @@
+//! `wmco run`: the operator process. Verifies the payload, connects to the cluster, serves `/healthz`, `/readyz` and
+//! `/metrics` on one listener, takes part in leader election through a Lease, and runs the controllers of
+//! `wmco-operator` while it leads. Losing the lease exits non-zero; SIGTERM or Ctrl-C stops work, releases the lease
+//! and exits 0. The logic lives in `wmco-operator`; this module only wires it up.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use kube::Client;
+use kube_lease_manager::LeaseManagerBuilder;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use wmco_cluster_client::{
+    ClusterFacts, ClusterFactsSource, KubeCsrs, KubeEvents, KubeInstanceRecords, KubeNodes, OpenShiftFacts,
+    PlainKubernetesConfig, PlainKubernetesFacts, serves_openshift_config,
+};
+use wmco_csr_approver::IpCidr;
+use wmco_operator::csr::{CsrContext, CsrSettings, system_clock};
+use wmco_operator::health::{self, Readiness};
+use wmco_operator::metrics::Metrics;
+use wmco_payload_manifest::{Manifest, Payload, PayloadError};
+
+use crate::cli_support::{Outcome, OutputFormat, UnusableInput};
+
+/// The controller name on Events and the prefix of the lease holder identity.
+const CONTROLLER_NAME: &str = "windows-machine-config-operator";
+/// How long shutdown waits for the lease to be released before exiting anyway.
+const RELEASE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Arguments of `wmco run`. Every flag can also be set through the environment variable named in its help.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The operator namespace: where the Lease, the `windows-instances` ConfigMap and the `WindowsInstance` records
+    /// live.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "openshift-windows-machine-config-operator")]
+    pub namespace: String,
+    /// The Windows node payload directory; verified at startup (a broken payload exits 2 listing every problem).
+    #[arg(long, env = "WMCO_PAYLOAD_DIR", value_name = "DIR")]
+    pub payload_dir: PathBuf,
+    /// The address of the one HTTP listener serving `/healthz`, `/readyz` and `/metrics`.
+    #[arg(long, env = "WMCO_LISTEN", default_value = "0.0.0.0:8080", value_name = "ADDRESS:PORT")]
+    pub listen: SocketAddr,
+    /// The SSH port of Windows hosts.
+    #[arg(long, env = "WMCO_SSH_PORT", default_value_t = 22)]
+    pub ssh_port: u16,
+    /// How many hosts are configured at once.
+    #[arg(long, env = "WMCO_MAX_CONCURRENT_CONFIGURATIONS", default_value_t = 8,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_concurrent_configurations: u32,
+    /// How many Windows nodes may be unavailable at once during upgrades.
+    #[arg(long, env = "WMCO_MAX_UNAVAILABLE", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_unavailable: u32,
+    /// The version recorded on configured nodes instead of this binary's version (tests and development only).
+    #[arg(long, env = "WMCO_VERSION_OVERRIDE")]
+    pub version_override: Option<String>,
+    /// Whether to take part in leader election (only the leader runs controllers). Turn off only when exactly one
+    /// operator process runs.
+    #[arg(long, env = "WMCO_LEADER_ELECTION", default_value_t = true, action = clap::ArgAction::Set,
+          value_name = "true|false")]
+    pub leader_election: bool,
+    /// The Lease used for leader election, in the operator namespace.
+    #[arg(long, env = "WMCO_LEASE_NAME", default_value = CONTROLLER_NAME)]
+    pub lease_name: String,
+    /// This process's identity: the lease holder name and the SSH client version suffix. Default: the pod's host
+    /// name.
+    #[arg(long, env = "WMCO_SSH_IDENTITY")]
+    pub ssh_identity: Option<String>,
+    /// The Service network, on plain Kubernetes (on OpenShift it is read from the `Network` config).
+    #[arg(long, env = "WMCO_SERVICE_CIDR", value_name = "CIDR")]
+    pub service_cidr: Option<IpCidr>,
+    /// The pod network(s) (repeat the flag for several); kubelet serving CSRs must not claim addresses in them.
+    #[arg(long, env = "WMCO_CLUSTER_CIDR", value_name = "CIDR", value_delimiter = ',')]
+    pub cluster_cidr: Vec<IpCidr>,
+    /// The URL Windows nodes reach the API server at, on plain Kubernetes (on OpenShift it is read from the
+    /// `Infrastructure` config).
+    #[arg(long, env = "WMCO_API_SERVER_URL", value_name = "URL")]
+    pub api_server_url: Option<String>,
+}
+
+/// Runs the operator until it is told to stop (exit 0) or loses its lease (an error, exit 1).
+pub fn run(args: &RunArgs, _output: OutputFormat) -> anyhow::Result<Outcome> {
+    let payload = verify_payload(&args.payload_dir)?;
+    tracing::info!(
+        payload_dir = %args.payload_dir.display(),
+        files = payload.files().count(),
+        synthetic = payload.is_synthetic(),
+        "payload verified"
+    );
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    runtime.block_on(operate(args))
+}
+
+/// Loads the payload; an incomplete or unreadable one is unusable input listing every problem.
+fn verify_payload(dir: &Path) -> anyhow::Result<Payload> {
+    let manifest = Manifest::product().context("the payload manifest built into this binary is invalid")?;
+    Payload::load(dir, &manifest).map_err(|error| {
+        let text = match &error {
+            PayloadError::Incomplete { problems, .. } => {
+                let mut text = format!("payload {} has {} problem(s):", dir.display(), problems.len());
+                for problem in problems {
+                    text.push_str(&format!("\n  - {problem}"));
+                }
+                text
+            }
+            PayloadError::UnreadableDir { .. } => format!("{:#}", anyhow::Error::new(error)),
+        };
+        anyhow::Error::new(UnusableInput(format!("--payload-dir: {text}")))
+    })
+}
+
+async fn operate(args: &RunArgs) -> anyhow::Result<Outcome> {
+    let identity = identity(args);
+    log_settings(args, &identity);
+    let readiness = Arc::new(Readiness::default());
+    let metrics = Arc::new(Metrics::new());
+    let listener = health::bind(args.listen)
+        .await
+        .map_err(|error| anyhow::Error::new(UnusableInput(format!("--listen: {:#}", anyhow::Error::new(error)))))?;
+    let (stop_health, health_stopped) = tokio::sync::oneshot::channel::<()>();
+    let health_server = tokio::spawn(health::serve(listener, Arc::clone(&readiness), metrics, async {
+        let _ = health_stopped.await;
+    }));
+
+    let client = Client::try_default().await.context("cannot build a Kubernetes client (in-cluster or kubeconfig)")?;
+    let facts = gather_facts(&client, args).await?;
+    let settings = csr_settings(args, &facts)?;
+
+    let outcome = if args.leader_election {
+        lead_then_run(&client, args, &identity, settings, &readiness).await
+    } else {
+        let controllers = start_controllers(&client, &args.namespace, settings);
+        readiness.set_ready(true);
+        tracing::info!("leader election off: controllers started");
+        shutdown_signal().await;
+        stop_controllers(controllers).await;
+        Ok(Outcome::Clean)
+    };
+    let _ = stop_health.send(());
+    match health_server.await {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => tracing::warn!(error = %error, "health server"),
+        Err(error) => tracing::warn!(error = %error, "health server task"),
+    }
+    outcome
+}
+
+/// The identity: `--ssh-identity`, else the host name (the pod name in a cluster).
+fn identity(args: &RunArgs) -> String {
+    args.ssh_identity
+        .clone()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| format!("{CONTROLLER_NAME}-{}", std::process::id()))
+}
+
+fn log_settings(args: &RunArgs, identity: &str) {
+    tracing::info!(
+        namespace = %args.namespace,
+        listen = %args.listen,
+        ssh_port = args.ssh_port,
+        max_concurrent_configurations = args.max_concurrent_configurations,
+        max_unavailable = args.max_unavailable,
+        version_override = args.version_override.as_deref().unwrap_or("none"),
+        leader_election = args.leader_election,
+        lease_name = %args.lease_name,
+        identity,
+        "starting the operator"
+    );
+}
+
+/// Cluster facts from OpenShift's config objects, or from the plain Kubernetes flags.
+async fn gather_facts(client: &Client, args: &RunArgs) -> anyhow::Result<ClusterFacts> {
+    let openshift = serves_openshift_config(client).await.context("cannot discover the API groups")?;
+    let facts = if openshift {
+        OpenShiftFacts::new(client.clone()).gather().await?
+    } else {
+        let config = plain_kubernetes_config(args)?;
+        PlainKubernetesFacts::new(client.clone(), config).gather().await?
+    };
+    tracing::info!(
+        openshift,
+        service_cidr = %facts.service_cidr,
+        api_server = %facts.api_server_internal_url,
+        kubernetes_version = %facts.kubernetes_version,
+        "cluster facts gathered"
+    );
+    Ok(facts)
+}
+
+/// The plain Kubernetes configuration from the flags; both flags are required when the cluster is not OpenShift.
+fn plain_kubernetes_config(args: &RunArgs) -> anyhow::Result<PlainKubernetesConfig> {
+    let (Some(service_cidr), Some(api_server_url)) = (&args.service_cidr, &args.api_server_url) else {
+        return Err(anyhow::Error::new(UnusableInput(
+            "the cluster does not serve config.openshift.io: pass --service-cidr and --api-server-url".to_owned(),
+        )));
+    };
+    Ok(PlainKubernetesConfig {
+        service_cidr: service_cidr.to_string(),
+        api_server_internal_url: api_server_url.clone(),
+        proxy: Default::default(),
+        mirror_sets: Vec::new(),
+    })
+}
+
+fn csr_settings(args: &RunArgs, facts: &ClusterFacts) -> anyhow::Result<CsrSettings> {
+    let service_network: IpCidr = facts
+        .service_cidr
+        .parse()
+        .with_context(|| format!("the cluster's service network {:?} is not a CIDR", facts.service_cidr))?;
+    Ok(CsrSettings {
+        namespace: args.namespace.clone(),
+        service_network: vec![service_network],
+        cluster_network: args.cluster_cidr.clone(),
+        clock: system_clock(),
+    })
+}
+
+/// Takes part in leader election: standing by as follower, running controllers as leader; losing the lease is an
+/// error, a shutdown signal releases it.
+async fn lead_then_run(
+    client: &Client,
+    args: &RunArgs,
+    identity: &str,
+    settings: CsrSettings,
+    readiness: &Readiness,
+) -> anyhow::Result<Outcome> {
+    let manager = LeaseManagerBuilder::new(client.clone(), &args.lease_name)
+        .with_namespace(&args.namespace)
+        .with_identity(identity)
+        .build()
+        .await
+        .with_context(|| format!("cannot use Lease {}/{}", args.namespace, args.lease_name))?;
+    let (mut leading, lease_task) = manager.watch().await;
+    readiness.set_ready(true);
+    tracing::info!(lease = %args.lease_name, "standing by for the lease");
+    let mut controllers: Option<Vec<JoinHandle<()>>> = None;
+    let shutdown = shutdown_signal();
+    tokio::pin!(shutdown);
+    let outcome = loop {
+        tokio::select! {
+            () = &mut shutdown => break Ok(Outcome::Clean),
+            changed = leading.changed() => {
+                if changed.is_err() {
+                    break Err(anyhow::anyhow!("leader election of Lease {} stopped", args.lease_name));
+                }
+                match (is_leader(&mut leading), controllers.is_some()) {
+                    (true, false) => {
+                        tracing::info!(lease = %args.lease_name, "acquired the lease: starting controllers");
+                        controllers = Some(start_controllers(client, &args.namespace, settings.clone()));
+                    }
+                    (false, true) => {
+                        break Err(anyhow::anyhow!("lost Lease {}: exiting so a new leader takes over", args.lease_name));
+                    }
+                    _ => {}
+                }
+            }
+        }
+    };
+    if let Some(controllers) = controllers {
+        stop_controllers(controllers).await;
+    }
+    release_lease(leading, lease_task).await;
+    outcome
+}
+
+fn is_leader(leading: &mut watch::Receiver<bool>) -> bool {
+    *leading.borrow_and_update()
+}
+
+/// Closing the channel makes the lease manager release the lease; waits a bounded time for it.
+async fn release_lease(
+    leading: watch::Receiver<bool>,
+    lease_task: JoinHandle<kube_lease_manager::Result<kube_lease_manager::LeaseManager>>,
+) {
+    drop(leading);
+    match tokio::time::timeout(RELEASE_TIMEOUT, lease_task).await {
+        Ok(Ok(Ok(_))) => tracing::info!("lease released"),
+        Ok(Ok(Err(error))) => tracing::warn!(error = %error, "could not release the lease"),
+        Ok(Err(error)) => tracing::warn!(error = %error, "lease task"),
+        Err(_) => tracing::warn!(timeout = ?RELEASE_TIMEOUT, "lease not released in time"),
+    }
+}
+
+/// Starts the controllers this process runs as leader: the CSR controller.
+fn start_controllers(client: &Client, namespace: &str, settings: CsrSettings) -> Vec<JoinHandle<()>> {
+    let context = Arc::new(CsrContext::new(
+        Arc::new(KubeCsrs::new(client.clone())),
+        Arc::new(KubeNodes::new(client.clone())),
+        Arc::new(KubeInstanceRecords::new(client.clone())),
+        Arc::new(KubeEvents::new(client.clone(), CONTROLLER_NAME, None)),
+        settings,
+    ));
+    tracing::info!(namespace, "starting the CSR controller");
+    vec![tokio::spawn(wmco_operator::csr::controller(client.clone(), context))]
+}
+
+/// Stops taking work: the controllers are cancelled at their next await point, and each is waited for.
+async fn stop_controllers(controllers: Vec<JoinHandle<()>>) {
+    for controller in controllers {
+        controller.abort();
+        if let Err(error) = controller.await
+            && !error.is_cancelled()
+        {
+            tracing::warn!(error = %error, "controller task failed");
+        }
+    }
+    tracing::info!("controllers stopped");
+}
+
+/// Completes on SIGTERM (Kubernetes stopping the pod) or Ctrl-C.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(error) = tokio::signal::ctrl_c().await {
+            tracing::warn!(error = %error, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::warn!(error = %error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => tracing::info!("Ctrl-C: shutting down"),
+        () = terminate => tracing::info!("SIGTERM: shutting down"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use clap::error::ErrorKind;
+
+    #[derive(Debug, Parser)]
+    struct TestCli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    fn parse(extra: &[&str]) -> Result<RunArgs, clap::Error> {
+        let mut argv = vec!["wmco", "--payload-dir", "/payload"];
+        argv.extend_from_slice(extra);
+        TestCli::try_parse_from(argv).map(|cli| cli.run)
+    }
+
+    #[test]
+    fn defaults_match_the_deployment_contract() {
+        let args = parse(&[]).expect("parsed");
+        assert_eq!(args.payload_dir, PathBuf::from("/payload"));
+        assert_eq!(args.listen, "0.0.0.0:8080".parse::<SocketAddr>().expect("address"));
+        assert_eq!(args.ssh_port, 22);
+        assert_eq!(args.max_concurrent_configurations, 8);
+        assert_eq!(args.max_unavailable, 1);
+        assert!(args.leader_election);
+        assert_eq!(args.lease_name, "windows-machine-config-operator");
+        assert_eq!(args.service_cidr, None);
+        assert!(args.cluster_cidr.is_empty());
+    }
+
+    #[test]
+    fn plain_kubernetes_flags_parse() {
+        let args = parse(&[
+            "--service-cidr=10.96.0.0/12",
+            "--cluster-cidr=10.244.0.0/16,fd00:10:244::/56",
+            "--api-server-url=https://10.0.0.1:6443",
+            "--leader-election=false",
+            "--namespace=wmco",
+        ])
+        .expect("parsed");
+        assert_eq!(args.service_cidr.map(|cidr| cidr.to_string()), Some("10.96.0.0/12".to_owned()));
+        let cluster: Vec<String> = args.cluster_cidr.iter().map(ToString::to_string).collect();
+        assert_eq!(cluster, vec!["10.244.0.0/16", "fd00:10:244::/56"]);
+        assert!(!args.leader_election);
+        assert_eq!(args.namespace, "wmco");
+        let config = plain_kubernetes_config(&args).expect("both flags given");
+        assert_eq!(config.service_cidr, "10.96.0.0/12");
+        assert_eq!(config.api_server_internal_url, "https://10.0.0.1:6443");
+    }
+
+    #[test]
+    fn bad_cidr_is_a_usage_error_naming_the_flag() {
+        let error = parse(&["--service-cidr=10.96.0.0/40"]).expect_err("rejected");
+        assert_eq!(error.kind(), ErrorKind::ValueValidation);
+        assert_eq!(error.exit_code(), 2);
+        assert!(error.to_string().contains("'--service-cidr <CIDR>'"), "{error}");
+    }
+
+    #[test]
+    fn bad_listen_address_is_a_usage_error_naming_the_flag() {
+        let error = parse(&["--listen=8080"]).expect_err("rejected");
+        assert_eq!(error.kind(), ErrorKind::ValueValidation);
+        assert_eq!(error.exit_code(), 2);
+        assert!(error.to_string().contains("'--listen <ADDRESS:PORT>'"), "{error}");
+    }
+
+    #[test]
+    fn zero_concurrency_is_rejected() {
+        let error = parse(&["--max-concurrent-configurations=0"]).expect_err("rejected");
+        assert_eq!(error.exit_code(), 2);
+        assert!(error.to_string().contains("--max-concurrent-configurations"), "{error}");
+    }
+
+    #[test]
+    fn plain_kubernetes_without_flags_is_unusable_input() {
+        let args = parse(&["--service-cidr=10.96.0.0/12"]).expect("parsed");
+        let error = plain_kubernetes_config(&args).expect_err("api server url missing");
+        assert!(error.downcast_ref::<UnusableInput>().is_some());
+        assert_eq!(
+            error.to_string(),
+            "the cluster does not serve config.openshift.io: pass --service-cidr and --api-server-url"
+        );
+    }
+
+    #[test]
+    fn missing_payload_is_unusable_input_naming_the_flag() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let error = verify_payload(&dir.path().join("absent")).expect_err("no payload");
+        assert!(error.downcast_ref::<UnusableInput>().is_some());
+        assert!(error.to_string().starts_with("--payload-dir: "), "{error}");
+    }
+
+    #[test]
+    fn incomplete_payload_lists_every_problem() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let error = verify_payload(dir.path()).expect_err("empty payload");
+        let text = error.to_string();
+        assert!(error.downcast_ref::<UnusableInput>().is_some());
+        let listed = text.lines().filter(|line| line.starts_with("  - ")).count();
+        assert!(listed > 1, "{text}");
+        assert!(text.starts_with(&format!("--payload-dir: payload {} has {listed} problem(s):", dir.path().display())));
+    }
+}

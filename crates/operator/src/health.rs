@@ -1,0 +1,197 @@
+//! The operator's one HTTP listener (the Deployment's port `http`): `/healthz` answers 200 while the process is
+//! alive, `/readyz` answers 200 once [`Readiness::set_ready`] was called (leader election settled, controllers
+//! started or standing by) and 503 before, `/metrics` serves [`Metrics::encode`]. Any other path is 404.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+
+use crate::metrics::Metrics;
+
+/// The content type of the OpenMetrics text exposition.
+pub const METRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Errors of the health server.
+#[derive(Debug, thiserror::Error)]
+pub enum HealthError {
+    /// The listen address could not be bound.
+    #[error("cannot listen on {address} for /healthz, /readyz and /metrics")]
+    Bind {
+        /// The address.
+        address: SocketAddr,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Accepting a connection failed.
+    #[error("the health server stopped accepting connections")]
+    Accept(#[source] std::io::Error),
+}
+
+/// Whether the operator is ready: false until startup settles, then true.
+#[derive(Debug, Default)]
+pub struct Readiness {
+    ready: AtomicBool,
+}
+
+impl Readiness {
+    /// Marks the operator ready or not ready.
+    pub fn set_ready(&self, ready: bool) {
+        self.ready.store(ready, Ordering::Release);
+    }
+
+    /// Whether `/readyz` answers 200.
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+}
+
+/// Binds the listener of the health server.
+///
+/// # Errors
+///
+/// [`HealthError::Bind`] naming the address.
+pub async fn bind(address: SocketAddr) -> Result<TcpListener, HealthError> {
+    TcpListener::bind(address).await.map_err(|source| HealthError::Bind { address, source })
+}
+
+/// Serves `/healthz`, `/readyz` and `/metrics` on `listener` until `shutdown` completes.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), wmco_operator::health::HealthError> {
+/// use std::sync::Arc;
+/// use wmco_operator::health::{Readiness, bind, serve};
+/// use wmco_operator::metrics::Metrics;
+/// let listener = bind("0.0.0.0:8080".parse().expect("an address")).await?;
+/// let readiness = Arc::new(Readiness::default());
+/// serve(listener, readiness, Arc::new(Metrics::new()), std::future::pending()).await?;
+/// # Ok(())
+/// # }
+/// ```
+///
+/// # Errors
+///
+/// [`HealthError::Accept`] when the listener fails.
+pub async fn serve(
+    listener: TcpListener,
+    readiness: Arc<Readiness>,
+    metrics: Arc<Metrics>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), HealthError> {
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, _peer) = tokio::select! {
+            () = &mut shutdown => return Ok(()),
+            accepted = listener.accept() => accepted.map_err(HealthError::Accept)?,
+        };
+        let readiness = Arc::clone(&readiness);
+        let metrics = Arc::clone(&metrics);
+        tokio::spawn(async move {
+            let service = service_fn(move |request| {
+                let response = respond(&request, &readiness, &metrics);
+                async move { Ok::<_, Infallible>(response) }
+            });
+            if let Err(error) = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await {
+                tracing::debug!(error = %error, "health server connection");
+            }
+        });
+    }
+}
+
+fn respond(request: &Request<Incoming>, readiness: &Readiness, metrics: &Metrics) -> Response<Full<Bytes>> {
+    if request.method() != Method::GET {
+        return plain(StatusCode::METHOD_NOT_ALLOWED, "only GET\n");
+    }
+    match request.uri().path() {
+        "/healthz" => plain(StatusCode::OK, "ok\n"),
+        "/readyz" if readiness.is_ready() => plain(StatusCode::OK, "ready\n"),
+        "/readyz" => plain(StatusCode::SERVICE_UNAVAILABLE, "not ready\n"),
+        "/metrics" => match metrics.encode() {
+            Ok(text) => with_content_type(StatusCode::OK, METRICS_CONTENT_TYPE, text),
+            Err(_) => plain(StatusCode::INTERNAL_SERVER_ERROR, "metrics could not be encoded\n"),
+        },
+        _ => plain(StatusCode::NOT_FOUND, "not found\n"),
+    }
+}
+
+fn plain(status: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
+    with_content_type(status, "text/plain; charset=utf-8", body.to_owned())
+}
+
+fn with_content_type(status: StatusCode, content_type: &'static str, body: String) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static(content_type));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::{BodyExt, Empty};
+    use tokio::net::TcpStream;
+
+    async fn get(address: SocketAddr, path: &str) -> (StatusCode, String, String) {
+        let stream = TcpStream::connect(address).await.expect("connected");
+        let (mut sender, connection) =
+            hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.expect("handshake");
+        tokio::spawn(connection);
+        let request = Request::get(path).header("host", "localhost").body(Empty::<Bytes>::new()).expect("request");
+        let response = sender.send_request(request).await.expect("response");
+        let status = response.status();
+        let content_type = response
+            .headers()
+            .get(hyper::header::CONTENT_TYPE)
+            .map(|value| value.to_str().expect("ascii").to_owned())
+            .unwrap_or_default();
+        let body = response.into_body().collect().await.expect("body").to_bytes();
+        (status, content_type, String::from_utf8(body.to_vec()).expect("utf-8"))
+    }
+
+    #[tokio::test]
+    async fn serves_health_readiness_and_metrics() {
+        let listener = bind("127.0.0.1:0".parse().expect("address")).await.expect("bound");
+        let address = listener.local_addr().expect("local address");
+        let readiness = Arc::new(Readiness::default());
+        let metrics = Arc::new(Metrics::new());
+        metrics.record_error("kube_api");
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(serve(listener, Arc::clone(&readiness), metrics, async {
+            let _ = stopped.await;
+        }));
+
+        assert_eq!(get(address, "/healthz").await.0, StatusCode::OK);
+        assert_eq!(get(address, "/readyz").await.0, StatusCode::SERVICE_UNAVAILABLE);
+        readiness.set_ready(true);
+        assert_eq!(get(address, "/readyz").await.0, StatusCode::OK);
+        assert_eq!(get(address, "/nope").await.0, StatusCode::NOT_FOUND);
+
+        let (status, content_type, body) = get(address, "/metrics").await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(content_type, METRICS_CONTENT_TYPE);
+        assert!(body.contains("# TYPE wmco_errors counter\n"), "{body}");
+        assert!(body.contains("wmco_errors_total{kind=\"kube_api\"} 1\n"), "{body}");
+        assert!(body.ends_with("# EOF\n"), "{body}");
+
+        stop.send(()).expect("server still running");
+        server.await.expect("joined").expect("clean stop");
+    }
+
+    #[tokio::test]
+    async fn bind_error_names_the_address() {
+        let taken = bind("127.0.0.1:0".parse().expect("address")).await.expect("bound");
+        let address = taken.local_addr().expect("local address");
+        let error = bind(address).await.expect_err("address in use");
+        assert_eq!(error.to_string(), format!("cannot listen on {address} for /healthz, /readyz and /metrics"));
+    }
+}

@@ -1,0 +1,237 @@
+//! The operator's Prometheus metrics: one registry holding every family the operator exports, and a small typed
+//! API the controllers record through. [`Metrics::encode`] renders the OpenMetrics text served at `/metrics`.
+//!
+//! Families (names as exported):
+//! - `wmco_instances{phase}`: gauge, how many `WindowsInstance` records are in each phase;
+//! - `wmco_configure_duration_seconds`: histogram, how long configuring one host took;
+//! - `wmco_ssh_round_trips_total` and `wmco_ssh_bytes_sent_total`: counters of SSH traffic;
+//! - `wmco_csr_verdicts_total{verdict,rule}`: counter of CSR decisions by rule;
+//! - `wmco_errors_total{kind}`: counter of reconcile errors by kind (an error's `metric_label()`).
+
+use std::time::Duration;
+
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+/// Upper bounds (seconds) of the configure-duration buckets: 30 s to about 64 minutes, doubling.
+const CONFIGURE_DURATION_BUCKETS: [f64; 8] = [30.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 3840.0];
+
+/// What the CSR controller did with a kubelet CSR.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, EncodeLabelValue)]
+pub enum CsrVerdictLabel {
+    /// Approved through `/approval`.
+    Approved,
+    /// Denied through `/approval`.
+    Denied,
+    /// Left pending (not ours, or not decidable yet).
+    Ignored,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct PhaseLabels {
+    phase: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct CsrVerdictLabels {
+    verdict: CsrVerdictLabel,
+    rule: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ErrorLabels {
+    kind: String,
+}
+
+/// Every metric the operator exports, registered in one registry. Share it as `Arc<Metrics>`; recording takes
+/// `&self`.
+///
+/// ```
+/// use std::time::Duration;
+/// use wmco_operator::metrics::{CsrVerdictLabel, Metrics};
+/// let metrics = Metrics::new();
+/// metrics.set_instances_in_phase("Configured", 3);
+/// metrics.observe_configure_duration(Duration::from_secs(95));
+/// metrics.record_csr_verdict(CsrVerdictLabel::Approved, "A1");
+/// let text = metrics.encode()?;
+/// assert!(text.contains("wmco_instances{phase=\"Configured\"} 3"));
+/// # Ok::<(), std::fmt::Error>(())
+/// ```
+pub struct Metrics {
+    registry: Registry,
+    instances_by_phase: Family<PhaseLabels, Gauge>,
+    configure_duration: Histogram,
+    ssh_round_trips: Counter,
+    ssh_bytes_sent: Counter,
+    csr_verdicts: Family<CsrVerdictLabels, Counter>,
+    errors: Family<ErrorLabels, Counter>,
+}
+
+impl Metrics {
+    /// A registry with every family registered and nothing recorded.
+    pub fn new() -> Self {
+        let mut registry = Registry::default();
+        let instances_by_phase = Family::<PhaseLabels, Gauge>::default();
+        registry.register("wmco_instances", "WindowsInstance records by phase", instances_by_phase.clone());
+        let configure_duration = Histogram::new(CONFIGURE_DURATION_BUCKETS);
+        registry.register(
+            "wmco_configure_duration_seconds",
+            "Time taken to configure one Windows host",
+            configure_duration.clone(),
+        );
+        let ssh_round_trips = Counter::default();
+        registry.register("wmco_ssh_round_trips", "SSH command round trips to Windows hosts", ssh_round_trips.clone());
+        let ssh_bytes_sent = Counter::default();
+        registry.register("wmco_ssh_bytes_sent", "Bytes uploaded to Windows hosts over SSH", ssh_bytes_sent.clone());
+        let csr_verdicts = Family::<CsrVerdictLabels, Counter>::default();
+        registry.register("wmco_csr_verdicts", "Kubelet CSR decisions by verdict and rule", csr_verdicts.clone());
+        let errors = Family::<ErrorLabels, Counter>::default();
+        registry.register("wmco_errors", "Reconcile errors by kind", errors.clone());
+        Self { registry, instances_by_phase, configure_duration, ssh_round_trips, ssh_bytes_sent, csr_verdicts, errors }
+    }
+
+    /// Sets how many `WindowsInstance` records are in `phase` now.
+    pub fn set_instances_in_phase(&self, phase: &str, count: i64) {
+        self.instances_by_phase.get_or_create(&PhaseLabels { phase: phase.to_owned() }).set(count);
+    }
+
+    /// Records how long configuring one host took.
+    pub fn observe_configure_duration(&self, duration: Duration) {
+        self.configure_duration.observe(duration.as_secs_f64());
+    }
+
+    /// Counts SSH command round trips.
+    pub fn add_ssh_round_trips(&self, round_trips: u64) {
+        self.ssh_round_trips.inc_by(round_trips);
+    }
+
+    /// Counts bytes uploaded over SSH.
+    pub fn add_ssh_bytes_sent(&self, bytes: u64) {
+        self.ssh_bytes_sent.inc_by(bytes);
+    }
+
+    /// Counts one CSR decision made by `rule` (a rule ID such as `A1`).
+    pub fn record_csr_verdict(&self, verdict: CsrVerdictLabel, rule: &str) {
+        self.csr_verdicts.get_or_create(&CsrVerdictLabels { verdict, rule: rule.to_owned() }).inc();
+    }
+
+    /// Counts one reconcile error of `kind` (an error's `metric_label()`).
+    pub fn record_error(&self, kind: &str) {
+        self.errors.get_or_create(&ErrorLabels { kind: kind.to_owned() }).inc();
+    }
+
+    /// The OpenMetrics text exposition of every family.
+    ///
+    /// # Errors
+    ///
+    /// Only if writing to the string fails, which `String` never does; kept as the encoder's own error.
+    pub fn encode(&self) -> Result<String, std::fmt::Error> {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry)?;
+        Ok(text)
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines_starting_with<'a>(text: &'a str, prefix: &str) -> Vec<&'a str> {
+        text.lines().filter(|line| line.starts_with(prefix)).collect()
+    }
+
+    #[test]
+    fn empty_registry_declares_only_unlabelled_families() {
+        let text = Metrics::new().encode().expect("encoded");
+        assert_eq!(
+            lines_starting_with(&text, "# TYPE"),
+            vec![
+                "# TYPE wmco_configure_duration_seconds histogram",
+                "# TYPE wmco_ssh_round_trips counter",
+                "# TYPE wmco_ssh_bytes_sent counter",
+            ]
+        );
+        assert!(text.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn recorded_values_appear_with_their_labels() {
+        let metrics = Metrics::new();
+        metrics.set_instances_in_phase("Configuring", 2);
+        metrics.set_instances_in_phase("Configuring", 1);
+        metrics.set_instances_in_phase("Configured", 4);
+        metrics.add_ssh_round_trips(7);
+        metrics.add_ssh_bytes_sent(1024);
+        metrics.record_csr_verdict(CsrVerdictLabel::Approved, "A1");
+        metrics.record_csr_verdict(CsrVerdictLabel::Approved, "A1");
+        metrics.record_csr_verdict(CsrVerdictLabel::Denied, "D3");
+        metrics.record_csr_verdict(CsrVerdictLabel::Ignored, "F2");
+        metrics.record_error("kube_api");
+        let text = metrics.encode().expect("encoded");
+
+        assert_eq!(
+            lines_starting_with(&text, "# TYPE"),
+            vec![
+                "# TYPE wmco_instances gauge",
+                "# TYPE wmco_configure_duration_seconds histogram",
+                "# TYPE wmco_ssh_round_trips counter",
+                "# TYPE wmco_ssh_bytes_sent counter",
+                "# TYPE wmco_csr_verdicts counter",
+                "# TYPE wmco_errors counter",
+            ]
+        );
+        let mut instances = lines_starting_with(&text, "wmco_instances{");
+        instances.sort_unstable();
+        assert_eq!(
+            instances,
+            vec!["wmco_instances{phase=\"Configured\"} 4", "wmco_instances{phase=\"Configuring\"} 1"]
+        );
+        assert_eq!(lines_starting_with(&text, "wmco_ssh_round_trips_total"), vec!["wmco_ssh_round_trips_total 7"]);
+        assert_eq!(lines_starting_with(&text, "wmco_ssh_bytes_sent_total"), vec!["wmco_ssh_bytes_sent_total 1024"]);
+        let mut verdicts = lines_starting_with(&text, "wmco_csr_verdicts_total{");
+        verdicts.sort_unstable();
+        assert_eq!(
+            verdicts,
+            vec![
+                "wmco_csr_verdicts_total{verdict=\"Approved\",rule=\"A1\"} 2",
+                "wmco_csr_verdicts_total{verdict=\"Denied\",rule=\"D3\"} 1",
+                "wmco_csr_verdicts_total{verdict=\"Ignored\",rule=\"F2\"} 1",
+            ]
+        );
+        assert_eq!(lines_starting_with(&text, "wmco_errors_total{"), vec!["wmco_errors_total{kind=\"kube_api\"} 1"]);
+    }
+
+    #[test]
+    fn configure_durations_fall_into_doubling_buckets() {
+        let metrics = Metrics::new();
+        metrics.observe_configure_duration(Duration::from_secs(45));
+        metrics.observe_configure_duration(Duration::from_secs(500));
+        let text = metrics.encode().expect("encoded");
+        assert_eq!(
+            lines_starting_with(&text, "wmco_configure_duration_seconds_"),
+            vec![
+                "wmco_configure_duration_seconds_sum 545.0",
+                "wmco_configure_duration_seconds_count 2",
+                "wmco_configure_duration_seconds_bucket{le=\"30.0\"} 0",
+                "wmco_configure_duration_seconds_bucket{le=\"60.0\"} 1",
+                "wmco_configure_duration_seconds_bucket{le=\"120.0\"} 1",
+                "wmco_configure_duration_seconds_bucket{le=\"240.0\"} 1",
+                "wmco_configure_duration_seconds_bucket{le=\"480.0\"} 1",
+                "wmco_configure_duration_seconds_bucket{le=\"960.0\"} 2",
+                "wmco_configure_duration_seconds_bucket{le=\"1920.0\"} 2",
+                "wmco_configure_duration_seconds_bucket{le=\"3840.0\"} 2",
+                "wmco_configure_duration_seconds_bucket{le=\"+Inf\"} 2",
+            ]
+        );
+    }
+}
