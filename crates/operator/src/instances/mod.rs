@@ -18,6 +18,8 @@ mod inventory;
 mod reconcile;
 
 #[cfg(test)]
+mod sim_tests;
+#[cfg(test)]
 mod tests;
 
 pub use connector::{HostConnector, SshConnector};

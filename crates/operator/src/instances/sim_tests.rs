@@ -1,0 +1,250 @@
+//! The happy path of [`reconcile_instance`] against `winhost-sim`'s in-process host model: a fresh host gets its
+//! bootstrap pass (identity recorded, containerd and kubelet running), and the next reconcile reuses the cached
+//! session and costs one probe round trip.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use tempfile::TempDir;
+use winhost_sim::disk::WinPath as SimPath;
+use winhost_sim::host::{Host, Identity, Latency};
+use wmco_cluster_client::fake::{FakeDrainer, FakeEvents, FakeInstanceRecords, FakeNodes};
+use wmco_cluster_client::types::{InstanceOrigin, Phase as RecordPhase, WindowsInstance, WindowsInstanceSpec};
+use wmco_cluster_client::{DrainOptions, InstanceRecords};
+use wmco_node_config::{ConfigureState, FileStage, HostFilesSource, HostIdentity, ServiceSettings, SourceError};
+use wmco_payload_manifest::render::{RenderedFile, containerd_config};
+use wmco_payload_manifest::{HostFile, HostFileContent, HostFileSet};
+use wmco_ssh_transport::{
+    HostKey, Output, RemoteCommand, RemoteHost, TransferStep, TransportError, UploadOutcome, UploadRequest,
+    UploadSource, staging_path,
+};
+use wmco_windows_services::{LogRotation, Phase, Platform, Verbosity, WinPath, node_services};
+
+use super::*;
+
+const CLIENT: &str = "SSH-2.0-wmco-operator-test";
+const HOST_KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIM08b+WEqAXyfq8hlcYCpadCyeYxiEkixYthAQCJ+Gey";
+const NAMESPACE: &str = "wmco";
+
+/// `RemoteHost` over the simulator's host model, with the staging / verify / rename sequence of the transport.
+struct SimHost {
+    host: Mutex<Host>,
+    _root: TempDir,
+}
+
+impl SimHost {
+    fn new() -> SimHost {
+        let root = tempfile::tempdir().unwrap();
+        let identity = Identity {
+            hostname: "WinWorker-4".into(),
+            fqdn: "winworker-4.lab.example".into(),
+            build: 20348,
+            ubr: 1,
+            node_ip: "203.0.113.40".parse().unwrap(),
+        };
+        let host = Host::new(identity, root.path(), Latency::zero()).unwrap();
+        SimHost { host: Mutex::new(host), _root: root }
+    }
+
+    fn host(&self) -> MutexGuard<'_, Host> {
+        self.host.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn transfer_error(&self, path: &str, step: TransferStep, reason: String) -> TransportError {
+        TransportError::Transfer {
+            host: self.label().to_owned(),
+            path: path.to_owned(),
+            step,
+            reason,
+            connection_lost: false,
+        }
+    }
+}
+
+#[async_trait]
+impl RemoteHost for SimHost {
+    fn label(&self) -> &str {
+        "administrator@127.0.0.40:22"
+    }
+
+    async fn run(&self, command: &RemoteCommand) -> Result<Output, TransportError> {
+        let output = self.host().exec(CLIENT, &command.line);
+        Ok(Output {
+            exit_code: output.code,
+            stdout: output.stdout.into_bytes(),
+            stderr: output.stderr.into_bytes(),
+            duration: Duration::ZERO,
+        })
+    }
+
+    async fn upload(&self, request: &UploadRequest) -> Result<UploadOutcome, TransportError> {
+        let path = &request.remote_path;
+        let bytes = match &request.source {
+            UploadSource::Bytes(bytes) => bytes.to_vec(),
+            UploadSource::File(local) => std::fs::read(local).unwrap(),
+        };
+        let target = SimPath::parse(path).unwrap();
+        let staging = SimPath::parse(&staging_path(path)).unwrap();
+        let mut host = self.host();
+        host.disk
+            .write(&staging, &bytes)
+            .map_err(|error| self.transfer_error(path, TransferStep::Write, error.to_string()))?;
+        if let Some(verify) = &request.verify {
+            let output = host.exec(CLIENT, &verify.line);
+            if output.stdout.trim().to_ascii_lowercase() != request.expected_sha256.to_string() {
+                return Err(self.transfer_error(path, TransferStep::Verify, output.stdout));
+            }
+        }
+        if host.disk.entry(&target).is_some() {
+            host.disk.remove(&target).unwrap();
+        }
+        host.disk.rename(&staging, &target).unwrap();
+        Ok(UploadOutcome::Uploaded {
+            bytes: bytes.len() as u64,
+            write_duration: Duration::ZERO,
+            duration: Duration::ZERO,
+        })
+    }
+
+    async fn download(&self, remote_path: &str) -> Result<Vec<u8>, TransportError> {
+        let path = SimPath::parse(remote_path).unwrap();
+        self.host()
+            .disk
+            .read(&path)
+            .map_err(|error| self.transfer_error(remote_path, TransferStep::Read, error.to_string()))
+    }
+
+    async fn remove(&self, remote_path: &str) -> Result<(), TransportError> {
+        let path = SimPath::parse(remote_path).unwrap();
+        let host = self.host();
+        if host.disk.entry(&path).is_some() {
+            host.disk.remove(&path).unwrap();
+        }
+        Ok(())
+    }
+
+    async fn mkdir_all(&self, remote_path: &str) -> Result<(), TransportError> {
+        let path = SimPath::parse(remote_path).unwrap();
+        self.host()
+            .disk
+            .create_dir_all(&path)
+            .map_err(|error| self.transfer_error(remote_path, TransferStep::CreateDirectory, error.to_string()))
+    }
+
+    async fn host_key(&self) -> Result<HostKey, TransportError> {
+        Ok(HostKey::from_openssh(HOST_KEY).unwrap())
+    }
+}
+
+fn services() -> ServiceSettings {
+    ServiceSettings {
+        api_server_url: "https://api-int.example.com:6443".into(),
+        platform: Platform::None,
+        verbosity: Verbosity::Normal,
+        log_rotation: LogRotation::default(),
+        hybrid_overlay_vxlan_port: None,
+        cloud_provider: None,
+        cloud_config: None,
+    }
+}
+
+/// The bootstrap files: phase-1 binaries (placeholder bytes), a containerd configuration that parses, kubelet.conf
+/// and the bootstrap kubeconfig.
+struct BootstrapFiles;
+
+impl HostFilesSource for BootstrapFiles {
+    fn files(&self, identity: &HostIdentity, _stage: FileStage<'_>) -> Result<HostFileSet, SourceError> {
+        let mut rendered = vec![containerd_config()?];
+        for service in node_services(&services().node_inputs(identity))? {
+            if service.phase == Phase::Bootstrap {
+                for binary in service.spec.binaries() {
+                    rendered.push(RenderedFile::new(binary.clone(), format!("{binary}").into_bytes()));
+                }
+            }
+        }
+        for (path, text) in [(r"C:\k\kubelet.conf", "{}\n"), (r"C:\k\bootstrap-kubeconfig", "apiVersion: v1\n")] {
+            rendered.push(RenderedFile::new(WinPath::parse(path)?, text.as_bytes().to_vec()));
+        }
+        rendered.sort_by(|a, b| a.destination().cmp(b.destination()));
+        rendered.dedup_by(|a, b| a.destination() == b.destination());
+        let files = rendered
+            .into_iter()
+            .map(|file| HostFile {
+                destination: file.destination().clone(),
+                sha256: file.sha256(),
+                size: file.bytes().len() as u64,
+                content: HostFileContent::Rendered(file),
+            })
+            .collect();
+        Ok(HostFileSet::from_files(files)?)
+    }
+}
+
+struct SimConnector {
+    host: Arc<SimHost>,
+    connects: Mutex<u32>,
+}
+
+impl HostConnector for SimConnector {
+    fn connect(&self, _instance: &WindowsInstance) -> Result<Arc<dyn RemoteHost>, InstancesError> {
+        *self.connects.lock().unwrap() += 1;
+        Ok(self.host.clone())
+    }
+}
+
+#[tokio::test]
+async fn a_fresh_host_is_bootstrapped_and_a_second_reconcile_costs_one_probe_on_the_cached_session() {
+    let records = Arc::new(FakeInstanceRecords::default());
+    let connector = Arc::new(SimConnector { host: Arc::new(SimHost::new()), connects: Mutex::new(0) });
+    let settings = InstancesSettings {
+        namespace: NAMESPACE.to_owned(),
+        services: services(),
+        operator_version: "10.17.0".to_owned(),
+        pub_key_hash: "ab".to_owned(),
+        drain: DrainOptions::default(),
+    };
+    let ctx = InstancesContext::new(
+        records.clone(),
+        Arc::new(FakeNodes::default()),
+        Arc::new(FakeDrainer::default()),
+        Arc::new(FakeEvents::default()),
+        connector.clone(),
+        Arc::new(BootstrapFiles),
+        settings,
+    );
+    let instance = WindowsInstance {
+        metadata: ObjectMeta {
+            name: Some("byoh-127-0-0-40".into()),
+            namespace: Some(NAMESPACE.into()),
+            ..ObjectMeta::default()
+        },
+        spec: WindowsInstanceSpec {
+            address: "127.0.0.40".into(),
+            username: "administrator".into(),
+            origin: InstanceOrigin::Byoh,
+            machine_name: None,
+        },
+        status: None,
+    };
+    records.apply(&instance).await.unwrap();
+
+    let stored = records.record(NAMESPACE, "byoh-127-0-0-40").unwrap();
+    let InstanceOutcome::Configured(first) = reconcile_instance(&stored, &ctx).await.unwrap() else {
+        panic!("expected a configure pass")
+    };
+    assert_eq!((first.state, first.node_name.as_str()), (ConfigureState::WaitingForNode, "winworker-4"));
+    let status = records.record(NAMESPACE, "byoh-127-0-0-40").unwrap().status.unwrap();
+    assert_eq!(status.pinned_host_key.as_deref(), Some(HOST_KEY));
+    assert_eq!(status.node_ip, Some("203.0.113.40".parse().unwrap()));
+    assert_eq!(status.expected_node_name.as_deref(), Some("winworker-4"));
+    assert_eq!(status.phase, Some(RecordPhase::WaitingForNode));
+
+    let stored = records.record(NAMESPACE, "byoh-127-0-0-40").unwrap();
+    let InstanceOutcome::Configured(second) = reconcile_instance(&stored, &ctx).await.unwrap() else {
+        panic!("expected a configure pass")
+    };
+    assert_eq!((second.state, second.commands, second.uploads), (ConfigureState::WaitingForNode, 1, 0));
+    assert_eq!(*connector.connects.lock().unwrap(), 1);
+}
