@@ -30,6 +30,8 @@ pub mod host;
 pub mod native;
 pub mod process;
 pub mod ps;
+#[cfg(feature = "remote-host")]
+pub mod remote_host;
 pub mod sc;
 pub mod scm;
 pub mod sftp;

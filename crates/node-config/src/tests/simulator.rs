@@ -2,25 +2,19 @@
 //! subset generically (without SSH): a cross-check that every command the flow and the builders send is understood
 //! and that the probe reads back exactly what the flow configured.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::sync::Arc;
 
-use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use tempfile::TempDir;
 use winhost_sim::disk::WinPath as SimPath;
-use winhost_sim::host::{HnsNetwork, Host, Identity, Latency};
+use winhost_sim::host::{HnsNetwork, Identity};
+use winhost_sim::remote_host::InProcessHost;
 use wmco_cluster_client::fake::{FakeDrainer, FakeInstanceRecords, FakeNodes};
 use wmco_cluster_client::names::HYBRID_OVERLAY_SUBNET_ANNOTATION;
 use wmco_cluster_client::types::{InstanceOrigin, Phase as RecordPhase, WindowsInstance, WindowsInstanceSpec};
 use wmco_cluster_client::{DrainOptions, InstanceRecords};
 use wmco_payload_manifest::render::{HostInputs, OverlayNetwork, RenderedFile, containerd_config, kube_proxy_config};
 use wmco_payload_manifest::{HostFile, HostFileContent, HostFileSet};
-use wmco_ssh_transport::{
-    HostKey, Output, RemoteCommand, RemoteHost, TransferStep, TransportError, UploadOutcome, UploadRequest,
-    UploadSource, staging_path,
-};
 use wmco_windows_services::{LogRotation, Phase, Platform, Verbosity, WinPath, node_services};
 
 use super::fake_host::HOST_KEY;
@@ -32,121 +26,16 @@ use crate::{
 const CLIENT: &str = "SSH-2.0-wmco-node-config-test";
 const SUBNET: &str = "10.132.3.0/24";
 
-/// `RemoteHost` over the simulator's host model: commands through its shells, files on its `C:` drive with the
-/// staging / verify / remove / rename sequence of the real transport.
-struct SimHost {
-    host: Mutex<Host>,
-    _root: TempDir,
-}
-
-impl SimHost {
-    fn new() -> SimHost {
-        let root = tempfile::tempdir().unwrap();
-        let identity = Identity {
-            hostname: "WinWorker-3".into(),
-            fqdn: "winworker-3.lab.example".into(),
-            build: 20348,
-            ubr: 1,
-            node_ip: "203.0.113.30".parse().unwrap(),
-        };
-        let host = Host::new(identity, root.path(), Latency::zero()).unwrap();
-        SimHost { host: Mutex::new(host), _root: root }
-    }
-
-    fn host(&self) -> MutexGuard<'_, Host> {
-        self.host.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn transfer_error(&self, path: &str, step: TransferStep, reason: String) -> TransportError {
-        TransportError::Transfer {
-            host: self.label().to_owned(),
-            path: path.to_owned(),
-            step,
-            reason,
-            connection_lost: false,
-        }
-    }
-}
-
-#[async_trait]
-impl RemoteHost for SimHost {
-    fn label(&self) -> &str {
-        "administrator@127.0.0.30:22"
-    }
-
-    async fn run(&self, command: &RemoteCommand) -> Result<Output, TransportError> {
-        let output = self.host().exec(CLIENT, &command.line);
-        Ok(Output {
-            exit_code: output.code,
-            stdout: output.stdout.into_bytes(),
-            stderr: output.stderr.into_bytes(),
-            duration: Duration::ZERO,
-        })
-    }
-
-    async fn upload(&self, request: &UploadRequest) -> Result<UploadOutcome, TransportError> {
-        let path = &request.remote_path;
-        let bytes = match &request.source {
-            UploadSource::Bytes(bytes) => bytes.to_vec(),
-            UploadSource::File(local) => std::fs::read(local).unwrap(),
-        };
-        let target = SimPath::parse(path).unwrap();
-        let staging = SimPath::parse(&staging_path(path)).unwrap();
-        let mut host = self.host();
-        host.disk
-            .write(&staging, &bytes)
-            .map_err(|error| self.transfer_error(path, TransferStep::Write, error.to_string()))?;
-        if let Some(verify) = &request.verify {
-            let output = host.exec(CLIENT, &verify.line);
-            let printed = output.stdout.trim().to_ascii_lowercase();
-            if output.code != 0 || printed != request.expected_sha256.to_string() {
-                return Err(self.transfer_error(path, TransferStep::Verify, format!("{printed:?} ({})", output.code)));
-            }
-        }
-        if host.is_locked(&target) {
-            return Err(self.transfer_error(path, TransferStep::RemoveTarget, "file in use".into()));
-        }
-        if host.disk.entry(&target).is_some() {
-            host.disk.remove(&target).unwrap();
-        }
-        host.disk.rename(&staging, &target).unwrap();
-        Ok(UploadOutcome::Uploaded {
-            bytes: bytes.len() as u64,
-            write_duration: Duration::ZERO,
-            duration: Duration::ZERO,
-        })
-    }
-
-    async fn download(&self, remote_path: &str) -> Result<Vec<u8>, TransportError> {
-        let path = SimPath::parse(remote_path).unwrap();
-        self.host()
-            .disk
-            .read(&path)
-            .map_err(|error| self.transfer_error(remote_path, TransferStep::Read, error.to_string()))
-    }
-
-    async fn remove(&self, remote_path: &str) -> Result<(), TransportError> {
-        let path = SimPath::parse(remote_path).unwrap();
-        let host = self.host();
-        if host.disk.entry(&path).is_some() {
-            host.disk
-                .remove(&path)
-                .map_err(|error| self.transfer_error(remote_path, TransferStep::Remove, error.to_string()))?;
-        }
-        Ok(())
-    }
-
-    async fn mkdir_all(&self, remote_path: &str) -> Result<(), TransportError> {
-        let path = SimPath::parse(remote_path).unwrap();
-        self.host()
-            .disk
-            .create_dir_all(&path)
-            .map_err(|error| self.transfer_error(remote_path, TransferStep::CreateDirectory, error.to_string()))
-    }
-
-    async fn host_key(&self) -> Result<HostKey, TransportError> {
-        Ok(HostKey::from_openssh(HOST_KEY).unwrap())
-    }
+/// A fresh in-process simulated host (`winhost-sim`'s model behind the `RemoteHost` trait).
+fn sim_host() -> InProcessHost {
+    let identity = Identity {
+        hostname: "WinWorker-3".into(),
+        fqdn: "winworker-3.lab.example".into(),
+        build: 20348,
+        ubr: 1,
+        node_ip: "203.0.113.30".parse().unwrap(),
+    };
+    InProcessHost::new(identity, "administrator@127.0.0.30:22", CLIENT, HOST_KEY).unwrap()
 }
 
 fn settings() -> ServiceSettings {
@@ -229,7 +118,7 @@ fn report(pass: &str, outcome: &crate::ConfigureOutcome) {
 
 #[tokio::test]
 async fn the_simulator_understands_every_command_of_both_phases_and_deconfiguration() {
-    let sim = Arc::new(SimHost::new());
+    let sim = Arc::new(sim_host());
     let (nodes, records, drainer) = (FakeNodes::default(), FakeInstanceRecords::default(), FakeDrainer::default());
     let cluster = ClusterAccess { nodes: &nodes, records: &records, drainer: &drainer };
     let instance = WindowsInstance {

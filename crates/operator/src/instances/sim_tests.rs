@@ -2,24 +2,18 @@
 //! bootstrap pass (identity recorded, containerd and kubelet running), and the next reconcile reuses the cached
 //! session and costs one probe round trip.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use tempfile::TempDir;
-use winhost_sim::disk::WinPath as SimPath;
-use winhost_sim::host::{Host, Identity, Latency};
+use winhost_sim::host::Identity;
+use winhost_sim::remote_host::InProcessHost;
 use wmco_cluster_client::fake::{FakeDrainer, FakeEvents, FakeInstanceRecords, FakeNodes};
 use wmco_cluster_client::types::{InstanceOrigin, Phase as RecordPhase, WindowsInstance, WindowsInstanceSpec};
 use wmco_cluster_client::{DrainOptions, InstanceRecords};
 use wmco_node_config::{ConfigureState, FileStage, HostFilesSource, HostIdentity, ServiceSettings, SourceError};
 use wmco_payload_manifest::render::{RenderedFile, containerd_config};
 use wmco_payload_manifest::{HostFile, HostFileContent, HostFileSet};
-use wmco_ssh_transport::{
-    HostKey, Output, RemoteCommand, RemoteHost, TransferStep, TransportError, UploadOutcome, UploadRequest,
-    UploadSource, staging_path,
-};
+use wmco_ssh_transport::RemoteHost;
 use wmco_windows_services::{LogRotation, Phase, Platform, Verbosity, WinPath, node_services};
 
 use super::*;
@@ -28,114 +22,16 @@ const CLIENT: &str = "SSH-2.0-wmco-operator-test";
 const HOST_KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIM08b+WEqAXyfq8hlcYCpadCyeYxiEkixYthAQCJ+Gey";
 const NAMESPACE: &str = "wmco";
 
-/// `RemoteHost` over the simulator's host model, with the staging / verify / rename sequence of the transport.
-struct SimHost {
-    host: Mutex<Host>,
-    _root: TempDir,
-}
-
-impl SimHost {
-    fn new() -> SimHost {
-        let root = tempfile::tempdir().unwrap();
-        let identity = Identity {
-            hostname: "WinWorker-4".into(),
-            fqdn: "winworker-4.lab.example".into(),
-            build: 20348,
-            ubr: 1,
-            node_ip: "203.0.113.40".parse().unwrap(),
-        };
-        let host = Host::new(identity, root.path(), Latency::zero()).unwrap();
-        SimHost { host: Mutex::new(host), _root: root }
-    }
-
-    fn host(&self) -> MutexGuard<'_, Host> {
-        self.host.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn transfer_error(&self, path: &str, step: TransferStep, reason: String) -> TransportError {
-        TransportError::Transfer {
-            host: self.label().to_owned(),
-            path: path.to_owned(),
-            step,
-            reason,
-            connection_lost: false,
-        }
-    }
-}
-
-#[async_trait]
-impl RemoteHost for SimHost {
-    fn label(&self) -> &str {
-        "administrator@127.0.0.40:22"
-    }
-
-    async fn run(&self, command: &RemoteCommand) -> Result<Output, TransportError> {
-        let output = self.host().exec(CLIENT, &command.line);
-        Ok(Output {
-            exit_code: output.code,
-            stdout: output.stdout.into_bytes(),
-            stderr: output.stderr.into_bytes(),
-            duration: Duration::ZERO,
-        })
-    }
-
-    async fn upload(&self, request: &UploadRequest) -> Result<UploadOutcome, TransportError> {
-        let path = &request.remote_path;
-        let bytes = match &request.source {
-            UploadSource::Bytes(bytes) => bytes.to_vec(),
-            UploadSource::File(local) => std::fs::read(local).unwrap(),
-        };
-        let target = SimPath::parse(path).unwrap();
-        let staging = SimPath::parse(&staging_path(path)).unwrap();
-        let mut host = self.host();
-        host.disk
-            .write(&staging, &bytes)
-            .map_err(|error| self.transfer_error(path, TransferStep::Write, error.to_string()))?;
-        if let Some(verify) = &request.verify {
-            let output = host.exec(CLIENT, &verify.line);
-            if output.stdout.trim().to_ascii_lowercase() != request.expected_sha256.to_string() {
-                return Err(self.transfer_error(path, TransferStep::Verify, output.stdout));
-            }
-        }
-        if host.disk.entry(&target).is_some() {
-            host.disk.remove(&target).unwrap();
-        }
-        host.disk.rename(&staging, &target).unwrap();
-        Ok(UploadOutcome::Uploaded {
-            bytes: bytes.len() as u64,
-            write_duration: Duration::ZERO,
-            duration: Duration::ZERO,
-        })
-    }
-
-    async fn download(&self, remote_path: &str) -> Result<Vec<u8>, TransportError> {
-        let path = SimPath::parse(remote_path).unwrap();
-        self.host()
-            .disk
-            .read(&path)
-            .map_err(|error| self.transfer_error(remote_path, TransferStep::Read, error.to_string()))
-    }
-
-    async fn remove(&self, remote_path: &str) -> Result<(), TransportError> {
-        let path = SimPath::parse(remote_path).unwrap();
-        let host = self.host();
-        if host.disk.entry(&path).is_some() {
-            host.disk.remove(&path).unwrap();
-        }
-        Ok(())
-    }
-
-    async fn mkdir_all(&self, remote_path: &str) -> Result<(), TransportError> {
-        let path = SimPath::parse(remote_path).unwrap();
-        self.host()
-            .disk
-            .create_dir_all(&path)
-            .map_err(|error| self.transfer_error(remote_path, TransferStep::CreateDirectory, error.to_string()))
-    }
-
-    async fn host_key(&self) -> Result<HostKey, TransportError> {
-        Ok(HostKey::from_openssh(HOST_KEY).unwrap())
-    }
+/// A fresh in-process simulated host (`winhost-sim`'s model behind the `RemoteHost` trait).
+fn sim_host() -> InProcessHost {
+    let identity = Identity {
+        hostname: "WinWorker-4".into(),
+        fqdn: "winworker-4.lab.example".into(),
+        build: 20348,
+        ubr: 1,
+        node_ip: "203.0.113.40".parse().unwrap(),
+    };
+    InProcessHost::new(identity, "administrator@127.0.0.40:22", CLIENT, HOST_KEY).unwrap()
 }
 
 fn services() -> ServiceSettings {
@@ -183,7 +79,7 @@ impl HostFilesSource for BootstrapFiles {
 }
 
 struct SimConnector {
-    host: Arc<SimHost>,
+    host: Arc<InProcessHost>,
     connects: Mutex<u32>,
 }
 
@@ -197,7 +93,7 @@ impl HostConnector for SimConnector {
 #[tokio::test]
 async fn a_fresh_host_is_bootstrapped_and_a_second_reconcile_costs_one_probe_on_the_cached_session() {
     let records = Arc::new(FakeInstanceRecords::default());
-    let connector = Arc::new(SimConnector { host: Arc::new(SimHost::new()), connects: Mutex::new(0) });
+    let connector = Arc::new(SimConnector { host: Arc::new(sim_host()), connects: Mutex::new(0) });
     let settings = InstancesSettings {
         namespace: NAMESPACE.to_owned(),
         services: services(),
