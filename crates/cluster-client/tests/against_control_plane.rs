@@ -138,22 +138,13 @@ fn named(name: &str) -> ObjectMeta {
     ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() }
 }
 
-/// Retries `probe` every 200 ms until it succeeds or [`REACTION_TIMEOUT`] passes.
-async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> anyhow::Result<T>
+/// [`wmco_e2e_harness::eventually`] with this file's [`REACTION_TIMEOUT`].
+async fn eventually<T, F, Fut>(what: &str, probe: F) -> anyhow::Result<T>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = anyhow::Result<T>>,
 {
-    let started = std::time::Instant::now();
-    loop {
-        match probe().await {
-            Ok(value) => return Ok(value),
-            Err(error) if started.elapsed() > REACTION_TIMEOUT => {
-                return Err(error.context(format!("{what} after {REACTION_TIMEOUT:?}")));
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
-    }
+    wmco_e2e_harness::eventually(what, REACTION_TIMEOUT, probe).await
 }
 
 /// A Windows Node object with one InternalIP, created as admin.

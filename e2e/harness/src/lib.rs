@@ -18,6 +18,7 @@
 mod binaries;
 mod controlplane;
 mod error;
+mod eventually;
 mod fixtures;
 mod kubeconfig;
 mod pki;
@@ -26,4 +27,5 @@ mod process;
 pub use binaries::{ControlPlaneBinaries, binary_directory, kubernetes_version};
 pub use controlplane::{CONTROLLERS, ControlPlane, ControlPlaneOptions, SERVICE_CIDR};
 pub use error::Error;
+pub use eventually::{RETRY_INTERVAL, eventually};
 pub use pki::ClientCertificate;

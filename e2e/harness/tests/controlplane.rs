@@ -148,22 +148,13 @@ async fn scenario_namespace(control_plane: &ControlPlane, name: &str) -> anyhow:
     Ok(name.to_owned())
 }
 
-/// Retries `probe` every 200 ms until it succeeds or [`REACTION_TIMEOUT`] passes; fails with the last error.
-async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> anyhow::Result<T>
+/// [`wmco_e2e_harness::eventually`] with this file's [`REACTION_TIMEOUT`].
+async fn eventually<T, F, Fut>(what: &str, probe: F) -> anyhow::Result<T>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = anyhow::Result<T>>,
 {
-    let started = std::time::Instant::now();
-    loop {
-        match probe().await {
-            Ok(value) => return Ok(value),
-            Err(error) if started.elapsed() > REACTION_TIMEOUT => {
-                return Err(error.context(format!("{what} after {REACTION_TIMEOUT:?}")));
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
-    }
+    wmco_e2e_harness::eventually(what, REACTION_TIMEOUT, probe).await
 }
 
 /// The HTTP status of a failed API call, or a description of a call that did not fail as an API error.
