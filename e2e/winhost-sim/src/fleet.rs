@@ -1,5 +1,6 @@
-//! A fleet of simulated hosts in one process: host `i` listens on `127.0.0.(10+i)`, reports node IP
-//! `203.0.113.(10+i)`, is called `winhost-<i>`, and keeps its `C:` drive under `<base>/<name>/C`.
+//! A fleet of simulated hosts in one process: host `i` listens on `127.0.0.(10+i)` (or on the loopback address its
+//! request names, such as `127.0.0.1` for a host reached as `localhost`), reports node IP `203.0.113.(10+i)`, is
+//! called `winhost-<i>`, and keeps its `C:` drive under `<base>/<name>/C`.
 
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -35,6 +36,14 @@ pub enum FleetError {
     /// A host with that name exists.
     #[error("a host named {0} already exists")]
     Duplicate(String),
+    /// The requested listening address is not a loopback address.
+    #[error("host {name}: {address} is not a loopback address (the simulator binds 127.0.0.0/8 only)")]
+    NotLoopback {
+        /// Host name.
+        name: String,
+        /// The refused address.
+        address: Ipv4Addr,
+    },
 }
 
 /// What to create.
@@ -49,6 +58,10 @@ pub struct NewHost {
     /// Windows build (default 20348).
     #[serde(default)]
     pub build: Option<u32>,
+    /// The loopback address the SSH server listens on (default `127.0.0.(10+index)`); `127.0.0.1` makes the host
+    /// reachable as `localhost`. Anything outside 127.0.0.0/8 is refused: the simulator binds loopback only.
+    #[serde(default)]
+    pub address: Option<Ipv4Addr>,
 }
 
 /// What tests and people need to reach a host.
@@ -98,6 +111,10 @@ impl Fleet {
             return Err(FleetError::Duplicate(name));
         }
         let octet = 10u8.saturating_add(index);
+        let listen_ip = request.address.unwrap_or(Ipv4Addr::new(127, 0, 0, octet));
+        if !listen_ip.is_loopback() {
+            return Err(FleetError::NotLoopback { name, address: listen_ip });
+        }
         let identity = Identity {
             hostname: name.clone(),
             fqdn: format!("{name}.sim.test"),
@@ -112,7 +129,7 @@ impl Fleet {
             host.disk.write(&path, format!("{}\r\n", key.trim()).as_bytes()).map_err(disk_error)?;
         }
         let server_error = |source| FleetError::Server { name: name.clone(), source };
-        let address = SocketAddr::from((Ipv4Addr::new(127, 0, 0, octet), self.port));
+        let address = SocketAddr::from((listen_ip, self.port));
         let server =
             SshServer::start(address, host, generate_key().map_err(server_error)?).await.map_err(server_error)?;
         let server = Arc::new(server);
@@ -158,5 +175,35 @@ impl Fleet {
     /// Every host's facts.
     pub fn list(&self) -> Vec<HostInfo> {
         self.hosts.keys().filter_map(|name| self.info(name).ok()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_host_listens_on_the_requested_loopback_address_and_keeps_its_index_identity() {
+        let base = tempfile::tempdir().unwrap();
+        let mut fleet = Fleet::new(base.path().to_path_buf(), 0, Latency::zero());
+        let first = fleet.add(NewHost::default()).await.unwrap();
+        let local = fleet.add(NewHost { address: Some(Ipv4Addr::LOCALHOST), ..NewHost::default() }).await.unwrap();
+        assert_eq!(first.ssh_address.ip(), std::net::IpAddr::from([127, 0, 0, 10]));
+        assert_eq!(local.ssh_address.ip(), std::net::IpAddr::from([127, 0, 0, 1]));
+        assert_eq!((local.name.as_str(), local.node_ip), ("winhost-1", Ipv4Addr::new(203, 0, 113, 11)));
+        tokio::net::TcpStream::connect(local.ssh_address).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_non_loopback_address_is_refused_naming_the_host() {
+        let base = tempfile::tempdir().unwrap();
+        let mut fleet = Fleet::new(base.path().to_path_buf(), 0, Latency::zero());
+        let request = NewHost { address: Some(Ipv4Addr::new(192, 0, 2, 1)), ..NewHost::default() };
+        let error = fleet.add(request).await.unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "host winhost-0: 192.0.2.1 is not a loopback address (the simulator binds 127.0.0.0/8 only)"
+        );
+        assert!(fleet.list().is_empty());
     }
 }
