@@ -28,10 +28,11 @@ pub const SERVICE_CIDR: &str = "172.30.0.0/16";
 /// parentheses): CSR signing (`csrsigning`) and cleaning (`csrcleaner`), node lifecycle (`nodelifecycle`),
 /// disruption budgets (`disruption`), pod GC (`podgc`), the per-namespace `default` ServiceAccount
 /// (`serviceaccount`, pods need it) and legacy token Secrets (`serviceaccount-token`), namespace deletion
-/// (`namespace`), the garbage collector (`garbagecollector`) and the `kube-root-ca.crt` ConfigMap in every
-/// namespace (`root-ca-cert-publisher`; the operator reads the API server CA from it). Deliberately absent: CSR
-/// approval (`csrapproving`; approving kubelet CSRs is the product's job) and everything that needs a scheduler,
-/// kubelets or a cloud.
+/// (`namespace`), the garbage collector (`garbagecollector`), the `kube-root-ca.crt` ConfigMap in every
+/// namespace (`root-ca-cert-publisher`; the operator reads the API server CA from it), and Deployments and
+/// ReplicaSets (`deployment`, `replicaset`: the e2e workload; its tests bind the pods themselves, as there is no
+/// scheduler). Deliberately absent: CSR approval (`csrapproving`; approving kubelet CSRs is the product's job) and
+/// everything else that needs a scheduler, kubelets or a cloud.
 pub const CONTROLLERS: &[&str] = &[
     "certificatesigningrequest-signing-controller",
     "certificatesigningrequest-cleaner-controller",
@@ -43,6 +44,8 @@ pub const CONTROLLERS: &[&str] = &[
     "namespace-controller",
     "garbage-collector-controller",
     "root-ca-certificate-publisher-controller",
+    "deployment-controller",
+    "replicaset-controller",
 ];
 
 /// Namespace and name of the bootstrap ServiceAccount and its token Secret (fixtures).
@@ -537,7 +540,8 @@ mod tests {
             "--controllers=certificatesigningrequest-signing-controller,certificatesigningrequest-cleaner-controller,\
              node-lifecycle-controller,disruption-controller,pod-garbage-collector-controller,\
              serviceaccount-controller,serviceaccount-token-controller,namespace-controller,\
-             garbage-collector-controller,root-ca-certificate-publisher-controller",
+             garbage-collector-controller,root-ca-certificate-publisher-controller,deployment-controller,\
+             replicaset-controller",
         ] {
             assert!(args.iter().any(|arg| arg == expected), "{expected} missing from {args:?}");
         }
