@@ -249,11 +249,9 @@ fn host_without_overlay() -> HostInputs {
 
 fn host_with_overlay() -> HostInputs {
     HostInputs {
-        overlay: Some(OverlayNetwork {
-            node_subnet: "10.132.1.0/24".parse().unwrap(),
-            management_ip: "10.0.128.7".parse().unwrap(),
-            source_vip: "10.132.1.2".parse().unwrap(),
-        }),
+        overlay: Some(
+            OverlayNetwork::for_node_subnet("10.132.1.0/24".parse().unwrap(), "10.0.128.7".parse().unwrap()).unwrap(),
+        ),
         ..host_without_overlay()
     }
 }

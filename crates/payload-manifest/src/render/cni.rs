@@ -1,6 +1,7 @@
 //! The CNI network configuration of the hybrid-overlay network (`win-overlay` plugin, HNS v2 policies): host-local
-//! IPAM on the node's subnet, no outbound NAT towards the service network, service traffic routed through the
-//! overlay, and the HNS management IP as provider address.
+//! IPAM on the node's subnet starting after the source VIP (see [`OverlayNetwork`]: the gateway and kube-proxy's
+//! source VIP are never given to a pod), no outbound NAT towards the service network, service traffic routed
+//! through the overlay, and the management IP as provider address.
 
 use serde_json::json;
 
@@ -19,7 +20,11 @@ pub fn cni_config(cluster: &ClusterInputs, overlay: &OverlayNetwork) -> Result<R
         "type": "win-overlay",
         "apiVersion": 2,
         "capabilities": { "portMappings": true, "dns": true },
-        "ipam": { "type": "host-local", "subnet": overlay.node_subnet.to_string() },
+        "ipam": {
+            "type": "host-local",
+            "subnet": overlay.node_subnet.to_string(),
+            "rangeStart": overlay.first_pod_address().to_string()
+        },
         "policies": [
             {
                 "name": "EndpointPolicy",

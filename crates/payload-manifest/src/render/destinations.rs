@@ -33,6 +33,12 @@ pub const KUBE_PROXY_CONFIG: &str = r"C:\k\kube-proxy.conf";
 pub const CREDENTIAL_PROVIDER_CONFIG: &str = r"C:\k\credential-provider-config.yaml";
 /// The directory the kubelet looks up credential provider binaries in (AWS).
 pub const CREDENTIAL_PROVIDER_BIN_DIR: &str = r"C:\k";
+/// windows_exporter's serving certificate chain (from the operator's TLS Secret, `tls.crt`).
+pub const EXPORTER_TLS_CERT: &str = r"C:\k\tls\certs\tls.crt";
+/// windows_exporter's serving private key (from the operator's TLS Secret, `tls.key`).
+pub const EXPORTER_TLS_KEY: &str = r"C:\k\tls\certs\tls.key";
+/// windows_exporter's web configuration (a payload file) naming [`EXPORTER_TLS_CERT`] and [`EXPORTER_TLS_KEY`].
+pub const EXPORTER_WEB_CONFIG: &str = r"C:\k\tls\windows-exporter-webconfig.yaml";
 /// containerd's persistent data.
 pub const CONTAINERD_ROOT: &str = r"C:\ProgramData\containerd\root";
 /// containerd's transient state.
@@ -64,6 +70,9 @@ mod tests {
             KUBE_PROXY_CONFIG,
             CREDENTIAL_PROVIDER_CONFIG,
             CREDENTIAL_PROVIDER_BIN_DIR,
+            EXPORTER_TLS_CERT,
+            EXPORTER_TLS_KEY,
+            EXPORTER_WEB_CONFIG,
             CONTAINERD_ROOT,
             CONTAINERD_STATE,
         ] {

@@ -54,15 +54,65 @@ pub struct HostInputs {
     pub overlay: Option<OverlayNetwork>,
 }
 
-/// The hybrid-overlay network of one node, read from the Node and the host's HNS network.
+/// The hybrid-overlay network of one node, from the Node's subnet annotation and the host's identity.
+///
+/// **Source VIP.** The Go operator asks HNS for a `VIPEndpoint` on the overlay network and gives kube-proxy its
+/// address. Creating HNS endpoints is outside the PowerShell subset the product emits, so the address is decided
+/// here instead: the subnet's second host address ([`OverlayNetwork::SOURCE_VIP_INDEX`], `.2` of a `/24`; `.1` is
+/// the hybrid overlay's gateway), and the CNI configuration's host-local IPAM starts at the address after it
+/// ([`OverlayNetwork::first_pod_address`], `rangeStart`), so no pod is ever given the VIP.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OverlayNetwork {
     /// The node's pod subnet: annotation `k8s.ovn.org/hybrid-overlay-node-subnet`.
     pub node_subnet: Ipv4Cidr,
-    /// The HNS network's management IP (`ManagementIP`), the overlay's provider address.
+    /// The overlay's provider address (the CNI `ProviderAddress` policy): the host's node IP.
     pub management_ip: Ipv4Addr,
-    /// The source VIP kube-proxy uses for DSR: the address of the host's `VIPEndpoint` on the overlay network.
+    /// The source VIP kube-proxy uses for DSR: the subnet's address [`OverlayNetwork::SOURCE_VIP_INDEX`].
     pub source_vip: Ipv4Addr,
+}
+
+/// The node subnet cannot hold the gateway, the source VIP and pods.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the hybrid-overlay node subnet {subnet} is too small: it needs at least 8 addresses (a /29) for the gateway, \
+     the source VIP and pods"
+)]
+pub struct OverlayNetworkError {
+    /// The subnet refused.
+    pub subnet: Ipv4Cidr,
+}
+
+impl OverlayNetwork {
+    /// The index of the source VIP in the node subnet (the network address is index 0, the gateway index 1).
+    pub const SOURCE_VIP_INDEX: u32 = 2;
+
+    /// The overlay of a node whose subnet is `node_subnet` and whose provider address is `management_ip`; the
+    /// source VIP is the subnet's address [`Self::SOURCE_VIP_INDEX`].
+    ///
+    /// ```
+    /// use wmco_payload_manifest::render::OverlayNetwork;
+    ///
+    /// let overlay = OverlayNetwork::for_node_subnet("10.132.1.0/24".parse().unwrap(), "203.0.113.10".parse().unwrap())
+    ///     .unwrap();
+    /// assert_eq!(overlay.source_vip.to_string(), "10.132.1.2");
+    /// assert_eq!(overlay.first_pod_address().to_string(), "10.132.1.3");
+    /// assert!(OverlayNetwork::for_node_subnet("10.132.1.0/30".parse().unwrap(), overlay.management_ip).is_err());
+    /// ```
+    ///
+    /// # Errors
+    /// [`OverlayNetworkError`] when the subnet is smaller than a `/29`.
+    pub fn for_node_subnet(node_subnet: Ipv4Cidr, management_ip: Ipv4Addr) -> Result<Self, OverlayNetworkError> {
+        let source_vip = match node_subnet.nth_address(Self::SOURCE_VIP_INDEX) {
+            Some(address) if node_subnet.prefix_length() <= 29 => address,
+            _ => return Err(OverlayNetworkError { subnet: node_subnet }),
+        };
+        Ok(Self { node_subnet, management_ip, source_vip })
+    }
+
+    /// The first address host-local IPAM hands to pods: the one after the source VIP.
+    pub fn first_pod_address(&self) -> Ipv4Addr {
+        Ipv4Addr::from(u32::from(self.source_vip).wrapping_add(1))
+    }
 }
 
 /// The cluster's egress proxy.

@@ -13,6 +13,11 @@
 //! | ECR credential provider config (AWS) | `C:\k\credential-provider-config.yaml` | [`credential_provider_config`] |
 //! | CNI config (phase 2) | `C:\k\cni\config\cni.conf` | [`cni_config`] |
 //! | KubeProxyConfiguration (phase 2) | `C:\k\kube-proxy.conf` | [`kube_proxy_config`] |
+//! | windows_exporter TLS (phase 2) | `C:\k\tls\certs\tls.crt`, `tls.key` | [`exporter_tls_files`] |
+//!
+//! windows_exporter's web configuration is a payload file (`payload/windows-exporter/`), not rendered: it only
+//! names the two TLS files. The TLS files are not part of [`render_host_files`]: they come from a Secret the
+//! caller may not have yet, and only the node stage needs them.
 
 mod ca;
 mod cni;
@@ -23,6 +28,7 @@ mod kube_proxy;
 mod kubeconfig;
 mod kubelet;
 mod registries;
+mod tls;
 
 use std::fmt;
 
@@ -35,12 +41,14 @@ pub use cni::cni_config;
 pub use containerd::containerd_config;
 pub use inputs::{
     ClusterInputs, HostInputs, ImageMirrorRule, Ipv4Cidr, Ipv4CidrError, LogRotation, MirrorKind, MirrorSourcePolicy,
-    OverlayNetwork, PemBundle, PemBundleError, Proxy, PullSecret, PullSecretError, RegistryCa, SecretToken,
+    OverlayNetwork, OverlayNetworkError, PemBundle, PemBundleError, Proxy, PullSecret, PullSecretError, RegistryCa,
+    SecretToken,
 };
 pub use kube_proxy::kube_proxy_config;
 pub use kubeconfig::bootstrap_kubeconfig;
 pub use kubelet::{credential_provider_config, kubelet_config};
 pub use registries::{MirrorHost, RegistryHosts, plan_registry_hosts, registry_hosts_files};
+pub use tls::{PrivateKeyPemError, ServingTls, exporter_tls_files};
 
 /// One rendered file: where it goes on the host, its bytes and their SHA-256.
 ///
