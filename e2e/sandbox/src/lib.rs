@@ -1,0 +1,48 @@
+//! The wmco sandbox: the product's main job on one machine, for `cargo xtask sandbox` and the BYOH e2e scenarios.
+//!
+//! [`Sandbox::start`] starts, in order: the e2e control plane (`wmco-e2e-harness`) with the operator's
+//! `manifests/` applied by kubectl; the admin's inputs (Secret `cloud-private-key` with a fresh Ed25519 key,
+//! Secret `windows-machine-config-operator-tls`, ConfigMap `kube-root-ca.crt`); simulated Windows hosts
+//! (`winhost-sim`, in this process) authorizing that key on one shared SSH port; an OVN stand-in annotating each
+//! Windows Node's hybrid-overlay subnet; and the operator as its own process (`wmco run`, found through `WMCO_BIN`)
+//! with its ServiceAccount's token — the RBAC of `manifests/`, never admin — logging to the sandbox directory.
+//! The `small` synthetic payload is cached under `~/.cache/wmco-rs/payload/`.
+//!
+//! Then the helpers: write or patch the `windows-instances` ConfigMap, list `WindowsInstance`s and Nodes, read
+//! each host's command log, services and file hashes, kill and restart the operator, read its `/metrics`, and
+//! wait ([`Sandbox::wait_until_ready`], [`Sandbox::wait_for`]) with errors that quote the operator's log.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), wmco_sandbox::SandboxError> {
+//! use std::time::Duration;
+//! let sandbox = wmco_sandbox::Sandbox::start(wmco_sandbox::SandboxOptions::default()).await?;
+//! sandbox.write_instances(&sandbox.entries_for_all_hosts()).await?;
+//! for ready in sandbox.wait_until_ready(3, Duration::from_secs(600)).await? {
+//!     println!("{:?} is node {:?}", ready.instance.metadata.name, ready.node.metadata.name);
+//! }
+//! # Ok(()) }
+//! ```
+
+mod credentials;
+mod error;
+mod hosts;
+mod manifests;
+pub mod operator;
+pub mod ovn;
+mod payload;
+mod sandbox;
+
+pub use credentials::{AdminKey, PRIVATE_KEY_FIELD, PRIVATE_KEY_SECRET, ROOT_CA_CONFIG_MAP, TLS_SECRET};
+pub use error::SandboxError;
+pub use hosts::SandboxHost;
+pub use manifests::{AppliedManifests, manifests_dir};
+pub use payload::{cache_root, cached_synthetic_payload, payload_key, workspace_root};
+pub use sandbox::{
+    HOST_USER, INSTANCES_CONFIG_MAP, InstanceRow, OPERATOR_IDENTITY, ReadyInstance, Sandbox, SandboxOptions,
+    node_is_ready,
+};
+
+/// The operator's namespace.
+pub const OPERATOR_NAMESPACE: &str = "openshift-windows-machine-config-operator";
+/// The operator's ServiceAccount (its RBAC comes from `manifests/`).
+pub const OPERATOR_SERVICE_ACCOUNT: &str = "windows-machine-config-operator";

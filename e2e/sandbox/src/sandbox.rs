@@ -1,0 +1,738 @@
+//! [`Sandbox`]: the whole product on one machine — control plane with the operator's manifests, credentials,
+//! simulated hosts, the OVN stand-in and the operator process — with the helpers the sandbox command and the BYOH
+//! scenarios use: the `windows-instances` ConfigMap, the records and Nodes, the hosts' logs, and waits that say
+//! where the logs are when they give up.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::future::Future;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Node};
+use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use winhost_sim::control::SharedFleet;
+use winhost_sim::host::{CommandRecord, Latency, UnknownCommand};
+use winhost_sim::scm::Service;
+use winhost_sim::ssh::{SshServer, lock};
+use wmco_cluster_client::types::{Phase, WindowsInstance};
+use wmco_e2e_harness::{ControlPlane, ControlPlaneOptions, eventually};
+
+use crate::credentials::{self, AdminKey};
+use crate::hosts::{FleetPlan, SandboxHost, start_fleet};
+use crate::operator::{OperatorLaunch, OperatorProcess, locate_operator_binary, log_tail};
+use crate::ovn::OvnStandIn;
+use crate::{OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, SandboxError, manifests};
+
+/// The admin's ConfigMap listing BYOH hosts.
+pub const INSTANCES_CONFIG_MAP: &str = "windows-instances";
+/// The SSH user every simulated host accepts.
+pub const HOST_USER: &str = "Administrator";
+/// The operator's `--ssh-identity`: its lease identity and the suffix of its SSH client version, so the hosts'
+/// command logs tell its commands apart.
+pub const OPERATOR_IDENTITY: &str = "wmco-sandbox";
+/// How long the operator's ServiceAccount token lives.
+const OPERATOR_TOKEN_LIFETIME: Duration = Duration::from_secs(24 * 3600);
+
+/// What to start.
+///
+/// ```
+/// let options = wmco_sandbox::SandboxOptions { hosts: 2, ..Default::default() };
+/// assert!(options.localhost_host);
+/// ```
+#[derive(Debug, Clone)]
+pub struct SandboxOptions {
+    /// How many simulated Windows hosts.
+    pub hosts: u8,
+    /// Whether the last host listens on 127.0.0.1 and is named `localhost` in the ConfigMap (the others by IP).
+    pub localhost_host: bool,
+    /// The hosts' command latency and service-transition delays.
+    pub latency: Latency,
+    /// Extra `wmco run` arguments (for example `--max-concurrent-configurations=1`).
+    pub operator_args: Vec<String>,
+    /// kube-controller-manager's `--node-monitor-grace-period` (default: upstream's 50 s).
+    pub node_monitor_grace_period: Option<Duration>,
+    /// How long the operator may take to answer `/readyz` after a start.
+    pub operator_ready_timeout: Duration,
+    /// Keep the sandbox directory (logs, hosts' disks) after drop. It is also kept after a wait timed out.
+    pub keep_directory: bool,
+}
+
+impl Default for SandboxOptions {
+    fn default() -> Self {
+        SandboxOptions {
+            hosts: 3,
+            localhost_host: true,
+            latency: Latency::realistic(),
+            operator_args: Vec::new(),
+            node_monitor_grace_period: None,
+            operator_ready_timeout: Duration::from_secs(120),
+            keep_directory: std::env::var_os("WMCO_SANDBOX_KEEP").is_some_and(|value| !value.is_empty()),
+        }
+    }
+}
+
+/// One `WindowsInstance` with its Node, as the sandbox command prints them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstanceRow {
+    /// The record's name.
+    pub instance: String,
+    /// Its address (the ConfigMap key).
+    pub address: String,
+    /// Its phase (`-` before the operator set one).
+    pub phase: String,
+    /// The expected node name, once recorded.
+    pub node: Option<String>,
+    /// Whether that Node exists and is Ready (`None`: no Node).
+    pub node_ready: Option<bool>,
+    /// The record's last error, if any.
+    pub last_error: Option<String>,
+}
+
+/// A Ready instance and its Ready Node.
+#[derive(Debug, Clone)]
+pub struct ReadyInstance {
+    /// The record.
+    pub instance: WindowsInstance,
+    /// Its Node.
+    pub node: Node,
+}
+
+/// A running sandbox. Dropping it kills the operator, then stops the OVN stand-in, the hosts and the control
+/// plane, and removes the sandbox directory (unless kept).
+pub struct Sandbox {
+    // Field order is drop order: the operator first, the control plane and the directory last.
+    operator: Mutex<OperatorProcess>,
+    ovn: OvnStandIn,
+    control_task: tokio::task::JoinHandle<()>,
+    fleet: SharedFleet,
+    hosts: Vec<SandboxHost>,
+    ssh_port: u16,
+    control_address: SocketAddr,
+    payload_dir: PathBuf,
+    admin_key: AdminKey,
+    operator_ready_timeout: Duration,
+    control_plane: ControlPlane,
+    keep_directory: AtomicBool,
+    directory: Option<tempfile::TempDir>,
+    directory_path: PathBuf,
+}
+
+impl std::fmt::Debug for Sandbox {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Sandbox")
+            .field("directory", &self.directory_path)
+            .field("api_server", &self.control_plane.api_server_url())
+            .field("hosts", &self.hosts.iter().map(|host| host.key.as_str()).collect::<Vec<_>>())
+            .field("ssh_port", &self.ssh_port)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        lock_operator(&self.operator).kill();
+        self.control_task.abort();
+        if self.keep_directory.load(Ordering::SeqCst)
+            && let Some(directory) = self.directory.take()
+        {
+            let kept = directory.keep();
+            eprintln!("wmco-sandbox: kept {}", kept.display());
+        }
+    }
+}
+
+fn lock_operator(operator: &Mutex<OperatorProcess>) -> MutexGuard<'_, OperatorProcess> {
+    operator.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Sandbox {
+    /// Starts everything and waits until the operator answers `/readyz`. The `windows-instances` ConfigMap is not
+    /// written: call [`Sandbox::write_instances`].
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), wmco_sandbox::SandboxError> {
+    /// use std::time::Duration;
+    /// let sandbox = wmco_sandbox::Sandbox::start(Default::default()).await?;
+    /// sandbox.write_instances(&sandbox.entries_for_all_hosts()).await?;
+    /// let ready = sandbox.wait_until_ready(3, Duration::from_secs(600)).await?;
+    /// assert_eq!(ready.len(), 3);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`SandboxError`] naming the step that failed; a missing `wmco` binary fails before anything starts.
+    pub async fn start(options: SandboxOptions) -> Result<Sandbox, SandboxError> {
+        let binary = locate_operator_binary()?;
+        let directory = tempfile::Builder::new()
+            .prefix("wmco-sandbox-")
+            .tempdir()
+            .map_err(SandboxError::io("create the sandbox directory in", std::env::temp_dir()))?;
+        let directory_path = directory.path().to_path_buf();
+        let payload_dir = crate::cached_synthetic_payload()?;
+
+        let mut control_plane_options = ControlPlaneOptions::default();
+        if let Some(period) = options.node_monitor_grace_period {
+            control_plane_options = control_plane_options.node_monitor_grace_period(period);
+        }
+        let control_plane = ControlPlane::start(control_plane_options).await?;
+        manifests::install(&control_plane).await?;
+        let admin = control_plane.admin_client();
+        let admin_key = AdminKey::generate()?;
+        credentials::create_private_key_secret(&admin, &admin_key).await?;
+        credentials::create_tls_secret(&admin).await?;
+        credentials::ensure_root_ca_config_map(&admin, control_plane.ca_certificate_pem()).await?;
+
+        let started = start_fleet(&FleetPlan {
+            base: directory_path.join("hosts"),
+            count: options.hosts,
+            localhost_host: options.localhost_host,
+            latency: options.latency,
+            authorized_key: admin_key.public_line().to_owned(),
+        })
+        .await?;
+        let ovn = OvnStandIn::start(admin);
+
+        let kubeconfig = directory_path.join("operator.kubeconfig");
+        let token = control_plane
+            .service_account_token(OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, OPERATOR_TOKEN_LIFETIME)
+            .await?;
+        let user = format!("system:serviceaccount:{OPERATOR_NAMESPACE}:{OPERATOR_SERVICE_ACCOUNT}");
+        write_private_file(&kubeconfig, &control_plane.kubeconfig_for_token(&user, &token))?;
+        let listen = free_loopback_address()?;
+        let launch = OperatorLaunch {
+            binary,
+            base_args: operator_base_args(&payload_dir, listen, started.ssh_port),
+            kubeconfig,
+            log: directory_path.join("operator.log"),
+            listen,
+        };
+        let sandbox = Sandbox {
+            operator: Mutex::new(OperatorProcess::new(launch)),
+            ovn,
+            control_task: started.control_task,
+            fleet: started.fleet,
+            hosts: started.hosts,
+            ssh_port: started.ssh_port,
+            control_address: started.control_address,
+            payload_dir,
+            admin_key,
+            operator_ready_timeout: options.operator_ready_timeout,
+            control_plane,
+            keep_directory: AtomicBool::new(options.keep_directory),
+            directory: Some(directory),
+            directory_path,
+        };
+        sandbox.restart_operator_with(&options.operator_args).await?;
+        Ok(sandbox)
+    }
+
+    /// The control plane.
+    pub fn control_plane(&self) -> &ControlPlane {
+        &self.control_plane
+    }
+
+    /// A cluster-admin client.
+    pub fn admin_client(&self) -> kube::Client {
+        self.control_plane.admin_client()
+    }
+
+    /// The admin kubeconfig (for `kubectl --kubeconfig`).
+    pub fn kubeconfig_path(&self) -> &Path {
+        self.control_plane.kubeconfig_path()
+    }
+
+    /// The sandbox directory: `operator.log`, `operator.kubeconfig`, `hosts/<name>/C`.
+    pub fn directory(&self) -> &Path {
+        &self.directory_path
+    }
+
+    /// The operator's log file (stdout and stderr of every start, each start marked by a `===` line).
+    pub fn operator_log_path(&self) -> PathBuf {
+        lock_operator(&self.operator).launch().log.clone()
+    }
+
+    /// The payload directory the operator serves.
+    pub fn payload_dir(&self) -> &Path {
+        &self.payload_dir
+    }
+
+    /// The SSH port every host listens on (the operator's `--ssh-port`).
+    pub fn ssh_port(&self) -> u16 {
+        self.ssh_port
+    }
+
+    /// The winhost-sim control interface's address (HTTP on 127.0.0.1).
+    pub fn control_address(&self) -> SocketAddr {
+        self.control_address
+    }
+
+    /// The admin key every host authorizes (also in Secret `cloud-private-key`).
+    pub fn admin_key(&self) -> &AdminKey {
+        &self.admin_key
+    }
+
+    /// The simulated hosts in creation order.
+    pub fn hosts(&self) -> &[SandboxHost] {
+        &self.hosts
+    }
+
+    /// The host named `name` (`winhost-<i>`).
+    ///
+    /// # Errors
+    /// [`SandboxError::Fleet`] if there is none.
+    pub fn host(&self, name: &str) -> Result<&SandboxHost, SandboxError> {
+        self.hosts
+            .iter()
+            .find(|host| host.info.name == name)
+            .ok_or_else(|| winhost_sim::fleet::FleetError::UnknownHost(name.to_owned()).into())
+    }
+
+    /// The fleet (shared with the control interface): add, remove or reach hosts.
+    pub fn fleet(&self) -> &SharedFleet {
+        &self.fleet
+    }
+
+    /// The SSH server of host `name`: its state (`host`), faults, throttle, host key.
+    ///
+    /// # Errors
+    /// [`SandboxError::Fleet`] if there is no such host.
+    pub async fn server(&self, name: &str) -> Result<Arc<SshServer>, SandboxError> {
+        Ok(self.fleet.lock().await.server(name)?)
+    }
+
+    /// Every command host `name` ran, in order.
+    ///
+    /// # Errors
+    /// [`SandboxError::Fleet`] if there is no such host.
+    pub async fn command_log(&self, name: &str) -> Result<Vec<CommandRecord>, SandboxError> {
+        let server = self.server(name).await?;
+        let commands = lock(&server.host).command_log.clone();
+        Ok(commands)
+    }
+
+    /// The commands host `name` ran for the operator (its SSH client version names [`OPERATOR_IDENTITY`]).
+    ///
+    /// # Errors
+    /// [`SandboxError::Fleet`] if there is no such host.
+    pub async fn operator_commands(&self, name: &str) -> Result<Vec<CommandRecord>, SandboxError> {
+        let mut commands = self.command_log(name).await?;
+        commands.retain(|command| command.client.contains(OPERATOR_IDENTITY));
+        Ok(commands)
+    }
+
+    /// The commands host `name` did not know.
+    ///
+    /// # Errors
+    /// [`SandboxError::Fleet`] if there is no such host.
+    pub async fn unknown_commands(&self, name: &str) -> Result<Vec<UnknownCommand>, SandboxError> {
+        let server = self.server(name).await?;
+        let unknown = lock(&server.host).unknown_commands.clone();
+        Ok(unknown)
+    }
+
+    /// Host `name`'s service table, brought up to date.
+    ///
+    /// # Errors
+    /// [`SandboxError::Fleet`] if there is no such host.
+    pub async fn services(&self, name: &str) -> Result<Vec<Service>, SandboxError> {
+        let server = self.server(name).await?;
+        let mut host = lock(&server.host);
+        host.refresh();
+        Ok(host.scm.services().cloned().collect())
+    }
+
+    /// SHA-256 (lower-case hex) of the file at Windows path `path` on host `name`, if it exists.
+    ///
+    /// # Errors
+    /// [`SandboxError::Fleet`] if there is no such host.
+    pub async fn file_hash(&self, name: &str, path: &str) -> Result<Option<String>, SandboxError> {
+        let server = self.server(name).await?;
+        let Ok(parsed) = winhost_sim::disk::WinPath::parse(path) else { return Ok(None) };
+        let hash = lock(&server.host).file_hash(&parsed);
+        Ok(hash)
+    }
+
+    /// The subnet the OVN stand-in gave each Node.
+    pub fn ovn_subnets(&self) -> BTreeMap<String, String> {
+        self.ovn.assignments()
+    }
+
+    /// `windows-instances` entries for every host: key → `username=Administrator`.
+    pub fn entries_for_all_hosts(&self) -> BTreeMap<String, String> {
+        self.hosts.iter().map(|host| (host.key.clone(), format!("username={HOST_USER}"))).collect()
+    }
+
+    fn config_maps(&self) -> Api<ConfigMap> {
+        Api::namespaced(self.admin_client(), OPERATOR_NAMESPACE)
+    }
+
+    /// Writes the `windows-instances` ConfigMap with exactly `entries` (created or replaced).
+    ///
+    /// # Errors
+    /// [`SandboxError::Kube`].
+    pub async fn write_instances(&self, entries: &BTreeMap<String, String>) -> Result<(), SandboxError> {
+        let config_map = ConfigMap {
+            metadata: ObjectMeta { name: Some(INSTANCES_CONFIG_MAP.to_owned()), ..ObjectMeta::default() },
+            data: Some(entries.clone()),
+            ..ConfigMap::default()
+        };
+        let action = format!("write ConfigMap {OPERATOR_NAMESPACE}/{INSTANCES_CONFIG_MAP}");
+        let config_maps = self.config_maps();
+        match config_maps.get_opt(INSTANCES_CONFIG_MAP).await.map_err(SandboxError::kube(action.clone()))? {
+            None => {
+                config_maps.create(&PostParams::default(), &config_map).await.map_err(SandboxError::kube(action))?;
+            }
+            Some(existing) => {
+                let replacement = ConfigMap {
+                    metadata: ObjectMeta {
+                        resource_version: existing.metadata.resource_version,
+                        ..config_map.metadata
+                    },
+                    ..config_map
+                };
+                config_maps
+                    .replace(INSTANCES_CONFIG_MAP, &PostParams::default(), &replacement)
+                    .await
+                    .map_err(SandboxError::kube(action))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets one entry of the `windows-instances` ConfigMap (a merge patch; the ConfigMap must exist).
+    ///
+    /// # Errors
+    /// [`SandboxError::Kube`].
+    pub async fn set_instance_entry(&self, key: &str, value: &str) -> Result<(), SandboxError> {
+        self.patch_instances(serde_json::json!({"data": {key: value}}), &format!("set entry {key}")).await
+    }
+
+    /// Removes one entry of the `windows-instances` ConfigMap (a merge patch).
+    ///
+    /// # Errors
+    /// [`SandboxError::Kube`].
+    pub async fn remove_instance_entry(&self, key: &str) -> Result<(), SandboxError> {
+        self.patch_instances(serde_json::json!({"data": {key: null}}), &format!("remove entry {key}")).await
+    }
+
+    async fn patch_instances(&self, patch: serde_json::Value, what: &str) -> Result<(), SandboxError> {
+        self.config_maps()
+            .patch(INSTANCES_CONFIG_MAP, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(SandboxError::kube(format!("{what} of ConfigMap {OPERATOR_NAMESPACE}/{INSTANCES_CONFIG_MAP}")))?;
+        Ok(())
+    }
+
+    /// Deletes the `windows-instances` ConfigMap.
+    ///
+    /// # Errors
+    /// [`SandboxError::Kube`].
+    pub async fn delete_instances(&self) -> Result<(), SandboxError> {
+        self.config_maps()
+            .delete(INSTANCES_CONFIG_MAP, &DeleteParams::default())
+            .await
+            .map_err(SandboxError::kube(format!("delete ConfigMap {OPERATOR_NAMESPACE}/{INSTANCES_CONFIG_MAP}")))?;
+        Ok(())
+    }
+
+    /// Every `WindowsInstance` in the operator namespace, sorted by name.
+    ///
+    /// # Errors
+    /// [`SandboxError::Kube`].
+    pub async fn windows_instances(&self) -> Result<Vec<WindowsInstance>, SandboxError> {
+        let instances: Api<WindowsInstance> = Api::namespaced(self.admin_client(), OPERATOR_NAMESPACE);
+        let mut listed = instances
+            .list(&ListParams::default())
+            .await
+            .map_err(SandboxError::kube(format!("list WindowsInstances in {OPERATOR_NAMESPACE}")))?
+            .items;
+        listed.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        Ok(listed)
+    }
+
+    /// Every Windows Node (`kubernetes.io/os=windows`), sorted by name.
+    ///
+    /// # Errors
+    /// [`SandboxError::Kube`].
+    pub async fn windows_nodes(&self) -> Result<Vec<Node>, SandboxError> {
+        let nodes: Api<Node> = Api::all(self.admin_client());
+        let mut listed = nodes
+            .list(&ListParams::default().labels("kubernetes.io/os=windows"))
+            .await
+            .map_err(SandboxError::kube("list Windows Nodes"))?
+            .items;
+        listed.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        Ok(listed)
+    }
+
+    /// One row per `WindowsInstance`: phase, Node and its readiness.
+    ///
+    /// # Errors
+    /// [`SandboxError::Kube`].
+    pub async fn instance_rows(&self) -> Result<Vec<InstanceRow>, SandboxError> {
+        let nodes = self.windows_nodes().await?;
+        let instances = self.windows_instances().await?;
+        Ok(instances
+            .iter()
+            .map(|instance| {
+                let status = instance.status.as_ref();
+                let node = status.and_then(|status| status.expected_node_name.clone());
+                let node_ready = node
+                    .as_deref()
+                    .and_then(|name| nodes.iter().find(|candidate| candidate.metadata.name.as_deref() == Some(name)))
+                    .map(node_is_ready);
+                InstanceRow {
+                    instance: instance.metadata.name.clone().unwrap_or_default(),
+                    address: instance.spec.address.clone(),
+                    phase: status
+                        .and_then(|status| status.phase)
+                        .map_or_else(|| "-".to_owned(), |phase| phase.to_string()),
+                    node,
+                    node_ready,
+                    last_error: status.and_then(|status| status.last_error.clone()),
+                }
+            })
+            .collect())
+    }
+
+    /// Waits until exactly `count` `WindowsInstance`s are `Ready` with a Ready Node, and returns them (sorted by
+    /// name). On timeout the error quotes the rows seen last and the end of the operator's log, and the sandbox
+    /// directory is kept.
+    ///
+    /// # Errors
+    /// [`SandboxError::Timeout`], or the operator's exit.
+    pub async fn wait_until_ready(&self, count: usize, timeout: Duration) -> Result<Vec<ReadyInstance>, SandboxError> {
+        self.wait_for(&format!("{count} Ready WindowsInstances with Ready Nodes"), timeout, || async {
+            let nodes = self.windows_nodes().await?;
+            let instances = self.windows_instances().await?;
+            let ready: Vec<ReadyInstance> = instances
+                .iter()
+                .filter_map(|instance| {
+                    let status = instance.status.as_ref()?;
+                    if status.phase != Some(Phase::Ready) {
+                        return None;
+                    }
+                    let name = status.expected_node_name.as_deref()?;
+                    let node = nodes.iter().find(|node| node.metadata.name.as_deref() == Some(name))?;
+                    node_is_ready(node).then(|| ReadyInstance { instance: instance.clone(), node: node.clone() })
+                })
+                .collect();
+            if ready.len() == count {
+                return Ok(ready);
+            }
+            let rows = self.instance_rows().await?;
+            anyhow::bail!("{} Ready, expected {count}; instances: {}", ready.len(), describe_rows(&rows))
+        })
+        .await
+    }
+
+    /// Retries `probe` (every 200 ms) until it succeeds, like [`eventually`], failing also as soon as the operator
+    /// process exits. On timeout the error quotes the last problem and the end of the operator's log, and the
+    /// sandbox directory is kept.
+    ///
+    /// # Errors
+    /// [`SandboxError::Timeout`] or [`SandboxError::OperatorExited`].
+    pub async fn wait_for<T, F, Fut>(&self, what: &str, timeout: Duration, mut probe: F) -> Result<T, SandboxError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = anyhow::Result<T>>,
+    {
+        let outcome = eventually(what, timeout, || {
+            let operator = self.check_operator();
+            let attempt = probe();
+            async move {
+                match operator {
+                    Err(exited) => Ok(Err(exited)),
+                    Ok(()) => attempt.await.map(Ok),
+                }
+            }
+        })
+        .await;
+        match outcome {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(exited)) => {
+                self.keep_directory.store(true, Ordering::SeqCst);
+                Err(exited)
+            }
+            Err(error) => {
+                self.keep_directory.store(true, Ordering::SeqCst);
+                let log = self.operator_log_path();
+                Err(SandboxError::Timeout {
+                    detail: format!("{error:#}"),
+                    tail: log_tail(&log),
+                    operator_log: log,
+                    sandbox_dir: self.directory_path.clone(),
+                })
+            }
+        }
+    }
+
+    /// An exited operator is an error; a deliberately killed one is not.
+    fn check_operator(&self) -> Result<(), SandboxError> {
+        match lock_operator(&self.operator).check_running() {
+            Err(SandboxError::OperatorStopped) => Ok(()),
+            other => other,
+        }
+    }
+
+    /// Kills the operator with SIGKILL (a crash); [`Sandbox::start_operator`] starts it again.
+    pub fn kill_operator(&self) {
+        lock_operator(&self.operator).kill();
+    }
+
+    /// Starts the operator again (with the extra arguments of its last start) and waits for `/readyz`.
+    ///
+    /// # Errors
+    /// [`SandboxError::OperatorSpawn`], [`SandboxError::OperatorExited`] or [`SandboxError::OperatorHttp`].
+    pub async fn start_operator(&self) -> Result<(), SandboxError> {
+        let extra: Vec<OsString> = lock_operator(&self.operator).extra_args().to_vec();
+        self.start_operator_with(extra).await
+    }
+
+    /// Kills the operator and starts it with `extra_args` after the sandbox's own arguments, then waits for
+    /// `/readyz`.
+    ///
+    /// # Errors
+    /// As [`Sandbox::start_operator`].
+    pub async fn restart_operator_with<S: AsRef<str>>(&self, extra_args: &[S]) -> Result<(), SandboxError> {
+        let extra = extra_args.iter().map(|arg| OsString::from(arg.as_ref())).collect();
+        self.start_operator_with(extra).await
+    }
+
+    async fn start_operator_with(&self, extra: Vec<OsString>) -> Result<(), SandboxError> {
+        let listen = {
+            let mut operator = lock_operator(&self.operator);
+            operator.start_with(extra)?;
+            operator.launch().listen
+        };
+        crate::operator::wait_ready(listen, self.operator_ready_timeout, || {
+            lock_operator(&self.operator).check_running()
+        })
+        .await
+    }
+
+    /// The operator's process ID while it runs.
+    pub fn operator_pid(&self) -> Option<u32> {
+        lock_operator(&self.operator).pid()
+    }
+
+    /// The operator's `/metrics` text.
+    ///
+    /// # Errors
+    /// [`SandboxError::OperatorHttp`].
+    pub async fn operator_metrics(&self) -> Result<String, SandboxError> {
+        let listen = lock_operator(&self.operator).launch().listen;
+        crate::operator::metrics(listen).await
+    }
+}
+
+/// Whether a Node's `Ready` condition is `True`.
+pub fn node_is_ready(node: &Node) -> bool {
+    node.status.as_ref().and_then(|status| status.conditions.as_ref()).is_some_and(|conditions| {
+        conditions.iter().any(|condition| condition.type_ == "Ready" && condition.status == "True")
+    })
+}
+
+fn describe_rows(rows: &[InstanceRow]) -> String {
+    if rows.is_empty() {
+        return "none".to_owned();
+    }
+    rows.iter()
+        .map(|row| {
+            let node = row.node.as_deref().unwrap_or("-");
+            let ready = row.node_ready.map_or_else(|| "no Node".to_owned(), |ready| format!("Ready={ready}"));
+            let error = row.last_error.as_deref().map(|error| format!(" error: {error}")).unwrap_or_default();
+            format!("{} {} node {node} {ready}{error}", row.instance, row.phase)
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// `run --payload-dir P --listen A --ssh-port S --ssh-identity wmco-sandbox`.
+fn operator_base_args(payload_dir: &Path, listen: SocketAddr, ssh_port: u16) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec!["run".into(), "--payload-dir".into(), payload_dir.into()];
+    args.extend(
+        [
+            "--listen".to_owned(),
+            listen.to_string(),
+            "--ssh-port".to_owned(),
+            ssh_port.to_string(),
+            "--ssh-identity".to_owned(),
+            OPERATOR_IDENTITY.to_owned(),
+        ]
+        .map(OsString::from),
+    );
+    args
+}
+
+/// A free port on 127.0.0.1 (for the operator's listener).
+fn free_loopback_address() -> Result<SocketAddr, SandboxError> {
+    let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .map_err(SandboxError::io("bind a probe socket on", "127.0.0.1:0"))?;
+    listener.local_addr().map_err(SandboxError::io("read the address of", "a probe socket"))
+}
+
+/// Writes a file only its owner can read (it holds a token).
+fn write_private_file(path: &Path, contents: &str) -> Result<(), SandboxError> {
+    std::fs::write(path, contents).map_err(SandboxError::io("write", path))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        .map_err(SandboxError::io("restrict the permissions of", path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_operator_runs_with_the_sandbox_listener_port_and_identity() {
+        let args = operator_base_args(Path::new("/cache/payload"), "127.0.0.1:4242".parse().unwrap(), 2222);
+        let text: Vec<String> = args.iter().map(|arg| arg.to_string_lossy().into_owned()).collect();
+        assert_eq!(
+            text,
+            [
+                "run",
+                "--payload-dir",
+                "/cache/payload",
+                "--listen",
+                "127.0.0.1:4242",
+                "--ssh-port",
+                "2222",
+                "--ssh-identity",
+                "wmco-sandbox"
+            ]
+        );
+    }
+
+    #[test]
+    fn rows_describe_phase_node_and_error() {
+        let rows = vec![
+            InstanceRow {
+                instance: "a".into(),
+                address: "127.0.0.10".into(),
+                phase: "Ready".into(),
+                node: Some("winhost-0".into()),
+                node_ready: Some(true),
+                last_error: None,
+            },
+            InstanceRow {
+                instance: "b".into(),
+                address: "localhost".into(),
+                phase: "Failed".into(),
+                node: None,
+                node_ready: None,
+                last_error: Some("unreachable".into()),
+            },
+        ];
+        assert_eq!(
+            describe_rows(&rows),
+            "a Ready node winhost-0 Ready=true; b Failed node - no Node error: unreachable"
+        );
+        assert_eq!(describe_rows(&[]), "none");
+    }
+}
