@@ -3,12 +3,15 @@
 //! - [`csr`]: the CSR controller. It decides every pending kubelet CSR with `wmco-csr-approver` against a World
 //!   built from the `WindowsInstance` records, the Node and the other pending CSRs, and approves or denies it
 //!   through `/approval`, with one Event per decision on the `WindowsInstance` involved.
+//! - [`files`]: the files each host must hold, rendered from the verified payload and the cluster material
+//!   (CAs, node-bootstrapper token, windows_exporter TLS) that an async refresher keeps in a snapshot.
 //! - [`metrics`]: the Prometheus registry and the typed API controllers record through.
 //! - [`health`]: the HTTP listener serving `/healthz`, `/readyz` and `/metrics`.
 //! - [`instances`]: the instances controller. It turns the `windows-instances` ConfigMap into `WindowsInstance`
 //!   records and configures (or, once a record is deleted, deconfigures) each host with `wmco-node-config`.
 
 pub mod csr;
+pub mod files;
 pub mod health;
 pub mod instances;
 pub mod metrics;

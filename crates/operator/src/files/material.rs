@@ -1,0 +1,110 @@
+//! The cluster material a host's files are rendered from — the API server CA, the kubelet client CA, the
+//! node-bootstrapper token and windows_exporter's TLS pair — as one immutable snapshot. Each piece is either
+//! usable or the reason it is not, so a missing TLS Secret blocks only the node stage, never a bootstrap.
+
+use std::fmt;
+
+use jiff::Timestamp;
+use wmco_payload_manifest::render::{PemBundle, SecretToken, ServingTls};
+
+/// A snapshot of the cluster material, as last read by the [`MaterialRefresher`](super::MaterialRefresher).
+#[derive(Clone, Debug)]
+pub struct ClusterMaterial {
+    /// The CA bundle verifying the API server (`C:\k\bootstrap-ca.crt`).
+    pub api_server_ca: Result<PemBundle, MaterialError>,
+    /// The CA bundle of the clients the kubelet accepts (`C:\k\kubelet-ca.crt`).
+    pub kubelet_client_ca: Result<PemBundle, MaterialError>,
+    /// The short-lived node-bootstrapper token for the bootstrap kubeconfig.
+    pub bootstrap_token: Result<BootstrapToken, MaterialError>,
+    /// windows_exporter's serving certificate and key (`C:\k\tls\certs`).
+    pub exporter_tls: Result<ServingTls, MaterialError>,
+}
+
+impl ClusterMaterial {
+    /// The snapshot before the first refresh: every piece is [`MaterialError::NotReadYet`].
+    pub fn not_read_yet() -> Self {
+        Self {
+            api_server_ca: Err(MaterialError::NotReadYet { what: "the API server CA" }),
+            kubelet_client_ca: Err(MaterialError::NotReadYet { what: "the kubelet client CA" }),
+            bootstrap_token: Err(MaterialError::NotReadYet { what: "the node-bootstrapper token" }),
+            exporter_tls: Err(MaterialError::NotReadYet { what: "the windows_exporter TLS pair" }),
+        }
+    }
+
+    /// Whether every piece is usable.
+    pub fn is_complete(&self) -> bool {
+        self.api_server_ca.is_ok()
+            && self.kubelet_client_ca.is_ok()
+            && self.bootstrap_token.is_ok()
+            && self.exporter_tls.is_ok()
+    }
+}
+
+/// A node-bootstrapper token and when it expires. `Debug` hides the token.
+#[derive(Clone, PartialEq, Eq)]
+pub struct BootstrapToken {
+    /// The bearer token.
+    pub token: SecretToken,
+    /// When the API server stops accepting it.
+    pub expires_at: Timestamp,
+}
+
+impl fmt::Debug for BootstrapToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BootstrapToken").field("token", &self.token).field("expires_at", &self.expires_at).finish()
+    }
+}
+
+/// Why a piece of cluster material is not usable. Every variant names the object to create or fix.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MaterialError {
+    /// The refresher has not read it yet (the operator is starting).
+    #[error("{what} has not been read from the cluster yet")]
+    NotReadYet {
+        /// What.
+        what: &'static str,
+    },
+    /// The object does not exist.
+    #[error("{kind} {object} does not exist: {hint}")]
+    Missing {
+        /// `ConfigMap`, `Secret`, …
+        kind: &'static str,
+        /// `namespace/name`.
+        object: String,
+        /// What creates it.
+        hint: &'static str,
+    },
+    /// The object lacks a key.
+    #[error("{kind} {object} has no data key {key:?}")]
+    MissingKey {
+        /// `ConfigMap`, `Secret`, …
+        kind: &'static str,
+        /// `namespace/name`.
+        object: String,
+        /// The key.
+        key: &'static str,
+    },
+    /// A key holds something unusable.
+    #[error("{kind} {object}: data key {key:?} is unusable: {reason}")]
+    Invalid {
+        /// `ConfigMap`, `Secret`, …
+        kind: &'static str,
+        /// `namespace/name`.
+        object: String,
+        /// The key.
+        key: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// The API call failed.
+    #[error("cannot read {what}: {reason}")]
+    Read {
+        /// What was read.
+        what: String,
+        /// The API error.
+        reason: String,
+    },
+    /// No ControllerConfig carries the kubelet client CA.
+    #[error("no ControllerConfig carries spec.kubeAPIServerServingCAData (the machine-config operator publishes it)")]
+    NoControllerConfigCa,
+}

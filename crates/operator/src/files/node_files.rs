@@ -1,0 +1,134 @@
+//! [`NodeFiles`]: the payload-backed [`HostFilesSource`]. It renders a host's files from the verified payload, the
+//! [`ClusterSettings`], the latest [`ClusterMaterial`](super::ClusterMaterial) snapshot and, in the node stage, the
+//! Node's hybrid-overlay subnet. It never does IO: the snapshot is kept fresh by the
+//! [`MaterialRefresher`](super::MaterialRefresher).
+
+use k8s_openapi::api::core::v1::Node;
+use wmco_cluster_client::names::HYBRID_OVERLAY_SUBNET_ANNOTATION;
+use wmco_node_config::{FileStage, HostFilesSource, HostIdentity, SourceError};
+use wmco_payload_manifest::render::destinations::BOOTSTRAP_KUBECONFIG;
+use wmco_payload_manifest::render::{
+    HostInputs, Ipv4Cidr, OverlayNetwork, OverlayNetworkError, RenderError, SecretToken, exporter_tls_files,
+    render_host_files,
+};
+use wmco_payload_manifest::{HostFileSet, HostFileSetError, Manifest, Payload};
+
+use super::ClusterSettings;
+use super::material::MaterialError;
+use super::refresher::MaterialSnapshot;
+
+/// Why a host's files cannot be built now. Every variant is worth retrying once the named object is fixed.
+#[derive(Debug, thiserror::Error)]
+pub enum FilesError {
+    /// A piece of cluster material is not usable.
+    #[error("{stage} files: {source}")]
+    Material {
+        /// `bootstrap` or `node`.
+        stage: &'static str,
+        /// Which piece and why.
+        #[source]
+        source: MaterialError,
+    },
+    /// The Node's hybrid-overlay subnet annotation is missing or unusable.
+    #[error("Node {node}: annotation {HYBRID_OVERLAY_SUBNET_ANNOTATION} is {reason}")]
+    NodeSubnet {
+        /// The Node.
+        node: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The subnet cannot hold the gateway, the source VIP and pods.
+    #[error("Node {node}: {source}")]
+    Overlay {
+        /// The Node.
+        node: String,
+        /// Why.
+        #[source]
+        source: OverlayNetworkError,
+    },
+    /// A file could not be rendered.
+    #[error(transparent)]
+    Render(#[from] RenderError),
+    /// The payload and rendered files do not form a set.
+    #[error(transparent)]
+    FileSet(#[from] HostFileSetError),
+}
+
+/// The files each host must hold: the payload's files for the cluster's platform plus the rendered ones.
+pub struct NodeFiles {
+    manifest: Manifest,
+    payload: Payload,
+    cluster: ClusterSettings,
+    material: MaterialSnapshot,
+}
+
+impl NodeFiles {
+    /// A source over the verified `payload` of `manifest`, for the cluster `cluster`, reading secret material
+    /// from `material`.
+    pub fn new(manifest: Manifest, payload: Payload, cluster: ClusterSettings, material: MaterialSnapshot) -> Self {
+        Self { manifest, payload, cluster, material }
+    }
+
+    /// The file set of `identity`'s host at `stage`.
+    ///
+    /// - Bootstrap: the payload, kubelet and containerd configuration, CA files, registry files and the bootstrap
+    ///   kubeconfig with the current node-bootstrapper token.
+    /// - Node: the same without the bootstrap kubeconfig (so a token refresh or an unusable token never touches a
+    ///   registered host), plus the CNI and kube-proxy configuration for the Node's subnet and windows_exporter's
+    ///   TLS files.
+    ///
+    /// # Errors
+    /// [`FilesError`] naming the missing or unusable object.
+    pub fn file_set(&self, identity: &HostIdentity, stage: FileStage<'_>) -> Result<HostFileSet, FilesError> {
+        let material = self.material.current();
+        let stage_name = match stage {
+            FileStage::Bootstrap => "bootstrap",
+            FileStage::Node(_) => "node",
+        };
+        let missing = |source: &MaterialError| FilesError::Material { stage: stage_name, source: source.clone() };
+        let api_server_ca = material.api_server_ca.as_ref().map_err(missing)?.clone();
+        let kubelet_client_ca = material.kubelet_client_ca.as_ref().map_err(missing)?.clone();
+        let (bootstrap_token, overlay, exporter_tls) = match stage {
+            FileStage::Bootstrap => {
+                let token = material.bootstrap_token.as_ref().map_err(missing)?.token.clone();
+                (token, None, None)
+            }
+            FileStage::Node(node) => {
+                let overlay = overlay_network(node, identity)?;
+                let tls = material.exporter_tls.as_ref().map_err(missing)?;
+                // The node stage drops the bootstrap kubeconfig below: its token is never written.
+                (SecretToken::new(String::new()), Some(overlay), Some(tls))
+            }
+        };
+        let cluster = self.cluster.cluster_inputs(api_server_ca, kubelet_client_ca, bootstrap_token);
+        let host = HostInputs { node_name: identity.expected_node_name.clone(), node_ip: identity.node_ip, overlay };
+        let mut rendered = render_host_files(&cluster, &host)?;
+        if let Some(tls) = exporter_tls {
+            rendered.retain(|file| file.destination().as_str() != BOOTSTRAP_KUBECONFIG);
+            rendered.extend(exporter_tls_files(tls)?);
+        }
+        Ok(HostFileSet::new(&self.manifest, &self.payload, self.cluster.platform, rendered)?)
+    }
+}
+
+impl HostFilesSource for NodeFiles {
+    fn files(&self, identity: &HostIdentity, stage: FileStage<'_>) -> Result<HostFileSet, SourceError> {
+        Ok(self.file_set(identity, stage)?)
+    }
+}
+
+/// The overlay of `node`: its hybrid-overlay subnet, the host's node IP as provider address, the source VIP.
+fn overlay_network(node: &Node, identity: &HostIdentity) -> Result<OverlayNetwork, FilesError> {
+    let name = node.metadata.name.clone().unwrap_or_default();
+    let value = node
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|annotations| annotations.get(HYBRID_OVERLAY_SUBNET_ANNOTATION))
+        .ok_or_else(|| FilesError::NodeSubnet { node: name.clone(), reason: "missing".to_owned() })?;
+    let subnet: Ipv4Cidr = value
+        .parse()
+        .map_err(|error| FilesError::NodeSubnet { node: name.clone(), reason: format!("unusable: {error}") })?;
+    OverlayNetwork::for_node_subnet(subnet, identity.node_ip)
+        .map_err(|source| FilesError::Overlay { node: name, source })
+}

@@ -1,0 +1,352 @@
+//! The [`MaterialRefresher`]: the async task that reads the cluster material and publishes it as a
+//! [`ClusterMaterial`] snapshot through a `tokio::sync::watch` channel, so the synchronous
+//! [`HostFilesSource`](wmco_node_config::HostFilesSource) never does cluster IO.
+//!
+//! - API server CA: ConfigMap `kube-root-ca.crt` (`ca.crt`) in the operator namespace, published in every
+//!   namespace by kube-controller-manager.
+//! - kubelet client CA: the first ControllerConfig's `kubeAPIServerServingCAData` on OpenShift (as the Go
+//!   operator), the API server CA on plain Kubernetes.
+//! - node-bootstrapper token: TokenRequest for `openshift-machine-config-operator/node-bootstrapper`, minted again
+//!   at half its lifetime; a failed mint keeps the previous token while it is valid.
+//! - windows_exporter TLS: Secret `windows-machine-config-operator-tls` (`tls.crt`, `tls.key`).
+//!
+//! A piece that cannot be read keeps its reason in the snapshot and is logged as a warning once per change.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use base64::Engine as _;
+use jiff::{SignedDuration, Timestamp};
+use kube::Client;
+use kube::api::{Api, ListParams};
+use tokio::sync::watch;
+use wmco_cluster_client::names::{NODE_BOOTSTRAPPER_NAMESPACE, NODE_BOOTSTRAPPER_SERVICE_ACCOUNT};
+use wmco_cluster_client::types::ControllerConfig;
+use wmco_cluster_client::{ConfigMaps, Secrets, ServiceAccountTokens, TokenRequestSpec};
+use wmco_payload_manifest::render::{PemBundle, SecretToken, ServingTls};
+
+use super::material::{BootstrapToken, ClusterMaterial, MaterialError};
+use crate::csr::Clock;
+
+/// The ConfigMap kube-controller-manager publishes in every namespace with the API server's CA bundle.
+pub const ROOT_CA_CONFIG_MAP: &str = "kube-root-ca.crt";
+/// The key of [`ROOT_CA_CONFIG_MAP`] holding the bundle.
+pub const ROOT_CA_KEY: &str = "ca.crt";
+/// The Secret holding windows_exporter's serving certificate (OpenShift's service CA fills it).
+pub const EXPORTER_TLS_SECRET: &str = "windows-machine-config-operator-tls";
+
+/// Lists ControllerConfigs (OpenShift's machine-config operator publishes the kubelet client CA in them).
+#[async_trait]
+pub trait ControllerConfigs: Send + Sync {
+    /// Every ControllerConfig, sorted by name.
+    async fn list(&self) -> Result<Vec<ControllerConfig>, kube::Error>;
+}
+
+/// [`ControllerConfigs`] over the API server.
+#[derive(Clone)]
+pub struct KubeControllerConfigs {
+    client: Client,
+}
+
+impl KubeControllerConfigs {
+    /// Talks to the API server through `client`.
+    pub fn new(client: Client) -> Self {
+        Self { client }
+    }
+}
+
+#[async_trait]
+impl ControllerConfigs for KubeControllerConfigs {
+    async fn list(&self) -> Result<Vec<ControllerConfig>, kube::Error> {
+        let mut items = Api::<ControllerConfig>::all(self.client.clone()).list(&ListParams::default()).await?.items;
+        items.sort_by(|left, right| left.metadata.name.cmp(&right.metadata.name));
+        Ok(items)
+    }
+}
+
+/// Where the kubelet client CA comes from.
+#[derive(Clone)]
+pub enum KubeletCaSource {
+    /// OpenShift: the first ControllerConfig carrying `kubeAPIServerServingCAData`.
+    ControllerConfigs(Arc<dyn ControllerConfigs>),
+    /// Plain Kubernetes: the API server CA bundle.
+    ApiServerCa,
+}
+
+/// The cluster seams the refresher reads through.
+#[derive(Clone)]
+pub struct MaterialSources {
+    /// ConfigMaps (the root CA).
+    pub config_maps: Arc<dyn ConfigMaps>,
+    /// Secrets (the TLS pair).
+    pub secrets: Arc<dyn Secrets>,
+    /// TokenRequest (the node-bootstrapper token).
+    pub tokens: Arc<dyn ServiceAccountTokens>,
+    /// The kubelet client CA's origin.
+    pub kubelet_ca: KubeletCaSource,
+}
+
+/// How the refresher behaves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RefreshSettings {
+    /// The operator namespace (root CA ConfigMap and TLS Secret).
+    pub namespace: String,
+    /// The lifetime asked for the node-bootstrapper token; it is minted again at half of it.
+    pub token_lifetime: Duration,
+    /// How often the CAs and the TLS Secret are read again while everything is usable.
+    pub resync: Duration,
+    /// How often a piece that is not usable is read again.
+    pub retry: Duration,
+}
+
+impl RefreshSettings {
+    /// Defaults: a one-hour token, everything re-read every minute, missing pieces every five seconds.
+    pub fn new(namespace: impl Into<String>) -> Self {
+        Self {
+            namespace: namespace.into(),
+            token_lifetime: Duration::from_secs(3600),
+            resync: Duration::from_secs(60),
+            retry: Duration::from_secs(5),
+        }
+    }
+}
+
+/// A read-only handle on the latest [`ClusterMaterial`]; cheap to clone, never blocks on IO.
+#[derive(Clone, Debug)]
+pub struct MaterialSnapshot {
+    receiver: watch::Receiver<Arc<ClusterMaterial>>,
+}
+
+impl MaterialSnapshot {
+    /// The latest material.
+    pub fn current(&self) -> Arc<ClusterMaterial> {
+        Arc::clone(&self.receiver.borrow())
+    }
+}
+
+/// Reads the cluster material and publishes each refresh to its [`MaterialSnapshot`]s.
+pub struct MaterialRefresher {
+    sources: MaterialSources,
+    settings: RefreshSettings,
+    clock: Clock,
+    sender: watch::Sender<Arc<ClusterMaterial>>,
+}
+
+impl MaterialRefresher {
+    /// A refresher and the snapshot handle it publishes to (holding [`ClusterMaterial::not_read_yet`] until the
+    /// first refresh).
+    ///
+    /// ```no_run
+    /// # async fn example(sources: wmco_operator::files::MaterialSources) {
+    /// use wmco_operator::csr::system_clock;
+    /// use wmco_operator::files::{MaterialRefresher, RefreshSettings};
+    ///
+    /// let (refresher, snapshot) = MaterialRefresher::new(sources, RefreshSettings::new("wmco"), system_clock());
+    /// tokio::spawn(refresher.run());
+    /// let material = snapshot.current();
+    /// # }
+    /// ```
+    pub fn new(sources: MaterialSources, settings: RefreshSettings, clock: Clock) -> (Self, MaterialSnapshot) {
+        let (sender, receiver) = watch::channel(Arc::new(ClusterMaterial::not_read_yet()));
+        (Self { sources, settings, clock, sender }, MaterialSnapshot { receiver })
+    }
+
+    /// Another handle on the snapshot this refresher publishes.
+    pub fn snapshot(&self) -> MaterialSnapshot {
+        MaterialSnapshot { receiver: self.sender.subscribe() }
+    }
+
+    /// Reads every piece once (the token only when it is due) and publishes the result; returns how long to wait
+    /// before the next refresh.
+    pub async fn refresh(&self) -> Duration {
+        let previous = self.sender.borrow().clone();
+        let now = (self.clock)();
+        let api_server_ca = self.api_server_ca().await;
+        let kubelet_client_ca = match &self.sources.kubelet_ca {
+            KubeletCaSource::ControllerConfigs(configs) => controller_config_ca(configs.as_ref()).await,
+            KubeletCaSource::ApiServerCa => api_server_ca.clone(),
+        };
+        let bootstrap_token = self.bootstrap_token(&previous.bootstrap_token, now).await;
+        let exporter_tls = self.exporter_tls().await;
+        let material = ClusterMaterial { api_server_ca, kubelet_client_ca, bootstrap_token, exporter_tls };
+        log_changes(&previous, &material);
+        let wait = self.next_wait(&material, now);
+        self.sender.send_replace(Arc::new(material));
+        wait
+    }
+
+    /// Refreshes forever (spawn it; abort the task to stop).
+    pub async fn run(self) {
+        loop {
+            let wait = self.refresh().await;
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    /// The resync interval, the retry interval when a piece is unusable, and never past the token's half-life.
+    fn next_wait(&self, material: &ClusterMaterial, now: Timestamp) -> Duration {
+        let mut wait = if material.is_complete() { self.settings.resync } else { self.settings.retry };
+        if let Ok(token) = &material.bootstrap_token {
+            let until_due = self.refresh_due(token).duration_since(now);
+            wait = wait.min(Duration::try_from(until_due).unwrap_or(Duration::ZERO));
+        }
+        wait
+    }
+
+    /// When `token` is to be replaced: half the lifetime before it expires.
+    fn refresh_due(&self, token: &BootstrapToken) -> Timestamp {
+        let half = SignedDuration::try_from(self.settings.token_lifetime / 2).unwrap_or(SignedDuration::ZERO);
+        token.expires_at.checked_sub(half).unwrap_or(Timestamp::MIN)
+    }
+
+    async fn api_server_ca(&self) -> Result<PemBundle, MaterialError> {
+        let namespace = &self.settings.namespace;
+        let object = format!("{namespace}/{ROOT_CA_CONFIG_MAP}");
+        let config_map = self
+            .sources
+            .config_maps
+            .get(namespace, ROOT_CA_CONFIG_MAP)
+            .await
+            .map_err(|error| MaterialError::Read { what: format!("ConfigMap {object}"), reason: error.to_string() })?
+            .ok_or_else(|| MaterialError::Missing {
+                kind: "ConfigMap",
+                object: object.clone(),
+                hint: "kube-controller-manager's root-ca-certificate-publisher-controller creates it",
+            })?;
+        let text =
+            config_map.data.as_ref().and_then(|data| data.get(ROOT_CA_KEY)).ok_or_else(|| {
+                MaterialError::MissingKey { kind: "ConfigMap", object: object.clone(), key: ROOT_CA_KEY }
+            })?;
+        text.parse().map_err(|error: wmco_payload_manifest::render::PemBundleError| MaterialError::Invalid {
+            kind: "ConfigMap",
+            object,
+            key: ROOT_CA_KEY,
+            reason: error.to_string(),
+        })
+    }
+
+    async fn bootstrap_token(
+        &self,
+        previous: &Result<BootstrapToken, MaterialError>,
+        now: Timestamp,
+    ) -> Result<BootstrapToken, MaterialError> {
+        if let Ok(token) = previous
+            && now < self.refresh_due(token)
+        {
+            return Ok(token.clone());
+        }
+        let spec = TokenRequestSpec { audiences: Vec::new(), lifetime: self.settings.token_lifetime };
+        match self.sources.tokens.request(NODE_BOOTSTRAPPER_NAMESPACE, NODE_BOOTSTRAPPER_SERVICE_ACCOUNT, &spec).await {
+            Ok(minted) => {
+                tracing::info!(expires_at = %minted.expires_at(), "minted a node-bootstrapper token");
+                Ok(BootstrapToken { token: SecretToken::new(minted.secret()), expires_at: minted.expires_at() })
+            }
+            Err(error) => {
+                let error = MaterialError::Read {
+                    what: format!(
+                        "a token of ServiceAccount {NODE_BOOTSTRAPPER_NAMESPACE}/{NODE_BOOTSTRAPPER_SERVICE_ACCOUNT}"
+                    ),
+                    reason: error.to_string(),
+                };
+                match previous {
+                    Ok(token) if now < token.expires_at => {
+                        tracing::warn!(error = %error, "keeping the previous node-bootstrapper token until it expires");
+                        Ok(token.clone())
+                    }
+                    _ => Err(error),
+                }
+            }
+        }
+    }
+
+    async fn exporter_tls(&self) -> Result<ServingTls, MaterialError> {
+        let namespace = &self.settings.namespace;
+        let object = format!("{namespace}/{EXPORTER_TLS_SECRET}");
+        let secret = self
+            .sources
+            .secrets
+            .get(namespace, EXPORTER_TLS_SECRET)
+            .await
+            .map_err(|error| MaterialError::Read { what: format!("Secret {object}"), reason: error.to_string() })?
+            .ok_or_else(|| MaterialError::Missing {
+                kind: "Secret",
+                object: object.clone(),
+                hint: "OpenShift's service CA fills it for the windows-exporter Service; elsewhere create it with \
+                       tls.crt and tls.key",
+            })?;
+        let data = secret.data.unwrap_or_default();
+        let text = |key: &'static str| -> Result<String, MaterialError> {
+            let bytes = data.get(key).ok_or_else(|| MaterialError::MissingKey {
+                kind: "Secret",
+                object: object.clone(),
+                key,
+            })?;
+            String::from_utf8(bytes.0.clone()).map_err(|_| MaterialError::Invalid {
+                kind: "Secret",
+                object: object.clone(),
+                key,
+                reason: "not UTF-8 text".to_owned(),
+            })
+        };
+        let invalid = |key: &'static str, reason: String| MaterialError::Invalid {
+            kind: "Secret",
+            object: object.clone(),
+            key,
+            reason,
+        };
+        let chain: PemBundle = text("tls.crt")?.parse().map_err(|error| invalid("tls.crt", format!("{error}")))?;
+        ServingTls::new(chain, &text("tls.key")?).map_err(|error| invalid("tls.key", error.to_string()))
+    }
+}
+
+/// The first ControllerConfig's `kubeAPIServerServingCAData` (base64 PEM).
+async fn controller_config_ca(configs: &dyn ControllerConfigs) -> Result<PemBundle, MaterialError> {
+    let items = configs
+        .list()
+        .await
+        .map_err(|error| MaterialError::Read { what: "ControllerConfigs".to_owned(), reason: error.to_string() })?;
+    let (name, encoded) = items
+        .iter()
+        .find_map(|config| {
+            let data = config.spec.kube_api_server_serving_ca_data.as_ref().filter(|data| !data.is_empty())?;
+            Some((config.metadata.name.clone().unwrap_or_default(), data))
+        })
+        .ok_or(MaterialError::NoControllerConfigCa)?;
+    let invalid = |reason: String| MaterialError::Invalid {
+        kind: "ControllerConfig",
+        object: name.clone(),
+        key: "spec.kubeAPIServerServingCAData",
+        reason,
+    };
+    let bytes =
+        base64::engine::general_purpose::STANDARD.decode(encoded).map_err(|error| invalid(error.to_string()))?;
+    let text = String::from_utf8(bytes).map_err(|_| invalid("not UTF-8 text".to_owned()))?;
+    text.parse().map_err(|error: wmco_payload_manifest::render::PemBundleError| invalid(error.to_string()))
+}
+
+/// Logs each piece whose usability or reason changed: a warning when it became unusable, info when it recovered.
+fn log_changes(previous: &ClusterMaterial, current: &ClusterMaterial) {
+    log_change("API server CA", previous.api_server_ca.as_ref().err(), current.api_server_ca.as_ref().err());
+    log_change(
+        "kubelet client CA",
+        previous.kubelet_client_ca.as_ref().err(),
+        current.kubelet_client_ca.as_ref().err(),
+    );
+    log_change(
+        "node-bootstrapper token",
+        previous.bootstrap_token.as_ref().err(),
+        current.bootstrap_token.as_ref().err(),
+    );
+    log_change("windows_exporter TLS pair", previous.exporter_tls.as_ref().err(), current.exporter_tls.as_ref().err());
+}
+
+fn log_change(piece: &str, previous: Option<&MaterialError>, current: Option<&MaterialError>) {
+    match (previous, current) {
+        (_, Some(error)) if previous != Some(error) => {
+            tracing::warn!(piece, error = %error, "cluster material unusable; hosts needing it wait");
+        }
+        (Some(_), None) => tracing::info!(piece, "cluster material usable"),
+        _ => {}
+    }
+}

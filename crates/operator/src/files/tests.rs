@@ -1,0 +1,492 @@
+//! Tests of the files source: material refresh over the cluster-client fakes (token half-life, missing TLS
+//! Secret, kubelet CA origin, nothing secret in `Debug` or logs), the file sets of both stages, and one two-phase
+//! configure through `wmco-node-config` over `winhost-sim`'s in-process host with a small synthetic payload.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use base64::Engine as _;
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{ConfigMap, Node, NodeCondition, NodeStatus, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use wmco_cluster_client::fake::{FakeConfigMaps, FakeSecrets, FakeTokens};
+use wmco_cluster_client::names::HYBRID_OVERLAY_SUBNET_ANNOTATION;
+use wmco_cluster_client::types::{ControllerConfig, ControllerConfigSpec};
+use wmco_cluster_client::{ClusterFacts, ConfigMaps, Platform, ProxySettings, Secrets};
+use wmco_node_config::{FileStage, HostFilesSource, HostIdentity};
+use wmco_payload_manifest::{HostFileContent, HostFileSet, Manifest, Payload, SyntheticScale, write_synthetic_payload};
+
+use super::*;
+use crate::csr::Clock;
+
+const NAMESPACE: &str = "wmco";
+const API_CA: &str = "-----BEGIN CERTIFICATE-----\nQVBJLUNB\n-----END CERTIFICATE-----\n";
+const KUBELET_CA: &str = "-----BEGIN CERTIFICATE-----\nS1VCRUxFVC1DQQ==\n-----END CERTIFICATE-----\n";
+const TLS_CERT: &str = "-----BEGIN CERTIFICATE-----\nVExTLUNFUlQ=\n-----END CERTIFICATE-----\n";
+const TLS_KEY: &str = "-----BEGIN PRIVATE KEY-----\nVExTLUtFWS1TRUNSRVQ=\n-----END PRIVATE KEY-----\n";
+const SUBNET: &str = "10.132.4.0/24";
+
+fn t0() -> Timestamp {
+    "2026-11-22T03:00:00Z".parse().unwrap()
+}
+
+struct FakeControllerConfigs(Vec<ControllerConfig>);
+
+#[async_trait]
+impl ControllerConfigs for FakeControllerConfigs {
+    async fn list(&self) -> Result<Vec<ControllerConfig>, kube::Error> {
+        Ok(self.0.clone())
+    }
+}
+
+fn controller_config(name: &str, ca: Option<&str>) -> ControllerConfig {
+    let mut config = ControllerConfig::new(
+        name,
+        ControllerConfigSpec {
+            kube_api_server_serving_ca_data: ca.map(|ca| base64::engine::general_purpose::STANDARD.encode(ca)),
+            ..ControllerConfigSpec::default()
+        },
+    );
+    config.metadata.name = Some(name.to_owned());
+    config
+}
+
+/// The cluster seams, a settable clock and the refresher's snapshot.
+struct World {
+    config_maps: Arc<FakeConfigMaps>,
+    secrets: Arc<FakeSecrets>,
+    tokens: Arc<FakeTokens>,
+    now: Arc<Mutex<Timestamp>>,
+    refresher: MaterialRefresher,
+    snapshot: MaterialSnapshot,
+}
+
+impl World {
+    async fn new(kubelet_ca: Option<KubeletCaSource>) -> World {
+        let config_maps = Arc::new(FakeConfigMaps::default());
+        let secrets = Arc::new(FakeSecrets::default());
+        let tokens = Arc::new(FakeTokens::new(t0()));
+        let now = Arc::new(Mutex::new(t0()));
+        let kubelet_ca = kubelet_ca.unwrap_or_else(|| {
+            KubeletCaSource::ControllerConfigs(Arc::new(FakeControllerConfigs(vec![
+                controller_config("a-empty", None),
+                controller_config("machine-config-controller", Some(KUBELET_CA)),
+            ])))
+        });
+        let sources = MaterialSources {
+            config_maps: config_maps.clone(),
+            secrets: secrets.clone(),
+            tokens: tokens.clone(),
+            kubelet_ca,
+        };
+        let clock_now = Arc::clone(&now);
+        let clock: Clock = Arc::new(move || *clock_now.lock().unwrap());
+        let (refresher, snapshot) = MaterialRefresher::new(sources, RefreshSettings::new(NAMESPACE), clock);
+        let world = World { config_maps, secrets, tokens, now, refresher, snapshot };
+        world.put_root_ca().await;
+        world
+    }
+
+    async fn put_root_ca(&self) {
+        let config_map = ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(ROOT_CA_CONFIG_MAP.into()),
+                namespace: Some(NAMESPACE.into()),
+                ..ObjectMeta::default()
+            },
+            data: Some(BTreeMap::from([(ROOT_CA_KEY.to_owned(), API_CA.to_owned())])),
+            ..ConfigMap::default()
+        };
+        self.config_maps.apply(&config_map).await.unwrap();
+    }
+
+    async fn put_tls_secret(&self) {
+        let secret = Secret {
+            metadata: ObjectMeta {
+                name: Some(EXPORTER_TLS_SECRET.into()),
+                namespace: Some(NAMESPACE.into()),
+                ..ObjectMeta::default()
+            },
+            data: Some(BTreeMap::from([
+                ("tls.crt".to_owned(), ByteString(TLS_CERT.as_bytes().to_vec())),
+                ("tls.key".to_owned(), ByteString(TLS_KEY.as_bytes().to_vec())),
+            ])),
+            ..Secret::default()
+        };
+        self.secrets.apply(&secret).await.unwrap();
+    }
+
+    fn advance(&self, by: SignedDuration) {
+        let mut now = self.now.lock().unwrap();
+        *now = now.checked_add(by).unwrap();
+    }
+
+    fn token(&self) -> String {
+        self.snapshot.current().bootstrap_token.as_ref().unwrap().token.expose().to_owned()
+    }
+}
+
+fn facts() -> ClusterFacts {
+    ClusterFacts {
+        service_cidr: "172.30.0.0/16".into(),
+        api_server_internal_url: "https://api-int.example:6443".into(),
+        platform: Platform::None,
+        proxy: ProxySettings::default(),
+        kubernetes_version: semver::Version::new(1, 36, 3),
+        mirror_sets: vec![],
+    }
+}
+
+fn identity() -> HostIdentity {
+    HostIdentity {
+        hostname: "WinWorker-5".into(),
+        fqdn: "winworker-5.lab.example".into(),
+        node_ip: "203.0.113.50".parse().unwrap(),
+        expected_node_name: "winworker-5".into(),
+    }
+}
+
+fn node_with_subnet(subnet: &str) -> Node {
+    Node {
+        metadata: ObjectMeta {
+            name: Some("winworker-5".into()),
+            annotations: Some([(HYBRID_OVERLAY_SUBNET_ANNOTATION.to_owned(), subnet.to_owned())].into()),
+            ..ObjectMeta::default()
+        },
+        status: Some(NodeStatus {
+            conditions: Some(vec![NodeCondition {
+                type_: "Ready".into(),
+                status: "True".into(),
+                ..NodeCondition::default()
+            }]),
+            ..NodeStatus::default()
+        }),
+        ..Node::default()
+    }
+}
+
+/// A small synthetic payload in a temporary directory.
+fn payload() -> (tempfile::TempDir, Manifest, Payload) {
+    let manifest = Manifest::product().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let product = concat!(env!("CARGO_MANIFEST_DIR"), "/../../payload");
+    write_synthetic_payload(&manifest, product.as_ref(), dir.path(), SyntheticScale::Small).unwrap();
+    let payload = Payload::load(dir.path(), &manifest).unwrap();
+    (dir, manifest, payload)
+}
+
+fn node_files(world: &World) -> (tempfile::TempDir, NodeFiles) {
+    let (dir, manifest, payload) = payload();
+    let cluster = ClusterSettings::from_facts(&facts()).unwrap();
+    (dir, NodeFiles::new(manifest, payload, cluster, world.snapshot.clone()))
+}
+
+/// Destination → rendered text of every rendered file in `set`.
+fn rendered(set: &HostFileSet) -> BTreeMap<String, String> {
+    set.files()
+        .iter()
+        .filter_map(|file| match &file.content {
+            HostFileContent::Rendered(rendered) => {
+                Some((file.destination.as_str().to_owned(), String::from_utf8(rendered.bytes().to_vec()).unwrap()))
+            }
+            HostFileContent::Payload { .. } => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_refresh_reads_every_piece_and_the_kubelet_ca_comes_from_the_first_controller_config_with_data() {
+    let world = World::new(None).await;
+    world.put_tls_secret().await;
+    assert_eq!(
+        world.snapshot.current().api_server_ca.as_ref().unwrap_err(),
+        &MaterialError::NotReadYet { what: "the API server CA" }
+    );
+    let wait = world.refresher.refresh().await;
+    assert_eq!(wait, Duration::from_secs(60));
+    let material = world.snapshot.current();
+    assert!(material.is_complete());
+    assert_eq!(material.api_server_ca.as_ref().unwrap().as_str(), API_CA);
+    assert_eq!(material.kubelet_client_ca.as_ref().unwrap().as_str(), KUBELET_CA);
+    let token = material.bootstrap_token.as_ref().unwrap();
+    assert_eq!(
+        (token.token.expose(), token.expires_at),
+        ("fake-token-1", t0().checked_add(SignedDuration::from_hours(1)).unwrap())
+    );
+    let issued = world.tokens.issued();
+    assert_eq!(issued.len(), 1);
+    assert_eq!(issued[0].0, "openshift-machine-config-operator/node-bootstrapper");
+    assert_eq!(issued[0].1.lifetime, Duration::from_secs(3600));
+    assert!(issued[0].1.audiences.is_empty());
+}
+
+#[tokio::test]
+async fn the_token_is_minted_again_at_half_its_lifetime_and_not_before() {
+    let world = World::new(None).await;
+    world.put_tls_secret().await;
+    world.refresher.refresh().await;
+    world.advance(SignedDuration::from_mins(29));
+    assert_eq!(world.refresher.refresh().await, Duration::from_secs(60));
+    assert_eq!((world.tokens.issued().len(), world.token()), (1, "fake-token-1".to_owned()));
+    world.advance(SignedDuration::from_secs(30));
+    assert_eq!(world.refresher.refresh().await, Duration::from_secs(30), "the wait stops at the half-life");
+    world.advance(SignedDuration::from_secs(30));
+    world.refresher.refresh().await;
+    assert_eq!((world.tokens.issued().len(), world.token()), (2, "fake-token-2".to_owned()));
+}
+
+#[tokio::test]
+async fn plain_kubernetes_uses_the_api_server_ca_for_the_kubelet_and_a_missing_controller_config_ca_is_named() {
+    let world = World::new(Some(KubeletCaSource::ApiServerCa)).await;
+    world.refresher.refresh().await;
+    assert_eq!(world.snapshot.current().kubelet_client_ca.as_ref().unwrap().as_str(), API_CA);
+
+    let empty = KubeletCaSource::ControllerConfigs(Arc::new(FakeControllerConfigs(vec![controller_config("x", None)])));
+    let world = World::new(Some(empty)).await;
+    world.refresher.refresh().await;
+    let (_dir, files) = node_files(&world);
+    let error = files.file_set(&identity(), FileStage::Bootstrap).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "bootstrap files: no ControllerConfig carries spec.kubeAPIServerServingCAData (the machine-config operator \
+         publishes it)"
+    );
+}
+
+#[tokio::test]
+async fn a_missing_tls_secret_blocks_the_node_stage_only_and_names_the_secret() {
+    let world = World::new(None).await;
+    let wait = world.refresher.refresh().await;
+    assert_eq!(wait, Duration::from_secs(5), "an unusable piece is read again soon");
+    let (_dir, files) = node_files(&world);
+    assert!(files.file_set(&identity(), FileStage::Bootstrap).is_ok());
+    let node = node_with_subnet(SUBNET);
+    let error = files.files(&identity(), FileStage::Node(&node)).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "node files: Secret wmco/windows-machine-config-operator-tls does not exist: OpenShift's service CA fills it \
+         for the windows-exporter Service; elsewhere create it with tls.crt and tls.key"
+    );
+    world.put_tls_secret().await;
+    world.refresher.refresh().await;
+    assert!(files.file_set(&identity(), FileStage::Node(&node)).is_ok());
+}
+
+#[tokio::test]
+async fn the_bootstrap_set_carries_the_token_and_no_phase_two_file() {
+    let world = World::new(None).await;
+    world.refresher.refresh().await;
+    let (_dir, files) = node_files(&world);
+    let set = files.file_set(&identity(), FileStage::Bootstrap).unwrap();
+    let rendered = rendered(&set);
+    let names: Vec<&str> = rendered.keys().map(String::as_str).collect();
+    assert_eq!(
+        names,
+        [
+            r"C:\k\bootstrap-ca.crt",
+            r"C:\k\bootstrap-kubeconfig",
+            r"C:\k\ca-bundle.crt",
+            r"C:\k\containerd\containerd_conf.toml",
+            r"C:\k\kubelet-ca.crt",
+            r"C:\k\kubelet.conf",
+        ]
+    );
+    assert!(rendered[r"C:\k\bootstrap-kubeconfig"].contains("token: fake-token-1\n"));
+    assert!(rendered[r"C:\k\bootstrap-kubeconfig"].contains("server: https://api-int.example:6443\n"));
+    assert_eq!(rendered[r"C:\k\bootstrap-ca.crt"], API_CA);
+    assert_eq!(rendered[r"C:\k\kubelet-ca.crt"], KUBELET_CA);
+    assert!(rendered[r"C:\k\kubelet.conf"].contains("\"172.30.0.10\""));
+    let payload_files = set.files().iter().filter(|file| matches!(file.content, HostFileContent::Payload { .. }));
+    assert_eq!(payload_files.count(), 15, "every payload file of platform None (no AWS or Azure component)");
+}
+
+#[tokio::test]
+async fn the_node_set_carries_cni_kube_proxy_and_tls_files_and_never_the_bootstrap_kubeconfig() {
+    let world = World::new(None).await;
+    world.put_tls_secret().await;
+    world.refresher.refresh().await;
+    let (_dir, files) = node_files(&world);
+    let node = node_with_subnet(SUBNET);
+    let set = files.file_set(&identity(), FileStage::Node(&node)).unwrap();
+    let rendered = rendered(&set);
+    let names: Vec<&str> = rendered.keys().map(String::as_str).collect();
+    assert_eq!(
+        names,
+        [
+            r"C:\k\bootstrap-ca.crt",
+            r"C:\k\ca-bundle.crt",
+            r"C:\k\cni\config\cni.conf",
+            r"C:\k\containerd\containerd_conf.toml",
+            r"C:\k\kube-proxy.conf",
+            r"C:\k\kubelet-ca.crt",
+            r"C:\k\kubelet.conf",
+            r"C:\k\tls\certs\tls.crt",
+            r"C:\k\tls\certs\tls.key",
+        ]
+    );
+    let kube_proxy: serde_json::Value = serde_json::from_str(&rendered[r"C:\k\kube-proxy.conf"]).unwrap();
+    assert_eq!(kube_proxy["winkernel"]["sourceVip"], "10.132.4.2");
+    assert_eq!(kube_proxy["clusterCIDR"], SUBNET);
+    assert_eq!(kube_proxy["hostnameOverride"], "winworker-5");
+    let cni: serde_json::Value = serde_json::from_str(&rendered[r"C:\k\cni\config\cni.conf"]).unwrap();
+    assert_eq!(cni["ipam"]["rangeStart"], "10.132.4.3");
+    assert_eq!(cni["policies"][2]["value"]["settings"]["providerAddress"], "203.0.113.50");
+    assert_eq!(
+        (rendered[r"C:\k\tls\certs\tls.crt"].as_str(), rendered[r"C:\k\tls\certs\tls.key"].as_str()),
+        (TLS_CERT, TLS_KEY)
+    );
+
+    for (subnet, reason) in [("", "unusable"), ("10.132.4.0/30", "too small")] {
+        let error = files.file_set(&identity(), FileStage::Node(&node_with_subnet(subnet))).unwrap_err().to_string();
+        assert!(error.starts_with("Node winworker-5: "), "{error}");
+        assert!(error.contains(reason), "{error}");
+    }
+}
+
+/// A `tracing` writer collecting every log line.
+#[derive(Clone, Default)]
+struct Logs(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Logs {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn neither_the_token_nor_the_tls_key_reaches_debug_output_errors_or_logs() {
+    let logs = Logs::default();
+    let writer = logs.clone();
+    let subscriber =
+        tracing_subscriber::fmt().with_max_level(tracing::Level::TRACE).with_writer(move || writer.clone()).finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let world = World::new(None).await;
+    world.refresher.refresh().await;
+    world.put_tls_secret().await;
+    world.refresher.refresh().await;
+    world.advance(SignedDuration::from_mins(31));
+    world.refresher.refresh().await;
+    let (_dir, files) = node_files(&world);
+    let bootstrap = files.file_set(&identity(), FileStage::Bootstrap).unwrap();
+    let material = world.snapshot.current();
+    let debug = format!("{material:?} {bootstrap:?}");
+    let logged = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    assert!(logged.contains("minted a node-bootstrapper token"), "{logged}");
+    assert!(logged.contains("windows-machine-config-operator-tls does not exist"), "{logged}");
+    for secret in ["fake-token-1", "fake-token-2", "VExTLUtFWS1TRUNSRVQ"] {
+        assert!(!debug.contains(secret), "{secret} in {debug}");
+        assert!(!logged.contains(secret), "{secret} in {logged}");
+    }
+}
+
+/// A fresh in-process simulated host (`winhost-sim`'s model behind the `RemoteHost` trait).
+fn sim_host() -> winhost_sim::remote_host::InProcessHost {
+    let identity = winhost_sim::host::Identity {
+        hostname: "WinWorker-5".into(),
+        fqdn: "winworker-5.lab.example".into(),
+        build: 20348,
+        ubr: 1,
+        node_ip: "203.0.113.50".parse().unwrap(),
+    };
+    let host_key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIM08b+WEqAXyfq8hlcYCpadCyeYxiEkixYthAQCJ+Gey";
+    winhost_sim::remote_host::InProcessHost::new(identity, "administrator@127.0.0.50:22", "SSH-2.0-wmco-test", host_key)
+        .unwrap()
+}
+
+#[tokio::test]
+async fn node_config_configures_a_simulated_host_in_both_phases_from_the_payload_backed_files() {
+    use wmco_cluster_client::InstanceRecords;
+    use wmco_cluster_client::fake::{FakeDrainer, FakeInstanceRecords, FakeNodes};
+    use wmco_cluster_client::types::{Phase as RecordPhase, WindowsInstance};
+    use wmco_node_config::{ClusterAccess, ConfigureInputs, ConfigureState, HostSession, configure};
+    use wmco_windows_services::Verbosity;
+
+    let world = World::new(None).await;
+    world.put_tls_secret().await;
+    world.refresher.refresh().await;
+    let (_dir, files) = node_files(&world);
+    let settings = ClusterSettings::from_facts(&facts()).unwrap().service_settings(Verbosity::Normal);
+    let sim = Arc::new(sim_host());
+    let (nodes, records, drainer) = (FakeNodes::default(), FakeInstanceRecords::default(), FakeDrainer::default());
+    let cluster = ClusterAccess { nodes: &nodes, records: &records, drainer: &drainer };
+    let instance: WindowsInstance = serde_json::from_value(serde_json::json!({
+        "apiVersion": "windowsmachineconfig.openshift.io/v1alpha1", "kind": "WindowsInstance",
+        "metadata": {"name": "byoh-127-0-0-50", "namespace": NAMESPACE},
+        "spec": {"address": "127.0.0.50", "username": "administrator", "origin": "Byoh"}
+    }))
+    .unwrap();
+    records.apply(&instance).await.unwrap();
+    let session = HostSession::new(sim.clone());
+    let configure_once = || async {
+        let instance = records.record(NAMESPACE, "byoh-127-0-0-50").unwrap();
+        let inputs = ConfigureInputs {
+            instance: &instance,
+            settings: &settings,
+            files: &files,
+            operator_version: "10.17.0",
+            pub_key_hash: "ab",
+        };
+        configure(&session, cluster, &inputs).await.unwrap()
+    };
+    let read = |path: &str| {
+        let host = sim.host();
+        host.disk
+            .read(&winhost_sim::disk::WinPath::parse(path).unwrap())
+            .ok()
+            .map(|bytes| String::from_utf8(bytes).unwrap())
+    };
+
+    let bootstrap = configure_once().await;
+    assert_eq!(bootstrap.state, ConfigureState::WaitingForNode);
+    let kubeconfig = read(r"C:\k\bootstrap-kubeconfig").unwrap();
+    assert!(kubeconfig.contains("token: fake-token-1\n"), "{kubeconfig}");
+    assert_eq!(read(r"C:\k\bootstrap-ca.crt").as_deref(), Some(API_CA));
+    assert_eq!(read(r"C:\k\kubelet-ca.crt").as_deref(), Some(KUBELET_CA));
+    assert_eq!(read(r"C:\k\tls\certs\tls.crt"), None);
+    assert_eq!(read(r"C:\k\cni\config\cni.conf"), None);
+
+    let mut node = node_with_subnet(SUBNET);
+    node.metadata.name = Some(bootstrap.node_name.clone());
+    {
+        let mut host = sim.host();
+        host.disk.write(&winhost_sim::disk::WinPath::parse(r"C:\k\kubeconfig").unwrap(), b"apiVersion: v1\n").unwrap();
+        host.hns_networks.extend(wmco_node_config::HYBRID_OVERLAY_NETWORKS.map(|name| winhost_sim::host::HnsNetwork {
+            name: name.to_owned(),
+            kind: "Overlay".into(),
+            id: format!("{name}-id"),
+            address_prefix: Some(SUBNET.into()),
+            gateway: None,
+        }));
+    }
+    nodes.insert(node);
+    let ready = configure_once().await;
+    assert_eq!(ready.state, ConfigureState::Ready);
+    assert_eq!(records.record(NAMESPACE, "byoh-127-0-0-50").unwrap().status.unwrap().phase, Some(RecordPhase::Ready));
+    assert_eq!(read(r"C:\k\bootstrap-kubeconfig"), None);
+    assert_eq!(read(r"C:\k\tls\certs\tls.key").as_deref(), Some(TLS_KEY));
+    assert!(read(r"C:\k\cni\config\cni.conf").unwrap().contains("\"rangeStart\": \"10.132.4.3\""));
+    assert!(read(r"C:\k\kube-proxy.conf").unwrap().contains("\"sourceVip\": \"10.132.4.2\""));
+    {
+        let mut host = sim.host();
+        host.refresh();
+        assert!(host.unknown_commands.is_empty(), "{:?}", host.unknown_commands);
+        assert_eq!(host.scm.services().filter(|service| service.state == winhost_sim::scm::State::Running).count(), 6);
+    }
+
+    // A new token changes nothing on a registered host: one probe, no upload.
+    world.advance(SignedDuration::from_mins(31));
+    world.refresher.refresh().await;
+    assert_eq!(world.token(), "fake-token-2");
+    let converged = configure_once().await;
+    assert_eq!((converged.state, converged.commands, converged.uploads), (ConfigureState::Ready, 1, 0));
+}
