@@ -11,6 +11,11 @@
 //!    kubeconfig, which is deleted from the host. Outcome [`ConfigureState::WaitingForSubnet`].
 //! 3. **Node** (the Node has its subnet): every service, phase-2 files (CNI, kube-proxy, TLS), labels and
 //!    annotations; the version annotation and phase Ready only once every service runs and the Node is Ready.
+//!
+//! **Upgrade gate.** A host whose Node carries another version annotation than the operator's is configured only
+//! while its record is in phase `Upgrading`, which the upgrade executor writes once the Node is marked, cordoned
+//! and drained; until then a pass stops at [`ConfigureState::WaitingForUpgrade`] after one Node read, without any
+//! SSH round trip or record write. An upgrade keeps the phase `Upgrading` until the host is Ready again.
 
 use std::collections::BTreeMap;
 
@@ -139,6 +144,9 @@ pub enum ConfigureState {
     WaitingForReady,
     /// Every service runs, the Node is Ready and carries the version annotation; the record says Ready.
     Ready,
+    /// The Node is configured at another version and the upgrade executor has not yet marked, cordoned and
+    /// drained it (the record is not in phase `Upgrading`): nothing was done. Call again when the record changes.
+    WaitingForUpgrade,
 }
 
 /// The result of a configure pass.
@@ -189,6 +197,7 @@ enum Stage {
 ///     ConfigureState::WaitingForNode
 ///     | ConfigureState::WaitingForSubnet
 ///     | ConfigureState::WaitingForReady => {}     // the Node watch triggers the next pass
+///     ConfigureState::WaitingForUpgrade => {}     // the upgrade executor's phase change triggers the next pass
 /// }
 /// # Ok(())
 /// # }
@@ -229,6 +238,16 @@ async fn configure_pass(
     inputs: &ConfigureInputs<'_>,
     recorder: &mut Recorder<'_>,
 ) -> Result<(ConfigureState, String, usize), FlowError> {
+    let recorded_identity = HostIdentity::from_status(&recorder.status);
+    let recorded_node = match &recorded_identity {
+        Some(identity) => Some(read_node(session, cluster, &identity.expected_node_name).await?),
+        None => None,
+    };
+    if let (Some(identity), Some(Some(node))) = (&recorded_identity, &recorded_node)
+        && awaits_upgrade(node, recorder.status.phase, inputs.operator_version)
+    {
+        return Ok((ConfigureState::WaitingForUpgrade, identity.expected_node_name.clone(), 0));
+    }
     if !matches!(recorder.status.phase, Some(RecordPhase::Ready | RecordPhase::WaitingForNode | RecordPhase::Upgrading))
     {
         recorder.set_phase(RecordPhase::Configuring);
@@ -238,7 +257,7 @@ async fn configure_pass(
             session.host().host_key().await.map_err(|source| session.transport_error(FlowStep::PinHostKey, source))?;
         recorder.status.pinned_host_key = Some(key.to_openssh());
     }
-    let identity = match HostIdentity::from_status(&recorder.status) {
+    let identity = match recorded_identity {
         Some(identity) => identity,
         None => {
             let identity = discover_identity(session).await?;
@@ -249,11 +268,10 @@ async fn configure_pass(
     recorder.save().await?;
 
     let node_name = identity.expected_node_name.clone();
-    let node = cluster.nodes.get(&node_name).await.map_err(|source| FlowError::Cluster {
-        host: session.label().to_owned(),
-        step: FlowStep::ReadNode,
-        source,
-    })?;
+    let node = match recorded_node {
+        Some(node) => node,
+        None => read_node(session, cluster, &node_name).await?,
+    };
     let stage = match node {
         None => Stage::Bootstrap,
         Some(node) if subnet(&node).is_some() => Stage::Node(Box::new(node)),
@@ -300,12 +318,12 @@ async fn configure_pass(
 
     let node = match stage {
         Stage::Bootstrap => {
-            recorder.set_phase(RecordPhase::WaitingForNode);
+            set_waiting(recorder);
             recorder.save().await?;
             return Ok((ConfigureState::WaitingForNode, node_name, steps.len()));
         }
         Stage::Registered => {
-            recorder.set_phase(RecordPhase::WaitingForNode);
+            set_waiting(recorder);
             recorder.save().await?;
             return Ok((ConfigureState::WaitingForSubnet, node_name, steps.len()));
         }
@@ -333,11 +351,42 @@ async fn configure_pass(
         recorder.status.last_error = None;
         ConfigureState::Ready
     } else {
-        recorder.set_phase(RecordPhase::WaitingForNode);
+        set_waiting(recorder);
         ConfigureState::WaitingForReady
     };
     recorder.save().await?;
     Ok((state, node_name, steps.len()))
+}
+
+/// Reads the Node named `node_name`.
+async fn read_node(session: &HostSession, cluster: ClusterAccess<'_>, node_name: &str) -> Result<Option<Node>, FlowError> {
+    cluster.nodes.get(node_name).await.map_err(|source| FlowError::Cluster {
+        host: session.label().to_owned(),
+        step: FlowStep::ReadNode,
+        source,
+    })
+}
+
+/// Whether the upgrade gate holds the pass back: the Node is configured at another version than the operator's
+/// (build metadata ignored) and the record is not in phase `Upgrading`.
+fn awaits_upgrade(node: &Node, phase: Option<RecordPhase>, operator_version: &str) -> bool {
+    let configured =
+        node.metadata.annotations.as_ref().and_then(|annotations| annotations.get(VERSION_ANNOTATION));
+    phase != Some(RecordPhase::Upgrading)
+        && configured.is_some_and(|configured| without_build_metadata(configured) != without_build_metadata(operator_version))
+}
+
+/// `version` without its `+build` suffix.
+fn without_build_metadata(version: &str) -> &str {
+    version.split_once('+').map_or(version, |(release, _)| release)
+}
+
+/// Enters the waiting phase `WaitingForNode`, except during an upgrade, which stays `Upgrading` until Ready (the
+/// phase is the executor's permission, and counts against the unavailability budget).
+fn set_waiting(recorder: &mut Recorder<'_>) {
+    if recorder.status.phase != Some(RecordPhase::Upgrading) {
+        recorder.set_phase(RecordPhase::WaitingForNode);
+    }
 }
 
 /// Reads the host's identity in one round trip.

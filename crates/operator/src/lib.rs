@@ -9,9 +9,13 @@
 //! - [`health`]: the HTTP listener serving `/healthz`, `/readyz` and `/metrics`.
 //! - [`instances`]: the instances controller. It turns the `windows-instances` ConfigMap into `WindowsInstance`
 //!   records and configures (or, once a record is deleted, deconfigures) each host with `wmco-node-config`.
+//! - [`upgrades`]: the upgrade executor. It carries out the upgrade-planner's decisions for the whole fleet
+//!   within the unavailability budget read from cluster state: mark, cordon, drain, hand over to the configure
+//!   pass, then uncordon and unmark.
 
 pub mod csr;
 pub mod files;
 pub mod health;
 pub mod instances;
 pub mod metrics;
+pub mod upgrades;

@@ -634,3 +634,87 @@ async fn a_fresh_bootstrap_token_is_uploaded_without_restarting_the_kubelet() {
     assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::WaitingForNode);
     assert_eq!(summary(&world.host.take_log()), ["probe", r"upload C:\k\bootstrap-kubeconfig"]);
 }
+
+/// Puts the version annotation `version` on the Node, as an older operator left it.
+fn configured_at(world: &World, version: &str) {
+    let patch = wmco_cluster_client::NodeMetadataPatch::default().set_annotation(VERSION_ANNOTATION, version);
+    let mut node = world.nodes.node(NAME).unwrap();
+    patch.apply_to(&mut node);
+    world.nodes.insert(node);
+}
+
+/// Writes `phase` to the record, as the upgrade executor does once the Node is marked, cordoned and drained.
+async fn enter_phase(world: &World, phase: RecordPhase) {
+    let mut status = world.record().status.unwrap();
+    status.phase = Some(phase);
+    world.records.apply_status(NAMESPACE, NAME, &status).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_node_at_another_version_waits_for_the_upgrade_executor_without_any_ssh_or_write() {
+    let world = World::new().await;
+    let session = world.session();
+    world.configure_to_ready(&session).await;
+    configured_at(&world, "10.16.0");
+    world.host.take_log();
+    let (status_before, node_before) = (world.record().status, world.nodes.node(NAME).unwrap());
+
+    let outcome = world.configure(&session).await.unwrap();
+    assert_eq!(
+        (outcome.state, outcome.node_name.as_str(), outcome.steps_applied, outcome.commands, outcome.uploads),
+        (ConfigureState::WaitingForUpgrade, NAME, 0, 0, 0)
+    );
+    assert!(world.host.take_log().is_empty());
+    assert_eq!(world.record().status, status_before);
+    assert_eq!(world.nodes.node(NAME).unwrap(), node_before);
+}
+
+#[tokio::test]
+async fn a_gated_host_is_reconfigured_once_its_record_is_upgrading_and_ends_ready_at_the_new_version() {
+    let world = World::new().await;
+    let session = world.session();
+    world.configure_to_ready(&session).await;
+    configured_at(&world, "10.16.0");
+    world.files.set(r"C:\k\kubelet.exe", b"kubelet v2");
+    assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::WaitingForUpgrade);
+    world.host.take_log();
+
+    enter_phase(&world, RecordPhase::Upgrading).await;
+    let outcome = world.configure(&session).await.unwrap();
+    assert_eq!((outcome.state, outcome.uploads), (ConfigureState::Ready, 1));
+    let log = summary(&world.host.take_log());
+    assert!(position(&log, "sc stop kubelet") < position(&log, r"upload C:\k\kubelet.exe"), "{log:#?}");
+    let annotations = world.nodes.node(NAME).unwrap().metadata.annotations.unwrap();
+    assert_eq!(annotations.get(VERSION_ANNOTATION).map(String::as_str), Some(VERSION));
+    let status = world.record().status.unwrap();
+    assert_eq!((status.phase, status.configured_version.as_deref()), (Some(RecordPhase::Ready), Some(VERSION)));
+}
+
+#[tokio::test]
+async fn an_upgrade_keeps_phase_upgrading_until_the_node_is_ready() {
+    let world = World::new().await;
+    let session = world.session();
+    world.configure_to_ready(&session).await;
+    configured_at(&world, "10.16.0");
+    let mut node = world.nodes.node(NAME).unwrap();
+    node.status.as_mut().unwrap().conditions.as_mut().unwrap()[0].status = "False".into();
+    world.nodes.insert(node);
+    enter_phase(&world, RecordPhase::Upgrading).await;
+
+    assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::WaitingForReady);
+    assert_eq!(world.record().status.unwrap().phase, Some(RecordPhase::Upgrading));
+    let annotations = world.nodes.node(NAME).unwrap().metadata.annotations.unwrap();
+    assert_eq!(annotations.get(VERSION_ANNOTATION).map(String::as_str), Some("10.16.0"));
+}
+
+#[tokio::test]
+async fn build_metadata_alone_is_no_upgrade() {
+    let world = World::new().await;
+    let session = world.session();
+    world.configure_to_ready(&session).await;
+    configured_at(&world, &format!("{VERSION}+abc1234"));
+    world.host.take_log();
+
+    assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Ready);
+    assert_eq!(summary(&world.host.take_log()), ["probe"]);
+}

@@ -99,7 +99,9 @@ fn action_after(outcome: &InstanceOutcome) -> Action {
         InstanceOutcome::Configured(configured) => match configured.state {
             ConfigureState::Ready => Action::requeue(READY_RECHECK),
             ConfigureState::WaitingForReady => Action::requeue(WAITING_RECHECK),
-            ConfigureState::WaitingForNode | ConfigureState::WaitingForSubnet => Action::await_change(),
+            ConfigureState::WaitingForNode | ConfigureState::WaitingForSubnet | ConfigureState::WaitingForUpgrade => {
+                Action::await_change()
+            }
         },
         InstanceOutcome::Released(_) | InstanceOutcome::Gone => Action::await_change(),
     }

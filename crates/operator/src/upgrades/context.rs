@@ -1,0 +1,185 @@
+//! The executor's shared state: the cluster seams, the API server version source, the settings (the planner's
+//! policy), and the only process-local state, the retry backoff of failed upgrade steps and the skew warnings
+//! already published.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use jiff::{SignedDuration, Timestamp};
+use semver::Version;
+use wmco_cluster_client::{DrainOptions, Drainer, EventPublisher, InstanceRecords, Nodes};
+use wmco_upgrade_planner::{Failure, Policy};
+
+use super::ApiServerVersion;
+
+/// The first retry of a failed upgrade step waits this long; each later one twice as long as the last.
+pub(crate) const FIRST_RETRY: Duration = Duration::from_secs(30);
+/// Backoff ceiling.
+pub(crate) const MAX_RETRY: Duration = Duration::from_secs(600);
+
+/// The executor's configuration.
+#[derive(Clone, Debug)]
+pub struct UpgradeSettings {
+    /// The operator namespace, holding the `WindowsInstance` records.
+    pub namespace: String,
+    /// The operator's version (no build metadata): Nodes annotated with another version are upgraded to it.
+    pub operator_version: Version,
+    /// At most this many instances unavailable because of the operator at once, BYOH and Machines together.
+    pub max_unavailable: u32,
+    /// The kubelet version the payload installs (`payload/manifest.yaml`, component `kubelet`).
+    pub payload_kubelet_version: Version,
+    /// SHA-256 of the current public key (the `pub-key-hash` Node annotation): Nodes with another one are re-keyed,
+    /// which the plan budgets before upgrades.
+    pub pub_key_hash: String,
+    /// How an upgrade drains a Node.
+    pub drain: DrainOptions,
+}
+
+/// Everything a fleet reconcile needs (`Arc<UpgradesContext>` is shared with the controller loop).
+pub struct UpgradesContext {
+    /// Reads the records and writes their phase.
+    pub records: Arc<dyn InstanceRecords>,
+    /// Reads, marks, cordons and uncordons Nodes.
+    pub nodes: Arc<dyn Nodes>,
+    /// Drains Nodes through the eviction API.
+    pub drainer: Arc<dyn Drainer>,
+    /// Publishes Events on the records.
+    pub events: Arc<dyn EventPublisher>,
+    /// The API server's version, for the skew rule.
+    pub api_server: Arc<dyn ApiServerVersion>,
+    /// Namespace, versions, budget, key hash, drain options.
+    pub settings: UpgradeSettings,
+    failures: Mutex<HashMap<String, StepFailure>>,
+    skew_warned: Mutex<HashSet<String>>,
+}
+
+/// The failed upgrade steps of one instance since it last finished an upgrade.
+#[derive(Clone, Debug)]
+struct StepFailure {
+    attempts: u32,
+    message: String,
+    retry_after: Timestamp,
+    /// `true` until the step is tried again; the planner holds the instance back until `retry_after`.
+    awaiting_retry: bool,
+}
+
+fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl UpgradesContext {
+    /// A context over the given seams and settings.
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use wmco_cluster_client::DrainOptions;
+    /// use wmco_cluster_client::fake::{FakeDrainer, FakeEvents, FakeInstanceRecords, FakeNodes};
+    /// use wmco_operator::upgrades::{KubeApiServerVersion, UpgradeSettings, UpgradesContext, operator_version};
+    /// # fn example(client: kube::Client) -> Result<(), wmco_operator::upgrades::UpgradesError> {
+    /// let settings = UpgradeSettings {
+    ///     namespace: "openshift-windows-machine-config-operator".into(),
+    ///     operator_version: operator_version(None)?,
+    ///     max_unavailable: 1,
+    ///     payload_kubelet_version: semver::Version::new(1, 36, 3),
+    ///     pub_key_hash: "0f1e2d".into(),
+    ///     drain: DrainOptions::default(),
+    /// };
+    /// let context = UpgradesContext::new(
+    ///     Arc::new(FakeInstanceRecords::default()),
+    ///     Arc::new(FakeNodes::default()),
+    ///     Arc::new(FakeDrainer::default()),
+    ///     Arc::new(FakeEvents::default()),
+    ///     Arc::new(KubeApiServerVersion::new(client)),
+    ///     settings,
+    /// );
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn new(
+        records: Arc<dyn InstanceRecords>,
+        nodes: Arc<dyn Nodes>,
+        drainer: Arc<dyn Drainer>,
+        events: Arc<dyn EventPublisher>,
+        api_server: Arc<dyn ApiServerVersion>,
+        settings: UpgradeSettings,
+    ) -> Self {
+        UpgradesContext {
+            records,
+            nodes,
+            drainer,
+            events,
+            api_server,
+            settings,
+            failures: Mutex::default(),
+            skew_warned: Mutex::default(),
+        }
+    }
+
+    /// The planner's policy against an API server at `cluster_kubernetes_version`.
+    pub(crate) fn policy(&self, cluster_kubernetes_version: Version) -> Policy {
+        Policy {
+            max_unavailable: self.settings.max_unavailable,
+            ..Policy::new(
+                self.settings.operator_version.clone(),
+                cluster_kubernetes_version,
+                self.settings.payload_kubelet_version.clone(),
+            )
+        }
+    }
+
+    /// The failure the planner must honour for `instance`: the last failed step while it awaits its retry.
+    pub(crate) fn pending_failure(&self, instance: &str) -> Option<Failure> {
+        locked(&self.failures)
+            .get(instance)
+            .filter(|failure| failure.awaiting_retry)
+            .map(|failure| Failure { message: failure.message.clone(), retry_after: failure.retry_after })
+    }
+
+    /// Whether `instance` has a failed step whose retry is now being made.
+    pub(crate) fn is_retrying(&self, instance: &str) -> bool {
+        locked(&self.failures).get(instance).is_some_and(|failure| failure.awaiting_retry)
+    }
+
+    /// Records a failed step of `instance` at `now`; returns when it may be retried.
+    pub(crate) fn note_failure(&self, instance: &str, message: String, now: Timestamp) -> Timestamp {
+        let mut failures = locked(&self.failures);
+        let attempts = failures.get(instance).map_or(0, |failure| failure.attempts).saturating_add(1);
+        let wait = SignedDuration::try_from(backoff(attempts)).unwrap_or(SignedDuration::MAX);
+        let retry_after = now.checked_add(wait).unwrap_or(Timestamp::MAX);
+        failures.insert(instance.to_owned(), StepFailure { attempts, message, retry_after, awaiting_retry: true });
+        retry_after
+    }
+
+    /// Marks the retry of `instance`'s failed step as made (its attempts still lengthen the next backoff).
+    pub(crate) fn note_retried(&self, instance: &str) {
+        if let Some(failure) = locked(&self.failures).get_mut(instance) {
+            failure.awaiting_retry = false;
+        }
+    }
+
+    /// Forgets the failures of `instance` once its upgrade finished.
+    pub(crate) fn clear_failures(&self, instance: &str) {
+        locked(&self.failures).remove(instance);
+    }
+
+    /// The earliest retry still awaited, if any.
+    pub(crate) fn next_retry(&self) -> Option<Timestamp> {
+        locked(&self.failures)
+            .values()
+            .filter(|failure| failure.awaiting_retry)
+            .map(|failure| failure.retry_after)
+            .min()
+    }
+
+    /// `true` the first time `key` is seen (one skew warning per instance, target and API server version).
+    pub(crate) fn first_skew_warning(&self, key: String) -> bool {
+        locked(&self.skew_warned).insert(key)
+    }
+}
+
+/// The wait before retry number `attempt` (1-based).
+pub(crate) fn backoff(attempt: u32) -> Duration {
+    let factor = 2u32.saturating_pow(attempt.saturating_sub(1).min(16));
+    FIRST_RETRY.saturating_mul(factor).min(MAX_RETRY)
+}

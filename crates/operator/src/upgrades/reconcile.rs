@@ -1,0 +1,271 @@
+//! One whole-fleet reconcile: observe (records and Nodes, fresh), plan (pure), then act on the plan's upgrade
+//! decisions — finish the upgrades whose configure pass reported Ready, start or continue the admitted ones, and
+//! explain with an Event the ones the kubelet skew rule holds back.
+
+use futures::future::join_all;
+use jiff::Timestamp;
+use kube::Resource;
+use semver::Version;
+use wmco_cluster_client::names::{UPGRADING_LABEL, VERSION_ANNOTATION};
+use wmco_cluster_client::types::Phase as RecordPhase;
+use wmco_cluster_client::{NewEvent, NodeMetadataPatch, Severity};
+use wmco_upgrade_planner::{Action, Plan, Reason, WaitReason, plan};
+
+use super::observe::{annotation, is_marked, is_ready, is_unschedulable};
+use super::{ObservedFleet, ObservedInstance, UpgradesContext, UpgradesError, observe_fleet};
+
+/// What one fleet reconcile did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FleetOutcome {
+    /// The plan the starts were made from.
+    pub plan: Plan,
+    /// Records whose Node was marked, cordoned and drained in this reconcile and whose phase is now `Upgrading`
+    /// (handed to the instances controller's configure pass).
+    pub started: Vec<String>,
+    /// Records whose upgrade finished: Node uncordoned and unmarked.
+    pub finished: Vec<String>,
+    /// Records whose upgrade step failed (left marked and cordoned; retried after backoff), with the error.
+    pub failed: Vec<(String, String)>,
+    /// Records whose upgrade waits because the payload's kubelet is newer than the API server.
+    pub held_by_skew: Vec<String>,
+    /// The earliest instant a failed step may be retried, if one waits.
+    pub next_retry: Option<Timestamp>,
+}
+
+/// Reconciles the whole fleet at `now`.
+///
+/// ```no_run
+/// use wmco_operator::upgrades::{UpgradesContext, UpgradesError, reconcile_fleet};
+/// # async fn example(ctx: &UpgradesContext) -> Result<(), UpgradesError> {
+/// let outcome = reconcile_fleet(ctx, jiff::Timestamp::now()).await?;
+/// println!("{} started, {} finished; {}", outcome.started.len(), outcome.finished.len(), outcome.plan.summary);
+/// # Ok(())
+/// # }
+/// ```
+///
+/// # Errors
+/// [`UpgradesError`] when the API server's version, the records or a Node cannot be read, or when finishing an
+/// upgrade (uncordon, unmark) fails. A failed start (mark, cordon, drain, phase) is not an error: it is reported in
+/// [`FleetOutcome::failed`], with a Warning Event, and retried after backoff.
+pub async fn reconcile_fleet(ctx: &UpgradesContext, now: Timestamp) -> Result<FleetOutcome, UpgradesError> {
+    let policy = ctx.policy(ctx.api_server.kubernetes_version().await?);
+    let mut observed = observe_fleet(ctx, now).await?;
+    let mut current = plan(&observed.fleet, &policy);
+
+    let mut finished = Vec::new();
+    for decision in &current.decisions {
+        if decision.action == Action::Upgrade
+            && decision.reason == Reason::UpgradeInProgress
+            && let Some(instance) = observed.instance(&decision.name)
+            && is_finished(instance, ctx)
+        {
+            finish(ctx, instance).await?;
+            finished.push(instance.label());
+        }
+    }
+    if !finished.is_empty() {
+        observed = observe_fleet(ctx, now).await?;
+        current = plan(&observed.fleet, &policy);
+    }
+
+    let admitted: Vec<&ObservedInstance> = current
+        .decisions
+        .iter()
+        .filter(|decision| {
+            decision.action == Action::Upgrade && matches!(decision.reason, Reason::VersionOutdated { .. })
+        })
+        .filter_map(|decision| observed.instance(&decision.name))
+        .collect();
+    let results = join_all(admitted.iter().map(|instance| advance(ctx, instance, now))).await;
+    let mut started = Vec::new();
+    let mut failed = Vec::new();
+    for (instance, result) in admitted.iter().zip(results) {
+        match result {
+            Ok(Advance::Started) => started.push(instance.label()),
+            Ok(Advance::InProgress) => {}
+            Err(message) => failed.push((instance.label(), message)),
+        }
+    }
+
+    let held_by_skew = warn_about_skew(ctx, &current, &observed).await;
+    Ok(FleetOutcome { plan: current, started, finished, failed, held_by_skew, next_retry: ctx.next_retry() })
+}
+
+/// Whether an upgrade under way is done: the configure pass wrote phase Ready with the operator's version and the
+/// Node is Ready at that version.
+fn is_finished(instance: &ObservedInstance, ctx: &UpgradesContext) -> bool {
+    let target = &ctx.settings.operator_version;
+    let at_target = |text: &str| Version::parse(text).is_ok_and(|version| version.cmp_precedence(target).is_eq());
+    let status = instance.record.status.as_ref();
+    status.and_then(|status| status.phase) == Some(RecordPhase::Ready)
+        && status.and_then(|status| status.configured_version.as_deref()).is_some_and(at_target)
+        && instance
+            .node
+            .as_ref()
+            .is_some_and(|node| is_ready(node) && annotation(node, VERSION_ANNOTATION).is_some_and(at_target))
+}
+
+/// Uncordons the Node, then removes the mark (in that order, so a crash in between leaves a marked Node that the
+/// next reconcile finishes, never a cordoned Node that looks like an admin's).
+async fn finish(ctx: &UpgradesContext, instance: &ObservedInstance) -> Result<(), UpgradesError> {
+    let Some(node) = &instance.node else {
+        return Ok(());
+    };
+    let node_name = instance.node_name().unwrap_or_default();
+    if is_unschedulable(node) {
+        ctx.nodes
+            .uncordon(node_name)
+            .await
+            .map_err(|source| step_error(instance, format!("uncordon Node {node_name}"), source))?;
+    }
+    if is_marked(node) {
+        let patch = NodeMetadataPatch::default().remove_label(UPGRADING_LABEL);
+        ctx.nodes
+            .patch_metadata(node_name, &patch)
+            .await
+            .map_err(|source| step_error(instance, format!("unmark Node {node_name}"), source))?;
+    }
+    ctx.clear_failures(instance.name());
+    let note = format!("upgraded to {}; Node {node_name} uncordoned and unmarked", ctx.settings.operator_version);
+    tracing::info!(instance = %instance.label(), "{note}");
+    publish(ctx, instance, Severity::Normal, "Upgraded", note).await;
+    Ok(())
+}
+
+/// What [`advance`] did.
+enum Advance {
+    /// Marked (if needed), cordoned, drained, phase `Upgrading` written.
+    Started,
+    /// Already handed to the configure pass (phase `Upgrading`); nothing to do.
+    InProgress,
+}
+
+/// Starts or continues an admitted upgrade: mark, cordon, drain, phase `Upgrading`. A failure is recorded for
+/// backoff and published as a Warning Event; the Node stays marked (its budget stays claimed).
+async fn advance(ctx: &UpgradesContext, instance: &ObservedInstance, now: Timestamp) -> Result<Advance, String> {
+    let phase = instance.record.status.as_ref().and_then(|status| status.phase);
+    if phase == Some(RecordPhase::Upgrading) {
+        return Ok(Advance::InProgress);
+    }
+    if phase == Some(RecordPhase::Failed) && !ctx.is_retrying(instance.name()) {
+        let last_error = instance.record.status.as_ref().and_then(|status| status.last_error.clone());
+        let message =
+            format!("the upgrade's configure pass failed: {}", last_error.as_deref().unwrap_or("no error recorded"));
+        let retry_after = ctx.note_failure(instance.name(), message.clone(), now);
+        tracing::warn!(instance = %instance.label(), %retry_after, "{message}");
+        return Err(message);
+    }
+    match start(ctx, instance).await {
+        Ok(()) => {
+            ctx.note_retried(instance.name());
+            Ok(Advance::Started)
+        }
+        Err(error) => {
+            let message = error_chain(&error);
+            let retry_after = ctx.note_failure(instance.name(), message.clone(), now);
+            tracing::warn!(instance = %instance.label(), %retry_after, error = %message, "upgrade step failed");
+            let note = format!("{message}; the Node stays marked and cordoned, retried after {retry_after}");
+            publish(ctx, instance, Severity::Warning, "UpgradeStepFailed", note).await;
+            Err(message)
+        }
+    }
+}
+
+async fn start(ctx: &UpgradesContext, instance: &ObservedInstance) -> Result<(), UpgradesError> {
+    let (Some(node), Some(node_name)) = (&instance.node, instance.node_name()) else {
+        return Ok(());
+    };
+    if !is_marked(node) {
+        let patch = NodeMetadataPatch::default().set_label(UPGRADING_LABEL, "true");
+        ctx.nodes
+            .patch_metadata(node_name, &patch)
+            .await
+            .map_err(|source| step_error(instance, format!("mark Node {node_name} upgrading"), source))?;
+        let note = format!(
+            "upgrading to {}: Node {node_name} marked upgrading; cordoning and draining it",
+            ctx.settings.operator_version
+        );
+        publish(ctx, instance, Severity::Normal, "UpgradeStarted", note).await;
+    }
+    if !is_unschedulable(node) {
+        ctx.nodes
+            .cordon(node_name)
+            .await
+            .map_err(|source| step_error(instance, format!("cordon Node {node_name}"), source))?;
+    }
+    let report = ctx
+        .drainer
+        .drain(node_name, &ctx.settings.drain)
+        .await
+        .map_err(|source| step_error(instance, format!("drain Node {node_name}"), source))?;
+    tracing::info!(instance = %instance.label(), evicted = report.evicted.len(), "drained for the upgrade");
+    enter_upgrading(ctx, instance).await
+}
+
+/// Writes phase `Upgrading` to the record (re-read first, so only the phase changes).
+async fn enter_upgrading(ctx: &UpgradesContext, instance: &ObservedInstance) -> Result<(), UpgradesError> {
+    let namespace = &ctx.settings.namespace;
+    let name = instance.name();
+    let current = ctx
+        .records
+        .get(namespace, name)
+        .await
+        .map_err(|source| step_error(instance, "read the record".to_owned(), source))?;
+    let mut status = current.and_then(|record| record.status).unwrap_or_default();
+    status.phase = Some(RecordPhase::Upgrading);
+    ctx.records
+        .apply_status(namespace, name, &status)
+        .await
+        .map_err(|source| step_error(instance, "write phase Upgrading".to_owned(), source))?;
+    Ok(())
+}
+
+/// One Warning Event per instance, target and API server version for upgrades the skew rule holds back.
+async fn warn_about_skew(ctx: &UpgradesContext, current: &Plan, observed: &ObservedFleet) -> Vec<String> {
+    let mut held = Vec::new();
+    for decision in &current.decisions {
+        let (
+            Action::Wait { reason: WaitReason::KubeletSkew { kubelet, api_server } },
+            Reason::VersionOutdated { configured, target },
+        ) = (&decision.action, &decision.reason)
+        else {
+            continue;
+        };
+        let Some(instance) = observed.instance(&decision.name) else {
+            continue;
+        };
+        held.push(instance.label());
+        if ctx.first_skew_warning(format!("{}/{target}/{api_server}", decision.name)) {
+            let note = format!(
+                "upgrade from {configured} to {target} waits: its kubelet {kubelet} must not run against the API \
+                 server {api_server}; upgrade the control plane first"
+            );
+            tracing::warn!(instance = %instance.label(), "{note}");
+            publish(ctx, instance, Severity::Warning, "UpgradeBlockedByVersionSkew", note).await;
+        }
+    }
+    held
+}
+
+async fn publish(ctx: &UpgradesContext, instance: &ObservedInstance, severity: Severity, reason: &str, note: String) {
+    let event = NewEvent { severity, reason: reason.to_owned(), action: "Upgrade".to_owned(), note: Some(note) };
+    if let Err(error) = ctx.events.publish(&instance.record.object_ref(&()), &event).await {
+        tracing::warn!(instance = %instance.label(), error = %error, reason, "could not publish the Event");
+    }
+}
+
+fn step_error(instance: &ObservedInstance, step: String, source: wmco_cluster_client::Error) -> UpgradesError {
+    UpgradesError::Step { instance: instance.label(), step, source: Box::new(source) }
+}
+
+/// The error and its sources as one sentence.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,373 @@
+//! Executor scenarios over the `wmco-cluster-client` fakes: the budget (1 and 4, already-unavailable instances
+//! counted first), a restarted executor keeping the budget from cluster state, the skew wait and its Event, a
+//! failed drain backing off with the Node still marked, and the finish (uncordon, unmark) followed by the next
+//! upgrade, through a whole rolling upgrade that never exceeds the budget.
+
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::Node;
+use semver::Version;
+use serde_json::json;
+use wmco_cluster_client::fake::{FakeDrainer, FakeEvents, FakeInstanceRecords, FakeNodes};
+use wmco_cluster_client::names::{PUB_KEY_HASH_ANNOTATION, UPGRADING_LABEL, VERSION_ANNOTATION};
+use wmco_cluster_client::types::{Phase as RecordPhase, WindowsInstance};
+use wmco_cluster_client::{BlockReason, BlockedPod, DrainOptions, InstanceRecords, NodeMetadataPatch, Nodes, Severity};
+
+use super::*;
+
+const NAMESPACE: &str = "wmco";
+const KEY: &str = "0f1e2d";
+const OLD: &str = "1.0.0";
+const NEW: &str = "1.1.0";
+
+/// The API server's version, changeable mid-test (a control-plane upgrade).
+struct SettableVersion(Mutex<Version>);
+
+impl ApiServerVersion for SettableVersion {
+    fn kubernetes_version(&self) -> BoxFuture<'_, Result<Version, UpgradesError>> {
+        let version = self.0.lock().unwrap().clone();
+        Box::pin(async move { Ok(version) })
+    }
+}
+
+/// One host's starting point.
+#[derive(Clone, Copy)]
+struct Host {
+    version: &'static str,
+    ready: bool,
+    unschedulable: bool,
+    marked: bool,
+    phase: RecordPhase,
+}
+
+const AT_OLD: Host = Host { version: OLD, ready: true, unschedulable: false, marked: false, phase: RecordPhase::Ready };
+
+struct Cluster {
+    records: Arc<FakeInstanceRecords>,
+    nodes: Arc<FakeNodes>,
+    drainer: Arc<FakeDrainer>,
+    events: Arc<FakeEvents>,
+    api_server: Arc<SettableVersion>,
+}
+
+impl Cluster {
+    fn new() -> Cluster {
+        Cluster {
+            records: Arc::default(),
+            nodes: Arc::default(),
+            drainer: Arc::default(),
+            events: Arc::default(),
+            api_server: Arc::new(SettableVersion(Mutex::new(Version::new(1, 36, 0)))),
+        }
+    }
+
+    /// A fresh executor (as after an operator restart) over this cluster.
+    fn executor(&self, max_unavailable: u32) -> UpgradesContext {
+        let settings = UpgradeSettings {
+            namespace: NAMESPACE.into(),
+            operator_version: Version::parse(NEW).unwrap(),
+            max_unavailable,
+            payload_kubelet_version: Version::new(1, 36, 3),
+            pub_key_hash: KEY.into(),
+            drain: DrainOptions::default(),
+        };
+        UpgradesContext::new(
+            self.records.clone(),
+            self.nodes.clone(),
+            self.drainer.clone(),
+            self.events.clone(),
+            self.api_server.clone(),
+            settings,
+        )
+    }
+
+    async fn add(&self, name: &str, host: Host) {
+        let record: WindowsInstance = serde_json::from_value(json!({
+            "apiVersion": "windowsmachineconfig.openshift.io/v1alpha1", "kind": "WindowsInstance",
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {"address": format!("{name}.lab.example"), "username": "admin", "origin": "Byoh"},
+        }))
+        .unwrap();
+        self.records.apply(&record).await.unwrap();
+        let status = serde_json::from_value(json!({
+            "phase": host.phase, "expectedNodeName": name, "configuredVersion": host.version,
+        }))
+        .unwrap();
+        self.records.apply_status(NAMESPACE, name, &status).await.unwrap();
+        let mut labels = json!({"kubernetes.io/os": "windows"});
+        if host.marked {
+            labels[UPGRADING_LABEL] = json!("true");
+        }
+        let node: Node = serde_json::from_value(json!({
+            "metadata": {
+                "name": name, "labels": labels,
+                "annotations": {VERSION_ANNOTATION: host.version, PUB_KEY_HASH_ANNOTATION: KEY},
+            },
+            "spec": {"unschedulable": host.unschedulable},
+            "status": {"conditions": [{"type": "Ready", "status": if host.ready { "True" } else { "False" }}]},
+        }))
+        .unwrap();
+        self.nodes.insert(node);
+    }
+
+    /// What the instances controller's configure pass does once the record is `Upgrading`: the Node gets the new
+    /// version annotation and the record phase Ready.
+    async fn configure_pass_finishes(&self, name: &str) {
+        assert_eq!(self.phase(name), RecordPhase::Upgrading, "{name} was not handed to the configure pass");
+        let mut node = self.nodes.node(name).unwrap();
+        NodeMetadataPatch::default().set_annotation(VERSION_ANNOTATION, NEW).apply_to(&mut node);
+        self.nodes.insert(node);
+        let mut status = self.records.record(NAMESPACE, name).unwrap().status.unwrap();
+        status.phase = Some(RecordPhase::Ready);
+        status.configured_version = Some(NEW.into());
+        self.records.apply_status(NAMESPACE, name, &status).await.unwrap();
+    }
+
+    fn phase(&self, name: &str) -> RecordPhase {
+        self.records.record(NAMESPACE, name).unwrap().status.unwrap().phase.unwrap()
+    }
+
+    /// `(marked, unschedulable)` of a Node.
+    fn node_marks(&self, name: &str) -> (bool, bool) {
+        let node = self.nodes.node(name).unwrap();
+        let marked = node.metadata.labels.unwrap_or_default().get(UPGRADING_LABEL).is_some_and(|v| v == "true");
+        (marked, node.spec.and_then(|spec| spec.unschedulable).unwrap_or(false))
+    }
+
+    /// Names of the Nodes marked upgrading or unschedulable.
+    fn unavailable(&self, names: &[&str]) -> Vec<String> {
+        names
+            .iter()
+            .filter(|name| {
+                let (marked, unschedulable) = self.node_marks(name);
+                marked || unschedulable
+            })
+            .map(|name| (*name).to_owned())
+            .collect()
+    }
+
+    /// `(record name, severity, reason, note)` of every Event published.
+    fn events(&self) -> Vec<(String, Severity, String, String)> {
+        self.events
+            .published()
+            .into_iter()
+            .map(|(regarding, event)| {
+                (regarding.name.unwrap_or_default(), event.severity, event.reason, event.note.unwrap_or_default())
+            })
+            .collect()
+    }
+}
+
+fn at(text: &str) -> Timestamp {
+    text.parse().unwrap()
+}
+
+const NOW: &str = "2026-11-22T04:00:00Z";
+
+fn labels(names: &[&str]) -> Vec<String> {
+    names.iter().map(|name| format!("{NAMESPACE}/{name}")).collect()
+}
+
+#[tokio::test]
+async fn budget_one_marks_cordons_drains_and_hands_over_exactly_one_host() {
+    let cluster = Cluster::new();
+    for name in ["a", "b", "c"] {
+        cluster.add(name, AT_OLD).await;
+    }
+    let executor = cluster.executor(1);
+
+    let outcome = reconcile_fleet(&executor, at(NOW)).await.unwrap();
+    assert_eq!(outcome.started, labels(&["a"]));
+    assert_eq!((outcome.finished.len(), outcome.failed.len()), (0, 0));
+    assert_eq!(cluster.node_marks("a"), (true, true));
+    assert_eq!(cluster.drainer.drained(), ["a"]);
+    assert_eq!(cluster.phase("a"), RecordPhase::Upgrading);
+    for name in ["b", "c"] {
+        assert_eq!((cluster.node_marks(name), cluster.phase(name)), ((false, false), RecordPhase::Ready));
+    }
+    assert_eq!(
+        cluster.events(),
+        [(
+            "a".to_owned(),
+            Severity::Normal,
+            "UpgradeStarted".to_owned(),
+            "upgrading to 1.1.0: Node a marked upgrading; cordoning and draining it".to_owned()
+        )]
+    );
+
+    let again = reconcile_fleet(&executor, at(NOW)).await.unwrap();
+    assert!(again.started.is_empty());
+    assert_eq!(cluster.drainer.drained(), ["a"], "an upgrade handed over is not drained again");
+    assert_eq!(cluster.unavailable(&["a", "b", "c"]), ["a"]);
+}
+
+#[tokio::test]
+async fn budget_four_counts_the_already_unavailable_first() {
+    let cluster = Cluster::new();
+    for name in ["a", "b", "c", "d"] {
+        cluster.add(name, AT_OLD).await;
+    }
+    // Already under way (counts, continues without a new drain) and up to date but NotReady (counts).
+    cluster.add("e", Host { unschedulable: true, marked: true, phase: RecordPhase::Upgrading, ..AT_OLD }).await;
+    cluster.add("z", Host { version: NEW, ready: false, ..AT_OLD }).await;
+
+    let outcome = reconcile_fleet(&cluster.executor(4), at(NOW)).await.unwrap();
+    assert_eq!(outcome.started, labels(&["a", "b"]));
+    assert_eq!((outcome.plan.summary.unavailable_before, outcome.plan.summary.unavailable_after), (2, 4));
+    let mut drained = cluster.drainer.drained();
+    drained.sort();
+    assert_eq!(drained, ["a", "b"]);
+    assert_eq!(cluster.unavailable(&["a", "b", "c", "d", "e", "z"]), ["a", "b", "e"]);
+    assert_eq!((cluster.phase("c"), cluster.phase("d")), (RecordPhase::Ready, RecordPhase::Ready));
+}
+
+#[tokio::test]
+async fn a_restarted_executor_keeps_the_budget_from_cluster_state() {
+    let cluster = Cluster::new();
+    for name in ["a", "b"] {
+        cluster.add(name, AT_OLD).await;
+    }
+    // The previous process marked "a" and died before cordoning it.
+    let mark = NodeMetadataPatch::default().set_label(UPGRADING_LABEL, "true");
+    cluster.nodes.patch_metadata("a", &mark).await.unwrap();
+
+    let first = reconcile_fleet(&cluster.executor(1), at(NOW)).await.unwrap();
+    assert_eq!(first.started, labels(&["a"]), "the marked host is continued, not a second one started");
+    assert_eq!(cluster.node_marks("a"), (true, true));
+
+    let restarted = reconcile_fleet(&cluster.executor(1), at(NOW)).await.unwrap();
+    assert!(restarted.started.is_empty());
+    assert_eq!(cluster.drainer.drained(), ["a"]);
+    assert_eq!(cluster.unavailable(&["a", "b"]), ["a"]);
+    assert_eq!(cluster.phase("b"), RecordPhase::Ready);
+}
+
+#[tokio::test]
+async fn an_upgrade_whose_kubelet_is_newer_than_the_api_server_waits_with_one_warning() {
+    let cluster = Cluster::new();
+    for name in ["a", "b"] {
+        cluster.add(name, AT_OLD).await;
+    }
+    *cluster.api_server.0.lock().unwrap() = Version::new(1, 35, 4);
+    let executor = cluster.executor(1);
+
+    let outcome = reconcile_fleet(&executor, at(NOW)).await.unwrap();
+    assert!(outcome.started.is_empty());
+    assert_eq!(outcome.held_by_skew, labels(&["a", "b"]));
+    assert_eq!(cluster.unavailable(&["a", "b"]), Vec::<String>::new());
+    let note = "upgrade from 1.0.0 to 1.1.0 waits: its kubelet 1.36 must not run against the API server 1.35; \
+                upgrade the control plane first";
+    let warning =
+        |name: &str| (name.to_owned(), Severity::Warning, "UpgradeBlockedByVersionSkew".to_owned(), note.to_owned());
+    assert_eq!(cluster.events(), [warning("a"), warning("b")]);
+
+    reconcile_fleet(&executor, at(NOW)).await.unwrap();
+    assert_eq!(cluster.events().len(), 2, "the warning is not repeated");
+
+    *cluster.api_server.0.lock().unwrap() = Version::new(1, 36, 0);
+    let released = reconcile_fleet(&executor, at(NOW)).await.unwrap();
+    assert_eq!((released.started, released.held_by_skew), (labels(&["a"]), Vec::new()));
+}
+
+#[tokio::test]
+async fn a_failed_drain_leaves_the_node_marked_and_is_retried_after_backoff() {
+    let cluster = Cluster::new();
+    for name in ["a", "b"] {
+        cluster.add(name, AT_OLD).await;
+    }
+    let blocked = BlockedPod { pod: "web/frontend-1".into(), reason: BlockReason::DisruptionBudget("budget".into()) };
+    cluster.drainer.block("a", vec![blocked]);
+    let executor = cluster.executor(1);
+
+    let outcome = reconcile_fleet(&executor, at(NOW)).await.unwrap();
+    assert!(outcome.started.is_empty());
+    assert_eq!(outcome.failed.len(), 1);
+    assert_eq!(outcome.failed[0].0, "wmco/a");
+    assert!(
+        outcome.failed[0].1.starts_with("WindowsInstance wmco/a: drain Node a failed: "),
+        "{}",
+        outcome.failed[0].1
+    );
+    assert_eq!(outcome.next_retry, Some(at("2026-11-22T04:00:30Z")));
+    assert_eq!(cluster.node_marks("a"), (true, true));
+    assert_eq!((cluster.phase("a"), cluster.phase("b")), (RecordPhase::Ready, RecordPhase::Ready));
+    let warnings: Vec<_> = cluster.events().into_iter().filter(|event| event.1 == Severity::Warning).collect();
+    assert_eq!(warnings.len(), 1);
+    assert_eq!((warnings[0].0.as_str(), warnings[0].2.as_str()), ("a", "UpgradeStepFailed"));
+    assert!(warnings[0].3.ends_with("the Node stays marked and cordoned, retried after 2026-11-22T04:00:30Z"));
+
+    let during_backoff = reconcile_fleet(&executor, at("2026-11-22T04:00:20Z")).await.unwrap();
+    assert_eq!(
+        (during_backoff.started.len(), during_backoff.failed.len()),
+        (0, 0),
+        "b waits for the budget, a for the backoff"
+    );
+    assert_eq!(cluster.events().len(), 2, "no retry, so no new Event");
+
+    cluster.drainer.unblock("a");
+    let retried = reconcile_fleet(&executor, at("2026-11-22T04:00:31Z")).await.unwrap();
+    assert_eq!(retried.started, labels(&["a"]));
+    assert_eq!(cluster.phase("a"), RecordPhase::Upgrading);
+    assert_eq!(retried.next_retry, None);
+}
+
+#[tokio::test]
+async fn a_finished_upgrade_is_uncordoned_and_unmarked_and_the_next_starts_in_the_same_reconcile() {
+    let cluster = Cluster::new();
+    for name in ["a", "b"] {
+        cluster.add(name, AT_OLD).await;
+    }
+    let executor = cluster.executor(1);
+    reconcile_fleet(&executor, at(NOW)).await.unwrap();
+    cluster.configure_pass_finishes("a").await;
+
+    let outcome = reconcile_fleet(&executor, at(NOW)).await.unwrap();
+    assert_eq!((outcome.finished, outcome.started), (labels(&["a"]), labels(&["b"])));
+    assert_eq!(cluster.node_marks("a"), (false, false));
+    assert_eq!(cluster.node_marks("b"), (true, true));
+    let upgraded: Vec<_> = cluster.events().into_iter().filter(|event| event.2 == "Upgraded").collect();
+    assert_eq!(
+        upgraded,
+        [(
+            "a".to_owned(),
+            Severity::Normal,
+            "Upgraded".to_owned(),
+            "upgraded to 1.1.0; Node a uncordoned and unmarked".to_owned()
+        )]
+    );
+}
+
+#[tokio::test]
+async fn a_rolling_upgrade_of_six_hosts_never_exceeds_the_budget_of_two() {
+    let names = ["a", "b", "c", "d", "e", "f"];
+    let cluster = Cluster::new();
+    for name in names {
+        cluster.add(name, AT_OLD).await;
+    }
+    let mut now = at(NOW);
+    let mut most_unavailable = 0;
+    for round in 0..10 {
+        // A new executor every round: restarts must not change the outcome.
+        let executor = cluster.executor(2);
+        reconcile_fleet(&executor, now).await.unwrap();
+        let unavailable = cluster.unavailable(&names);
+        most_unavailable = most_unavailable.max(unavailable.len());
+        for name in &unavailable {
+            if round % 2 == 0 {
+                cluster.configure_pass_finishes(name).await;
+            }
+        }
+        now = now.checked_add(SignedDuration::from_secs(5)).unwrap();
+    }
+    assert_eq!(most_unavailable, 2);
+    assert_eq!(cluster.unavailable(&names), Vec::<String>::new());
+    for name in names {
+        let node = cluster.nodes.node(name).unwrap();
+        assert_eq!(node.metadata.annotations.unwrap()[VERSION_ANNOTATION], NEW);
+    }
+    let mut drained = cluster.drainer.drained();
+    drained.sort();
+    assert_eq!(drained, names);
+}
