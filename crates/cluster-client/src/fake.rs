@@ -490,6 +490,7 @@ mod tests {
                 username: "u".into(),
                 origin: InstanceOrigin::Byoh,
                 machine_name: None,
+                expected_node_name: None,
             },
         );
         instance.metadata.namespace = Some("wmco".into());

@@ -189,6 +189,7 @@ mod tests {
             username: "Administrator".into(),
             origin: InstanceOrigin::Byoh,
             machine_name: None,
+            expected_node_name: None,
         }
     }
 

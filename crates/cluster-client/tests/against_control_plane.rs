@@ -168,6 +168,7 @@ fn instance(name: &str, namespace: &str, address: &str) -> WindowsInstance {
             username: "Administrator".to_owned(),
             origin: InstanceOrigin::Byoh,
             machine_name: None,
+            expected_node_name: None,
         },
     );
     instance.metadata.namespace = Some(namespace.to_owned());

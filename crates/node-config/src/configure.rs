@@ -260,7 +260,10 @@ async fn configure_pass(
     let identity = match recorded_identity {
         Some(identity) => identity,
         None => {
-            let identity = discover_identity(session).await?;
+            let identity = discover_identity(session)
+                .await?
+                .named_by(&inputs.instance.spec)
+                .map_err(|source| FlowError::Identity { host: session.label().to_owned(), source })?;
             identity.record_in(&mut recorder.status);
             identity
         }

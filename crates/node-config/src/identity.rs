@@ -1,12 +1,12 @@
 //! What a host says about itself — hostname, FQDN and the IPv4 address of its default-route interface — read in
 //! one round trip, and the Node name the operator decides from it (the lower-cased short hostname, an RFC 1123
-//! label). The kubelet gets `--hostname-override` and `--node-ip` from these; the CSR approver reads them from
-//! the record.
+//! label, unless the record's `spec.expectedNodeName` names it, as for a Machine). The kubelet gets
+//! `--hostname-override` and `--node-ip` from these; the CSR approver reads them from the record.
 
 use std::net::Ipv4Addr;
 
 use serde::Deserialize;
-use wmco_cluster_client::types::WindowsInstanceStatus;
+use wmco_cluster_client::types::{WindowsInstanceSpec, WindowsInstanceStatus};
 
 /// A host's identity as read over SSH, plus the Node name decided from it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,6 +40,15 @@ pub enum IdentityError {
     BadAddress {
         /// The text printed.
         address: String,
+    },
+    /// The Node name the record decides is not an RFC 1123 subdomain.
+    #[error(
+        "the record's spec.expectedNodeName {node_name:?} is not an RFC 1123 subdomain (at most 253 characters, \
+         dot-separated labels of a-z, 0-9, '-', not starting or ending with '-'); fix the Machine it comes from"
+    )]
+    DecidedNodeName {
+        /// The name in the record.
+        node_name: String,
     },
     /// The short hostname is not an RFC 1123 label once lower-cased.
     #[error(
@@ -108,6 +117,36 @@ impl HostIdentity {
         })
     }
 
+    /// The identity with the Node name `spec` decided (`spec.expectedNodeName`, set for Machines) in place of the
+    /// hostname-derived one; unchanged when `spec` decides none.
+    ///
+    /// ```
+    /// use wmco_cluster_client::types::{InstanceOrigin, WindowsInstanceSpec};
+    /// use wmco_node_config::HostIdentity;
+    /// let spec = WindowsInstanceSpec {
+    ///     address: "10.0.0.7".into(),
+    ///     username: "Administrator".into(),
+    ///     origin: InstanceOrigin::Machine,
+    ///     machine_name: Some("winworker-abc12".into()),
+    ///     expected_node_name: Some("ip-10-0-0-7.ec2.internal".into()),
+    /// };
+    /// let identity = HostIdentity::parse(r#"{"hostname":"EC2AMAZ-1","fqdn":"EC2AMAZ-1","ip":"10.0.0.7"}"#)?;
+    /// assert_eq!(identity.named_by(&spec)?.expected_node_name, "ip-10-0-0-7.ec2.internal");
+    /// # Ok::<(), wmco_node_config::IdentityError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`IdentityError::DecidedNodeName`] when the decided name is not an RFC 1123 subdomain.
+    pub fn named_by(self, spec: &WindowsInstanceSpec) -> Result<HostIdentity, IdentityError> {
+        let Some(decided) = spec.expected_node_name.as_deref() else {
+            return Ok(self);
+        };
+        if !is_dns_subdomain(decided) {
+            return Err(IdentityError::DecidedNodeName { node_name: decided.to_owned() });
+        }
+        Ok(HostIdentity { expected_node_name: decided.to_owned(), ..self })
+    }
+
     /// Writes the identity into a `WindowsInstance` status.
     pub fn record_in(&self, status: &mut WindowsInstanceStatus) {
         status.hostname = Some(self.hostname.clone());
@@ -130,12 +169,25 @@ impl HostIdentity {
 /// [`IdentityError::NodeName`] when the lower-cased short name is not an RFC 1123 label.
 pub fn expected_node_name(hostname: &str) -> Result<String, IdentityError> {
     let short = hostname.trim().split('.').next().unwrap_or_default().to_ascii_lowercase();
-    let valid = !short.is_empty()
-        && short.len() <= 63
-        && short.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !short.starts_with('-')
-        && !short.ends_with('-');
-    if valid { Ok(short) } else { Err(IdentityError::NodeName { hostname: hostname.to_owned(), node_name: short }) }
+    if is_dns_label(&short) {
+        Ok(short)
+    } else {
+        Err(IdentityError::NodeName { hostname: hostname.to_owned(), node_name: short })
+    }
+}
+
+/// An RFC 1123 label: 1-63 of `a-z`, `0-9`, `-`, not starting or ending with `-`.
+fn is_dns_label(label: &str) -> bool {
+    !label.is_empty()
+        && label.len() <= 63
+        && label.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !label.starts_with('-')
+        && !label.ends_with('-')
+}
+
+/// An RFC 1123 subdomain (what a Node name must be): at most 253 characters of dot-separated labels.
+fn is_dns_subdomain(name: &str) -> bool {
+    name.len() <= 253 && name.split('.').all(is_dns_label)
 }
 
 #[cfg(test)]
@@ -180,6 +232,33 @@ mod tests {
         assert!(matches!(HostIdentity::parse("nothing"), Err(IdentityError::Output { .. })));
         assert!(expected_node_name(&"a".repeat(64)).unwrap_err().to_string().contains("RFC 1123"));
         assert_eq!(expected_node_name(&"a".repeat(63)).unwrap(), "a".repeat(63));
+    }
+
+    fn spec_deciding(expected_node_name: Option<&str>) -> WindowsInstanceSpec {
+        WindowsInstanceSpec {
+            address: "10.0.0.9".into(),
+            username: "capi".into(),
+            origin: wmco_cluster_client::types::InstanceOrigin::Machine,
+            machine_name: Some("win-m".into()),
+            expected_node_name: expected_node_name.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn the_record_decides_the_node_name_when_it_names_one() {
+        let identity = HostIdentity::parse(r#"{"hostname":"WIN-X","fqdn":"win-x.lab","ip":"10.0.0.9"}"#).unwrap();
+        let named = identity.clone().named_by(&spec_deciding(Some("win-m"))).unwrap();
+        assert_eq!(named, HostIdentity { expected_node_name: "win-m".into(), ..identity.clone() });
+        assert_eq!(identity.clone().named_by(&spec_deciding(None)).unwrap(), identity);
+        let fqdn = identity.clone().named_by(&spec_deciding(Some("ip-10-0-0-9.ec2.internal"))).unwrap();
+        assert_eq!(fqdn.expected_node_name, "ip-10-0-0-9.ec2.internal");
+        for bad in ["Win-M", "win_m", "a..b", "-a", "", &"a".repeat(254)] {
+            assert_eq!(
+                identity.clone().named_by(&spec_deciding(Some(bad))),
+                Err(IdentityError::DecidedNodeName { node_name: bad.to_owned() }),
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]

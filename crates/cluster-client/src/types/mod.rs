@@ -9,6 +9,7 @@
 //!     username: "Administrator".into(),
 //!     origin: InstanceOrigin::Byoh,
 //!     machine_name: None,
+//!     expected_node_name: None,
 //! };
 //! let instance = WindowsInstance::new("byoh-10-0-0-5", spec);
 //! assert_eq!(instance.spec.address, "10.0.0.5");

@@ -38,6 +38,10 @@ pub struct WindowsInstanceSpec {
     /// The Machine this instance was made for, when `origin` is `Machine`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine_name: Option<String>,
+    /// The Node name decided from the admin's input (a Machine's name or InternalDNS address): it overrides the
+    /// name derived from the host's hostname. Absent for BYOH hosts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_node_name: Option<String>,
 }
 
 /// Which admin input a `WindowsInstance` comes from.

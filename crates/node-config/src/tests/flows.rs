@@ -130,6 +130,7 @@ impl World {
                 username: "admin".into(),
                 origin: InstanceOrigin::Byoh,
                 machine_name: None,
+                expected_node_name: None,
             },
             status: None,
         };

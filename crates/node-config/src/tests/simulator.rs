@@ -128,6 +128,7 @@ async fn the_simulator_understands_every_command_of_both_phases_and_deconfigurat
             username: "administrator".into(),
             origin: InstanceOrigin::Byoh,
             machine_name: None,
+            expected_node_name: None,
         },
         status: None,
     };

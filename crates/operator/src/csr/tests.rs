@@ -121,6 +121,7 @@ impl Harness {
                 username: "Administrator".into(),
                 origin: InstanceOrigin::Byoh,
                 machine_name: None,
+                expected_node_name: None,
             },
         );
         record.metadata.namespace = Some(NAMESPACE.into());

@@ -66,6 +66,7 @@ pub fn desired_record(namespace: &str, desired: &DesiredInstance) -> WindowsInst
             username: desired.username.clone(),
             origin: InstanceOrigin::Byoh,
             machine_name: None,
+            expected_node_name: None,
         },
         status: None,
     }

@@ -121,6 +121,7 @@ async fn a_fresh_host_is_bootstrapped_and_a_second_reconcile_costs_one_probe_on_
             username: "administrator".into(),
             origin: InstanceOrigin::Byoh,
             machine_name: None,
+            expected_node_name: None,
         },
         status: None,
     };

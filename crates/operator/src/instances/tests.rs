@@ -147,6 +147,7 @@ fn record(key: &str, origin: InstanceOrigin) -> WindowsInstance {
             username: "Administrator".to_owned(),
             origin,
             machine_name: None,
+            expected_node_name: None,
         },
         status: None,
     }
