@@ -31,6 +31,7 @@ pub mod operator;
 pub mod ovn;
 mod payload;
 mod sandbox;
+pub mod workload;
 
 pub use credentials::{AdminKey, PRIVATE_KEY_FIELD, PRIVATE_KEY_SECRET, ROOT_CA_CONFIG_MAP, TLS_SECRET};
 pub use error::SandboxError;
