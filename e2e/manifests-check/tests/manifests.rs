@@ -2,8 +2,8 @@
 //! privilege: `kubectl apply -k` accepts the manifests and the plain-Kubernetes extras, a second apply changes
 //! nothing, the Deployment's pod passes the namespace's `restricted` Pod Security level, and the operator's token can
 //! do exactly what `docs/install.md` says (SelfSubjectAccessReviews for the whole table, real calls for the
-//! sensitive rules: CSR approval per signer, TokenRequest per ServiceAccount, Secrets, Node patch, eviction,
-//! `WindowsInstance` status).
+//! sensitive rules: CSR approval per signer, TokenRequest per ServiceAccount, Secrets, the API server CA in
+//! `kube-root-ca.crt`, Node patch, eviction, `WindowsInstance` status).
 //!
 //! One control plane serves the whole test; without the control-plane binaries `ControlPlane::start` fails with a
 //! message saying how to build them.
@@ -17,7 +17,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::authorization::v1::{ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec};
 use k8s_openapi::api::certificates::v1::{CertificateSigningRequest, CertificateSigningRequestSpec};
-use k8s_openapi::api::core::v1::{Node, Pod, Secret, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Secret, ServiceAccount};
 use kube::api::{Api, DynamicObject, EvictParams, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind, ObjectMeta};
 use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair};
@@ -74,6 +74,7 @@ const ACCESS_TABLE: &[AccessCase] = &[
     ("update", "policy", "poddisruptionbudgets", "default", "", false),
     // Secrets: its own namespace (read) and windows-user-data; nothing else.
     ("get", "", "secrets", OPERATOR_NAMESPACE, "cloud-private-key", true),
+    ("get", "", "secrets", OPERATOR_NAMESPACE, "windows-machine-config-operator-tls", true),
     ("watch", "", "secrets", OPERATOR_NAMESPACE, "", true),
     ("update", "", "secrets", OPERATOR_NAMESPACE, "cloud-private-key", false),
     ("get", "", "secrets", "default", "", false),
@@ -88,6 +89,8 @@ const ACCESS_TABLE: &[AccessCase] = &[
     ("list", "", "secrets", "openshift-machine-api", "", false),
     // ConfigMaps: its own namespace, read only.
     ("watch", "", "configmaps", OPERATOR_NAMESPACE, "", true),
+    ("get", "", "configmaps", OPERATOR_NAMESPACE, "kube-root-ca.crt", true),
+    ("get", "", "configmaps", "default", "kube-root-ca.crt", false),
     ("update", "", "configmaps", OPERATOR_NAMESPACE, "windows-instances", false),
     ("get", "", "configmaps", "kube-system", "", false),
     // Its records.
@@ -115,6 +118,8 @@ const ACCESS_TABLE: &[AccessCase] = &[
     ("update", "config.openshift.io", "networks", "", "cluster", false),
     ("get", "operator.openshift.io", "networks", "", "cluster", true),
     ("get", "machineconfiguration.openshift.io", "controllerconfigs", "", "machine-config-controller", true),
+    ("list", "machineconfiguration.openshift.io", "controllerconfigs", "", "", true),
+    ("update", "machineconfiguration.openshift.io", "controllerconfigs", "", "machine-config-controller", false),
     ("get", "machineconfiguration.openshift.io", "machineconfigs", "", "", false),
     // No way to grow its own rights.
     ("create", "rbac.authorization.k8s.io", "clusterrolebindings", "", "", false),
@@ -140,6 +145,7 @@ async fn manifests_install_the_operator_with_least_privilege() -> anyhow::Result
     approves_only_kubelet_signers(&control_plane, &operator).await?;
     mints_tokens_only_for_node_bootstrapper(&operator).await?;
     cannot_read_secrets_elsewhere(&operator).await?;
+    reads_the_api_server_ca(&operator).await?;
     patches_nodes_and_evicts_pods(&control_plane, &operator).await?;
     updates_windows_instance_status(&control_plane, &operator).await?;
     Ok(())
@@ -391,6 +397,23 @@ async fn cannot_read_secrets_elsewhere(operator: &kube::Client) -> anyhow::Resul
     let own: Api<Secret> = Api::namespaced(operator.clone(), OPERATOR_NAMESPACE);
     own.list(&ListParams::default()).await.context("the operator could not list Secrets in its namespace")?;
     Ok(())
+}
+
+/// The operator reads the API server CA from `kube-root-ca.crt`, which kube-controller-manager publishes in its
+/// namespace (the apply created the namespace, so the ConfigMap may take a moment to appear).
+async fn reads_the_api_server_ca(operator: &kube::Client) -> anyhow::Result<()> {
+    let config_maps: Api<ConfigMap> = Api::namespaced(operator.clone(), OPERATOR_NAMESPACE);
+    for _ in 0..100 {
+        if let Some(config_map) =
+            config_maps.get_opt("kube-root-ca.crt").await.context("the operator could not read kube-root-ca.crt")?
+        {
+            let ca = config_map.data.unwrap_or_default().remove("ca.crt").unwrap_or_default();
+            ensure!(ca.starts_with("-----BEGIN CERTIFICATE-----"), "kube-root-ca.crt holds no certificate: {ca:?}");
+            return Ok(());
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    bail!("ConfigMap {OPERATOR_NAMESPACE}/kube-root-ca.crt did not appear within 10 s")
 }
 
 fn describe<T>(outcome: Result<T, kube::Error>) -> String {
