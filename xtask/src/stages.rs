@@ -40,6 +40,17 @@ impl StageClock {
         Ok(())
     }
 
+    /// Runs `work` as the stage `name`, printing its wall time; fails if it fails.
+    pub fn time<T>(&mut self, name: &str, work: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+        println!("==> stage {name}");
+        let started = Instant::now();
+        let outcome = work().with_context(|| format!("stage {name} failed"));
+        let elapsed = started.elapsed();
+        println!("==> stage {name} took {:.1}s", elapsed.as_secs_f64());
+        self.finished.push((name.to_owned(), elapsed));
+        outcome
+    }
+
     /// Prints every finished stage with its wall time, and the total.
     pub fn print_summary(&self) {
         println!("==> stage times:");

@@ -3,6 +3,7 @@
 use clap::Args;
 
 use crate::controlplane;
+use crate::sandbox::build_wmco;
 use crate::stages::{StageClock, cargo};
 
 /// Options of `cargo xtask test`.
@@ -39,7 +40,10 @@ fn run_stages(args: &TestArgs, clock: &mut StageClock) -> anyhow::Result<()> {
     // The e2e tests need the control-plane binaries; building them is a no-op once they are cached.
     clock.run("controlplane", controlplane::build_command())?;
 
+    // The sandbox e2e tests run the operator as its own process: build it and tell them where it is.
+    let wmco = clock.time("build wmco", build_wmco)?;
+
     let mut test = cargo();
-    test.args(["test", "--workspace"]);
+    test.args(["test", "--workspace"]).env("WMCO_BIN", wmco);
     clock.run("test", test)
 }

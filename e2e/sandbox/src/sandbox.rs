@@ -35,6 +35,8 @@ pub const HOST_USER: &str = "Administrator";
 /// The operator's `--ssh-identity`: its lease identity and the suffix of its SSH client version, so the hosts'
 /// command logs tell its commands apart.
 pub const OPERATOR_IDENTITY: &str = "wmco-sandbox";
+/// How many times (every 500 ms) the new `WindowsInstance` CRD is tried before the start fails.
+const CRD_READY_ATTEMPTS: u32 = 120;
 /// How long the operator's ServiceAccount token lives.
 const OPERATOR_TOKEN_LIFETIME: Duration = Duration::from_secs(24 * 3600);
 
@@ -183,6 +185,7 @@ impl Sandbox {
         let control_plane = ControlPlane::start(control_plane_options).await?;
         manifests::install(&control_plane).await?;
         let admin = control_plane.admin_client();
+        wait_for_instance_storage(&admin).await?;
         let admin_key = AdminKey::generate()?;
         credentials::create_private_key_secret(&admin, &admin_key).await?;
         credentials::create_tls_secret(&admin).await?;
@@ -250,6 +253,11 @@ impl Sandbox {
     /// The sandbox directory: `operator.log`, `operator.kubeconfig`, `hosts/<name>/C`.
     pub fn directory(&self) -> &Path {
         &self.directory_path
+    }
+
+    /// Keeps the sandbox directory after drop (for inspection after a failure).
+    pub fn keep_directory(&self) {
+        self.keep_directory.store(true, Ordering::SeqCst);
     }
 
     /// The operator's log file (stdout and stderr of every start, each start marked by a `===` line).
@@ -573,8 +581,12 @@ impl Sandbox {
         }
     }
 
-    /// An exited operator is an error; a deliberately killed one is not.
-    fn check_operator(&self) -> Result<(), SandboxError> {
+    /// Fails if the operator process exited on its own (quoting the end of its log); a deliberately killed one is
+    /// not an error.
+    ///
+    /// # Errors
+    /// [`SandboxError::OperatorExited`].
+    pub fn check_operator(&self) -> Result<(), SandboxError> {
         match lock_operator(&self.operator).check_running() {
             Err(SandboxError::OperatorStopped) => Ok(()),
             other => other,
@@ -629,6 +641,25 @@ impl Sandbox {
     pub async fn operator_metrics(&self) -> Result<String, SandboxError> {
         let listen = lock_operator(&self.operator).launch().listen;
         crate::operator::metrics(listen).await
+    }
+}
+
+/// Waits until the API server serves `WindowsInstance`s (a new CRD's storage answers 429 for a moment).
+async fn wait_for_instance_storage(client: &kube::Client) -> Result<(), SandboxError> {
+    let instances: Api<WindowsInstance> = Api::namespaced(client.clone(), OPERATOR_NAMESPACE);
+    let mut last_error = None;
+    for _ in 0..CRD_READY_ATTEMPTS {
+        match instances.list(&ListParams::default().limit(1)).await {
+            Ok(_) => return Ok(()),
+            Err(error) => last_error = Some(error),
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    match last_error {
+        Some(source) => {
+            Err(SandboxError::Kube { action: "list WindowsInstances (is the CRD established?)".to_owned(), source })
+        }
+        None => Ok(()),
     }
 }
 
