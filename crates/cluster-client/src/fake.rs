@@ -14,10 +14,10 @@ use crate::csrs::with_decision;
 use crate::error::{Error, Result, Verb, object_name};
 use crate::names::INSTANCE_FINALIZER;
 use crate::nodes::reports_address;
-use crate::types::{WindowsInstance, WindowsInstanceStatus};
+use crate::types::{Machine, WindowsInstance, WindowsInstanceStatus};
 use crate::{
     ClusterFacts, ClusterFactsSource, ConfigMaps, CsrDecision, Csrs, DrainOptions, DrainReport, Drainer,
-    EventPublisher, InstanceRecords, NewEvent, NodeMetadataPatch, Nodes, Secrets, ServiceAccountTokens,
+    EventPublisher, InstanceRecords, Machines, NewEvent, NodeMetadataPatch, Nodes, Secrets, ServiceAccountTokens,
     ShortLivedToken, TokenRequestSpec, csrs::is_pending,
 };
 
@@ -385,6 +385,41 @@ impl ClusterFactsSource for FakeClusterFacts {
     }
 }
 
+/// Machines in memory; [`Machines::delete`] removes the Machine and remembers its name.
+#[derive(Debug, Default)]
+pub struct FakeMachines {
+    machines: Mutex<BTreeMap<Key, Machine>>,
+    deleted: Mutex<Vec<String>>,
+}
+
+impl FakeMachines {
+    /// Adds or replaces `machine` (namespace and name set).
+    pub fn insert(&self, machine: Machine) {
+        let key =
+            (machine.metadata.namespace.clone().unwrap_or_default(), machine.metadata.name.clone().unwrap_or_default());
+        locked(&self.machines).insert(key, machine);
+    }
+
+    /// `namespace/name` of every Machine deleted so far, in order.
+    pub fn deleted(&self) -> Vec<String> {
+        locked(&self.deleted).clone()
+    }
+}
+
+#[async_trait]
+impl Machines for FakeMachines {
+    async fn get(&self, namespace: &str, name: &str) -> Result<Option<Machine>> {
+        Ok(locked(&self.machines).get(&(namespace.to_owned(), name.to_owned())).cloned())
+    }
+
+    async fn delete(&self, namespace: &str, name: &str) -> Result<()> {
+        if locked(&self.machines).remove(&(namespace.to_owned(), name.to_owned())).is_some() {
+            locked(&self.deleted).push(object_name(Some(namespace), name));
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -505,6 +540,24 @@ mod tests {
         assert_eq!(records.list("wmco").await.unwrap().len(), 1);
         records.delete("wmco", "a").await.unwrap();
         assert!(records.list("wmco").await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn fake_machines_answer_and_remember_deletions() {
+        let machines = FakeMachines::default();
+        let machine: Machine = serde_json::from_value(serde_json::json!({
+            "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
+            "metadata": {"name": "win-a", "namespace": "openshift-machine-api"}, "spec": {}
+        }))
+        .unwrap();
+        machines.insert(machine);
+        let found = machines.get("openshift-machine-api", "win-a").await.unwrap().unwrap();
+        assert_eq!(found.metadata.name.as_deref(), Some("win-a"));
+        assert!(machines.get("other", "win-a").await.unwrap().is_none());
+        machines.delete("openshift-machine-api", "win-a").await.unwrap();
+        machines.delete("openshift-machine-api", "win-a").await.unwrap();
+        assert_eq!(machines.deleted(), ["openshift-machine-api/win-a"]);
+        assert!(machines.get("openshift-machine-api", "win-a").await.unwrap().is_none());
     }
 
     #[tokio::test]

@@ -5,7 +5,7 @@
 //! - [`names`]: the finalizer, annotations, labels and field manager of the cluster-facing contract.
 //! - Capability traits, each with a real implementation over [`kube`] and an in-memory fake in [`fake`]:
 //!   [`Nodes`], [`Drainer`], [`Csrs`], [`EventPublisher`], [`Secrets`], [`ConfigMaps`], [`ServiceAccountTokens`],
-//!   [`InstanceRecords`], [`ClusterFactsSource`].
+//!   [`InstanceRecords`], [`Machines`], [`ClusterFactsSource`].
 //!
 //! This crate decides nothing: it reads and writes what the controller and flow layers tell it to.
 
@@ -17,6 +17,7 @@ mod events;
 mod facts;
 pub mod fake;
 mod instances;
+mod machines;
 pub mod names;
 mod nodes;
 mod objects;
@@ -35,6 +36,7 @@ pub use facts::{
     PlainKubernetesFacts, Platform, ProxySettings, serves_openshift_config,
 };
 pub use instances::{InstanceRecords, KubeInstanceRecords};
+pub use machines::{KubeMachines, Machines};
 pub use nodes::{KubeNodes, NodeMetadataPatch, Nodes};
 pub use objects::{ConfigMaps, KubeConfigMaps, KubeSecrets, Secrets};
 pub use tokens::{KubeServiceAccountTokens, ServiceAccountTokens, ShortLivedToken, TokenRequestSpec};

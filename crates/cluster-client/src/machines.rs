@@ -1,0 +1,89 @@
+//! Machines of the OpenShift machine API: read one (is it still there, is it being deleted), and delete one so its
+//! MachineSet replaces it (a Windows Machine whose host cannot be configured with the current key).
+
+use async_trait::async_trait;
+use kube::Client;
+use kube::api::{Api, DeleteParams};
+
+use crate::error::{Error, Result, Verb, object_name};
+use crate::types::Machine;
+
+/// The kind named in errors.
+const KIND: &str = "Machine";
+
+/// Reads and deletes Machines.
+#[async_trait]
+pub trait Machines: Send + Sync {
+    /// The Machine `namespace/name`, or `None` if there is none.
+    async fn get(&self, namespace: &str, name: &str) -> Result<Option<Machine>>;
+
+    /// Deletes the Machine `namespace/name` (its MachineSet creates a new one); already gone is fine.
+    async fn delete(&self, namespace: &str, name: &str) -> Result<()>;
+}
+
+/// [`Machines`] over the API server.
+#[derive(Clone)]
+pub struct KubeMachines {
+    client: Client,
+}
+
+impl KubeMachines {
+    /// Talks to the API server through `client`.
+    pub fn new(client: Client) -> Self {
+        KubeMachines { client }
+    }
+}
+
+#[async_trait]
+impl Machines for KubeMachines {
+    async fn get(&self, namespace: &str, name: &str) -> Result<Option<Machine>> {
+        Api::<Machine>::namespaced(self.client.clone(), namespace)
+            .get_opt(name)
+            .await
+            .map_err(|source| Error::api(Verb::Get, KIND, object_name(Some(namespace), name), source))
+    }
+
+    async fn delete(&self, namespace: &str, name: &str) -> Result<()> {
+        match Api::<Machine>::namespaced(self.client.clone(), namespace).delete(name, &DeleteParams::default()).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+            Err(source) => Err(Error::api(Verb::Delete, KIND, object_name(Some(namespace), name), source)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::{Exchange, scenario, status_reply};
+    use serde_json::json;
+
+    const PATH: &str = "/apis/machine.openshift.io/v1beta1/namespaces/openshift-machine-api/machines";
+
+    #[tokio::test]
+    async fn get_and_delete_use_the_machine_api_paths_and_tolerate_absence() {
+        let machine = json!({
+            "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
+            "metadata": {"name": "win-a", "namespace": "openshift-machine-api"},
+            "spec": {}, "status": {"phase": "Running"}
+        });
+        let exchanges = vec![
+            Exchange::get(&format!("{PATH}/win-a")).reply(200, machine.clone()),
+            Exchange::get(&format!("{PATH}/gone")).reply(404, status_reply(404, "NotFound", "not found")),
+            Exchange::delete(&format!("{PATH}/win-a?")).reply(200, machine),
+            Exchange::delete(&format!("{PATH}/gone?")).reply(404, status_reply(404, "NotFound", "not found")),
+            Exchange::delete(&format!("{PATH}/locked?")).reply(403, status_reply(403, "Forbidden", "no")),
+        ];
+        scenario(exchanges, |client| async move {
+            let machines = KubeMachines::new(client);
+            let found = machines.get("openshift-machine-api", "win-a").await.unwrap().unwrap();
+            assert_eq!(found.status.unwrap().phase.as_deref(), Some("Running"));
+            assert!(machines.get("openshift-machine-api", "gone").await.unwrap().is_none());
+            machines.delete("openshift-machine-api", "win-a").await.unwrap();
+            machines.delete("openshift-machine-api", "gone").await.unwrap();
+            let error = machines.delete("openshift-machine-api", "locked").await.unwrap_err();
+            assert!(error.to_string().contains("openshift-machine-api/locked"), "{error}");
+        })
+        .await;
+    }
+}
