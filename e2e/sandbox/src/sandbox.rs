@@ -334,6 +334,54 @@ impl Sandbox {
         Ok(commands)
     }
 
+    /// How many commands each host ran for the operator so far, by host name.
+    ///
+    /// # Errors
+    /// [`SandboxError::Fleet`] if a host vanished.
+    pub async fn operator_command_counts(&self) -> Result<BTreeMap<String, usize>, SandboxError> {
+        let mut counts = BTreeMap::new();
+        for host in &self.hosts {
+            counts.insert(host.info.name.clone(), self.operator_commands(&host.info.name).await?.len());
+        }
+        Ok(counts)
+    }
+
+    /// Waits until every host ran at least one operator command since `baseline` (from
+    /// [`Sandbox::operator_command_counts`]) and no host ran another for `quiet`; returns the new commands per host.
+    /// A way to tell that a reconcile of the whole fleet finished without reading the operator's internals.
+    ///
+    /// # Errors
+    /// As [`Sandbox::wait_for`].
+    pub async fn wait_until_quiet(
+        &self,
+        baseline: &BTreeMap<String, usize>,
+        quiet: Duration,
+        timeout: Duration,
+    ) -> Result<BTreeMap<String, usize>, SandboxError> {
+        let last_change = Mutex::new((BTreeMap::new(), std::time::Instant::now()));
+        self.wait_for("every host reached by the operator, then no command for the quiet period", timeout, || {
+            let last_change = &last_change;
+            async move {
+                let counts = self.operator_command_counts().await?;
+                let new: BTreeMap<String, usize> = counts
+                    .iter()
+                    .map(|(name, count)| (name.clone(), count.saturating_sub(baseline.get(name).copied().unwrap_or(0))))
+                    .collect();
+                let quiet_for = {
+                    let mut last_change = last_change.lock().unwrap_or_else(PoisonError::into_inner);
+                    if last_change.0 != new {
+                        *last_change = (new.clone(), std::time::Instant::now());
+                    }
+                    last_change.1.elapsed()
+                };
+                anyhow::ensure!(new.values().all(|count| *count >= 1), "new operator commands per host: {new:?}");
+                anyhow::ensure!(quiet_for >= quiet, "commands still arriving: {new:?}");
+                Ok(new)
+            }
+        })
+        .await
+    }
+
     /// The commands host `name` did not know.
     ///
     /// # Errors
