@@ -1,0 +1,243 @@
+//! Upgrade scenario of issue 10: three Ready BYOH nodes carrying a workload guarded by a PodDisruptionBudget; the
+//! operator is restarted with `--version-override` at a higher version and `--max-unavailable=1`; every node is
+//! upgraded (Node version annotation, record `configuredVersion`, phase Ready, schedulable, unmarked); one watch on
+//! the Windows Nodes records that at no moment more than one of them was unschedulable or marked
+//! `windowsmachineconfig.openshift.io/upgrading`; the workload's availability never fell below the budget's
+//! `minAvailable`; each record got one `Upgraded` Event.
+//!
+//! Needs the control-plane binaries (`cargo xtask controlplane build`) and the `wmco` binary (`WMCO_BIN`, set by
+//! `cargo xtask test`, or `target/<profile>/wmco`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use anyhow::{Context as _, ensure};
+use futures::StreamExt as _;
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, ListParams};
+use kube::runtime::{WatchStreamExt as _, watcher};
+use wmco_cluster_client::names::{UPGRADING_LABEL, VERSION_ANNOTATION};
+use wmco_cluster_client::types::Phase;
+use wmco_sandbox::workload::{Scheduler, Workload, WorkloadSpec};
+use wmco_sandbox::{OPERATOR_NAMESPACE, Sandbox, SandboxOptions};
+
+/// Generous upper bounds for a loaded 2-core machine (never timed assertions).
+const READY_TIMEOUT: Duration = Duration::from_secs(900);
+const WORKLOAD_TIMEOUT: Duration = Duration::from_secs(300);
+const UPGRADE_TIMEOUT: Duration = Duration::from_secs(1200);
+
+const HOSTS: usize = 3;
+const MAX_UNAVAILABLE: usize = 1;
+const REPLICAS: i32 = 6;
+const MIN_AVAILABLE: i32 = 5;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_higher_operator_version_upgrades_every_node_one_at_a_time_within_the_pod_budget() -> anyhow::Result<()> {
+    let sandbox = Sandbox::start(SandboxOptions { hosts: 3, ..SandboxOptions::default() })
+        .await
+        .context("the sandbox did not start")?;
+    sandbox.write_instances(&sandbox.entries_for_all_hosts()).await?;
+    let ready = sandbox.wait_until_ready(HOSTS, READY_TIMEOUT).await?;
+    let installed: BTreeSet<String> =
+        ready.iter().filter_map(|ready| ready.instance.status.as_ref()?.configured_version.clone()).collect();
+    ensure!(installed.len() == 1, "the fleet was configured at several versions: {installed:?}");
+    let target = higher_version(installed.iter().next().context("no configured version")?)?;
+
+    let client = sandbox.admin_client();
+    let _scheduler = Scheduler::start(client.clone());
+    let spec = WorkloadSpec {
+        namespace: "e2e-upgrade".into(),
+        name: "web".into(),
+        replicas: REPLICAS,
+        min_available: MIN_AVAILABLE,
+    };
+    let workload = Workload::deploy(client.clone(), spec).await?;
+    sandbox
+        .wait_for("every workload pod available, spread over the Windows nodes", WORKLOAD_TIMEOUT, || async {
+            let by_node = workload.available_by_node().await?;
+            let available: usize = by_node.values().sum();
+            ensure!(available == REPLICAS as usize && by_node.len() == HOSTS, "available by node: {by_node:?}");
+            ensure!(workload.disruptions_allowed().await? == Some(REPLICAS - MIN_AVAILABLE), "budget not computed yet");
+            Ok(())
+        })
+        .await?;
+    let availability = workload.watch_availability();
+    let disruption = DisruptionWatch::start(client.clone());
+    sandbox
+        .wait_for("both watches listing", WORKLOAD_TIMEOUT, || async {
+            ensure!(availability.is_listening() && disruption.is_listening(), "watches still listing");
+            Ok(())
+        })
+        .await?;
+
+    sandbox.restart_operator_with(&[format!("--version-override={target}"), "--max-unavailable=1".to_owned()]).await?;
+    sandbox
+        .wait_for(&format!("every Windows node upgraded to {target}"), UPGRADE_TIMEOUT, || async {
+            upgraded(&sandbox, &target).await
+        })
+        .await?;
+
+    let most = disruption.most_unavailable();
+    assert_eq!(most, MAX_UNAVAILABLE, "nodes unavailable at once (history {:?})", disruption.history());
+    assert_eq!(disruption.errors(), Vec::<String>::new(), "the Node watch re-listed, so it may have missed states");
+    let lowest = availability.lowest().context("the availability watch saw nothing")?;
+    assert!(lowest >= MIN_AVAILABLE as usize, "available pods fell to {lowest} (history {:?})", availability.history());
+    assert_eq!(availability.errors(), Vec::<String>::new());
+    upgraded_events(&client, &sandbox).await
+}
+
+/// The operator's version with the minor incremented (`1.2.3` → `1.3.0`).
+fn higher_version(installed: &str) -> anyhow::Result<String> {
+    let release = installed.split(['-', '+']).next().unwrap_or(installed);
+    let parts: Vec<u64> =
+        release.split('.').map(str::parse).collect::<Result<_, _>>().with_context(|| format!("version {installed}"))?;
+    ensure!(parts.len() == 3, "version {installed} is not major.minor.patch");
+    Ok(format!("{}.{}.0", parts[0], parts[1] + 1))
+}
+
+/// Every record Ready at `target` and every Windows Node annotated with `target`, schedulable and unmarked.
+async fn upgraded(sandbox: &Sandbox, target: &str) -> anyhow::Result<()> {
+    let mut waiting = Vec::new();
+    for node in sandbox.windows_nodes().await? {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        let version = node.metadata.annotations.as_ref().and_then(|annotations| annotations.get(VERSION_ANNOTATION));
+        let (marked, unschedulable) = disruption_of(&node);
+        if version.map(String::as_str) != Some(target) || marked || unschedulable {
+            waiting.push(format!("{name}: version {version:?}, marked {marked}, unschedulable {unschedulable}"));
+        }
+    }
+    for instance in sandbox.windows_instances().await? {
+        let status = instance.status.unwrap_or_default();
+        if status.phase != Some(Phase::Ready) || status.configured_version.as_deref() != Some(target) {
+            let name = instance.metadata.name.unwrap_or_default();
+            waiting.push(format!("{name}: phase {:?}, version {:?}", status.phase, status.configured_version));
+        }
+    }
+    ensure!(waiting.is_empty(), "{}", waiting.join("; "));
+    Ok(())
+}
+
+/// `(marked upgrading, unschedulable)` of a Node.
+fn disruption_of(node: &Node) -> (bool, bool) {
+    let marked = node
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|labels| labels.get(UPGRADING_LABEL))
+        .is_some_and(|value| value == "true");
+    let unschedulable = node.spec.as_ref().and_then(|spec| spec.unschedulable).unwrap_or(false);
+    (marked, unschedulable)
+}
+
+/// One `Upgraded` Event per record.
+async fn upgraded_events(client: &kube::Client, sandbox: &Sandbox) -> anyhow::Result<()> {
+    let events: Api<Event> = Api::namespaced(client.clone(), OPERATOR_NAMESPACE);
+    let listed = events.list(&ListParams::default()).await.context("list Events")?.items;
+    let upgraded: BTreeSet<String> = listed
+        .iter()
+        .filter(|event| event.reason.as_deref() == Some("Upgraded"))
+        .filter_map(|event| event.regarding.as_ref()?.name.clone())
+        .collect();
+    let records: BTreeSet<String> =
+        sandbox.windows_instances().await?.into_iter().filter_map(|instance| instance.metadata.name).collect();
+    assert_eq!(upgraded, records);
+    Ok(())
+}
+
+/// What the Node watch saw.
+#[derive(Debug, Default)]
+struct Disruption {
+    /// Per Node: marked upgrading or unschedulable.
+    nodes: BTreeMap<String, bool>,
+    /// The number of disrupted Nodes after every change that altered it, from the initial listing on.
+    history: Vec<usize>,
+    listed: bool,
+    errors: Vec<String>,
+}
+
+impl Disruption {
+    fn record(&mut self) {
+        if !self.listed {
+            return;
+        }
+        let count = self.nodes.values().filter(|disrupted| **disrupted).count();
+        if self.history.last() != Some(&count) {
+            self.history.push(count);
+        }
+    }
+}
+
+/// One watch on the Windows Nodes (one resource, so every state in etcd's order) recording how many were
+/// unschedulable or marked upgrading at once. Stops when dropped.
+struct DisruptionWatch {
+    task: tokio::task::JoinHandle<()>,
+    state: Arc<Mutex<Disruption>>,
+}
+
+impl DisruptionWatch {
+    fn start(client: kube::Client) -> Self {
+        let state = Arc::new(Mutex::new(Disruption::default()));
+        let nodes: Api<Node> = Api::all(client);
+        let config = watcher::Config::default().labels("kubernetes.io/os=windows");
+        let recorder = Arc::clone(&state);
+        let task = tokio::spawn(async move {
+            let mut events = watcher(nodes, config).default_backoff().boxed();
+            while let Some(event) = events.next().await {
+                let mut state = recorder.lock().unwrap_or_else(PoisonError::into_inner);
+                match event {
+                    Ok(watcher::Event::Init) => state.nodes.clear(),
+                    Ok(watcher::Event::InitApply(node) | watcher::Event::Apply(node)) => {
+                        let (marked, unschedulable) = disruption_of(&node);
+                        state.nodes.insert(node.metadata.name.clone().unwrap_or_default(), marked || unschedulable);
+                        state.record();
+                    }
+                    Ok(watcher::Event::Delete(node)) => {
+                        state.nodes.remove(node.metadata.name.as_deref().unwrap_or_default());
+                        state.record();
+                    }
+                    Ok(watcher::Event::InitDone) => {
+                        state.listed = true;
+                        state.record();
+                    }
+                    Err(error) => state.errors.push(error.to_string()),
+                }
+            }
+        });
+        DisruptionWatch { task, state }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Disruption> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn is_listening(&self) -> bool {
+        self.lock().listed
+    }
+
+    fn most_unavailable(&self) -> usize {
+        self.lock().history.iter().copied().max().unwrap_or(0)
+    }
+
+    fn history(&self) -> Vec<usize> {
+        self.lock().history.clone()
+    }
+
+    fn errors(&self) -> Vec<String> {
+        self.lock().errors.clone()
+    }
+}
+
+impl Drop for DisruptionWatch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+#[test]
+fn the_target_version_is_one_minor_higher() {
+    assert_eq!(higher_version("10.17.3").unwrap(), "10.18.0");
+    assert_eq!(higher_version("0.1.0+abc").unwrap(), "0.2.0");
+    assert!(higher_version("1.2").is_err());
+}
