@@ -7,6 +7,8 @@
 //!   (CAs, node-bootstrapper token, windows_exporter TLS) that an async refresher keeps in a snapshot.
 //! - [`metrics`]: the Prometheus registry and the typed API controllers record through.
 //! - [`health`]: the HTTP listener serving `/healthz`, `/readyz` and `/metrics`.
+//! - [`machines`]: the Machine controller. It keeps one `WindowsInstance` record per Windows Machine of the
+//!   machine API (address, SSH user and Node name per platform), so the instances controller configures it.
 //! - [`instances`]: the instances controller. It turns the `windows-instances` ConfigMap into `WindowsInstance`
 //!   records and configures (or, once a record is deleted, deconfigures) each host with `wmco-node-config`.
 //! - [`upgrades`]: the upgrade executor. It carries out the upgrade-planner's decisions for the whole fleet
@@ -17,5 +19,6 @@ pub mod csr;
 pub mod files;
 pub mod health;
 pub mod instances;
+pub mod machines;
 pub mod metrics;
 pub mod upgrades;
