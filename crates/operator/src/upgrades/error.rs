@@ -11,6 +11,9 @@ pub enum UpgradesError {
         /// The text given.
         value: String,
     },
+    /// The payload manifest names no kubelet version (component `kubelet` with `version`).
+    #[error("the payload manifest has no kubelet component with a version; the skew rule needs it")]
+    NoKubeletVersion,
     /// The API server's version could not be read.
     #[error("reading the API server's version failed")]
     ApiServerVersion {
@@ -50,7 +53,7 @@ impl UpgradesError {
     /// ```
     pub fn metric_label(&self) -> &'static str {
         match self {
-            Self::InvalidVersion { .. } => "upgrade_version",
+            Self::InvalidVersion { .. } | Self::NoKubeletVersion => "upgrade_version",
             Self::ApiServerVersion { .. } => "upgrade_api_server_version",
             Self::ListRecords { .. } => "upgrade_list",
             Self::Step { .. } => "upgrade_step",

@@ -20,7 +20,8 @@
 //! - [`reconcile_fleet`]: one whole-fleet reconcile; [`observe_fleet`] and [`planner_instance`] build the
 //!   planner's `Fleet` from cluster state (reusable by other budgeted work such as Machine replacement).
 //! - [`controller`]: the kube-runtime wiring (record and Windows Node watches plus a periodic resync).
-//! - [`operator_version`]: the version written to Nodes.
+//! - [`operator_version`]: the version written to Nodes; [`payload_kubelet_version`]: the kubelet the payload
+//!   installs (for the skew rule).
 
 mod context;
 mod controller;
@@ -37,4 +38,4 @@ pub use controller::{RESYNC, controller};
 pub use error::UpgradesError;
 pub use observe::{ObservedFleet, ObservedInstance, observe_fleet, planner_instance};
 pub use reconcile::{FleetOutcome, reconcile_fleet};
-pub use version::{ApiServerVersion, KubeApiServerVersion, operator_version};
+pub use version::{ApiServerVersion, KubeApiServerVersion, operator_version, payload_kubelet_version};

@@ -4,6 +4,7 @@
 use futures::future::BoxFuture;
 use kube::Client;
 use semver::{BuildMetadata, Version};
+use wmco_payload_manifest::Manifest;
 
 use super::UpgradesError;
 
@@ -28,6 +29,29 @@ pub fn operator_version(override_version: Option<&str>) -> Result<Version, Upgra
         Version::parse(text.trim()).map_err(|_| UpgradesError::InvalidVersion { what, value: text.to_owned() })?;
     version.build = BuildMetadata::EMPTY;
     Ok(version)
+}
+
+/// The kubelet version the payload installs: the `version` of component `kubelet` in `manifest`
+/// (`payload/manifest.yaml`), e.g. `v1.36.3`.
+///
+/// ```
+/// use wmco_operator::upgrades::payload_kubelet_version;
+/// let manifest = wmco_payload_manifest::Manifest::product().unwrap();
+/// assert_eq!(payload_kubelet_version(&manifest)?.major, 1);
+/// # Ok::<(), wmco_operator::upgrades::UpgradesError>(())
+/// ```
+///
+/// # Errors
+/// [`UpgradesError::NoKubeletVersion`] when the manifest has no `kubelet` component with a version,
+/// [`UpgradesError::InvalidVersion`] when its version is not semver.
+pub fn payload_kubelet_version(manifest: &Manifest) -> Result<Version, UpgradesError> {
+    let what = "the payload manifest's kubelet version";
+    let text = manifest
+        .component("kubelet")
+        .and_then(|kubelet| kubelet.version.as_deref())
+        .ok_or(UpgradesError::NoKubeletVersion)?;
+    Version::parse(text.trim_start_matches('v'))
+        .map_err(|_| UpgradesError::InvalidVersion { what, value: text.to_owned() })
 }
 
 /// Where the executor reads the API server's Kubernetes version from (the skew rule compares the payload's kubelet
@@ -83,6 +107,26 @@ mod tests {
         assert_eq!(operator_version(Some(" 10.18.0+e2e ")).unwrap(), Version::new(10, 18, 0));
         let error = operator_version(Some("10.18")).unwrap_err();
         assert_eq!(error.to_string(), "--version-override \"10.18\" is not a semantic version (e.g. 1.2.3)");
+    }
+
+    #[test]
+    fn the_payload_kubelet_version_comes_from_the_manifest() {
+        let manifest = |name: &str, version: &str| {
+            let yaml = format!(
+                "schema: wmco.payload/v1\ncomponents:\n  - name: {name}\n    version: {version}\n    source: {{ go: {{ \
+                 module: k8s.io/kubernetes, version: v1.36.3, package: ./cmd/{name} }} }}\n    required: true\n    \
+                 files:\n      - {{ path: {name}.exe, destination: 'C:\\k\\{name}.exe', typical_size: 1MiB }}\n"
+            );
+            Manifest::from_yaml(&yaml, "test").unwrap()
+        };
+        assert_eq!(payload_kubelet_version(&manifest("kubelet", "v1.36.3")).unwrap(), Version::new(1, 36, 3));
+        let error = payload_kubelet_version(&manifest("kubelet", "latest")).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "the payload manifest's kubelet version \"latest\" is not a semantic version (e.g. 1.2.3)"
+        );
+        let error = payload_kubelet_version(&manifest("kube-proxy", "v1.36.3")).unwrap_err();
+        assert!(matches!(error, UpgradesError::NoKubeletVersion), "{error}");
     }
 
     #[test]
