@@ -5,6 +5,9 @@
 //!   through `/approval`, with one Event per decision on the `WindowsInstance` involved.
 //! - [`files`]: the files each host must hold, rendered from the verified payload and the cluster material
 //!   (CAs, node-bootstrapper token, windows_exporter TLS) that an async refresher keeps in a snapshot.
+//! - [`operator_key`]: the operator's SSH key from Secret `cloud-private-key` and its `pub-key-hash`.
+//! - [`wiring`]: the instances controller composed from the real cluster seams, for `wmco run`.
+//! - [`fleet_metrics`]: the per-phase instance gauges and the configure-duration histogram, from the records.
 //! - [`metrics`]: the Prometheus registry and the typed API controllers record through.
 //! - [`health`]: the HTTP listener serving `/healthz`, `/readyz` and `/metrics`.
 //! - [`machines`]: the Machine controller. It keeps one `WindowsInstance` record per Windows Machine of the
@@ -17,8 +20,11 @@
 
 pub mod csr;
 pub mod files;
+pub mod fleet_metrics;
 pub mod health;
 pub mod instances;
 pub mod machines;
 pub mod metrics;
+pub mod operator_key;
 pub mod upgrades;
+pub mod wiring;

@@ -1,7 +1,9 @@
 //! `wmco run`: the operator process. Verifies the payload, connects to the cluster, serves `/healthz`, `/readyz` and
 //! `/metrics` on one listener, takes part in leader election through a Lease, and runs the controllers of
-//! `wmco-operator` while it leads. Losing the lease exits non-zero; SIGTERM or Ctrl-C stops work, releases the lease
-//! and exits 0. The logic lives in `wmco-operator`; this module only wires it up.
+//! `wmco-operator` while it leads: the CSR controller and the instances controller (composed by
+//! `wmco_operator::wiring`: operator key from `cloud-private-key`, payload-backed files, SSH over a host pool).
+//! Losing the lease exits non-zero; SIGTERM or Ctrl-C stops work, releases the lease and exits 0. The logic lives
+//! in `wmco-operator`; this module only wires it up.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -19,9 +21,12 @@ use wmco_cluster_client::{
 };
 use wmco_csr_approver::IpCidr;
 use wmco_operator::csr::{CsrContext, CsrSettings, system_clock};
+use wmco_operator::files::ClusterSettings;
 use wmco_operator::health::{self, Readiness};
 use wmco_operator::metrics::Metrics;
+use wmco_operator::wiring::{InstancesRun, operator_version, run_instances};
 use wmco_payload_manifest::{Manifest, Payload, PayloadError};
+use wmco_windows_services::Verbosity;
 
 use crate::cli_support::{Outcome, OutputFormat, UnusableInput};
 
@@ -48,12 +53,13 @@ pub struct RunArgs {
     pub ssh_port: u16,
     /// How many hosts are configured at once.
     #[arg(long, env = "WMCO_MAX_CONCURRENT_CONFIGURATIONS", default_value_t = 8,
-          value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_concurrent_configurations: u32,
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_concurrent_configurations: u16,
     /// How many Windows nodes may be unavailable at once during upgrades.
     #[arg(long, env = "WMCO_MAX_UNAVAILABLE", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_unavailable: u32,
-    /// The version recorded on configured nodes instead of this binary's version (tests and development only).
+    /// The version recorded on configured nodes instead of this binary's version without build metadata (tests and
+    /// development only).
     #[arg(long, env = "WMCO_VERSION_OVERRIDE")]
     pub version_override: Option<String>,
     /// Whether to take part in leader election (only the leader runs controllers). Turn off only when exactly one
@@ -64,8 +70,8 @@ pub struct RunArgs {
     /// The Lease used for leader election, in the operator namespace.
     #[arg(long, env = "WMCO_LEASE_NAME", default_value = CONTROLLER_NAME)]
     pub lease_name: String,
-    /// This process's identity: the lease holder name and the SSH client version suffix. Default: the pod's host
-    /// name.
+    /// This process's identity: the lease holder name and the SSH client version suffix
+    /// (`SSH-2.0-wmco_<version> <identity>`). Default: the pod's host name.
     #[arg(long, env = "WMCO_SSH_IDENTITY")]
     pub ssh_identity: Option<String>,
     /// The Service network, on plain Kubernetes (on OpenShift it is read from the `Network` config).
@@ -78,11 +84,29 @@ pub struct RunArgs {
     /// `Infrastructure` config).
     #[arg(long, env = "WMCO_API_SERVER_URL", value_name = "URL")]
     pub api_server_url: Option<String>,
+    /// Debug verbosity for the node services (kubelet `--v=4`, containerd and windows_exporter `debug`,
+    /// hybrid-overlay `--loglevel 5`).
+    #[arg(long, env = "WMCO_DEBUG_NODE_SERVICES", default_value_t = false, action = clap::ArgAction::Set,
+          value_name = "true|false")]
+    pub debug_node_services: bool,
+}
+
+/// What the controllers need, built once at startup and handed to each leadership term.
+#[derive(Clone)]
+struct ControllerInputs {
+    client: Client,
+    config: kube::Config,
+    csr: CsrSettings,
+    instances: InstancesRun,
+    manifest: Manifest,
+    payload: Payload,
+    cluster: ClusterSettings,
+    metrics: Arc<Metrics>,
 }
 
 /// Runs the operator until it is told to stop (exit 0) or loses its lease (an error, exit 1).
 pub fn run(args: &RunArgs, _output: OutputFormat) -> anyhow::Result<Outcome> {
-    let payload = verify_payload(&args.payload_dir)?;
+    let (manifest, payload) = verify_payload(&args.payload_dir)?;
     tracing::info!(
         payload_dir = %args.payload_dir.display(),
         files = payload.files().count(),
@@ -90,13 +114,13 @@ pub fn run(args: &RunArgs, _output: OutputFormat) -> anyhow::Result<Outcome> {
         "payload verified"
     );
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    runtime.block_on(operate(args))
+    runtime.block_on(operate(args, manifest, payload))
 }
 
 /// Loads the payload; an incomplete or unreadable one is unusable input listing every problem.
-fn verify_payload(dir: &Path) -> anyhow::Result<Payload> {
+fn verify_payload(dir: &Path) -> anyhow::Result<(Manifest, Payload)> {
     let manifest = Manifest::product().context("the payload manifest built into this binary is invalid")?;
-    Payload::load(dir, &manifest).map_err(|error| {
+    let payload = Payload::load(dir, &manifest).map_err(|error| {
         let text = match &error {
             PayloadError::Incomplete { problems, .. } => {
                 let mut text = format!("payload {} has {} problem(s):", dir.display(), problems.len());
@@ -108,10 +132,11 @@ fn verify_payload(dir: &Path) -> anyhow::Result<Payload> {
             PayloadError::UnreadableDir { .. } => format!("{:#}", anyhow::Error::new(error)),
         };
         anyhow::Error::new(UnusableInput(format!("--payload-dir: {text}")))
-    })
+    })?;
+    Ok((manifest, payload))
 }
 
-async fn operate(args: &RunArgs) -> anyhow::Result<Outcome> {
+async fn operate(args: &RunArgs, manifest: Manifest, payload: Payload) -> anyhow::Result<Outcome> {
     let identity = identity(args);
     log_settings(args, &identity);
     let readiness = Arc::new(Readiness::default());
@@ -120,18 +145,31 @@ async fn operate(args: &RunArgs) -> anyhow::Result<Outcome> {
         .await
         .map_err(|error| anyhow::Error::new(UnusableInput(format!("--listen: {:#}", anyhow::Error::new(error)))))?;
     let (stop_health, health_stopped) = tokio::sync::oneshot::channel::<()>();
-    let health_server = tokio::spawn(health::serve(listener, Arc::clone(&readiness), metrics, async {
+    let health_server = tokio::spawn(health::serve(listener, Arc::clone(&readiness), Arc::clone(&metrics), async {
         let _ = health_stopped.await;
     }));
 
-    let client = Client::try_default().await.context("cannot build a Kubernetes client (in-cluster or kubeconfig)")?;
-    let facts = gather_facts(&client, args).await?;
-    let settings = csr_settings(args, &facts)?;
+    let config =
+        kube::Config::infer().await.context("cannot find a Kubernetes configuration (in-cluster or kubeconfig)")?;
+    let client = Client::try_from(config.clone()).context("cannot build a Kubernetes client")?;
+    let (facts, openshift) = gather_facts(&client, args).await?;
+    let cluster = ClusterSettings::from_facts(&facts)
+        .map_err(|error| anyhow::Error::new(UnusableInput(format!("cluster facts: {error}"))))?;
+    let inputs = ControllerInputs {
+        client: client.clone(),
+        config,
+        csr: csr_settings(args, &facts)?,
+        instances: instances_run(args, &identity, openshift),
+        manifest,
+        payload,
+        cluster,
+        metrics,
+    };
 
     let outcome = if args.leader_election {
-        lead_then_run(&client, args, &identity, settings, &readiness).await
+        lead_then_run(&client, args, &identity, &inputs, &readiness).await
     } else {
-        let controllers = start_controllers(&client, &args.namespace, settings);
+        let controllers = start_controllers(&inputs);
         readiness.set_ready(true);
         tracing::info!("leader election off: controllers started");
         shutdown_signal().await;
@@ -163,7 +201,7 @@ fn log_settings(args: &RunArgs, identity: &str) {
         ssh_port = args.ssh_port,
         max_concurrent_configurations = args.max_concurrent_configurations,
         max_unavailable = args.max_unavailable,
-        version_override = args.version_override.as_deref().unwrap_or("none"),
+        operator_version = %operator_version(env!("CARGO_PKG_VERSION"), args.version_override.as_deref()),
         leader_election = args.leader_election,
         lease_name = %args.lease_name,
         identity,
@@ -171,8 +209,8 @@ fn log_settings(args: &RunArgs, identity: &str) {
     );
 }
 
-/// Cluster facts from OpenShift's config objects, or from the plain Kubernetes flags.
-async fn gather_facts(client: &Client, args: &RunArgs) -> anyhow::Result<ClusterFacts> {
+/// Cluster facts from OpenShift's config objects, or from the plain Kubernetes flags; and whether it is OpenShift.
+async fn gather_facts(client: &Client, args: &RunArgs) -> anyhow::Result<(ClusterFacts, bool)> {
     let openshift = serves_openshift_config(client).await.context("cannot discover the API groups")?;
     let facts = if openshift {
         OpenShiftFacts::new(client.clone()).gather().await?
@@ -187,7 +225,7 @@ async fn gather_facts(client: &Client, args: &RunArgs) -> anyhow::Result<Cluster
         kubernetes_version = %facts.kubernetes_version,
         "cluster facts gathered"
     );
-    Ok(facts)
+    Ok((facts, openshift))
 }
 
 /// The plain Kubernetes configuration from the flags; both flags are required when the cluster is not OpenShift.
@@ -203,6 +241,20 @@ fn plain_kubernetes_config(args: &RunArgs) -> anyhow::Result<PlainKubernetesConf
         proxy: Default::default(),
         mirror_sets: Vec::new(),
     })
+}
+
+/// The instances controller's settings from the flags.
+fn instances_run(args: &RunArgs, identity: &str, openshift: bool) -> InstancesRun {
+    InstancesRun {
+        namespace: args.namespace.clone(),
+        controller_name: CONTROLLER_NAME.to_owned(),
+        ssh_port: args.ssh_port,
+        ssh_identity: identity.to_owned(),
+        concurrency: args.max_concurrent_configurations,
+        operator_version: operator_version(env!("CARGO_PKG_VERSION"), args.version_override.as_deref()),
+        verbosity: if args.debug_node_services { Verbosity::Debug } else { Verbosity::Normal },
+        openshift,
+    }
 }
 
 fn csr_settings(args: &RunArgs, facts: &ClusterFacts) -> anyhow::Result<CsrSettings> {
@@ -224,7 +276,7 @@ async fn lead_then_run(
     client: &Client,
     args: &RunArgs,
     identity: &str,
-    settings: CsrSettings,
+    inputs: &ControllerInputs,
     readiness: &Readiness,
 ) -> anyhow::Result<Outcome> {
     let manager = LeaseManagerBuilder::new(client.clone(), &args.lease_name)
@@ -249,7 +301,7 @@ async fn lead_then_run(
                 match (is_leader(&mut leading), controllers.is_some()) {
                     (true, false) => {
                         tracing::info!(lease = %args.lease_name, "acquired the lease: starting controllers");
-                        controllers = Some(start_controllers(client, &args.namespace, settings.clone()));
+                        controllers = Some(start_controllers(inputs));
                     }
                     (false, true) => {
                         break Err(anyhow::anyhow!("lost Lease {}: exiting so a new leader takes over", args.lease_name));
@@ -284,17 +336,36 @@ async fn release_lease(
     }
 }
 
-/// Starts the controllers this process runs as leader: the CSR controller.
-fn start_controllers(client: &Client, namespace: &str, settings: CsrSettings) -> Vec<JoinHandle<()>> {
-    let context = Arc::new(CsrContext::new(
-        Arc::new(KubeCsrs::new(client.clone())),
-        Arc::new(KubeNodes::new(client.clone())),
-        Arc::new(KubeInstanceRecords::new(client.clone())),
-        Arc::new(KubeEvents::new(client.clone(), CONTROLLER_NAME, None)),
-        settings,
-    ));
-    tracing::info!(namespace, "starting the CSR controller");
-    vec![tokio::spawn(wmco_operator::csr::controller(client.clone(), context))]
+/// Starts the controllers this process runs as leader: the CSR controller and the instances controller.
+fn start_controllers(inputs: &ControllerInputs) -> Vec<JoinHandle<()>> {
+    let client = &inputs.client;
+    let context = Arc::new(
+        CsrContext::new(
+            Arc::new(KubeCsrs::new(client.clone())),
+            Arc::new(KubeNodes::new(client.clone())),
+            Arc::new(KubeInstanceRecords::new(client.clone())),
+            Arc::new(KubeEvents::new(client.clone(), CONTROLLER_NAME, None)),
+            inputs.csr.clone(),
+        )
+        .with_metrics(Arc::clone(&inputs.metrics)),
+    );
+    tracing::info!(namespace = %inputs.csr.namespace, "starting the CSR controller");
+    let csr = tokio::spawn(wmco_operator::csr::controller(client.clone(), context));
+    let instances = run_instances(
+        client.clone(),
+        inputs.config.clone(),
+        inputs.instances.clone(),
+        inputs.manifest.clone(),
+        inputs.payload.clone(),
+        inputs.cluster.clone(),
+        Arc::clone(&inputs.metrics),
+    );
+    let instances = tokio::spawn(async move {
+        if let Err(error) = instances.await {
+            tracing::error!(error = %error, "the instances controller could not start");
+        }
+    });
+    vec![csr, instances]
 }
 
 /// Stops taking work: the controllers are cancelled at their next await point, and each is waited for.
@@ -388,6 +459,22 @@ mod tests {
         let config = plain_kubernetes_config(&args).expect("both flags given");
         assert_eq!(config.service_cidr, "10.96.0.0/12");
         assert_eq!(config.api_server_internal_url, "https://10.0.0.1:6443");
+    }
+
+    #[test]
+    fn instances_settings_come_from_the_flags_and_the_version_drops_build_metadata() {
+        let args = parse(&["--ssh-port=2222", "--max-concurrent-configurations=3", "--debug-node-services=true"])
+            .expect("parsed");
+        let run = instances_run(&args, "wmco-0", true);
+        assert_eq!(
+            (run.ssh_port, run.concurrency, run.ssh_identity.as_str(), run.verbosity, run.openshift),
+            (2222, 3, "wmco-0", Verbosity::Debug, true)
+        );
+        assert_eq!(run.namespace, "openshift-windows-machine-config-operator");
+        assert_eq!(run.operator_version, env!("CARGO_PKG_VERSION").split('+').next().expect("a version"));
+        let args = parse(&["--version-override=10.18.0-e2e"]).expect("parsed");
+        let run = instances_run(&args, "wmco-0", false);
+        assert_eq!((run.operator_version.as_str(), run.verbosity), ("10.18.0-e2e", Verbosity::Normal));
     }
 
     #[test]

@@ -9,6 +9,8 @@ use tokio::sync::OwnedMutexGuard;
 use wmco_cluster_client::{Csrs, EventPublisher, InstanceRecords, Nodes};
 use wmco_csr_approver::IpCidr;
 
+use crate::metrics::Metrics;
+
 /// The time source of decisions (rules A6, F1, F4); tests pass a fixed instant.
 pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
 
@@ -42,6 +44,8 @@ pub struct CsrContext {
     pub events: Arc<dyn EventPublisher>,
     /// Namespace, networks and clock.
     pub settings: CsrSettings,
+    /// Where verdicts and errors are counted (a private registry unless [`CsrContext::with_metrics`] is used).
+    pub metrics: Arc<Metrics>,
     node_locks: NodeLocks,
     failures_by_csr: Mutex<HashMap<String, u32>>,
 }
@@ -82,9 +86,16 @@ impl CsrContext {
             instances,
             events,
             settings,
+            metrics: Arc::new(Metrics::new()),
             node_locks: NodeLocks::default(),
             failures_by_csr: Mutex::default(),
         }
+    }
+
+    /// Records verdicts and errors in `metrics` (the registry `/metrics` serves).
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// Waits for exclusive use of `node_name`; decisions for one node never overlap while the guard lives.

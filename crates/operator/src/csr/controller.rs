@@ -67,6 +67,7 @@ fn rule_can_change(rule: RuleId) -> bool {
 fn error_policy(csr: Arc<CertificateSigningRequest>, error: &CsrControllerError, ctx: Arc<CsrContext>) -> Action {
     let csr_name = csr.metadata.name.as_deref().unwrap_or_default();
     tracing::warn!(csr = %csr_name, kind = error.metric_label(), error = %error, "CSR reconcile failed");
+    ctx.metrics.record_error(error.metric_label());
     if !error.is_retryable() {
         return Action::await_change();
     }

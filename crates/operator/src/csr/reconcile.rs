@@ -12,6 +12,7 @@ use wmco_csr_approver::{
 
 use super::world::{managed_instance, node_record};
 use super::{CsrContext, CsrControllerError};
+use crate::metrics::CsrVerdictLabel;
 
 /// The two kubelet signers this controller decides for.
 pub const KUBELET_SIGNERS: [&str; 2] = [KUBELET_CLIENT_SIGNER, KUBELET_SERVING_SIGNER];
@@ -97,9 +98,22 @@ pub async fn reconcile_csr(
         record_bootstrap_key(ctx, &csr_name, instance, key).await?;
     }
     publish_event(ctx, &csr_name, instance, &verdict).await;
+    ctx.metrics.record_csr_verdict(
+        verdict_label(&verdict),
+        &verdict.rule().map_or_else(|| "all".to_owned(), |rule| rule.to_string()),
+    );
     tracing::info!(csr = %csr_name, verdict = verdict.kind(), rule = ?verdict.rule(), reason = verdict.reason(), "CSR decided");
     let instance = instance.and_then(|instance| instance.metadata.name.clone());
     Ok(CsrOutcome::Decided { verdict, instance })
+}
+
+/// The metric label of a verdict.
+fn verdict_label(verdict: &Verdict) -> CsrVerdictLabel {
+    match verdict {
+        Verdict::Approve => CsrVerdictLabel::Approved,
+        Verdict::Deny { .. } => CsrVerdictLabel::Denied,
+        Verdict::Ignore { .. } => CsrVerdictLabel::Ignored,
+    }
 }
 
 /// The approver's facts of a CSR, converted through its JSON form.

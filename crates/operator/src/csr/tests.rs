@@ -247,6 +247,8 @@ async fn approvable_bootstrap_csr_is_approved_its_key_recorded_and_one_event_pub
     assert_eq!(harness.recorded_key(), Some(hex::encode(Sha256::digest(key.subject_public_key_info()))));
     let note = format!("CSR csr-boot: approved, {APPROVE_REASON}");
     assert_eq!(harness.events(), vec![(Severity::Normal, "CsrApproved".to_owned(), note)]);
+    let metrics = harness.context.metrics.encode().unwrap();
+    assert!(metrics.contains("wmco_csr_verdicts_total{verdict=\"Approved\",rule=\"all\"} 1\n"), "{metrics}");
 
     let decided = harness.csrs.inner.csr("csr-boot").unwrap();
     assert_eq!(reconcile_csr(&decided, &harness.context).await.unwrap(), CsrOutcome::Skipped);
@@ -291,6 +293,8 @@ async fn serving_csr_for_a_windows_node_from_another_identity_is_denied_by_e3() 
     assert_eq!((condition.type_.as_str(), condition.reason.as_deref()), ("Denied", Some("E3")));
     let note = format!("CSR csr-serving: deny by rule E3: {reason}");
     assert_eq!(harness.events(), vec![(Severity::Warning, "CsrDenied".to_owned(), note)]);
+    let metrics = harness.context.metrics.encode().unwrap();
+    assert!(metrics.contains("wmco_csr_verdicts_total{verdict=\"Denied\",rule=\"E3\"} 1\n"), "{metrics}");
 }
 
 #[tokio::test]

@@ -23,18 +23,27 @@ pub struct SshConnector {
     pool: HostPool,
     key: PrivateKey,
     port: u16,
+    client_version_suffix: Option<String>,
 }
 
 impl SshConnector {
     /// A connector using `pool`, logging in with `key` on `port` (the `--ssh-port` flag, 22 by default).
     pub fn new(pool: HostPool, key: PrivateKey, port: u16) -> SshConnector {
-        SshConnector { pool, key, port }
+        SshConnector { pool, key, port, client_version_suffix: None }
+    }
+
+    /// Adds `suffix` (the operator process's identity) to the SSH client version string, so a host's logs tell
+    /// two operator processes apart.
+    pub fn with_client_version_suffix(mut self, suffix: impl Into<String>) -> SshConnector {
+        self.client_version_suffix = Some(suffix.into());
+        self
     }
 
     /// The SSH configuration for `instance`: its address and user, and the pinned key if one is recorded.
     fn host_config(&self, instance: &WindowsInstance) -> Result<HostConfig, InstancesError> {
         let mut config = HostConfig::new(&instance.spec.address, &instance.spec.username, self.key.clone());
         config.port = self.port;
+        config.client_version_suffix.clone_from(&self.client_version_suffix);
         let pinned = instance.status.as_ref().and_then(|status| status.pinned_host_key.as_deref());
         if let Some(line) = pinned {
             let key = HostKey::from_openssh(line).map_err(|source| InstancesError::Connector {

@@ -10,6 +10,7 @@ use wmco_node_config::{ClusterAccess, HostFilesSource, HostSession, ServiceSetti
 
 use super::connector::instance_label;
 use super::{HostConnector, InstancesError};
+use crate::metrics::Metrics;
 
 /// Settings of the instances controller that come from the operator's configuration.
 #[derive(Clone, Debug)]
@@ -42,6 +43,9 @@ pub struct InstancesContext {
     pub files: Arc<dyn HostFilesSource>,
     /// Namespace, service settings, version, key hash and drain options.
     pub settings: InstancesSettings,
+    /// Where SSH traffic and errors are counted (a private registry unless [`InstancesContext::with_metrics`] is
+    /// used).
+    pub metrics: Arc<Metrics>,
     sessions: Mutex<HashMap<String, CachedSession>>,
     failures_by_instance: Mutex<HashMap<String, u32>>,
 }
@@ -93,9 +97,16 @@ impl InstancesContext {
             connector,
             files,
             settings,
+            metrics: Arc::new(Metrics::new()),
             sessions: Mutex::default(),
             failures_by_instance: Mutex::default(),
         }
+    }
+
+    /// Records SSH traffic and errors in `metrics` (the registry `/metrics` serves).
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// The cluster capabilities the node-config flows use.

@@ -7,7 +7,8 @@ use wmco_cluster_client::names::INSTANCE_FINALIZER;
 use wmco_cluster_client::types::WindowsInstance;
 use wmco_cluster_client::{NewEvent, Severity};
 use wmco_node_config::{
-    ConfigureInputs, ConfigureOutcome, DeconfigureInputs, DeconfigureOutcome, FlowError, configure, deconfigure,
+    ConfigureInputs, ConfigureOutcome, DeconfigureInputs, DeconfigureOutcome, FlowError, HostSession, configure,
+    deconfigure,
 };
 
 use super::connector::instance_label;
@@ -52,11 +53,26 @@ pub async fn reconcile_instance(
     } else {
         configure_pass(instance, ctx).await.map(InstanceOutcome::Configured)
     };
-    if let Err(error) = &result
-        && !error.is_retryable()
-    {
-        publish_failure(instance, ctx, error).await;
+    if let Err(error) = &result {
+        ctx.metrics.record_error(error.metric_label());
+        if !error.is_retryable() {
+            publish_failure(instance, ctx, error).await;
+        }
     }
+    result
+}
+
+/// Counts the SSH traffic of one pass over `session` in the metrics.
+async fn counting_traffic<T>(
+    ctx: &InstancesContext,
+    session: &HostSession,
+    pass: impl Future<Output = Result<T, InstancesError>>,
+) -> Result<T, InstancesError> {
+    let before = session.counters();
+    let result = pass.await;
+    let after = session.counters();
+    ctx.metrics.add_ssh_round_trips(after.commands.saturating_sub(before.commands));
+    ctx.metrics.add_ssh_bytes_sent(after.bytes_uploaded.saturating_sub(before.bytes_uploaded));
     result
 }
 
@@ -72,7 +88,9 @@ async fn configure_pass(
         operator_version: &ctx.settings.operator_version,
         pub_key_hash: &ctx.settings.pub_key_hash,
     };
-    configure(&session, ctx.cluster(), &inputs).await.map_err(|source| flow_error(instance, source))
+    let pass =
+        async { configure(&session, ctx.cluster(), &inputs).await.map_err(|source| flow_error(instance, source)) };
+    counting_traffic(ctx, &session, pass).await
 }
 
 async fn release(instance: &WindowsInstance, ctx: &InstancesContext) -> Result<InstanceOutcome, InstancesError> {
@@ -87,7 +105,9 @@ async fn release(instance: &WindowsInstance, ctx: &InstancesContext) -> Result<I
     }
     let session = ctx.session(instance)?;
     let inputs = DeconfigureInputs { instance, drain: &ctx.settings.drain };
-    let outcome = deconfigure(&session, ctx.cluster(), &inputs).await.map_err(|source| flow_error(instance, source))?;
+    let pass =
+        async { deconfigure(&session, ctx.cluster(), &inputs).await.map_err(|source| flow_error(instance, source)) };
+    let outcome = counting_traffic(ctx, &session, pass).await?;
     for skipped in &outcome.forced_past {
         tracing::warn!(instance = %instance_label(instance), skipped = %skipped, "force-remove: failure skipped");
     }

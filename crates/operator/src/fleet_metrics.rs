@@ -1,0 +1,143 @@
+//! Fleet metrics read from the `WindowsInstance` records: `wmco_instances{phase}` (how many records are in each
+//! phase, every phase exported, zeros included) and `wmco_configure_duration_seconds` (observed once each time a
+//! record turns Ready, from its `configuringSince`). [`FleetObserver`] is the pure part; [`run_fleet_metrics`]
+//! feeds it from a watch of the records.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use jiff::Timestamp;
+use kube::runtime::{WatchStreamExt, reflector, watcher};
+use kube::{Api, Client};
+use wmco_cluster_client::types::{Phase, WindowsInstance};
+
+use crate::metrics::Metrics;
+
+/// Every phase a record can be in, as exported.
+pub const PHASES: [Phase; 7] = [
+    Phase::Pending,
+    Phase::Configuring,
+    Phase::WaitingForNode,
+    Phase::Ready,
+    Phase::Upgrading,
+    Phase::Deconfiguring,
+    Phase::Failed,
+];
+
+/// Remembers each record's last phase, so a configure duration is observed once per transition to Ready.
+#[derive(Debug, Default)]
+pub struct FleetObserver {
+    last_phase: HashMap<String, Option<Phase>>,
+}
+
+impl FleetObserver {
+    /// Sets the per-phase gauges from `records` and observes the configure duration of each record that turned
+    /// Ready since the last call (a record already Ready when first seen, e.g. after a restart, is not observed).
+    ///
+    /// ```
+    /// use wmco_operator::fleet_metrics::FleetObserver;
+    /// use wmco_operator::metrics::Metrics;
+    ///
+    /// let metrics = Metrics::new();
+    /// FleetObserver::default().observe(&[], "2026-11-22T04:00:00Z".parse().unwrap(), &metrics);
+    /// assert!(metrics.encode()?.contains("wmco_instances{phase=\"Ready\"} 0"));
+    /// # Ok::<(), std::fmt::Error>(())
+    /// ```
+    pub fn observe(&mut self, records: &[WindowsInstance], now: Timestamp, metrics: &Metrics) {
+        let mut seen = HashMap::new();
+        for record in records {
+            let key = format!(
+                "{}/{}",
+                record.metadata.namespace.as_deref().unwrap_or_default(),
+                record.metadata.name.as_deref().unwrap_or_default()
+            );
+            let status = record.status.as_ref();
+            let phase = status.and_then(|status| status.phase);
+            let turned_ready = phase == Some(Phase::Ready)
+                && matches!(self.last_phase.get(&key), Some(previous) if *previous != Some(Phase::Ready));
+            if turned_ready && let Some(since) = status.and_then(|status| status.configuring_since.as_ref()) {
+                let took = now.duration_since(since.0);
+                metrics.observe_configure_duration(Duration::try_from(took).unwrap_or(Duration::ZERO));
+            }
+            seen.insert(key, phase);
+        }
+        for phase in PHASES {
+            let count = seen.values().filter(|seen_phase| **seen_phase == Some(phase)).count();
+            metrics.set_instances_in_phase(&phase.to_string(), i64::try_from(count).unwrap_or(i64::MAX));
+        }
+        self.last_phase = seen;
+    }
+}
+
+/// Watches the `WindowsInstance` records of `namespace` and keeps the fleet metrics current until the watch ends.
+pub async fn run_fleet_metrics(client: Client, namespace: String, metrics: Arc<Metrics>) {
+    let (store, writer) = reflector::store::<WindowsInstance>();
+    let records: Api<WindowsInstance> = Api::namespaced(client, &namespace);
+    let mut observer = FleetObserver::default();
+    let mut events = watcher(records, watcher::Config::default()).default_backoff().reflect(writer).boxed();
+    while let Some(event) = events.next().await {
+        match event {
+            Ok(_) => {
+                let snapshot: Vec<WindowsInstance> = store.state().iter().map(|record| (**record).clone()).collect();
+                observer.observe(&snapshot, Timestamp::now(), &metrics);
+            }
+            Err(error) => tracing::warn!(error = %error, "fleet metrics: WindowsInstance watch"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+    use super::*;
+
+    fn record(name: &str, phase: Option<Phase>, since: Option<&str>) -> WindowsInstance {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "windowsmachineconfig.openshift.io/v1alpha1", "kind": "WindowsInstance",
+            "metadata": {"name": name, "namespace": "wmco"},
+            "spec": {"address": "127.0.0.1", "username": "administrator", "origin": "Byoh"},
+            "status": {"phase": phase, "configuringSince": since.map(|since| Time(since.parse().unwrap()))}
+        }))
+        .unwrap()
+    }
+
+    fn line<'a>(text: &'a str, prefix: &str) -> &'a str {
+        text.lines().find(|line| line.starts_with(prefix)).unwrap_or_default()
+    }
+
+    #[test]
+    fn gauges_count_every_phase_and_a_duration_is_observed_once_per_turn_to_ready() {
+        let metrics = Metrics::new();
+        let mut observer = FleetObserver::default();
+        let now: Timestamp = "2026-11-22T04:00:00Z".parse().unwrap();
+        let since = Some("2026-11-22T03:58:00Z");
+        observer.observe(
+            &[
+                record("a", Some(Phase::WaitingForNode), since),
+                record("b", Some(Phase::Ready), since),
+                record("c", None, None),
+            ],
+            now,
+            &metrics,
+        );
+        let text = metrics.encode().unwrap();
+        assert_eq!(
+            line(&text, "wmco_instances{phase=\"WaitingForNode\"}"),
+            "wmco_instances{phase=\"WaitingForNode\"} 1"
+        );
+        assert_eq!(line(&text, "wmco_instances{phase=\"Ready\"}"), "wmco_instances{phase=\"Ready\"} 1");
+        assert_eq!(line(&text, "wmco_instances{phase=\"Failed\"}"), "wmco_instances{phase=\"Failed\"} 0");
+        assert_eq!(line(&text, "wmco_configure_duration_seconds_count"), "wmco_configure_duration_seconds_count 0");
+
+        let ready = [record("a", Some(Phase::Ready), since), record("b", Some(Phase::Ready), since)];
+        observer.observe(&ready, now, &metrics);
+        observer.observe(&ready, now, &metrics);
+        let text = metrics.encode().unwrap();
+        assert_eq!(line(&text, "wmco_instances{phase=\"Ready\"}"), "wmco_instances{phase=\"Ready\"} 2");
+        assert_eq!(line(&text, "wmco_configure_duration_seconds_count"), "wmco_configure_duration_seconds_count 1");
+        assert_eq!(line(&text, "wmco_configure_duration_seconds_sum"), "wmco_configure_duration_seconds_sum 120.0");
+    }
+}

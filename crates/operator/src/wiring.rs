@@ -1,0 +1,140 @@
+//! Composition of the instances controller from the real cluster seams, for `wmco run`: the operator key
+//! ([`wait_for_operator_key`]), the files source ([`NodeFiles`] fed by a [`MaterialRefresher`]), the SSH connector
+//! over a [`HostPool`], the [`InstancesContext`] recording into the served [`Metrics`], and the fleet metrics
+//! watch. The binary calls [`run_instances`] while it leads.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::Client;
+use wmco_cluster_client::{
+    DrainOptions, KubeConfigMaps, KubeDrainer, KubeEvents, KubeInstanceRecords, KubeNodes, KubeSecrets,
+    KubeServiceAccountTokens,
+};
+use wmco_payload_manifest::{Manifest, Payload};
+use wmco_ssh_transport::HostPool;
+use wmco_windows_services::Verbosity;
+
+use crate::csr::system_clock;
+use crate::files::{
+    ClusterSettings, KubeControllerConfigs, KubeletCaSource, MaterialRefresher, MaterialSources, NodeFiles,
+    RefreshSettings,
+};
+use crate::fleet_metrics::run_fleet_metrics;
+use crate::instances::{InstancesContext, InstancesSettings, SshConnector, controller};
+use crate::metrics::Metrics;
+use crate::operator_key::wait_for_operator_key;
+
+/// How often an unusable `cloud-private-key` Secret is read again.
+pub const KEY_RETRY: Duration = Duration::from_secs(10);
+/// How long an unused SSH connection stays open.
+pub const SSH_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// What `wmco run` decides about the instances controller.
+#[derive(Clone, Debug)]
+pub struct InstancesRun {
+    /// The operator namespace.
+    pub namespace: String,
+    /// The name the controller publishes Events as.
+    pub controller_name: String,
+    /// The SSH port of every host.
+    pub ssh_port: u16,
+    /// This process's identity, sent as the SSH client version suffix.
+    pub ssh_identity: String,
+    /// How many hosts are reconciled at once.
+    pub concurrency: u16,
+    /// The version written to configured Nodes.
+    pub operator_version: String,
+    /// Log verbosity of the node services.
+    pub verbosity: Verbosity,
+    /// Whether the cluster is OpenShift (kubelet client CA from ControllerConfig) or plain Kubernetes (the API
+    /// server CA).
+    pub openshift: bool,
+}
+
+/// The version recorded on Nodes: `version_override` if given, else `package_version` without build metadata
+/// (`1.2.3+abc` → `1.2.3`).
+///
+/// ```
+/// use wmco_operator::wiring::operator_version;
+/// assert_eq!(operator_version("10.17.0+g1a2b3c", None), "10.17.0");
+/// assert_eq!(operator_version("10.17.0", Some("10.18.0-dev")), "10.18.0-dev");
+/// ```
+pub fn operator_version(package_version: &str, version_override: Option<&str>) -> String {
+    match version_override {
+        Some(version) => version.to_owned(),
+        None => package_version.split_once('+').map_or(package_version, |(version, _)| version).to_owned(),
+    }
+}
+
+/// How many SSH connections may be open at once: two per concurrent configuration, at least 16.
+pub fn max_ssh_connections(concurrency: u16) -> usize {
+    usize::from(concurrency).saturating_mul(2).max(16)
+}
+
+/// Runs the instances controller until the task is aborted: starts the material refresher at once, waits for a
+/// usable operator key, then reconciles the fleet. `drain_config` is the client configuration the drainer builds
+/// its own (non-retrying) client from.
+///
+/// # Errors
+/// None once started: problems with the key or the material are logged and retried. Building the drainer's
+/// client fails only on an unusable configuration.
+pub async fn run_instances(
+    client: Client,
+    drain_config: kube::Config,
+    run: InstancesRun,
+    manifest: Manifest,
+    payload: Payload,
+    cluster: ClusterSettings,
+    metrics: Arc<Metrics>,
+) -> Result<(), wmco_cluster_client::Error> {
+    let drainer = Arc::new(KubeDrainer::from_config(drain_config)?);
+    let kubelet_ca = if run.openshift {
+        KubeletCaSource::ControllerConfigs(Arc::new(KubeControllerConfigs::new(client.clone())))
+    } else {
+        KubeletCaSource::ApiServerCa
+    };
+    let sources = MaterialSources {
+        config_maps: Arc::new(KubeConfigMaps::new(client.clone())),
+        secrets: Arc::new(KubeSecrets::new(client.clone())),
+        tokens: Arc::new(KubeServiceAccountTokens::new(client.clone())),
+        kubelet_ca,
+    };
+    let (refresher, snapshot) =
+        MaterialRefresher::new(sources, RefreshSettings::new(run.namespace.clone()), system_clock());
+    let events = Arc::new(KubeEvents::new(client.clone(), run.controller_name.clone(), None));
+    let instances = async {
+        let key =
+            wait_for_operator_key(&KubeSecrets::new(client.clone()), events.as_ref(), &run.namespace, KEY_RETRY).await;
+        let pool = HostPool::new(max_ssh_connections(run.concurrency), SSH_IDLE_TIMEOUT);
+        let connector =
+            SshConnector::new(pool, key.private_key, run.ssh_port).with_client_version_suffix(run.ssh_identity.clone());
+        let settings = InstancesSettings {
+            namespace: run.namespace.clone(),
+            services: cluster.service_settings(run.verbosity),
+            operator_version: run.operator_version.clone(),
+            pub_key_hash: key.pub_key_hash,
+            drain: DrainOptions::default(),
+        };
+        let files = NodeFiles::new(manifest, payload, cluster, snapshot);
+        let context = InstancesContext::new(
+            Arc::new(KubeInstanceRecords::new(client.clone())),
+            Arc::new(KubeNodes::new(client.clone())),
+            drainer,
+            events.clone(),
+            Arc::new(connector),
+            Arc::new(files),
+            settings,
+        )
+        .with_metrics(Arc::clone(&metrics));
+        tracing::info!(namespace = %run.namespace, concurrency = run.concurrency, "starting the instances controller");
+        controller(client.clone(), Arc::new(context), run.concurrency).await;
+    };
+    let fleet_metrics = run_fleet_metrics(client.clone(), run.namespace.clone(), Arc::clone(&metrics));
+    tokio::select! {
+        () = refresher.run() => {}
+        () = instances => {}
+        () = fleet_metrics => {}
+    }
+    Ok(())
+}
