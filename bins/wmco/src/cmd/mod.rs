@@ -7,4 +7,5 @@ pub mod payload;
 pub mod plan;
 pub mod run;
 pub mod ssh;
+pub mod user_data;
 pub mod version;
