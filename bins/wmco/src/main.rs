@@ -43,6 +43,9 @@ enum Command {
     Payload(cmd::payload::PayloadArgs),
     /// Validate a `windows-instances` ConfigMap offline (`wmco instances validate FILE`).
     Instances(cmd::instances::InstancesArgs),
+    /// Generate a Windows MachineSet (`wmco machineset generate --platform P --name NAME [flags]`).
+    #[command(name = "machineset")]
+    MachineSet(cmd::machineset::MachineSetArgs),
     /// Print the `windows-user-data` script for the operator's key (`wmco user-data --public-key FILE
     /// [--platform P]`); exit 1 naming the weakness for a weak key.
     UserData(cmd::user_data::UserDataArgs),
@@ -62,6 +65,7 @@ fn main() -> ExitCode {
         Command::Csr(args) => cmd::csr::run(&args, cli.output),
         Command::Payload(args) => cmd::payload::run(&args, cli.output),
         Command::Instances(args) => cmd::instances::run(&args, cli.output),
+        Command::MachineSet(args) => cmd::machineset::run(&args, cli.output),
         Command::UserData(args) => cmd::user_data::run(&args, cli.output),
         Command::Run(args) => cmd::run::run(&args, cli.output),
     };

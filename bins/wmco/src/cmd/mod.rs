@@ -3,6 +3,7 @@
 pub mod crd;
 pub mod csr;
 pub mod instances;
+pub mod machineset;
 pub mod payload;
 pub mod plan;
 pub mod run;
