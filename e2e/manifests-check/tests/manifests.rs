@@ -99,6 +99,9 @@ const ACCESS_TABLE: &[AccessCase] = &[
     ("update", "windowsmachineconfig.openshift.io", "windowsinstances/finalizers", OPERATOR_NAMESPACE, "", true),
     ("update", "windowsmachineconfig.openshift.io", "windowsinstances/status", "default", "", false),
     // Machines.
+    ("watch", "machine.openshift.io", "machines", "openshift-machine-api", "", true),
+    ("get", "machine.openshift.io", "machines", "openshift-machine-api", "win-a", true),
+    ("watch", "machine.openshift.io", "machines", "default", "", false),
     ("delete", "machine.openshift.io", "machines", "openshift-machine-api", "", true),
     ("create", "machine.openshift.io", "machines", "openshift-machine-api", "", false),
     ("list", "machine.openshift.io", "machinesets", "openshift-machine-api", "", true),
@@ -106,6 +109,8 @@ const ACCESS_TABLE: &[AccessCase] = &[
     // Events.
     ("create", "", "events", OPERATOR_NAMESPACE, "", true),
     ("create", "events.k8s.io", "events", "default", "", true),
+    ("create", "events.k8s.io", "events", "openshift-machine-api", "", true),
+    ("delete", "", "events", "openshift-machine-api", "", false),
     ("create", "", "events", "kube-system", "", false),
     // Leader election.
     ("create", "coordination.k8s.io", "leases", OPERATOR_NAMESPACE, "", true),
