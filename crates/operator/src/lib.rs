@@ -14,6 +14,8 @@
 //!   machine API (address, SSH user and Node name per platform), so the instances controller configures it.
 //! - [`instances`]: the instances controller. It turns the `windows-instances` ConfigMap into `WindowsInstance`
 //!   records and configures (or, once a record is deleted, deconfigures) each host with `wmco-node-config`.
+//! - [`user_data`]: the user-data controller. It keeps Secret `windows-user-data` (`openshift-machine-api`) equal to
+//!   the script rendered from `cloud-private-key`, reverting hand edits; a weak key gets a Warning Event instead.
 //! - [`upgrades`]: the upgrade executor. It carries out the upgrade-planner's decisions for the whole fleet
 //!   within the unavailability budget read from cluster state: mark, cordon, drain, hand over to the configure
 //!   pass, then uncordon and unmark.
@@ -27,4 +29,5 @@ pub mod machines;
 pub mod metrics;
 pub mod operator_key;
 pub mod upgrades;
+pub mod user_data;
 pub mod wiring;

@@ -1,0 +1,92 @@
+//! The user-data controller's shared state: the cluster seams, the operator namespace, the platform, and the last
+//! key problem published (so one problem gives one Event, not one per watch event).
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use wmco_cluster_client::{EventPublisher, Secrets};
+use wmco_user_data::Platform;
+
+use crate::metrics::Metrics;
+
+/// Settings of the user-data controller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserDataSettings {
+    /// The operator namespace, where `cloud-private-key` lives.
+    pub operator_namespace: String,
+    /// The platform deciding the user data's wrapper.
+    pub platform: Platform,
+}
+
+/// The user-data platform for the cluster facts' platform; platforms without a form of their own (`None`, any
+/// other) get the tagged form of [`Platform::None`].
+///
+/// ```
+/// use wmco_cluster_client::Platform as ClusterPlatform;
+/// use wmco_user_data::Platform;
+/// assert_eq!(wmco_operator::user_data::platform_of(&ClusterPlatform::Gcp), Platform::Gcp);
+/// assert_eq!(wmco_operator::user_data::platform_of(&ClusterPlatform::Other("OpenStack".into())), Platform::None);
+/// ```
+pub fn platform_of(platform: &wmco_cluster_client::Platform) -> Platform {
+    use wmco_cluster_client::Platform as Cluster;
+    match platform {
+        Cluster::Aws => Platform::Aws,
+        Cluster::Azure => Platform::Azure,
+        Cluster::Gcp => Platform::Gcp,
+        Cluster::VSphere => Platform::VSphere,
+        Cluster::Nutanix => Platform::Nutanix,
+        Cluster::None | Cluster::Other(_) => Platform::None,
+    }
+}
+
+/// Everything one user-data reconcile needs (`Arc<UserDataContext>` is shared by all reconciles).
+pub struct UserDataContext {
+    /// Reads `windows-user-data` and applies it.
+    pub secrets: Arc<dyn Secrets>,
+    /// Publishes the Warning Events about a refused key.
+    pub events: Arc<dyn EventPublisher>,
+    /// Namespace and platform.
+    pub settings: UserDataSettings,
+    /// Where errors are counted (a private registry unless [`UserDataContext::with_metrics`] is used).
+    pub metrics: Arc<Metrics>,
+    last_problem: Mutex<Option<String>>,
+}
+
+impl UserDataContext {
+    /// A context over the given seams and settings.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use wmco_cluster_client::fake::{FakeEvents, FakeSecrets};
+    /// use wmco_operator::user_data::{UserDataContext, UserDataSettings};
+    /// let settings = UserDataSettings {
+    ///     operator_namespace: "openshift-windows-machine-config-operator".into(),
+    ///     platform: wmco_user_data::Platform::Aws,
+    /// };
+    /// let context = UserDataContext::new(Arc::new(FakeSecrets::default()), Arc::new(FakeEvents::default()), settings);
+    /// assert_eq!(context.settings.platform, wmco_user_data::Platform::Aws);
+    /// ```
+    pub fn new(secrets: Arc<dyn Secrets>, events: Arc<dyn EventPublisher>, settings: UserDataSettings) -> Self {
+        Self { secrets, events, settings, metrics: Arc::new(Metrics::new()), last_problem: Mutex::default() }
+    }
+
+    /// Records errors in `metrics` (the registry `/metrics` serves).
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// Remembers `problem` as the last one published; false when it was already the last one.
+    pub(crate) fn note_problem(&self, problem: &str) -> bool {
+        let mut last = self.last_problem.lock().unwrap_or_else(PoisonError::into_inner);
+        if last.as_deref() == Some(problem) {
+            return false;
+        }
+        *last = Some(problem.to_owned());
+        true
+    }
+
+    /// Forgets the last problem once the key is usable again.
+    pub(crate) fn clear_problem(&self) {
+        *self.last_problem.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+}

@@ -1,0 +1,46 @@
+//! The user-data controller's errors: each names the Secret and the step that failed.
+
+/// Why one user-data reconcile failed. Every variant is retryable (the controller requeues with backoff).
+#[derive(Debug, thiserror::Error)]
+pub enum UserDataError {
+    /// Reading the live `windows-user-data` failed.
+    #[error("reading Secret {object} failed")]
+    Read {
+        /// `namespace/name`.
+        object: String,
+        /// The cluster error.
+        #[source]
+        source: Box<wmco_cluster_client::Error>,
+    },
+    /// Applying `windows-user-data` failed.
+    #[error("applying Secret {object} failed")]
+    Apply {
+        /// `namespace/name`.
+        object: String,
+        /// The cluster error.
+        #[source]
+        source: Box<wmco_cluster_client::Error>,
+    },
+}
+
+impl UserDataError {
+    /// A short, stable label for the errors-by-kind metric.
+    ///
+    /// ```
+    /// use wmco_operator::user_data::UserDataError;
+    /// let source = wmco_cluster_client::Error::MissingField {
+    ///     verb: wmco_cluster_client::Verb::Apply,
+    ///     kind: "Secret",
+    ///     name: "windows-user-data".into(),
+    ///     field: "metadata.namespace",
+    /// };
+    /// let error = UserDataError::Apply { object: "openshift-machine-api/windows-user-data".into(), source: Box::new(source) };
+    /// assert_eq!(error.metric_label(), "user_data_apply");
+    /// ```
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            Self::Read { .. } => "user_data_read",
+            Self::Apply { .. } => "user_data_apply",
+        }
+    }
+}

@@ -1,0 +1,28 @@
+//! The user-data controller: keeps Secret `windows-user-data` in `openshift-machine-api` (field `userData`) equal to
+//! the script `wmco-user-data` renders from the operator's key in `cloud-private-key`.
+//!
+//! - [`UserDataContext`] holds the cluster seams (`Secrets`, `EventPublisher`), the operator namespace and the
+//!   platform ([`UserDataSettings`]; [`platform_of`] maps the cluster facts' platform).
+//! - [`reconcile_user_data`] is one pass: read the key Secret as watched, derive the public key, render, compare
+//!   with the live `windows-user-data`, and server-side apply it only when it differs, so a hand edit is reverted
+//!   and a converged cluster costs one GET. A weak or unusable key gets one Warning Event on `cloud-private-key`
+//!   per distinct problem and leaves `windows-user-data` as it is.
+//! - [`controller`] runs it under kube-runtime, watching both Secrets by name.
+//!
+//! Key material never reaches logs, Events or errors: only the public key's hash is logged.
+
+mod context;
+mod controller;
+mod error;
+mod reconcile;
+
+#[cfg(test)]
+mod tests;
+
+pub use context::{UserDataContext, UserDataSettings, platform_of};
+pub use controller::controller;
+pub use error::UserDataError;
+pub use reconcile::{
+    KEY_REFUSED_REASON, USER_DATA_KEY, USER_DATA_NAMESPACE, USER_DATA_SECRET, UserDataOutcome, WEAK_KEY_REASON,
+    desired_user_data_secret, reconcile_user_data,
+};
