@@ -2,9 +2,11 @@
 //!
 //! `cargo xtask test` runs every check CI runs (format, lints, docs, all tests), each as a timed stage;
 //! `cargo xtask sandbox` runs the product on the embedded default: a local control plane with simulated Windows hosts.
-//! `cargo xtask bench-ssh` benchmarks the SSH transport against a local sshd.
+//! `cargo xtask bench-ssh` benchmarks the SSH transport against a local sshd; `cargo xtask bench-fleet` the operator on
+//! simulated hosts.
 //! `cargo xtask controlplane build|up` builds or runs the e2e control plane (see `docs/testing.md`).
 
+mod bench_fleet;
 mod bench_ssh;
 mod controlplane;
 mod payload_synthetic;
@@ -31,6 +33,9 @@ enum Task {
     Test(test::TestArgs),
     /// Run the product on the embedded default: a local control plane, simulated Windows hosts and the operator.
     Sandbox(sandbox::SandboxArgs),
+    /// Fleet figures of the operator on simulated hosts: time to all Ready at concurrency 8 and 1, per-host p50/p95,
+    /// SSH round trips and bytes per host (first configure, no-op reconcile), operator peak RSS.
+    BenchFleet(bench_fleet::BenchFleetArgs),
     /// Benchmark ssh-transport against a local sshd: upload throughput versus OpenSSH sftp, commands/s, connect time.
     BenchSsh,
     /// Build (`build`) or run (`up`) the e2e control plane: etcd, kube-apiserver and kube-controller-manager.
@@ -45,6 +50,7 @@ fn main() -> ExitCode {
     let result = match xtask.task {
         Task::Test(args) => test::run(&args),
         Task::Sandbox(args) => sandbox::run(&args),
+        Task::BenchFleet(args) => bench_fleet::run(&args),
         Task::BenchSsh => bench_ssh::run(),
         Task::Controlplane(args) => controlplane::run(&args),
         Task::PayloadSynthetic(args) => payload_synthetic::run(&args),

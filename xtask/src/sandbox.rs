@@ -73,7 +73,8 @@ fn executable_in_messages(messages: &str, name: &str) -> Option<PathBuf> {
     })
 }
 
-fn run_checked(mut command: Command, what: &str) -> anyhow::Result<()> {
+/// Runs `command` in the foreground; fails naming `what` if it does.
+pub fn run_checked(mut command: Command, what: &str) -> anyhow::Result<()> {
     let status = command.status().with_context(|| format!("{what}: could not start {command:?}"))?;
     if !status.success() {
         bail!("{what} failed ({status})");

@@ -236,6 +236,17 @@ pub async fn metrics(listen: SocketAddr) -> Result<String, SandboxError> {
     }
 }
 
+/// The value of an unlabelled sample `name` (for example `wmco_ssh_bytes_sent_total`) in metrics text.
+///
+/// ```
+/// let text = "# TYPE wmco_ssh_round_trips counter\nwmco_ssh_round_trips_total 42\n";
+/// assert_eq!(wmco_sandbox::operator::metric_value(text, "wmco_ssh_round_trips_total"), Some(42.0));
+/// assert_eq!(wmco_sandbox::operator::metric_value(text, "wmco_ssh_round_trips"), None);
+/// ```
+pub fn metric_value(text: &str, name: &str) -> Option<f64> {
+    text.lines().find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
 /// One HTTP/1.0 GET (the server closes the connection after the answer): status code and body.
 async fn http_get(address: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
     let mut stream = tokio::net::TcpStream::connect(address).await?;

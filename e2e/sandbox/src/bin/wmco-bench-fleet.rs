@@ -1,0 +1,212 @@
+//! `wmco-bench-fleet`: fleet figures for `cargo xtask bench-fleet`. For each `--concurrency` value (default 8,
+//! then 1 — the Go operator's one-at-a-time behaviour) it starts a sandbox with `--hosts` hosts and the operator
+//! at that `--max-concurrent-configurations`, writes the ConfigMap for every host, and prints: the time until all
+//! are Ready, per-host time to Ready (p50, p95), SSH round trips (hosts' command logs and the operator's
+//! `/metrics`) and bytes sent per host for the first configure and for a no-op reconcile (the operator restarted,
+//! so every record is reconciled once more), and the operator's peak RSS (`VmHWM` in `/proc/<pid>/status`).
+//! Figures, not assertions: it fails only if the fleet never becomes Ready.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use clap::Parser;
+use wmco_sandbox::operator::metric_value as metric;
+use wmco_sandbox::{Sandbox, SandboxOptions};
+
+/// How often the records are read while waiting for Ready.
+const POLL_INTERVAL: Duration = Duration::from_millis(250);
+/// How long the hosts' command logs must stay unchanged before a reconcile counts as finished.
+const QUIET_PERIOD: Duration = Duration::from_secs(8);
+
+/// Fleet benchmark of the wmco operator on simulated hosts.
+#[derive(Debug, Parser)]
+#[command(name = "wmco-bench-fleet", version)]
+struct Cli {
+    /// How many simulated hosts.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u8).range(1..=200))]
+    hosts: u8,
+    /// The operator's `--max-concurrent-configurations` for each run (repeatable; default 8 then 1).
+    #[arg(long = "concurrency", value_name = "N")]
+    concurrency: Vec<u16>,
+    /// How long one run may take to reach all Ready, in seconds.
+    #[arg(long, default_value_t = 3600)]
+    timeout: u64,
+}
+
+/// One run's figures.
+#[derive(Debug)]
+struct RunFigures {
+    concurrency: u16,
+    hosts: usize,
+    all_ready: Duration,
+    per_host_ready: Vec<Duration>,
+    first: CostPerHost,
+    no_op: CostPerHost,
+    peak_rss_kib: Option<u64>,
+}
+
+/// SSH cost of one pass over the fleet, per host.
+#[derive(Debug, Default)]
+struct CostPerHost {
+    /// Exec round trips in the hosts' command logs: mean, min, max.
+    commands: (f64, usize, usize),
+    /// `wmco_ssh_round_trips_total` / hosts (exec and SFTP, as the operator counts them).
+    metric_round_trips: Option<f64>,
+    /// `wmco_ssh_bytes_sent_total` / hosts.
+    metric_bytes: Option<f64>,
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async {
+        let concurrencies = if cli.concurrency.is_empty() { vec![8, 1] } else { cli.concurrency.clone() };
+        let mut all = Vec::new();
+        for concurrency in concurrencies {
+            println!("== run: {} hosts, --max-concurrent-configurations={concurrency}", cli.hosts);
+            let figures = run_once(cli.hosts, concurrency, Duration::from_secs(cli.timeout)).await?;
+            print_figures(&figures);
+            all.push(figures);
+        }
+        println!("== summary");
+        for figures in &all {
+            print_figures(figures);
+        }
+        anyhow::Ok(())
+    })
+}
+
+async fn run_once(hosts: u8, concurrency: u16, timeout: Duration) -> anyhow::Result<RunFigures> {
+    let options = SandboxOptions {
+        hosts,
+        localhost_host: false,
+        operator_args: vec![format!("--max-concurrent-configurations={concurrency}")],
+        ..SandboxOptions::default()
+    };
+    let sandbox = Sandbox::start(options).await.context("the sandbox did not start")?;
+    let expected = sandbox.hosts().len();
+    let started = Instant::now();
+    sandbox.write_instances(&sandbox.entries_for_all_hosts()).await?;
+    let mut ready_at: BTreeMap<String, Duration> = BTreeMap::new();
+    while ready_at.len() < expected {
+        sandbox.check_operator()?;
+        if started.elapsed() > timeout {
+            sandbox.keep_directory();
+            bail!(
+                "{} of {expected} Ready after {timeout:?}; operator log {}",
+                ready_at.len(),
+                sandbox.operator_log_path().display()
+            );
+        }
+        if let Ok(rows) = sandbox.instance_rows().await {
+            for row in rows.iter().filter(|row| row.phase == "Ready" && row.node_ready == Some(true)) {
+                ready_at.entry(row.instance.clone()).or_insert_with(|| started.elapsed());
+            }
+        }
+        tokio::time::sleep(POLL_INTERVAL).await;
+    }
+    let all_ready = started.elapsed();
+    let zero = BTreeMap::new();
+    let first_commands = sandbox.wait_until_quiet(&zero, QUIET_PERIOD, timeout).await?;
+    let first_metrics = sandbox.operator_metrics().await?;
+    let peak_rss_kib = sandbox.operator_pid().and_then(peak_rss_kib);
+
+    sandbox.kill_operator();
+    let baseline = sandbox.operator_command_counts().await?;
+    sandbox.start_operator().await?;
+    let no_op_commands = sandbox.wait_until_quiet(&baseline, QUIET_PERIOD, timeout).await?;
+    let no_op_metrics = sandbox.operator_metrics().await?;
+
+    Ok(RunFigures {
+        concurrency,
+        hosts: expected,
+        all_ready,
+        per_host_ready: ready_at.into_values().collect(),
+        first: cost(&first_commands, &first_metrics, expected),
+        no_op: cost(&no_op_commands, &no_op_metrics, expected),
+        peak_rss_kib,
+    })
+}
+
+fn cost(commands: &BTreeMap<String, usize>, metrics: &str, hosts: usize) -> CostPerHost {
+    let counts: Vec<usize> = commands.values().copied().collect();
+    let total: usize = counts.iter().sum();
+    let per_host = |value: f64| value / hosts.max(1) as f64;
+    CostPerHost {
+        commands: (
+            per_host(total as f64),
+            counts.iter().copied().min().unwrap_or(0),
+            counts.iter().copied().max().unwrap_or(0),
+        ),
+        metric_round_trips: metric(metrics, "wmco_ssh_round_trips_total").map(per_host),
+        metric_bytes: metric(metrics, "wmco_ssh_bytes_sent_total").map(per_host),
+    }
+}
+
+/// `VmHWM` (peak resident set) of a process, in KiB.
+fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status.lines().find_map(|line| line.strip_prefix("VmHWM:")?.trim().strip_suffix("kB")?.trim().parse().ok())
+}
+
+/// Nearest-rank percentile of sorted durations.
+fn percentile(sorted: &[Duration], percent: usize) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = (percent * sorted.len()).div_ceil(100).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+fn print_figures(figures: &RunFigures) {
+    let mut per_host = figures.per_host_ready.clone();
+    per_host.sort();
+    println!(
+        "concurrency {:>2}: all {} Ready in {:.1} s; per host (ConfigMap written -> Ready) p50 {:.1} s, p95 {:.1} s; \
+         operator peak RSS {}",
+        figures.concurrency,
+        figures.hosts,
+        figures.all_ready.as_secs_f64(),
+        percentile(&per_host, 50).as_secs_f64(),
+        percentile(&per_host, 95).as_secs_f64(),
+        figures.peak_rss_kib.map_or_else(|| "unknown".to_owned(), |kib| format!("{:.1} MiB", kib as f64 / 1024.0)),
+    );
+    for (pass, cost) in [("first configure", &figures.first), ("no-op reconcile", &figures.no_op)] {
+        let (mean, min, max) = cost.commands;
+        println!(
+            "    {pass:<16} per host: {mean:.1} exec round trips (min {min}, max {max}); operator metrics: {} round \
+             trips, {} bytes sent",
+            cost.metric_round_trips.map_or_else(|| "n/a".to_owned(), |value| format!("{value:.1}")),
+            cost.metric_bytes.map_or_else(|| "n/a".to_owned(), |value| format!("{value:.0}")),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_use_the_nearest_rank() {
+        let sorted: Vec<Duration> = (1..=20).map(Duration::from_secs).collect();
+        assert_eq!(percentile(&sorted, 50), Duration::from_secs(10));
+        assert_eq!(percentile(&sorted, 95), Duration::from_secs(19));
+        assert_eq!(percentile(&sorted[..1], 95), Duration::from_secs(1));
+        assert_eq!(percentile(&[], 50), Duration::ZERO);
+    }
+
+    #[test]
+    fn metrics_are_read_by_exact_name() {
+        let text = "# TYPE wmco_ssh_round_trips counter\nwmco_ssh_round_trips_total 42\n\
+                    wmco_ssh_bytes_sent_total 1024\nwmco_ssh_bytes_sent_total_other 9\n";
+        assert_eq!(metric(text, "wmco_ssh_round_trips_total"), Some(42.0));
+        assert_eq!(metric(text, "wmco_ssh_bytes_sent_total"), Some(1024.0));
+        assert_eq!(metric(text, "wmco_errors_total"), None);
+    }
+
+    #[test]
+    fn this_process_has_a_peak_rss() {
+        assert!(peak_rss_kib(std::process::id()).is_some_and(|kib| kib > 0));
+    }
+}

@@ -1,0 +1,36 @@
+//! `cargo xtask bench-fleet`: fleet figures of the operator on simulated hosts. Builds the control plane (once)
+//! and `wmco`, then runs the `wmco-bench-fleet` program (`e2e/sandbox`), which prints time to all Ready, per-host
+//! p50/p95, SSH round trips and bytes per host for a first configure and a no-op reconcile, and the operator's
+//! peak RSS, for each concurrency (default 8, then 1).
+
+use clap::Args;
+
+use crate::controlplane;
+use crate::sandbox::{build_wmco, run_checked};
+use crate::stages::cargo;
+
+/// Options of `cargo xtask bench-fleet`.
+#[derive(Debug, Args)]
+pub struct BenchFleetArgs {
+    /// How many simulated hosts.
+    #[arg(long, default_value_t = 20)]
+    pub hosts: u8,
+    /// The operator's `--max-concurrent-configurations` for each run (repeatable; default 8, then 1).
+    #[arg(long = "concurrency", value_name = "N")]
+    pub concurrency: Vec<u16>,
+}
+
+/// Builds what the benchmark needs and runs it in the foreground.
+pub fn run(args: &BenchFleetArgs) -> anyhow::Result<()> {
+    run_checked(controlplane::build_command(), "building the control plane")?;
+    let wmco = build_wmco()?;
+    let mut bench = cargo();
+    bench
+        .args(["run", "--quiet", "--package", "wmco-sandbox", "--bin", "wmco-bench-fleet", "--"])
+        .arg(format!("--hosts={}", args.hosts))
+        .env("WMCO_BIN", &wmco);
+    for concurrency in &args.concurrency {
+        bench.arg(format!("--concurrency={concurrency}"));
+    }
+    run_checked(bench, "the fleet benchmark")
+}
