@@ -1,7 +1,7 @@
 //! Fleet metrics read from the `WindowsInstance` records: `wmco_instances{phase}` (how many records are in each
 //! phase, every phase exported, zeros included) and `wmco_configure_duration_seconds` (observed once each time a
-//! record turns Ready, from its `configuringSince`). [`FleetObserver`] is the pure part; [`run_fleet_metrics`]
-//! feeds it from a watch of the records.
+//! record turns Ready: from the `configuringSince` last seen, since the flow clears it when it writes Ready).
+//! [`FleetObserver`] is the pure part; [`run_fleet_metrics`] feeds it from a watch of the records.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -26,10 +26,18 @@ pub const PHASES: [Phase; 7] = [
     Phase::Failed,
 ];
 
-/// Remembers each record's last phase, so a configure duration is observed once per transition to Ready.
+/// Remembers each record's last phase and `configuringSince`, so a configure duration is observed once per
+/// transition to Ready.
 #[derive(Debug, Default)]
 pub struct FleetObserver {
-    last_phase: HashMap<String, Option<Phase>>,
+    last_seen: HashMap<String, Seen>,
+}
+
+/// What the observer last saw of one record.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Seen {
+    phase: Option<Phase>,
+    configuring_since: Option<Timestamp>,
 }
 
 impl FleetObserver {
@@ -54,20 +62,29 @@ impl FleetObserver {
                 record.metadata.name.as_deref().unwrap_or_default()
             );
             let status = record.status.as_ref();
-            let phase = status.and_then(|status| status.phase);
-            let turned_ready = phase == Some(Phase::Ready)
-                && matches!(self.last_phase.get(&key), Some(previous) if *previous != Some(Phase::Ready));
-            if turned_ready && let Some(since) = status.and_then(|status| status.configuring_since.as_ref()) {
-                let took = now.duration_since(since.0);
+            let previous = self.last_seen.get(&key).copied();
+            let current = Seen {
+                phase: status.and_then(|status| status.phase),
+                configuring_since: status
+                    .and_then(|status| status.configuring_since.as_ref())
+                    .map(|time| time.0)
+                    .or(previous.and_then(|previous| previous.configuring_since)),
+            };
+            let turned_ready = current.phase == Some(Phase::Ready)
+                && previous.is_some_and(|previous| previous.phase != Some(Phase::Ready));
+            if turned_ready && let Some(since) = current.configuring_since {
+                let took = now.duration_since(since);
                 metrics.observe_configure_duration(Duration::try_from(took).unwrap_or(Duration::ZERO));
             }
-            seen.insert(key, phase);
+            let current =
+                if current.phase == Some(Phase::Ready) { Seen { configuring_since: None, ..current } } else { current };
+            seen.insert(key, current);
         }
         for phase in PHASES {
-            let count = seen.values().filter(|seen_phase| **seen_phase == Some(phase)).count();
+            let count = seen.values().filter(|seen| seen.phase == Some(phase)).count();
             metrics.set_instances_in_phase(&phase.to_string(), i64::try_from(count).unwrap_or(i64::MAX));
         }
-        self.last_phase = seen;
+        self.last_seen = seen;
     }
 }
 
@@ -132,7 +149,8 @@ mod tests {
         assert_eq!(line(&text, "wmco_instances{phase=\"Failed\"}"), "wmco_instances{phase=\"Failed\"} 0");
         assert_eq!(line(&text, "wmco_configure_duration_seconds_count"), "wmco_configure_duration_seconds_count 0");
 
-        let ready = [record("a", Some(Phase::Ready), since), record("b", Some(Phase::Ready), since)];
+        // The flow clears configuringSince when it writes Ready: the one seen before counts.
+        let ready = [record("a", Some(Phase::Ready), None), record("b", Some(Phase::Ready), None)];
         observer.observe(&ready, now, &metrics);
         observer.observe(&ready, now, &metrics);
         let text = metrics.encode().unwrap();
