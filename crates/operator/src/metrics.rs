@@ -5,7 +5,7 @@
 //! - `wmco_instances{phase}`: gauge, how many `WindowsInstance` records are in each phase;
 //! - `wmco_configure_duration_seconds`: histogram, how long configuring one host took;
 //! - `wmco_ssh_round_trips_total` and `wmco_ssh_bytes_sent_total`: counters of SSH traffic;
-//! - `wmco_csr_verdicts_total{verdict,rule}`: counter of CSR decisions by rule;
+//! - `wmco_csr_verdicts_total{verdict,rule}`: counter of CSR decisions by rule (`all` for an approval);
 //! - `wmco_errors_total{kind}`: counter of reconcile errors by kind (an error's `metric_label()`).
 
 use std::time::Duration;
