@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use jiff::Timestamp;
 use tokio::sync::OwnedMutexGuard;
-use wmco_cluster_client::{Csrs, EventPublisher, InstanceRecords, Nodes};
+use wmco_cluster_client::{Csrs, EventPublisher, InstanceRecords, Machines, Nodes};
 use wmco_csr_approver::IpCidr;
 
 use crate::metrics::Metrics;
@@ -46,6 +46,9 @@ pub struct CsrContext {
     pub settings: CsrSettings,
     /// Where verdicts and errors are counted (a private registry unless [`CsrContext::with_metrics`] is used).
     pub metrics: Arc<Metrics>,
+    /// Reads the Machine of a Machine-backed record (creation time, addresses, nodeRef for the rules); without it,
+    /// Machine-backed records take no part in decisions.
+    pub machines: Option<Arc<dyn Machines>>,
     node_locks: NodeLocks,
     failures_by_csr: Mutex<HashMap<String, u32>>,
 }
@@ -87,6 +90,7 @@ impl CsrContext {
             events,
             settings,
             metrics: Arc::new(Metrics::new()),
+            machines: None,
             node_locks: NodeLocks::default(),
             failures_by_csr: Mutex::default(),
         }
@@ -95,6 +99,12 @@ impl CsrContext {
     /// Records verdicts and errors in `metrics` (the registry `/metrics` serves).
     pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
         self.metrics = metrics;
+        self
+    }
+
+    /// Lets decisions about Machine-backed records read their Machines (`wmco run` passes `KubeMachines`).
+    pub fn with_machines(mut self, machines: Arc<dyn Machines>) -> Self {
+        self.machines = Some(machines);
         self
     }
 

@@ -54,6 +54,17 @@ pub enum CsrControllerError {
         #[source]
         source: Box<wmco_cluster_client::Error>,
     },
+    /// Reading the Machine of a record that expects the CSR's node name failed.
+    #[error("CSR {csr}: reading Machine {machine} failed")]
+    GetMachine {
+        /// The CSR's name.
+        csr: String,
+        /// `namespace/name` of the Machine.
+        machine: String,
+        /// The cluster error.
+        #[source]
+        source: Box<wmco_cluster_client::Error>,
+    },
     /// The CSR changed since it was read (409 on `/approval`); the decision is re-run from scratch.
     #[error("CSR {csr}: changed since it was read; deciding again")]
     Conflict {
@@ -104,6 +115,7 @@ impl CsrControllerError {
             Self::ListInstances { .. } => "csr_list_instances",
             Self::ListCsrs { .. } => "csr_list_csrs",
             Self::GetNode { .. } => "csr_get_node",
+            Self::GetMachine { .. } => "csr_get_machine",
             Self::Conflict { .. } => "csr_conflict",
             Self::Decide { .. } => "csr_decide",
             Self::RecordApproval { .. } => "csr_record_approval",

@@ -6,8 +6,9 @@
 //!   publish one Event on the `WindowsInstance` involved.
 //! - [`controller`] runs it under kube-runtime.
 //!
-//! Only BYOH records feed the World for now; Machine-backed records need the Machine object (issue #9's Machine
-//! work), so their CSRs are left pending by rule A5.
+//! BYOH records feed the World directly. A Machine-backed record that expects the CSR's node name feeds it with its
+//! Machine (creation time, addresses, nodeRef), read through the `Machines` given with
+//! [`CsrContext::with_machines`]; without them Machine-backed records take no part, so their CSRs stay pending.
 
 mod context;
 mod controller;
@@ -15,6 +16,8 @@ mod error;
 mod reconcile;
 mod world;
 
+#[cfg(test)]
+mod machine_tests;
 #[cfg(test)]
 mod tests;
 

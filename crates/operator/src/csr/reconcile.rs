@@ -4,15 +4,16 @@
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use kube::Resource;
 use wmco_cluster_client::names::{KUBELET_CLIENT_SIGNER, KUBELET_SERVING_SIGNER};
-use wmco_cluster_client::types::WindowsInstance;
+use wmco_cluster_client::types::{InstanceOrigin, WindowsInstance};
 use wmco_cluster_client::{CsrDecision, NewEvent, Severity, is_pending};
 use wmco_csr_approver::{
     CsrFacts, CsrManifest, CsrSummary, NODE_BOOTSTRAPPER_USERNAME, RuleId, Verdict, World, WorldData, decide,
 };
 
-use super::world::{managed_instance, node_record};
+use super::world::{machine_instance, managed_instance, node_record};
 use super::{CsrContext, CsrControllerError};
 use crate::metrics::CsrVerdictLabel;
+use wmco_machines::names::MACHINE_API_NAMESPACE;
 
 /// The two kubelet signers this controller decides for.
 pub const KUBELET_SIGNERS: [&str; 2] = [KUBELET_CLIENT_SIGNER, KUBELET_SERVING_SIGNER];
@@ -36,7 +37,8 @@ pub enum CsrOutcome {
 
 /// Decides one CSR and applies the verdict.
 ///
-/// Reads, in order: the `WindowsInstance` records of the operator namespace, the pending kubelet CSRs and, when a
+/// Reads, in order: the `WindowsInstance` records of the operator namespace, the pending kubelet CSRs, the Machine
+/// of each Machine-backed record that expects the CSR's node name (when the context can read Machines) and, when a
 /// record expects it, the Node the CSR names (live GET), all under the lock of that node name. An approval of a client CSR GETs the Node once
 /// more and decides again with it right before approving (rule F1). Approve and deny go through `/approval` with
 /// the resourceVersion read; a 409 is [`CsrControllerError::Conflict`] (requeue, decide again from scratch).
@@ -71,6 +73,9 @@ pub async fn reconcile_csr(
         nodes: Vec::new(),
         csrs: other_csrs,
     };
+    if let Some(node_name) = &node_name {
+        data.instances.extend(machine_instances(ctx, &records, node_name, &csr_name).await?);
+    }
     if let Some(node_name) = &node_name
         && data.instances.iter().any(|instance| instance.expected_node_name() == Some(node_name.as_str()))
     {
@@ -156,6 +161,36 @@ async fn live_node(
 
 /// The one `WindowsInstance` whose expected node name is `node_name`, or `None` if there is no such record or
 /// several.
+/// The approver's records of the Machine-backed records that expect `node_name` (recorded or decided), each with
+/// its Machine read now; none when the context cannot read Machines or the Machine is gone.
+async fn machine_instances(
+    ctx: &CsrContext,
+    records: &[WindowsInstance],
+    node_name: &str,
+    csr_name: &str,
+) -> Result<Vec<wmco_csr_approver::ManagedInstance>, CsrControllerError> {
+    let Some(machines) = &ctx.machines else {
+        return Ok(Vec::new());
+    };
+    let mut instances = Vec::new();
+    for record in records.iter().filter(|record| record.spec.origin == InstanceOrigin::Machine) {
+        let recorded = record.status.as_ref().and_then(|status| status.expected_node_name.as_deref());
+        let expected = recorded.or(record.spec.expected_node_name.as_deref());
+        let Some(machine_name) = record.spec.machine_name.as_deref().filter(|_| expected == Some(node_name)) else {
+            continue;
+        };
+        let machine = machines.get(MACHINE_API_NAMESPACE, machine_name).await.map_err(|source| {
+            CsrControllerError::GetMachine {
+                csr: csr_name.to_owned(),
+                machine: format!("{MACHINE_API_NAMESPACE}/{machine_name}"),
+                source: Box::new(source),
+            }
+        })?;
+        instances.extend(machine.as_ref().and_then(|machine| machine_instance(record, machine)));
+    }
+    Ok(instances)
+}
+
 fn instance_named<'a>(records: &'a [WindowsInstance], node_name: &str) -> Option<&'a WindowsInstance> {
     let mut named = records.iter().filter(|record| {
         record.status.as_ref().and_then(|status| status.expected_node_name.as_deref()) == Some(node_name)

@@ -1,16 +1,18 @@
-//! Conversions from cluster objects to the approver's World records: `WindowsInstance` → BYOH instance, Node →
-//! Node record. Pure functions; the reconcile gathers the objects.
+//! Conversions from cluster objects to the approver's World records: `WindowsInstance` → BYOH instance,
+//! `WindowsInstance` + its Machine → Machine instance, Node → Node record. Pure functions; the reconcile gathers the
+//! objects.
 
 use std::net::IpAddr;
 
 use k8s_openapi::api::core::v1::Node;
-use wmco_cluster_client::types::{InstanceOrigin, Phase, WindowsInstance};
+use wmco_cluster_client::types::{InstanceOrigin, Machine, Phase, WindowsInstance, WindowsInstanceStatus};
 use wmco_csr_approver::{
-    AddressType, BootstrapApproval, ByohInstance, InstancePhase, ManagedInstance, NodeAddress, NodeRecord,
+    AddressType, BootstrapApproval, ByohInstance, InstancePhase, MachineInstance, ManagedInstance, NodeAddress,
+    NodeRecord,
 };
 
 /// The approver's record of a BYOH `WindowsInstance`; `None` for Machine-backed records, whose Machine facts
-/// (creation time, addresses, nodeRef) live on the Machine object this controller does not read yet.
+/// (creation time, addresses, nodeRef) come with [`machine_instance`].
 ///
 /// The recorded bootstrap key belongs to the current configuration attempt, so its approval time is taken as the
 /// attempt's start (`configuringSince`): rule F2 then treats it as approved within the attempt.
@@ -19,11 +21,8 @@ pub(crate) fn managed_instance(instance: &WindowsInstance) -> Option<ManagedInst
         return None;
     }
     let status = instance.status.clone().unwrap_or_default();
-    let configuring_since = status.configuring_since.map(|time| time.0);
-    let bootstrap_approval = match (status.approved_bootstrap_key_sha256, configuring_since) {
-        (Some(public_key_sha256), Some(approved_at)) => Some(BootstrapApproval { public_key_sha256, approved_at }),
-        _ => None,
-    };
+    let configuring_since = status.configuring_since.as_ref().map(|time| time.0);
+    let bootstrap_approval = bootstrap_approval(&status);
     Some(ManagedInstance::Byoh(ByohInstance {
         name: instance.metadata.name.clone().unwrap_or_default(),
         address: instance.spec.address.clone(),
@@ -36,6 +35,41 @@ pub(crate) fn managed_instance(instance: &WindowsInstance) -> Option<ManagedInst
         node_ip: status.node_ip.map(IpAddr::V4),
         bootstrap_approval,
     }))
+}
+
+/// The approver's record of a Machine-backed `WindowsInstance` and its `machine`: creation time, addresses and
+/// nodeRef from the Machine; the expected Node name (recorded, else decided in the spec) and the bootstrap approval
+/// from the record. `None` for a BYOH record or a Machine without a creation timestamp.
+pub(crate) fn machine_instance(instance: &WindowsInstance, machine: &Machine) -> Option<ManagedInstance> {
+    if instance.spec.origin != InstanceOrigin::Machine {
+        return None;
+    }
+    let creation_timestamp = machine.metadata.creation_timestamp.as_ref()?.0;
+    let status = instance.status.clone().unwrap_or_default();
+    let machine_status = machine.status.as_ref();
+    Some(ManagedInstance::Machine(MachineInstance {
+        name: machine.metadata.name.clone().unwrap_or_default(),
+        expected_node_name: status.expected_node_name.clone().or_else(|| instance.spec.expected_node_name.clone()),
+        creation_timestamp,
+        addresses: machine_status
+            .iter()
+            .flat_map(|status| status.addresses.iter())
+            .filter_map(|address| node_address(&address.type_, &address.address))
+            .collect(),
+        node_ref: machine_status.and_then(|status| status.node_ref.as_ref()).and_then(|node_ref| node_ref.name.clone()),
+        bootstrap_approval: bootstrap_approval(&status),
+    }))
+}
+
+/// The recorded bootstrap key belongs to the current configuration attempt, so its approval time is taken as the
+/// attempt's start (`configuringSince`).
+fn bootstrap_approval(status: &WindowsInstanceStatus) -> Option<BootstrapApproval> {
+    match (&status.approved_bootstrap_key_sha256, &status.configuring_since) {
+        (Some(public_key_sha256), Some(approved_at)) => {
+            Some(BootstrapApproval { public_key_sha256: public_key_sha256.clone(), approved_at: approved_at.0 })
+        }
+        _ => None,
+    }
 }
 
 fn instance_phase(phase: Phase) -> InstancePhase {
@@ -56,22 +90,89 @@ pub(crate) fn node_record(node: &Node) -> NodeRecord {
         .status
         .iter()
         .flat_map(|status| status.addresses.iter().flatten())
-        .filter_map(|address| {
-            let address_type = match address.type_.as_str() {
-                "Hostname" => AddressType::Hostname,
-                "InternalIP" => AddressType::InternalIp,
-                "ExternalIP" => AddressType::ExternalIp,
-                "InternalDNS" => AddressType::InternalDns,
-                "ExternalDNS" => AddressType::ExternalDns,
-                _ => return None,
-            };
-            Some(NodeAddress { address_type, address: address.address.clone() })
-        })
+        .filter_map(|address| node_address(&address.type_, &address.address))
         .collect();
     NodeRecord {
         name: node.metadata.name.clone().unwrap_or_default(),
         labels: node.metadata.labels.clone().unwrap_or_default(),
         addresses,
         deletion_timestamp: node.metadata.deletion_timestamp.as_ref().map(|time| time.0),
+    }
+}
+
+/// A Node or Machine address of a known type.
+fn node_address(address_type: &str, address: &str) -> Option<NodeAddress> {
+    let address_type = match address_type {
+        "Hostname" => AddressType::Hostname,
+        "InternalIP" => AddressType::InternalIp,
+        "ExternalIP" => AddressType::ExternalIp,
+        "InternalDNS" => AddressType::InternalDns,
+        "ExternalDNS" => AddressType::ExternalDns,
+        _ => return None,
+    };
+    Some(NodeAddress { address_type, address: address.to_owned() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use wmco_cluster_client::types::WindowsInstanceSpec;
+
+    fn record(origin: InstanceOrigin) -> WindowsInstance {
+        let mut record = WindowsInstance::new(
+            "machine-win-a",
+            WindowsInstanceSpec {
+                address: "10.0.1.5".into(),
+                username: "Administrator".into(),
+                origin,
+                machine_name: Some("win-a".into()),
+                expected_node_name: Some("ip-10-0-1-5.ec2.internal".into()),
+            },
+        );
+        record.status = Some(WindowsInstanceStatus {
+            approved_bootstrap_key_sha256: Some("ab".into()),
+            configuring_since: Some("2026-11-22T11:30:00Z".parse::<jiff::Timestamp>().unwrap().into()),
+            ..WindowsInstanceStatus::default()
+        });
+        record
+    }
+
+    fn machine(node_ref: Option<&str>) -> Machine {
+        serde_json::from_value(json!({
+            "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
+            "metadata": {"name": "win-a", "namespace": "openshift-machine-api",
+                         "creationTimestamp": "2026-11-22T11:00:00Z"},
+            "spec": {},
+            "status": {"nodeRef": node_ref.map(|name| json!({"name": name})), "addresses": [
+                {"type": "InternalIP", "address": "10.0.1.5"},
+                {"type": "InternalDNS", "address": "ip-10-0-1-5.ec2.internal"},
+                {"type": "Unknown", "address": "x"}]}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_machine_record_with_its_machine_becomes_a_machine_instance() {
+        let instance = machine_instance(&record(InstanceOrigin::Machine), &machine(Some("ip-10-0-1-5.ec2.internal")));
+        assert_eq!(
+            instance,
+            Some(ManagedInstance::Machine(MachineInstance {
+                name: "win-a".into(),
+                expected_node_name: Some("ip-10-0-1-5.ec2.internal".into()),
+                creation_timestamp: "2026-11-22T11:00:00Z".parse().unwrap(),
+                addresses: vec![
+                    NodeAddress { address_type: AddressType::InternalIp, address: "10.0.1.5".into() },
+                    NodeAddress { address_type: AddressType::InternalDns, address: "ip-10-0-1-5.ec2.internal".into() },
+                ],
+                node_ref: Some("ip-10-0-1-5.ec2.internal".into()),
+                bootstrap_approval: Some(BootstrapApproval {
+                    public_key_sha256: "ab".into(),
+                    approved_at: "2026-11-22T11:30:00Z".parse().unwrap(),
+                }),
+            }))
+        );
+        assert_eq!(managed_instance(&record(InstanceOrigin::Machine)), None);
+        assert_eq!(machine_instance(&record(InstanceOrigin::Byoh), &machine(None)), None);
     }
 }
