@@ -57,7 +57,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 
     let expected = sandbox.hosts().len();
     let deadline = Duration::from_secs(cli.timeout);
-    let mut shown: BTreeMap<String, InstanceRow> = BTreeMap::new();
+    let mut shown: BTreeMap<String, String> = BTreeMap::new();
     let mut announced_ready = false;
     let mut announced_timeout = false;
     let interrupt = tokio::signal::ctrl_c();
@@ -126,14 +126,15 @@ fn print_facts(sandbox: &Sandbox, startup: Duration) {
     }
 }
 
-/// Prints one line per instance whose phase, node or readiness changed since it was last shown.
-fn print_changes(rows: &[InstanceRow], shown: &mut BTreeMap<String, InstanceRow>) {
+/// Prints one line per instance whose printed state (phase, node, readiness, error) changed since last shown.
+fn print_changes(rows: &[InstanceRow], shown: &mut BTreeMap<String, String>) {
     for row in rows {
-        if shown.get(&row.instance) == Some(row) {
+        let state = change_line("", row);
+        if shown.get(&row.instance) == Some(&state) {
             continue;
         }
-        println!("{}", change_line(&clock(), row));
-        shown.insert(row.instance.clone(), row.clone());
+        println!("{}{state}", clock());
+        shown.insert(row.instance.clone(), state);
     }
     let gone: Vec<String> =
         shown.keys().filter(|name| !rows.iter().any(|row| &row.instance == *name)).cloned().collect();
