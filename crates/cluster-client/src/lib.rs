@@ -36,7 +36,7 @@ pub use facts::{
     PlainKubernetesFacts, Platform, ProxySettings, serves_openshift_config,
 };
 pub use instances::{InstanceRecords, KubeInstanceRecords};
-pub use machines::{KubeMachines, Machines};
+pub use machines::{KubeMachines, Machines, serves_machine_api};
 pub use nodes::{KubeNodes, NodeMetadataPatch, Nodes};
 pub use objects::{ConfigMaps, KubeConfigMaps, KubeSecrets, Secrets};
 pub use tokens::{KubeServiceAccountTokens, ServiceAccountTokens, ShortLivedToken, TokenRequestSpec};

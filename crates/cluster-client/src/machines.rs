@@ -21,6 +21,16 @@ pub trait Machines: Send + Sync {
     async fn delete(&self, namespace: &str, name: &str) -> Result<()>;
 }
 
+/// Whether the API server serves the machine API (`machine.openshift.io`), i.e. whether a Machine controller can
+/// run at all (plain Kubernetes has no Machines).
+pub async fn serves_machine_api(client: &Client) -> Result<bool> {
+    let groups = client
+        .list_api_groups()
+        .await
+        .map_err(|source| Error::api(Verb::Discover, "APIGroup", "machine.openshift.io", source))?;
+    Ok(groups.groups.iter().any(|group| group.name == "machine.openshift.io"))
+}
+
 /// [`Machines`] over the API server.
 #[derive(Clone)]
 pub struct KubeMachines {
@@ -59,6 +69,26 @@ mod tests {
     use serde_json::json;
 
     const PATH: &str = "/apis/machine.openshift.io/v1beta1/namespaces/openshift-machine-api/machines";
+
+    #[tokio::test]
+    async fn the_machine_api_is_served_only_when_discovery_lists_its_group() {
+        let groups = |names: &[&str]| {
+            let groups: Vec<serde_json::Value> = names
+                .iter()
+                .map(|name| json!({"name": name, "versions": [{"groupVersion": format!("{name}/v1beta1"), "version": "v1beta1"}]}))
+                .collect();
+            json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+        };
+        let exchanges = vec![
+            Exchange::get("/apis").reply(200, groups(&["apps", "machine.openshift.io"])),
+            Exchange::get("/apis").reply(200, groups(&["apps", "config.openshift.io"])),
+        ];
+        scenario(exchanges, |client| async move {
+            assert!(serves_machine_api(&client).await.unwrap());
+            assert!(!serves_machine_api(&client).await.unwrap());
+        })
+        .await;
+    }
 
     #[tokio::test]
     async fn get_and_delete_use_the_machine_api_paths_and_tolerate_absence() {
