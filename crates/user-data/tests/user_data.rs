@@ -82,6 +82,37 @@ fn the_hash_is_the_go_operators_pub_key_hash() {
     assert_eq!(key.pub_key_hash(), "2ce4e0e3708aaf60596c191259853dd02d2e857952d4bb864c8da396113e1af8");
 }
 
+/// Re-encodes `pem` with the byte at `index` (modulo the body length) XORed with `flip`.
+fn corrupted(pem: &str, index: usize, flip: u8) -> String {
+    use base64::Engine as _;
+    let mut lines: Vec<&str> = pem.lines().collect();
+    let (first, last) = (lines.remove(0), lines.pop().unwrap());
+    let mut body = base64::engine::general_purpose::STANDARD.decode(lines.concat()).unwrap();
+    let position = index % body.len();
+    body[position] ^= flip;
+    format!("{first}\n{}\n{last}\n", base64::engine::general_purpose::STANDARD.encode(body))
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+    /// The operator reads keys an admin pasted into a Secret: damaged DER or wire data is an error, never a panic,
+    /// and whatever still parses is a key that passes the weak-key rules.
+    #[test]
+    fn damaged_private_keys_never_panic(
+        name in proptest::sample::select(vec![
+            "ed25519-openssh.pem", "ed25519-pkcs8.pem", "rsa-2048-pkcs1.pem", "rsa-2048-pkcs8.pem",
+            "ecdsa-p256-sec1.pem", "ecdsa-p384-openssh.pem", "ecdsa-p521-pkcs8.pem", "ecdsa-p224-pkcs8.pem",
+        ]),
+        index in 0usize..4096,
+        flip in 1u8..=255,
+    ) {
+        if let Ok(key) = PublicKey::parse(&corrupted(&fixture(name), index, flip)) {
+            proptest::prop_assert_eq!(wmco_user_data::weakness_of(key.kind()), None);
+        }
+    }
+}
+
 fn golden_path(platform: Platform) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(format!("{platform}.txt"))
 }
