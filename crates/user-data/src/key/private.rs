@@ -21,32 +21,28 @@ const SECP256R1: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.10045.
 const SECP384R1: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.132.0.34");
 const SECP521R1: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.132.0.35");
 
+/// Derives the public key from a PEM body of one encoding.
+type Derive = fn(&[u8]) -> Result<PublicKey, KeyError>;
+
 /// The public key of the first PEM block of `text`.
 pub(super) fn public_key_of(text: &str) -> Result<PublicKey, KeyError> {
     let block = first_block(text).map_err(|problem| match problem {
         PemProblem::NoBlock => KeyError::NotAKey { reason: "no `-----BEGIN` line (is this a PEM file?)".to_owned() },
         PemProblem::Damaged(reason) => KeyError::NotAKey { reason: format!("damaged PEM block: {reason}") },
     })?;
-    let format = match block.label.as_str() {
-        "OPENSSH PRIVATE KEY" => KeyFormat::OpenSshPrivate,
-        "PRIVATE KEY" => KeyFormat::Pkcs8,
+    let (format, derive): (KeyFormat, Derive) = match block.label.as_str() {
+        "OPENSSH PRIVATE KEY" => (KeyFormat::OpenSshPrivate, openssh),
+        "PRIVATE KEY" => (KeyFormat::Pkcs8, pkcs8),
         "ENCRYPTED PRIVATE KEY" => return Err(KeyError::Encrypted { format: KeyFormat::Pkcs8 }),
-        "RSA PRIVATE KEY" => KeyFormat::Pkcs1,
-        "EC PRIVATE KEY" => KeyFormat::Sec1,
-        "DSA PRIVATE KEY" => KeyFormat::DsaPem,
+        "RSA PRIVATE KEY" => (KeyFormat::Pkcs1, |body| rsa(body, KeyFormat::Pkcs1)),
+        "EC PRIVATE KEY" => (KeyFormat::Sec1, |body| sec1(body, None, KeyFormat::Sec1)),
+        "DSA PRIVATE KEY" => (KeyFormat::DsaPem, |_| Err(KeyError::Weak(Weakness::Dsa))),
         other => return Err(KeyError::NotAKey { reason: format!("PEM label `{other}` is not a private key") }),
     };
     if block.legacy_encrypted {
         return Err(KeyError::Encrypted { format });
     }
-    match format {
-        KeyFormat::OpenSshPrivate => openssh(&block.body),
-        KeyFormat::Pkcs8 => pkcs8(&block.body),
-        KeyFormat::Pkcs1 => rsa(&block.body, format),
-        KeyFormat::Sec1 => sec1(&block.body, None, format),
-        KeyFormat::DsaPem => Err(KeyError::Weak(Weakness::Dsa)),
-        KeyFormat::OpenSshPublic => Err(KeyError::NotAKey { reason: "a public key is not PEM".to_owned() }),
-    }
+    derive(&block.body)
 }
 
 /// `openssh-key-v1`: the public key blob sits unencrypted in the header.
