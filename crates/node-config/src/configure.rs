@@ -362,7 +362,11 @@ async fn configure_pass(
 }
 
 /// Reads the Node named `node_name`.
-async fn read_node(session: &HostSession, cluster: ClusterAccess<'_>, node_name: &str) -> Result<Option<Node>, FlowError> {
+async fn read_node(
+    session: &HostSession,
+    cluster: ClusterAccess<'_>,
+    node_name: &str,
+) -> Result<Option<Node>, FlowError> {
     cluster.nodes.get(node_name).await.map_err(|source| FlowError::Cluster {
         host: session.label().to_owned(),
         step: FlowStep::ReadNode,
@@ -373,10 +377,10 @@ async fn read_node(session: &HostSession, cluster: ClusterAccess<'_>, node_name:
 /// Whether the upgrade gate holds the pass back: the Node is configured at another version than the operator's
 /// (build metadata ignored) and the record is not in phase `Upgrading`.
 fn awaits_upgrade(node: &Node, phase: Option<RecordPhase>, operator_version: &str) -> bool {
-    let configured =
-        node.metadata.annotations.as_ref().and_then(|annotations| annotations.get(VERSION_ANNOTATION));
+    let configured = node.metadata.annotations.as_ref().and_then(|annotations| annotations.get(VERSION_ANNOTATION));
     phase != Some(RecordPhase::Upgrading)
-        && configured.is_some_and(|configured| without_build_metadata(configured) != without_build_metadata(operator_version))
+        && configured
+            .is_some_and(|configured| without_build_metadata(configured) != without_build_metadata(operator_version))
 }
 
 /// `version` without its `+build` suffix.
