@@ -147,6 +147,7 @@ mod simulator {
     use winhost_sim::fleet::{Fleet, NewHost};
     use winhost_sim::host::{ADMIN_AUTHORIZED_KEYS, Latency};
     use winhost_sim::ps::{ErrorStream, run_script};
+    use winhost_sim::scm::{StartType, State};
     use winhost_sim::ssh::lock;
     use wmco_ssh_transport::{HostConfig, PrivateKey, RemoteCommand, RemoteHost as _, RetryPolicy, SshHost};
 
@@ -157,21 +158,6 @@ mod simulator {
         config.connect_timeout = Duration::from_secs(5);
         config.connect_retry = RetryPolicy::never();
         SshHost::new(config).unwrap()
-    }
-
-    /// What installing the `OpenSSH.Server` capability leaves on Windows besides its files: a stopped, demand-start
-    /// `sshd` service (the state Windows Server 2025 ships in). The simulator's `Add-WindowsCapability` records the
-    /// capability but registers no service yet, so the test starts from this image state; the script's own
-    /// `Add-WindowsCapability` then finds the capability installed, as on such an image.
-    fn install_openssh_server_files(server: &winhost_sim::ssh::SshServer) {
-        let mut host = lock(&server.host);
-        let executable = WinPath::parse(r"C:\Windows\System32\OpenSSH\sshd.exe").unwrap();
-        host.disk.create_dir_all(&WinPath::parse(r"C:\Windows\System32\OpenSSH").unwrap()).unwrap();
-        host.disk.write(&executable, b"MZ").unwrap();
-        let output =
-            host.exec("test", r"sc.exe create sshd binPath= C:\Windows\System32\OpenSSH\sshd.exe start= demand");
-        assert_eq!(output.code, 0, "{output:?}");
-        assert!(host.unknown_commands.is_empty());
     }
 
     /// An unprovisioned host refuses the operator's key; after the rendered user data ran through the simulator's
@@ -189,8 +175,6 @@ mod simulator {
         let before = ssh_to(info.ssh_address, &private_key);
         let refused = before.run(&RemoteCommand::new("hostname", Duration::from_secs(10))).await.unwrap_err();
         assert!(refused.to_string().contains("auth"), "{refused}");
-
-        install_openssh_server_files(&server);
 
         let user_data = render_user_data(&key, Platform::Aws);
         let script = script_from_user_data(&user_data).to_owned();
@@ -213,6 +197,8 @@ mod simulator {
                 String::from_utf8(host.disk.read(&WinPath::parse(wmco_user_data::SSHD_CONFIG).unwrap()).unwrap())
                     .unwrap();
             assert_eq!(config, wmco_user_data::SSHD_CONFIG_LINES.map(|line| format!("{line}\r\n")).concat());
+            let sshd = host.scm.get("sshd").expect("installing the capability registered sshd");
+            assert_eq!((sshd.start_type, sshd.state), (StartType::Auto, State::Running));
         }
 
         let after = ssh_to(info.ssh_address, &private_key);

@@ -1197,6 +1197,9 @@ fn get_optional_feature(session: &mut Session<'_>, call: &Call) -> Result<Vec<Va
 fn add_capability(session: &mut Session<'_>, call: &Call) -> Result<Vec<Value>, Flow> {
     let Some(name) = call.arguments.text("name", None) else { return Err(call.missing_argument("Name")) };
     if !session.host.capabilities.iter().any(|existing| existing.eq_ignore_ascii_case(&name)) {
+        if name.to_ascii_lowercase().starts_with("openssh.server~") {
+            install_openssh_server(session.host);
+        }
         session.host.capabilities.push(name);
     }
     Ok(vec![Value::Object(Box::new(Object::typed(
@@ -1204,6 +1207,35 @@ fn add_capability(session: &mut Session<'_>, call: &Call) -> Result<Vec<Value>, 
         vec![("Path", Value::Null), ("Online", Value::Bool(true)), ("RestartNeeded", Value::Bool(false))],
     )))])
 }
+
+/// What installing the `OpenSSH.Server` capability leaves on Windows: `sshd.exe` under
+/// `C:\Windows\System32\OpenSSH` and a stopped, demand-start `sshd` service running it (an image that already has
+/// them keeps them).
+fn install_openssh_server(host: &mut Host) {
+    let (Ok(directory), Ok(executable)) =
+        (WinPath::parse(OPENSSH_DIRECTORY), WinPath::parse(&format!("{OPENSSH_DIRECTORY}\\sshd.exe")))
+    else {
+        return;
+    };
+    if host.disk.entry(&executable).is_none()
+        && host.disk.create_dir_all(&directory).is_ok()
+        && host.disk.write(&executable, b"MZ").is_err()
+    {
+        return;
+    }
+    if host.scm.get("sshd").is_none() {
+        let config = crate::scm::ServiceConfig {
+            image_path: Some(executable.to_string()),
+            start: Some((StartType::Demand, false)),
+            display_name: Some("OpenSSH SSH Server".to_owned()),
+            ..crate::scm::ServiceConfig::default()
+        };
+        let _ = host.scm.create("sshd", config);
+    }
+}
+
+/// Where the OpenSSH capability installs its programs.
+const OPENSSH_DIRECTORY: &str = r"C:\Windows\System32\OpenSSH";
 
 fn get_acl(session: &mut Session<'_>, call: &Call) -> Result<Vec<Value>, Flow> {
     let Some(path_text) = call.path() else { return Err(call.missing_argument("Path")) };

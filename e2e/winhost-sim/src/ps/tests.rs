@@ -4,6 +4,7 @@
 use super::*;
 use crate::disk::WinPath;
 use crate::host::tests::test_host;
+use crate::scm::{StartType, State};
 
 fn ps(host: &mut Host, script: &str) -> Output {
     host.exec(
@@ -248,6 +249,12 @@ fn hns_networks_and_provisioning_cmdlets() {
     let output = ps(&mut host, script);
     assert_eq!((output.stdout.as_str(), output.stderr.as_str()), ("0\r\n", ""));
     assert_eq!(host.capabilities, vec!["OpenSSH.Server~~~~0.0.1.0".to_owned()]);
+    let sshd = host.scm.get("sshd").expect("the capability registers sshd");
+    assert_eq!(
+        (sshd.image_path.as_str(), sshd.start_type, sshd.state),
+        (r"C:\Windows\System32\OpenSSH\sshd.exe", StartType::Demand, State::Stopped)
+    );
+    assert!(host.disk.entry(&WinPath::parse(r"C:\Windows\System32\OpenSSH\sshd.exe").unwrap()).is_some());
     assert_eq!(ps(&mut host, "Restart-Computer -Force").code, 0);
     assert!(host.reboot_requested);
 }
