@@ -1,8 +1,9 @@
 //! The operator's SSH key: Secret `cloud-private-key` (`private-key.pem`) in the operator namespace, turned into
 //! the transport's [`PrivateKey`] and the `pub-key-hash` Node annotation value (hex SHA-256 of the
 //! authorized-key line, as the Go operator computes it). [`wait_for_operator_key`] retries until the Secret is
-//! usable, logging an error and publishing one Warning Event on the Secret per distinct problem. Key material
-//! never reaches logs, errors or `Debug`.
+//! usable, logging an error and publishing one Warning Event on the Secret per distinct problem;
+//! [`wait_for_key_change`] returns the new key once the admin replaced it. Key material never reaches logs, errors
+//! or `Debug`.
 
 use std::fmt;
 use std::time::Duration;
@@ -120,6 +121,30 @@ pub async fn wait_for_operator_key(
     }
 }
 
+/// Re-reads the key every `interval` and returns it once it is usable and its hash differs from `current_hash`. An
+/// absent or unusable Secret is not a change: the key in use stays in use (and [`wait_for_operator_key`]'s
+/// warnings are not repeated here).
+pub async fn wait_for_key_change(
+    secrets: &dyn Secrets,
+    namespace: &str,
+    current_hash: &str,
+    interval: Duration,
+) -> OperatorKey {
+    loop {
+        tokio::time::sleep(interval).await;
+        match load_operator_key(secrets, namespace).await {
+            Ok(key) if key.pub_key_hash != current_hash => {
+                tracing::info!(pub_key_hash = %key.pub_key_hash, "the operator SSH key changed");
+                return key;
+            }
+            Ok(_) => {}
+            Err(problem) => {
+                tracing::debug!(error = %problem, "the new operator SSH key is not usable; keeping the current one")
+            }
+        }
+    }
+}
+
 async fn publish_warning(events: &dyn EventPublisher, namespace: &str, problem: &OperatorKeyError) {
     let regarding = ObjectReference {
         api_version: Some("v1".to_owned()),
@@ -194,6 +219,30 @@ mod tests {
         let error = load_operator_key(&secrets, "wmco").await.unwrap_err().to_string();
         assert!(error.starts_with("Secret wmco/cloud-private-key: \"private-key.pem\" is not a usable private key: "));
         assert!(!error.contains("MC4CAQA"), "{error}");
+    }
+
+    /// An Ed25519 PKCS#8 key other than [`KEY`] (RFC 8032 test 2 seed).
+    const OTHER_KEY: &str = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIEzNCD0Fy8MWzxGJ+lPmtsqbtZi9Oy6lrTPVnNNMOjy+\n-----END PRIVATE KEY-----\n";
+
+    #[tokio::test(start_paused = true)]
+    async fn a_replaced_key_is_returned_and_a_missing_or_unchanged_one_is_not_a_change() {
+        let secrets = std::sync::Arc::new(FakeSecrets::default());
+        secrets.apply(&secret(Some(KEY.as_bytes()))).await.unwrap();
+        let current = load_operator_key(secrets.as_ref(), "wmco").await.unwrap().pub_key_hash;
+        let watcher = {
+            let (secrets, current) = (secrets.clone(), current.clone());
+            tokio::spawn(async move {
+                wait_for_key_change(secrets.as_ref(), "wmco", &current, Duration::from_secs(10)).await
+            })
+        };
+        tokio::time::sleep(Duration::from_secs(25)).await;
+        secrets.apply(&secret(None)).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(25)).await;
+        assert!(!watcher.is_finished(), "an unchanged or unusable key is no change");
+        secrets.apply(&secret(Some(OTHER_KEY.as_bytes()))).await.unwrap();
+        let new_key = watcher.await.unwrap();
+        assert_eq!(new_key.pub_key_hash, PublicKey::from_private_key_pem(OTHER_KEY).unwrap().pub_key_hash());
+        assert_ne!(new_key.pub_key_hash, current);
     }
 
     #[tokio::test(start_paused = true)]

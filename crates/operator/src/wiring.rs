@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use kube::Client;
 use wmco_cluster_client::{
-    DrainOptions, KubeConfigMaps, KubeDrainer, KubeEvents, KubeInstanceRecords, KubeNodes, KubeSecrets,
-    KubeServiceAccountTokens,
+    DrainOptions, Drainer, EventPublisher, KubeConfigMaps, KubeDrainer, KubeEvents, KubeInstanceRecords, KubeNodes,
+    KubeSecrets, KubeServiceAccountTokens,
 };
 use wmco_payload_manifest::{Manifest, Payload};
 use wmco_ssh_transport::HostPool;
@@ -23,7 +23,7 @@ use crate::files::{
 use crate::fleet_metrics::run_fleet_metrics;
 use crate::instances::{InstancesContext, InstancesSettings, SshConnector, controller};
 use crate::metrics::Metrics;
-use crate::operator_key::wait_for_operator_key;
+use crate::operator_key::{OperatorKey, wait_for_key_change, wait_for_operator_key};
 
 /// How often an unusable `cloud-private-key` Secret is read again.
 pub const KEY_RETRY: Duration = Duration::from_secs(10);
@@ -67,14 +67,32 @@ pub fn operator_version(package_version: &str, version_override: Option<&str>) -
     }
 }
 
+/// The SSH connector of one controller run: a fresh pool, `key`, the port and the process identity.
+fn connector(run: &InstancesRun, key: OperatorKey) -> SshConnector {
+    let pool = HostPool::new(max_ssh_connections(run.concurrency), SSH_IDLE_TIMEOUT);
+    SshConnector::new(pool, key.private_key, run.ssh_port).with_client_version_suffix(run.ssh_identity.clone())
+}
+
+/// The instances controller's settings for `run` with the key hash `pub_key_hash`.
+fn instances_settings(run: &InstancesRun, cluster: &ClusterSettings, pub_key_hash: String) -> InstancesSettings {
+    InstancesSettings {
+        namespace: run.namespace.clone(),
+        services: cluster.service_settings(run.verbosity),
+        operator_version: run.operator_version.clone(),
+        pub_key_hash,
+        drain: DrainOptions::default(),
+    }
+}
+
 /// How many SSH connections may be open at once: two per concurrent configuration, at least 16.
 pub fn max_ssh_connections(concurrency: u16) -> usize {
     usize::from(concurrency).saturating_mul(2).max(16)
 }
 
 /// Runs the instances controller until the task is aborted: starts the material refresher at once, waits for a
-/// usable operator key, then reconciles the fleet. `drain_config` is the client configuration the drainer builds
-/// its own (non-retrying) client from.
+/// usable operator key, then reconciles the fleet; when the admin replaces `cloud-private-key` with another usable
+/// key, the controller is rebuilt with it (new SSH connections; cached sessions dropped). `drain_config` is the
+/// client configuration the drainer builds its own (non-retrying) client from.
 ///
 /// # Errors
 /// None once started: problems with the key or the material are logged and retried. Building the drainer's
@@ -88,7 +106,7 @@ pub async fn run_instances(
     cluster: ClusterSettings,
     metrics: Arc<Metrics>,
 ) -> Result<(), wmco_cluster_client::Error> {
-    let drainer = Arc::new(KubeDrainer::from_config(drain_config)?);
+    let drainer: Arc<dyn Drainer> = Arc::new(KubeDrainer::from_config(drain_config)?);
     let kubelet_ca = if run.openshift {
         KubeletCaSource::ControllerConfigs(Arc::new(KubeControllerConfigs::new(client.clone())))
     } else {
@@ -102,33 +120,32 @@ pub async fn run_instances(
     };
     let (refresher, snapshot) =
         MaterialRefresher::new(sources, RefreshSettings::new(run.namespace.clone()), system_clock());
-    let events = Arc::new(KubeEvents::new(client.clone(), run.controller_name.clone(), None));
+    let events: Arc<dyn EventPublisher> = Arc::new(KubeEvents::new(client.clone(), run.controller_name.clone(), None));
     let instances = async {
-        let key =
-            wait_for_operator_key(&KubeSecrets::new(client.clone()), events.as_ref(), &run.namespace, KEY_RETRY).await;
-        let pool = HostPool::new(max_ssh_connections(run.concurrency), SSH_IDLE_TIMEOUT);
-        let connector =
-            SshConnector::new(pool, key.private_key, run.ssh_port).with_client_version_suffix(run.ssh_identity.clone());
-        let settings = InstancesSettings {
-            namespace: run.namespace.clone(),
-            services: cluster.service_settings(run.verbosity),
-            operator_version: run.operator_version.clone(),
-            pub_key_hash: key.pub_key_hash,
-            drain: DrainOptions::default(),
-        };
-        let files = NodeFiles::new(manifest, payload, cluster, snapshot);
-        let context = InstancesContext::new(
-            Arc::new(KubeInstanceRecords::new(client.clone())),
-            Arc::new(KubeNodes::new(client.clone())),
-            drainer,
-            events.clone(),
-            Arc::new(connector),
-            Arc::new(files),
-            settings,
-        )
-        .with_metrics(Arc::clone(&metrics));
-        tracing::info!(namespace = %run.namespace, concurrency = run.concurrency, "starting the instances controller");
-        controller(client.clone(), Arc::new(context), run.concurrency).await;
+        let secrets = KubeSecrets::new(client.clone());
+        let mut key = wait_for_operator_key(&secrets, events.as_ref(), &run.namespace, KEY_RETRY).await;
+        loop {
+            let current_hash = key.pub_key_hash.clone();
+            let files = NodeFiles::new(manifest.clone(), payload.clone(), cluster.clone(), snapshot.clone());
+            let context = InstancesContext::new(
+                Arc::new(KubeInstanceRecords::new(client.clone())),
+                Arc::new(KubeNodes::new(client.clone())),
+                Arc::clone(&drainer),
+                Arc::clone(&events),
+                Arc::new(connector(&run, key)),
+                Arc::new(files),
+                instances_settings(&run, &cluster, current_hash.clone()),
+            )
+            .with_metrics(Arc::clone(&metrics));
+            tracing::info!(namespace = %run.namespace, concurrency = run.concurrency, "starting the instances controller");
+            tokio::select! {
+                () = controller(client.clone(), Arc::new(context), run.concurrency) => return,
+                new_key = wait_for_key_change(&secrets, &run.namespace, &current_hash, KEY_RETRY) => {
+                    tracing::warn!("Secret cloud-private-key changed: restarting the instances controller with the new key");
+                    key = new_key;
+                }
+            }
+        }
     };
     let fleet_metrics = run_fleet_metrics(client.clone(), run.namespace.clone(), Arc::clone(&metrics));
     tokio::select! {
