@@ -196,7 +196,8 @@ fn addresses_of<'a>(machine: &'a Machine, kind: &'a str) -> impl Iterator<Item =
 }
 
 /// The platform rule for the Node name: the Machine name on vSphere and Nutanix (the operator's flow there names
-/// the host after its Machine), otherwise the first `InternalDNS` address, as the kubelet registers it.
+/// the host after its Machine), otherwise the first `InternalDNS` address, as the kubelet registers it (on GCP a
+/// name over 63 characters is shortened to its first label).
 fn expected_node_name(machine: &Machine, machine_name: &str, platform: &Platform) -> Result<String, SkipReason> {
     let node_name = match platform {
         Platform::VSphere | Platform::Nutanix => machine_name.to_owned(),
@@ -292,12 +293,12 @@ mod tests {
     }
 
     #[test]
-    fn gcp_node_names_are_cut_to_63_characters_like_the_hostname_the_kubelet_registers() {
+    fn long_gcp_node_names_keep_their_first_label_like_the_hostname_the_kubelet_registers() {
         let long = format!("{}.c.my-project.internal", "w".repeat(50));
         let addresses =
             json!([{"type": "InternalIP", "address": "10.0.1.5"}, {"type": "InternalDNS", "address": long}]);
         let instance = configured(desired_instance(&machine(Some("Running"), addresses.clone()), &Platform::Gcp));
-        assert_eq!(instance.expected_node_name, format!("{}.c.my-project", "w".repeat(50)));
+        assert_eq!(instance.expected_node_name, "w".repeat(50));
         let aws = configured(desired_instance(&machine(Some("Running"), addresses), &Platform::Aws));
         assert_eq!(aws.expected_node_name, long);
     }

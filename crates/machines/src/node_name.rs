@@ -4,7 +4,7 @@
 use sha2::{Digest, Sha256};
 use wmco_cluster_client::Platform;
 
-/// The longest hostname GCP's metadata server gives that the Go operator's `gcp-get-hostname.ps1` keeps.
+/// The longest GCP hostname kept whole (the Go operator's `gcp-get-hostname.ps1` rule).
 const GCP_HOSTNAME_LIMIT: usize = 63;
 /// The longest record name produced (a label value's limit, like the BYOH records' names).
 const MAX_RECORD_NAME: usize = 63;
@@ -13,13 +13,17 @@ const HASH_HEX_DIGITS: usize = 10;
 /// The prefix of every Machine record's name.
 const RECORD_PREFIX: &str = "machine-";
 
-/// The Node name an `InternalDNS` address gives on `platform`: lower-cased without a trailing dot; on GCP cut to
-/// 63 characters, as the kubelet's hostname there is.
+/// The Node name an `InternalDNS` address gives on `platform`: lower-cased without a trailing dot; on GCP a name
+/// longer than 63 characters becomes its first label (or, if that is longer too, its first 63 characters), the rule
+/// the Go operator's `gcp-get-hostname.ps1` applies to the kubelet's hostname there.
 pub(crate) fn node_name_from_internal_dns(internal_dns: &str, platform: &Platform) -> String {
     let name = internal_dns.trim().trim_end_matches('.').to_ascii_lowercase();
-    match platform {
-        Platform::Gcp => name.chars().take(GCP_HOSTNAME_LIMIT).collect(),
-        _ => name,
+    if *platform != Platform::Gcp || name.len() <= GCP_HOSTNAME_LIMIT {
+        return name;
+    }
+    match name.split_once('.') {
+        Some((first, _)) if !first.is_empty() && first.len() <= GCP_HOSTNAME_LIMIT => first.to_owned(),
+        _ => name.chars().take(GCP_HOSTNAME_LIMIT).collect(),
     }
 }
 
@@ -83,6 +87,11 @@ mod tests {
         );
         assert_eq!(node_name_from_internal_dns(&"x".repeat(70), &Platform::Azure), "x".repeat(70));
         assert_eq!(node_name_from_internal_dns(&"x".repeat(70), &Platform::Gcp), "x".repeat(63));
+        let long = format!("{}.c.my-project.internal", "w".repeat(50));
+        assert_eq!(node_name_from_internal_dns(&long, &Platform::Gcp), "w".repeat(50));
+        assert_eq!(node_name_from_internal_dns(&long, &Platform::Aws), long);
+        let fits = format!("{}.c.p.internal", "w".repeat(40));
+        assert_eq!(node_name_from_internal_dns(&fits, &Platform::Gcp), fits);
     }
 
     #[test]
