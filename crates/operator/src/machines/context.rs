@@ -6,6 +6,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use wmco_cluster_client::{EventPublisher, InstanceRecords, Machines, Platform};
 
+use crate::metrics::Metrics;
+
 /// Settings of the Machine controller that come from the operator's configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MachinesSettings {
@@ -25,6 +27,8 @@ pub struct MachinesContext {
     pub events: Arc<dyn EventPublisher>,
     /// Namespace and platform.
     pub settings: MachinesSettings,
+    /// Where errors are counted (a private registry unless [`MachinesContext::with_metrics`] is used).
+    pub metrics: Arc<Metrics>,
     failures_by_machine: Mutex<HashMap<String, u32>>,
 }
 
@@ -51,7 +55,20 @@ impl MachinesContext {
         events: Arc<dyn EventPublisher>,
         settings: MachinesSettings,
     ) -> Self {
-        Self { records, machines, events, settings, failures_by_machine: Mutex::default() }
+        Self {
+            records,
+            machines,
+            events,
+            settings,
+            metrics: Arc::new(Metrics::new()),
+            failures_by_machine: Mutex::default(),
+        }
+    }
+
+    /// Counts errors in `metrics` (the registry `/metrics` serves).
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// Counts one more consecutive failure of `machine` and returns the count (for the retry backoff).

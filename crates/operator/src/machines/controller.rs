@@ -75,6 +75,7 @@ async fn reconcile(machine: Arc<Machine>, ctx: Arc<MachinesContext>) -> Result<A
 fn error_policy(machine: Arc<Machine>, error: &MachinesError, ctx: Arc<MachinesContext>) -> Action {
     let name = machine.metadata.name.clone().unwrap_or_default();
     tracing::warn!(machine = %name, kind = error.metric_label(), error = %error, "Machine reconcile failed");
+    ctx.metrics.record_error(error.metric_label());
     Action::requeue(backoff(ctx.record_failure(&name)))
 }
 
@@ -108,6 +109,7 @@ async fn sweep_until_done(ctx: &MachinesContext) {
             Err(error) => {
                 attempt = attempt.saturating_add(1);
                 tracing::warn!(kind = error.metric_label(), error = %error, "Machine record sweep failed");
+                ctx.metrics.record_error(error.metric_label());
                 tokio::time::sleep(backoff(attempt)).await;
             }
         }
@@ -123,6 +125,36 @@ mod tests {
     fn backoff_doubles_up_to_five_minutes() {
         let waits: Vec<_> = [1, 2, 3, 9, 50].into_iter().map(backoff).collect();
         assert_eq!(waits, [1, 2, 4, 256, 300].map(Duration::from_secs));
+    }
+
+    #[test]
+    fn a_failed_reconcile_is_counted_and_backs_off_longer_each_time() {
+        use wmco_cluster_client::fake::{FakeEvents, FakeInstanceRecords, FakeMachines};
+        let ctx = Arc::new(MachinesContext::new(
+            Arc::new(FakeInstanceRecords::default()),
+            Arc::new(FakeMachines::default()),
+            Arc::new(FakeEvents::default()),
+            super::super::MachinesSettings { namespace: "wmco".into(), platform: wmco_cluster_client::Platform::Aws },
+        ));
+        let machine: Machine = serde_json::from_value(serde_json::json!({
+            "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
+            "metadata": {"name": "win-a", "namespace": "openshift-machine-api"}, "spec": {}
+        }))
+        .unwrap();
+        let error = || MachinesError::ReadMachine {
+            machine: "openshift-machine-api/win-a".into(),
+            source: Box::new(wmco_cluster_client::Error::MissingField {
+                verb: wmco_cluster_client::Verb::Get,
+                kind: "Machine",
+                name: "win-a".into(),
+                field: "metadata",
+            }),
+        };
+        let first = error_policy(Arc::new(machine.clone()), &error(), Arc::clone(&ctx));
+        let second = error_policy(Arc::new(machine), &error(), Arc::clone(&ctx));
+        assert_eq!((first, second), (Action::requeue(FIRST_RETRY), Action::requeue(FIRST_RETRY * 2)));
+        let metrics = ctx.metrics.encode().unwrap();
+        assert!(metrics.contains("wmco_errors_total{kind=\"machine_read\"} 2\n"), "{metrics}");
     }
 
     #[test]
