@@ -1,6 +1,6 @@
 //! The executor's shared state: the cluster seams, the API server version source, the settings (the planner's
-//! policy), and the only process-local state, the retry backoff of failed upgrade steps and the skew warnings
-//! already published.
+//! policy), and the only process-local state: the retry backoff of failed upgrade steps, the drains running in the
+//! background, and the skew warnings already published.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 use semver::Version;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
 use wmco_cluster_client::{DrainOptions, Drainer, EventPublisher, InstanceRecords, Nodes};
 use wmco_upgrade_planner::{Failure, Policy};
 
@@ -51,6 +53,8 @@ pub struct UpgradesContext {
     /// Namespace, versions, budget, key hash, drain options.
     pub settings: UpgradeSettings,
     failures: Mutex<HashMap<String, StepFailure>>,
+    drains: Mutex<HashMap<String, JoinHandle<()>>>,
+    drain_ended: Notify,
     skew_warned: Mutex<HashSet<String>>,
 }
 
@@ -112,8 +116,28 @@ impl UpgradesContext {
             api_server,
             settings,
             failures: Mutex::default(),
+            drains: Mutex::default(),
+            drain_ended: Notify::new(),
             skew_warned: Mutex::default(),
         }
+    }
+
+    /// A context over the API server behind `client` (records, Nodes, the API server's version), sharing the
+    /// caller's drainer (one that does not retry 429 itself, see `KubeDrainer::from_config`) and Event publisher.
+    pub fn for_cluster(
+        client: &kube::Client,
+        drainer: Arc<dyn Drainer>,
+        events: Arc<dyn EventPublisher>,
+        settings: UpgradeSettings,
+    ) -> Self {
+        UpgradesContext::new(
+            Arc::new(wmco_cluster_client::KubeInstanceRecords::new(client.clone())),
+            Arc::new(wmco_cluster_client::KubeNodes::new(client.clone())),
+            drainer,
+            events,
+            Arc::new(super::KubeApiServerVersion::new(client.clone())),
+            settings,
+        )
     }
 
     /// The planner's policy against an API server at `cluster_kubernetes_version`.
@@ -170,6 +194,45 @@ impl UpgradesContext {
             .filter(|failure| failure.awaiting_retry)
             .map(|failure| failure.retry_after)
             .min()
+    }
+
+    /// Whether a drain of `instance` started by an earlier reconcile is still running.
+    pub(crate) fn is_draining(&self, instance: &str) -> bool {
+        locked(&self.drains).get(instance).is_some_and(|drain| !drain.is_finished())
+    }
+
+    /// Keeps the background drain of `instance` (forgetting those that ended).
+    pub(crate) fn track_drain(&self, instance: &str, drain: JoinHandle<()>) {
+        let mut drains = locked(&self.drains);
+        drains.retain(|_, running| !running.is_finished());
+        drains.insert(instance.to_owned(), drain);
+    }
+
+    /// Tells the controller loop that a background drain ended (its outcome may allow the next step).
+    pub(crate) fn drain_ended(&self) {
+        self.drain_ended.notify_one();
+    }
+
+    /// Resolves once a background drain ended since the last call.
+    pub(crate) async fn next_drain_end(&self) {
+        self.drain_ended.notified().await;
+    }
+
+    /// Waits until every drain started so far has ended (drained and handed over, or failed and backed off).
+    ///
+    /// ```no_run
+    /// # async fn example(ctx: std::sync::Arc<wmco_operator::upgrades::UpgradesContext>) {
+    /// wmco_operator::upgrades::reconcile_fleet(&ctx, jiff::Timestamp::now()).await.ok();
+    /// ctx.wait_for_drains().await;
+    /// # }
+    /// ```
+    pub async fn wait_for_drains(&self) {
+        let drains: Vec<(String, JoinHandle<()>)> = locked(&self.drains).drain().collect();
+        for (instance, drain) in drains {
+            if let Err(error) = drain.await {
+                tracing::warn!(instance, error = %error, "the drain task ended abnormally");
+            }
+        }
     }
 
     /// `true` the first time `key` is seen (one skew warning per instance, target and API server version).

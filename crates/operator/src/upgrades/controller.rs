@@ -1,8 +1,8 @@
 //! The kube-runtime wiring of the upgrade executor: one loop that reconciles the whole fleet whenever a
 //! `WindowsInstance` changes or a Windows Node changes in a way the plan reads (labels, annotations,
-//! schedulability, readiness — not every status heartbeat), when a failed step's backoff ends, and at least every
-//! [`RESYNC`]. Triggers arriving during a reconcile are coalesced into one follow-up reconcile; reconciles never
-//! overlap, and each reads the fleet fresh from the API server.
+//! schedulability, readiness — not every status heartbeat), when a background drain ends, when a failed step's
+//! backoff ends, and at least every [`RESYNC`]. Triggers arriving during a reconcile are coalesced into one
+//! follow-up reconcile; reconciles never overlap, and each reads the fleet fresh from the API server.
 //!
 //! Exercised against a real API server by the e2e suite.
 
@@ -50,6 +50,7 @@ pub async fn controller(client: Client, ctx: Arc<UpgradesContext>) {
     loop {
         tokio::select! {
             trigger = triggers.next() => if trigger.is_none() { return },
+            () = ctx.next_drain_end() => {}
             () = tokio::time::sleep(wait) => {}
         }
         while let Some(Some(())) = triggers.next().now_or_never() {}

@@ -2,8 +2,10 @@
 //! decisions — finish the upgrades whose configure pass reported Ready, start or continue the admitted ones, and
 //! explain with an Event the ones the kubelet skew rule holds back.
 
+use std::sync::Arc;
+
 use futures::future::join_all;
-use jiff::Timestamp;
+use jiff::{SignedDuration, Timestamp};
 use kube::Resource;
 use semver::Version;
 use wmco_cluster_client::names::{UPGRADING_LABEL, VERSION_ANNOTATION};
@@ -19,12 +21,14 @@ use super::{ObservedFleet, ObservedInstance, UpgradesContext, UpgradesError, obs
 pub struct FleetOutcome {
     /// The plan the starts were made from.
     pub plan: Plan,
-    /// Records whose Node was marked, cordoned and drained in this reconcile and whose phase is now `Upgrading`
-    /// (handed to the instances controller's configure pass).
+    /// Records whose Node was marked and cordoned in this reconcile and whose drain now runs in the background
+    /// (then the record's phase becomes `Upgrading`: handed to the instances controller's configure pass).
     pub started: Vec<String>,
     /// Records whose upgrade finished: Node uncordoned and unmarked.
     pub finished: Vec<String>,
-    /// Records whose upgrade step failed (left marked and cordoned; retried after backoff), with the error.
+    /// Records whose upgrade could not start in this reconcile (marking or cordoning failed, or its configure pass
+    /// had failed), with the error; retried after backoff. A failed drain is reported when it ends (Warning Event,
+    /// backoff), not here.
     pub failed: Vec<(String, String)>,
     /// Records whose upgrade waits because the payload's kubelet is newer than the API server.
     pub held_by_skew: Vec<String>,
@@ -36,18 +40,22 @@ pub struct FleetOutcome {
 ///
 /// ```no_run
 /// use wmco_operator::upgrades::{UpgradesContext, UpgradesError, reconcile_fleet};
-/// # async fn example(ctx: &UpgradesContext) -> Result<(), UpgradesError> {
-/// let outcome = reconcile_fleet(ctx, jiff::Timestamp::now()).await?;
+/// # async fn example(ctx: std::sync::Arc<UpgradesContext>) -> Result<(), UpgradesError> {
+/// let outcome = reconcile_fleet(&ctx, jiff::Timestamp::now()).await?;
 /// println!("{} started, {} finished; {}", outcome.started.len(), outcome.finished.len(), outcome.plan.summary);
 /// # Ok(())
 /// # }
 /// ```
 ///
+/// Drains run in the background (a PodDisruptionBudget may hold one for minutes), so a reconcile returns once the
+/// admitted Nodes are marked and cordoned; [`UpgradesContext::wait_for_drains`] waits for them.
+///
 /// # Errors
 /// [`UpgradesError`] when the API server's version, the records or a Node cannot be read, or when finishing an
-/// upgrade (uncordon, unmark) fails. A failed start (mark, cordon, drain, phase) is not an error: it is reported in
-/// [`FleetOutcome::failed`], with a Warning Event, and retried after backoff.
-pub async fn reconcile_fleet(ctx: &UpgradesContext, now: Timestamp) -> Result<FleetOutcome, UpgradesError> {
+/// upgrade (uncordon, unmark) fails. A failed step of an upgrade (mark, cordon, drain, phase) is not an error: it
+/// is published as a Warning Event and retried after backoff (a failed start is also listed in
+/// [`FleetOutcome::failed`]).
+pub async fn reconcile_fleet(ctx: &Arc<UpgradesContext>, now: Timestamp) -> Result<FleetOutcome, UpgradesError> {
     let policy = ctx.policy(ctx.api_server.kubernetes_version().await?);
     let mut observed = observe_fleet(ctx, now).await?;
     let mut current = plan(&observed.fleet, &policy);
@@ -134,17 +142,18 @@ async fn finish(ctx: &UpgradesContext, instance: &ObservedInstance) -> Result<()
 
 /// What [`advance`] did.
 enum Advance {
-    /// Marked (if needed), cordoned, drained, phase `Upgrading` written.
+    /// Marked (if needed) and cordoned; the drain (then phase `Upgrading`) runs in the background.
     Started,
-    /// Already handed to the configure pass (phase `Upgrading`); nothing to do.
+    /// Already draining, or handed to the configure pass (phase `Upgrading`); nothing to do.
     InProgress,
 }
 
-/// Starts or continues an admitted upgrade: mark, cordon, drain, phase `Upgrading`. A failure is recorded for
-/// backoff and published as a Warning Event; the Node stays marked (its budget stays claimed).
-async fn advance(ctx: &UpgradesContext, instance: &ObservedInstance, now: Timestamp) -> Result<Advance, String> {
+/// Starts or continues an admitted upgrade: mark, cordon, then drain and write phase `Upgrading` in the
+/// background. A failure is recorded for backoff and published as a Warning Event; the Node stays marked (its
+/// budget stays claimed).
+async fn advance(ctx: &Arc<UpgradesContext>, instance: &ObservedInstance, now: Timestamp) -> Result<Advance, String> {
     let phase = instance.record.status.as_ref().and_then(|status| status.phase);
-    if phase == Some(RecordPhase::Upgrading) {
+    if phase == Some(RecordPhase::Upgrading) || ctx.is_draining(instance.name()) {
         return Ok(Advance::InProgress);
     }
     if phase == Some(RecordPhase::Failed) && !ctx.is_retrying(instance.name()) {
@@ -155,23 +164,41 @@ async fn advance(ctx: &UpgradesContext, instance: &ObservedInstance, now: Timest
         tracing::warn!(instance = %instance.label(), %retry_after, "{message}");
         return Err(message);
     }
-    match start(ctx, instance).await {
-        Ok(()) => {
-            ctx.note_retried(instance.name());
-            Ok(Advance::Started)
-        }
-        Err(error) => {
-            let message = error_chain(&error);
-            let retry_after = ctx.note_failure(instance.name(), message.clone(), now);
-            tracing::warn!(instance = %instance.label(), %retry_after, error = %message, "upgrade step failed");
-            let note = format!("{message}; the Node stays marked and cordoned, retried after {retry_after}");
-            publish(ctx, instance, Severity::Warning, "UpgradeStepFailed", note).await;
-            Err(message)
-        }
+    if let Err(error) = mark_and_cordon(ctx, instance).await {
+        return Err(step_failed(ctx, instance, &error, now).await);
     }
+    ctx.note_retried(instance.name());
+    let (task_ctx, task_instance) = (Arc::clone(ctx), instance.clone());
+    let started = std::time::Instant::now();
+    let drain = tokio::spawn(async move {
+        if let Err(error) = drain_and_hand_over(&task_ctx, &task_instance).await {
+            let elapsed = SignedDuration::try_from(started.elapsed()).unwrap_or(SignedDuration::ZERO);
+            let failed_at = now.checked_add(elapsed).unwrap_or(now);
+            step_failed(&task_ctx, &task_instance, &error, failed_at).await;
+        }
+        task_ctx.drain_ended();
+    });
+    ctx.track_drain(instance.name(), drain);
+    Ok(Advance::Started)
 }
 
-async fn start(ctx: &UpgradesContext, instance: &ObservedInstance) -> Result<(), UpgradesError> {
+/// Records a failed step for backoff and publishes it; returns the error as one sentence.
+async fn step_failed(
+    ctx: &UpgradesContext,
+    instance: &ObservedInstance,
+    error: &UpgradesError,
+    at: Timestamp,
+) -> String {
+    let message = error_chain(error);
+    let retry_after = ctx.note_failure(instance.name(), message.clone(), at);
+    tracing::warn!(instance = %instance.label(), %retry_after, error = %message, "upgrade step failed");
+    let note = format!("{message}; the Node stays marked and cordoned, retried after {retry_after}");
+    publish(ctx, instance, Severity::Warning, "UpgradeStepFailed", note).await;
+    message
+}
+
+/// Marks the Node upgrading (claiming the budget) and cordons it.
+async fn mark_and_cordon(ctx: &UpgradesContext, instance: &ObservedInstance) -> Result<(), UpgradesError> {
     let (Some(node), Some(node_name)) = (&instance.node, instance.node_name()) else {
         return Ok(());
     };
@@ -193,6 +220,14 @@ async fn start(ctx: &UpgradesContext, instance: &ObservedInstance) -> Result<(),
             .await
             .map_err(|source| step_error(instance, format!("cordon Node {node_name}"), source))?;
     }
+    Ok(())
+}
+
+/// Drains the Node (eviction API, budgets honoured), then writes phase `Upgrading`.
+async fn drain_and_hand_over(ctx: &UpgradesContext, instance: &ObservedInstance) -> Result<(), UpgradesError> {
+    let Some(node_name) = instance.node_name() else {
+        return Ok(());
+    };
     let report = ctx
         .drainer
         .drain(node_name, &ctx.settings.drain)

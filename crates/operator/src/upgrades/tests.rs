@@ -13,7 +13,9 @@ use serde_json::json;
 use wmco_cluster_client::fake::{FakeDrainer, FakeEvents, FakeInstanceRecords, FakeNodes};
 use wmco_cluster_client::names::{PUB_KEY_HASH_ANNOTATION, UPGRADING_LABEL, VERSION_ANNOTATION};
 use wmco_cluster_client::types::{Phase as RecordPhase, WindowsInstance};
-use wmco_cluster_client::{BlockReason, BlockedPod, DrainOptions, InstanceRecords, NodeMetadataPatch, Nodes, Severity};
+use wmco_cluster_client::{
+    BlockReason, BlockedPod, DrainOptions, DrainReport, Drainer, InstanceRecords, NodeMetadataPatch, Nodes, Severity,
+};
 
 use super::*;
 
@@ -64,7 +66,7 @@ impl Cluster {
     }
 
     /// A fresh executor (as after an operator restart) over this cluster.
-    fn executor(&self, max_unavailable: u32) -> UpgradesContext {
+    fn executor(&self, max_unavailable: u32) -> Arc<UpgradesContext> {
         let settings = UpgradeSettings {
             namespace: NAMESPACE.into(),
             operator_version: Version::parse(NEW).unwrap(),
@@ -73,14 +75,14 @@ impl Cluster {
             pub_key_hash: KEY.into(),
             drain: DrainOptions::default(),
         };
-        UpgradesContext::new(
+        Arc::new(UpgradesContext::new(
             self.records.clone(),
             self.nodes.clone(),
             self.drainer.clone(),
             self.events.clone(),
             self.api_server.clone(),
             settings,
-        )
+        ))
     }
 
     async fn add(&self, name: &str, host: Host) {
@@ -160,6 +162,13 @@ impl Cluster {
     }
 }
 
+/// One fleet reconcile, then the end of the drains it started.
+async fn settled(executor: &Arc<UpgradesContext>, now: Timestamp) -> FleetOutcome {
+    let outcome = reconcile_fleet(executor, now).await.unwrap();
+    executor.wait_for_drains().await;
+    outcome
+}
+
 fn at(text: &str) -> Timestamp {
     text.parse().unwrap()
 }
@@ -178,7 +187,7 @@ async fn budget_one_marks_cordons_drains_and_hands_over_exactly_one_host() {
     }
     let executor = cluster.executor(1);
 
-    let outcome = reconcile_fleet(&executor, at(NOW)).await.unwrap();
+    let outcome = settled(&executor, at(NOW)).await;
     assert_eq!(outcome.started, labels(&["a"]));
     assert_eq!((outcome.finished.len(), outcome.failed.len()), (0, 0));
     assert_eq!(cluster.node_marks("a"), (true, true));
@@ -197,7 +206,7 @@ async fn budget_one_marks_cordons_drains_and_hands_over_exactly_one_host() {
         )]
     );
 
-    let again = reconcile_fleet(&executor, at(NOW)).await.unwrap();
+    let again = settled(&executor, at(NOW)).await;
     assert!(again.started.is_empty());
     assert_eq!(cluster.drainer.drained(), ["a"], "an upgrade handed over is not drained again");
     assert_eq!(cluster.unavailable(&["a", "b", "c"]), ["a"]);
@@ -213,7 +222,7 @@ async fn budget_four_counts_the_already_unavailable_first() {
     cluster.add("e", Host { unschedulable: true, marked: true, phase: RecordPhase::Upgrading, ..AT_OLD }).await;
     cluster.add("z", Host { version: NEW, ready: false, ..AT_OLD }).await;
 
-    let outcome = reconcile_fleet(&cluster.executor(4), at(NOW)).await.unwrap();
+    let outcome = settled(&cluster.executor(4), at(NOW)).await;
     assert_eq!(outcome.started, labels(&["a", "b"]));
     assert_eq!((outcome.plan.summary.unavailable_before, outcome.plan.summary.unavailable_after), (2, 4));
     let mut drained = cluster.drainer.drained();
@@ -233,11 +242,11 @@ async fn a_restarted_executor_keeps_the_budget_from_cluster_state() {
     let mark = NodeMetadataPatch::default().set_label(UPGRADING_LABEL, "true");
     cluster.nodes.patch_metadata("a", &mark).await.unwrap();
 
-    let first = reconcile_fleet(&cluster.executor(1), at(NOW)).await.unwrap();
+    let first = settled(&cluster.executor(1), at(NOW)).await;
     assert_eq!(first.started, labels(&["a"]), "the marked host is continued, not a second one started");
     assert_eq!(cluster.node_marks("a"), (true, true));
 
-    let restarted = reconcile_fleet(&cluster.executor(1), at(NOW)).await.unwrap();
+    let restarted = settled(&cluster.executor(1), at(NOW)).await;
     assert!(restarted.started.is_empty());
     assert_eq!(cluster.drainer.drained(), ["a"]);
     assert_eq!(cluster.unavailable(&["a", "b"]), ["a"]);
@@ -253,7 +262,7 @@ async fn an_upgrade_whose_kubelet_is_newer_than_the_api_server_waits_with_one_wa
     *cluster.api_server.0.lock().unwrap() = Version::new(1, 35, 4);
     let executor = cluster.executor(1);
 
-    let outcome = reconcile_fleet(&executor, at(NOW)).await.unwrap();
+    let outcome = settled(&executor, at(NOW)).await;
     assert!(outcome.started.is_empty());
     assert_eq!(outcome.held_by_skew, labels(&["a", "b"]));
     assert_eq!(cluster.unavailable(&["a", "b"]), Vec::<String>::new());
@@ -263,11 +272,11 @@ async fn an_upgrade_whose_kubelet_is_newer_than_the_api_server_waits_with_one_wa
         |name: &str| (name.to_owned(), Severity::Warning, "UpgradeBlockedByVersionSkew".to_owned(), note.to_owned());
     assert_eq!(cluster.events(), [warning("a"), warning("b")]);
 
-    reconcile_fleet(&executor, at(NOW)).await.unwrap();
+    settled(&executor, at(NOW)).await;
     assert_eq!(cluster.events().len(), 2, "the warning is not repeated");
 
     *cluster.api_server.0.lock().unwrap() = Version::new(1, 36, 0);
-    let released = reconcile_fleet(&executor, at(NOW)).await.unwrap();
+    let released = settled(&executor, at(NOW)).await;
     assert_eq!((released.started, released.held_by_skew), (labels(&["a"]), Vec::new()));
 }
 
@@ -281,24 +290,20 @@ async fn a_failed_drain_leaves_the_node_marked_and_is_retried_after_backoff() {
     cluster.drainer.block("a", vec![blocked]);
     let executor = cluster.executor(1);
 
-    let outcome = reconcile_fleet(&executor, at(NOW)).await.unwrap();
-    assert!(outcome.started.is_empty());
-    assert_eq!(outcome.failed.len(), 1);
-    assert_eq!(outcome.failed[0].0, "wmco/a");
-    assert!(
-        outcome.failed[0].1.starts_with("WindowsInstance wmco/a: drain Node a failed: "),
-        "{}",
-        outcome.failed[0].1
-    );
-    assert_eq!(outcome.next_retry, Some(at("2026-11-22T04:00:30Z")));
+    let outcome = settled(&executor, at(NOW)).await;
+    assert_eq!((outcome.started, outcome.failed), (labels(&["a"]), Vec::new()), "the drain fails in the background");
+    let retry_after = executor.next_retry().unwrap();
+    assert!(at("2026-11-22T04:00:30Z") <= retry_after && retry_after < at("2026-11-22T04:00:31Z"), "{retry_after}");
     assert_eq!(cluster.node_marks("a"), (true, true));
     assert_eq!((cluster.phase("a"), cluster.phase("b")), (RecordPhase::Ready, RecordPhase::Ready));
     let warnings: Vec<_> = cluster.events().into_iter().filter(|event| event.1 == Severity::Warning).collect();
     assert_eq!(warnings.len(), 1);
     assert_eq!((warnings[0].0.as_str(), warnings[0].2.as_str()), ("a", "UpgradeStepFailed"));
-    assert!(warnings[0].3.ends_with("the Node stays marked and cordoned, retried after 2026-11-22T04:00:30Z"));
+    let note = &warnings[0].3;
+    assert!(note.starts_with("WindowsInstance wmco/a: drain Node a failed: "), "{note}");
+    assert!(note.contains("; the Node stays marked and cordoned, retried after 2026-11-22T04:00:30"), "{note}");
 
-    let during_backoff = reconcile_fleet(&executor, at("2026-11-22T04:00:20Z")).await.unwrap();
+    let during_backoff = settled(&executor, at("2026-11-22T04:00:20Z")).await;
     assert_eq!(
         (during_backoff.started.len(), during_backoff.failed.len()),
         (0, 0),
@@ -307,10 +312,56 @@ async fn a_failed_drain_leaves_the_node_marked_and_is_retried_after_backoff() {
     assert_eq!(cluster.events().len(), 2, "no retry, so no new Event");
 
     cluster.drainer.unblock("a");
-    let retried = reconcile_fleet(&executor, at("2026-11-22T04:00:31Z")).await.unwrap();
+    let retried = settled(&executor, at("2026-11-22T04:00:31Z")).await;
     assert_eq!(retried.started, labels(&["a"]));
     assert_eq!(cluster.phase("a"), RecordPhase::Upgrading);
-    assert_eq!(retried.next_retry, None);
+    assert_eq!(cluster.drainer.drained(), ["a"]);
+    assert_eq!(executor.next_retry(), None);
+}
+
+/// A drainer whose drains wait until released, counting the calls.
+struct HeldDrainer {
+    calls: Mutex<Vec<String>>,
+    release: tokio::sync::Semaphore,
+}
+
+#[async_trait::async_trait]
+impl Drainer for HeldDrainer {
+    async fn drain(&self, node: &str, _options: &DrainOptions) -> wmco_cluster_client::Result<DrainReport> {
+        self.calls.lock().unwrap().push(node.to_owned());
+        let _permit = self.release.acquire().await.unwrap();
+        Ok(DrainReport::default())
+    }
+}
+
+#[tokio::test]
+async fn a_drain_still_running_is_not_started_twice_and_holds_its_budget() {
+    let cluster = Cluster::new();
+    for name in ["a", "b"] {
+        cluster.add(name, AT_OLD).await;
+    }
+    let drainer = Arc::new(HeldDrainer { calls: Mutex::default(), release: tokio::sync::Semaphore::new(0) });
+    let settings = cluster.executor(1).settings.clone();
+    let executor = Arc::new(UpgradesContext::new(
+        cluster.records.clone(),
+        cluster.nodes.clone(),
+        drainer.clone(),
+        cluster.events.clone(),
+        cluster.api_server.clone(),
+        settings,
+    ));
+
+    let first = reconcile_fleet(&executor, at(NOW)).await.unwrap();
+    tokio::task::yield_now().await;
+    let second = reconcile_fleet(&executor, at(NOW)).await.unwrap();
+    assert_eq!((first.started, second.started), (labels(&["a"]), Vec::new()));
+    assert_eq!(*drainer.calls.lock().unwrap(), ["a"], "one drain, still running");
+    assert_eq!(cluster.unavailable(&["a", "b"]), ["a"]);
+    assert_eq!(cluster.phase("a"), RecordPhase::Ready, "not handed over before the drain ends");
+
+    drainer.release.add_permits(1);
+    executor.wait_for_drains().await;
+    assert_eq!(cluster.phase("a"), RecordPhase::Upgrading);
 }
 
 #[tokio::test]
@@ -320,10 +371,10 @@ async fn a_finished_upgrade_is_uncordoned_and_unmarked_and_the_next_starts_in_th
         cluster.add(name, AT_OLD).await;
     }
     let executor = cluster.executor(1);
-    reconcile_fleet(&executor, at(NOW)).await.unwrap();
+    settled(&executor, at(NOW)).await;
     cluster.configure_pass_finishes("a").await;
 
-    let outcome = reconcile_fleet(&executor, at(NOW)).await.unwrap();
+    let outcome = settled(&executor, at(NOW)).await;
     assert_eq!((outcome.finished, outcome.started), (labels(&["a"]), labels(&["b"])));
     assert_eq!(cluster.node_marks("a"), (false, false));
     assert_eq!(cluster.node_marks("b"), (true, true));
@@ -351,7 +402,7 @@ async fn a_rolling_upgrade_of_six_hosts_never_exceeds_the_budget_of_two() {
     for round in 0..10 {
         // A new executor every round: restarts must not change the outcome.
         let executor = cluster.executor(2);
-        reconcile_fleet(&executor, now).await.unwrap();
+        settled(&executor, now).await;
         let unavailable = cluster.unavailable(&names);
         most_unavailable = most_unavailable.max(unavailable.len());
         for name in &unavailable {
