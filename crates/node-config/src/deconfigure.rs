@@ -5,11 +5,12 @@
 //! The Node is deleted only after the host was cleaned, so a host the operator cannot reach keeps its Node (its
 //! kubelet may still run) — unless the admin set `windowsmachineconfig.openshift.io/force-remove: "true"` on the
 //! `WindowsInstance`, in which case host and drain failures are reported in the outcome and the Node goes anyway.
+//! A Machine's record is treated the same way: the machine API drains the Machine and destroys its VM.
 //! Releasing the record's finalizer is the controller's job once this returns `Ok`.
 
 use wmco_cluster_client::DrainOptions;
 use wmco_cluster_client::names::FORCE_REMOVE_ANNOTATION;
-use wmco_cluster_client::types::{Phase as RecordPhase, WindowsInstance};
+use wmco_cluster_client::types::{InstanceOrigin, Phase as RecordPhase, WindowsInstance};
 use wmco_windows_services::{HostState, LEGACY_DAEMON_SERVICE, ProbeRequest, ServiceName, WinPath, plan};
 
 use crate::configure::ClusterAccess;
@@ -70,6 +71,13 @@ pub fn force_remove_requested(instance: &WindowsInstance) -> bool {
         == Some(&"true".to_owned())
 }
 
+/// Whether failures may be skipped when deconfiguring `instance`: force-remove is set, or the record belongs to a
+/// Machine. A Machine's record is deleted because the Machine is being deleted; the machine API drains it and
+/// destroys its VM, so an unreachable host or a blocked drain must not keep the record (and its finalizer) forever.
+fn failures_skippable(instance: &WindowsInstance) -> bool {
+    force_remove_requested(instance) || instance.spec.origin == InstanceOrigin::Machine
+}
+
 /// Deconfigures the host of `inputs.instance` over `session`.
 ///
 /// ```no_run
@@ -114,7 +122,7 @@ async fn deconfigure_pass(
     inputs: &DeconfigureInputs<'_>,
     recorder: &mut Recorder<'_>,
 ) -> Result<DeconfigureOutcome, FlowError> {
-    let force = force_remove_requested(inputs.instance);
+    let force = failures_skippable(inputs.instance);
     recorder.set_phase(RecordPhase::Deconfiguring);
     recorder.save().await?;
     let cluster_error = |step, source| FlowError::Cluster { host: session.label().to_owned(), step, source };

@@ -531,6 +531,26 @@ async fn deconfigure_of_an_unreachable_host_keeps_the_node_unless_force_remove_i
 }
 
 #[tokio::test]
+async fn deconfigure_of_an_unreachable_machine_host_skips_the_host_and_deletes_the_node() {
+    let world = World::new().await;
+    let session = world.session();
+    world.configure_to_ready(&session).await;
+    world.host.set_fault(Fault::Unreachable);
+
+    let mut instance = world.record();
+    instance.spec.origin = InstanceOrigin::Machine;
+    let drain = DrainOptions::default();
+    let outcome = deconfigure(&session, world.cluster(), &DeconfigureInputs { instance: &instance, drain: &drain })
+        .await
+        .unwrap();
+    assert!(!outcome.host_cleaned);
+    assert_eq!(outcome.node_name.as_deref(), Some(NAME));
+    assert_eq!(outcome.forced_past.len(), 1);
+    assert!(outcome.forced_past[0].contains("unreachable"), "{:?}", outcome.forced_past);
+    assert!(world.nodes.node(NAME).is_none());
+}
+
+#[tokio::test]
 async fn a_blocked_drain_stops_deconfiguration_before_the_host_is_touched() {
     let world = World::new().await;
     let session = world.session();
