@@ -16,6 +16,8 @@
 //!   records and configures (or, once a record is deleted, deconfigures) each host with `wmco-node-config`.
 //! - [`user_data`]: the user-data controller. It keeps Secret `windows-user-data` (`openshift-machine-api`) equal to
 //!   the script rendered from `cloud-private-key`, reverting hand edits; a weak key gets a Warning Event instead.
+//! - [`rekey`]: the key rotation. After `cloud-private-key` changes it replaces the Machines configured with the old
+//!   key (within the upgrade budget) and checks BYOH hosts with the new key, telling the admin what to add where.
 //! - [`upgrades`]: the upgrade executor. It carries out the upgrade-planner's decisions for the whole fleet
 //!   within the unavailability budget read from cluster state: mark, cordon, drain, hand over to the configure
 //!   pass, then uncordon and unmark.
@@ -28,6 +30,7 @@ pub mod instances;
 pub mod machines;
 pub mod metrics;
 pub mod operator_key;
+pub mod rekey;
 pub mod upgrades;
 pub mod user_data;
 pub mod wiring;

@@ -25,6 +25,9 @@ pub struct OperatorKey {
     pub private_key: PrivateKey,
     /// Lower-case hex SHA-256 of the public key's authorized-key line (Node annotation `pub-key-hash`).
     pub pub_key_hash: String,
+    /// The public key's authorized-key line (`<type> <base64>`), the line an admin adds to a host's
+    /// `administrators_authorized_keys`; public, fine to show.
+    pub authorized_key: String,
 }
 
 impl fmt::Debug for OperatorKey {
@@ -32,6 +35,7 @@ impl fmt::Debug for OperatorKey {
         f.debug_struct("OperatorKey")
             .field("private_key", &self.private_key)
             .field("pub_key_hash", &self.pub_key_hash)
+            .field("authorized_key", &self.authorized_key)
             .finish()
     }
 }
@@ -91,7 +95,11 @@ pub async fn load_operator_key(secrets: &dyn Secrets, namespace: &str) -> Result
     let pem = std::str::from_utf8(&bytes.0).map_err(|_| unusable("the data is not UTF-8 PEM text".to_owned()))?;
     let public_key = PublicKey::from_private_key_pem(pem).map_err(|error| unusable(error.to_string()))?;
     let private_key = PrivateKey::from_pem(pem).map_err(|error| unusable(error.to_string()))?;
-    Ok(OperatorKey { private_key, pub_key_hash: public_key.pub_key_hash() })
+    Ok(OperatorKey {
+        private_key,
+        pub_key_hash: public_key.pub_key_hash(),
+        authorized_key: public_key.authorized_key_line(),
+    })
 }
 
 /// Loads the operator key, retrying every `retry` until it is usable. Each distinct problem is logged as an

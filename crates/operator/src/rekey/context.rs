@@ -1,0 +1,270 @@
+//! The rotation's seams and settings: the cluster traits, the Windows Machine listing ([`WindowsMachines`]), the
+//! key check on a host ([`KeyChecker`], over SSH in production), and the only process-local state: which Warning
+//! Events were already published (one per record, key and problem).
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use kube::Client;
+use kube::api::{Api, ListParams};
+use semver::Version;
+use wmco_cluster_client::types::{Machine, WindowsInstance};
+use wmco_cluster_client::{EventPublisher, InstanceRecords, Machines, Nodes, Secrets, Verb};
+use wmco_machines::names::{MACHINE_API_NAMESPACE, OS_ID_LABEL, WINDOWS_OS_ID};
+use wmco_ssh_transport::{HostConfig, HostKey, HostKeyPolicy, PrivateKey, SshHost, TransportError};
+use wmco_upgrade_planner::Policy;
+
+use crate::upgrades::ApiServerVersion;
+
+/// The rotation's configuration.
+#[derive(Clone, Debug)]
+pub struct RekeySettings {
+    /// The operator namespace (records, `cloud-private-key`).
+    pub namespace: String,
+    /// The operator's version (the planner's policy needs it; a Machine replacement installs this version).
+    pub operator_version: Version,
+    /// The kubelet version the payload installs (the skew rule holds Machine replacements back like upgrades).
+    pub payload_kubelet_version: Version,
+    /// `--max-unavailable`: the budget shared with upgrades, BYOH and Machines together.
+    pub max_unavailable: u32,
+    /// At most this many BYOH key checks (and configurations) at once.
+    pub max_concurrent_configurations: u32,
+    /// How soon a host whose check failed (new key not authorized, host unreachable) is checked again.
+    pub retry: Duration,
+}
+
+impl RekeySettings {
+    /// Settings with the planner's default concurrency (8) and a 30-second retry.
+    ///
+    /// ```
+    /// use semver::Version;
+    /// use wmco_operator::rekey::RekeySettings;
+    /// let settings = RekeySettings::new("wmco", Version::new(1, 0, 0), Version::new(1, 33, 0), 1);
+    /// assert_eq!((settings.max_concurrent_configurations, settings.retry.as_secs()), (8, 30));
+    /// ```
+    pub fn new(
+        namespace: impl Into<String>,
+        operator_version: Version,
+        payload_kubelet_version: Version,
+        max_unavailable: u32,
+    ) -> Self {
+        RekeySettings {
+            namespace: namespace.into(),
+            operator_version,
+            payload_kubelet_version,
+            max_unavailable,
+            max_concurrent_configurations: 8,
+            retry: Duration::from_secs(30),
+        }
+    }
+
+    /// The planner's policy against an API server at `cluster_kubernetes_version`.
+    pub(crate) fn policy(&self, cluster_kubernetes_version: Version) -> Policy {
+        Policy {
+            max_unavailable: self.max_unavailable,
+            max_concurrent_configurations: self.max_concurrent_configurations,
+            ..Policy::new(
+                self.operator_version.clone(),
+                cluster_kubernetes_version,
+                self.payload_kubelet_version.clone(),
+            )
+        }
+    }
+}
+
+/// Lists the Windows Machines of the machine API.
+#[async_trait]
+pub trait WindowsMachines: Send + Sync {
+    /// Every Machine labelled `machine.openshift.io/os-id: Windows` in `openshift-machine-api`, being deleted or not.
+    async fn list(&self) -> wmco_cluster_client::Result<Vec<Machine>>;
+}
+
+/// [`WindowsMachines`] over the API server.
+#[derive(Clone)]
+pub struct KubeWindowsMachines {
+    client: Client,
+}
+
+impl KubeWindowsMachines {
+    /// Lists through `client`.
+    pub fn new(client: Client) -> Self {
+        KubeWindowsMachines { client }
+    }
+}
+
+#[async_trait]
+impl WindowsMachines for KubeWindowsMachines {
+    async fn list(&self) -> wmco_cluster_client::Result<Vec<Machine>> {
+        let selector = format!("{OS_ID_LABEL}={WINDOWS_OS_ID}");
+        Api::<Machine>::namespaced(self.client.clone(), MACHINE_API_NAMESPACE)
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map(|list| list.items)
+            .map_err(|source| {
+                wmco_cluster_client::Error::api(
+                    Verb::List,
+                    "Machine",
+                    format!("in {MACHINE_API_NAMESPACE} with {selector}"),
+                    source,
+                )
+            })
+    }
+}
+
+/// Why the new key could not be confirmed on a host.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum KeyCheckFailure {
+    /// The host refused the key: the admin has not added it to the host's authorized keys yet.
+    #[error("the host refused the key: {reason}")]
+    NotAuthorized {
+        /// What the SSH library said.
+        reason: String,
+    },
+    /// Anything else (unreachable, timed out, host key mismatch): the key's status is unknown.
+    #[error("{reason}")]
+    Failed {
+        /// The transport's error.
+        reason: String,
+    },
+}
+
+/// Logs in to a record's host with a given key; nothing else.
+#[async_trait]
+pub trait KeyChecker: Send + Sync {
+    /// Whether `key` logs in to `instance`'s host as its SSH user (honouring the host key pinned in the record).
+    ///
+    /// # Errors
+    /// [`KeyCheckFailure::NotAuthorized`] when the host refuses the key, [`KeyCheckFailure::Failed`] otherwise.
+    async fn check(&self, instance: &WindowsInstance, key: &PrivateKey) -> Result<(), KeyCheckFailure>;
+}
+
+/// [`KeyChecker`] over SSH: a fresh, unpooled connection per check (a pooled handle may still hold the old key),
+/// closed at once.
+#[derive(Clone, Debug)]
+pub struct SshKeyChecker {
+    port: u16,
+    client_version_suffix: Option<String>,
+}
+
+impl SshKeyChecker {
+    /// Checks on `port` (the `--ssh-port` flag), sending `client_version_suffix` (the process identity).
+    pub fn new(port: u16, client_version_suffix: Option<String>) -> Self {
+        SshKeyChecker { port, client_version_suffix }
+    }
+
+    fn host_config(&self, instance: &WindowsInstance, key: &PrivateKey) -> Result<HostConfig, KeyCheckFailure> {
+        let mut config = HostConfig::new(&instance.spec.address, &instance.spec.username, key.clone());
+        config.port = self.port;
+        config.client_version_suffix.clone_from(&self.client_version_suffix);
+        if let Some(line) = instance.status.as_ref().and_then(|status| status.pinned_host_key.as_deref()) {
+            let pinned = HostKey::from_openssh(line).map_err(|error| KeyCheckFailure::Failed {
+                reason: format!("the pinned host key is unreadable: {error}"),
+            })?;
+            config.host_key_policy = HostKeyPolicy::Pinned(pinned);
+        }
+        Ok(config)
+    }
+}
+
+#[async_trait]
+impl KeyChecker for SshKeyChecker {
+    async fn check(&self, instance: &WindowsInstance, key: &PrivateKey) -> Result<(), KeyCheckFailure> {
+        let host = SshHost::new(self.host_config(instance, key)?).map_err(classify)?;
+        host.connect().await.map_err(classify)?;
+        if let Err(error) = host.disconnect().await {
+            tracing::debug!(host = %host_label(instance), error = %error, "closing the key check's connection");
+        }
+        Ok(())
+    }
+}
+
+fn classify(error: TransportError) -> KeyCheckFailure {
+    match error {
+        TransportError::Authentication { reason, .. } => KeyCheckFailure::NotAuthorized { reason },
+        other => KeyCheckFailure::Failed { reason: other.to_string() },
+    }
+}
+
+fn host_label(instance: &WindowsInstance) -> String {
+    format!("{}@{}", instance.spec.username, instance.spec.address)
+}
+
+/// Everything a rotation reconcile needs (`Arc<RekeyContext>` is shared with the controller loop).
+pub struct RekeyContext {
+    /// Reads the records.
+    pub records: Arc<dyn InstanceRecords>,
+    /// Reads Nodes and writes their `pub-key-hash`.
+    pub nodes: Arc<dyn Nodes>,
+    /// Reads and deletes Machines.
+    pub machines: Arc<dyn Machines>,
+    /// Lists the Windows Machines.
+    pub windows_machines: Arc<dyn WindowsMachines>,
+    /// Reads `cloud-private-key` (the key is read on every reconcile, so a rotation takes effect at once).
+    pub secrets: Arc<dyn Secrets>,
+    /// Publishes Events on the records.
+    pub events: Arc<dyn EventPublisher>,
+    /// The API server's version (skew rule).
+    pub api_server: Arc<dyn ApiServerVersion>,
+    /// Logs in to hosts with the new key.
+    pub key_checker: Arc<dyn KeyChecker>,
+    /// Namespace, versions, budget, retry.
+    pub settings: RekeySettings,
+    published: Mutex<HashSet<String>>,
+}
+
+impl RekeyContext {
+    /// A context over the given seams.
+    #[expect(clippy::too_many_arguments, reason = "one argument per seam, named at the call site")]
+    pub fn new(
+        records: Arc<dyn InstanceRecords>,
+        nodes: Arc<dyn Nodes>,
+        machines: Arc<dyn Machines>,
+        windows_machines: Arc<dyn WindowsMachines>,
+        secrets: Arc<dyn Secrets>,
+        events: Arc<dyn EventPublisher>,
+        api_server: Arc<dyn ApiServerVersion>,
+        key_checker: Arc<dyn KeyChecker>,
+        settings: RekeySettings,
+    ) -> Self {
+        RekeyContext {
+            records,
+            nodes,
+            machines,
+            windows_machines,
+            secrets,
+            events,
+            api_server,
+            key_checker,
+            settings,
+            published: Mutex::default(),
+        }
+    }
+
+    /// A context over the API server behind `client` (records, Nodes, Machines, Secrets, the API server's version),
+    /// with the caller's Event publisher and key checker.
+    pub fn for_cluster(
+        client: &Client,
+        events: Arc<dyn EventPublisher>,
+        key_checker: Arc<dyn KeyChecker>,
+        settings: RekeySettings,
+    ) -> Self {
+        RekeyContext::new(
+            Arc::new(wmco_cluster_client::KubeInstanceRecords::new(client.clone())),
+            Arc::new(wmco_cluster_client::KubeNodes::new(client.clone())),
+            Arc::new(wmco_cluster_client::KubeMachines::new(client.clone())),
+            Arc::new(KubeWindowsMachines::new(client.clone())),
+            Arc::new(wmco_cluster_client::KubeSecrets::new(client.clone())),
+            events,
+            Arc::new(crate::upgrades::KubeApiServerVersion::new(client.clone())),
+            key_checker,
+            settings,
+        )
+    }
+
+    /// `true` the first time `key` is seen (one Warning Event per record, key hash and problem).
+    pub(crate) fn first_publication(&self, key: String) -> bool {
+        self.published.lock().unwrap_or_else(PoisonError::into_inner).insert(key)
+    }
+}

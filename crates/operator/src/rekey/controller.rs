@@ -1,0 +1,196 @@
+//! The kube-runtime wiring of the rotation: one loop that reconciles the whole fleet when `cloud-private-key`
+//! changes, when a Windows Node changes in a way the decision reads (its `pub-key-hash`, version, readiness,
+//! schedulability, the `upgrading` mark, or it comes or goes — not status heartbeats), when a Windows Machine or a
+//! `WindowsInstance` changes, after [`RekeySettings::retry`](super::RekeySettings) while a host waits for the
+//! admin, and at least every [`RESYNC`]. Triggers arriving during a reconcile are coalesced into one follow-up
+//! reconcile; reconciles never overlap, and each reads the key and the fleet fresh from the API server.
+//!
+//! Exercised against a real API server by the e2e suite.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{FutureExt, Stream, StreamExt};
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{Node, Secret};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client};
+use wmco_cluster_client::names::{KUBERNETES_OS_LABEL, PUB_KEY_HASH_ANNOTATION, UPGRADING_LABEL, VERSION_ANNOTATION};
+use wmco_cluster_client::types::{Machine, WindowsInstance};
+use wmco_machines::names::{MACHINE_API_NAMESPACE, OS_ID_LABEL, WINDOWS_OS_ID};
+
+use super::{RekeyContext, reconcile_rotation};
+use crate::operator_key::PRIVATE_KEY_SECRET;
+
+/// The longest the rotation goes without reconciling the fleet.
+pub const RESYNC: Duration = Duration::from_secs(60);
+/// The first retry after a failed reconcile (key unusable, API server unreachable); doubled up to [`RESYNC`].
+const FIRST_RETRY: Duration = Duration::from_secs(1);
+
+/// Runs the rotation loop until the watches end (the process shuts down). `watch_machines` is `false` where the
+/// machine API is not served (plain Kubernetes: BYOH hosts only).
+///
+/// ```no_run
+/// # async fn run(client: kube::Client, context: std::sync::Arc<wmco_operator::rekey::RekeyContext>) {
+/// wmco_operator::rekey::controller(client, context, true).await;
+/// # }
+/// ```
+pub async fn controller(client: Client, ctx: Arc<RekeyContext>, watch_machines: bool) {
+    let namespace = ctx.settings.namespace.clone();
+    let key_secret = watcher::Config::default().fields(&format!("metadata.name={PRIVATE_KEY_SECRET}"));
+    let key_changes = log_errors(
+        watcher(Api::<Secret>::namespaced(client.clone(), &namespace), key_secret).default_backoff(),
+        "the key Secret",
+    );
+    let record_changes = log_errors(
+        watcher(Api::<WindowsInstance>::namespaced(client.clone(), &namespace), watcher::Config::default())
+            .default_backoff(),
+        "WindowsInstances",
+    );
+    let windows_nodes = watcher::Config::default().labels(&format!("{KUBERNETES_OS_LABEL}=windows"));
+    let node_changes = read_node_changes(watcher(Api::<Node>::all(client.clone()), windows_nodes).default_backoff());
+    let mut triggers =
+        futures::stream::select(futures::stream::select(key_changes, record_changes), node_changes).boxed();
+    if watch_machines {
+        let windows_machines = watcher::Config::default().labels(&format!("{OS_ID_LABEL}={WINDOWS_OS_ID}"));
+        let machines = Api::<Machine>::namespaced(client, MACHINE_API_NAMESPACE);
+        let machine_changes = log_errors(watcher(machines, windows_machines).default_backoff(), "Windows Machines");
+        triggers = futures::stream::select(triggers, machine_changes).boxed();
+    }
+
+    let mut wait = Duration::ZERO;
+    let mut failed_reconciles = 0u32;
+    loop {
+        tokio::select! {
+            trigger = triggers.next() => if trigger.is_none() { return },
+            () = tokio::time::sleep(wait) => {}
+        }
+        while let Some(Some(())) = triggers.next().now_or_never() {}
+        match reconcile_rotation(&ctx, Timestamp::now()).await {
+            Ok(outcome) => {
+                failed_reconciles = 0;
+                if !(outcome.replaced.is_empty() && outcome.rekeyed.is_empty() && !outcome.needs_retry()) {
+                    tracing::info!(
+                        replaced = ?outcome.replaced,
+                        rekeyed = ?outcome.rekeyed,
+                        not_authorized = ?outcome.not_authorized,
+                        failed = ?outcome.failed,
+                        waiting = outcome.plan.waiting.len(),
+                        machines_away = ?outcome.plan.machines_away,
+                        "key rotation"
+                    );
+                }
+                wait = if outcome.needs_retry() { ctx.settings.retry.min(RESYNC) } else { RESYNC };
+            }
+            Err(error) => {
+                failed_reconciles = failed_reconciles.saturating_add(1);
+                tracing::warn!(kind = error.metric_label(), error = %error, "key rotation: reconcile failed");
+                let factor = 2u32.saturating_pow(failed_reconciles.saturating_sub(1).min(16));
+                wait = FIRST_RETRY.saturating_mul(factor).min(RESYNC);
+            }
+        }
+    }
+}
+
+/// One item per watch event (errors logged and dropped).
+fn log_errors<K: Send + 'static>(
+    events: impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
+    what: &'static str,
+) -> impl Stream<Item = ()> + Send + 'static {
+    events.filter_map(move |event| {
+        let trigger = match event {
+            Ok(watcher::Event::Init) => None,
+            Ok(_) => Some(()),
+            Err(error) => {
+                tracing::warn!(error = %error, "key rotation: watching {what}");
+                None
+            }
+        };
+        futures::future::ready(trigger)
+    })
+}
+
+/// One item per Node event that changes what the rotation reads; heartbeats that change nothing are dropped.
+fn read_node_changes(
+    events: impl Stream<Item = Result<watcher::Event<Node>, watcher::Error>> + Send + 'static,
+) -> impl Stream<Item = ()> + Send + 'static {
+    let mut seen: HashMap<String, NodeFacts> = HashMap::new();
+    events.filter_map(move |event| {
+        let changed = match event {
+            Ok(watcher::Event::Apply(node) | watcher::Event::InitApply(node)) => {
+                let name = node.metadata.name.clone().unwrap_or_default();
+                let facts = NodeFacts::of(&node);
+                seen.insert(name, facts.clone()).is_none_or(|previous| previous != facts)
+            }
+            Ok(watcher::Event::Delete(node)) => {
+                seen.remove(node.metadata.name.as_deref().unwrap_or_default());
+                true
+            }
+            Ok(watcher::Event::Init) => false,
+            Ok(watcher::Event::InitDone) => true,
+            Err(error) => {
+                tracing::warn!(error = %error, "key rotation: watching Windows Nodes");
+                false
+            }
+        };
+        futures::future::ready(changed.then_some(()))
+    })
+}
+
+/// What the rotation reads from a Node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct NodeFacts {
+    ready: bool,
+    unschedulable: bool,
+    marked: bool,
+    version: Option<String>,
+    pub_key_hash: Option<String>,
+}
+
+impl NodeFacts {
+    fn of(node: &Node) -> Self {
+        let annotation =
+            |key: &str| node.metadata.annotations.as_ref().and_then(|annotations| annotations.get(key)).cloned();
+        NodeFacts {
+            ready: node.status.as_ref().and_then(|status| status.conditions.as_ref()).is_some_and(|conditions| {
+                conditions.iter().any(|condition| condition.type_ == "Ready" && condition.status == "True")
+            }),
+            unschedulable: node.spec.as_ref().and_then(|spec| spec.unschedulable).unwrap_or(false),
+            marked: node
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|labels| labels.get(UPGRADING_LABEL))
+                .is_some_and(|v| v == "true"),
+            version: annotation(VERSION_ANNOTATION),
+            pub_key_hash: annotation(PUB_KEY_HASH_ANNOTATION),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_changes_the_rotation_reads_trigger_a_reconcile() {
+        let node = |hash: &str, heartbeat: &str| -> Node {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "win-1", "annotations": {PUB_KEY_HASH_ANNOTATION: hash}},
+                "status": {"conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": heartbeat}]}
+            }))
+            .unwrap()
+        };
+        let events = futures::stream::iter([
+            Ok(watcher::Event::Init),
+            Ok(watcher::Event::InitApply(node("old", "2026-11-22T04:00:00Z"))),
+            Ok(watcher::Event::InitDone),
+            Ok(watcher::Event::Apply(node("old", "2026-11-22T04:00:10Z"))),
+            Ok(watcher::Event::Apply(node("new", "2026-11-22T04:00:20Z"))),
+            Ok(watcher::Event::Delete(node("new", "2026-11-22T04:00:20Z"))),
+        ]);
+        let triggers: Vec<()> = futures::executor::block_on(read_node_changes(events).collect());
+        assert_eq!(triggers.len(), 4, "first sight, InitDone, the new hash and the deletion; not the heartbeat");
+    }
+}

@@ -1,0 +1,260 @@
+//! One rotation reconcile: read the current key and the fleet fresh from the API server, decide (pure, see
+//! [`decide`]), then act — delete the admitted Machines and check the admitted BYOH hosts with the new key,
+//! annotating the Node on success and telling the admin exactly what to add where on refusal. A failure on one
+//! host never stops the others; it is reported in the outcome and retried on a later reconcile.
+
+use futures::future::join_all;
+use jiff::Timestamp;
+use kube::Resource;
+use wmco_cluster_client::names::PUB_KEY_HASH_ANNOTATION;
+use wmco_cluster_client::{NewEvent, NodeMetadataPatch, Severity};
+use wmco_machines::names::MACHINE_API_NAMESPACE;
+
+use super::{KeyCheckFailure, RekeyContext, RekeyError, RekeyInputs, RekeyPlan, Replacement, decide};
+use crate::operator_key::{OperatorKey, load_operator_key};
+use crate::upgrades::ObservedInstance;
+
+/// Where Win32-OpenSSH reads the authorized keys of members of the Administrators group (the operator's SSH user
+/// is one: it manages services).
+pub const ADMINISTRATORS_AUTHORIZED_KEYS: &str = r"C:\ProgramData\ssh\administrators_authorized_keys";
+
+/// What one rotation reconcile did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RekeyOutcome {
+    /// The `pub-key-hash` of the key the reconcile worked with.
+    pub key_hash: String,
+    /// The decision it acted on.
+    pub plan: RekeyPlan,
+    /// Machines deleted in this reconcile (`openshift-machine-api/<name>`).
+    pub replaced: Vec<String>,
+    /// Records whose host accepted the new key and whose Node now carries its hash.
+    pub rekeyed: Vec<String>,
+    /// Records whose host refused the new key (the admin has not authorized it yet).
+    pub not_authorized: Vec<String>,
+    /// Records whose step failed otherwise, with the error as a sentence.
+    pub failed: Vec<(String, String)>,
+}
+
+impl RekeyOutcome {
+    /// Whether a host should be checked again soon (refused key or failed step).
+    pub fn needs_retry(&self) -> bool {
+        !self.not_authorized.is_empty() || !self.failed.is_empty()
+    }
+}
+
+/// Reconciles the fleet with the current `cloud-private-key` at `now`.
+///
+/// ```no_run
+/// # async fn example(ctx: &wmco_operator::rekey::RekeyContext) -> Result<(), wmco_operator::rekey::RekeyError> {
+/// let outcome = wmco_operator::rekey::reconcile_rotation(ctx, jiff::Timestamp::now()).await?;
+/// println!("replaced {:?}, re-keyed {:?}, waiting for the admin {:?}",
+///     outcome.replaced, outcome.rekeyed, outcome.not_authorized);
+/// # Ok(())
+/// # }
+/// ```
+///
+/// # Errors
+/// [`RekeyError`] when the key, the API server's version, the records, a Node or the Machines cannot be read.
+/// Failures on single hosts are in [`RekeyOutcome::failed`] and [`RekeyOutcome::not_authorized`].
+pub async fn reconcile_rotation(ctx: &RekeyContext, now: Timestamp) -> Result<RekeyOutcome, RekeyError> {
+    let key = load_operator_key(ctx.secrets.as_ref(), &ctx.settings.namespace)
+        .await
+        .map_err(|source| RekeyError::Key { source })?;
+    let api_server = ctx
+        .api_server
+        .kubernetes_version()
+        .await
+        .map_err(|source| RekeyError::ApiServerVersion { source: Box::new(source) })?;
+    let instances = observe_instances(ctx).await?;
+    let machines = ctx.windows_machines.list().await.map_err(|source| RekeyError::Read {
+        what: format!("the Windows Machines in {MACHINE_API_NAMESPACE}"),
+        source: Box::new(source),
+    })?;
+    let policy = ctx.settings.policy(api_server);
+    let plan = decide(&RekeyInputs {
+        now,
+        key_hash: &key.pub_key_hash,
+        instances: &instances,
+        machines: &machines,
+        policy: &policy,
+    });
+
+    let mut outcome = RekeyOutcome {
+        key_hash: key.pub_key_hash.clone(),
+        plan: plan.clone(),
+        replaced: Vec::new(),
+        rekeyed: Vec::new(),
+        not_authorized: Vec::new(),
+        failed: Vec::new(),
+    };
+    for replacement in &plan.replace {
+        let Some(observed) = find(&instances, &replacement.record) else {
+            continue;
+        };
+        match replace_machine(ctx, observed, replacement, &key).await {
+            Ok(true) => outcome.replaced.push(format!("{MACHINE_API_NAMESPACE}/{}", replacement.machine)),
+            Ok(false) => {}
+            Err(message) => outcome.failed.push((replacement.record.clone(), message)),
+        }
+    }
+    let hosts: Vec<&ObservedInstance> = plan.verify.iter().filter_map(|name| find(&instances, name)).collect();
+    let results = join_all(hosts.iter().map(|observed| rekey_host(ctx, observed, &key))).await;
+    for (observed, result) in hosts.iter().zip(results) {
+        let name = observed.name().to_owned();
+        match result {
+            HostRekey::Rekeyed => outcome.rekeyed.push(name),
+            HostRekey::NotAuthorized => outcome.not_authorized.push(name),
+            HostRekey::Failed(message) => outcome.failed.push((name, message)),
+        }
+    }
+    Ok(outcome)
+}
+
+/// Every record of the operator namespace with its Node (`status.expectedNodeName`), in name order.
+async fn observe_instances(ctx: &RekeyContext) -> Result<Vec<ObservedInstance>, RekeyError> {
+    let namespace = &ctx.settings.namespace;
+    let records = ctx.records.list(namespace).await.map_err(|source| RekeyError::Read {
+        what: format!("the WindowsInstances in {namespace}"),
+        source: Box::new(source),
+    })?;
+    let mut instances = Vec::with_capacity(records.len());
+    for record in records {
+        let node_name = record.status.as_ref().and_then(|status| status.expected_node_name.clone());
+        let node = match node_name {
+            Some(node_name) => ctx
+                .nodes
+                .get(&node_name)
+                .await
+                .map_err(|source| RekeyError::Read { what: format!("Node {node_name}"), source: Box::new(source) })?,
+            None => None,
+        };
+        instances.push(ObservedInstance { record, node });
+    }
+    instances.sort_by(|left, right| left.name().cmp(right.name()));
+    Ok(instances)
+}
+
+fn find<'a>(instances: &'a [ObservedInstance], name: &str) -> Option<&'a ObservedInstance> {
+    instances.iter().find(|observed| observed.name() == name)
+}
+
+/// Deletes the Machine of `replacement` unless it is already gone or going. `Ok(true)` when this call deleted it.
+async fn replace_machine(
+    ctx: &RekeyContext,
+    observed: &ObservedInstance,
+    replacement: &Replacement,
+    key: &OperatorKey,
+) -> Result<bool, String> {
+    let machine = &replacement.machine;
+    let object = format!("{MACHINE_API_NAMESPACE}/{machine}");
+    let current = match ctx.machines.get(MACHINE_API_NAMESPACE, machine).await {
+        Ok(current) => current,
+        Err(error) => return Err(step_failed(ctx, observed, key, &format!("reading Machine {object}"), &error).await),
+    };
+    if current.is_none_or(|current| current.metadata.deletion_timestamp.is_some()) {
+        return Ok(false);
+    }
+    if let Err(error) = ctx.machines.delete(MACHINE_API_NAMESPACE, machine).await {
+        return Err(step_failed(ctx, observed, key, &format!("deleting Machine {object}"), &error).await);
+    }
+    let old = replacement.node_key_hash.as_deref().unwrap_or("none");
+    let note = format!(
+        "Machine {object} was configured with a previous SSH key (pub-key-hash {old}); deleted so its MachineSet \
+         recreates it with the new user data (pub-key-hash {})",
+        key.pub_key_hash
+    );
+    tracing::info!(instance = %observed.label(), "{note}");
+    publish(ctx, observed, Severity::Normal, "MachineReplacedForKeyRotation", note).await;
+    Ok(true)
+}
+
+/// What checking one BYOH host with the new key came to.
+enum HostRekey {
+    Rekeyed,
+    NotAuthorized,
+    Failed(String),
+}
+
+/// Logs in to the record's host with the new key; on success writes the new hash to its Node.
+async fn rekey_host(ctx: &RekeyContext, observed: &ObservedInstance, key: &OperatorKey) -> HostRekey {
+    let spec = &observed.record.spec;
+    match ctx.key_checker.check(&observed.record, &key.private_key).await {
+        Ok(()) => {}
+        Err(KeyCheckFailure::NotAuthorized { reason }) => {
+            let note = not_authorized_note(&spec.username, &spec.address, &key.authorized_key, ctx.settings.retry);
+            tracing::warn!(instance = %observed.label(), reason = %reason, "the new SSH key is not authorized on the host");
+            if ctx.first_publication(format!("{}/{}/not-authorized", observed.label(), key.pub_key_hash)) {
+                publish(ctx, observed, Severity::Warning, "NewKeyNotAuthorized", note).await;
+            }
+            return HostRekey::NotAuthorized;
+        }
+        Err(KeyCheckFailure::Failed { reason }) => {
+            let message = format!("checking the new SSH key on {}@{} failed: {reason}", spec.username, spec.address);
+            tracing::warn!(instance = %observed.label(), "{message}");
+            if ctx.first_publication(format!("{}/{}/check-failed", observed.label(), key.pub_key_hash)) {
+                let note = format!("{message}; retried every {}s", ctx.settings.retry.as_secs());
+                publish(ctx, observed, Severity::Warning, "RekeyCheckFailed", note).await;
+            }
+            return HostRekey::Failed(message);
+        }
+    }
+    let Some(node_name) = observed.node_name() else {
+        return HostRekey::Failed(format!("WindowsInstance {} has no Node to annotate", observed.label()));
+    };
+    let patch = NodeMetadataPatch::default().set_annotation(PUB_KEY_HASH_ANNOTATION, key.pub_key_hash.clone());
+    if let Err(error) = ctx.nodes.patch_metadata(node_name, &patch).await {
+        return HostRekey::Failed(
+            step_failed(ctx, observed, key, &format!("annotating Node {node_name} with the new pub-key-hash"), &error)
+                .await,
+        );
+    }
+    let note = format!(
+        "the new SSH key (pub-key-hash {}) logs in to {}@{}; Node {node_name} annotated",
+        key.pub_key_hash, spec.username, spec.address
+    );
+    tracing::info!(instance = %observed.label(), "{note}");
+    publish(ctx, observed, Severity::Normal, "Rekeyed", note).await;
+    HostRekey::Rekeyed
+}
+
+/// The Warning Event's note for a host that refused the new key: what to add, where, for which user on which host.
+///
+/// ```
+/// use std::time::Duration;
+/// use wmco_operator::rekey::not_authorized_note;
+/// let note = not_authorized_note("Administrator", "10.0.0.5", "ssh-ed25519 AAAAC3Nz", Duration::from_secs(30));
+/// assert!(note.starts_with("the operator's new SSH key is not authorized for user Administrator on host 10.0.0.5: \
+///     add the line \"ssh-ed25519 AAAAC3Nz\" to C:\\ProgramData\\ssh\\administrators_authorized_keys on 10.0.0.5"));
+/// ```
+pub fn not_authorized_note(username: &str, address: &str, authorized_key: &str, retry: std::time::Duration) -> String {
+    format!(
+        "the operator's new SSH key is not authorized for user {username} on host {address}: add the line \
+         \"{authorized_key}\" to {ADMINISTRATORS_AUTHORIZED_KEYS} on {address} (keep the file's ACL limited to \
+         Administrators and SYSTEM); the operator checks again every {}s, and until then the host keeps running but \
+         is not reconfigured or upgraded",
+        retry.as_secs()
+    )
+}
+
+/// Logs a failed cluster step, publishes it once per record, key and step, and returns it as a sentence.
+async fn step_failed(
+    ctx: &RekeyContext,
+    observed: &ObservedInstance,
+    key: &OperatorKey,
+    step: &str,
+    error: &wmco_cluster_client::Error,
+) -> String {
+    let message = format!("{step} failed: {error}");
+    tracing::warn!(instance = %observed.label(), "{message}");
+    if ctx.first_publication(format!("{}/{}/{step}", observed.label(), key.pub_key_hash)) {
+        publish(ctx, observed, Severity::Warning, "RekeyStepFailed", format!("{message}; retried")).await;
+    }
+    message
+}
+
+async fn publish(ctx: &RekeyContext, observed: &ObservedInstance, severity: Severity, reason: &str, note: String) {
+    let event = NewEvent { severity, reason: reason.to_owned(), action: "Rekey".to_owned(), note: Some(note) };
+    if let Err(error) = ctx.events.publish(&observed.record.object_ref(&()), &event).await {
+        tracing::warn!(instance = %observed.label(), error = %error, reason, "could not publish the Event");
+    }
+}

@@ -1,0 +1,446 @@
+//! Rotation scenarios over the `wmco-cluster-client` fakes, a machine API stand-in whose deletions leave the
+//! Machine terminating (as the machine API's finalizer does) and a scripted key checker: Machines replaced one at a
+//! time within the budget (and two at a time with budget 2), the budget shared with an upgrade in progress, a
+//! replacement waiting for its predecessor to come back, BYOH hosts re-keyed or told exactly what to add, failures
+//! retried without repeating Events, and converged re-runs that change nothing.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+use jiff::Timestamp;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{Node, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use semver::Version;
+use serde_json::json;
+use wmco_cluster_client::fake::{FakeEvents, FakeInstanceRecords, FakeNodes, FakeSecrets};
+use wmco_cluster_client::names::{PUB_KEY_HASH_ANNOTATION, UPGRADING_LABEL, VERSION_ANNOTATION};
+use wmco_cluster_client::types::{Machine, WindowsInstance};
+use wmco_cluster_client::{InstanceRecords, Machines, NewEvent, Secrets, Severity};
+use wmco_ssh_transport::PrivateKey;
+use wmco_upgrade_planner::WaitReason;
+use wmco_user_data::PublicKey;
+
+use super::*;
+use crate::operator_key::{PRIVATE_KEY_DATA_KEY, PRIVATE_KEY_SECRET};
+use crate::upgrades::{ApiServerVersion, UpgradesError};
+
+const NAMESPACE: &str = "wmco";
+const MACHINE_NAMESPACE: &str = "openshift-machine-api";
+/// An Ed25519 PKCS#8 key (RFC 8410 test vector): the new key.
+const NEW_KEY: &str = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEINTuctv5E1hK1bbY8fdp+K06/nwoy/HU++CXqI9EdVhC\n-----END PRIVATE KEY-----\n";
+const OLD_HASH: &str = "0ld0ld";
+const VERSION: &str = "1.0.0";
+
+fn new_public() -> PublicKey {
+    PublicKey::from_private_key_pem(NEW_KEY).unwrap()
+}
+
+fn new_hash() -> String {
+    new_public().pub_key_hash()
+}
+
+struct FixedVersion;
+
+impl ApiServerVersion for FixedVersion {
+    fn kubernetes_version(&self) -> BoxFuture<'_, Result<Version, UpgradesError>> {
+        Box::pin(async { Ok(Version::new(1, 36, 3)) })
+    }
+}
+
+/// The machine API: Windows Machines by name; a deletion marks the Machine terminating (its finalizer keeps it).
+#[derive(Default)]
+struct MachineApi {
+    machines: Mutex<BTreeMap<String, Machine>>,
+    deleted: Mutex<Vec<String>>,
+}
+
+impl MachineApi {
+    fn insert(&self, machine: Machine) {
+        self.machines.lock().unwrap().insert(machine.metadata.name.clone().unwrap(), machine);
+    }
+
+    fn remove(&self, name: &str) {
+        self.machines.lock().unwrap().remove(name);
+    }
+
+    fn deleted(&self) -> Vec<String> {
+        self.deleted.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl Machines for MachineApi {
+    async fn get(&self, namespace: &str, name: &str) -> wmco_cluster_client::Result<Option<Machine>> {
+        assert_eq!(namespace, MACHINE_NAMESPACE);
+        Ok(self.machines.lock().unwrap().get(name).cloned())
+    }
+
+    async fn delete(&self, namespace: &str, name: &str) -> wmco_cluster_client::Result<()> {
+        assert_eq!(namespace, MACHINE_NAMESPACE);
+        if let Some(machine) = self.machines.lock().unwrap().get_mut(name)
+            && machine.metadata.deletion_timestamp.is_none()
+        {
+            machine.metadata.deletion_timestamp = Some(Time("2026-11-22T04:30:00Z".parse().unwrap()));
+            self.deleted.lock().unwrap().push(format!("{namespace}/{name}"));
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl WindowsMachines for MachineApi {
+    async fn list(&self) -> wmco_cluster_client::Result<Vec<Machine>> {
+        Ok(self.machines.lock().unwrap().values().cloned().collect())
+    }
+}
+
+/// Answers per host address; records every check.
+#[derive(Default)]
+struct ScriptedChecker {
+    answers: Mutex<HashMap<String, Result<(), KeyCheckFailure>>>,
+    checked: Mutex<Vec<String>>,
+}
+
+impl ScriptedChecker {
+    fn answer(&self, address: &str, answer: Result<(), KeyCheckFailure>) {
+        self.answers.lock().unwrap().insert(address.to_owned(), answer);
+    }
+
+    fn checked(&self) -> Vec<String> {
+        let mut checked = self.checked.lock().unwrap().clone();
+        checked.sort();
+        checked
+    }
+}
+
+#[async_trait]
+impl KeyChecker for ScriptedChecker {
+    async fn check(&self, instance: &WindowsInstance, _key: &PrivateKey) -> Result<(), KeyCheckFailure> {
+        self.checked.lock().unwrap().push(instance.spec.address.clone());
+        self.answers.lock().unwrap().get(&instance.spec.address).cloned().unwrap_or(Ok(()))
+    }
+}
+
+struct Cluster {
+    records: Arc<FakeInstanceRecords>,
+    nodes: Arc<FakeNodes>,
+    machines: Arc<MachineApi>,
+    events: Arc<FakeEvents>,
+    checker: Arc<ScriptedChecker>,
+    context: RekeyContext,
+}
+
+impl Cluster {
+    async fn new(max_unavailable: u32) -> Cluster {
+        let records = Arc::new(FakeInstanceRecords::default());
+        let nodes = Arc::new(FakeNodes::default());
+        let machines = Arc::new(MachineApi::default());
+        let events = Arc::new(FakeEvents::default());
+        let checker = Arc::new(ScriptedChecker::default());
+        let secrets = Arc::new(FakeSecrets::default());
+        secrets
+            .apply(&Secret {
+                metadata: ObjectMeta {
+                    name: Some(PRIVATE_KEY_SECRET.into()),
+                    namespace: Some(NAMESPACE.into()),
+                    ..ObjectMeta::default()
+                },
+                data: Some(BTreeMap::from([(
+                    PRIVATE_KEY_DATA_KEY.to_owned(),
+                    ByteString(NEW_KEY.as_bytes().to_vec()),
+                )])),
+                ..Secret::default()
+            })
+            .await
+            .unwrap();
+        let settings =
+            RekeySettings::new(NAMESPACE, Version::parse(VERSION).unwrap(), Version::new(1, 36, 3), max_unavailable);
+        let context = RekeyContext::new(
+            records.clone(),
+            nodes.clone(),
+            machines.clone(),
+            machines.clone(),
+            secrets,
+            events.clone(),
+            Arc::new(FixedVersion),
+            checker.clone(),
+            settings,
+        );
+        Cluster { records, nodes, machines, events, checker, context }
+    }
+
+    /// A configured BYOH host at `address` whose Ready Node carries `hash`.
+    async fn byoh(&self, name: &str, address: &str, hash: &str) {
+        self.record(json!({"address": address, "username": "Administrator", "origin": "Byoh"}), name).await;
+        self.nodes.insert(node(name, hash, true));
+    }
+
+    /// A Running Windows Machine `name` with its record and Ready Node carrying `hash`.
+    async fn machine(&self, name: &str, hash: &str) {
+        self.machines.insert(machine(name, "Running"));
+        let spec = json!({"address": "10.0.1.1", "username": "Administrator", "origin": "Machine",
+            "machineName": name, "expectedNodeName": name});
+        self.record(spec, &format!("machine-{name}")).await;
+        self.nodes.insert(node(name, hash, true));
+    }
+
+    async fn record(&self, spec: serde_json::Value, name: &str) {
+        let node_name =
+            spec.get("expectedNodeName").and_then(|v| v.as_str()).unwrap_or(name.trim_start_matches("machine-"));
+        let record: WindowsInstance = serde_json::from_value(json!({
+            "apiVersion": "windowsmachineconfig.openshift.io/v1alpha1", "kind": "WindowsInstance",
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": spec,
+        }))
+        .unwrap();
+        self.records.apply(&record).await.unwrap();
+        let status = serde_json::from_value(json!({"phase": "Ready", "expectedNodeName": node_name})).unwrap();
+        self.records.apply_status(NAMESPACE, name, &status).await.unwrap();
+    }
+
+    async fn reconcile(&self) -> RekeyOutcome {
+        reconcile_rotation(&self.context, "2026-11-22T04:30:00Z".parse().unwrap()).await.unwrap()
+    }
+
+    fn node_hash(&self, name: &str) -> Option<String> {
+        self.nodes.node(name)?.metadata.annotations?.get(PUB_KEY_HASH_ANNOTATION).cloned()
+    }
+
+    /// Every Event as (regarding record, severity, reason, note).
+    fn events(&self) -> Vec<(String, Severity, String, String)> {
+        self.events
+            .published()
+            .into_iter()
+            .map(|(regarding, NewEvent { severity, reason, note, .. })| {
+                (regarding.name.unwrap_or_default(), severity, reason, note.unwrap_or_default())
+            })
+            .collect()
+    }
+}
+
+fn node(name: &str, hash: &str, ready: bool) -> Node {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": {"kubernetes.io/os": "windows"},
+            "annotations": {VERSION_ANNOTATION: VERSION, PUB_KEY_HASH_ANNOTATION: hash}},
+        "status": {"conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]}
+    }))
+    .unwrap()
+}
+
+fn machine(name: &str, phase: &str) -> Machine {
+    serde_json::from_value(json!({
+        "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
+        "metadata": {"name": name, "namespace": MACHINE_NAMESPACE, "labels": {"machine.openshift.io/os-id": "Windows"}},
+        "spec": {},
+        "status": {"phase": phase}
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn machines_on_the_old_key_are_replaced_one_at_a_time_each_after_the_last_came_back() {
+    let cluster = Cluster::new(1).await;
+    for name in ["win-a", "win-b", "win-c"] {
+        cluster.machine(name, OLD_HASH).await;
+    }
+
+    let first = cluster.reconcile().await;
+    assert_eq!(first.replaced, vec!["openshift-machine-api/win-a"]);
+    assert_eq!(cluster.machines.deleted(), vec!["openshift-machine-api/win-a"]);
+    assert_eq!(
+        cluster.events(),
+        vec![(
+            "machine-win-a".to_owned(),
+            Severity::Normal,
+            "MachineReplacedForKeyRotation".to_owned(),
+            format!(
+                "Machine openshift-machine-api/win-a was configured with a previous SSH key (pub-key-hash {OLD_HASH}); \
+                 deleted so its MachineSet recreates it with the new user data (pub-key-hash {})",
+                new_hash()
+            ),
+        )]
+    );
+    let waiting: Vec<&str> = first.plan.waiting.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(waiting, vec!["machine-win-b", "machine-win-c"]);
+
+    // win-a is terminating: it holds the budget; a re-run deletes nothing.
+    let second = cluster.reconcile().await;
+    assert_eq!((second.replaced.len(), second.plan.machines_away.clone()), (0, vec!["win-a".to_owned()]));
+    assert!(matches!(second.plan.waiting[0].1, WaitReason::Budget { unavailable: 0, max_unavailable: 0 }));
+
+    // win-a is gone; the MachineSet's new win-d provisions (no record yet): still one away.
+    cluster.machines.remove("win-a");
+    cluster.records.delete(NAMESPACE, "machine-win-a").await.unwrap();
+    cluster.machines.insert(machine("win-d", "Provisioning"));
+    let third = cluster.reconcile().await;
+    assert_eq!((third.replaced.len(), third.plan.machines_away.clone()), (0, vec!["win-d".to_owned()]));
+
+    // win-d is recorded but its Node is not Ready yet: still away.
+    cluster.machine("win-d", &new_hash()).await;
+    cluster.nodes.insert(node("win-d", &new_hash(), false));
+    let fourth = cluster.reconcile().await;
+    assert_eq!(fourth.replaced.len(), 0);
+
+    // win-d is a Ready Node on the new key: the next Machine goes.
+    cluster.nodes.insert(node("win-d", &new_hash(), true));
+    let fifth = cluster.reconcile().await;
+    assert_eq!(fifth.replaced, vec!["openshift-machine-api/win-b"]);
+    assert_eq!(cluster.machines.deleted(), vec!["openshift-machine-api/win-a", "openshift-machine-api/win-b"]);
+    assert!(cluster.checker.checked().is_empty(), "Machines are replaced, never checked");
+}
+
+#[tokio::test]
+async fn a_budget_of_two_replaces_two_machines_at_once() {
+    let cluster = Cluster::new(2).await;
+    for name in ["win-a", "win-b", "win-c"] {
+        cluster.machine(name, OLD_HASH).await;
+    }
+    let outcome = cluster.reconcile().await;
+    assert_eq!(outcome.replaced, vec!["openshift-machine-api/win-a", "openshift-machine-api/win-b"]);
+    assert_eq!(cluster.reconcile().await.replaced.len(), 0, "both terminating Machines hold the budget");
+}
+
+#[tokio::test]
+async fn an_upgrade_in_progress_holds_the_shared_budget() {
+    let cluster = Cluster::new(1).await;
+    cluster.machine("win-a", OLD_HASH).await;
+    cluster.byoh("byoh-1", "10.0.0.5", &new_hash()).await;
+    let mut upgrading = node("byoh-1", &new_hash(), true);
+    upgrading.metadata.labels.get_or_insert_default().insert(UPGRADING_LABEL.into(), "true".into());
+    cluster.nodes.insert(upgrading);
+
+    let outcome = cluster.reconcile().await;
+    assert!(outcome.replaced.is_empty());
+    assert_eq!(outcome.plan.waiting.len(), 1);
+    assert!(matches!(outcome.plan.waiting[0].1, WaitReason::Budget { unavailable: 1, max_unavailable: 1 }));
+}
+
+#[tokio::test]
+async fn ignored_machines_and_terminating_ones_are_neither_deleted_nor_counted_twice() {
+    let cluster = Cluster::new(1).await;
+    cluster.machine("win-a", OLD_HASH).await;
+    let mut ignored = machine("win-x", "Provisioning");
+    ignored.metadata.annotations = Some([("windowsmachineconfig.openshift.io/ignore".into(), "true".into())].into());
+    cluster.machines.insert(ignored);
+
+    let outcome = cluster.reconcile().await;
+    assert_eq!(outcome.replaced, vec!["openshift-machine-api/win-a"]);
+    assert!(outcome.plan.machines_away.is_empty());
+    cluster.reconcile().await;
+    assert_eq!(cluster.machines.deleted(), vec!["openshift-machine-api/win-a"], "deleted once");
+}
+
+#[tokio::test]
+async fn a_byoh_host_that_accepts_the_new_key_is_rekeyed_and_one_that_refuses_is_told_what_to_add_where() {
+    let cluster = Cluster::new(1).await;
+    cluster.byoh("byoh-ok", "10.0.0.5", OLD_HASH).await;
+    cluster.byoh("byoh-refuses", "10.0.0.6", OLD_HASH).await;
+    cluster.checker.answer("10.0.0.6", Err(KeyCheckFailure::NotAuthorized { reason: "publickey refused".into() }));
+
+    let outcome = cluster.reconcile().await;
+    assert_eq!(outcome.rekeyed, vec!["byoh-ok"]);
+    assert_eq!(outcome.not_authorized, vec!["byoh-refuses"]);
+    assert!(outcome.needs_retry());
+    assert_eq!(cluster.node_hash("byoh-ok"), Some(new_hash()));
+    assert_eq!(cluster.node_hash("byoh-refuses").as_deref(), Some(OLD_HASH));
+    let line = new_public().authorized_key_line();
+    assert_eq!(
+        cluster.events(),
+        vec![
+            (
+                "byoh-ok".to_owned(),
+                Severity::Normal,
+                "Rekeyed".to_owned(),
+                format!(
+                    "the new SSH key (pub-key-hash {}) logs in to Administrator@10.0.0.5; Node byoh-ok annotated",
+                    new_hash()
+                ),
+            ),
+            (
+                "byoh-refuses".to_owned(),
+                Severity::Warning,
+                "NewKeyNotAuthorized".to_owned(),
+                format!(
+                    "the operator's new SSH key is not authorized for user Administrator on host 10.0.0.6: add the \
+                     line \"{line}\" to C:\\ProgramData\\ssh\\administrators_authorized_keys on 10.0.0.6 (keep the \
+                     file's ACL limited to Administrators and SYSTEM); the operator checks again every 30s, and until \
+                     then the host keeps running but is not reconfigured or upgraded"
+                ),
+            ),
+        ]
+    );
+    assert!(line.starts_with("ssh-ed25519 AAAA"), "{line}");
+
+    // Retried: only the refusing host is checked again, and its Warning is not repeated.
+    let retry = cluster.reconcile().await;
+    assert_eq!((retry.rekeyed.len(), retry.not_authorized.clone()), (0, vec!["byoh-refuses".to_owned()]));
+    assert_eq!(cluster.checker.checked(), vec!["10.0.0.5", "10.0.0.6", "10.0.0.6"]);
+    assert_eq!(cluster.events().len(), 2);
+
+    // The admin adds the line: the next check re-keys it, and the fleet is converged.
+    cluster.checker.answer("10.0.0.6", Ok(()));
+    assert_eq!(cluster.reconcile().await.rekeyed, vec!["byoh-refuses"]);
+    assert_eq!(cluster.node_hash("byoh-refuses"), Some(new_hash()));
+    let converged = cluster.reconcile().await;
+    assert!(converged.plan.is_converged() && !converged.needs_retry());
+    assert_eq!(cluster.checker.checked().len(), 4, "a converged fleet is not checked again");
+}
+
+#[tokio::test]
+async fn an_unreachable_host_is_reported_once_and_does_not_block_the_others() {
+    let cluster = Cluster::new(1).await;
+    cluster.byoh("byoh-down", "10.0.0.7", OLD_HASH).await;
+    cluster.byoh("byoh-up", "10.0.0.8", OLD_HASH).await;
+    cluster.checker.answer("10.0.0.7", Err(KeyCheckFailure::Failed { reason: "connection timed out".into() }));
+
+    let outcome = cluster.reconcile().await;
+    assert_eq!(outcome.rekeyed, vec!["byoh-up"]);
+    let message = "checking the new SSH key on Administrator@10.0.0.7 failed: connection timed out";
+    assert_eq!(outcome.failed, vec![("byoh-down".to_owned(), message.to_owned())]);
+    cluster.reconcile().await;
+    let warnings: Vec<_> =
+        cluster.events().into_iter().filter(|(_, severity, _, _)| *severity == Severity::Warning).collect();
+    assert_eq!(
+        warnings,
+        vec![(
+            "byoh-down".to_owned(),
+            Severity::Warning,
+            "RekeyCheckFailed".to_owned(),
+            format!("{message}; retried every 30s")
+        )]
+    );
+}
+
+#[tokio::test]
+async fn a_fleet_on_the_current_key_is_left_alone() {
+    let cluster = Cluster::new(1).await;
+    cluster.byoh("byoh-1", "10.0.0.5", &new_hash()).await;
+    cluster.machine("win-a", &new_hash()).await;
+    let outcome = cluster.reconcile().await;
+    assert!(outcome.plan.is_converged());
+    assert_eq!((outcome.replaced.len(), outcome.rekeyed.len()), (0, 0));
+    assert!(cluster.checker.checked().is_empty() && cluster.events().is_empty());
+}
+
+#[tokio::test]
+async fn without_a_usable_key_nothing_is_decided() {
+    let cluster = Cluster::new(1).await;
+    cluster.machine("win-a", OLD_HASH).await;
+    let empty = RekeyContext::new(
+        cluster.records.clone(),
+        cluster.nodes.clone(),
+        cluster.machines.clone(),
+        cluster.machines.clone(),
+        Arc::new(FakeSecrets::default()),
+        cluster.events.clone(),
+        Arc::new(FixedVersion),
+        cluster.checker.clone(),
+        cluster.context.settings.clone(),
+    );
+    let error = reconcile_rotation(&empty, Timestamp::UNIX_EPOCH).await.unwrap_err();
+    assert_eq!(error.metric_label(), "rekey_key");
+    assert!(cluster.machines.deleted().is_empty());
+}
