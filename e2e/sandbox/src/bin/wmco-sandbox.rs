@@ -81,10 +81,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             if cli.exit_when_ready {
                 return Ok(());
             }
-            println!(
-                "kubeconfig: {}  (export KUBECONFIG=…; kubectl get windowsinstances -A)",
-                sandbox.kubeconfig_path().display()
-            );
+            let kubeconfig = sandbox.kubeconfig_path().display();
+            println!("kubeconfig: {kubeconfig}");
+            println!("  export KUBECONFIG={kubeconfig}; kubectl get windowsinstances,nodes -A");
             println!("Ctrl-C stops the sandbox");
         }
         if ready < expected && waited > deadline && !announced_timeout {
