@@ -28,8 +28,8 @@ use wmco_cluster_client::{Drainer, InstanceRecords, NodeMetadataPatch, Nodes};
 use wmco_payload_manifest::render::destinations::BOOTSTRAP_KUBECONFIG;
 use wmco_payload_manifest::{HostFile, HostFileSet};
 use wmco_windows_services::{
-    HostState, LogRotation, NodeInputs, ObservedHost, Phase, Platform, ProbeRequest, Sha256Hex, Verbosity, WinPath,
-    node_host_state, plan,
+    HostState, LogRotation, NodeInputs, ObservedHost, Phase, Platform, ProbeRequest, ServiceState, Sha256Hex,
+    Verbosity, WinPath, node_host_state, plan,
 };
 
 use crate::error::{FlowError, FlowStep, SourceError};
@@ -457,13 +457,12 @@ fn restart_on_changed_start_files(desired: &mut HostState, bootstrap_kubeconfig:
     }
 }
 
-/// Whether every desired service is running or starting.
+/// Whether every desired service is RUNNING (a service still in START_PENDING is not: the version annotation and
+/// phase Ready wait for it).
 fn all_running(desired: &HostState, observed: &ObservedHost) -> bool {
-    desired
-        .services
-        .iter()
-        .filter(|spec| spec.should_run())
-        .all(|spec| observed.services.get(&spec.name).is_some_and(wmco_windows_services::ObservedService::is_stoppable))
+    desired.services.iter().filter(|spec| spec.should_run()).all(|spec| {
+        observed.services.get(&spec.name).is_some_and(|service| service.state == Some(ServiceState::Running))
+    })
 }
 
 /// The Node's hybrid-overlay subnet annotation.
