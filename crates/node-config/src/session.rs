@@ -119,10 +119,15 @@ impl HostSession {
         FlowError::Render { host: self.label().to_owned(), step, source }
     }
 
-    fn count_upload(&self, outcome: UploadOutcome) {
+    /// Counts a finished upload; `verified_remotely` says whether the transport ran a hash command on the host
+    /// (one more round trip) before renaming the file into place.
+    fn count_upload(&self, outcome: UploadOutcome, verified_remotely: bool) {
         if let UploadOutcome::Uploaded { bytes, .. } = outcome {
             self.uploads.fetch_add(1, Ordering::Relaxed);
             self.bytes_uploaded.fetch_add(bytes, Ordering::Relaxed);
+            if verified_remotely {
+                self.commands.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 
@@ -175,7 +180,7 @@ impl HostSession {
             path: script_file.path.clone(),
             source: Box::new(source),
         })?;
-        self.count_upload(outcome);
+        self.count_upload(outcome, false);
         self.remember_script(script_file);
         Ok(())
     }
@@ -343,7 +348,7 @@ impl HostSession {
             verify: Some(RemoteCommand::new(verify.line, self.settings.command_timeout)),
         };
         let outcome = self.host.upload(&request).await.map_err(upload_error)?;
-        self.count_upload(outcome);
+        self.count_upload(outcome, true);
         Ok(())
     }
 }

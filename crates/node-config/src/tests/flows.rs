@@ -247,7 +247,8 @@ async fn fresh_host_is_configured_in_two_phases_in_order() {
     expected.extend(["sc start containerd", "sc start kubelet"].map(String::from));
     assert_eq!(summary(&world.host.take_log()), expected);
     assert_eq!(outcome.uploads, 1 + bootstrap_files.files().len() as u64);
-    assert_eq!(outcome.commands, 5 + 8 + 2);
+    // 5 probe and setup commands, 8 service commands, 2 starts, and one hash check per verified host file.
+    assert_eq!(outcome.commands, 5 + 8 + 2 + bootstrap_files.files().len() as u64);
 
     let status = world.record().status.unwrap();
     assert_eq!(status.phase, Some(RecordPhase::WaitingForNode));
