@@ -85,14 +85,7 @@ impl RekeyPlan {
 /// assert!(decide(&inputs).is_converged());
 /// ```
 pub fn decide(inputs: &RekeyInputs<'_>) -> RekeyPlan {
-    let live_machines: BTreeSet<&str> = inputs
-        .machines
-        .iter()
-        .filter(|machine| machine.metadata.deletion_timestamp.is_none())
-        .filter_map(|machine| machine.metadata.name.as_deref())
-        .collect();
-    let in_fleet: Vec<&ObservedInstance> =
-        inputs.instances.iter().filter(|observed| belongs_to_fleet(observed, &live_machines)).collect();
+    let in_fleet = fleet_members(inputs.instances, inputs.machines);
     let fleet = Fleet {
         now: inputs.now,
         current_pub_key_hash: inputs.key_hash.to_owned(),
@@ -101,7 +94,7 @@ pub fn decide(inputs: &RekeyInputs<'_>) -> RekeyPlan {
             .map(|observed| planner_instance(&observed.record, observed.node.as_ref(), None))
             .collect(),
     };
-    let machines_away = machines_away(inputs.machines, &in_fleet, &fleet);
+    let machines_away = machines_away(inputs.machines, inputs.instances);
     let away = u32::try_from(machines_away.len()).unwrap_or(u32::MAX);
     let policy =
         Policy { max_unavailable: inputs.policy.max_unavailable.saturating_sub(away), ..inputs.policy.clone() };
@@ -134,6 +127,16 @@ pub fn decide(inputs: &RekeyInputs<'_>) -> RekeyPlan {
     RekeyPlan { replace, verify, waiting, machines_away, plan }
 }
 
+/// The records that take part in the plan.
+fn fleet_members<'a>(instances: &'a [ObservedInstance], machines: &[Machine]) -> Vec<&'a ObservedInstance> {
+    let live_machines: BTreeSet<&str> = machines
+        .iter()
+        .filter(|machine| machine.metadata.deletion_timestamp.is_none())
+        .filter_map(|machine| machine.metadata.name.as_deref())
+        .collect();
+    instances.iter().filter(|observed| belongs_to_fleet(observed, &live_machines)).collect()
+}
+
 /// A record takes part in the plan unless it is being deleted, or it is a Machine's record whose Machine is gone or
 /// being deleted (that Machine is counted in [`machines_away`] instead).
 fn belongs_to_fleet(observed: &ObservedInstance, live_machines: &BTreeSet<&str>) -> bool {
@@ -148,10 +151,23 @@ fn belongs_to_fleet(observed: &ObservedInstance, live_machines: &BTreeSet<&str>)
     }
 }
 
-/// The Windows Machines (not marked ignored) that are unavailable but not counted by the planner: being deleted,
-/// without a record in the fleet (provisioning, or recorded but the record is going), or in the fleet but not yet
-/// a configured Ready Node while the planner does not count them. Sorted by name.
-fn machines_away(machines: &[Machine], in_fleet: &[&ObservedInstance], fleet: &Fleet) -> Vec<String> {
+/// The Windows Machines (not marked ignored) that are unavailable but not counted by `wmco-upgrade-planner`:
+/// being deleted, without a live record (provisioning, or recorded but the record is going), or recorded but not
+/// yet a configured Ready Node while the planner does not count them. Sorted by name. Budgeted work other than the
+/// rotation (upgrades) can take them off its budget the same way.
+///
+/// ```
+/// use wmco_cluster_client::types::Machine;
+/// let provisioning: Machine = serde_json::from_value(serde_json::json!({
+///     "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
+///     "metadata": {"name": "win-d", "namespace": "openshift-machine-api"},
+///     "spec": {}, "status": {"phase": "Provisioning"}
+/// }))?;
+/// assert_eq!(wmco_operator::rekey::machines_away(&[provisioning], &[]), vec!["win-d"]);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+pub fn machines_away(machines: &[Machine], instances: &[ObservedInstance]) -> Vec<String> {
+    let in_fleet = fleet_members(instances, machines);
     let mut away: Vec<String> = machines
         .iter()
         .filter(|machine| !is_ignored(machine))
@@ -160,14 +176,10 @@ fn machines_away(machines: &[Machine], in_fleet: &[&ObservedInstance], fleet: &F
             if machine.metadata.deletion_timestamp.is_some() {
                 return Some(name.to_owned());
             }
-            let record = in_fleet
-                .iter()
-                .find(|observed| observed.record.spec.machine_name.as_deref() == Some(name))
-                .map(|observed| observed.name());
-            let instance = record.and_then(|record| fleet.instances.iter().find(|instance| instance.name == record));
-            match instance {
+            let observed = in_fleet.iter().find(|observed| observed.record.spec.machine_name.as_deref() == Some(name));
+            match observed.map(|observed| planner_instance(&observed.record, observed.node.as_ref(), None)) {
                 None => Some(name.to_owned()),
-                Some(instance) if !is_serving(instance) && !counted_by_planner(instance) => Some(name.to_owned()),
+                Some(instance) if !is_serving(&instance) && !counted_by_planner(&instance) => Some(name.to_owned()),
                 Some(_) => None,
             }
         })

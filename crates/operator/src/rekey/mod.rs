@@ -16,7 +16,8 @@
 //!
 //! The key is read from the Secret on every reconcile, so a rotation takes effect without a restart.
 //!
-//! - [`decide`]: the pure decision ([`RekeyInputs`] → [`RekeyPlan`]).
+//! - [`decide`]: the pure decision ([`RekeyInputs`] → [`RekeyPlan`]); [`machines_away`]: the Windows Machines
+//!   unavailable outside the planner's view (reusable by other budgeted work).
 //! - [`reconcile_rotation`]: one reconcile (observe, decide, act) → [`RekeyOutcome`].
 //! - [`RekeyContext`] / [`RekeySettings`]: the seams ([`KeyChecker`] with [`SshKeyChecker`], [`WindowsMachines`]
 //!   with [`KubeWindowsMachines`]) and the policy.
@@ -35,6 +36,6 @@ pub use context::{
     KeyCheckFailure, KeyChecker, KubeWindowsMachines, RekeyContext, RekeySettings, SshKeyChecker, WindowsMachines,
 };
 pub use controller::{RESYNC, controller};
-pub use decide::{RekeyInputs, RekeyPlan, Replacement, decide};
+pub use decide::{RekeyInputs, RekeyPlan, Replacement, decide, machines_away};
 pub use error::RekeyError;
 pub use reconcile::{ADMINISTRATORS_AUTHORIZED_KEYS, RekeyOutcome, not_authorized_note, reconcile_rotation};

@@ -444,3 +444,26 @@ async fn without_a_usable_key_nothing_is_decided() {
     assert_eq!(error.metric_label(), "rekey_key");
     assert!(cluster.machines.deleted().is_empty());
 }
+
+#[tokio::test]
+async fn a_machine_failed_by_the_new_key_is_replaced_and_byoh_checks_do_not_wait_for_the_budget() {
+    let cluster = Cluster::new(1).await;
+    cluster.machine("win-a", OLD_HASH).await;
+    cluster.machine("win-b", OLD_HASH).await;
+    cluster.byoh("byoh-1", "10.0.0.5", OLD_HASH).await;
+    // The instances controller, rebuilt with the new key, could not log in to win-a's host.
+    let failed = serde_json::from_value(json!({"phase": "Failed", "expectedNodeName": "win-a",
+        "lastError": "authentication failed"}))
+    .unwrap();
+    cluster.records.apply_status(NAMESPACE, "machine-win-a", &failed).await.unwrap();
+
+    let first = cluster.reconcile().await;
+    assert_eq!(first.replaced, vec!["openshift-machine-api/win-a"]);
+    assert_eq!(first.rekeyed, vec!["byoh-1"]);
+
+    // win-a terminating holds the budget; a BYOH host that turns stale meanwhile is still checked at once.
+    cluster.byoh("byoh-2", "10.0.0.9", OLD_HASH).await;
+    let second = cluster.reconcile().await;
+    assert_eq!((second.replaced.len(), second.rekeyed.clone()), (0, vec!["byoh-2".to_owned()]));
+    assert_eq!(second.plan.machines_away, vec!["win-a"]);
+}
