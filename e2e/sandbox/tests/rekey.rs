@@ -77,6 +77,7 @@ async fn a_rotated_key_rekeys_the_host_that_authorized_it_and_tells_the_admin_wh
         Arc::new(KubeEvents::new(client.clone(), "e2e-rekey", None)),
         Arc::new(SshKeyChecker::new(sandbox.ssh_port(), Some("e2e-rekey".into()))),
         settings,
+        true,
     );
     let records: BTreeMap<String, String> = sandbox
         .windows_instances()

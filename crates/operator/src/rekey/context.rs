@@ -113,6 +113,17 @@ impl WindowsMachines for KubeWindowsMachines {
     }
 }
 
+/// [`WindowsMachines`] where the cluster does not serve the machine API (plain Kubernetes): there are none.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoWindowsMachines;
+
+#[async_trait]
+impl WindowsMachines for NoWindowsMachines {
+    async fn list(&self) -> wmco_cluster_client::Result<Vec<Machine>> {
+        Ok(Vec::new())
+    }
+}
+
 /// Why the new key could not be confirmed on a host.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum KeyCheckFailure {
@@ -243,18 +254,25 @@ impl RekeyContext {
     }
 
     /// A context over the API server behind `client` (records, Nodes, Machines, Secrets, the API server's version),
-    /// with the caller's Event publisher and key checker.
+    /// with the caller's Event publisher and key checker. `machine_api_served` is `false` on plain Kubernetes: no
+    /// Machines are listed there (the machine API's resources do not exist).
     pub fn for_cluster(
         client: &Client,
         events: Arc<dyn EventPublisher>,
         key_checker: Arc<dyn KeyChecker>,
         settings: RekeySettings,
+        machine_api_served: bool,
     ) -> Self {
+        let windows_machines: Arc<dyn WindowsMachines> = if machine_api_served {
+            Arc::new(KubeWindowsMachines::new(client.clone()))
+        } else {
+            Arc::new(NoWindowsMachines)
+        };
         RekeyContext::new(
             Arc::new(wmco_cluster_client::KubeInstanceRecords::new(client.clone())),
             Arc::new(wmco_cluster_client::KubeNodes::new(client.clone())),
             Arc::new(wmco_cluster_client::KubeMachines::new(client.clone())),
-            Arc::new(KubeWindowsMachines::new(client.clone())),
+            windows_machines,
             Arc::new(wmco_cluster_client::KubeSecrets::new(client.clone())),
             events,
             Arc::new(crate::upgrades::KubeApiServerVersion::new(client.clone())),

@@ -20,7 +20,7 @@
 //!   unavailable outside the planner's view (reusable by other budgeted work).
 //! - [`reconcile_rotation`]: one reconcile (observe, decide, act) → [`RekeyOutcome`].
 //! - [`RekeyContext`] / [`RekeySettings`]: the seams ([`KeyChecker`] with [`SshKeyChecker`], [`WindowsMachines`]
-//!   with [`KubeWindowsMachines`]) and the policy.
+//!   with [`KubeWindowsMachines`], or [`NoWindowsMachines`] on plain Kubernetes) and the policy.
 //! - [`controller`]: the kube-runtime wiring.
 
 mod context;
@@ -33,7 +33,8 @@ mod reconcile;
 mod tests;
 
 pub use context::{
-    KeyCheckFailure, KeyChecker, KubeWindowsMachines, RekeyContext, RekeySettings, SshKeyChecker, WindowsMachines,
+    KeyCheckFailure, KeyChecker, KubeWindowsMachines, NoWindowsMachines, RekeyContext, RekeySettings, SshKeyChecker,
+    WindowsMachines,
 };
 pub use controller::{RESYNC, controller};
 pub use decide::{RekeyInputs, RekeyPlan, Replacement, decide, machines_away};
