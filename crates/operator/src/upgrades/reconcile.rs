@@ -27,8 +27,8 @@ pub struct FleetOutcome {
     /// Records whose upgrade finished: Node uncordoned and unmarked.
     pub finished: Vec<String>,
     /// Records whose upgrade could not start in this reconcile (marking or cordoning failed, or its configure pass
-    /// had failed), with the error; retried after backoff. A failed drain is reported when it ends (Warning Event,
-    /// backoff), not here.
+    /// had failed; retried after backoff) or could not be finished (uncordon or unmark failed; retried by the next
+    /// reconcile), with the error. A failed drain is reported when it ends (Warning Event, backoff), not here.
     pub failed: Vec<(String, String)>,
     /// Records whose upgrade waits because the payload's kubelet is newer than the API server.
     pub held_by_skew: Vec<String>,
@@ -51,24 +51,31 @@ pub struct FleetOutcome {
 /// admitted Nodes are marked and cordoned; [`UpgradesContext::wait_for_drains`] waits for them.
 ///
 /// # Errors
-/// [`UpgradesError`] when the API server's version, the records or a Node cannot be read, or when finishing an
-/// upgrade (uncordon, unmark) fails. A failed step of an upgrade (mark, cordon, drain, phase) is not an error: it
-/// is published as a Warning Event and retried after backoff (a failed start is also listed in
-/// [`FleetOutcome::failed`]).
+/// [`UpgradesError`] when the API server's version, the records or a Node cannot be read. A failed step of one
+/// host's upgrade is not an error, so it never holds back the others: a failed start (mark, cordon, drain, phase)
+/// is published as a Warning Event and retried after backoff, a failed finish (uncordon, unmark) is retried by
+/// the next reconcile; both are listed in [`FleetOutcome::failed`] unless they happened in a background drain.
 pub async fn reconcile_fleet(ctx: &Arc<UpgradesContext>, now: Timestamp) -> Result<FleetOutcome, UpgradesError> {
     let policy = ctx.policy(ctx.api_server.kubernetes_version().await?);
     let mut observed = observe_fleet(ctx, now).await?;
     let mut current = plan(&observed.fleet, &policy);
 
     let mut finished = Vec::new();
+    let mut failed = Vec::new();
     for decision in &current.decisions {
         if decision.action == Action::Upgrade
             && decision.reason == Reason::UpgradeInProgress
             && let Some(instance) = observed.instance(&decision.name)
             && is_finished(instance, ctx)
         {
-            finish(ctx, instance).await?;
-            finished.push(instance.label());
+            match finish(ctx, instance).await {
+                Ok(()) => finished.push(instance.label()),
+                Err(error) => {
+                    let message = error_chain(&error);
+                    tracing::warn!(instance = %instance.label(), error = %message, "finishing the upgrade failed");
+                    failed.push((instance.label(), message));
+                }
+            }
         }
     }
     if !finished.is_empty() {
@@ -86,7 +93,6 @@ pub async fn reconcile_fleet(ctx: &Arc<UpgradesContext>, now: Timestamp) -> Resu
         .collect();
     let results = join_all(admitted.iter().map(|instance| advance(ctx, instance, now))).await;
     let mut started = Vec::new();
-    let mut failed = Vec::new();
     for (instance, result) in admitted.iter().zip(results) {
         match result {
             Ok(Advance::Started) => started.push(instance.label()),

@@ -390,6 +390,83 @@ async fn a_finished_upgrade_is_uncordoned_and_unmarked_and_the_next_starts_in_th
     );
 }
 
+/// Nodes whose uncordon of one Node fails (as a Node the API server refuses to patch), otherwise the fake.
+struct RefusingUncordon {
+    nodes: Arc<FakeNodes>,
+    refused: &'static str,
+}
+
+#[async_trait::async_trait]
+impl Nodes for RefusingUncordon {
+    async fn get(&self, name: &str) -> wmco_cluster_client::Result<Option<Node>> {
+        self.nodes.get(name).await
+    }
+
+    async fn find_by_address(&self, address: &str) -> wmco_cluster_client::Result<Option<Node>> {
+        self.nodes.find_by_address(address).await
+    }
+
+    async fn patch_metadata(&self, name: &str, patch: &NodeMetadataPatch) -> wmco_cluster_client::Result<Node> {
+        self.nodes.patch_metadata(name, patch).await
+    }
+
+    async fn cordon(&self, name: &str) -> wmco_cluster_client::Result<Node> {
+        self.nodes.cordon(name).await
+    }
+
+    async fn uncordon(&self, name: &str) -> wmco_cluster_client::Result<Node> {
+        if name == self.refused {
+            let status = kube::core::Status { code: 500, message: "etcd unavailable".into(), ..Default::default() };
+            return Err(wmco_cluster_client::Error::api(
+                wmco_cluster_client::Verb::Patch,
+                "Node",
+                name,
+                kube::Error::Api(Box::new(status)),
+            ));
+        }
+        self.nodes.uncordon(name).await
+    }
+
+    async fn delete(&self, name: &str) -> wmco_cluster_client::Result<()> {
+        self.nodes.delete(name).await
+    }
+}
+
+#[tokio::test]
+async fn a_host_that_cannot_be_finished_does_not_hold_back_the_others() {
+    let cluster = Cluster::new();
+    for name in ["a", "b"] {
+        cluster.add(name, AT_OLD).await;
+    }
+    let executor = cluster.executor(2);
+    settled(&executor, at(NOW)).await;
+    cluster.configure_pass_finishes("a").await;
+    cluster.configure_pass_finishes("b").await;
+    let refusing = Arc::new(UpgradesContext::new(
+        cluster.records.clone(),
+        Arc::new(RefusingUncordon { nodes: cluster.nodes.clone(), refused: "a" }),
+        cluster.drainer.clone(),
+        cluster.events.clone(),
+        cluster.api_server.clone(),
+        executor.settings.clone(),
+    ));
+
+    let outcome = settled(&refusing, at(NOW)).await;
+    assert_eq!(outcome.finished, labels(&["b"]));
+    assert_eq!(outcome.failed.len(), 1);
+    assert_eq!(outcome.failed[0].0, "wmco/a");
+    assert!(
+        outcome.failed[0].1.starts_with("WindowsInstance wmco/a: uncordon Node a failed"),
+        "{}",
+        outcome.failed[0].1
+    );
+    assert_eq!((cluster.node_marks("a"), cluster.node_marks("b")), ((true, true), (false, false)));
+
+    let retried = settled(&executor, at(NOW)).await;
+    assert_eq!(retried.finished, labels(&["a"]));
+    assert_eq!(cluster.unavailable(&["a", "b"]), Vec::<String>::new());
+}
+
 #[tokio::test]
 async fn a_rolling_upgrade_of_six_hosts_never_exceeds_the_budget_of_two() {
     let names = ["a", "b", "c", "d", "e", "f"];
