@@ -7,6 +7,8 @@
 //!   (CAs, node-bootstrapper token, windows_exporter TLS) that an async refresher keeps in a snapshot.
 //! - [`operator_key`]: the operator's SSH key from Secret `cloud-private-key` and its `pub-key-hash`.
 //! - [`wiring`]: the instances controller composed from the real cluster seams, for `wmco run`.
+//! - [`shutdown`]: the graceful-shutdown signal: controllers running host steps stop taking work and finish
+//!   the reconciles in flight.
 //! - [`fleet_metrics`]: the per-phase instance gauges and the configure-duration histogram, from the records.
 //! - [`metrics`]: the Prometheus registry and the typed API controllers record through.
 //! - [`health`]: the HTTP listener serving `/healthz`, `/readyz` and `/metrics`.
@@ -30,6 +32,7 @@ pub mod instances;
 pub mod machines;
 pub mod metrics;
 pub mod operator_key;
+pub mod shutdown;
 pub mod rekey;
 pub mod upgrades;
 pub mod user_data;

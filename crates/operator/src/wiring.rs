@@ -1,12 +1,14 @@
-//! Composition of the instances controller from the real cluster seams, for `wmco run`: the operator key
-//! ([`wait_for_operator_key`]), the files source ([`NodeFiles`] fed by a [`MaterialRefresher`]), the SSH connector
-//! over a [`HostPool`], the [`InstancesContext`] recording into the served [`Metrics`], and the fleet metrics
-//! watch. The binary calls [`run_instances`] while it leads.
+//! Composition of the instances controller and the upgrade executor from the real cluster seams, for `wmco run`:
+//! the operator key ([`wait_for_operator_key`]), the files source ([`NodeFiles`] fed by a [`MaterialRefresher`]),
+//! the SSH connector over a [`HostPool`], the [`InstancesContext`] recording into the served [`Metrics`], the
+//! [`UpgradesContext`] sharing its drainer and key hash, and the fleet metrics watch. The binary calls
+//! [`run_instances`] while it leads, with the [`ShutdownSignal`] that ends it gracefully.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use kube::Client;
+use semver::Version;
 use wmco_cluster_client::{
     DrainOptions, Drainer, EventPublisher, KubeConfigMaps, KubeDrainer, KubeEvents, KubeInstanceRecords, KubeNodes,
     KubeSecrets, KubeServiceAccountTokens,
@@ -24,6 +26,8 @@ use crate::fleet_metrics::run_fleet_metrics;
 use crate::instances::{InstancesContext, InstancesSettings, SshConnector, controller};
 use crate::metrics::Metrics;
 use crate::operator_key::{OperatorKey, wait_for_key_change, wait_for_operator_key};
+use crate::shutdown::ShutdownSignal;
+use crate::upgrades::{KubeApiServerVersion, UpgradeSettings, UpgradesContext};
 
 /// How often an unusable `cloud-private-key` Secret is read again.
 pub const KEY_RETRY: Duration = Duration::from_secs(10);
@@ -43,8 +47,12 @@ pub struct InstancesRun {
     pub ssh_identity: String,
     /// How many hosts are reconciled at once.
     pub concurrency: u16,
-    /// The version written to configured Nodes.
-    pub operator_version: String,
+    /// The version written to configured Nodes (no build metadata); Nodes at another version are upgraded to it.
+    pub operator_version: Version,
+    /// How many Windows nodes the upgrade executor may make unavailable at once (BYOH and Machines together).
+    pub max_unavailable: u32,
+    /// The kubelet version the payload installs (for the upgrade skew rule).
+    pub payload_kubelet_version: Version,
     /// Log verbosity of the node services.
     pub verbosity: Verbosity,
     /// Whether the cluster is OpenShift (kubelet client CA from ControllerConfig) or plain Kubernetes (the API
@@ -78,7 +86,19 @@ fn instances_settings(run: &InstancesRun, cluster: &ClusterSettings, pub_key_has
     InstancesSettings {
         namespace: run.namespace.clone(),
         services: cluster.service_settings(run.verbosity),
+        operator_version: run.operator_version.to_string(),
+        pub_key_hash,
+        drain: DrainOptions::default(),
+    }
+}
+
+/// The upgrade executor's settings for `run` with the key hash `pub_key_hash`.
+fn upgrade_settings(run: &InstancesRun, pub_key_hash: String) -> UpgradeSettings {
+    UpgradeSettings {
+        namespace: run.namespace.clone(),
         operator_version: run.operator_version.clone(),
+        max_unavailable: run.max_unavailable,
+        payload_kubelet_version: run.payload_kubelet_version.clone(),
         pub_key_hash,
         drain: DrainOptions::default(),
     }
@@ -89,14 +109,17 @@ pub fn max_ssh_connections(concurrency: u16) -> usize {
     usize::from(concurrency).saturating_mul(2).max(16)
 }
 
-/// Runs the instances controller until the task is aborted: starts the material refresher at once, waits for a
-/// usable operator key, then reconciles the fleet; when the admin replaces `cloud-private-key` with another usable
-/// key, the controller is rebuilt with it (new SSH connections; cached sessions dropped). `drain_config` is the
-/// client configuration the drainer builds its own (non-retrying) client from.
+/// Runs the instances controller and the upgrade executor until `shutdown` is triggered (or the task is aborted):
+/// starts the material refresher at once, waits for a usable operator key, then reconciles the fleet; when the
+/// admin replaces `cloud-private-key` with another usable key, both are rebuilt with it (new SSH connections;
+/// cached sessions dropped). `drain_config` is the client configuration the drainer builds its own
+/// (non-retrying) client from. Once `shutdown` is triggered the upgrade executor and the key watch stop, no host
+/// reconcile starts, and this returns when the host reconciles in flight finished.
 ///
 /// # Errors
 /// None once started: problems with the key or the material are logged and retried. Building the drainer's
 /// client fails only on an unusable configuration.
+#[expect(clippy::too_many_arguments, reason = "one argument per independent input of the composition")]
 pub async fn run_instances(
     client: Client,
     drain_config: kube::Config,
@@ -105,6 +128,7 @@ pub async fn run_instances(
     payload: Payload,
     cluster: ClusterSettings,
     metrics: Arc<Metrics>,
+    shutdown: ShutdownSignal,
 ) -> Result<(), wmco_cluster_client::Error> {
     let drainer: Arc<dyn Drainer> = Arc::new(KubeDrainer::from_config(drain_config)?);
     let kubelet_ca = if run.openshift {
@@ -123,7 +147,10 @@ pub async fn run_instances(
     let events: Arc<dyn EventPublisher> = Arc::new(KubeEvents::new(client.clone(), run.controller_name.clone(), None));
     let instances = async {
         let secrets = KubeSecrets::new(client.clone());
-        let mut key = wait_for_operator_key(&secrets, events.as_ref(), &run.namespace, KEY_RETRY).await;
+        let first_key = wait_for_operator_key(&secrets, events.as_ref(), &run.namespace, KEY_RETRY);
+        let Some(mut key) = shutdown.clone().unless_triggered(first_key).await else {
+            return;
+        };
         loop {
             let current_hash = key.pub_key_hash.clone();
             let files = NodeFiles::new(manifest.clone(), payload.clone(), cluster.clone(), snapshot.clone());
@@ -137,11 +164,33 @@ pub async fn run_instances(
                 instances_settings(&run, &cluster, current_hash.clone()),
             )
             .with_metrics(Arc::clone(&metrics));
-            tracing::info!(namespace = %run.namespace, concurrency = run.concurrency, "starting the instances controller");
+            let upgrades = UpgradesContext::new(
+                Arc::new(KubeInstanceRecords::new(client.clone())),
+                Arc::new(KubeNodes::new(client.clone())),
+                Arc::clone(&drainer),
+                Arc::clone(&events),
+                Arc::new(KubeApiServerVersion::new(client.clone())),
+                upgrade_settings(&run, current_hash.clone()),
+            );
+            tracing::info!(
+                namespace = %run.namespace,
+                concurrency = run.concurrency,
+                max_unavailable = run.max_unavailable,
+                "starting the instances controller and the upgrade executor"
+            );
+            let instances = controller(client.clone(), Arc::new(context), run.concurrency, shutdown.clone());
+            let upgrades =
+                shutdown.clone().unless_triggered(crate::upgrades::controller(client.clone(), Arc::new(upgrades)));
+            let key_change = shutdown.clone().unless_triggered(wait_for_key_change(
+                &secrets,
+                &run.namespace,
+                &current_hash,
+                KEY_RETRY,
+            ));
             tokio::select! {
-                () = controller(client.clone(), Arc::new(context), run.concurrency) => return,
-                new_key = wait_for_key_change(&secrets, &run.namespace, &current_hash, KEY_RETRY) => {
-                    tracing::warn!("Secret cloud-private-key changed: restarting the instances controller with the new key");
+                _ = async { futures::join!(instances, upgrades) } => return,
+                Some(new_key) = key_change => {
+                    tracing::warn!("Secret cloud-private-key changed: restarting the instances controller and the upgrade executor with the new key");
                     key = new_key;
                 }
             }

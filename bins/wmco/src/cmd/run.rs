@@ -1,9 +1,11 @@
 //! `wmco run`: the operator process. Verifies the payload, connects to the cluster, serves `/healthz`, `/readyz` and
 //! `/metrics` on one listener, takes part in leader election through a Lease, and runs the controllers of
-//! `wmco-operator` while it leads: the CSR controller and the instances controller (composed by
-//! `wmco_operator::wiring`: operator key from `cloud-private-key`, payload-backed files, SSH over a host pool).
-//! Losing the lease exits non-zero; SIGTERM or Ctrl-C stops work, releases the lease and exits 0. The logic lives
-//! in `wmco-operator`; this module only wires it up.
+//! `wmco-operator` while it leads: the CSR controller, the instances controller and the upgrade executor (composed
+//! by `wmco_operator::wiring`: operator key from `cloud-private-key`, payload-backed files, SSH over a host pool),
+//! and, where the cluster serves the machine API, the Machine and user-data controllers.
+//! Losing the lease stops every controller at once and exits non-zero (another replica may already lead).
+//! SIGTERM or Ctrl-C stops taking work, lets the host reconciles in flight finish for at most [`SHUTDOWN_GRACE`],
+//! releases the lease and exits 0. The logic lives in `wmco-operator`; this module only wires it up.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -13,18 +15,23 @@ use std::time::Duration;
 use anyhow::Context as _;
 use kube::Client;
 use kube_lease_manager::LeaseManagerBuilder;
+use semver::Version;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use wmco_cluster_client::{
-    ClusterFacts, ClusterFactsSource, KubeCsrs, KubeEvents, KubeInstanceRecords, KubeNodes, OpenShiftFacts,
-    PlainKubernetesConfig, PlainKubernetesFacts, serves_openshift_config,
+    ClusterFacts, ClusterFactsSource, KubeCsrs, KubeEvents, KubeInstanceRecords, KubeMachines, KubeNodes, KubeSecrets,
+    OpenShiftFacts, PlainKubernetesConfig, PlainKubernetesFacts, serves_machine_api, serves_openshift_config,
 };
 use wmco_csr_approver::IpCidr;
 use wmco_operator::csr::{CsrContext, CsrSettings, system_clock};
 use wmco_operator::files::ClusterSettings;
 use wmco_operator::health::{self, Readiness};
+use wmco_operator::machines::{MachinesContext, MachinesSettings};
 use wmco_operator::metrics::Metrics;
-use wmco_operator::wiring::{InstancesRun, operator_version, run_instances};
+use wmco_operator::shutdown::{ShutdownTrigger, shutdown_channel};
+use wmco_operator::upgrades::{operator_version, payload_kubelet_version};
+use wmco_operator::user_data::{UserDataContext, UserDataSettings, platform_of};
+use wmco_operator::wiring::{InstancesRun, run_instances};
 use wmco_payload_manifest::{Manifest, Payload, PayloadError};
 use wmco_windows_services::Verbosity;
 
@@ -34,6 +41,9 @@ use crate::cli_support::{Outcome, OutputFormat, UnusableInput};
 const CONTROLLER_NAME: &str = "windows-machine-config-operator";
 /// How long shutdown waits for the lease to be released before exiting anyway.
 const RELEASE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a graceful shutdown lets the host reconciles in flight finish before aborting them (well inside the
+/// 30 s a pod gets between SIGTERM and SIGKILL by default, with the lease release after it).
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(15);
 
 /// Arguments of `wmco run`. Every flag can also be set through the environment variable named in its help.
 #[derive(Debug, clap::Args)]
@@ -102,6 +112,15 @@ struct ControllerInputs {
     payload: Payload,
     cluster: ClusterSettings,
     metrics: Arc<Metrics>,
+    /// Settings of the Machine and user-data controllers; `None` where the cluster does not serve the machine API.
+    machine_api: Option<MachineApiInputs>,
+}
+
+/// The settings of the controllers that exist only where the cluster serves the machine API.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct MachineApiInputs {
+    machines: MachinesSettings,
+    user_data: UserDataSettings,
 }
 
 /// Runs the operator until it is told to stop (exit 0) or loses its lease (an error, exit 1).
@@ -155,15 +174,22 @@ async fn operate(args: &RunArgs, manifest: Manifest, payload: Payload) -> anyhow
     let (facts, openshift) = gather_facts(&client, args).await?;
     let cluster = ClusterSettings::from_facts(&facts)
         .map_err(|error| anyhow::Error::new(UnusableInput(format!("cluster facts: {error}"))))?;
+    let machine_api = serves_machine_api(&client).await.context("cannot discover the API groups")?;
+    if !machine_api {
+        tracing::info!(
+            "the cluster does not serve machine.openshift.io: the Machine and user-data controllers are off"
+        );
+    }
     let inputs = ControllerInputs {
         client: client.clone(),
         config,
         csr: csr_settings(args, &facts)?,
-        instances: instances_run(args, &identity, openshift),
+        instances: instances_run(args, &identity, openshift, &manifest)?,
         manifest,
         payload,
         cluster,
         metrics,
+        machine_api: machine_api.then(|| machine_api_inputs(&args.namespace, &facts)),
     };
 
     let outcome = if args.leader_election {
@@ -173,7 +199,7 @@ async fn operate(args: &RunArgs, manifest: Manifest, payload: Payload) -> anyhow
         readiness.set_ready(true);
         tracing::info!("leader election off: controllers started");
         shutdown_signal().await;
-        stop_controllers(controllers).await;
+        controllers.stop_gracefully(SHUTDOWN_GRACE).await;
         Ok(Outcome::Clean)
     };
     let _ = stop_health.send(());
@@ -201,7 +227,7 @@ fn log_settings(args: &RunArgs, identity: &str) {
         ssh_port = args.ssh_port,
         max_concurrent_configurations = args.max_concurrent_configurations,
         max_unavailable = args.max_unavailable,
-        operator_version = %operator_version(env!("CARGO_PKG_VERSION"), args.version_override.as_deref()),
+        version_override = args.version_override.as_deref(),
         leader_election = args.leader_election,
         lease_name = %args.lease_name,
         identity,
@@ -243,17 +269,35 @@ fn plain_kubernetes_config(args: &RunArgs) -> anyhow::Result<PlainKubernetesConf
     })
 }
 
-/// The instances controller's settings from the flags.
-fn instances_run(args: &RunArgs, identity: &str, openshift: bool) -> InstancesRun {
-    InstancesRun {
+/// The instances controller's and upgrade executor's settings from the flags and the payload manifest; a
+/// `--version-override` that is not semver is unusable input.
+fn instances_run(args: &RunArgs, identity: &str, openshift: bool, manifest: &Manifest) -> anyhow::Result<InstancesRun> {
+    let operator_version: Version = operator_version(args.version_override.as_deref())
+        .map_err(|error| anyhow::Error::new(UnusableInput(error.to_string())))?;
+    let payload_kubelet_version =
+        payload_kubelet_version(manifest).context("the payload manifest built into this binary is invalid")?;
+    Ok(InstancesRun {
         namespace: args.namespace.clone(),
         controller_name: CONTROLLER_NAME.to_owned(),
         ssh_port: args.ssh_port,
         ssh_identity: identity.to_owned(),
         concurrency: args.max_concurrent_configurations,
-        operator_version: operator_version(env!("CARGO_PKG_VERSION"), args.version_override.as_deref()),
+        operator_version,
+        max_unavailable: args.max_unavailable,
+        payload_kubelet_version,
         verbosity: if args.debug_node_services { Verbosity::Debug } else { Verbosity::Normal },
         openshift,
+    })
+}
+
+/// The Machine and user-data controllers' settings: the operator namespace and the cluster's platform.
+fn machine_api_inputs(namespace: &str, facts: &ClusterFacts) -> MachineApiInputs {
+    MachineApiInputs {
+        machines: MachinesSettings { namespace: namespace.to_owned(), platform: facts.platform.clone() },
+        user_data: UserDataSettings {
+            operator_namespace: namespace.to_owned(),
+            platform: platform_of(&facts.platform),
+        },
     }
 }
 
@@ -271,7 +315,7 @@ fn csr_settings(args: &RunArgs, facts: &ClusterFacts) -> anyhow::Result<CsrSetti
 }
 
 /// Takes part in leader election: standing by as follower, running controllers as leader; losing the lease is an
-/// error, a shutdown signal releases it.
+/// error (controllers aborted at once), a shutdown signal stops them gracefully and releases it.
 async fn lead_then_run(
     client: &Client,
     args: &RunArgs,
@@ -288,7 +332,7 @@ async fn lead_then_run(
     let (mut leading, lease_task) = manager.watch().await;
     readiness.set_ready(true);
     tracing::info!(lease = %args.lease_name, "standing by for the lease");
-    let mut controllers: Option<Vec<JoinHandle<()>>> = None;
+    let mut controllers: Option<Controllers> = None;
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
     let outcome = loop {
@@ -300,7 +344,7 @@ async fn lead_then_run(
                 }
                 match (is_leader(&mut leading), controllers.is_some()) {
                     (true, false) => {
-                        tracing::info!(lease = %args.lease_name, "acquired the lease: starting controllers");
+                        tracing::info!(lease = %args.lease_name, identity, "acquired the lease: starting controllers");
                         controllers = Some(start_controllers(inputs));
                     }
                     (false, true) => {
@@ -312,7 +356,10 @@ async fn lead_then_run(
         }
     };
     if let Some(controllers) = controllers {
-        stop_controllers(controllers).await;
+        match &outcome {
+            Ok(_) => controllers.stop_gracefully(SHUTDOWN_GRACE).await,
+            Err(_) => controllers.abort().await,
+        }
     }
     release_lease(leading, lease_task).await;
     outcome
@@ -336,21 +383,82 @@ async fn release_lease(
     }
 }
 
-/// Starts the controllers this process runs as leader: the CSR controller and the instances controller.
-fn start_controllers(inputs: &ControllerInputs) -> Vec<JoinHandle<()>> {
+/// The controllers of one leadership term.
+struct Controllers {
+    /// Controllers whose work is API calls (each write atomic): stopped at their next await point.
+    immediate: Vec<(&'static str, JoinHandle<()>)>,
+    /// The instances controller and upgrade executor: they run host steps and stop on `shutdown`.
+    graceful: (&'static str, JoinHandle<()>),
+    shutdown: ShutdownTrigger,
+}
+
+impl Controllers {
+    /// Graceful stop (SIGTERM): the API-only controllers stop at once, the host controllers start no new work and
+    /// get `grace` to finish the reconciles in flight, then whatever still runs is aborted.
+    async fn stop_gracefully(self, grace: Duration) {
+        let Controllers { immediate, graceful: (name, mut graceful), shutdown } = self;
+        shutdown.trigger();
+        abort_all(immediate).await;
+        tracing::info!(grace = ?grace, "waiting for the host reconciles in flight");
+        match tokio::time::timeout(grace, &mut graceful).await {
+            Ok(result) => log_end(name, result),
+            Err(_) => {
+                tracing::warn!(controller = name, grace = ?grace, "host reconciles still running after the grace period: aborting them");
+                abort_all(vec![(name, graceful)]).await;
+            }
+        }
+        tracing::info!("controllers stopped");
+    }
+
+    /// Immediate stop (the lease is lost and another replica may already lead): every controller is aborted at its
+    /// next await point.
+    async fn abort(self) {
+        let Controllers { mut immediate, graceful, shutdown } = self;
+        shutdown.trigger();
+        immediate.push(graceful);
+        abort_all(immediate).await;
+        tracing::info!("controllers aborted");
+    }
+}
+
+async fn abort_all(controllers: Vec<(&'static str, JoinHandle<()>)>) {
+    for (_, controller) in &controllers {
+        controller.abort();
+    }
+    for (name, controller) in controllers {
+        log_end(name, controller.await);
+    }
+}
+
+fn log_end(name: &'static str, result: Result<(), tokio::task::JoinError>) {
+    if let Err(error) = result
+        && !error.is_cancelled()
+    {
+        tracing::warn!(controller = name, error = %error, "controller task failed");
+    }
+}
+
+/// Starts the controllers this process runs as leader: CSR, instances with the upgrade executor, and (where the
+/// cluster serves the machine API) Machines and user data.
+fn start_controllers(inputs: &ControllerInputs) -> Controllers {
     let client = &inputs.client;
-    let context = Arc::new(
-        CsrContext::new(
-            Arc::new(KubeCsrs::new(client.clone())),
-            Arc::new(KubeNodes::new(client.clone())),
-            Arc::new(KubeInstanceRecords::new(client.clone())),
-            Arc::new(KubeEvents::new(client.clone(), CONTROLLER_NAME, None)),
-            inputs.csr.clone(),
-        )
-        .with_metrics(Arc::clone(&inputs.metrics)),
-    );
+    let (shutdown, signal) = shutdown_channel();
+    let mut csr = CsrContext::new(
+        Arc::new(KubeCsrs::new(client.clone())),
+        Arc::new(KubeNodes::new(client.clone())),
+        Arc::new(KubeInstanceRecords::new(client.clone())),
+        Arc::new(KubeEvents::new(client.clone(), CONTROLLER_NAME, None)),
+        inputs.csr.clone(),
+    )
+    .with_metrics(Arc::clone(&inputs.metrics));
+    if inputs.machine_api.is_some() {
+        csr = csr.with_machines(Arc::new(KubeMachines::new(client.clone())));
+    }
     tracing::info!(namespace = %inputs.csr.namespace, "starting the CSR controller");
-    let csr = tokio::spawn(wmco_operator::csr::controller(client.clone(), context));
+    let mut immediate = vec![("csr", tokio::spawn(wmco_operator::csr::controller(client.clone(), Arc::new(csr))))];
+    if let Some(machine_api) = &inputs.machine_api {
+        immediate.extend(start_machine_api_controllers(inputs, machine_api));
+    }
     let instances = run_instances(
         client.clone(),
         inputs.config.clone(),
@@ -359,26 +467,38 @@ fn start_controllers(inputs: &ControllerInputs) -> Vec<JoinHandle<()>> {
         inputs.payload.clone(),
         inputs.cluster.clone(),
         Arc::clone(&inputs.metrics),
+        signal,
     );
     let instances = tokio::spawn(async move {
         if let Err(error) = instances.await {
             tracing::error!(error = %error, "the instances controller could not start");
         }
     });
-    vec![csr, instances]
+    Controllers { immediate, graceful: ("instances", instances), shutdown }
 }
 
-/// Stops taking work: the controllers are cancelled at their next await point, and each is waited for.
-async fn stop_controllers(controllers: Vec<JoinHandle<()>>) {
-    for controller in controllers {
-        controller.abort();
-        if let Err(error) = controller.await
-            && !error.is_cancelled()
-        {
-            tracing::warn!(error = %error, "controller task failed");
-        }
-    }
-    tracing::info!("controllers stopped");
+/// The Machine controller and the user-data controller.
+fn start_machine_api_controllers(
+    inputs: &ControllerInputs,
+    settings: &MachineApiInputs,
+) -> [(&'static str, JoinHandle<()>); 2] {
+    let client = &inputs.client;
+    let events = || Arc::new(KubeEvents::new(client.clone(), CONTROLLER_NAME, None));
+    let machines = MachinesContext::new(
+        Arc::new(KubeInstanceRecords::new(client.clone())),
+        Arc::new(KubeMachines::new(client.clone())),
+        events(),
+        settings.machines.clone(),
+    )
+    .with_metrics(Arc::clone(&inputs.metrics));
+    let user_data =
+        UserDataContext::new(Arc::new(KubeSecrets::new(client.clone())), events(), settings.user_data.clone())
+            .with_metrics(Arc::clone(&inputs.metrics));
+    tracing::info!(platform = ?settings.machines.platform, "starting the Machine and user-data controllers");
+    [
+        ("machines", tokio::spawn(wmco_operator::machines::controller(client.clone(), Arc::new(machines)))),
+        ("user-data", tokio::spawn(wmco_operator::user_data::controller(client.clone(), Arc::new(user_data)))),
+    ]
 }
 
 /// Completes on SIGTERM (Kubernetes stopping the pod) or Ctrl-C.
@@ -463,18 +583,109 @@ mod tests {
 
     #[test]
     fn instances_settings_come_from_the_flags_and_the_version_drops_build_metadata() {
-        let args = parse(&["--ssh-port=2222", "--max-concurrent-configurations=3", "--debug-node-services=true"])
-            .expect("parsed");
-        let run = instances_run(&args, "wmco-0", true);
+        let manifest = Manifest::product().expect("product manifest");
+        let args = parse(&[
+            "--ssh-port=2222",
+            "--max-concurrent-configurations=3",
+            "--debug-node-services=true",
+            "--max-unavailable=4",
+        ])
+        .expect("parsed");
+        let run = instances_run(&args, "wmco-0", true, &manifest).expect("settings");
         assert_eq!(
-            (run.ssh_port, run.concurrency, run.ssh_identity.as_str(), run.verbosity, run.openshift),
-            (2222, 3, "wmco-0", Verbosity::Debug, true)
+            (
+                run.ssh_port,
+                run.concurrency,
+                run.ssh_identity.as_str(),
+                run.verbosity,
+                run.openshift,
+                run.max_unavailable
+            ),
+            (2222, 3, "wmco-0", Verbosity::Debug, true, 4)
         );
         assert_eq!(run.namespace, "openshift-windows-machine-config-operator");
-        assert_eq!(run.operator_version, env!("CARGO_PKG_VERSION").split('+').next().expect("a version"));
-        let args = parse(&["--version-override=10.18.0-e2e"]).expect("parsed");
-        let run = instances_run(&args, "wmco-0", false);
-        assert_eq!((run.operator_version.as_str(), run.verbosity), ("10.18.0-e2e", Verbosity::Normal));
+        assert_eq!(run.operator_version.to_string(), env!("CARGO_PKG_VERSION").split('+').next().expect("a version"));
+        let kubelet = manifest.component("kubelet").expect("kubelet component").version.clone();
+        assert_eq!(Some(format!("v{}", run.payload_kubelet_version)), kubelet);
+        let args = parse(&["--version-override=10.18.0-e2e+build.7"]).expect("parsed");
+        let run = instances_run(&args, "wmco-0", false, &manifest).expect("settings");
+        assert_eq!((run.operator_version.to_string().as_str(), run.verbosity), ("10.18.0-e2e", Verbosity::Normal));
+    }
+
+    #[test]
+    fn a_version_override_that_is_not_semver_is_unusable_input_naming_the_flag() {
+        let manifest = Manifest::product().expect("product manifest");
+        let args = parse(&["--version-override=10.18"]).expect("parsed");
+        let error = instances_run(&args, "wmco-0", false, &manifest).expect_err("not semver");
+        assert!(error.downcast_ref::<UnusableInput>().is_some());
+        assert!(error.to_string().contains("--version-override"), "{error}");
+        assert!(error.to_string().contains("10.18"), "{error}");
+    }
+
+    #[test]
+    fn machine_api_settings_carry_the_namespace_and_the_platform() {
+        let mut facts = ClusterFacts {
+            service_cidr: "172.30.0.0/16".into(),
+            api_server_internal_url: "https://api-int.example:6443".into(),
+            platform: wmco_cluster_client::Platform::None,
+            proxy: Default::default(),
+            kubernetes_version: Version::new(1, 33, 0),
+            mirror_sets: Vec::new(),
+        };
+        let inputs = machine_api_inputs("wmco", &facts);
+        assert_eq!(inputs.machines, MachinesSettings { namespace: "wmco".into(), platform: facts.platform.clone() });
+        assert_eq!(
+            inputs.user_data,
+            UserDataSettings { operator_namespace: "wmco".into(), platform: wmco_user_data::Platform::None }
+        );
+        facts.platform = wmco_cluster_client::Platform::Gcp;
+        assert_eq!(machine_api_inputs("wmco", &facts).user_data.platform, wmco_user_data::Platform::Gcp);
+    }
+
+    fn controllers_of(graceful: JoinHandle<()>, immediate: JoinHandle<()>, shutdown: ShutdownTrigger) -> Controllers {
+        Controllers { immediate: vec![("api", immediate)], graceful: ("host", graceful), shutdown }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_graceful_stop_lets_the_host_work_in_flight_finish_and_stops_the_rest_at_once() {
+        let (shutdown, signal) = shutdown_channel();
+        let finished = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let host_work = {
+            let finished = Arc::clone(&finished);
+            tokio::spawn(async move {
+                signal.triggered().await;
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                finished.store(true, std::sync::atomic::Ordering::SeqCst);
+            })
+        };
+        let api_work = tokio::spawn(std::future::pending::<()>());
+        let started = tokio::time::Instant::now();
+        controllers_of(host_work, api_work, shutdown).stop_gracefully(Duration::from_secs(15)).await;
+        assert!(finished.load(std::sync::atomic::Ordering::SeqCst));
+        assert_eq!(started.elapsed(), Duration::from_secs(5));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_graceful_stop_aborts_host_work_still_running_after_the_grace_period() {
+        let (shutdown, _signal) = shutdown_channel();
+        let host_work = tokio::spawn(std::future::pending::<()>());
+        let api_work = tokio::spawn(std::future::pending::<()>());
+        let started = tokio::time::Instant::now();
+        controllers_of(host_work, api_work, shutdown).stop_gracefully(Duration::from_secs(15)).await;
+        assert_eq!(started.elapsed(), Duration::from_secs(15));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn losing_the_lease_aborts_host_work_at_once() {
+        let (shutdown, signal) = shutdown_channel();
+        let host_work = tokio::spawn(async move {
+            signal.triggered().await;
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        });
+        let api_work = tokio::spawn(std::future::pending::<()>());
+        let started = tokio::time::Instant::now();
+        controllers_of(host_work, api_work, shutdown).abort().await;
+        assert_eq!(started.elapsed(), Duration::ZERO);
     }
 
     #[test]

@@ -25,6 +25,7 @@ use super::connector::instance_label;
 use super::{
     INSTANCES_CONFIG_MAP, InstanceOutcome, InstancesContext, InstancesError, reconcile_instance, reconcile_inventory,
 };
+use crate::shutdown::ShutdownSignal;
 
 /// How many hosts are reconciled at once unless the caller says otherwise.
 pub const DEFAULT_CONCURRENCY: u16 = 8;
@@ -39,26 +40,29 @@ const FIRST_RETRY: Duration = Duration::from_secs(1);
 /// Backoff ceiling.
 const MAX_RETRY: Duration = Duration::from_secs(300);
 
-/// Runs the inventory loop and the instance controller (at most `concurrency` hosts at once) until the watches
-/// end (the process shuts down).
+/// Runs the inventory loop and the instance controller (at most `concurrency` hosts at once) until `shutdown` is
+/// triggered: then the inventory loop stops, no new host reconcile starts, and this returns once the reconciles
+/// in flight finished (the caller bounds that wait).
 ///
 /// ```no_run
 /// # async fn run(client: kube::Client, context: std::sync::Arc<wmco_operator::instances::InstancesContext>) {
 /// use wmco_operator::instances::{DEFAULT_CONCURRENCY, controller};
-/// controller(client, context, DEFAULT_CONCURRENCY).await;
+/// use wmco_operator::shutdown::ShutdownSignal;
+/// controller(client, context, DEFAULT_CONCURRENCY, ShutdownSignal::never()).await;
 /// # }
 /// ```
-pub async fn controller(client: Client, ctx: Arc<InstancesContext>, concurrency: u16) {
-    let inventory = inventory_loop(client.clone(), Arc::clone(&ctx));
-    let instances = instance_controller(client, ctx, concurrency);
+pub async fn controller(client: Client, ctx: Arc<InstancesContext>, concurrency: u16, shutdown: ShutdownSignal) {
+    let inventory = shutdown.clone().unless_triggered(inventory_loop(client.clone(), Arc::clone(&ctx)));
+    let instances = instance_controller(client, ctx, concurrency, shutdown);
     futures::join!(inventory, instances);
 }
 
-async fn instance_controller(client: Client, ctx: Arc<InstancesContext>, concurrency: u16) {
+async fn instance_controller(client: Client, ctx: Arc<InstancesContext>, concurrency: u16, shutdown: ShutdownSignal) {
     let records: Api<WindowsInstance> = Api::namespaced(client.clone(), &ctx.settings.namespace);
     let nodes: Api<Node> = Api::all(client);
     let instances = Controller::new(records, watcher::Config::default())
-        .with_config(controller::Config::default().concurrency(concurrency.max(1)));
+        .with_config(controller::Config::default().concurrency(concurrency.max(1)))
+        .graceful_shutdown_on(shutdown.triggered());
     let store = instances.store();
     instances
         .watches(nodes, watcher::Config::default(), move |node| records_of_node(&store, &node))
