@@ -8,12 +8,13 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 use semver::Version;
-use tokio::sync::Notify;
+use tokio::sync::{Mutex as AsyncMutex, Notify};
 use tokio::task::JoinHandle;
 use wmco_cluster_client::{DrainOptions, Drainer, EventPublisher, InstanceRecords, Nodes};
 use wmco_upgrade_planner::{Failure, Policy};
 
 use super::ApiServerVersion;
+use crate::rekey::{NoWindowsMachines, WindowsMachines};
 
 /// The first retry of a failed upgrade step waits this long; each later one twice as long as the last.
 pub(crate) const FIRST_RETRY: Duration = Duration::from_secs(30);
@@ -52,6 +53,9 @@ pub struct UpgradesContext {
     pub api_server: Arc<dyn ApiServerVersion>,
     /// Namespace, versions, budget, key hash, drain options.
     pub settings: UpgradeSettings,
+    /// The Windows Machines, whose replacements away from the fleet are taken off the budget (none by default).
+    pub windows_machines: Arc<dyn WindowsMachines>,
+    budget_lock: Arc<AsyncMutex<()>>,
     failures: Mutex<HashMap<String, StepFailure>>,
     drains: Mutex<HashMap<String, JoinHandle<()>>>,
     drain_ended: Notify,
@@ -115,11 +119,34 @@ impl UpgradesContext {
             events,
             api_server,
             settings,
+            windows_machines: Arc::new(NoWindowsMachines),
+            budget_lock: Arc::default(),
             failures: Mutex::default(),
             drains: Mutex::default(),
             drain_ended: Notify::new(),
             skew_warned: Mutex::default(),
         }
+    }
+
+    /// Takes the Windows Machines away from the fleet (being replaced, provisioning, not yet a Ready Node: see
+    /// [`machines_away`](crate::rekey::machines_away)) off the budget, as the key rotation does.
+    #[must_use]
+    pub fn with_windows_machines(mut self, windows_machines: Arc<dyn WindowsMachines>) -> Self {
+        self.windows_machines = windows_machines;
+        self
+    }
+
+    /// Shares `lock` with other budgeted work (the key rotation's Machine replacements): a reconcile holds it from
+    /// reading the fleet until its Nodes are marked, so two loops never hand out the same unit of budget.
+    #[must_use]
+    pub fn with_budget_lock(mut self, lock: Arc<AsyncMutex<()>>) -> Self {
+        self.budget_lock = lock;
+        self
+    }
+
+    /// The lock a reconcile holds while it hands out the budget (see [`UpgradesContext::with_budget_lock`]).
+    pub fn budget_lock(&self) -> Arc<AsyncMutex<()>> {
+        Arc::clone(&self.budget_lock)
     }
 
     /// A context over the API server behind `client` (records, Nodes, the API server's version), sharing the

@@ -21,6 +21,13 @@ pub enum UpgradesError {
         #[source]
         source: Box<wmco_cluster_client::Error>,
     },
+    /// Listing the Windows Machines failed.
+    #[error("listing the Windows Machines failed")]
+    ListMachines {
+        /// The cluster error.
+        #[source]
+        source: Box<wmco_cluster_client::Error>,
+    },
     /// Listing the records in the operator namespace failed.
     #[error("listing WindowsInstances in namespace {namespace} failed")]
     ListRecords {
@@ -55,7 +62,7 @@ impl UpgradesError {
         match self {
             Self::InvalidVersion { .. } | Self::NoKubeletVersion => "upgrade_version",
             Self::ApiServerVersion { .. } => "upgrade_api_server_version",
-            Self::ListRecords { .. } => "upgrade_list",
+            Self::ListRecords { .. } | Self::ListMachines { .. } => "upgrade_list",
             Self::Step { .. } => "upgrade_step",
         }
     }

@@ -11,10 +11,11 @@ use semver::Version;
 use wmco_cluster_client::names::{UPGRADING_LABEL, VERSION_ANNOTATION};
 use wmco_cluster_client::types::Phase as RecordPhase;
 use wmco_cluster_client::{NewEvent, NodeMetadataPatch, Severity};
-use wmco_upgrade_planner::{Action, Plan, Reason, WaitReason, plan};
+use wmco_upgrade_planner::{Action, Plan, Policy, Reason, WaitReason, plan};
 
 use super::observe::{annotation, is_marked, is_ready, is_unschedulable};
 use super::{ObservedFleet, ObservedInstance, UpgradesContext, UpgradesError, observe_fleet};
+use crate::rekey::machines_away;
 
 /// What one fleet reconcile did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,6 +35,8 @@ pub struct FleetOutcome {
     pub held_by_skew: Vec<String>,
     /// The earliest instant a failed step may be retried, if one waits.
     pub next_retry: Option<Timestamp>,
+    /// Windows Machines away from the fleet (being replaced, provisioning), taken off the budget.
+    pub machines_away: Vec<String>,
 }
 
 /// Reconciles the whole fleet at `now`.
@@ -56,8 +59,11 @@ pub struct FleetOutcome {
 /// is published as a Warning Event and retried after backoff, a failed finish (uncordon, unmark) is retried by
 /// the next reconcile; both are listed in [`FleetOutcome::failed`] unless they happened in a background drain.
 pub async fn reconcile_fleet(ctx: &Arc<UpgradesContext>, now: Timestamp) -> Result<FleetOutcome, UpgradesError> {
-    let policy = ctx.policy(ctx.api_server.kubernetes_version().await?);
+    let budget_lock = ctx.budget_lock();
+    let _budget = budget_lock.lock().await;
+    let full_policy = ctx.policy(ctx.api_server.kubernetes_version().await?);
     let mut observed = observe_fleet(ctx, now).await?;
+    let (mut policy, mut machines_away) = budget_left(ctx, &full_policy, &observed).await?;
     let mut current = plan(&observed.fleet, &policy);
 
     let mut finished = Vec::new();
@@ -80,6 +86,7 @@ pub async fn reconcile_fleet(ctx: &Arc<UpgradesContext>, now: Timestamp) -> Resu
     }
     if !finished.is_empty() {
         observed = observe_fleet(ctx, now).await?;
+        (policy, machines_away) = budget_left(ctx, &full_policy, &observed).await?;
         current = plan(&observed.fleet, &policy);
     }
 
@@ -102,7 +109,28 @@ pub async fn reconcile_fleet(ctx: &Arc<UpgradesContext>, now: Timestamp) -> Resu
     }
 
     let held_by_skew = warn_about_skew(ctx, &current, &observed).await;
-    Ok(FleetOutcome { plan: current, started, finished, failed, held_by_skew, next_retry: ctx.next_retry() })
+    Ok(FleetOutcome {
+        plan: current,
+        started,
+        finished,
+        failed,
+        held_by_skew,
+        next_retry: ctx.next_retry(),
+        machines_away,
+    })
+}
+
+/// The policy with the Windows Machines away from the fleet taken off the budget, and those Machines.
+async fn budget_left(
+    ctx: &UpgradesContext,
+    policy: &Policy,
+    observed: &ObservedFleet,
+) -> Result<(Policy, Vec<String>), UpgradesError> {
+    let machines =
+        ctx.windows_machines.list().await.map_err(|source| UpgradesError::ListMachines { source: Box::new(source) })?;
+    let away = machines_away(&machines, &observed.instances);
+    let count = u32::try_from(away.len()).unwrap_or(u32::MAX);
+    Ok((Policy { max_unavailable: policy.max_unavailable.saturating_sub(count), ..policy.clone() }, away))
 }
 
 /// Whether an upgrade under way is done: the configure pass wrote phase Ready with the operator's version and the

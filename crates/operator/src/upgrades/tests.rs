@@ -467,6 +467,84 @@ async fn a_host_that_cannot_be_finished_does_not_hold_back_the_others() {
     assert_eq!(cluster.unavailable(&["a", "b"]), Vec::<String>::new());
 }
 
+/// Windows Machines as listed.
+struct ListedMachines(Vec<wmco_cluster_client::types::Machine>);
+
+#[async_trait::async_trait]
+impl crate::rekey::WindowsMachines for ListedMachines {
+    async fn list(&self) -> wmco_cluster_client::Result<Vec<wmco_cluster_client::types::Machine>> {
+        Ok(self.0.clone())
+    }
+}
+
+#[tokio::test]
+async fn machines_away_for_replacement_are_taken_off_the_budget() {
+    let cluster = Cluster::new();
+    for name in ["a", "b"] {
+        cluster.add(name, AT_OLD).await;
+    }
+    let replaced: wmco_cluster_client::types::Machine = serde_json::from_value(json!({
+        "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
+        "metadata": {
+            "name": "win-m", "namespace": "openshift-machine-api",
+            "deletionTimestamp": "2026-11-22T03:59:00Z", "finalizers": ["machine.machine.openshift.io"],
+        },
+        "spec": {}, "status": {"phase": "Deleting"},
+    }))
+    .unwrap();
+    let machines = Arc::new(ListedMachines(vec![replaced]));
+
+    let budget_one = Arc::new(
+        UpgradesContext::new(
+            cluster.records.clone(),
+            cluster.nodes.clone(),
+            cluster.drainer.clone(),
+            cluster.events.clone(),
+            cluster.api_server.clone(),
+            cluster.executor(1).settings.clone(),
+        )
+        .with_windows_machines(machines.clone()),
+    );
+    let held = settled(&budget_one, at(NOW)).await;
+    assert_eq!((held.started, held.machines_away), (Vec::new(), vec!["win-m".to_owned()]));
+    assert_eq!(cluster.unavailable(&["a", "b"]), Vec::<String>::new());
+
+    let budget_two = Arc::new(
+        UpgradesContext::new(
+            cluster.records.clone(),
+            cluster.nodes.clone(),
+            cluster.drainer.clone(),
+            cluster.events.clone(),
+            cluster.api_server.clone(),
+            cluster.executor(2).settings.clone(),
+        )
+        .with_windows_machines(machines),
+    );
+    assert_eq!(settled(&budget_two, at(NOW)).await.started, labels(&["a"]));
+}
+
+#[tokio::test]
+async fn a_reconcile_waits_while_other_budgeted_work_holds_the_budget_lock() {
+    let cluster = Cluster::new();
+    cluster.add("a", AT_OLD).await;
+    let executor = cluster.executor(1);
+    let lock = executor.budget_lock();
+    let guard = lock.lock().await;
+
+    let waiting = tokio::spawn({
+        let executor = Arc::clone(&executor);
+        async move { reconcile_fleet(&executor, at(NOW)).await.unwrap() }
+    });
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    assert!(!waiting.is_finished());
+    assert_eq!(cluster.unavailable(&["a"]), Vec::<String>::new());
+
+    drop(guard);
+    assert_eq!(waiting.await.unwrap().started, labels(&["a"]));
+}
+
 #[tokio::test]
 async fn a_rolling_upgrade_of_six_hosts_never_exceeds_the_budget_of_two() {
     let names = ["a", "b", "c", "d", "e", "f"];
