@@ -2,7 +2,7 @@
 //! `/metrics` on one listener, takes part in leader election through a Lease, and runs the controllers of
 //! `wmco-operator` while it leads: the CSR controller, the instances controller and the upgrade executor (composed
 //! by `wmco_operator::wiring`: operator key from `cloud-private-key`, payload-backed files, SSH over a host pool),
-//! and, where the cluster serves the machine API, the Machine and user-data controllers.
+//! the key rotation, and, where the cluster serves the machine API, the Machine and user-data controllers.
 //! Losing the lease stops every controller at once and exits non-zero (another replica may already lead).
 //! SIGTERM or Ctrl-C stops taking work, lets the host reconciles in flight finish for at most [`SHUTDOWN_GRACE`],
 //! releases the lease and exits 0. The logic lives in `wmco-operator`; this module only wires it up.
@@ -28,6 +28,7 @@ use wmco_operator::files::ClusterSettings;
 use wmco_operator::health::{self, Readiness};
 use wmco_operator::machines::{MachinesContext, MachinesSettings};
 use wmco_operator::metrics::Metrics;
+use wmco_operator::rekey::{RekeyContext, RekeySettings, SshKeyChecker};
 use wmco_operator::shutdown::{ShutdownTrigger, shutdown_channel};
 use wmco_operator::upgrades::{operator_version, payload_kubelet_version};
 use wmco_operator::user_data::{UserDataContext, UserDataSettings, platform_of};
@@ -290,6 +291,20 @@ fn instances_run(args: &RunArgs, identity: &str, openshift: bool, manifest: &Man
     })
 }
 
+/// The key rotation's settings: the same version, payload kubelet, budget and concurrency as the instances
+/// controller and the upgrade executor.
+fn rekey_settings(run: &InstancesRun) -> RekeySettings {
+    RekeySettings {
+        max_concurrent_configurations: u32::from(run.concurrency),
+        ..RekeySettings::new(
+            run.namespace.clone(),
+            run.operator_version.clone(),
+            run.payload_kubelet_version.clone(),
+            run.max_unavailable,
+        )
+    }
+}
+
 /// The Machine and user-data controllers' settings: the operator namespace and the cluster's platform.
 fn machine_api_inputs(namespace: &str, facts: &ClusterFacts) -> MachineApiInputs {
     MachineApiInputs {
@@ -456,6 +471,18 @@ fn start_controllers(inputs: &ControllerInputs) -> Controllers {
     }
     tracing::info!(namespace = %inputs.csr.namespace, "starting the CSR controller");
     let mut immediate = vec![("csr", tokio::spawn(wmco_operator::csr::controller(client.clone(), Arc::new(csr))))];
+    let machine_api = inputs.machine_api.is_some();
+    let key_checker = SshKeyChecker::new(inputs.instances.ssh_port, Some(inputs.instances.ssh_identity.clone()));
+    let rekey = RekeyContext::for_cluster(
+        client,
+        Arc::new(KubeEvents::new(client.clone(), CONTROLLER_NAME, None)),
+        Arc::new(key_checker),
+        rekey_settings(&inputs.instances),
+        machine_api,
+    );
+    tracing::info!("starting the key rotation");
+    immediate
+        .push(("rekey", tokio::spawn(wmco_operator::rekey::controller(client.clone(), Arc::new(rekey), machine_api))));
     if let Some(machine_api) = &inputs.machine_api {
         immediate.extend(start_machine_api_controllers(inputs, machine_api));
     }
@@ -607,6 +634,15 @@ mod tests {
         assert_eq!(run.operator_version.to_string(), env!("CARGO_PKG_VERSION").split('+').next().expect("a version"));
         let kubelet = manifest.component("kubelet").expect("kubelet component").version.clone();
         assert_eq!(Some(format!("v{}", run.payload_kubelet_version)), kubelet);
+        let rekey = rekey_settings(&run);
+        assert_eq!(
+            (rekey.namespace.as_str(), rekey.max_unavailable, rekey.max_concurrent_configurations),
+            ("openshift-windows-machine-config-operator", 4, 3)
+        );
+        assert_eq!(
+            (&rekey.operator_version, &rekey.payload_kubelet_version),
+            (&run.operator_version, &run.payload_kubelet_version)
+        );
         let args = parse(&["--version-override=10.18.0-e2e+build.7"]).expect("parsed");
         let run = instances_run(&args, "wmco-0", false, &manifest).expect("settings");
         assert_eq!((run.operator_version.to_string().as_str(), run.verbosity), ("10.18.0-e2e", Verbosity::Normal));
