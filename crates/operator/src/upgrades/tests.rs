@@ -546,6 +546,34 @@ async fn a_reconcile_waits_while_other_budgeted_work_holds_the_budget_lock() {
 }
 
 #[tokio::test]
+async fn a_failed_configure_pass_during_an_upgrade_is_handed_over_again_after_backoff() {
+    let cluster = Cluster::new();
+    cluster.add("a", Host { unschedulable: true, marked: true, phase: RecordPhase::Failed, ..AT_OLD }).await;
+    cluster.add("b", AT_OLD).await;
+    let mut status = cluster.records.record(NAMESPACE, "a").unwrap().status.unwrap();
+    status.last_error = Some("host 10.0.0.5: authentication failed".into());
+    cluster.records.apply_status(NAMESPACE, "a", &status).await.unwrap();
+    let executor = cluster.executor(1);
+
+    let first = settled(&executor, at(NOW)).await;
+    assert_eq!(
+        first.failed,
+        [("wmco/a".to_owned(), "the upgrade's configure pass failed: host 10.0.0.5: authentication failed".to_owned())]
+    );
+    assert!(first.started.is_empty(), "b waits: a still holds the budget");
+    assert_eq!((cluster.phase("a"), cluster.drainer.drained().len()), (RecordPhase::Failed, 0));
+    assert_eq!(executor.next_retry(), Some(at("2026-11-22T04:00:30Z")));
+
+    let during_backoff = settled(&executor, at("2026-11-22T04:00:10Z")).await;
+    assert_eq!((during_backoff.started.len(), during_backoff.failed.len()), (0, 0));
+
+    let retried = settled(&executor, at("2026-11-22T04:00:30Z")).await;
+    assert_eq!(retried.started, labels(&["a"]));
+    assert_eq!((cluster.phase("a"), cluster.drainer.drained()), (RecordPhase::Upgrading, vec!["a".to_owned()]));
+    assert_eq!(cluster.unavailable(&["a", "b"]), ["a"]);
+}
+
+#[tokio::test]
 async fn a_rolling_upgrade_of_six_hosts_never_exceeds_the_budget_of_two() {
     let names = ["a", "b", "c", "d", "e", "f"];
     let cluster = Cluster::new();
