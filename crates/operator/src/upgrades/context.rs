@@ -14,6 +14,7 @@ use wmco_cluster_client::{DrainOptions, Drainer, EventPublisher, InstanceRecords
 use wmco_upgrade_planner::{Failure, Policy};
 
 use super::ApiServerVersion;
+use crate::metrics::Metrics;
 use crate::rekey::{NoWindowsMachines, WindowsMachines};
 
 /// The first retry of a failed upgrade step waits this long; each later one twice as long as the last.
@@ -55,6 +56,8 @@ pub struct UpgradesContext {
     pub settings: UpgradeSettings,
     /// The Windows Machines, whose replacements away from the fleet are taken off the budget (none by default).
     pub windows_machines: Arc<dyn WindowsMachines>,
+    /// Where errors are counted (a private registry unless [`UpgradesContext::with_metrics`] is used).
+    pub metrics: Arc<Metrics>,
     budget_lock: Arc<AsyncMutex<()>>,
     failures: Mutex<HashMap<String, StepFailure>>,
     drains: Mutex<HashMap<String, JoinHandle<()>>>,
@@ -120,12 +123,21 @@ impl UpgradesContext {
             api_server,
             settings,
             windows_machines: Arc::new(NoWindowsMachines),
+            metrics: Arc::new(Metrics::new()),
             budget_lock: Arc::default(),
             failures: Mutex::default(),
             drains: Mutex::default(),
             drain_ended: Notify::new(),
             skew_warned: Mutex::default(),
         }
+    }
+
+    /// Counts errors in `metrics` (the registry `/metrics` serves): failed reconciles by their kind, failed upgrade
+    /// steps as `upgrade_step`.
+    #[must_use]
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// Takes the Windows Machines away from the fleet (being replaced, provisioning, not yet a Ready Node: see

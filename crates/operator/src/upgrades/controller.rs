@@ -70,6 +70,7 @@ pub async fn controller(client: Client, ctx: Arc<UpgradesContext>) {
             }
             Err(error) => {
                 failed_reconciles = failed_reconciles.saturating_add(1);
+                ctx.metrics.record_error(error.metric_label());
                 tracing::warn!(kind = error.metric_label(), error = %error, "upgrade executor: fleet reconcile failed");
                 let factor = 2u32.saturating_pow(failed_reconciles.saturating_sub(1).min(16));
                 wait = FIRST_RETRY.saturating_mul(factor).min(RESYNC);

@@ -78,6 +78,7 @@ pub async fn reconcile_fleet(ctx: &Arc<UpgradesContext>, now: Timestamp) -> Resu
                 Ok(()) => finished.push(instance.label()),
                 Err(error) => {
                     let message = error_chain(&error);
+                    ctx.metrics.record_error(error.metric_label());
                     tracing::warn!(instance = %instance.label(), error = %message, "finishing the upgrade failed");
                     failed.push((instance.label(), message));
                 }
@@ -224,6 +225,7 @@ async fn step_failed(
     at: Timestamp,
 ) -> String {
     let message = error_chain(error);
+    ctx.metrics.record_error(error.metric_label());
     let retry_after = ctx.note_failure(instance.name(), message.clone(), at);
     tracing::warn!(instance = %instance.label(), %retry_after, error = %message, "upgrade step failed");
     let note = format!("{message}; the Node stays marked and cordoned, retried after {retry_after}");
