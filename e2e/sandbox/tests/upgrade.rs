@@ -3,8 +3,9 @@
 //! started again once the first node is upgraded (the budget lives in the cluster, not the process); every node is
 //! upgraded (Node version annotation, record `configuredVersion`, phase Ready, schedulable, unmarked); one watch on
 //! the Windows Nodes records that at no moment more than one of them was unschedulable or marked
-//! `windowsmachineconfig.openshift.io/upgrading`; the workload's availability never fell below the budget's
-//! `minAvailable`; each record got one `Upgraded` Event.
+//! `windowsmachineconfig.openshift.io/upgrading`. Then a second upgrade with `--max-unavailable=2`: two at once at
+//! most, and two at some moment. Throughout, the workload's availability never fell below the budget's
+//! `minAvailable`; each record got `Upgraded` Events.
 //!
 //! Needs the control-plane binaries (`cargo xtask controlplane build`) and the `wmco` binary (`WMCO_BIN`, set by
 //! `cargo xtask test`, or `target/<profile>/wmco`).
@@ -30,12 +31,12 @@ const WORKLOAD_TIMEOUT: Duration = Duration::from_secs(300);
 const UPGRADE_TIMEOUT: Duration = Duration::from_secs(1200);
 
 const HOSTS: usize = 3;
-const MAX_UNAVAILABLE: usize = 1;
 const REPLICAS: i32 = 6;
 const MIN_AVAILABLE: i32 = 5;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_higher_operator_version_upgrades_every_node_one_at_a_time_within_the_pod_budget() -> anyhow::Result<()> {
+async fn a_higher_operator_version_upgrades_every_node_within_max_unavailable_and_the_pod_budget() -> anyhow::Result<()>
+{
     let sandbox = Sandbox::start(SandboxOptions { hosts: 3, ..SandboxOptions::default() })
         .await
         .context("the sandbox did not start")?;
@@ -65,43 +66,83 @@ async fn a_higher_operator_version_upgrades_every_node_one_at_a_time_within_the_
         })
         .await?;
     let availability = workload.watch_availability();
-    let disruption = DisruptionWatch::start(client.clone());
     sandbox
-        .wait_for("both watches listing", WORKLOAD_TIMEOUT, || async {
-            ensure!(availability.is_listening() && disruption.is_listening(), "watches still listing");
+        .wait_for("the availability watch listing", WORKLOAD_TIMEOUT, || async {
+            ensure!(availability.is_listening(), "still listing");
             Ok(())
         })
         .await?;
 
-    let restarted = Instant::now();
-    sandbox.restart_operator_with(&[format!("--version-override={target}"), "--max-unavailable=1".to_owned()]).await?;
-    sandbox
-        .wait_for(&format!("a first node upgraded to {target}"), UPGRADE_TIMEOUT, || async {
-            let done = upgraded_records(&sandbox, &target).await?;
-            ensure!(!done.is_empty(), "no record at {target} yet");
-            Ok(())
-        })
-        .await?;
-    sandbox.kill_operator();
-    sandbox.start_operator().await?;
-    sandbox
-        .wait_for(&format!("every Windows node upgraded to {target}"), UPGRADE_TIMEOUT, || async {
-            upgraded(&sandbox, &target).await
-        })
-        .await?;
+    // Budget 1, and the operator killed and started again once the first node is upgraded.
+    let (most, seconds) = upgrade(&sandbox, &target, 1, true).await?;
     println!(
-        "upgrade of {HOSTS} nodes with max-unavailable {MAX_UNAVAILABLE} ({REPLICAS} pods, minAvailable {MIN_AVAILABLE}): \
-         {:.1} s from the operator's restart (including one kill and start)",
-        restarted.elapsed().as_secs_f64()
+        "upgrade of {HOSTS} nodes with max-unavailable 1 ({REPLICAS} pods, minAvailable {MIN_AVAILABLE}): {seconds:.1} s \
+         from the operator's restart (including one kill and start)"
     );
+    assert_eq!(most, 1, "nodes unschedulable or marked at once with max-unavailable 1");
 
-    let most = disruption.most_unavailable();
-    assert_eq!(most, MAX_UNAVAILABLE, "nodes unavailable at once (history {:?})", disruption.history());
-    assert_eq!(disruption.errors(), Vec::<String>::new(), "the Node watch re-listed, so it may have missed states");
+    // Budget 2: two nodes at once, never three.
+    let second_target = higher_version(&target)?;
+    let (most, seconds) = upgrade(&sandbox, &second_target, 2, false).await?;
+    println!(
+        "upgrade of {HOSTS} nodes with max-unavailable 2 ({REPLICAS} pods, minAvailable {MIN_AVAILABLE}): {seconds:.1} s \
+         from the operator's restart"
+    );
+    assert_eq!(most, 2, "nodes unschedulable or marked at once with max-unavailable 2");
+
     let lowest = availability.lowest().context("the availability watch saw nothing")?;
     assert!(lowest >= MIN_AVAILABLE as usize, "available pods fell to {lowest} (history {:?})", availability.history());
     assert_eq!(availability.errors(), Vec::<String>::new());
     upgraded_events(&client, &sandbox).await
+}
+
+/// Restarts the operator at `target` with `--max-unavailable={max_unavailable}` (and, with `kill_midway`, kills and
+/// starts it again once a first node is upgraded), waits until every node is upgraded, and returns the most Windows
+/// Nodes a watch saw unschedulable or marked at once, and the seconds it took.
+async fn upgrade(
+    sandbox: &Sandbox,
+    target: &str,
+    max_unavailable: u32,
+    kill_midway: bool,
+) -> anyhow::Result<(usize, f64)> {
+    let disruption = DisruptionWatch::start(sandbox.admin_client());
+    sandbox
+        .wait_for("the Node watch listing", WORKLOAD_TIMEOUT, || async {
+            ensure!(disruption.is_listening(), "still listing");
+            Ok(())
+        })
+        .await?;
+    let restarted = Instant::now();
+    sandbox
+        .restart_operator_with(&[
+            format!("--version-override={target}"),
+            format!("--max-unavailable={max_unavailable}"),
+        ])
+        .await?;
+    if kill_midway {
+        sandbox
+            .wait_for(&format!("a first node upgraded to {target}"), UPGRADE_TIMEOUT, || async {
+                let done = upgraded_records(sandbox, target).await?;
+                ensure!(!done.is_empty(), "no record at {target} yet");
+                Ok(())
+            })
+            .await?;
+        sandbox.kill_operator();
+        sandbox.start_operator().await?;
+    }
+    sandbox
+        .wait_for(&format!("every Windows node upgraded to {target}"), UPGRADE_TIMEOUT, || async {
+            upgraded(sandbox, target).await
+        })
+        .await?;
+    let seconds = restarted.elapsed().as_secs_f64();
+    ensure!(
+        disruption.errors().is_empty(),
+        "the Node watch re-listed, so it may have missed states: {:?}",
+        disruption.errors()
+    );
+    println!("Windows nodes unschedulable or marked, after each change: {:?}", disruption.history());
+    Ok((disruption.most_unavailable(), seconds))
 }
 
 /// The operator's version with the minor incremented (`1.2.3` → `1.3.0`).
