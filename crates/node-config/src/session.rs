@@ -2,6 +2,8 @@
 //! host (content-addressed script files) and the executor of rendered commands and plan steps: running a command
 //! (uploading its script file first if needed), the batched probe, uploads of host files with a remote hash check,
 //! sc.exe calls with their tolerated failure codes, and the wait for STOPPED after a stop.
+//! Each command and upload records its [`FlowStep`] in the `step` field of the caller's tracing span (the
+//! operator opens one per reconcile with the instance and host), so every log line says which step it belongs to.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -187,6 +189,7 @@ impl HostSession {
 
     /// One exec round trip.
     async fn exec(&self, step: FlowStep, command: &RenderedCommand) -> Result<Output, FlowError> {
+        tracing::Span::current().record("step", tracing::field::display(step));
         self.commands.fetch_add(1, Ordering::Relaxed);
         let remote = RemoteCommand::new(command.line.clone(), self.settings.command_timeout);
         self.host.run(&remote).await.map_err(|source| self.transport_error(step, source))
@@ -325,6 +328,7 @@ impl HostSession {
     /// Uploads one host file unless `remote_sha256` (as probed) already matches; the staging file is verified with
     /// `Get-FileHash` on the host before it replaces the target.
     pub(crate) async fn upload_file(&self, file: &HostFile, remote_sha256: Option<&str>) -> Result<(), FlowError> {
+        tracing::Span::current().record("step", tracing::field::display(FlowStep::UploadFiles));
         let path = &file.destination;
         let upload_error = |source| FlowError::Upload {
             host: self.label().to_owned(),

@@ -17,6 +17,7 @@ use kube::runtime::controller::{self, Action};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Api, Client};
+use tracing::Instrument;
 use wmco_cluster_client::types::WindowsInstance;
 use wmco_instance_inventory::SystemResolver;
 use wmco_node_config::ConfigureState;
@@ -91,9 +92,20 @@ fn records_of_node(store: &Store<WindowsInstance>, node: &Node) -> Vec<ObjectRef
 }
 
 async fn reconcile(instance: Arc<WindowsInstance>, ctx: Arc<InstancesContext>) -> Result<Action, InstancesError> {
-    let outcome = reconcile_instance(&instance, &ctx).await?;
+    let outcome = reconcile_instance(&instance, &ctx).instrument(reconcile_span(&instance)).await?;
     ctx.clear_failures(&instance_label(&instance));
     Ok(action_after(&outcome))
+}
+
+/// The span of one host reconcile: every log line inside it carries the record (`instance`), its address (`host`)
+/// and the flow step the host session last ran (`step`, recorded by `wmco-node-config`).
+pub(crate) fn reconcile_span(instance: &WindowsInstance) -> tracing::Span {
+    tracing::info_span!(
+        "reconcile",
+        instance = %instance_label(instance),
+        host = %instance.spec.address,
+        step = tracing::field::Empty,
+    )
 }
 
 /// What to do after a successful reconcile: drift checks for Ready hosts, a short recheck while services start,

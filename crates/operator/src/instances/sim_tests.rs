@@ -4,6 +4,9 @@
 
 use std::sync::{Arc, Mutex};
 
+use serde_json::json;
+use tracing::Instrument;
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use winhost_sim::host::Identity;
 use winhost_sim::remote_host::InProcessHost;
@@ -128,9 +131,27 @@ async fn a_fresh_host_is_bootstrapped_and_a_second_reconcile_costs_one_probe_on_
     records.apply(&instance).await.unwrap();
 
     let stored = records.record(NAMESPACE, "byoh-127-0-0-40").unwrap();
-    let InstanceOutcome::Configured(first) = reconcile_instance(&stored, &ctx).await.unwrap() else {
-        panic!("expected a configure pass")
+    let logs = Arc::new(Mutex::new(Vec::new()));
+    let writer = JsonLines(Arc::clone(&logs));
+    let subscriber = tracing_subscriber::fmt().json().flatten_event(true).with_writer(move || writer.clone()).finish();
+    let first = {
+        let _guard = tracing::subscriber::set_default(subscriber);
+        reconcile_instance(&stored, &ctx).instrument(super::controller::reconcile_span(&stored)).await.unwrap()
     };
+    let InstanceOutcome::Configured(first) = first else { panic!("expected a configure pass") };
+    let logged = String::from_utf8(logs.lock().unwrap().clone()).unwrap();
+    let lines: Vec<serde_json::Value> = logged.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    assert!(!lines.is_empty());
+    for line in &lines {
+        let span = &line["span"];
+        assert_eq!(
+            (&span["instance"], &span["host"]),
+            (&json!("wmco/byoh-127-0-0-40"), &json!("127.0.0.40")),
+            "{line}"
+        );
+    }
+    let steps: Vec<&serde_json::Value> = lines.iter().map(|line| &line["span"]["step"]).collect();
+    assert_eq!(steps.first(), Some(&&json!("probe")), "{logged}");
     assert_eq!((first.state, first.node_name.as_str()), (ConfigureState::WaitingForNode, "winworker-4"));
     let status = records.record(NAMESPACE, "byoh-127-0-0-40").unwrap().status.unwrap();
     assert_eq!(status.pinned_host_key.as_deref(), Some(HOST_KEY));
@@ -148,4 +169,19 @@ async fn a_fresh_host_is_bootstrapped_and_a_second_reconcile_costs_one_probe_on_
     let bytes = format!("wmco_ssh_bytes_sent_total {}\n", first.bytes_uploaded);
     assert!(metrics.contains(&round_trips) && metrics.contains(&bytes), "{metrics}");
     assert_eq!(*connector.connects.lock().unwrap(), 1);
+}
+
+/// A log writer collecting what the JSON formatter writes.
+#[derive(Clone)]
+struct JsonLines(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for JsonLines {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
