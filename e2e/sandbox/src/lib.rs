@@ -26,10 +26,12 @@
 mod credentials;
 mod error;
 mod hosts;
+pub mod machine_api;
 mod manifests;
 pub mod operator;
 pub mod ovn;
 mod payload;
+pub mod replicas;
 mod sandbox;
 pub mod workload;
 
