@@ -19,6 +19,7 @@
 
 use std::collections::BTreeMap;
 
+use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
 use wmco_cluster_client::names::{
     BYOH_LABEL, HYBRID_OVERLAY_SUBNET_ANNOTATION, PUB_KEY_HASH_ANNOTATION, VERSION_ANNOTATION, WORKER_ROLE_LABEL,
@@ -177,7 +178,9 @@ enum Stage {
 ///
 /// A host that is already converged costs exactly one SSH round trip (the state probe) and no upload; the
 /// record is written only when it changes. On failure the error is recorded as `lastError` (and phase `Failed` if
-/// it is permanent, e.g. a host key mismatch) before it is returned.
+/// it is permanent, e.g. a host key mismatch) before it is returned. A refused login also records the
+/// `AuthenticationFailed` condition (its start kept while the refusals go on); a pass that ran a command on the
+/// host removes it.
 ///
 /// ```no_run
 /// use std::sync::Arc;
@@ -213,8 +216,13 @@ pub async fn configure(
 ) -> Result<ConfigureOutcome, FlowError> {
     let before = session.counters();
     let mut recorder = Recorder::new(cluster.records, inputs.instance, session.label())?;
-    match configure_pass(session, cluster, inputs, &mut recorder).await {
+    let result = configure_pass(session, cluster, inputs, &mut recorder).await;
+    let logged_in = session.counters().commands > before.commands;
+    match result {
         Ok((state, node_name, steps_applied)) => {
+            if logged_in && recorder.note_logged_in() {
+                recorder.save().await?;
+            }
             let after = session.counters();
             Ok(ConfigureOutcome {
                 state,
@@ -226,6 +234,11 @@ pub async fn configure(
             })
         }
         Err(error) => {
+            if error.is_authentication_failure() {
+                recorder.note_authentication_refused(error.to_string(), Timestamp::now());
+            } else if logged_in {
+                recorder.note_logged_in();
+            }
             recorder.save_error(&error).await;
             Err(error)
         }

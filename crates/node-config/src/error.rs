@@ -272,6 +272,18 @@ impl FlowError {
         }
     }
 
+    /// Whether the host refused the operator's key (the flow then records the
+    /// [`AUTHENTICATION_FAILED_CONDITION`](wmco_cluster_client::types::AUTHENTICATION_FAILED_CONDITION) with when the
+    /// refusals began).
+    pub fn is_authentication_failure(&self) -> bool {
+        match self {
+            FlowError::Transport { source, .. } | FlowError::Upload { source, .. } => {
+                matches!(source.as_ref(), TransportError::Authentication { .. })
+            }
+            _ => false,
+        }
+    }
+
     /// Whether the host presented a different key than the pinned one (the controller then sets phase Failed and
     /// publishes a Warning Event; nothing else is sent to the host).
     pub fn is_host_key_mismatch(&self) -> bool {
@@ -311,6 +323,8 @@ mod tests {
             reason: "denied".into(),
         });
         assert!(!authentication.is_retryable());
+        assert!(authentication.is_authentication_failure());
+        assert!(!unreachable.is_authentication_failure());
         assert_eq!(authentication.metric_label(), "authentication");
         assert_eq!(authentication.step(), Some(FlowStep::Probe));
     }

@@ -3,9 +3,9 @@
 //! resumes from the last saved phase.
 
 use jiff::Timestamp;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use wmco_cluster_client::InstanceRecords;
-use wmco_cluster_client::types::{Phase, WindowsInstance, WindowsInstanceStatus};
+use wmco_cluster_client::types::{AUTHENTICATION_FAILED_CONDITION, Phase, WindowsInstance, WindowsInstanceStatus};
 
 use crate::error::{FlowError, FlowStep};
 
@@ -54,6 +54,33 @@ impl<'a> Recorder<'a> {
             self.status.configuring_since = Some(Time(Timestamp::now()));
         }
         self.status.phase = Some(phase);
+    }
+
+    /// Notes that the host refused the key at `now`: adds the [`AUTHENTICATION_FAILED_CONDITION`] starting `now`, or
+    /// keeps the start of the refusals already recorded (only the message is updated).
+    pub(crate) fn note_authentication_refused(&mut self, message: String, now: Timestamp) {
+        let conditions = &mut self.status.conditions;
+        match conditions.iter_mut().find(|condition| condition.type_ == AUTHENTICATION_FAILED_CONDITION) {
+            Some(condition) if condition.status == "True" => condition.message = message,
+            _ => {
+                conditions.retain(|condition| condition.type_ != AUTHENTICATION_FAILED_CONDITION);
+                conditions.push(Condition {
+                    type_: AUTHENTICATION_FAILED_CONDITION.to_owned(),
+                    status: "True".to_owned(),
+                    reason: "KeyRefused".to_owned(),
+                    message,
+                    last_transition_time: Time(now),
+                    observed_generation: None,
+                });
+            }
+        }
+    }
+
+    /// Notes that a login succeeded: removes the [`AUTHENTICATION_FAILED_CONDITION`]. Returns whether it was there.
+    pub(crate) fn note_logged_in(&mut self) -> bool {
+        let before = self.status.conditions.len();
+        self.status.conditions.retain(|condition| condition.type_ != AUTHENTICATION_FAILED_CONDITION);
+        self.status.conditions.len() != before
     }
 
     /// Writes the status if it differs from the last saved one.

@@ -33,7 +33,9 @@ pub use openshift_config::{
 pub use operator_network::{
     DefaultNetwork, HybridOverlayConfig, OperatorNetwork, OperatorNetworkSpec, OvnKubernetesConfig,
 };
-pub use windows_instance::{InstanceOrigin, Phase, WindowsInstance, WindowsInstanceSpec, WindowsInstanceStatus};
+pub use windows_instance::{
+    AUTHENTICATION_FAILED_CONDITION, InstanceOrigin, Phase, WindowsInstance, WindowsInstanceSpec, WindowsInstanceStatus,
+};
 
 /// Fields of an object the operator does not use, kept so that a read-modify-write loses nothing.
 pub type OtherFields = std::collections::BTreeMap<String, serde_json::Value>;

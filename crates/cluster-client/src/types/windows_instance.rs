@@ -86,6 +86,32 @@ impl fmt::Display for Phase {
     }
 }
 
+/// The condition type a record carries (status `True`) while its host refuses the operator's SSH key: its
+/// `lastTransitionTime` is when the refusals began, kept while they go on; it is removed once a login succeeds.
+/// A Machine's record failing longer than the grace period gets its Machine replaced.
+pub const AUTHENTICATION_FAILED_CONDITION: &str = "AuthenticationFailed";
+
+impl WindowsInstanceStatus {
+    /// When the host began refusing the operator's key, if it still does (the
+    /// [`AUTHENTICATION_FAILED_CONDITION`] with status `True`).
+    ///
+    /// ```
+    /// use wmco_cluster_client::types::WindowsInstanceStatus;
+    /// let status: WindowsInstanceStatus = serde_json::from_value(serde_json::json!({"conditions": [{
+    ///     "type": "AuthenticationFailed", "status": "True", "reason": "KeyRefused", "message": "denied",
+    ///     "lastTransitionTime": "2026-11-22T04:00:00Z"}]}))?;
+    /// assert_eq!(status.authentication_failing_since(), Some("2026-11-22T04:00:00Z".parse()?));
+    /// assert_eq!(WindowsInstanceStatus::default().authentication_failing_since(), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn authentication_failing_since(&self) -> Option<jiff::Timestamp> {
+        self.conditions
+            .iter()
+            .find(|condition| condition.type_ == AUTHENTICATION_FAILED_CONDITION && condition.status == "True")
+            .map(|condition| condition.last_transition_time.0)
+    }
+}
+
 /// What the operator learned and decided about a host.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

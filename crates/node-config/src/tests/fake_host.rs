@@ -45,6 +45,8 @@ pub enum Fault {
     Unreachable,
     /// Every operation fails: the host presents another key.
     HostKeyMismatch,
+    /// Every operation fails: the host refuses the operator's key.
+    AuthenticationRefused,
     /// The connection breaks after this many more successful operations.
     BreakAfter(usize),
 }
@@ -214,6 +216,13 @@ impl FakeWindowsHost {
                     host: self.label.clone(),
                     pinned: key.fingerprint(),
                     offered: key.fingerprint(),
+                });
+            }
+            Fault::AuthenticationRefused => {
+                return Err(TransportError::Authentication {
+                    host: self.label.clone(),
+                    user: "admin".into(),
+                    reason: "publickey denied".into(),
                 });
             }
             Fault::BreakAfter(0) => {

@@ -458,6 +458,37 @@ async fn a_host_key_mismatch_fails_permanently_and_sends_nothing() {
 }
 
 #[tokio::test]
+async fn a_refused_login_records_when_the_refusals_began_until_a_login_succeeds() {
+    let world = World::new().await;
+    let failing_since = |world: &World| world.record().status.unwrap().authentication_failing_since();
+    world.host.set_fault(Fault::AuthenticationRefused);
+    let before = jiff::Timestamp::now();
+    let error = world.configure(&world.session()).await.unwrap_err();
+    assert!(error.is_authentication_failure());
+    let status = world.record().status.unwrap();
+    assert_eq!(status.phase, Some(RecordPhase::Failed));
+    let condition = &status.conditions[0];
+    assert_eq!(
+        (status.conditions.len(), condition.type_.as_str(), condition.status.as_str(), condition.reason.as_str()),
+        (1, "AuthenticationFailed", "True", "KeyRefused")
+    );
+    assert_eq!(condition.message, error.to_string());
+    let began = failing_since(&world).unwrap();
+    assert!(began >= before && began <= jiff::Timestamp::now());
+
+    world.configure(&world.session()).await.unwrap_err();
+    assert_eq!(failing_since(&world), Some(began), "a refusal that goes on keeps its start");
+    world.host.set_fault(Fault::Unreachable);
+    world.configure(&world.session()).await.unwrap_err();
+    assert_eq!(failing_since(&world), Some(began), "an unreachable host says nothing about the key");
+
+    world.host.set_fault(Fault::None);
+    world.configure(&world.session()).await.unwrap();
+    let status = world.record().status.unwrap();
+    assert_eq!((status.authentication_failing_since(), status.conditions.len()), (None, 0));
+}
+
+#[tokio::test]
 async fn deconfigure_drains_then_removes_services_dependents_first_then_files_networks_and_node() {
     let world = World::new().await;
     let session = world.session();
