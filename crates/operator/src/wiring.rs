@@ -27,7 +27,7 @@ use crate::instances::{InstancesContext, InstancesSettings, SshConnector, contro
 use crate::metrics::Metrics;
 use crate::operator_key::{OperatorKey, wait_for_key_change, wait_for_operator_key};
 use crate::shutdown::ShutdownSignal;
-use crate::upgrades::{KubeApiServerVersion, UpgradeSettings, UpgradesContext};
+use crate::upgrades::{KubeApiServerVersion, SharedBudget, UpgradeSettings, UpgradesContext};
 
 /// How often an unusable `cloud-private-key` Secret is read again.
 pub const KEY_RETRY: Duration = Duration::from_secs(10);
@@ -114,7 +114,9 @@ pub fn max_ssh_connections(concurrency: u16) -> usize {
 /// admin replaces `cloud-private-key` with another usable key, both are rebuilt with it (new SSH connections;
 /// cached sessions dropped). `drain_config` is the client configuration the drainer builds its own
 /// (non-retrying) client from. Once `shutdown` is triggered the upgrade executor and the key watch stop, no host
-/// reconcile starts, and this returns when the host reconciles in flight finished.
+/// reconcile starts, and this returns when the host reconciles in flight finished. Every upgrade executor built
+/// (one per key) shares `budget` (its lock with the key rotation, and the Windows Machines away from the fleet)
+/// and counts its errors in `metrics`.
 ///
 /// # Errors
 /// None once started: problems with the key or the material are logged and retried. Building the drainer's
@@ -128,6 +130,7 @@ pub async fn run_instances(
     payload: Payload,
     cluster: ClusterSettings,
     metrics: Arc<Metrics>,
+    budget: SharedBudget,
     shutdown: ShutdownSignal,
 ) -> Result<(), wmco_cluster_client::Error> {
     let drainer: Arc<dyn Drainer> = Arc::new(KubeDrainer::from_config(drain_config)?);
@@ -171,7 +174,9 @@ pub async fn run_instances(
                 Arc::clone(&events),
                 Arc::new(KubeApiServerVersion::new(client.clone())),
                 upgrade_settings(&run, current_hash.clone()),
-            );
+            )
+            .with_shared_budget(&budget)
+            .with_metrics(Arc::clone(&metrics));
             tracing::info!(
                 namespace = %run.namespace,
                 concurrency = run.concurrency,

@@ -30,7 +30,7 @@ use wmco_operator::machines::{MachinesContext, MachinesSettings};
 use wmco_operator::metrics::Metrics;
 use wmco_operator::rekey::{RekeyContext, RekeySettings, SshKeyChecker};
 use wmco_operator::shutdown::{ShutdownTrigger, shutdown_channel};
-use wmco_operator::upgrades::{operator_version, payload_kubelet_version};
+use wmco_operator::upgrades::{SharedBudget, operator_version, payload_kubelet_version};
 use wmco_operator::user_data::{UserDataContext, UserDataSettings, platform_of};
 use wmco_operator::wiring::{InstancesRun, run_instances};
 use wmco_payload_manifest::{Manifest, Payload, PayloadError};
@@ -473,13 +473,16 @@ fn start_controllers(inputs: &ControllerInputs) -> Controllers {
     let mut immediate = vec![("csr", tokio::spawn(wmco_operator::csr::controller(client.clone(), Arc::new(csr))))];
     let machine_api = inputs.machine_api.is_some();
     let key_checker = SshKeyChecker::new(inputs.instances.ssh_port, Some(inputs.instances.ssh_identity.clone()));
+    // One budget for the key rotation and every upgrade executor (rebuilt on a key change).
+    let budget = SharedBudget::new(wmco_operator::rekey::windows_machines(client, machine_api));
     let rekey = RekeyContext::for_cluster(
         client,
         Arc::new(KubeEvents::new(client.clone(), CONTROLLER_NAME, None)),
         Arc::new(key_checker),
         rekey_settings(&inputs.instances),
         machine_api,
-    );
+    )
+    .with_budget_lock(Arc::clone(&budget.lock));
     tracing::info!("starting the key rotation");
     immediate
         .push(("rekey", tokio::spawn(wmco_operator::rekey::controller(client.clone(), Arc::new(rekey), machine_api))));
@@ -494,6 +497,7 @@ fn start_controllers(inputs: &ControllerInputs) -> Controllers {
         inputs.payload.clone(),
         inputs.cluster.clone(),
         Arc::clone(&inputs.metrics),
+        budget,
         signal,
     );
     let instances = tokio::spawn(async move {

@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use kube::Client;
 use kube::api::{Api, ListParams};
 use semver::Version;
+use tokio::sync::Mutex as AsyncMutex;
 use wmco_cluster_client::types::{Machine, WindowsInstance};
 use wmco_cluster_client::{EventPublisher, InstanceRecords, Machines, Nodes, Secrets, Verb};
 use wmco_machines::names::{MACHINE_API_NAMESPACE, OS_ID_LABEL, WINDOWS_OS_ID};
@@ -33,16 +34,24 @@ pub struct RekeySettings {
     pub max_concurrent_configurations: u32,
     /// How soon a host whose check failed (new key not authorized, host unreachable) is checked again.
     pub retry: Duration,
+    /// How long a Machine's host may refuse the operator's key (the record's `AuthenticationFailed` condition)
+    /// before its Machine is replaced; the user data may still be setting up sshd on a new host.
+    pub authentication_grace: Duration,
 }
 
+/// The default [`RekeySettings::authentication_grace`]: five minutes, as long as the Go operator kept retrying a
+/// refused login on a new Machine before it deleted the Machine.
+pub const AUTHENTICATION_GRACE: Duration = Duration::from_secs(300);
+
 impl RekeySettings {
-    /// Settings with the planner's default concurrency (8) and a 30-second retry.
+    /// Settings with the planner's default concurrency (8), a 30-second retry and the [`AUTHENTICATION_GRACE`].
     ///
     /// ```
     /// use semver::Version;
     /// use wmco_operator::rekey::RekeySettings;
     /// let settings = RekeySettings::new("wmco", Version::new(1, 0, 0), Version::new(1, 33, 0), 1);
     /// assert_eq!((settings.max_concurrent_configurations, settings.retry.as_secs()), (8, 30));
+    /// assert_eq!(settings.authentication_grace.as_secs(), 300);
     /// ```
     pub fn new(
         namespace: impl Into<String>,
@@ -57,6 +66,7 @@ impl RekeySettings {
             max_unavailable,
             max_concurrent_configurations: 8,
             retry: Duration::from_secs(30),
+            authentication_grace: AUTHENTICATION_GRACE,
         }
     }
 
@@ -122,6 +132,13 @@ impl WindowsMachines for NoWindowsMachines {
     async fn list(&self) -> wmco_cluster_client::Result<Vec<Machine>> {
         Ok(Vec::new())
     }
+}
+
+/// The Windows Machines source for a cluster: [`KubeWindowsMachines`] where the machine API is served,
+/// [`NoWindowsMachines`] on plain Kubernetes (listing Machines there would fail every reconcile). Budgeted work
+/// shares it (the upgrade executor's [`with_windows_machines`](crate::upgrades::UpgradesContext::with_windows_machines)).
+pub fn windows_machines(client: &Client, machine_api_served: bool) -> Arc<dyn WindowsMachines> {
+    if machine_api_served { Arc::new(KubeWindowsMachines::new(client.clone())) } else { Arc::new(NoWindowsMachines) }
 }
 
 /// Why the new key could not be confirmed on a host.
@@ -222,6 +239,7 @@ pub struct RekeyContext {
     pub key_checker: Arc<dyn KeyChecker>,
     /// Namespace, versions, budget, retry.
     pub settings: RekeySettings,
+    budget_lock: Arc<AsyncMutex<()>>,
     published: Mutex<HashSet<String>>,
 }
 
@@ -249,8 +267,25 @@ impl RekeyContext {
             api_server,
             key_checker,
             settings,
+            budget_lock: Arc::default(),
             published: Mutex::default(),
         }
+    }
+
+    /// Shares `lock` with the upgrade executor ([`UpgradesContext::with_budget_lock`]): a reconcile holds it from
+    /// reading the fleet until its Machines are deleted, so the two never hand out the same unit of budget. Pass
+    /// the same lock to every executor the process builds (it is rebuilt on a key change).
+    ///
+    /// [`UpgradesContext::with_budget_lock`]: crate::upgrades::UpgradesContext::with_budget_lock
+    #[must_use]
+    pub fn with_budget_lock(mut self, lock: Arc<AsyncMutex<()>>) -> Self {
+        self.budget_lock = lock;
+        self
+    }
+
+    /// The lock a reconcile holds while it hands out the budget (see [`RekeyContext::with_budget_lock`]).
+    pub fn budget_lock(&self) -> Arc<AsyncMutex<()>> {
+        Arc::clone(&self.budget_lock)
     }
 
     /// A context over the API server behind `client` (records, Nodes, Machines, Secrets, the API server's version),
@@ -263,16 +298,11 @@ impl RekeyContext {
         settings: RekeySettings,
         machine_api_served: bool,
     ) -> Self {
-        let windows_machines: Arc<dyn WindowsMachines> = if machine_api_served {
-            Arc::new(KubeWindowsMachines::new(client.clone()))
-        } else {
-            Arc::new(NoWindowsMachines)
-        };
         RekeyContext::new(
             Arc::new(wmco_cluster_client::KubeInstanceRecords::new(client.clone())),
             Arc::new(wmco_cluster_client::KubeNodes::new(client.clone())),
             Arc::new(wmco_cluster_client::KubeMachines::new(client.clone())),
-            windows_machines,
+            windows_machines(client, machine_api_served),
             Arc::new(wmco_cluster_client::KubeSecrets::new(client.clone())),
             events,
             Arc::new(crate::upgrades::KubeApiServerVersion::new(client.clone())),

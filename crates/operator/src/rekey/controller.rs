@@ -2,7 +2,7 @@
 //! changes, when a Windows Node changes in a way the decision reads (its `pub-key-hash`, version, readiness,
 //! schedulability, the `upgrading` mark, or it comes or goes — not status heartbeats), when a Windows Machine or a
 //! `WindowsInstance` changes, after [`RekeySettings::retry`](super::RekeySettings) while a host waits for the
-//! admin, and at least every [`RESYNC`]. Triggers arriving during a reconcile are coalesced into one follow-up
+//! admin, just after a refused Machine's grace period ends, and at least every [`RESYNC`]. Triggers arriving during a reconcile are coalesced into one follow-up
 //! reconcile; reconciles never overlap, and each reads the key and the fleet fresh from the API server.
 //!
 //! Exercised against a real API server by the e2e suite.
@@ -82,6 +82,9 @@ pub async fn controller(client: Client, ctx: Arc<RekeyContext>, watch_machines: 
                     );
                 }
                 wait = if outcome.needs_retry() { ctx.settings.retry.min(RESYNC) } else { RESYNC };
+                if let Some(deadline) = outcome.refused.next_deadline() {
+                    wait = wait.min(until(deadline, Timestamp::now()));
+                }
             }
             Err(error) => {
                 failed_reconciles = failed_reconciles.saturating_add(1);
@@ -91,6 +94,11 @@ pub async fn controller(client: Client, ctx: Arc<RekeyContext>, watch_machines: 
             }
         }
     }
+}
+
+/// How long from `now` until just after `deadline` (a grace period's end), at least zero.
+fn until(deadline: Timestamp, now: Timestamp) -> Duration {
+    Duration::try_from(deadline.duration_since(now)).unwrap_or(Duration::ZERO).saturating_add(Duration::from_secs(1))
 }
 
 /// One item per watch event (errors logged and dropped).
@@ -172,6 +180,13 @@ impl NodeFacts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_loop_wakes_just_after_a_grace_period_ends() {
+        let now: Timestamp = "2026-11-22T04:30:00Z".parse().unwrap();
+        assert_eq!(until("2026-11-22T04:30:20Z".parse().unwrap(), now), Duration::from_secs(21));
+        assert_eq!(until("2026-11-22T04:29:00Z".parse().unwrap(), now), Duration::from_secs(1));
+    }
 
     #[test]
     fn only_changes_the_rotation_reads_trigger_a_reconcile() {

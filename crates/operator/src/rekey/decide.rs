@@ -128,7 +128,7 @@ pub fn decide(inputs: &RekeyInputs<'_>) -> RekeyPlan {
 }
 
 /// The records that take part in the plan.
-fn fleet_members<'a>(instances: &'a [ObservedInstance], machines: &[Machine]) -> Vec<&'a ObservedInstance> {
+pub(super) fn fleet_members<'a>(instances: &'a [ObservedInstance], machines: &[Machine]) -> Vec<&'a ObservedInstance> {
     let live_machines: BTreeSet<&str> = machines
         .iter()
         .filter(|machine| machine.metadata.deletion_timestamp.is_none())
@@ -190,7 +190,7 @@ pub fn machines_away(machines: &[Machine], instances: &[ObservedInstance]) -> Ve
 
 /// Whether the Machine carries the ignore mark (as an annotation or a label), which keeps it out of the operator's
 /// hands.
-fn is_ignored(machine: &Machine) -> bool {
+pub(super) fn is_ignored(machine: &Machine) -> bool {
     [machine.metadata.annotations.as_ref(), machine.metadata.labels.as_ref()]
         .into_iter()
         .flatten()
@@ -204,7 +204,7 @@ fn is_serving(instance: &Instance) -> bool {
 
 /// Whether the planner already counts `instance` as unavailable because of the operator (its rule: marked,
 /// cordoned by the operator, configured but not Ready, or in phase Upgrading).
-fn counted_by_planner(instance: &Instance) -> bool {
+pub(super) fn counted_by_planner(instance: &Instance) -> bool {
     let node_disrupted = instance.node.as_ref().is_some_and(|node| {
         node.upgrading
             || node.cordoned_by == Some(CordonedBy::Operator)

@@ -14,10 +14,17 @@
 //!   Event `NewKeyNotAuthorized` on its `WindowsInstance` says which line to add to which file for which user on
 //!   which host; the host is checked again every [`RekeySettings::retry`] and never blocks the others.
 //!
-//! The key is read from the Secret on every reconcile, so a rotation takes effect without a restart.
+//! A **Machine whose host refuses the operator's key** (its record carries the `AuthenticationFailed` condition,
+//! written by `wmco-node-config`) for longer than [`RekeySettings::authentication_grace`] is replaced the same way,
+//! within the same budget, with a Warning Event on the record and on the Machine. BYOH hosts are never deleted.
+//!
+//! The budget is shared with the upgrade executor through one lock ([`RekeyContext::with_budget_lock`]) held from
+//! reading the fleet until the Machines are deleted. The key is read from the Secret on every reconcile, so a
+//! rotation takes effect without a restart.
 //!
 //! - [`decide`]: the pure decision ([`RekeyInputs`] → [`RekeyPlan`]); [`machines_away`]: the Windows Machines
-//!   unavailable outside the planner's view (reusable by other budgeted work).
+//!   unavailable outside the planner's view (reusable by other budgeted work); [`decide_refused`]: which Machines
+//!   whose host refuses the key longer than [`RekeySettings::authentication_grace`] to replace ([`RefusedPlan`]).
 //! - [`reconcile_rotation`]: one reconcile (observe, decide, act) → [`RekeyOutcome`].
 //! - [`RekeyContext`] / [`RekeySettings`]: the seams ([`KeyChecker`] with [`SshKeyChecker`], [`WindowsMachines`]
 //!   with [`KubeWindowsMachines`], or [`NoWindowsMachines`] on plain Kubernetes) and the policy.
@@ -28,15 +35,17 @@ mod controller;
 mod decide;
 mod error;
 mod reconcile;
+mod refused;
 
 #[cfg(test)]
 mod tests;
 
 pub use context::{
-    KeyCheckFailure, KeyChecker, KubeWindowsMachines, NoWindowsMachines, RekeyContext, RekeySettings, SshKeyChecker,
-    WindowsMachines,
+    AUTHENTICATION_GRACE, KeyCheckFailure, KeyChecker, KubeWindowsMachines, NoWindowsMachines, RekeyContext,
+    RekeySettings, SshKeyChecker, WindowsMachines, windows_machines,
 };
 pub use controller::{RESYNC, controller};
 pub use decide::{RekeyInputs, RekeyPlan, Replacement, decide, machines_away};
 pub use error::RekeyError;
 pub use reconcile::{ADMINISTRATORS_AUTHORIZED_KEYS, RekeyOutcome, not_authorized_note, reconcile_rotation};
+pub use refused::{RefusedMachine, RefusedPlan, decide_refused};

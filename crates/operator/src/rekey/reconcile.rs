@@ -1,6 +1,8 @@
 //! One rotation reconcile: read the current key and the fleet fresh from the API server, decide (pure, see
-//! [`decide`]), then act — delete the admitted Machines and check the admitted BYOH hosts with the new key,
-//! annotating the Node on success and telling the admin exactly what to add where on refusal. A failure on one
+//! [`decide`] and [`decide_refused`]), then act — delete the admitted Machines (those on an old key, then those
+//! whose host has refused the key longer than the grace period) and check the admitted BYOH hosts with the new key,
+//! annotating the Node on success and telling the admin exactly what to add where on refusal. The budget lock is
+//! held from reading the fleet until the Machines are deleted (the BYOH checks take no budget). A failure on one
 //! host never stops the others; it is reported in the outcome and retried on a later reconcile.
 
 use futures::future::join_all;
@@ -10,7 +12,10 @@ use wmco_cluster_client::names::PUB_KEY_HASH_ANNOTATION;
 use wmco_cluster_client::{NewEvent, NodeMetadataPatch, Severity};
 use wmco_machines::names::MACHINE_API_NAMESPACE;
 
-use super::{KeyCheckFailure, RekeyContext, RekeyError, RekeyInputs, RekeyPlan, Replacement, decide};
+use super::{
+    KeyCheckFailure, RefusedMachine, RefusedPlan, RekeyContext, RekeyError, RekeyInputs, RekeyPlan, Replacement,
+    decide, decide_refused,
+};
 use crate::operator_key::{OperatorKey, load_operator_key};
 use crate::upgrades::ObservedInstance;
 
@@ -25,8 +30,14 @@ pub struct RekeyOutcome {
     pub key_hash: String,
     /// The decision it acted on.
     pub plan: RekeyPlan,
-    /// Machines deleted in this reconcile (`openshift-machine-api/<name>`).
+    /// Machines deleted in this reconcile because they were configured with an old key
+    /// (`openshift-machine-api/<name>`).
     pub replaced: Vec<String>,
+    /// What was decided about Machines whose host refuses the key.
+    pub refused: RefusedPlan,
+    /// Machines deleted in this reconcile because their host refused the key past the grace period
+    /// (`openshift-machine-api/<name>`).
+    pub replaced_refused: Vec<String>,
     /// Records whose host accepted the new key and whose Node now carries its hash.
     pub rekeyed: Vec<String>,
     /// Records whose host refused the new key (the admin has not authorized it yet).
@@ -36,9 +47,10 @@ pub struct RekeyOutcome {
 }
 
 impl RekeyOutcome {
-    /// Whether a host should be checked again soon (refused key or failed step).
+    /// Whether a host should be checked again soon (refused key, failed step, or a refused Machine waiting for
+    /// budget).
     pub fn needs_retry(&self) -> bool {
-        !self.not_authorized.is_empty() || !self.failed.is_empty()
+        !self.not_authorized.is_empty() || !self.failed.is_empty() || !self.refused.waiting_for_budget.is_empty()
     }
 }
 
@@ -57,6 +69,8 @@ impl RekeyOutcome {
 /// [`RekeyError`] when the key, the API server's version, the records, a Node or the Machines cannot be read.
 /// Failures on single hosts are in [`RekeyOutcome::failed`] and [`RekeyOutcome::not_authorized`].
 pub async fn reconcile_rotation(ctx: &RekeyContext, now: Timestamp) -> Result<RekeyOutcome, RekeyError> {
+    let budget_lock = ctx.budget_lock();
+    let budget = budget_lock.lock().await;
     let key = load_operator_key(ctx.secrets.as_ref(), &ctx.settings.namespace)
         .await
         .map_err(|source| RekeyError::Key { source })?;
@@ -71,17 +85,16 @@ pub async fn reconcile_rotation(ctx: &RekeyContext, now: Timestamp) -> Result<Re
         source: Box::new(source),
     })?;
     let policy = ctx.settings.policy(api_server);
-    let plan = decide(&RekeyInputs {
-        now,
-        key_hash: &key.pub_key_hash,
-        instances: &instances,
-        machines: &machines,
-        policy: &policy,
-    });
+    let inputs =
+        RekeyInputs { now, key_hash: &key.pub_key_hash, instances: &instances, machines: &machines, policy: &policy };
+    let plan = decide(&inputs);
+    let refused = decide_refused(&inputs, &plan, ctx.settings.authentication_grace);
 
     let mut outcome = RekeyOutcome {
         key_hash: key.pub_key_hash.clone(),
         plan: plan.clone(),
+        refused: refused.clone(),
+        replaced_refused: Vec::new(),
         replaced: Vec::new(),
         rekeyed: Vec::new(),
         not_authorized: Vec::new(),
@@ -97,6 +110,17 @@ pub async fn reconcile_rotation(ctx: &RekeyContext, now: Timestamp) -> Result<Re
             Err(message) => outcome.failed.push((replacement.record.clone(), message)),
         }
     }
+    for refused_machine in &refused.replace {
+        let Some(observed) = find(&instances, &refused_machine.record) else {
+            continue;
+        };
+        match replace_refused_machine(ctx, observed, refused_machine, &key, now).await {
+            Ok(true) => outcome.replaced_refused.push(format!("{MACHINE_API_NAMESPACE}/{}", refused_machine.machine)),
+            Ok(false) => {}
+            Err(message) => outcome.failed.push((refused_machine.record.clone(), message)),
+        }
+    }
+    drop(budget);
     let hosts: Vec<&ObservedInstance> = plan.verify.iter().filter_map(|name| find(&instances, name)).collect();
     let results = join_all(hosts.iter().map(|observed| rekey_host(ctx, observed, &key))).await;
     for (observed, result) in hosts.iter().zip(results) {
@@ -165,6 +189,53 @@ async fn replace_machine(
     );
     tracing::info!(instance = %observed.label(), "{note}");
     publish(ctx, observed, Severity::Normal, "MachineReplacedForKeyRotation", note).await;
+    Ok(true)
+}
+
+/// Deletes the Machine of a record whose host has refused the key since `refused.failing_since`, unless it is
+/// already gone or going, with a Warning Event on the record and on the Machine. `Ok(true)` when this call deleted
+/// it.
+async fn replace_refused_machine(
+    ctx: &RekeyContext,
+    observed: &ObservedInstance,
+    refused: &RefusedMachine,
+    key: &OperatorKey,
+    now: Timestamp,
+) -> Result<bool, String> {
+    let object = format!("{MACHINE_API_NAMESPACE}/{}", refused.machine);
+    let current = match ctx.machines.get(MACHINE_API_NAMESPACE, &refused.machine).await {
+        Ok(current) => current,
+        Err(error) => return Err(step_failed(ctx, observed, key, &format!("reading Machine {object}"), &error).await),
+    };
+    let Some(machine) = current.filter(|machine| machine.metadata.deletion_timestamp.is_none()) else {
+        return Ok(false);
+    };
+    if let Err(error) = ctx.machines.delete(MACHINE_API_NAMESPACE, &refused.machine).await {
+        return Err(step_failed(ctx, observed, key, &format!("deleting Machine {object}"), &error).await);
+    }
+    let spec = &observed.record.spec;
+    let minutes = now.duration_since(refused.failing_since).as_secs() / 60;
+    let note = format!(
+        "the host of Machine {object} ({}@{}) has refused the operator's SSH key (pub-key-hash {}) since {} \
+         ({minutes} min, longer than the {}s grace period); Machine deleted so its MachineSet recreates it with the \
+         current user data",
+        spec.username,
+        spec.address,
+        key.pub_key_hash,
+        refused.failing_since,
+        ctx.settings.authentication_grace.as_secs()
+    );
+    tracing::warn!(instance = %observed.label(), "{note}");
+    publish(ctx, observed, Severity::Warning, "MachineReplacedAfterAuthenticationFailure", note.clone()).await;
+    let event = NewEvent {
+        severity: Severity::Warning,
+        reason: "MachineReplacedAfterAuthenticationFailure".to_owned(),
+        action: "Replace".to_owned(),
+        note: Some(note),
+    };
+    if let Err(error) = ctx.events.publish(&machine.object_ref(&()), &event).await {
+        tracing::warn!(machine = %object, error = %error, "could not publish the Event on the Machine");
+    }
     Ok(true)
 }
 

@@ -467,3 +467,202 @@ async fn a_machine_failed_by_the_new_key_is_replaced_and_byoh_checks_do_not_wait
     assert_eq!((second.replaced.len(), second.rekeyed.clone()), (0, vec!["byoh-2".to_owned()]));
     assert_eq!(second.plan.machines_away, vec!["win-a"]);
 }
+
+#[tokio::test]
+async fn a_rotation_reconcile_waits_while_the_upgrade_executor_holds_the_shared_budget_lock() {
+    let cluster = Cluster::new(1).await;
+    cluster.machine("win-a", OLD_HASH).await;
+    let executor = crate::upgrades::UpgradesContext::new(
+        cluster.records.clone(),
+        cluster.nodes.clone(),
+        Arc::new(wmco_cluster_client::fake::FakeDrainer::default()),
+        cluster.events.clone(),
+        Arc::new(FixedVersion),
+        crate::upgrades::UpgradeSettings {
+            namespace: NAMESPACE.into(),
+            operator_version: Version::parse(VERSION).unwrap(),
+            max_unavailable: 1,
+            payload_kubelet_version: Version::new(1, 36, 3),
+            pub_key_hash: new_hash(),
+            drain: wmco_cluster_client::DrainOptions::default(),
+        },
+    );
+    let Cluster { context, machines, .. } = cluster;
+    let context = Arc::new(context.with_budget_lock(executor.budget_lock()));
+    assert!(Arc::ptr_eq(&context.budget_lock(), &executor.budget_lock()));
+    let lock = executor.budget_lock();
+    let guard = lock.lock().await;
+
+    let waiting = tokio::spawn({
+        let context = Arc::clone(&context);
+        async move { reconcile_rotation(&context, "2026-11-22T04:30:00Z".parse().unwrap()).await.unwrap() }
+    });
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    assert!(!waiting.is_finished());
+    assert!(machines.deleted().is_empty(), "nothing is handed out while the executor holds the budget");
+
+    drop(guard);
+    assert_eq!(waiting.await.unwrap().replaced, vec!["openshift-machine-api/win-a"]);
+    assert!(lock.try_lock().is_ok(), "the rotation released the lock");
+}
+
+/// The grace period ends 300 s after the refusals began; reconciles run at 04:30:00.
+const REFUSED_LONG_AGO: &str = "2026-11-22T04:20:00Z";
+const REFUSED_RECENTLY: &str = "2026-11-22T04:27:00Z";
+
+impl Cluster {
+    /// The record `name`'s host has refused the key since `since` (the flow's condition, phase Failed).
+    async fn refuse(&self, name: &str, since: &str) {
+        let mut status = self.records.record(NAMESPACE, name).unwrap().status.unwrap();
+        status.phase = Some(wmco_cluster_client::types::Phase::Failed);
+        status.conditions.push(
+            serde_json::from_value(json!({
+            "type": "AuthenticationFailed", "status": "True", "reason": "KeyRefused",
+            "message": "authentication failed", "lastTransitionTime": since}))
+            .unwrap(),
+        );
+        self.records.apply_status(NAMESPACE, name, &status).await.unwrap();
+    }
+
+    /// A new Windows Machine `name` (phase Provisioned) recorded but never a Node.
+    async fn new_machine(&self, name: &str) {
+        self.machines.insert(machine(name, "Provisioned"));
+        let spec = json!({"address": "10.0.1.2", "username": "Administrator", "origin": "Machine",
+            "machineName": name, "expectedNodeName": name});
+        self.record(spec, &format!("machine-{name}")).await;
+    }
+}
+
+fn refused_note(machine: &str, address: &str, since: &str, minutes: u32) -> String {
+    format!(
+        "the host of Machine openshift-machine-api/{machine} (Administrator@{address}) has refused the operator's SSH \
+         key (pub-key-hash {}) since {since} ({minutes} min, longer than the 300s grace period); Machine deleted so \
+         its MachineSet recreates it with the current user data",
+        new_hash()
+    )
+}
+
+#[tokio::test]
+async fn a_machine_refusing_the_key_past_the_grace_period_is_replaced_with_warnings_on_record_and_machine() {
+    let cluster = Cluster::new(1).await;
+    cluster.new_machine("win-a").await;
+    cluster.refuse("machine-win-a", REFUSED_LONG_AGO).await;
+
+    let outcome = cluster.reconcile().await;
+    assert_eq!(outcome.replaced_refused, vec!["openshift-machine-api/win-a"]);
+    assert!(outcome.replaced.is_empty());
+    assert_eq!(cluster.machines.deleted(), vec!["openshift-machine-api/win-a"]);
+    let note = refused_note("win-a", "10.0.1.2", REFUSED_LONG_AGO, 10);
+    let reason = "MachineReplacedAfterAuthenticationFailure".to_owned();
+    assert_eq!(
+        cluster.events(),
+        vec![
+            ("machine-win-a".to_owned(), Severity::Warning, reason.clone(), note.clone()),
+            ("win-a".to_owned(), Severity::Warning, reason, note),
+        ]
+    );
+    let on_machine = &cluster.events.published()[1].0;
+    assert_eq!(
+        (on_machine.kind.as_deref(), on_machine.namespace.as_deref()),
+        (Some("Machine"), Some("openshift-machine-api"))
+    );
+
+    // Terminating, it is not deleted again.
+    let again = cluster.reconcile().await;
+    assert!(again.replaced_refused.is_empty());
+    assert_eq!(cluster.machines.deleted().len(), 1);
+}
+
+#[tokio::test]
+async fn within_the_grace_period_nothing_is_deleted_and_the_deadline_is_reported() {
+    let cluster = Cluster::new(1).await;
+    cluster.new_machine("win-a").await;
+    cluster.refuse("machine-win-a", REFUSED_RECENTLY).await;
+
+    let outcome = cluster.reconcile().await;
+    assert!(outcome.replaced_refused.is_empty() && cluster.machines.deleted().is_empty());
+    let deadline: Timestamp = "2026-11-22T04:32:00Z".parse().unwrap();
+    assert_eq!(outcome.refused.in_grace, vec![("machine-win-a".to_owned(), deadline)]);
+    assert_eq!(outcome.refused.next_deadline(), Some(deadline));
+    assert!(cluster.events().is_empty());
+
+    let after = reconcile_rotation(&cluster.context, "2026-11-22T04:32:00Z".parse().unwrap()).await.unwrap();
+    assert_eq!(after.replaced_refused, vec!["openshift-machine-api/win-a"], "the grace period ended");
+}
+
+#[tokio::test]
+async fn a_byoh_host_refusing_the_key_is_never_deleted() {
+    let cluster = Cluster::new(1).await;
+    cluster.byoh("byoh-1", "10.0.0.5", &new_hash()).await;
+    cluster.refuse("byoh-1", REFUSED_LONG_AGO).await;
+
+    let outcome = cluster.reconcile().await;
+    assert_eq!(outcome.refused, RefusedPlan::default());
+    assert!(outcome.replaced_refused.is_empty() && cluster.machines.deleted().is_empty());
+    assert!(cluster.events().is_empty());
+}
+
+#[tokio::test]
+async fn refused_serving_machines_are_replaced_one_at_a_time_with_budget_one() {
+    let cluster = Cluster::new(1).await;
+    // Both Ready Nodes on the current key; their hosts began refusing the key (win-b first).
+    cluster.machine("win-a", &new_hash()).await;
+    cluster.machine("win-b", &new_hash()).await;
+    cluster.refuse("machine-win-a", REFUSED_LONG_AGO).await;
+    cluster.refuse("machine-win-b", "2026-11-22T04:10:00Z").await;
+
+    let first = cluster.reconcile().await;
+    assert_eq!(first.replaced_refused, vec!["openshift-machine-api/win-b"], "the oldest refusal goes first");
+    assert_eq!(first.refused.waiting_for_budget.len(), 1);
+    assert_eq!(first.refused.waiting_for_budget[0].machine, "win-a");
+    assert!(first.needs_retry());
+
+    // win-b terminating holds the budget.
+    let second = cluster.reconcile().await;
+    assert!(second.replaced_refused.is_empty());
+    assert_eq!(second.plan.machines_away, vec!["win-b"]);
+
+    // Its replacement win-c provisions, then becomes a Ready Node: only then win-a goes.
+    cluster.machines.remove("win-b");
+    cluster.records.delete(NAMESPACE, "machine-win-b").await.unwrap();
+    cluster.machines.insert(machine("win-c", "Provisioning"));
+    assert!(cluster.reconcile().await.replaced_refused.is_empty());
+    cluster.machine("win-c", &new_hash()).await;
+    let last = cluster.reconcile().await;
+    assert_eq!(last.replaced_refused, vec!["openshift-machine-api/win-a"]);
+    assert_eq!(cluster.machines.deleted(), vec!["openshift-machine-api/win-b", "openshift-machine-api/win-a"]);
+}
+
+#[tokio::test]
+async fn refused_machines_that_never_became_nodes_do_not_wait_on_each_other_but_on_the_others() {
+    let cluster = Cluster::new(1).await;
+    cluster.new_machine("win-a").await;
+    cluster.new_machine("win-b").await;
+    cluster.refuse("machine-win-a", REFUSED_LONG_AGO).await;
+    cluster.refuse("machine-win-b", REFUSED_LONG_AGO).await;
+
+    let first = cluster.reconcile().await;
+    assert_eq!(first.replaced_refused, vec!["openshift-machine-api/win-a"]);
+    let waiting: Vec<&str> = first.refused.waiting_for_budget.iter().map(|m| m.machine.as_str()).collect();
+    assert_eq!(waiting, vec!["win-b"]);
+    // win-a terminating is away: win-b waits for its replacement.
+    assert!(cluster.reconcile().await.replaced_refused.is_empty());
+}
+
+#[tokio::test]
+async fn a_machine_on_an_old_key_that_also_refuses_is_replaced_once_and_takes_the_budget_first() {
+    let cluster = Cluster::new(1).await;
+    cluster.machine("win-a", OLD_HASH).await;
+    cluster.machine("win-b", &new_hash()).await;
+    cluster.refuse("machine-win-a", REFUSED_LONG_AGO).await;
+    cluster.refuse("machine-win-b", REFUSED_LONG_AGO).await;
+
+    let outcome = cluster.reconcile().await;
+    assert_eq!(outcome.replaced, vec!["openshift-machine-api/win-a"]);
+    assert!(outcome.replaced_refused.is_empty());
+    let waiting: Vec<&str> = outcome.refused.waiting_for_budget.iter().map(|m| m.machine.as_str()).collect();
+    assert_eq!(waiting, vec!["win-b"]);
+    assert_eq!(cluster.machines.deleted(), vec!["openshift-machine-api/win-a"]);
+}

@@ -40,6 +40,33 @@ pub struct UpgradeSettings {
     pub drain: DrainOptions,
 }
 
+/// What every piece of budgeted work of one process shares: the lock held while the budget is handed out and
+/// the Windows Machines source whose Machines away from the fleet are taken off it. Build it once per leadership
+/// and hand it to every upgrade executor (rebuilt on a key change) and to the key rotation.
+///
+/// ```
+/// use std::sync::Arc;
+/// use wmco_operator::rekey::NoWindowsMachines;
+/// use wmco_operator::upgrades::SharedBudget;
+/// let budget = SharedBudget::new(Arc::new(NoWindowsMachines));
+/// let copy = budget.clone();
+/// assert!(Arc::ptr_eq(&budget.lock, &copy.lock));
+/// ```
+#[derive(Clone)]
+pub struct SharedBudget {
+    /// Held from reading the fleet until the budget handed out is claimed (Nodes marked, Machines deleted).
+    pub lock: Arc<AsyncMutex<()>>,
+    /// Lists the Windows Machines ([`NoWindowsMachines`] on plain Kubernetes).
+    pub windows_machines: Arc<dyn WindowsMachines>,
+}
+
+impl SharedBudget {
+    /// A fresh lock over `windows_machines`.
+    pub fn new(windows_machines: Arc<dyn WindowsMachines>) -> Self {
+        SharedBudget { lock: Arc::default(), windows_machines }
+    }
+}
+
 /// Everything a fleet reconcile needs (`Arc<UpgradesContext>` is shared with the controller loop).
 pub struct UpgradesContext {
     /// Reads the records and writes their phase.
@@ -154,6 +181,13 @@ impl UpgradesContext {
     pub fn with_budget_lock(mut self, lock: Arc<AsyncMutex<()>>) -> Self {
         self.budget_lock = lock;
         self
+    }
+
+    /// Shares `budget`'s lock and Windows Machines ([`UpgradesContext::with_budget_lock`],
+    /// [`UpgradesContext::with_windows_machines`]).
+    #[must_use]
+    pub fn with_shared_budget(self, budget: &SharedBudget) -> Self {
+        self.with_budget_lock(Arc::clone(&budget.lock)).with_windows_machines(Arc::clone(&budget.windows_machines))
     }
 
     /// The lock a reconcile holds while it hands out the budget (see [`UpgradesContext::with_budget_lock`]).

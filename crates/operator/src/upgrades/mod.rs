@@ -16,7 +16,8 @@
 //! A failed drain leaves the Node marked and cordoned and is retried with backoff; an upgrade whose kubelet would
 //! be newer than the API server waits with a Warning Event on the record.
 //!
-//! - [`UpgradesContext`] / [`UpgradeSettings`]: the cluster seams, the API server version source and the policy.
+//! - [`UpgradesContext`] / [`UpgradeSettings`]: the cluster seams, the API server version source and the policy;
+//!   [`SharedBudget`]: the budget lock and Windows Machines shared with the key rotation's Machine replacements.
 //! - [`reconcile_fleet`]: one whole-fleet reconcile; [`observe_fleet`] and [`planner_instance`] build the
 //!   planner's `Fleet` from cluster state (reusable by other budgeted work such as Machine replacement).
 //! - [`controller`]: the kube-runtime wiring (record and Windows Node watches plus a periodic resync).
@@ -33,7 +34,7 @@ mod version;
 #[cfg(test)]
 mod tests;
 
-pub use context::{UpgradeSettings, UpgradesContext};
+pub use context::{SharedBudget, UpgradeSettings, UpgradesContext};
 pub use controller::{RESYNC, controller};
 pub use error::UpgradesError;
 pub use observe::{ObservedFleet, ObservedInstance, observe_fleet, planner_instance};

@@ -548,6 +548,38 @@ async fn a_reconcile_waits_while_other_budgeted_work_holds_the_budget_lock() {
 }
 
 #[tokio::test]
+async fn executors_rebuilt_over_one_shared_budget_share_its_lock_and_its_machines() {
+    let cluster = Cluster::new();
+    cluster.add("a", AT_OLD).await;
+    let provisioning: wmco_cluster_client::types::Machine = serde_json::from_value(json!({
+        "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
+        "metadata": {"name": "win-new", "namespace": "openshift-machine-api"},
+        "spec": {}, "status": {"phase": "Provisioning"},
+    }))
+    .unwrap();
+    let budget = SharedBudget::new(Arc::new(ListedMachines(vec![provisioning])));
+    let build = || {
+        Arc::new(
+            UpgradesContext::new(
+                cluster.records.clone(),
+                cluster.nodes.clone(),
+                cluster.drainer.clone(),
+                cluster.events.clone(),
+                cluster.api_server.clone(),
+                cluster.executor(1).settings.clone(),
+            )
+            .with_shared_budget(&budget),
+        )
+    };
+    let (before_key_change, after_key_change) = (build(), build());
+    assert!(Arc::ptr_eq(&before_key_change.budget_lock(), &budget.lock));
+    assert!(Arc::ptr_eq(&after_key_change.budget_lock(), &budget.lock));
+
+    let outcome = settled(&after_key_change, at(NOW)).await;
+    assert_eq!((outcome.started, outcome.machines_away), (Vec::new(), vec!["win-new".to_owned()]));
+}
+
+#[tokio::test]
 async fn a_failed_configure_pass_during_an_upgrade_is_handed_over_again_after_backoff() {
     let cluster = Cluster::new();
     cluster.add("a", Host { unschedulable: true, marked: true, phase: RecordPhase::Failed, ..AT_OLD }).await;
