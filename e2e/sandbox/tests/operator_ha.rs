@@ -9,7 +9,10 @@
 //! 5. The API server restarted while the new leader runs: the operator recovers its watches, and a host added after
 //!    the restart becomes a Ready Node.
 //!
-//! Then a graceful shutdown: SIGTERM makes the leader exit 0 and release the Lease.
+//!
+//! Then a graceful shutdown mid-configure: the first process is back as a follower, a host is added, and the leader
+//! gets SIGTERM while it configures that host: it exits 0 after releasing the Lease, the follower takes over and
+//! the host becomes a Ready Node, its commands again in one turn per process.
 //!
 //! Needs the control-plane binaries (`cargo xtask controlplane build`) and the `wmco` binary (`WMCO_BIN`, set by
 //! `cargo xtask test`, or `target/<profile>/wmco`).
@@ -37,6 +40,9 @@ const REPLICA: &str = "wmco-replica";
 /// The host added after the API server restart.
 const LATE_HOST: &str = "winhost-late";
 const LATE_ADDRESS: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 41);
+/// The host added before the leader is stopped gracefully.
+const LAST_HOST: &str = "winhost-last";
+const LAST_ADDRESS: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 42);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_leader_is_replaced_without_overlap_and_the_operator_survives_an_api_server_restart()
@@ -100,23 +106,62 @@ async fn a_killed_leader_is_replaced_without_overlap_and_the_operator_survives_a
     // Scenario 5: restart the API server under the new leader, then add a host.
     sandbox.control_plane().restart_api_server().await.context("restart the API server")?;
     println!("API server restarted");
-    let late = NewHost {
-        name: Some(LATE_HOST.to_owned()),
-        authorized_key: Some(sandbox.admin_key().public_line().to_owned()),
-        address: Some(LATE_ADDRESS),
-        ..NewHost::default()
-    };
-    sandbox.fleet().lock().await.add(late).await?;
-    sandbox.set_instance_entry(&LATE_ADDRESS.to_string(), "username=Administrator").await?;
+    add_host(&sandbox, LATE_HOST, LATE_ADDRESS).await?;
     wait_until_ready(&sandbox, &mut replica, 4).await?;
     let late_turns = sender_turns(&sandbox.command_log(LATE_HOST).await?);
     assert_eq!(late_turns, [REPLICA]);
     ensure!(lease_holder(&admin).await?.as_deref() == Some(REPLICA), "the replica kept the Lease over the restart");
 
-    // Graceful shutdown: SIGTERM, exit 0, Lease released.
+    // Graceful shutdown of the leader while it configures a host; the first process is back as a follower.
+    sandbox.start_operator().await?;
+    add_host(&sandbox, LAST_HOST, LAST_ADDRESS).await?;
+    sandbox
+        .wait_for("the leader configuring the last host", BUSY_TIMEOUT, || async {
+            let turns = sender_turns(&sandbox.command_log(LAST_HOST).await?);
+            ensure!(turns == [REPLICA], "sender turns so far: {turns:?}");
+            Ok(())
+        })
+        .await?;
     let status = replica.terminate(SHUTDOWN_TIMEOUT).await?;
+    let terminated_at = Instant::now();
     assert_eq!(status, "exit status: 0");
-    assert_eq!(lease_holder(&admin).await?, None);
+    let log = std::fs::read_to_string(replica.log_path()).context("read the replica's log")?;
+    for line in ["SIGTERM: shutting down", "controllers stopped", "lease released"] {
+        ensure!(log.contains(line), "the replica's log says {line:?}");
+    }
+    ensure!(lease_holder(&admin).await?.as_deref() != Some(REPLICA), "the Lease was released");
+    let takeover = sandbox
+        .wait_for("the first process taking the Lease back", TAKEOVER_BOUND, || async {
+            let holder = lease_holder(&admin).await?;
+            ensure!(holder.as_deref() == Some(OPERATOR_IDENTITY), "holder {holder:?}");
+            Ok(terminated_at.elapsed())
+        })
+        .await?;
+    println!(
+        "takeover after SIGTERM: {OPERATOR_IDENTITY} leads {:.1} s after the leader exited",
+        takeover.as_secs_f64()
+    );
+    sandbox.wait_until_ready(5, READY_TIMEOUT).await?;
+    let last_turns = sender_turns(&sandbox.command_log(LAST_HOST).await?);
+    println!("sender turns on {LAST_HOST}: {last_turns:?}");
+    ensure!(
+        last_turns.len() == last_turns.iter().collect::<std::collections::BTreeSet<_>>().len()
+            && last_turns.first().map(String::as_str) == Some(REPLICA),
+        "host {LAST_HOST}: the stopped leader's commands, then the new leader's, never interleaved: {last_turns:?}"
+    );
+    Ok(())
+}
+
+/// Adds a simulated host authorizing the admin key and its `windows-instances` entry.
+async fn add_host(sandbox: &Sandbox, name: &str, address: Ipv4Addr) -> anyhow::Result<()> {
+    let host = NewHost {
+        name: Some(name.to_owned()),
+        authorized_key: Some(sandbox.admin_key().public_line().to_owned()),
+        address: Some(address),
+        ..NewHost::default()
+    };
+    sandbox.fleet().lock().await.add(host).await?;
+    sandbox.set_instance_entry(&address.to_string(), "username=Administrator").await?;
     Ok(())
 }
 
