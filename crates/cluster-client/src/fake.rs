@@ -304,12 +304,18 @@ impl ServiceAccountTokens for FakeTokens {
 #[derive(Debug, Default)]
 pub struct FakeInstanceRecords {
     records: Mutex<BTreeMap<Key, WindowsInstance>>,
+    status_writes: Mutex<u64>,
 }
 
 impl FakeInstanceRecords {
     /// The record `namespace/name` as it is now.
     pub fn record(&self, namespace: &str, name: &str) -> Option<WindowsInstance> {
         locked(&self.records).get(&(namespace.to_owned(), name.to_owned())).cloned()
+    }
+
+    /// How many status writes were made so far (each one would trigger a watch event on a real API server).
+    pub fn status_writes(&self) -> u64 {
+        *locked(&self.status_writes)
     }
 }
 
@@ -355,6 +361,7 @@ impl InstanceRecords for FakeInstanceRecords {
             .get_mut(&(namespace.to_owned(), name.to_owned()))
             .ok_or_else(|| not_found(Verb::Apply, "WindowsInstance", object_name(Some(namespace), name)))?;
         record.status = Some(status.clone());
+        *locked(&self.status_writes) += 1;
         Ok(record.clone())
     }
 

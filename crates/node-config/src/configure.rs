@@ -261,8 +261,12 @@ async fn configure_pass(
     {
         return Ok((ConfigureState::WaitingForUpgrade, identity.expected_node_name.clone(), 0));
     }
-    if !matches!(recorder.status.phase, Some(RecordPhase::Ready | RecordPhase::WaitingForNode | RecordPhase::Upgrading))
-    {
+    // A Failed record keeps its phase until a pass gets further: writing Configuring first and Failed again at the
+    // end would change the record on every attempt, and each change triggers the next reconcile (a hot loop).
+    if !matches!(
+        recorder.status.phase,
+        Some(RecordPhase::Ready | RecordPhase::WaitingForNode | RecordPhase::Upgrading | RecordPhase::Failed)
+    ) {
         recorder.set_phase(RecordPhase::Configuring);
     }
     if recorder.status.pinned_host_key.is_none() {

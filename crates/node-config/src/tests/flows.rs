@@ -455,6 +455,13 @@ async fn a_host_key_mismatch_fails_permanently_and_sends_nothing() {
     let status = world.record().status.unwrap();
     assert_eq!(status.phase, Some(RecordPhase::Failed));
     assert!(status.last_error.unwrap().contains("host key changed"));
+
+    // Another attempt writes nothing: a status write per attempt would retrigger the controller forever.
+    let writes = world.records.status_writes();
+    let again = world.configure(&world.session()).await.unwrap_err();
+    assert!(again.is_host_key_mismatch());
+    assert_eq!(world.records.status_writes(), writes);
+    assert_eq!(world.record().status.unwrap().phase, Some(RecordPhase::Failed));
 }
 
 #[tokio::test]
