@@ -1,4 +1,12 @@
-//! Events: one kube-runtime `Recorder` per controller, behind the [`EventPublisher`] seam.
+//! Events: kube-runtime `Recorder`s per controller, behind the [`EventPublisher`] seam.
+//!
+//! The `Recorder` folds every Event with the same object, type, reason and action into one series and keeps the
+//! first note, so two different problems (two bad ConfigMap entries, a client and a serving CSR) would show as one
+//! Event naming only the first. [`KubeEvents`] therefore starts a new Event whenever the note differs from the last
+//! one published for that object, reason and action; only exact repeats become a series.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
 
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -36,16 +44,65 @@ pub trait EventPublisher: Send + Sync {
     async fn publish(&self, regarding: &ObjectReference, event: &NewEvent) -> Result<()>;
 }
 
-/// [`EventPublisher`] over a kube-runtime [`Recorder`] (events.k8s.io/v1).
-#[derive(Clone)]
+/// [`EventPublisher`] over kube-runtime [`Recorder`]s (events.k8s.io/v1): exact repeats of an Event become a
+/// series, a different note starts a new Event.
 pub struct KubeEvents {
-    recorder: Recorder,
+    client: Client,
+    reporter: Reporter,
+    series: Mutex<HashMap<SeriesKey, (Option<String>, Recorder)>>,
 }
+
+/// What the `Recorder` folds into one series: the object, the type, the reason and the action.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct SeriesKey {
+    /// `apiVersion kind namespace/name uid` of the object.
+    regarding: String,
+    warning: bool,
+    reason: String,
+    action: String,
+}
+
+/// How many series [`KubeEvents`] remembers before it forgets them all (a forgotten series just starts anew).
+const MAX_REMEMBERED_SERIES: usize = 4096;
 
 impl KubeEvents {
     /// A recorder reporting as `controller` (and `instance`, e.g. the pod name, when several replicas run).
     pub fn new(client: Client, controller: impl Into<String>, instance: Option<String>) -> Self {
-        KubeEvents { recorder: Recorder::new(client, Reporter { controller: controller.into(), instance }) }
+        KubeEvents {
+            client,
+            reporter: Reporter { controller: controller.into(), instance },
+            series: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The recorder for `event` about `regarding`: the one that published the same note last time (so the repeat
+    /// joins its series), or a fresh one when the note changed or nothing was published yet.
+    fn recorder_for(&self, regarding: &ObjectReference, event: &NewEvent) -> Recorder {
+        let key = SeriesKey {
+            regarding: format!(
+                "{} {} {}/{} {}",
+                regarding.api_version.as_deref().unwrap_or_default(),
+                regarding.kind.as_deref().unwrap_or_default(),
+                regarding.namespace.as_deref().unwrap_or_default(),
+                regarding.name.as_deref().unwrap_or_default(),
+                regarding.uid.as_deref().unwrap_or_default(),
+            ),
+            warning: event.severity == Severity::Warning,
+            reason: event.reason.clone(),
+            action: event.action.clone(),
+        };
+        let mut series = self.series.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((note, recorder)) = series.get(&key)
+            && *note == event.note
+        {
+            return recorder.clone();
+        }
+        if series.len() >= MAX_REMEMBERED_SERIES {
+            series.clear();
+        }
+        let recorder = Recorder::new(self.client.clone(), self.reporter.clone());
+        series.insert(key, (event.note.clone(), recorder.clone()));
+        recorder
     }
 }
 
@@ -65,7 +122,7 @@ impl EventPublisher for KubeEvents {
         let kind = regarding.kind.clone().unwrap_or_default();
         let name =
             crate::error::object_name(regarding.namespace.as_deref(), regarding.name.as_deref().unwrap_or_default());
-        self.recorder
+        self.recorder_for(regarding, event)
             .publish(&runtime_event, regarding)
             .await
             .map_err(|source| Error::api(Verb::Publish, "Event", format!("{kind} {name}"), source))
@@ -113,6 +170,46 @@ mod tests {
         ];
         scenario(exchanges, |client| async move {
             KubeEvents::new(client, "wmco-instances", None).publish(&regarding, &event).await.unwrap();
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn a_different_note_about_the_same_object_is_a_new_event_not_a_series() {
+        let regarding = ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("ConfigMap".into()),
+            name: Some("windows-instances".into()),
+            namespace: Some("wmco".into()),
+            uid: Some("uid-2".into()),
+            ..ObjectReference::default()
+        };
+        let problem = |key: &str| NewEvent {
+            severity: Severity::Warning,
+            reason: "InvalidInstanceEntry".into(),
+            action: "Validate".into(),
+            note: Some(format!("entry {key:?}: not an IPv4 address")),
+        };
+        let created = |name: &str| {
+            json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": name, "namespace": "wmco"},
+                   "eventTime": "2026-01-01T00:00:00.000000Z"})
+        };
+        let exchanges = vec![
+            Exchange::post_containing(
+                "/apis/events.k8s.io/v1/namespaces/wmco/events?",
+                json!({"reason": "InvalidInstanceEntry", "note": "entry \"::1\": not an IPv4 address"}),
+            )
+            .reply(201, created("windows-instances.1")),
+            Exchange::post_containing(
+                "/apis/events.k8s.io/v1/namespaces/wmco/events?",
+                json!({"reason": "InvalidInstanceEntry", "note": "entry \"10.0.0.300\": not an IPv4 address"}),
+            )
+            .reply(201, created("windows-instances.2")),
+        ];
+        scenario(exchanges, |client| async move {
+            let events = KubeEvents::new(client, "wmco-instances", None);
+            events.publish(&regarding, &problem("::1")).await.unwrap();
+            events.publish(&regarding, &problem("10.0.0.300")).await.unwrap();
         })
         .await;
     }
