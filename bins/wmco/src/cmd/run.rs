@@ -400,7 +400,8 @@ async fn release_lease(
 
 /// The controllers of one leadership term.
 struct Controllers {
-    /// Controllers whose work is API calls (each write atomic): stopped at their next await point.
+    /// Controllers whose work is API calls (each write atomic) and read-only SSH logins (the key rotation's
+    /// checks): stopped at their next await point.
     immediate: Vec<(&'static str, JoinHandle<()>)>,
     /// The instances controller and upgrade executor: they run host steps and stop on `shutdown`.
     graceful: (&'static str, JoinHandle<()>),
@@ -453,8 +454,8 @@ fn log_end(name: &'static str, result: Result<(), tokio::task::JoinError>) {
     }
 }
 
-/// Starts the controllers this process runs as leader: CSR, instances with the upgrade executor, and (where the
-/// cluster serves the machine API) Machines and user data.
+/// Starts the controllers this process runs as leader: CSR, instances with the upgrade executor, the key rotation,
+/// and (where the cluster serves the machine API) Machines and user data.
 fn start_controllers(inputs: &ControllerInputs) -> Controllers {
     let client = &inputs.client;
     let (shutdown, signal) = shutdown_channel();
@@ -471,21 +472,9 @@ fn start_controllers(inputs: &ControllerInputs) -> Controllers {
     }
     tracing::info!(namespace = %inputs.csr.namespace, "starting the CSR controller");
     let mut immediate = vec![("csr", tokio::spawn(wmco_operator::csr::controller(client.clone(), Arc::new(csr))))];
-    let machine_api = inputs.machine_api.is_some();
-    let key_checker = SshKeyChecker::new(inputs.instances.ssh_port, Some(inputs.instances.ssh_identity.clone()));
     // One budget for the key rotation and every upgrade executor (rebuilt on a key change).
-    let budget = SharedBudget::new(wmco_operator::rekey::windows_machines(client, machine_api));
-    let rekey = RekeyContext::for_cluster(
-        client,
-        Arc::new(KubeEvents::new(client.clone(), CONTROLLER_NAME, None)),
-        Arc::new(key_checker),
-        rekey_settings(&inputs.instances),
-        machine_api,
-    )
-    .with_budget_lock(Arc::clone(&budget.lock));
-    tracing::info!("starting the key rotation");
-    immediate
-        .push(("rekey", tokio::spawn(wmco_operator::rekey::controller(client.clone(), Arc::new(rekey), machine_api))));
+    let budget = SharedBudget::new(wmco_operator::rekey::windows_machines(client, inputs.machine_api.is_some()));
+    immediate.push(start_key_rotation(inputs, &budget));
     if let Some(machine_api) = &inputs.machine_api {
         immediate.extend(start_machine_api_controllers(inputs, machine_api));
     }
@@ -506,6 +495,23 @@ fn start_controllers(inputs: &ControllerInputs) -> Controllers {
         }
     });
     Controllers { immediate, graceful: ("instances", instances), shutdown }
+}
+
+/// The key rotation, holding `budget`'s lock while it replaces Machines.
+fn start_key_rotation(inputs: &ControllerInputs, budget: &SharedBudget) -> (&'static str, JoinHandle<()>) {
+    let client = &inputs.client;
+    let machine_api = inputs.machine_api.is_some();
+    let key_checker = SshKeyChecker::new(inputs.instances.ssh_port, Some(inputs.instances.ssh_identity.clone()));
+    let rekey = RekeyContext::for_cluster(
+        client,
+        Arc::new(KubeEvents::new(client.clone(), CONTROLLER_NAME, None)),
+        Arc::new(key_checker),
+        rekey_settings(&inputs.instances),
+        machine_api,
+    )
+    .with_budget_lock(Arc::clone(&budget.lock));
+    tracing::info!("starting the key rotation");
+    ("rekey", tokio::spawn(wmco_operator::rekey::controller(client.clone(), Arc::new(rekey), machine_api)))
 }
 
 /// The Machine controller and the user-data controller.
