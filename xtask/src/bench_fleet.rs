@@ -1,7 +1,10 @@
 //! `cargo xtask bench-fleet`: fleet figures of the operator on simulated hosts. Builds the control plane (once)
 //! and `wmco`, then runs the `wmco-bench-fleet` program (`e2e/sandbox`), which prints time to all Ready, per-host
 //! p50/p95, SSH round trips and bytes per host for a first configure and a no-op reconcile, and the operator's
-//! peak RSS, for each concurrency (default 8, then 1).
+//! peak RSS, for each concurrency (default 8, then 1); then, on the first concurrency's Ready fleet, the upgrade
+//! runs: the operator restarted one minor version higher with each `--max-unavailable` budget (default 1, then 4)
+//! and once more with one payload file changed, each printing its total and per-host time, the most nodes
+//! unavailable at once (above the budget fails the bench: a product bug), and round trips and bytes sent per host.
 
 use clap::Args;
 
@@ -18,6 +21,16 @@ pub struct BenchFleetArgs {
     /// The operator's `--max-concurrent-configurations` for each run (repeatable; default 8, then 1).
     #[arg(long = "concurrency", value_name = "N")]
     pub concurrency: Vec<u16>,
+    /// The operator's `--max-unavailable` for each upgrade run, made after the first concurrency's run on its Ready
+    /// fleet (repeatable; default 1, then 4; the run with a changed payload file uses the last).
+    #[arg(long = "max-unavailable", value_name = "N")]
+    pub max_unavailable: Vec<u32>,
+    /// Skip the upgrade runs.
+    #[arg(long)]
+    pub no_upgrade: bool,
+    /// Keep each sandbox directory (operator logs, hosts' files).
+    #[arg(long)]
+    pub keep_directory: bool,
 }
 
 /// Builds what the benchmark needs and runs it in the foreground.
@@ -31,6 +44,15 @@ pub fn run(args: &BenchFleetArgs) -> anyhow::Result<()> {
         .env("WMCO_BIN", &wmco);
     for concurrency in &args.concurrency {
         bench.arg(format!("--concurrency={concurrency}"));
+    }
+    for budget in &args.max_unavailable {
+        bench.arg(format!("--max-unavailable={budget}"));
+    }
+    if args.no_upgrade {
+        bench.arg("--no-upgrade");
+    }
+    if args.keep_directory {
+        bench.arg("--keep-directory");
     }
     run_checked(bench, "the fleet benchmark")
 }

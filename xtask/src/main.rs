@@ -34,7 +34,8 @@ enum Task {
     /// Run the product on the embedded default: a local control plane, simulated Windows hosts and the operator.
     Sandbox(sandbox::SandboxArgs),
     /// Fleet figures of the operator on simulated hosts: time to all Ready at concurrency 8 and 1, per-host p50/p95,
-    /// SSH round trips and bytes per host (first configure, no-op reconcile), operator peak RSS.
+    /// SSH round trips and bytes per host (first configure, no-op reconcile), operator peak RSS; then upgrades of the
+    /// first run's fleet (max-unavailable 1 and 4, then one changed payload file): times, budget use, bytes per host.
     BenchFleet(bench_fleet::BenchFleetArgs),
     /// Benchmark ssh-transport against a local sshd: upload throughput versus OpenSSH sftp, commands/s, connect time.
     BenchSsh,

@@ -4,15 +4,20 @@
 //! are Ready, per-host time to Ready (p50, p95), SSH round trips (hosts' command logs and the operator's
 //! `/metrics`) and bytes sent per host for the first configure and for a no-op reconcile (the operator restarted,
 //! so every record is reconciled once more), and the operator's peak RSS (`VmHWM` in `/proc/<pid>/status`).
-//! Figures, not assertions: it fails only if the fleet never becomes Ready.
-
+//! After the first concurrency's run, on the same Ready fleet, the upgrade runs of [`upgrade`] (one per
+//! `--max-unavailable` budget, default 1 then 4, then one with a changed payload file; `--no-upgrade` skips them).
+//! Figures, not assertions: it fails only if the fleet never becomes Ready or is never upgraded, or if an upgrade
+//! exceeds its unavailability budget (a product bug).
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use clap::Parser;
+use upgrade::{UpgradeFigures, print_upgrade, run_upgrades};
 use wmco_sandbox::operator::metric_value as metric;
 use wmco_sandbox::{Sandbox, SandboxOptions};
+
+mod upgrade;
 
 /// How often the records are read while waiting for Ready.
 const POLL_INTERVAL: Duration = Duration::from_millis(250);
@@ -29,9 +34,20 @@ struct Cli {
     /// The operator's `--max-concurrent-configurations` for each run (repeatable; default 8 then 1).
     #[arg(long = "concurrency", value_name = "N")]
     concurrency: Vec<u16>,
-    /// How long one run may take to reach all Ready, in seconds.
+    /// The operator's `--max-unavailable` for each upgrade run, made after the first concurrency's run on its Ready
+    /// fleet with the same payload (repeatable; default 1 then 4); a last run with one payload file changed uses the
+    /// last budget.
+    #[arg(long = "max-unavailable", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_unavailable: Vec<u32>,
+    /// Skip the upgrade runs.
+    #[arg(long)]
+    no_upgrade: bool,
+    /// How long one run may take to reach all Ready (or all upgraded), in seconds.
     #[arg(long, default_value_t = 3600)]
     timeout: u64,
+    /// Keep each sandbox directory (operator logs, hosts' files) instead of removing it at the end.
+    #[arg(long)]
+    keep_directory: bool,
 }
 
 /// One run's figures.
@@ -62,24 +78,39 @@ fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
         let concurrencies = if cli.concurrency.is_empty() { vec![8, 1] } else { cli.concurrency.clone() };
+        let budgets = if cli.max_unavailable.is_empty() { vec![1, 4] } else { cli.max_unavailable.clone() };
         let mut all = Vec::new();
-        for concurrency in concurrencies {
+        let mut upgrades = Vec::new();
+        for (index, concurrency) in concurrencies.into_iter().enumerate() {
             println!("== run: {} hosts, --max-concurrent-configurations={concurrency}", cli.hosts);
-            let figures = run_once(cli.hosts, concurrency, Duration::from_secs(cli.timeout)).await?;
+            let upgrade_budgets = (index == 0 && !cli.no_upgrade).then_some(budgets.as_slice());
+            let (figures, upgraded) = run_once(&cli, concurrency, upgrade_budgets).await?;
             print_figures(&figures);
             all.push(figures);
+            upgrades.extend(upgraded);
         }
         println!("== summary");
         for figures in &all {
             print_figures(figures);
         }
+        for figures in &upgrades {
+            print_upgrade(figures);
+        }
         anyhow::Ok(())
     })
 }
 
-async fn run_once(hosts: u8, concurrency: u16, timeout: Duration) -> anyhow::Result<RunFigures> {
+/// One sandbox: the first configure and the no-op reconcile at `concurrency`, then, with `upgrade_budgets`, the
+/// upgrade runs.
+async fn run_once(
+    cli: &Cli,
+    concurrency: u16,
+    upgrade_budgets: Option<&[u32]>,
+) -> anyhow::Result<(RunFigures, Vec<UpgradeFigures>)> {
+    let timeout = Duration::from_secs(cli.timeout);
     let options = SandboxOptions {
-        hosts,
+        hosts: cli.hosts,
+        keep_directory: cli.keep_directory,
         localhost_host: false,
         operator_args: vec![format!("--max-concurrent-configurations={concurrency}")],
         ..SandboxOptions::default()
@@ -117,8 +148,12 @@ async fn run_once(hosts: u8, concurrency: u16, timeout: Duration) -> anyhow::Res
     sandbox.start_operator().await?;
     let no_op_commands = sandbox.wait_until_quiet(&baseline, QUIET_PERIOD, timeout).await?;
     let no_op_metrics = sandbox.operator_metrics().await?;
+    let upgrades = match upgrade_budgets {
+        Some(budgets) => run_upgrades(&sandbox, concurrency, budgets, timeout).await?,
+        None => Vec::new(),
+    };
 
-    Ok(RunFigures {
+    let figures = RunFigures {
         concurrency,
         hosts: expected,
         all_ready,
@@ -126,7 +161,8 @@ async fn run_once(hosts: u8, concurrency: u16, timeout: Duration) -> anyhow::Res
         first: cost(&first_commands, &first_metrics, expected),
         no_op: cost(&no_op_commands, &no_op_metrics, expected),
         peak_rss_kib,
-    })
+    };
+    Ok((figures, upgrades))
 }
 
 fn cost(commands: &BTreeMap<String, usize>, metrics: &str, hosts: usize) -> CostPerHost {
