@@ -32,9 +32,10 @@ use crate::shutdown::ShutdownSignal;
 pub const DEFAULT_CONCURRENCY: u16 = 8;
 /// How soon a Ready host is probed again for drift.
 pub const READY_RECHECK: Duration = Duration::from_secs(600);
-/// How soon a host waiting for its services or Node to become Ready is looked at again (its Node watch usually
-/// fires first).
-pub const WAITING_RECHECK: Duration = Duration::from_secs(30);
+/// How soon a host waiting for its services or Node to become Ready is looked at again. Short, because a service
+/// leaving START_PENDING changes nothing the controller watches (only the kubelet's changes reach the Node), and a
+/// recheck costs one probe round trip.
+pub const WAITING_RECHECK: Duration = Duration::from_secs(3);
 
 /// Backoff of a failed reconcile: the first retry waits this long, and each later one twice as long as the last.
 const FIRST_RETRY: Duration = Duration::from_secs(1);
