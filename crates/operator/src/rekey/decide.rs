@@ -153,8 +153,10 @@ fn belongs_to_fleet(observed: &ObservedInstance, live_machines: &BTreeSet<&str>)
 
 /// The Windows Machines (not marked ignored) that are unavailable but not counted by `wmco-upgrade-planner`:
 /// being deleted, without a live record (provisioning, or recorded but the record is going), or recorded but not
-/// yet a configured Ready Node while the planner does not count them. Sorted by name. Budgeted work other than the
-/// rotation (upgrades) can take them off its budget the same way.
+/// yet a configured Ready Node while the planner does not count them; and the Machines already gone whose record is
+/// still there (being deconfigured), so a Machine removed before its MachineSet created the replacement still holds
+/// its unit. Sorted by name. Budgeted work other than the rotation (upgrades) can take them off its budget the same
+/// way.
 ///
 /// ```
 /// use wmco_cluster_client::types::Machine;
@@ -184,7 +186,15 @@ pub fn machines_away(machines: &[Machine], instances: &[ObservedInstance]) -> Ve
             }
         })
         .collect();
+    let listed: BTreeSet<&str> = machines.iter().filter_map(|machine| machine.metadata.name.as_deref()).collect();
+    let vanished = instances.iter().filter_map(|observed| {
+        let machine = observed.record.spec.machine_name.as_deref()?;
+        let vanished = observed.record.spec.origin == InstanceOrigin::Machine && !listed.contains(machine);
+        vanished.then(|| machine.to_owned())
+    });
+    away.extend(vanished);
     away.sort();
+    away.dedup();
     away
 }
 

@@ -666,3 +666,22 @@ async fn a_machine_on_an_old_key_that_also_refuses_is_replaced_once_and_takes_th
     assert_eq!(waiting, vec!["win-b"]);
     assert_eq!(cluster.machines.deleted(), vec!["openshift-machine-api/win-a"]);
 }
+
+#[tokio::test]
+async fn a_machine_gone_before_its_replacement_exists_holds_the_budget_while_its_record_remains() {
+    let cluster = Cluster::new(1).await;
+    cluster.machine("win-a", OLD_HASH).await;
+    cluster.machine("win-b", OLD_HASH).await;
+    assert_eq!(cluster.reconcile().await.replaced, vec!["openshift-machine-api/win-a"]);
+
+    // No finalizer kept win-a: it is gone at once, its record is being deconfigured, no replacement exists yet.
+    cluster.machines.remove("win-a");
+    let second = cluster.reconcile().await;
+    assert_eq!((second.replaced.len(), second.plan.machines_away.clone()), (0, vec!["win-a".to_owned()]));
+
+    // The replacement appears (no record yet) and the old record is released: still one away.
+    cluster.machines.insert(machine("win-c", "Provisioned"));
+    cluster.records.delete(NAMESPACE, "machine-win-a").await.unwrap();
+    let third = cluster.reconcile().await;
+    assert_eq!((third.replaced.len(), third.plan.machines_away.clone()), (0, vec!["win-c".to_owned()]));
+}
