@@ -70,9 +70,15 @@ pub async fn controller(client: Client, ctx: Arc<RekeyContext>, watch_machines: 
         match reconcile_rotation(&ctx, Timestamp::now()).await {
             Ok(outcome) => {
                 failed_reconciles = 0;
-                if !(outcome.replaced.is_empty() && outcome.rekeyed.is_empty() && !outcome.needs_retry()) {
+                let quiet = outcome.replaced.is_empty()
+                    && outcome.replaced_refused.is_empty()
+                    && outcome.rekeyed.is_empty()
+                    && !outcome.needs_retry();
+                if !quiet {
                     tracing::info!(
                         replaced = ?outcome.replaced,
+                        replaced_after_refused_logins = ?outcome.replaced_refused,
+                        refused_waiting_for_budget = outcome.refused.waiting_for_budget.len(),
                         rekeyed = ?outcome.rekeyed,
                         not_authorized = ?outcome.not_authorized,
                         failed = ?outcome.failed,
