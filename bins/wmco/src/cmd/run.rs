@@ -69,6 +69,10 @@ pub struct RunArgs {
     /// How many Windows nodes may be unavailable at once during upgrades.
     #[arg(long, env = "WMCO_MAX_UNAVAILABLE", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_unavailable: u32,
+    /// How long a Machine's host may refuse the operator's SSH key before the Machine is replaced (deleted so its
+    /// MachineSet recreates it), within the `--max-unavailable` budget.
+    #[arg(long, env = "WMCO_AUTHENTICATION_GRACE_SECONDS", default_value_t = 300, value_name = "SECONDS")]
+    pub authentication_grace_seconds: u64,
     /// The version recorded on configured nodes instead of this binary's version without build metadata (tests and
     /// development only).
     #[arg(long, env = "WMCO_VERSION_OVERRIDE")]
@@ -115,6 +119,8 @@ struct ControllerInputs {
     metrics: Arc<Metrics>,
     /// Settings of the Machine and user-data controllers; `None` where the cluster does not serve the machine API.
     machine_api: Option<MachineApiInputs>,
+    /// `--authentication-grace-seconds`, for the key rotation's Machine replacements after refused logins.
+    authentication_grace: Duration,
 }
 
 /// The settings of the controllers that exist only where the cluster serves the machine API.
@@ -191,6 +197,7 @@ async fn operate(args: &RunArgs, manifest: Manifest, payload: Payload) -> anyhow
         cluster,
         metrics,
         machine_api: machine_api.then(|| machine_api_inputs(&args.namespace, &facts)),
+        authentication_grace: Duration::from_secs(args.authentication_grace_seconds),
     };
 
     let outcome = if args.leader_election {
@@ -292,10 +299,11 @@ fn instances_run(args: &RunArgs, identity: &str, openshift: bool, manifest: &Man
 }
 
 /// The key rotation's settings: the same version, payload kubelet, budget and concurrency as the instances
-/// controller and the upgrade executor.
-fn rekey_settings(run: &InstancesRun) -> RekeySettings {
+/// controller and the upgrade executor, and the grace period of refused logins on Machines.
+fn rekey_settings(run: &InstancesRun, authentication_grace: Duration) -> RekeySettings {
     RekeySettings {
         max_concurrent_configurations: u32::from(run.concurrency),
+        authentication_grace,
         ..RekeySettings::new(
             run.namespace.clone(),
             run.operator_version.clone(),
@@ -506,7 +514,7 @@ fn start_key_rotation(inputs: &ControllerInputs, budget: &SharedBudget) -> (&'st
         client,
         Arc::new(KubeEvents::new(client.clone(), CONTROLLER_NAME, None)),
         Arc::new(key_checker),
-        rekey_settings(&inputs.instances),
+        rekey_settings(&inputs.instances, inputs.authentication_grace),
         machine_api,
     )
     .with_budget_lock(Arc::clone(&budget.lock));
@@ -592,6 +600,7 @@ mod tests {
         assert_eq!(args.ssh_port, 22);
         assert_eq!(args.max_concurrent_configurations, 8);
         assert_eq!(args.max_unavailable, 1);
+        assert_eq!(args.authentication_grace_seconds, 300);
         assert!(args.leader_election);
         assert_eq!(args.lease_name, "windows-machine-config-operator");
         assert_eq!(args.service_cidr, None);
@@ -626,6 +635,7 @@ mod tests {
             "--max-concurrent-configurations=3",
             "--debug-node-services=true",
             "--max-unavailable=4",
+            "--authentication-grace-seconds=20",
         ])
         .expect("parsed");
         let run = instances_run(&args, "wmco-0", true, &manifest).expect("settings");
@@ -644,11 +654,12 @@ mod tests {
         assert_eq!(run.operator_version.to_string(), env!("CARGO_PKG_VERSION").split('+').next().expect("a version"));
         let kubelet = manifest.component("kubelet").expect("kubelet component").version.clone();
         assert_eq!(Some(format!("v{}", run.payload_kubelet_version)), kubelet);
-        let rekey = rekey_settings(&run);
+        let rekey = rekey_settings(&run, Duration::from_secs(args.authentication_grace_seconds));
         assert_eq!(
             (rekey.namespace.as_str(), rekey.max_unavailable, rekey.max_concurrent_configurations),
             ("openshift-windows-machine-config-operator", 4, 3)
         );
+        assert_eq!(rekey.authentication_grace, Duration::from_secs(20));
         assert_eq!(
             (&rekey.operator_version, &rekey.payload_kubelet_version),
             (&run.operator_version, &run.payload_kubelet_version)
