@@ -11,6 +11,12 @@
 //! end both Nodes carry the new key's `pub-key-hash` and each replaced Machine's record got a
 //! `MachineReplacedForKeyRotation` Event.
 //!
+//! Then (the operator runs with `--authentication-grace-seconds=10`) a third Machine is backed by a host that never
+//! ran the user data, so it refuses the operator's key: its record goes Failed with the `AuthenticationFailed`
+//! condition, the Machine is deleted no sooner than the grace period after the first refusal, with a Warning
+//! `MachineReplacedAfterAuthenticationFailure` on the record and on the Machine, and its replacement (a host that
+//! ran the user data) becomes a Ready Node.
+//!
 //! Needs the control-plane binaries (`cargo xtask controlplane build`) and the `wmco` binary (`WMCO_BIN`, set by
 //! `cargo xtask test`, or `target/<profile>/wmco`).
 
@@ -28,7 +34,7 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use sha2::{Digest as _, Sha256};
 use wmco_cluster_client::names::{PUB_KEY_HASH_ANNOTATION, UPGRADING_LABEL, VERSION_ANNOTATION};
-use wmco_cluster_client::types::Machine;
+use wmco_cluster_client::types::{Machine, Phase, WindowsInstance};
 use wmco_sandbox::machine_api::{
     MACHINE_API_NAMESPACE, OS_ID_LABEL, add_unprovisioned_host, create_provisioned_machine, provision, user_data,
 };
@@ -38,6 +44,9 @@ use wmco_sandbox::{AdminKey, OPERATOR_NAMESPACE, PRIVATE_KEY_FIELD, PRIVATE_KEY_
 const USER_DATA_TIMEOUT: Duration = Duration::from_secs(120);
 const READY_TIMEOUT: Duration = Duration::from_secs(900);
 const ROTATION_TIMEOUT: Duration = Duration::from_secs(1800);
+const REFUSAL_TIMEOUT: Duration = Duration::from_secs(300);
+/// `--authentication-grace-seconds` of the operator under test.
+const GRACE: Duration = Duration::from_secs(10);
 
 /// The Windows Machines the MachineSet keeps.
 const FLEET: usize = 2;
@@ -67,9 +76,12 @@ fn slot(index: u8) -> MachineSlot {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rotated_key_replaces_the_machines_one_at_a_time_with_hosts_provisioned_from_the_new_user_data()
 -> anyhow::Result<()> {
-    let sandbox = Sandbox::start(SandboxOptions { hosts: 0, ..SandboxOptions::default() })
-        .await
-        .context("the sandbox did not start")?;
+    let options = SandboxOptions {
+        hosts: 0,
+        operator_args: vec![format!("--authentication-grace-seconds={}", GRACE.as_secs())],
+        ..SandboxOptions::default()
+    };
+    let sandbox = Sandbox::start(options).await.context("the sandbox did not start")?;
     let admin = sandbox.admin_client();
     let old_blob = key_blob(sandbox.admin_key().public_line())?;
     let old_user_data = rendered_user_data(&sandbox, &admin, &old_blob).await?;
@@ -162,6 +174,64 @@ async fn a_rotated_key_replaces_the_machines_one_at_a_time_with_hosts_provisione
     let replacements = replacement_events(&admin).await?;
     let expected: BTreeSet<String> = originals.iter().map(|name| format!("machine-{name}")).collect();
     assert_eq!(replacements, expected, "one MachineReplacedForKeyRotation per replaced Machine's record");
+    drop(watch);
+
+    refused_machine_is_replaced(&sandbox, &admin, next_index, &new_user_data).await
+}
+
+/// A Machine whose host never ran the user data refuses the operator's key: the record carries
+/// `AuthenticationFailed`, the Machine is deleted once the grace period ([`GRACE`]) is over, with a Warning on the
+/// record and on the Machine; the replacement on a host that ran the user data becomes a Ready Node.
+async fn refused_machine_is_replaced(
+    sandbox: &Sandbox,
+    admin: &kube::Client,
+    index: u8,
+    new_user_data: &str,
+) -> anyhow::Result<()> {
+    let refusing = slot(index);
+    let record_name = format!("machine-{}", refusing.machine);
+    let host = add_unprovisioned_host(sandbox, &refusing.host, refusing.address).await?;
+    create_provisioned_machine(admin, &refusing.machine, &host, &refusing.internal_dns).await?;
+    let machines: Api<Machine> = Api::namespaced(admin.clone(), MACHINE_API_NAMESPACE);
+    set_finalizer(&machines, &refusing.machine, true).await?;
+    let records: Api<WindowsInstance> = Api::namespaced(admin.clone(), OPERATOR_NAMESPACE);
+    let since = sandbox
+        .wait_for("the refused login recorded", REFUSAL_TIMEOUT, || async {
+            let record = records.get_opt(&record_name).await?.context("no record yet")?;
+            let status = record.status.context("no status yet")?;
+            ensure!(status.phase == Some(Phase::Failed), "phase {:?}", status.phase);
+            status.authentication_failing_since().context("no AuthenticationFailed condition yet")
+        })
+        .await?;
+    sandbox
+        .wait_for("the refusing Machine deleted", REFUSAL_TIMEOUT, || async {
+            let machine = machines.get(&refusing.machine).await?;
+            ensure!(machine.metadata.deletion_timestamp.is_some(), "not deleted yet");
+            Ok(())
+        })
+        .await?;
+    let deleted_at = jiff::Timestamp::now();
+    let waited = deleted_at.duration_since(since);
+    println!(
+        "the refusing Machine was deleted {:.1} s after the first refusal (grace {GRACE:?})",
+        waited.as_secs_f64()
+    );
+    ensure!(waited >= jiff::SignedDuration::try_from(GRACE)?, "deleted before the grace period ended: {waited:#}");
+
+    let warnings = refused_replacement_events(admin).await?;
+    let expected = BTreeSet::from([
+        ("WindowsInstance".to_owned(), OPERATOR_NAMESPACE.to_owned(), record_name.clone()),
+        ("Machine".to_owned(), MACHINE_API_NAMESPACE.to_owned(), refusing.machine.clone()),
+    ]);
+    assert_eq!(warnings, expected, "one Warning on the record and one on the Machine");
+
+    let replacement = provision_machine(sandbox, admin, index + 1, new_user_data).await?;
+    sandbox.fleet().lock().await.remove(&refusing.host)?;
+    set_finalizer(&machines, &refusing.machine, false).await?;
+    let ready = sandbox.wait_until_ready(FLEET + 1, READY_TIMEOUT).await?;
+    let names: BTreeSet<String> = ready.iter().filter_map(|ready| ready.instance.spec.machine_name.clone()).collect();
+    ensure!(names.contains(&replacement.machine), "the replacement {} is Ready: {names:?}", replacement.machine);
+    ensure!(!names.contains(&refusing.machine), "the refusing Machine is gone: {names:?}");
     Ok(())
 }
 
@@ -212,6 +282,21 @@ async fn rotated(sandbox: &Sandbox, new_hash: &str) -> anyhow::Result<bool> {
     let nodes = sandbox.windows_nodes().await?;
     Ok(nodes.len() == FLEET
         && nodes.iter().all(|node| node_is_available(node) && node_hash(node).as_deref() == Some(new_hash)))
+}
+
+/// The objects (kind, namespace, name) that got a Warning `MachineReplacedAfterAuthenticationFailure`.
+async fn refused_replacement_events(client: &kube::Client) -> anyhow::Result<BTreeSet<(String, String, String)>> {
+    let events = Api::<Event>::all(client.clone()).list(&ListParams::default()).await?;
+    Ok(events
+        .items
+        .into_iter()
+        .filter(|event| event.reason.as_deref() == Some("MachineReplacedAfterAuthenticationFailure"))
+        .filter(|event| event.type_.as_deref() == Some("Warning"))
+        .filter_map(|event| {
+            let regarding = event.regarding?;
+            Some((regarding.kind?, regarding.namespace?, regarding.name?))
+        })
+        .collect())
 }
 
 /// The records that got a `MachineReplacedForKeyRotation` Event.
