@@ -127,10 +127,17 @@ fn action_after(outcome: &InstanceOutcome) -> Action {
 fn error_policy(instance: Arc<WindowsInstance>, error: &InstancesError, ctx: Arc<InstancesContext>) -> Action {
     let label = instance_label(&instance);
     tracing::warn!(instance = %label, kind = error.metric_label(), error = %error, "instance reconcile failed");
-    if !error.is_retryable() {
-        return Action::await_change();
+    retry_action(error, ctx.record_failure(&label))
+}
+
+/// What to do after failure number `attempt` (1-based) of a record: back off and retry retryable errors and
+/// refused logins, wait for a change of the record otherwise (a host key mismatch needs an admin).
+fn retry_action(error: &InstancesError, attempt: u32) -> Action {
+    if error.is_retryable() || error.is_authentication_failure() {
+        Action::requeue(backoff(attempt))
+    } else {
+        Action::await_change()
     }
-    Action::requeue(backoff(ctx.record_failure(&label)))
 }
 
 /// The wait before retry number `attempt` (1-based).
@@ -194,6 +201,39 @@ async fn reconcile_inventory_until_done(config_map: Option<&ConfigMap>, ctx: &In
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn transport_failure(source: wmco_ssh_transport::TransportError) -> InstancesError {
+        let flow = wmco_node_config::FlowError::Transport {
+            host: "admin@10.0.0.5:22".into(),
+            step: wmco_node_config::FlowStep::PinHostKey,
+            source: Box::new(source),
+        };
+        InstancesError::Flow { instance: "wmco/byoh-10-0-0-5".into(), source: Box::new(flow) }
+    }
+
+    #[test]
+    fn a_refused_login_is_retried_with_backoff_but_a_changed_host_key_waits_for_an_admin() {
+        let refused = transport_failure(wmco_ssh_transport::TransportError::Authentication {
+            host: "10.0.0.5".into(),
+            user: "admin".into(),
+            reason: "denied".into(),
+        });
+        assert!(!refused.is_retryable());
+        assert!(refused.is_authentication_failure());
+        assert_eq!(retry_action(&refused, 3), Action::requeue(Duration::from_secs(4)));
+
+        let key = wmco_ssh_transport::HostKey::from_openssh(
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIM08b+WEqAXyfq8hlcYCpadCyeYxiEkixYthAQCJ+Gey",
+        )
+        .unwrap();
+        let changed = transport_failure(wmco_ssh_transport::TransportError::HostKeyMismatch {
+            host: "10.0.0.5".into(),
+            pinned: key.fingerprint(),
+            offered: key.fingerprint(),
+        });
+        assert!(!changed.is_authentication_failure());
+        assert_eq!(retry_action(&changed, 3), Action::await_change());
+    }
 
     #[test]
     fn backoff_doubles_up_to_five_minutes() {

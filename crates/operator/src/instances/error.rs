@@ -70,4 +70,11 @@ impl InstancesError {
             Self::Record { .. } | Self::ListRecords { .. } => true,
         }
     }
+
+    /// Whether the host refused the operator's key. The record stays Failed, but the controller still tries again
+    /// with backoff: an admin authorizes a key on the host, not on the cluster, so no watch would announce the fix
+    /// (and a Machine's refusals must keep being observed for its replacement grace period).
+    pub fn is_authentication_failure(&self) -> bool {
+        matches!(self, Self::Flow { source, .. } if source.is_authentication_failure())
+    }
 }
