@@ -15,6 +15,8 @@ use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use anyhow::{Context as _, ensure};
+use k8s_openapi::api::core::v1::Node;
+use kube::Api;
 use wmco_cluster_client::names::{KUBERNETES_OS_LABEL, VERSION_ANNOTATION};
 use wmco_cluster_client::types::{InstanceOrigin, Phase};
 use wmco_sandbox::machine_api::{
@@ -26,6 +28,7 @@ use wmco_sandbox::{Sandbox, SandboxOptions, node_is_ready};
 const USER_DATA_TIMEOUT: Duration = Duration::from_secs(120);
 const READY_TIMEOUT: Duration = Duration::from_secs(900);
 const REVERT_TIMEOUT: Duration = Duration::from_secs(120);
+const VERSION_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The simulated host behind the Machine, and where it listens.
 const HOST_NAME: &str = "winmachine-0";
@@ -79,8 +82,16 @@ async fn a_machine_provisioned_with_the_rendered_user_data_becomes_a_ready_node_
     assert!(node_is_ready(&ready.node));
     let labels = ready.node.metadata.labels.clone().unwrap_or_default();
     assert_eq!(labels.get(KUBERNETES_OS_LABEL).map(String::as_str), Some("windows"));
-    let annotations = ready.node.metadata.annotations.clone().unwrap_or_default();
-    ensure!(annotations.contains_key(VERSION_ANNOTATION), "the Node carries the operator version: {annotations:?}");
+    // The Node list behind `wait_until_ready` is read before the records, so read the Node again.
+    let nodes: Api<Node> = Api::all(admin.clone());
+    sandbox
+        .wait_for("the Node annotated with the operator version", VERSION_TIMEOUT, || async {
+            let node = nodes.get(EXPECTED_NODE).await?;
+            let annotations = node.metadata.annotations.unwrap_or_default();
+            ensure!(annotations.contains_key(VERSION_ANNOTATION), "annotations: {annotations:?}");
+            Ok(())
+        })
+        .await?;
     let unknown = sandbox.unknown_commands(HOST_NAME).await?;
     ensure!(unknown.is_empty(), "host {HOST_NAME} saw unknown commands: {unknown:?}");
 
