@@ -60,21 +60,6 @@ pub struct InstancesRun {
     pub openshift: bool,
 }
 
-/// The version recorded on Nodes: `version_override` if given, else `package_version` without build metadata
-/// (`1.2.3+abc` → `1.2.3`).
-///
-/// ```
-/// use wmco_operator::wiring::operator_version;
-/// assert_eq!(operator_version("10.17.0+g1a2b3c", None), "10.17.0");
-/// assert_eq!(operator_version("10.17.0", Some("10.18.0-dev")), "10.18.0-dev");
-/// ```
-pub fn operator_version(package_version: &str, version_override: Option<&str>) -> String {
-    match version_override {
-        Some(version) => version.to_owned(),
-        None => package_version.split_once('+').map_or(package_version, |(version, _)| version).to_owned(),
-    }
-}
-
 /// The SSH connector of one controller run: a fresh pool, `key`, the port and the process identity.
 fn connector(run: &InstancesRun, key: OperatorKey) -> SshConnector {
     let pool = HostPool::new(max_ssh_connections(run.concurrency), SSH_IDLE_TIMEOUT);
