@@ -7,7 +7,6 @@
 //!
 //! Exercised against a real API server by the e2e suite.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,12 +15,13 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, Secret};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
-use wmco_cluster_client::names::{KUBERNETES_OS_LABEL, PUB_KEY_HASH_ANNOTATION, UPGRADING_LABEL, VERSION_ANNOTATION};
+use wmco_cluster_client::names::KUBERNETES_OS_LABEL;
 use wmco_cluster_client::types::{Machine, WindowsInstance};
 use wmco_machines::names::{MACHINE_API_NAMESPACE, OS_ID_LABEL, WINDOWS_OS_ID};
 
 use super::{RekeyContext, reconcile_rotation};
 use crate::operator_key::PRIVATE_KEY_SECRET;
+use crate::upgrades::fleet_node_changes;
 
 /// The longest the rotation goes without reconciling the fleet.
 pub const RESYNC: Duration = Duration::from_secs(60);
@@ -49,7 +49,8 @@ pub async fn controller(client: Client, ctx: Arc<RekeyContext>, watch_machines: 
         "WindowsInstances",
     );
     let windows_nodes = watcher::Config::default().labels(&format!("{KUBERNETES_OS_LABEL}=windows"));
-    let node_changes = read_node_changes(watcher(Api::<Node>::all(client.clone()), windows_nodes).default_backoff());
+    let node_changes =
+        fleet_node_changes(watcher(Api::<Node>::all(client.clone()), windows_nodes).default_backoff(), "key rotation");
     let mut triggers =
         futures::stream::select(futures::stream::select(key_changes, record_changes), node_changes).boxed();
     if watch_machines {
@@ -125,67 +126,10 @@ fn log_errors<K: Send + 'static>(
     })
 }
 
-/// One item per Node event that changes what the rotation reads; heartbeats that change nothing are dropped.
-fn read_node_changes(
-    events: impl Stream<Item = Result<watcher::Event<Node>, watcher::Error>> + Send + 'static,
-) -> impl Stream<Item = ()> + Send + 'static {
-    let mut seen: HashMap<String, NodeFacts> = HashMap::new();
-    events.filter_map(move |event| {
-        let changed = match event {
-            Ok(watcher::Event::Apply(node) | watcher::Event::InitApply(node)) => {
-                let name = node.metadata.name.clone().unwrap_or_default();
-                let facts = NodeFacts::of(&node);
-                seen.insert(name, facts.clone()).is_none_or(|previous| previous != facts)
-            }
-            Ok(watcher::Event::Delete(node)) => {
-                seen.remove(node.metadata.name.as_deref().unwrap_or_default());
-                true
-            }
-            Ok(watcher::Event::Init) => false,
-            Ok(watcher::Event::InitDone) => true,
-            Err(error) => {
-                tracing::warn!(error = %error, "key rotation: watching Windows Nodes");
-                false
-            }
-        };
-        futures::future::ready(changed.then_some(()))
-    })
-}
-
-/// What the rotation reads from a Node.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct NodeFacts {
-    ready: bool,
-    unschedulable: bool,
-    marked: bool,
-    version: Option<String>,
-    pub_key_hash: Option<String>,
-}
-
-impl NodeFacts {
-    fn of(node: &Node) -> Self {
-        let annotation =
-            |key: &str| node.metadata.annotations.as_ref().and_then(|annotations| annotations.get(key)).cloned();
-        NodeFacts {
-            ready: node.status.as_ref().and_then(|status| status.conditions.as_ref()).is_some_and(|conditions| {
-                conditions.iter().any(|condition| condition.type_ == "Ready" && condition.status == "True")
-            }),
-            unschedulable: node.spec.as_ref().and_then(|spec| spec.unschedulable).unwrap_or(false),
-            marked: node
-                .metadata
-                .labels
-                .as_ref()
-                .and_then(|labels| labels.get(UPGRADING_LABEL))
-                .is_some_and(|v| v == "true"),
-            version: annotation(VERSION_ANNOTATION),
-            pub_key_hash: annotation(PUB_KEY_HASH_ANNOTATION),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wmco_cluster_client::names::PUB_KEY_HASH_ANNOTATION;
 
     #[test]
     fn the_loop_wakes_just_after_a_grace_period_ends() {
@@ -211,7 +155,7 @@ mod tests {
             Ok(watcher::Event::Apply(node("new", "2026-11-22T04:00:20Z"))),
             Ok(watcher::Event::Delete(node("new", "2026-11-22T04:00:20Z"))),
         ]);
-        let triggers: Vec<()> = futures::executor::block_on(read_node_changes(events).collect());
+        let triggers: Vec<()> = futures::executor::block_on(fleet_node_changes(events, "key rotation").collect());
         assert_eq!(triggers.len(), 4, "first sight, InitDone, the new hash and the deletion; not the heartbeat");
     }
 }

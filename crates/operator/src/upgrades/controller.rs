@@ -42,7 +42,7 @@ pub async fn controller(client: Client, ctx: Arc<UpgradesContext>) {
         }
     });
     let windows_nodes = watcher::Config::default().labels(&format!("{KUBERNETES_OS_LABEL}=windows"));
-    let node_changes = planned_node_changes(watcher(nodes, windows_nodes).default_backoff());
+    let node_changes = fleet_node_changes(watcher(nodes, windows_nodes).default_backoff(), "upgrade executor");
     let mut triggers = futures::stream::select(record_changes, node_changes).boxed();
 
     let mut wait = Duration::ZERO;
@@ -86,10 +86,12 @@ fn until_next_retry(next_retry: Option<Timestamp>, now: Timestamp) -> Duration {
         .map_or(RESYNC, |until_due| until_due.min(RESYNC))
 }
 
-/// One item per Node event that changes what the planner reads; heartbeats that change nothing it reads are
-/// dropped.
-fn planned_node_changes(
+/// One item per Node event that changes what the planner reads (Ready, unschedulable, the `upgrading` mark, the
+/// version and `pub-key-hash` annotations); heartbeats that change nothing it reads are dropped. The key rotation
+/// reads the same facts and uses it too; `watching` names the loop in the log line of a watch error.
+pub(crate) fn fleet_node_changes(
     events: impl Stream<Item = Result<watcher::Event<Node>, watcher::Error>> + Send + 'static,
+    watching: &'static str,
 ) -> impl Stream<Item = ()> + Send + 'static {
     let mut seen: HashMap<String, NodeFacts> = HashMap::new();
     events.filter_map(move |event| {
@@ -106,7 +108,7 @@ fn planned_node_changes(
             Ok(watcher::Event::Init) => false,
             Ok(watcher::Event::InitDone) => true,
             Err(error) => {
-                tracing::warn!(error = %error, "upgrade executor: watching Windows Nodes");
+                tracing::warn!(error = %error, "{watching}: watching Windows Nodes");
                 false
             }
         };
@@ -114,7 +116,7 @@ fn planned_node_changes(
     })
 }
 
-/// What the planner reads from a Node.
+/// What the planner (and the key rotation) reads from a Node.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct NodeFacts {
     ready: bool,
@@ -173,7 +175,7 @@ mod tests {
             Ok(watcher::Event::Apply(node("True", true))),
             Ok(watcher::Event::Apply(node("False", true))),
         ]);
-        let triggers: Vec<()> = futures::executor::block_on(planned_node_changes(events).collect());
+        let triggers: Vec<()> = futures::executor::block_on(fleet_node_changes(events, "upgrade executor").collect());
         assert_eq!(triggers.len(), 4);
     }
 }

@@ -35,6 +35,7 @@ mod version;
 mod tests;
 
 pub use context::{SharedBudget, UpgradeSettings, UpgradesContext};
+pub(crate) use controller::fleet_node_changes;
 pub use controller::{RESYNC, controller};
 pub use error::UpgradesError;
 pub use observe::{ObservedFleet, ObservedInstance, observe_fleet, planner_instance};
