@@ -55,17 +55,38 @@ pub struct Component {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Source {
-    /// Built from a Go module with `GOOS=windows` (`go build <module>/<package>@<version>` in spirit).
-    Go {
-        /// The Go module path, e.g. `k8s.io/kubernetes`.
-        module: String,
-        /// The module version, e.g. `v1.36.3`.
-        version: String,
-        /// The main package inside the module, e.g. `./cmd/kubelet`.
-        package: String,
-    },
+    /// Built from a Go module with `GOOS=windows GOARCH=amd64` by `cargo xtask payload build`.
+    Go(GoSource),
     /// Written by this project; the file is committed beside the manifest at its payload path.
     Product,
+}
+
+/// A component built from an upstream Go module at an exact version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GoSource {
+    /// The Go module path, e.g. `k8s.io/kubernetes`.
+    pub module: String,
+    /// The module version served by the Go module proxy, e.g. `v1.36.3` (a pseudo-version where upstream tags none).
+    pub version: String,
+    /// The upstream commit, required when `version` is a pseudo-version (its 12-digit suffix must be a prefix of it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// The wrapper module under `payload/build/` whose `go.mod` and `go.sum` pin upstream's build list.
+    pub build: String,
+    /// The `-X package.variable=value` settings upstream's release build passes to the linker.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub version_variables: BTreeMap<String, String>,
+}
+
+/// How a built binary shows its version: run with `args`, its output contains `expect`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VersionCheck {
+    /// The arguments, e.g. `["--version"]`.
+    pub args: Vec<String>,
+    /// Text the output (standard output and error together) must contain, e.g. `Kubernetes v1.36.3`.
+    pub expect: String,
 }
 
 /// One file of a component.
@@ -80,6 +101,58 @@ pub struct ManifestFile {
     /// built files, absent for product files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub typical_size: Option<ByteSize>,
+    /// The main package this file is built from, relative to the module (`./cmd/kubelet`, or `.`); required for
+    /// built files, absent for product files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package: Option<String>,
+    /// How the built binary shows its version; required for built files, absent for product files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version_check: Option<VersionCheck>,
+}
+
+impl GoSource {
+    /// The import path of `package` (relative to this module): `k8s.io/kubernetes/cmd/kubelet` for `./cmd/kubelet`.
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    /// use wmco_payload_manifest::GoSource;
+    ///
+    /// let source = GoSource {
+    ///     module: "k8s.io/kubernetes".into(),
+    ///     version: "v1.36.3".into(),
+    ///     commit: None,
+    ///     build: "kubernetes".into(),
+    ///     version_variables: BTreeMap::new(),
+    /// };
+    /// assert_eq!(source.import_path("./cmd/kubelet"), "k8s.io/kubernetes/cmd/kubelet");
+    /// assert_eq!(source.import_path("."), "k8s.io/kubernetes");
+    /// ```
+    pub fn import_path(&self, package: &str) -> String {
+        match package.trim_start_matches("./").trim_end_matches('/') {
+            "" | "." => self.module.clone(),
+            relative => format!("{}/{relative}", self.module),
+        }
+    }
+
+    /// The 12-digit commit prefix of a pseudo-version (`v0.0.0-20250901081027-bc4f9b80d20d`), if `version` is one.
+    pub fn pseudo_version_commit(&self) -> Option<&str> {
+        let (rest, suffix) = self.version.rsplit_once('-')?;
+        let timestamp = rest.rsplit(['-', '.']).next()?;
+        let is_pseudo = suffix.len() == 12
+            && suffix.bytes().all(|byte| byte.is_ascii_hexdigit())
+            && timestamp.len() == 14
+            && timestamp.bytes().all(|byte| byte.is_ascii_digit());
+        is_pseudo.then_some(suffix)
+    }
+
+    /// The linker flags of the release build: `-s -w` and one `-X` per version variable, in name order.
+    pub fn ldflags(&self) -> String {
+        let mut flags = String::from("-s -w");
+        for (variable, value) in &self.version_variables {
+            flags.push_str(&format!(" -X {variable}={value}"));
+        }
+        flags
+    }
 }
 
 /// A manifest file together with the component that declares it.
@@ -177,6 +250,24 @@ pub enum ManifestProblem {
         /// What is wrong.
         reason: &'static str,
     },
+    /// A Go source breaks a rule (a pseudo-version without its commit, a commit that does not match it).
+    #[error("component {component}: {reason}")]
+    GoSource {
+        /// The component.
+        component: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A Go-built file has no `package` or `version_check`, or a product file has one.
+    #[error("component {component}, file {path}: {reason}")]
+    BuildRecipe {
+        /// The component.
+        component: String,
+        /// The file.
+        path: PayloadPath,
+        /// What is wrong.
+        reason: &'static str,
+    },
     /// A Go-built file has no `typical_size`, or a product file has one.
     #[error("component {component}, file {path}: {reason}")]
     TypicalSize {
@@ -204,10 +295,14 @@ impl Manifest {
     /// components:
     ///   - name: kubelet
     ///     version: v1.36.3
-    ///     source: { go: { module: k8s.io/kubernetes, version: v1.36.3, package: ./cmd/kubelet } }
+    ///     source: { go: { module: k8s.io/kubernetes, version: v1.36.3, build: kubernetes } }
     ///     required: true
     ///     files:
-    ///       - { path: kube-node/kubelet.exe, destination: 'C:\k\kubelet.exe', typical_size: 120MiB }
+    ///       - path: kube-node/kubelet.exe
+    ///         destination: 'C:\k\kubelet.exe'
+    ///         typical_size: 120MiB
+    ///         package: ./cmd/kubelet
+    ///         version_check: { args: [--version], expect: Kubernetes v1.36.3 }
     /// "#;
     /// let manifest = Manifest::from_yaml(yaml, "example").unwrap();
     /// assert_eq!(manifest.files().count(), 1);
@@ -312,6 +407,30 @@ impl Manifest {
     }
 }
 
+impl GoSource {
+    fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        match (self.pseudo_version_commit(), &self.commit) {
+            (Some(prefix), None) => problems.push(format!(
+                "version {} is a pseudo-version: name the upstream commit ({prefix}...) in `commit`",
+                self.version
+            )),
+            (Some(prefix), Some(commit)) if !commit.starts_with(prefix) => problems
+                .push(format!("commit {commit} does not match pseudo-version {} (which names {prefix})", self.version)),
+            _ => {}
+        }
+        if let Some(commit) = &self.commit
+            && (commit.len() != 40 || !commit.bytes().all(|byte| byte.is_ascii_hexdigit()))
+        {
+            problems.push(format!("commit {commit:?} is not a full 40-digit hexadecimal commit hash"));
+        }
+        if self.build.is_empty() || !self.build.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'-') {
+            problems.push(format!("build {:?} is not a directory name under payload/build/", self.build));
+        }
+        problems
+    }
+}
+
 impl Component {
     /// Whether this component is installed on `platform`.
     pub fn applies_to(&self, platform: Platform) -> bool {
@@ -327,7 +446,7 @@ impl Component {
         if self.files.is_empty() {
             problems.push(ManifestProblem::NoFiles { component: self.name.clone() });
         }
-        let built = matches!(self.source, Source::Go { .. });
+        let built = matches!(self.source, Source::Go(_));
         let version_problem = match (built, &self.version) {
             (true, None) => Some("a Go-built component needs `version` (the upstream release)"),
             (false, Some(_)) => Some("a product component has no upstream `version`"),
@@ -336,7 +455,28 @@ impl Component {
         if let Some(reason) = version_problem {
             problems.push(ManifestProblem::Version { component: self.name.clone(), reason });
         }
+        if let Source::Go(source) = &self.source {
+            problems.extend(
+                source
+                    .problems()
+                    .into_iter()
+                    .map(|reason| ManifestProblem::GoSource { component: self.name.clone(), reason }),
+            );
+        }
         for file in &self.files {
+            let recipe_problem = match (built, file.package.is_some(), file.version_check.is_some()) {
+                (true, false, _) => Some("a built file needs `package` (its main package in the module)"),
+                (true, true, false) => Some("a built file needs `version_check` (how it prints its version)"),
+                (false, true, _) | (false, _, true) => Some("a product file has no `package` or `version_check`"),
+                _ => None,
+            };
+            if let Some(reason) = recipe_problem {
+                problems.push(ManifestProblem::BuildRecipe {
+                    component: self.name.clone(),
+                    path: file.path.clone(),
+                    reason,
+                });
+            }
             let size_problem = match (built, file.typical_size) {
                 (true, None) => Some("a built file needs `typical_size`"),
                 (false, Some(_)) => Some("a product file has no `typical_size` (its real content is used)"),
@@ -361,10 +501,14 @@ mod tests {
     const KUBELET: &str = r#"
   - name: kubelet
     version: v1.36.3
-    source: { go: { module: k8s.io/kubernetes, version: v1.36.3, package: ./cmd/kubelet } }
+    source: { go: { module: k8s.io/kubernetes, version: v1.36.3, build: kubernetes } }
     required: true
     files:
-      - { path: kubelet.exe, destination: 'C:\k\kubelet.exe', typical_size: 120MiB }
+      - path: kubelet.exe
+        destination: 'C:\k\kubelet.exe'
+        typical_size: 120MiB
+        package: ./cmd/kubelet
+        version_check: { args: [--version], expect: Kubernetes v1.36.3 }
 "#;
 
     fn manifest_with(components: &str) -> Result<Manifest, ManifestError> {
@@ -423,11 +567,18 @@ mod tests {
         let kubelet = manifest.component("kubelet").unwrap();
         assert_eq!(
             kubelet.source,
-            Source::Go {
+            Source::Go(GoSource {
                 module: "k8s.io/kubernetes".into(),
                 version: "v1.36.3".into(),
-                package: "./cmd/kubelet".into()
-            }
+                commit: None,
+                build: "kubernetes".into(),
+                version_variables: BTreeMap::new(),
+            })
+        );
+        assert_eq!(kubelet.files[0].package.as_deref(), Some("./cmd/kubelet"));
+        assert_eq!(
+            kubelet.files[0].version_check,
+            Some(VersionCheck { args: vec!["--version".into()], expect: "Kubernetes v1.36.3".into() })
         );
         assert_eq!(kubelet.files[0].typical_size, Some(ByteSize::from_bytes(120 << 20)));
         assert_eq!(kubelet.files[0].destination.to_string(), "C:\\k\\kubelet.exe");
@@ -511,18 +662,25 @@ mod tests {
             r#"
   - name: k
     version: v1
-    source: { go: { module: m, version: v1, package: . } }
+    source: { go: { module: m, version: v1, build: m } }
     required: true
-    files: [{ path: k.exe, destination: 'C:\k\k.exe' }]
+    files: [{ path: k.exe, destination: 'C:\k\k.exe', package: . }]
 "#,
         );
         assert_eq!(
             problems,
-            vec![ManifestProblem::TypicalSize {
-                component: "k".into(),
-                path: "k.exe".parse().unwrap(),
-                reason: "a built file needs `typical_size`"
-            }]
+            vec![
+                ManifestProblem::BuildRecipe {
+                    component: "k".into(),
+                    path: "k.exe".parse().unwrap(),
+                    reason: "a built file needs `version_check` (how it prints its version)"
+                },
+                ManifestProblem::TypicalSize {
+                    component: "k".into(),
+                    path: "k.exe".parse().unwrap(),
+                    reason: "a built file needs `typical_size`"
+                }
+            ]
         );
         let unknown = manifest_with(&KUBELET.replace("required: true", "required: true\n    colour: red"));
         assert!(matches!(unknown, Err(ManifestError::Parse { .. })), "{unknown:?}");
@@ -532,5 +690,54 @@ mod tests {
     fn invalid_destination_is_a_parse_error_naming_the_origin() {
         let error = manifest_with(&KUBELET.replace("C:\\k\\kubelet.exe", "kubelet.exe")).unwrap_err();
         assert!(matches!(&error, ManifestError::Parse { origin, .. } if origin == "test"), "{error:?}");
+    }
+
+    #[test]
+    fn a_pseudo_version_needs_its_commit_and_the_commit_must_match() {
+        let component = |commit: &str| {
+            format!(
+                r#"
+  - name: hybrid
+    version: v0.0.0-20250901081027-bc4f9b80d20d
+    source: {{ go: {{ module: m, version: v0.0.0-20250901081027-bc4f9b80d20d, build: hybrid{commit} }} }}
+    required: true
+    files:
+      - {{ path: h.exe, destination: 'C:\k\h.exe', typical_size: 1MiB, package: ., version_check: {{ args: [], expect: x }} }}
+"#
+            )
+        };
+        assert!(manifest_with(&component(", commit: bc4f9b80d20d2d584b03c6a0f24835c73833c65d")).is_ok());
+        let missing = problems_of(&component(""));
+        assert!(
+            matches!(&missing[..], [ManifestProblem::GoSource { reason, .. }] if reason.contains("bc4f9b80d20d...")),
+            "{missing:?}"
+        );
+        let wrong = problems_of(&component(", commit: 0000000000002d584b03c6a0f24835c73833c65d"));
+        assert!(
+            matches!(&wrong[..], [ManifestProblem::GoSource { reason, .. }] if reason.contains("does not match")),
+            "{wrong:?}"
+        );
+    }
+
+    #[test]
+    fn product_manifest_pins_every_go_source_with_a_recipe() {
+        let manifest = Manifest::product().unwrap();
+        let kubelet = manifest.component("kubelet").unwrap();
+        let Source::Go(source) = &kubelet.source else { panic!("kubelet is built") };
+        assert!(
+            source.ldflags().contains("-X k8s.io/component-base/version.gitVersion=v1.36.3"),
+            "{}",
+            source.ldflags()
+        );
+        let cni = manifest.component("cni-plugins").unwrap();
+        let packages: Vec<_> = cni.files.iter().filter_map(|file| file.package.as_deref()).collect();
+        assert_eq!(
+            packages,
+            ["./plugins/ipam/host-local", "./plugins/main/windows/win-bridge", "./plugins/main/windows/win-overlay"]
+        );
+        let hybrid = manifest.component("hybrid-overlay-node").unwrap();
+        let Source::Go(source) = &hybrid.source else { panic!("hybrid-overlay is built") };
+        assert_eq!(source.pseudo_version_commit(), Some("bc4f9b80d20d"));
+        assert!(!PRODUCT_MANIFEST_YAML.contains("unverified"));
     }
 }

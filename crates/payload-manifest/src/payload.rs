@@ -6,12 +6,12 @@ use std::fmt;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::Serialize;
 
 use crate::checksums::{BadChecksumLine, CHECKSUM_FILE_NAME, ChecksumList};
 use crate::manifest::Manifest;
+use crate::parallel::map_in_parallel;
 use crate::synthetic::SYNTHETIC_MARKER_FILE_NAME;
 use crate::{PayloadPath, Sha256Digest};
 
@@ -366,25 +366,7 @@ fn hash_in_parallel(dir: &Path, paths: BTreeSet<PayloadPath>) -> Vec<HashOutcome
         })
         .collect();
     jobs.sort_by(|left, right| right.2.cmp(&left.2).then_with(|| left.0.cmp(&right.0)));
-    let workers = std::thread::available_parallelism().map_or(1, |count| count.get()).min(jobs.len()).max(1);
-    let next_job = AtomicUsize::new(0);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut outcomes = Vec::new();
-                    while let Some((path, local_path, _)) = jobs.get(next_job.fetch_add(1, Ordering::Relaxed)) {
-                        outcomes.push(hash_one(path, local_path));
-                    }
-                    outcomes
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|handle| handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-            .collect()
-    })
+    map_in_parallel(&jobs, |(path, local_path, _)| hash_one(path, local_path))
 }
 
 fn hash_one(path: &PayloadPath, local_path: &Path) -> HashOutcome {
@@ -405,9 +387,14 @@ schema: wmco.payload/v1
 components:
   - name: tool
     version: v1
-    source: { go: { module: example.com/tool, version: v1, package: . } }
+    source: { go: { module: example.com/tool, version: v1, build: tool } }
     required: true
-    files: [{ path: bin/tool.exe, destination: 'C:\k\tool.exe', typical_size: 1KiB }]
+    files:
+      - path: bin/tool.exe
+        destination: 'C:\k\tool.exe'
+        typical_size: 1KiB
+        package: .
+        version_check: { args: [--version], expect: tool v1 }
 "#;
 
     fn write_payload(files: &[(&str, &[u8])], listed: &[(&str, &[u8])]) -> tempfile::TempDir {

@@ -99,9 +99,14 @@ pub enum SyntheticError {
 /// components:
 ///   - name: kubelet
 ///     version: v1.36.3
-///     source: { go: { module: k8s.io/kubernetes, version: v1.36.3, package: ./cmd/kubelet } }
+///     source: { go: { module: k8s.io/kubernetes, version: v1.36.3, build: kubernetes } }
 ///     required: true
-///     files: [{ path: kubelet.exe, destination: 'C:\k\kubelet.exe', typical_size: 120MiB }]
+///     files:
+///       - path: kubelet.exe
+///         destination: 'C:\k\kubelet.exe'
+///         typical_size: 120MiB
+///         package: ./cmd/kubelet
+///         version_check: { args: [--version], expect: Kubernetes v1.36.3 }
 /// "#, "example").unwrap();
 /// let out = std::env::temp_dir().join(format!("wmco-synthetic-doc-{}", std::process::id()));
 /// let payload = write_synthetic_payload(&manifest, std::path::Path::new("."), &out, SyntheticScale::Small).unwrap();
@@ -129,7 +134,7 @@ pub fn write_synthetic_payload(
                 })?;
                 write_bytes(&target, &bytes)?
             }
-            Source::Go { .. } => {
+            Source::Go(_) => {
                 let typical = entry
                     .file
                     .typical_size

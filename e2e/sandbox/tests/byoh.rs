@@ -157,7 +157,7 @@ async fn payload_is_installed(sandbox: &Sandbox, host: &SandboxHost) -> anyhow::
         assert_eq!(on_host.as_deref(), Some(expected.as_str()), "{destination} on host {}", host.info.name);
         checked += 1;
     }
-    let built = manifest.files().filter(|entry| matches!(entry.component.source, Source::Go { .. })).count();
+    let built = manifest.files().filter(|entry| matches!(entry.component.source, Source::Go(_))).count();
     ensure!(checked > built / 2, "only {checked} payload files checked");
     Ok(())
 }

@@ -114,8 +114,9 @@ mod tests {
         let manifest = |name: &str, version: &str| {
             let yaml = format!(
                 "schema: wmco.payload/v1\ncomponents:\n  - name: {name}\n    version: {version}\n    source: {{ go: {{ \
-                 module: k8s.io/kubernetes, version: v1.36.3, package: ./cmd/{name} }} }}\n    required: true\n    \
-                 files:\n      - {{ path: {name}.exe, destination: 'C:\\k\\{name}.exe', typical_size: 1MiB }}\n"
+                 module: k8s.io/kubernetes, version: v1.36.3, build: kubernetes }} }}\n    required: true\n    \
+                 files:\n      - {{ path: {name}.exe, destination: 'C:\\k\\{name}.exe', typical_size: 1MiB, package: \
+                 ./cmd/{name}, version_check: {{ args: [--version], expect: v1.36.3 }} }}\n"
             );
             Manifest::from_yaml(&yaml, "test").unwrap()
         };
