@@ -2,7 +2,9 @@
 # Installs the Debian packages the build and tests need, only when something is missing (apt-get update first then).
 set -euo pipefail
 
-packages=(pkg-config libssl-dev zlib1g-dev openssh-server openssh-client)
+# wine64 and gcc-mingw-w64-x86-64: the real payload's smoke run and the e2e scenario with the real kubelet run the
+# Windows binaries under Wine 8.0, with a bcryptprimitives.dll stub built by MinGW (see payload/README.md).
+packages=(pkg-config libssl-dev zlib1g-dev openssh-server openssh-client wine64 gcc-mingw-w64-x86-64)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' || missing+=("$package")

@@ -4,12 +4,13 @@
 //! `cargo xtask sandbox` runs the product on the embedded default: a local control plane with simulated Windows hosts.
 //! `cargo xtask bench-ssh` benchmarks the SSH transport against a local sshd; `cargo xtask bench-fleet` the operator on
 //! simulated hosts.
-//! `cargo xtask controlplane build|up` builds or runs the e2e control plane (see `docs/testing.md`).
+//! `cargo xtask controlplane build|up` builds or runs the e2e control plane (see `docs/testing.md`);
+//! `cargo xtask payload build|smoke|synthetic` builds, smoke-tests or fakes the Windows payload (`payload/README.md`).
 
 mod bench_fleet;
 mod bench_ssh;
 mod controlplane;
-mod payload_synthetic;
+mod payload;
 mod sandbox;
 mod stages;
 mod test;
@@ -31,19 +32,21 @@ enum Task {
     /// Run everything CI checks: cargo fmt --check, clippy with warnings denied, rustdoc with warnings denied, and
     /// all tests. Prints each stage's wall time.
     Test(test::TestArgs),
-    /// Run the product on the embedded default: a local control plane, simulated Windows hosts and the operator.
+    /// Run the product on the embedded default: a local control plane, simulated Windows hosts and the operator
+    /// (with the small synthetic payload, or `--payload real` for the cross-compiled Windows binaries).
     Sandbox(sandbox::SandboxArgs),
     /// Fleet figures of the operator on simulated hosts: time to all Ready at concurrency 8 and 1, per-host p50/p95,
     /// SSH round trips and bytes per host (first configure, no-op reconcile), operator peak RSS; then upgrades of the
     /// first run's fleet (max-unavailable 1 and 4, then one changed payload file): times, budget use, bytes per host.
+    /// `--payload real` uses the real payload, `--release` a release build of the operator.
     BenchFleet(bench_fleet::BenchFleetArgs),
     /// Benchmark ssh-transport against a local sshd: upload throughput versus OpenSSH sftp, commands/s, connect time.
     BenchSsh,
     /// Build (`build`) or run (`up`) the e2e control plane: etcd, kube-apiserver and kube-controller-manager.
     Controlplane(controlplane::ControlPlaneArgs),
-    /// Write a synthetic payload (deterministic pseudo-random binaries, real scripts, sha256sum) for tests and
-    /// benchmarks.
-    PayloadSynthetic(payload_synthetic::PayloadSyntheticArgs),
+    /// The Windows node payload: `build` the real one from pinned Go modules, `smoke` it under Wine, or write a
+    /// `synthetic` one for tests.
+    Payload(payload::PayloadArgs),
 }
 
 fn main() -> ExitCode {
@@ -54,7 +57,7 @@ fn main() -> ExitCode {
         Task::BenchFleet(args) => bench_fleet::run(&args),
         Task::BenchSsh => bench_ssh::run(),
         Task::Controlplane(args) => controlplane::run(&args),
-        Task::PayloadSynthetic(args) => payload_synthetic::run(&args),
+        Task::Payload(args) => payload::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

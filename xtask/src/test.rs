@@ -2,7 +2,10 @@
 
 use clap::Args;
 
+use std::process::Command;
+
 use crate::controlplane;
+use crate::payload::{build_real_payload, smoke_real_payload};
 use crate::sandbox::build_wmco;
 use crate::stages::{StageClock, cargo};
 
@@ -43,7 +46,15 @@ fn run_stages(args: &TestArgs, clock: &mut StageClock) -> anyhow::Result<()> {
     // The sandbox e2e tests run the operator as its own process: build it and tell them where it is.
     let wmco = clock.time("build wmco", build_wmco)?;
 
+    // The real payload: built from the pinned Go modules (a no-op once cached), verified by the product's own
+    // check (hashes, PE headers, Go build information), and every binary's version printed under Wine.
+    let real_payload = clock.time("payload build", build_real_payload)?;
+    let mut verify = Command::new(&wmco);
+    verify.args(["payload", "verify"]).arg(&real_payload.dir);
+    clock.run("payload verify", verify)?;
+    clock.time("payload smoke", || smoke_real_payload(&real_payload.dir))?;
+
     let mut test = cargo();
-    test.args(["test", "--workspace"]).env("WMCO_BIN", wmco);
+    test.args(["test", "--workspace"]).env("WMCO_BIN", wmco).env("WMCO_REAL_PAYLOAD", &real_payload.dir);
     clock.run("test", test)
 }

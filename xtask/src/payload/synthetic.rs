@@ -1,4 +1,4 @@
-//! `cargo xtask payload-synthetic --out DIR [--scale real|small]`: writes a synthetic payload for the workspace's
+//! `cargo xtask payload synthetic --out DIR [--scale real|small]`: writes a synthetic payload for the workspace's
 //! `payload/manifest.yaml` (see `wmco_payload_manifest::write_synthetic_payload`) and prints what it wrote.
 
 use std::path::PathBuf;
@@ -10,7 +10,7 @@ use wmco_payload_manifest::{MANIFEST_PATH_IN_WORKSPACE, Manifest, SyntheticScale
 
 use crate::stages::workspace_root;
 
-/// Options of `cargo xtask payload-synthetic`.
+/// Options of `cargo xtask payload synthetic`.
 #[derive(Debug, Args)]
 pub struct PayloadSyntheticArgs {
     /// The directory to write the payload into (created if absent).
