@@ -79,7 +79,8 @@ pub fn finish(result: anyhow::Result<Outcome>) -> ExitCode {
     }
 }
 
-fn exit_code_of_error(error: &anyhow::Error) -> u8 {
+/// The exit code of a failed command: 2 when unusable input is anywhere in the error chain, else 1.
+pub(crate) fn exit_code_of_error(error: &anyhow::Error) -> u8 {
     if error.chain().any(|cause| cause.is::<UnusableInput>()) { 2 } else { 1 }
 }
 

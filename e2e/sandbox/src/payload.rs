@@ -1,12 +1,16 @@
 //! The sandbox's payload: the `small` synthetic payload of the product manifest, written once into
 //! `${WMCO_CACHE:-$HOME/.cache/wmco-rs}/payload/small-<key>/` and reused while the manifest and the product files
 //! it copies are unchanged (`<key>` hashes both). A payload appears at its final path only complete: it is written
-//! under a temporary name and renamed.
+//! under a temporary name and renamed. [`operator_payload_args`] are the `wmco run` arguments for a payload
+//! directory: `--allow-synthetic-payload` only when that directory is synthetic.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest as _, Sha256};
-use wmco_payload_manifest::{MANIFEST_PATH_IN_WORKSPACE, Manifest, Source, SyntheticScale, write_synthetic_payload};
+use wmco_payload_manifest::{
+    MANIFEST_PATH_IN_WORKSPACE, Manifest, SYNTHETIC_MARKER_FILE_NAME, Source, SyntheticScale, write_synthetic_payload,
+};
 
 use crate::SandboxError;
 
@@ -85,6 +89,58 @@ pub fn cached_synthetic_payload() -> Result<PathBuf, SandboxError> {
     }
 }
 
+/// The environment variable naming the real payload directory (`cargo xtask test` sets it to the payload
+/// `cargo xtask payload build` made).
+pub const REAL_PAYLOAD_ENV: &str = "WMCO_REAL_PAYLOAD";
+
+/// The real payload named by `WMCO_REAL_PAYLOAD`; an unset variable or a directory without `sha256sum` is an
+/// error saying how to build one, never a silent fallback to the synthetic payload.
+///
+/// # Errors
+/// [`SandboxError::RealPayload`] naming the variable and the command that builds the payload.
+pub fn real_payload_from_env() -> Result<PathBuf, SandboxError> {
+    let Some(dir) = std::env::var_os(REAL_PAYLOAD_ENV).filter(|value| !value.is_empty()).map(PathBuf::from) else {
+        return Err(SandboxError::RealPayload(format!(
+            "{REAL_PAYLOAD_ENV} is not set: build the real payload with `cargo xtask payload build` and set \
+             {REAL_PAYLOAD_ENV} to the directory it prints (cargo xtask test does both)"
+        )));
+    };
+    if !dir.join(wmco_payload_manifest::CHECKSUM_FILE_NAME).is_file() || is_synthetic_payload(&dir) {
+        return Err(SandboxError::RealPayload(format!(
+            "{REAL_PAYLOAD_ENV}={} is not a real payload (no sha256sum, or a SYNTHETIC marker)",
+            dir.display()
+        )));
+    }
+    Ok(dir)
+}
+
+/// The `wmco run` flag that lets the operator start with a synthetic payload.
+pub const ALLOW_SYNTHETIC_PAYLOAD_FLAG: &str = "--allow-synthetic-payload";
+
+/// Whether the payload directory `dir` is synthetic: it carries the `SYNTHETIC` marker the synthetic payload
+/// generator writes (what `Payload::is_synthetic` reports once `wmco run` has verified it).
+pub fn is_synthetic_payload(dir: &Path) -> bool {
+    dir.join(SYNTHETIC_MARKER_FILE_NAME).is_file()
+}
+
+/// The `wmco run` arguments for the payload directory `dir`: `--payload-dir DIR`, followed by
+/// [`ALLOW_SYNTHETIC_PAYLOAD_FLAG`] only if `dir` is synthetic, so a real payload runs without the flag.
+///
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// assert_eq!(wmco_sandbox::operator_payload_args(dir.path()).len(), 2);
+/// std::fs::write(dir.path().join("SYNTHETIC"), "synthetic")?;
+/// assert_eq!(wmco_sandbox::operator_payload_args(dir.path())[2], "--allow-synthetic-payload");
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn operator_payload_args(dir: &Path) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec!["--payload-dir".into(), dir.into()];
+    if is_synthetic_payload(dir) {
+        args.push(ALLOW_SYNTHETIC_PAYLOAD_FLAG.into());
+    }
+    args
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,5 +176,22 @@ components:
         let manifest = Manifest::from_yaml(MANIFEST, "test").unwrap();
         let error = payload_key(&manifest, MANIFEST, dir.path()).unwrap_err();
         assert!(error.to_string().contains("scripts/a.ps1"), "{error}");
+    }
+
+    #[test]
+    fn only_a_synthetic_payload_gets_the_allow_flag() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = |args: Vec<OsString>| -> Vec<String> {
+            args.iter().map(|arg| arg.to_string_lossy().into_owned()).collect()
+        };
+        let path = dir.path().display().to_string();
+        assert!(!is_synthetic_payload(dir.path()));
+        assert_eq!(text(operator_payload_args(dir.path())), ["--payload-dir", path.as_str()]);
+        std::fs::write(dir.path().join(SYNTHETIC_MARKER_FILE_NAME), "synthetic").unwrap();
+        assert!(is_synthetic_payload(dir.path()));
+        assert_eq!(
+            text(operator_payload_args(dir.path())),
+            ["--payload-dir", path.as_str(), ALLOW_SYNTHETIC_PAYLOAD_FLAG]
+        );
     }
 }

@@ -144,9 +144,11 @@ impl Replica {
     }
 }
 
-/// The arguments of a replica: the sandbox's payload and SSH port, a listener of its own and `identity`.
+/// The arguments of a replica: the sandbox's payload (with `--allow-synthetic-payload` only when it is synthetic)
+/// and SSH port, a listener of its own and `identity`.
 fn replica_args(payload_dir: &Path, listen: std::net::SocketAddr, ssh_port: u16, identity: &str) -> Vec<OsString> {
-    let mut args: Vec<OsString> = vec!["run".into(), "--payload-dir".into(), payload_dir.into()];
+    let mut args: Vec<OsString> = vec!["run".into()];
+    args.extend(crate::operator_payload_args(payload_dir));
     args.extend(
         ["--listen", &listen.to_string(), "--ssh-port", &ssh_port.to_string(), "--ssh-identity", identity]
             .map(OsString::from),
@@ -232,6 +234,18 @@ mod tests {
         assert_eq!(client_identity("SSH-2.0-wmco_0.1.0"), None);
         assert_eq!(client_identity("SSH-2.0-wmco_0.1.0 "), None);
         assert_eq!(client_identity("SSH-2.0-wmco_0.1.0 wmco-sandbox"), Some("wmco-sandbox"));
+    }
+
+    #[test]
+    fn a_replica_of_a_synthetic_payload_allows_it() {
+        let payload = tempfile::tempdir().unwrap();
+        std::fs::write(payload.path().join("SYNTHETIC"), "synthetic").unwrap();
+        let args = replica_args(payload.path(), "127.0.0.1:4243".parse().unwrap(), 2222, "wmco-b");
+        let args: Vec<String> = args.iter().map(|arg| arg.to_string_lossy().into_owned()).collect();
+        assert_eq!(
+            args[..4],
+            ["run", "--payload-dir", &payload.path().display().to_string(), "--allow-synthetic-payload"]
+        );
     }
 
     #[test]

@@ -33,7 +33,7 @@ use wmco_operator::shutdown::{ShutdownTrigger, shutdown_channel};
 use wmco_operator::upgrades::{SharedBudget, operator_version, payload_kubelet_version};
 use wmco_operator::user_data::{UserDataContext, UserDataSettings, platform_of};
 use wmco_operator::wiring::{InstancesRun, run_instances};
-use wmco_payload_manifest::{Manifest, Payload, PayloadError};
+use wmco_payload_manifest::{Manifest, Payload, PayloadError, check_payload_binaries};
 use wmco_windows_services::Verbosity;
 
 use crate::cli_support::{Outcome, OutputFormat, UnusableInput};
@@ -56,6 +56,11 @@ pub struct RunArgs {
     /// The Windows node payload directory; verified at startup (a broken payload exits 2 listing every problem).
     #[arg(long, env = "WMCO_PAYLOAD_DIR", value_name = "DIR")]
     pub payload_dir: PathBuf,
+    /// Accept a synthetic payload (one carrying the `SYNTHETIC` marker of the test payload generator), whose
+    /// binaries are pseudo-random bytes: for tests, the sandbox and benchmarks only. Without it a synthetic payload
+    /// exits 2.
+    #[arg(long, env = "WMCO_ALLOW_SYNTHETIC_PAYLOAD")]
+    pub allow_synthetic_payload: bool,
     /// The address of the one HTTP listener serving `/healthz`, `/readyz` and `/metrics`.
     #[arg(long, env = "WMCO_LISTEN", default_value = "0.0.0.0:8080", value_name = "ADDRESS:PORT")]
     pub listen: SocketAddr,
@@ -132,19 +137,27 @@ struct MachineApiInputs {
 
 /// Runs the operator until it is told to stop (exit 0) or loses its lease (an error, exit 1).
 pub fn run(args: &RunArgs, _output: OutputFormat) -> anyhow::Result<Outcome> {
-    let (manifest, payload) = verify_payload(&args.payload_dir)?;
+    let (manifest, payload) = verify_payload(&args.payload_dir, args.allow_synthetic_payload)?;
     tracing::info!(
         payload_dir = %args.payload_dir.display(),
         files = payload.files().count(),
         synthetic = payload.is_synthetic(),
         "payload verified"
     );
+    if payload.is_synthetic() {
+        tracing::warn!(
+            payload_dir = %args.payload_dir.display(),
+            "the payload is SYNTHETIC (pseudo-random binaries, accepted by --allow-synthetic-payload): hosts \
+             configured by this operator cannot run their Windows services; for tests, the sandbox and benchmarks only"
+        );
+    }
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(operate(args, manifest, payload))
 }
 
-/// Loads the payload; an incomplete or unreadable one is unusable input listing every problem.
-fn verify_payload(dir: &Path) -> anyhow::Result<(Manifest, Payload)> {
+/// Loads the payload; an incomplete or unreadable one is unusable input listing every problem, and so is a
+/// synthetic one unless `allow_synthetic` (`--allow-synthetic-payload`).
+fn verify_payload(dir: &Path, allow_synthetic: bool) -> anyhow::Result<(Manifest, Payload)> {
     let manifest = Manifest::product().context("the payload manifest built into this binary is invalid")?;
     let payload = Payload::load(dir, &manifest).map_err(|error| {
         let text = match &error {
@@ -159,6 +172,24 @@ fn verify_payload(dir: &Path) -> anyhow::Result<(Manifest, Payload)> {
         };
         anyhow::Error::new(UnusableInput(format!("--payload-dir: {text}")))
     })?;
+    if payload.is_synthetic() && !allow_synthetic {
+        return Err(anyhow::Error::new(UnusableInput(format!(
+            "--payload-dir {}: payload is SYNTHETIC (pseudo-random test binaries, never installable on a real host); \
+             build the real payload with `cargo xtask payload build`, or pass --allow-synthetic-payload for tests and \
+             the sandbox",
+            dir.display()
+        ))));
+    }
+    // A real payload's binaries must be what the manifest says (PE32+ x86-64 console images whose Go build
+    // information names the manifest's module and version for Windows): a swapped or foreign file never reaches a host.
+    let mismatches = check_payload_binaries(&payload, &manifest).mismatches().to_vec();
+    if !mismatches.is_empty() {
+        let mut text = format!("--payload-dir {}: {} binary mismatch(es):", dir.display(), mismatches.len());
+        for mismatch in &mismatches {
+            text.push_str(&format!("\n  - {mismatch}"));
+        }
+        return Err(anyhow::Error::new(UnusableInput(text)));
+    }
     Ok((manifest, payload))
 }
 
@@ -579,6 +610,11 @@ mod tests {
     use super::*;
     use clap::Parser;
     use clap::error::ErrorKind;
+    use wmco_payload_manifest::{
+        CHECKSUM_FILE_NAME, SYNTHETIC_MARKER_FILE_NAME, SyntheticScale, write_synthetic_payload,
+    };
+
+    use crate::cli_support::exit_code_of_error;
 
     #[derive(Debug, Parser)]
     struct TestCli {
@@ -601,6 +637,7 @@ mod tests {
         assert_eq!(args.max_concurrent_configurations, 8);
         assert_eq!(args.max_unavailable, 1);
         assert_eq!(args.authentication_grace_seconds, 300);
+        assert!(!args.allow_synthetic_payload);
         assert!(args.leader_election);
         assert_eq!(args.lease_name, "windows-machine-config-operator");
         assert_eq!(args.service_cidr, None);
@@ -782,7 +819,7 @@ mod tests {
     #[test]
     fn missing_payload_is_unusable_input_naming_the_flag() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let error = verify_payload(&dir.path().join("absent")).expect_err("no payload");
+        let error = verify_payload(&dir.path().join("absent"), false).expect_err("no payload");
         assert!(error.downcast_ref::<UnusableInput>().is_some());
         assert!(error.to_string().starts_with("--payload-dir: "), "{error}");
     }
@@ -790,11 +827,69 @@ mod tests {
     #[test]
     fn incomplete_payload_lists_every_problem() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let error = verify_payload(dir.path()).expect_err("empty payload");
+        let error = verify_payload(dir.path(), false).expect_err("empty payload");
         let text = error.to_string();
         assert!(error.downcast_ref::<UnusableInput>().is_some());
         let listed = text.lines().filter(|line| line.starts_with("  - ")).count();
         assert!(listed > 1, "{text}");
         assert!(text.starts_with(&format!("--payload-dir: payload {} has {listed} problem(s):", dir.path().display())));
+    }
+
+    /// The small synthetic payload of the product manifest, written into a fresh temporary directory.
+    fn synthetic_payload() -> tempfile::TempDir {
+        let manifest = Manifest::product().expect("the product manifest is valid");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let workspace_payload = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../payload");
+        write_synthetic_payload(&manifest, &workspace_payload, dir.path(), SyntheticScale::Small).expect("written");
+        dir
+    }
+
+    #[test]
+    fn the_synthetic_payload_flag_is_a_switch() {
+        let args = parse(&["--allow-synthetic-payload"]).expect("parsed");
+        assert!(args.allow_synthetic_payload);
+    }
+
+    #[test]
+    fn a_synthetic_payload_without_the_flag_is_unusable_input_naming_the_dir_and_the_flag() {
+        let dir = synthetic_payload();
+        let error = verify_payload(dir.path(), false).expect_err("synthetic payload refused");
+        assert!(error.downcast_ref::<UnusableInput>().is_some());
+        assert_eq!(exit_code_of_error(&error), 2);
+        let text = error.to_string();
+        assert!(text.starts_with(&format!("--payload-dir {}: payload is SYNTHETIC", dir.path().display())), "{text}");
+        assert!(text.contains("pseudo-random"), "{text}");
+        assert!(text.contains("cargo xtask payload build"), "{text}");
+        assert!(text.contains("--allow-synthetic-payload"), "{text}");
+    }
+
+    #[test]
+    fn a_synthetic_payload_with_the_flag_is_accepted() {
+        let dir = synthetic_payload();
+        let (_, payload) = verify_payload(dir.path(), true).expect("synthetic payload allowed");
+        assert!(payload.is_synthetic());
+        assert!(payload.files().count() > 1);
+    }
+
+    #[test]
+    fn a_synthetic_payload_stripped_of_its_marker_is_refused_by_the_binary_check() {
+        let dir = synthetic_payload();
+        std::fs::remove_file(dir.path().join(SYNTHETIC_MARKER_FILE_NAME)).expect("marker removed");
+        let checksums_path = dir.path().join(CHECKSUM_FILE_NAME);
+        let checksums = std::fs::read_to_string(&checksums_path).expect("checksums read");
+        let kept: String = checksums
+            .lines()
+            .filter(|line| line.split_whitespace().nth(1) != Some(SYNTHETIC_MARKER_FILE_NAME))
+            .map(|line| format!("{line}\n"))
+            .collect();
+        assert_ne!(kept, checksums);
+        std::fs::write(&checksums_path, kept).expect("checksums written");
+        // Its hashes verify, it no longer says it is synthetic, yet its pseudo-random binaries are no PE images.
+        let error = verify_payload(dir.path(), true).expect_err("the binaries are not what the manifest says");
+        assert_eq!(exit_code_of_error(&error), 2);
+        let text = format!("{error:#}");
+        assert!(text.contains("binary mismatch(es)"), "{text}");
+        assert!(text.contains("kube-node/kubelet.exe"), "{text}");
+        assert!(text.contains("not a PE image") || text.contains("PE"), "{text}");
     }
 }

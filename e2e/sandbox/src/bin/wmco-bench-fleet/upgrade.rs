@@ -30,7 +30,9 @@ use sha2::{Digest as _, Sha256};
 use wmco_cluster_client::names::{UPGRADING_LABEL, VERSION_ANNOTATION};
 use wmco_cluster_client::types::Phase;
 use wmco_sandbox::operator::{OperatorLaunch, OperatorProcess, locate_operator_binary, metric_value as metric};
-use wmco_sandbox::{OPERATOR_IDENTITY, OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, Sandbox, node_is_ready};
+use wmco_sandbox::{
+    OPERATOR_IDENTITY, OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, Sandbox, node_is_ready, operator_payload_args,
+};
 
 use crate::{POLL_INTERVAL, percentile};
 
@@ -161,19 +163,20 @@ impl OwnOperator {
         let listen = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
             .and_then(|listener| listener.local_addr())
             .context("a free port for the operator's listener")?;
-        let base_args = [
-            "run",
-            "--payload-dir",
-            &payload_dir.display().to_string(),
-            "--listen",
-            &listen.to_string(),
-            "--ssh-port",
-            &sandbox.ssh_port().to_string(),
-            "--ssh-identity",
-            OPERATOR_IDENTITY,
-        ]
-        .map(OsString::from)
-        .to_vec();
+        // `--allow-synthetic-payload` only when the changed copy is synthetic (it keeps the sandbox payload's marker).
+        let mut base_args = vec![OsString::from("run")];
+        base_args.extend(operator_payload_args(payload_dir));
+        base_args.extend(
+            [
+                "--listen",
+                &listen.to_string(),
+                "--ssh-port",
+                &sandbox.ssh_port().to_string(),
+                "--ssh-identity",
+                OPERATOR_IDENTITY,
+            ]
+            .map(OsString::from),
+        );
         let launch = OperatorLaunch {
             binary: locate_operator_binary()?,
             base_args,
