@@ -9,6 +9,9 @@ pub enum SandboxError {
     /// The e2e control plane did not start (or its binaries are missing: run `cargo xtask controlplane build`).
     #[error("the e2e control plane: {0}")]
     ControlPlane(#[from] wmco_e2e_harness::Error),
+    /// The real payload a test or the sandbox asked for is not there.
+    #[error("the real payload: {0}")]
+    RealPayload(String),
     /// A file or directory operation failed.
     #[error("cannot {action} {}: {source}", path.display())]
     Io {

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use winhost_sim::control::SharedFleet;
 use winhost_sim::fleet::{Fleet, HostInfo, NewHost};
 use winhost_sim::host::Latency;
+use winhost_sim::wine_kubelet::KubeletModel;
 
 use crate::SandboxError;
 
@@ -38,6 +39,8 @@ pub struct FleetPlan {
     pub latency: Latency,
     /// The `authorized_keys` line every host accepts.
     pub authorized_key: String,
+    /// Which kubelet every host runs (simulated, or the uploaded `kubelet.exe` under Wine).
+    pub kubelet: KubeletModel,
 }
 
 /// A started fleet.
@@ -74,8 +77,12 @@ pub async fn start_fleet(plan: &FleetPlan) -> Result<StartedFleet, SandboxError>
     let fleet: SharedFleet = Arc::new(tokio::sync::Mutex::new(Fleet::new(plan.base.clone(), ssh_port, plan.latency)));
     let mut hosts = Vec::with_capacity(addresses.len());
     for address in addresses {
-        let request =
-            NewHost { authorized_key: Some(plan.authorized_key.clone()), address: Some(address), ..NewHost::default() };
+        let request = NewHost {
+            authorized_key: Some(plan.authorized_key.clone()),
+            address: Some(address),
+            kubelet: plan.kubelet,
+            ..NewHost::default()
+        };
         let info = fleet.lock().await.add(request).await?;
         let key = if address == Ipv4Addr::LOCALHOST { "localhost".to_owned() } else { address.to_string() };
         hosts.push(SandboxHost { key, info });
@@ -123,6 +130,7 @@ mod tests {
             localhost_host,
             latency: Latency::zero(),
             authorized_key: String::new(),
+            kubelet: KubeletModel::Simulated,
         }
     }
 

@@ -6,7 +6,8 @@
 //! (`winhost-sim`, in this process) authorizing that key on one shared SSH port; an OVN stand-in annotating each
 //! Windows Node's hybrid-overlay subnet; and the operator as its own process (`wmco run`, found through `WMCO_BIN`)
 //! with its ServiceAccount's token — the RBAC of `manifests/`, never admin — logging to the sandbox directory.
-//! The `small` synthetic payload is cached under `~/.cache/wmco-rs/payload/`.
+//! The `small` synthetic payload is cached under `~/.cache/wmco-rs/payload/`; the operator gets
+//! `--allow-synthetic-payload` because (and only while) its payload is synthetic.
 //!
 //! Then the helpers: write or patch the `windows-instances` ConfigMap, list `WindowsInstance`s and Nodes, read
 //! each host's command log, services and file hashes, kill and restart the operator, read its `/metrics`, and
@@ -39,7 +40,10 @@ pub use credentials::{AdminKey, PRIVATE_KEY_FIELD, PRIVATE_KEY_SECRET, ROOT_CA_C
 pub use error::SandboxError;
 pub use hosts::SandboxHost;
 pub use manifests::{AppliedManifests, manifests_dir};
-pub use payload::{cache_root, cached_synthetic_payload, payload_key, workspace_root};
+pub use payload::{
+    ALLOW_SYNTHETIC_PAYLOAD_FLAG, REAL_PAYLOAD_ENV, cache_root, cached_synthetic_payload, is_synthetic_payload,
+    operator_payload_args, payload_key, real_payload_from_env, workspace_root,
+};
 pub use sandbox::{
     HOST_USER, INSTANCES_CONFIG_MAP, InstanceRow, OPERATOR_IDENTITY, ReadyInstance, Sandbox, SandboxOptions,
     node_is_ready,

@@ -62,6 +62,12 @@ pub struct SandboxOptions {
     pub operator_ready_timeout: Duration,
     /// Keep the sandbox directory (logs, hosts' disks) after drop. It is also kept after a wait timed out.
     pub keep_directory: bool,
+    /// The payload directory the operator serves: `None` for the cached `small` synthetic payload, or a real
+    /// payload built by `cargo xtask payload build` (see [`crate::real_payload_from_env`]).
+    pub payload_dir: Option<PathBuf>,
+    /// Which kubelet the hosts run: the simulated one (default), or the uploaded `kubelet.exe` under Wine (needs
+    /// the real payload; the kubelet gets as far as its client certificate, see `winhost_sim::wine_kubelet`).
+    pub kubelet: winhost_sim::wine_kubelet::KubeletModel,
 }
 
 impl Default for SandboxOptions {
@@ -74,6 +80,8 @@ impl Default for SandboxOptions {
             node_monitor_grace_period: None,
             operator_ready_timeout: Duration::from_secs(120),
             keep_directory: std::env::var_os("WMCO_SANDBOX_KEEP").is_some_and(|value| !value.is_empty()),
+            payload_dir: None,
+            kubelet: winhost_sim::wine_kubelet::KubeletModel::Simulated,
         }
     }
 }
@@ -176,7 +184,10 @@ impl Sandbox {
             .tempdir()
             .map_err(SandboxError::io("create the sandbox directory in", std::env::temp_dir()))?;
         let directory_path = directory.path().to_path_buf();
-        let payload_dir = crate::cached_synthetic_payload()?;
+        let payload_dir = match &options.payload_dir {
+            Some(dir) => dir.clone(),
+            None => crate::cached_synthetic_payload()?,
+        };
 
         let mut control_plane_options = ControlPlaneOptions::default();
         if let Some(period) = options.node_monitor_grace_period {
@@ -197,6 +208,7 @@ impl Sandbox {
             localhost_host: options.localhost_host,
             latency: options.latency,
             authorized_key: admin_key.public_line().to_owned(),
+            kubelet: options.kubelet,
         })
         .await?;
         let ovn = OvnStandIn::start(admin);
@@ -733,9 +745,11 @@ fn describe_rows(rows: &[InstanceRow]) -> String {
         .join("; ")
 }
 
-/// `run --payload-dir P --listen A --ssh-port S --ssh-identity wmco-sandbox`.
+/// `run --payload-dir P [--allow-synthetic-payload] --listen A --ssh-port S --ssh-identity wmco-sandbox`, with
+/// `--allow-synthetic-payload` only when `P` is a synthetic payload.
 fn operator_base_args(payload_dir: &Path, listen: SocketAddr, ssh_port: u16) -> Vec<OsString> {
-    let mut args: Vec<OsString> = vec!["run".into(), "--payload-dir".into(), payload_dir.into()];
+    let mut args: Vec<OsString> = vec!["run".into()];
+    args.extend(crate::operator_payload_args(payload_dir));
     args.extend(
         [
             "--listen".to_owned(),
@@ -767,6 +781,19 @@ fn write_private_file(path: &Path, contents: &str) -> Result<(), SandboxError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_synthetic_payload_is_allowed_explicitly() {
+        let payload = tempfile::tempdir().unwrap();
+        std::fs::write(payload.path().join("SYNTHETIC"), "synthetic").unwrap();
+        let args = operator_base_args(payload.path(), "127.0.0.1:4242".parse().unwrap(), 2222);
+        let text: Vec<String> = args.iter().map(|arg| arg.to_string_lossy().into_owned()).collect();
+        assert_eq!(
+            text[..4],
+            ["run", "--payload-dir", &payload.path().display().to_string(), "--allow-synthetic-payload"]
+        );
+        assert_eq!(text.iter().filter(|arg| *arg == "--allow-synthetic-payload").count(), 1);
+    }
 
     #[test]
     fn the_operator_runs_with_the_sandbox_listener_port_and_identity() {

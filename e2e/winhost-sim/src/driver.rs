@@ -6,6 +6,8 @@
 //!   directory (`conf_dir` of its `--config`), so the Node is Ready only once a CNI config exists; a refusal (or containerd not
 //!   running) stops the service and writes the reason under `C:\var\log\kubelet\`; the kubelet's journal is copied
 //!   to `C:\var\log\kubelet\kubelet.log`; stopping the service stops the kubelet.
+//! - kubelet under Wine: on a host whose kubelet model is `Wine`, the uploaded `kubelet.exe` itself runs instead
+//!   (see [`crate::wine_kubelet`]).
 //! - hybrid-overlay-node: once running, it reads its Node (with the kubelet's node credentials) and, when the Node
 //!   carries `k8s.ovn.org/hybrid-overlay-node-subnet`, creates the HNS networks `BaseOVNKubernetesHybridOverlayNetwork`
 //!   and `OVNKubernetesHybridOverlayNetwork` (Overlay, that subnet, gateway `.1`).
@@ -23,6 +25,7 @@ use crate::host::{HnsNetwork, Host};
 use crate::process::{ProcessEvent, flag, program, stem, write_refusal_log};
 use crate::scm::State;
 use crate::ssh::{SshServer, lock};
+use crate::wine_kubelet::{KubeletModel, WineKubelet, WineLaunch};
 
 /// How often the driver looks at its host.
 const TICK: Duration = Duration::from_millis(50);
@@ -55,6 +58,8 @@ pub fn spawn(server: Arc<SshServer>) {
 struct Driver {
     /// Running kubelets by service name.
     kubelets: BTreeMap<String, KubeletHandle>,
+    /// Real kubelets running under Wine, by service name.
+    wine_kubelets: BTreeMap<String, WineKubelet>,
     /// Running hybrid-overlay-node services and the Node each watches.
     overlays: BTreeMap<String, String>,
     /// When each kubelet's journal was last copied.
@@ -73,6 +78,9 @@ impl Driver {
                 ProcessEvent::Started { service, image_path } => self.started(host, service, &image_path).await,
                 ProcessEvent::Stopped { service } => {
                     if let Some(kubelet) = self.kubelets.remove(&service) {
+                        kubelet.stop().await;
+                    }
+                    if let Some(kubelet) = self.wine_kubelets.remove(&service) {
                         kubelet.stop().await;
                     }
                     self.overlays.remove(&service);
@@ -109,6 +117,10 @@ impl Driver {
             );
             return;
         }
+        if lock(host).kubelet_model == KubeletModel::Wine {
+            self.start_wine_kubelet(host, service, image_path).await;
+            return;
+        }
         let (_, arguments) = split_image_path(image_path);
         let launch = {
             let host = lock(host);
@@ -126,6 +138,21 @@ impl Driver {
                 }
             }
             Err(refused) => refuse(host, &service, image_path, &refused.to_string()),
+        }
+    }
+
+    async fn start_wine_kubelet(&mut self, host: &Arc<std::sync::Mutex<Host>>, service: String, image_path: &str) {
+        let drive_root = lock(host).disk.drive_root().to_path_buf();
+        let Some(host_dir) = drive_root.parent().map(std::path::Path::to_path_buf) else { return };
+        match WineKubelet::start(&host_dir, &drive_root, WineLaunch::from_image_path(image_path)).await {
+            Ok(kubelet) => {
+                if lock(host).scm.get(&service).is_some_and(|entry| entry.state != State::Stopped) {
+                    self.wine_kubelets.insert(service, kubelet);
+                } else {
+                    kubelet.stop().await;
+                }
+            }
+            Err(error) => refuse(host, &service, image_path, &error.to_string()),
         }
     }
 
@@ -160,6 +187,9 @@ impl Driver {
 
     async fn stop_all(&mut self) {
         for (_, kubelet) in std::mem::take(&mut self.kubelets) {
+            kubelet.stop().await;
+        }
+        for (_, kubelet) in std::mem::take(&mut self.wine_kubelets) {
             kubelet.stop().await;
         }
     }

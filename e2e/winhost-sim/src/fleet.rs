@@ -58,6 +58,9 @@ pub struct NewHost {
     /// Windows build (default 20348).
     #[serde(default)]
     pub build: Option<u32>,
+    /// Which kubelet the host runs: the simulated one (default) or the uploaded `kubelet.exe` under Wine.
+    #[serde(default)]
+    pub kubelet: crate::wine_kubelet::KubeletModel,
     /// The loopback address the SSH server listens on (default `127.0.0.(10+index)`); `127.0.0.1` makes the host
     /// reachable as `localhost`. Anything outside 127.0.0.0/8 is refused: the simulator binds loopback only.
     #[serde(default)]
@@ -123,7 +126,8 @@ impl Fleet {
             node_ip: Ipv4Addr::new(203, 0, 113, octet),
         };
         let disk_error = |source| FleetError::Disk { name: name.clone(), source };
-        let host = Host::new(identity, &self.base.join(&name), self.latency).map_err(disk_error)?;
+        let mut host = Host::new(identity, &self.base.join(&name), self.latency).map_err(disk_error)?;
+        host.kubelet_model = request.kubelet;
         if let Some(key) = &request.authorized_key {
             let path = WinPath::parse(ADMIN_AUTHORIZED_KEYS).map_err(disk_error)?;
             host.disk.write(&path, format!("{}\r\n", key.trim()).as_bytes()).map_err(disk_error)?;

@@ -193,6 +193,8 @@ pub struct Host {
     pub reboot_requested: bool,
     /// Latencies.
     pub latency: Latency,
+    /// Which kubelet the host runs when its `kubelet` service starts.
+    pub kubelet_model: crate::wine_kubelet::KubeletModel,
 }
 
 /// The registry key holding machine environment variables.
@@ -227,6 +229,7 @@ impl Host {
             process_events: Vec::new(),
             reboot_requested: false,
             latency,
+            kubelet_model: crate::wine_kubelet::KubeletModel::Simulated,
             identity,
         };
         let (product, display, release) = if host.identity.build >= 20348 {

@@ -36,3 +36,4 @@ pub mod sc;
 pub mod scm;
 pub mod sftp;
 pub mod ssh;
+pub mod wine_kubelet;
