@@ -5,11 +5,13 @@
 //! runs: the operator restarted one minor version higher with each `--max-unavailable` budget (default 1, then 4)
 //! and once more with one payload file changed, each printing its total and per-host time, the most nodes
 //! unavailable at once (above the budget fails the bench: a product bug), and round trips and bytes sent per host.
+//! `--payload real` runs it with the real payload (`cargo xtask payload build`, cached) instead of the small
+//! synthetic one; `--release` builds the operator with `--release`.
 
 use clap::Args;
 
 use crate::controlplane;
-use crate::sandbox::{build_wmco, run_checked};
+use crate::sandbox::{PayloadChoice, Profile, build_wmco_with, run_checked};
 use crate::stages::cargo;
 
 /// Options of `cargo xtask bench-fleet`.
@@ -31,12 +33,20 @@ pub struct BenchFleetArgs {
     /// Keep each sandbox directory (operator logs, hosts' files).
     #[arg(long)]
     pub keep_directory: bool,
+    /// Which payload the operator serves: `small` (fast, the default) or `real` (built first if not cached).
+    #[arg(long, value_enum, default_value_t = PayloadChoice::Small)]
+    pub payload: PayloadChoice,
+    /// Build the operator with `cargo build --release` (figures of an optimised operator; the build takes several
+    /// minutes on 2 cores) instead of the dev profile.
+    #[arg(long)]
+    pub release: bool,
 }
 
 /// Builds what the benchmark needs and runs it in the foreground.
 pub fn run(args: &BenchFleetArgs) -> anyhow::Result<()> {
     run_checked(controlplane::build_command(), "building the control plane")?;
-    let wmco = build_wmco()?;
+    let payload_dir = args.payload.payload_dir()?;
+    let wmco = build_wmco_with(if args.release { Profile::Release } else { Profile::Dev })?;
     let mut bench = cargo();
     bench
         .args(["run", "--quiet", "--package", "wmco-sandbox", "--bin", "wmco-bench-fleet", "--"])
@@ -53,6 +63,9 @@ pub fn run(args: &BenchFleetArgs) -> anyhow::Result<()> {
     }
     if args.keep_directory {
         bench.arg("--keep-directory");
+    }
+    if let Some(dir) = payload_dir {
+        bench.arg("--payload-dir").arg(dir);
     }
     run_checked(bench, "the fleet benchmark")
 }

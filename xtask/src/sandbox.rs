@@ -1,16 +1,50 @@
 //! `cargo xtask sandbox`: the product's main job on one machine. Builds what it needs — the control-plane binaries
 //! (once, cached outside the clone) and the `wmco` binary — then runs the `wmco-sandbox` program (`e2e/sandbox`):
 //! the control plane, N simulated Windows hosts, the OVN stand-in and the operator, the `windows-instances`
-//! ConfigMap for every host, and a line per change until all are Ready.
+//! ConfigMap for every host, and a line per change until all are Ready. `--payload real` serves the real payload
+//! (`cargo xtask payload build`, cached) instead of the small synthetic one.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use anyhow::{Context, bail};
-use clap::Args;
+use clap::{Args, ValueEnum};
 
 use crate::controlplane;
+use crate::payload::build_real_payload;
 use crate::stages::cargo;
+
+/// Which payload the operator serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum PayloadChoice {
+    /// The small synthetic payload (pseudo-random stand-ins for the binaries, a few MiB; written once and cached);
+    /// the operator runs with `--allow-synthetic-payload`.
+    #[default]
+    Small,
+    /// The real payload: the Windows binaries cross-compiled by `cargo xtask payload build` (about 300 MiB per
+    /// host; built once and cached, long the first time); the operator runs without `--allow-synthetic-payload`.
+    Real,
+}
+
+impl PayloadChoice {
+    /// The payload directory to pass to the sandbox program: `None` for the small payload (the program writes or
+    /// finds it itself), the real payload's directory after building it if needed.
+    pub fn payload_dir(self) -> anyhow::Result<Option<PathBuf>> {
+        match self {
+            PayloadChoice::Small => Ok(None),
+            PayloadChoice::Real => Ok(Some(build_real_payload().context("building the real payload")?.dir)),
+        }
+    }
+}
+
+/// The cargo profile `wmco` is built with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Profile {
+    /// `cargo build` (the default `dev` profile: fast to build, slow to run).
+    Dev,
+    /// `cargo build --release`.
+    Release,
+}
 
 /// Options of `cargo xtask sandbox`.
 #[derive(Debug, Args)]
@@ -27,11 +61,15 @@ pub struct SandboxArgs {
     /// Keep the sandbox directory (operator log, hosts' disks) after exit.
     #[arg(long)]
     pub keep: bool,
+    /// Which payload the operator serves: `small` (fast, the default) or `real` (built first if not cached).
+    #[arg(long, value_enum, default_value_t = PayloadChoice::Small)]
+    pub payload: PayloadChoice,
 }
 
 /// Builds the control plane and `wmco`, then runs the sandbox program in the foreground.
 pub fn run(args: &SandboxArgs) -> anyhow::Result<()> {
     run_checked(controlplane::build_command(), "building the control plane")?;
+    let payload_dir = args.payload.payload_dir()?;
     let wmco = build_wmco()?;
     let mut sandbox = cargo();
     sandbox
@@ -45,23 +83,36 @@ pub fn run(args: &SandboxArgs) -> anyhow::Result<()> {
     if args.keep {
         sandbox.arg("--keep");
     }
+    if let Some(dir) = payload_dir {
+        sandbox.arg("--payload-dir").arg(dir);
+    }
     run_checked(sandbox, "the sandbox")
 }
 
-/// `cargo build -p wmco`; returns the path of the built executable (read from cargo's JSON messages, so any
-/// `CARGO_TARGET_DIR` or profile works). Compiler diagnostics go to the terminal.
+/// `cargo build -p wmco` (the dev profile); see [`build_wmco_with`].
 pub fn build_wmco() -> anyhow::Result<PathBuf> {
+    build_wmco_with(Profile::Dev)
+}
+
+/// `cargo build -p wmco` with `profile`; returns the path of the built executable (read from cargo's JSON
+/// messages, so any `CARGO_TARGET_DIR` or profile works). Compiler diagnostics go to the terminal.
+pub fn build_wmco_with(profile: Profile) -> anyhow::Result<PathBuf> {
     let mut build = cargo();
-    build
-        .args(["build", "--package", "wmco", "--bin", "wmco", "--message-format=json-render-diagnostics"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
-    let output = build.output().context("could not run cargo build -p wmco")?;
+    build.args(["build", "--package", "wmco", "--bin", "wmco", "--message-format=json-render-diagnostics"]);
+    if profile == Profile::Release {
+        build.arg("--release");
+    }
+    build.stdout(Stdio::piped()).stderr(Stdio::inherit());
+    let what = match profile {
+        Profile::Dev => "cargo build -p wmco",
+        Profile::Release => "cargo build --release -p wmco",
+    };
+    let output = build.output().with_context(|| format!("could not run {what}"))?;
     if !output.status.success() {
-        bail!("cargo build -p wmco failed ({})", output.status);
+        bail!("{what} failed ({})", output.status);
     }
     executable_in_messages(&String::from_utf8_lossy(&output.stdout), "wmco")
-        .context("cargo build -p wmco reported no wmco executable")
+        .with_context(|| format!("{what} reported no wmco executable"))
 }
 
 /// The `executable` of the `compiler-artifact` message for binary target `name`.

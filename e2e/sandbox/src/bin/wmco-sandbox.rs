@@ -4,6 +4,7 @@
 //! reason on timeout) or stays up, printing the kubeconfig path, until Ctrl-C.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::bail;
@@ -33,6 +34,10 @@ struct Cli {
     /// Keep the sandbox directory (operator log, hosts' disks) after exit.
     #[arg(long)]
     keep: bool,
+    /// The payload directory the operator serves, e.g. the real payload `cargo xtask payload build` prints
+    /// (default: the cached small synthetic payload, with which the operator runs with `--allow-synthetic-payload`).
+    #[arg(long, value_name = "DIR")]
+    payload_dir: Option<PathBuf>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -48,6 +53,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         operator_args: cli.operator_args.clone(),
         latency: Latency::realistic(),
         keep_directory: cli.keep,
+        payload_dir: cli.payload_dir.clone(),
         ..SandboxOptions::default()
     };
     let sandbox = Sandbox::start(options).await?;
@@ -115,7 +121,8 @@ fn print_facts(sandbox: &Sandbox, startup: Duration) {
     println!("  API server:        {}", sandbox.control_plane().api_server_url());
     println!("  admin kubeconfig:  {}", sandbox.kubeconfig_path().display());
     println!("  operator log:      {}", sandbox.operator_log_path().display());
-    println!("  payload:           {}", sandbox.payload_dir().display());
+    let kind = if wmco_sandbox::is_synthetic_payload(sandbox.payload_dir()) { "synthetic" } else { "real" };
+    println!("  payload:           {} ({kind})", sandbox.payload_dir().display());
     println!("  winhost-sim control: http://{}", sandbox.control_address());
     for host in sandbox.hosts() {
         println!(

@@ -3,19 +3,23 @@
 //! at that `--max-concurrent-configurations`, writes the ConfigMap for every host, and prints: the time until all
 //! are Ready, per-host time to Ready (p50, p95), SSH round trips (hosts' command logs and the operator's
 //! `/metrics`) and bytes sent per host for the first configure and for a no-op reconcile (the operator restarted,
-//! so every record is reconciled once more), and the operator's peak RSS (`VmHWM` in `/proc/<pid>/status`).
+//! so every record is reconciled once more), the operator's peak RSS (`VmHWM` in `/proc/<pid>/status`) and CPU
+//! time (user and system, `/proc/<pid>/stat`) at the end of each pass, and which payload it served (`--payload-dir`:
+//! the real one of `cargo xtask payload build`, or by default the cached small synthetic one) with its size.
 //! After the first concurrency's run, on the same Ready fleet, the upgrade runs of [`upgrade`] (one per
 //! `--max-unavailable` budget, default 1 then 4, then one with a changed payload file; `--no-upgrade` skips them).
 //! Figures, not assertions: it fails only if the fleet never becomes Ready or is never upgraded, or if an upgrade
 //! exceeds its unavailability budget (a product bug).
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use clap::Parser;
 use upgrade::{UpgradeFigures, print_upgrade, run_upgrades};
+use wmco_payload_manifest::{Manifest, Platform};
 use wmco_sandbox::operator::metric_value as metric;
-use wmco_sandbox::{Sandbox, SandboxOptions};
+use wmco_sandbox::{Sandbox, SandboxOptions, is_synthetic_payload};
 
 mod upgrade;
 
@@ -23,6 +27,12 @@ mod upgrade;
 const POLL_INTERVAL: Duration = Duration::from_millis(250);
 /// How long the hosts' command logs must stay unchanged before a reconcile counts as finished.
 const QUIET_PERIOD: Duration = Duration::from_secs(8);
+/// The platform of the sandbox's Infrastructure (the harness fixtures say `None`): which payload files go to a host.
+const SANDBOX_PLATFORM: Platform = Platform::NoCloud;
+/// Clock ticks per second of `/proc/<pid>/stat` times (`USER_HZ`, 100 on every Linux architecture that matters
+/// here; `getconf CLK_TCK` prints it).
+const CLOCK_TICKS_PER_SECOND: f64 = 100.0;
+const MIB: f64 = 1024.0 * 1024.0;
 
 /// Fleet benchmark of the wmco operator on simulated hosts.
 #[derive(Debug, Parser)]
@@ -48,6 +58,10 @@ struct Cli {
     /// Keep each sandbox directory (operator logs, hosts' files) instead of removing it at the end.
     #[arg(long)]
     keep_directory: bool,
+    /// The payload directory the operator serves, e.g. the real payload `cargo xtask payload build` prints (default:
+    /// the cached small synthetic payload, served with `--allow-synthetic-payload`).
+    #[arg(long, value_name = "DIR")]
+    payload_dir: Option<PathBuf>,
 }
 
 /// One run's figures.
@@ -60,6 +74,39 @@ struct RunFigures {
     first: CostPerHost,
     no_op: CostPerHost,
     peak_rss_kib: Option<u64>,
+    /// The operator's CPU time at the end of the first configure (its first process, from its start).
+    first_cpu: Option<CpuTime>,
+    /// The restarted operator's CPU time at the end of the no-op reconcile (from its start).
+    no_op_cpu: Option<CpuTime>,
+    /// This process's CPU time from the sandbox's start to the end of the first configure: the simulated hosts
+    /// (SSH, SFTP, file hashes), the OVN stand-in and the polling, for comparison with the operator's.
+    bench_cpu: Option<CpuTime>,
+    payload: PayloadFacts,
+}
+
+/// The payload a run served.
+#[derive(Debug, Clone)]
+struct PayloadFacts {
+    /// `real` or `synthetic` (the `SYNTHETIC` marker).
+    kind: &'static str,
+    dir: PathBuf,
+    /// Files the manifest installs on the sandbox's platform, and their total size in this payload.
+    files: usize,
+    bytes: u64,
+}
+
+/// CPU time a process used, from `/proc/<pid>/stat`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct CpuTime {
+    user: Duration,
+    system: Duration,
+}
+
+impl CpuTime {
+    /// The CPU time used since `earlier` (of the same process).
+    fn since(self, earlier: CpuTime) -> CpuTime {
+        CpuTime { user: self.user.saturating_sub(earlier.user), system: self.system.saturating_sub(earlier.system) }
+    }
 }
 
 /// SSH cost of one pass over the fleet, per host.
@@ -108,14 +155,24 @@ async fn run_once(
     upgrade_budgets: Option<&[u32]>,
 ) -> anyhow::Result<(RunFigures, Vec<UpgradeFigures>)> {
     let timeout = Duration::from_secs(cli.timeout);
+    let bench_cpu_at_start = cpu_time(std::process::id());
     let options = SandboxOptions {
         hosts: cli.hosts,
         keep_directory: cli.keep_directory,
         localhost_host: false,
         operator_args: vec![format!("--max-concurrent-configurations={concurrency}")],
+        payload_dir: cli.payload_dir.clone(),
         ..SandboxOptions::default()
     };
     let sandbox = Sandbox::start(options).await.context("the sandbox did not start")?;
+    let payload = payload_facts(sandbox.payload_dir())?;
+    println!(
+        "payload: {} ({}), {} files, {:.1} MiB per host",
+        payload.kind,
+        payload.dir.display(),
+        payload.files,
+        payload.bytes as f64 / MIB
+    );
     let expected = sandbox.hosts().len();
     let started = Instant::now();
     sandbox.write_instances(&sandbox.entries_for_all_hosts()).await?;
@@ -142,12 +199,15 @@ async fn run_once(
     let first_commands = sandbox.wait_until_quiet(&zero, QUIET_PERIOD, timeout).await?;
     let first_metrics = sandbox.operator_metrics().await?;
     let peak_rss_kib = sandbox.operator_pid().and_then(peak_rss_kib);
+    let first_cpu = sandbox.operator_pid().and_then(cpu_time);
+    let bench_cpu = cpu_time(std::process::id()).zip(bench_cpu_at_start).map(|(now, start)| now.since(start));
 
     sandbox.kill_operator();
     let baseline = sandbox.operator_command_counts().await?;
     sandbox.start_operator().await?;
     let no_op_commands = sandbox.wait_until_quiet(&baseline, QUIET_PERIOD, timeout).await?;
     let no_op_metrics = sandbox.operator_metrics().await?;
+    let no_op_cpu = sandbox.operator_pid().and_then(cpu_time);
     let upgrades = match upgrade_budgets {
         Some(budgets) => run_upgrades(&sandbox, concurrency, budgets, timeout).await?,
         None => Vec::new(),
@@ -161,6 +221,10 @@ async fn run_once(
         first: cost(&first_commands, &first_metrics, expected),
         no_op: cost(&no_op_commands, &no_op_metrics, expected),
         peak_rss_kib,
+        first_cpu,
+        no_op_cpu,
+        bench_cpu,
+        payload,
     };
     Ok((figures, upgrades))
 }
@@ -186,6 +250,52 @@ fn peak_rss_kib(pid: u32) -> Option<u64> {
     status.lines().find_map(|line| line.strip_prefix("VmHWM:")?.trim().strip_suffix("kB")?.trim().parse().ok())
 }
 
+/// The payload's kind and the files (count, total bytes) the manifest installs on [`SANDBOX_PLATFORM`].
+fn payload_facts(dir: &Path) -> anyhow::Result<PayloadFacts> {
+    let manifest = Manifest::product()?;
+    let mut files = 0;
+    let mut bytes = 0;
+    for entry in manifest.files_for(SANDBOX_PLATFORM) {
+        let path = entry.file.path.under(dir);
+        bytes += std::fs::metadata(&path).with_context(|| format!("payload file {}", path.display()))?.len();
+        files += 1;
+    }
+    let kind = if is_synthetic_payload(dir) { "synthetic" } else { "real" };
+    Ok(PayloadFacts { kind, dir: dir.to_path_buf(), files, bytes })
+}
+
+/// User and system CPU time of a process (all its threads), from `/proc/<pid>/stat`.
+fn cpu_time(pid: u32) -> Option<CpuTime> {
+    parse_cpu_time(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// `utime` and `stime` (fields 14 and 15) of a `/proc/<pid>/stat` line; the command name (field 2) is in
+/// parentheses and may hold spaces, so fields are counted after its closing parenthesis.
+fn parse_cpu_time(stat: &str) -> Option<CpuTime> {
+    let (_, after_name) = stat.rsplit_once(')')?;
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let ticks = |index: usize| -> Option<Duration> {
+        let ticks: u64 = fields.get(index)?.parse().ok()?;
+        Some(Duration::from_secs_f64(ticks as f64 / CLOCK_TICKS_PER_SECOND))
+    };
+    // After the name: field 3 (state) is index 0, so utime (14) is index 11 and stime (15) index 12.
+    Some(CpuTime { user: ticks(11)?, system: ticks(12)? })
+}
+
+fn describe_cpu(cpu: Option<CpuTime>) -> String {
+    cpu.map_or_else(
+        || "unknown".to_owned(),
+        |cpu| {
+            format!(
+                "{:.1} s (user {:.1} s, sys {:.1} s)",
+                (cpu.user + cpu.system).as_secs_f64(),
+                cpu.user.as_secs_f64(),
+                cpu.system.as_secs_f64()
+            )
+        },
+    )
+}
+
 /// Nearest-rank percentile of sorted durations.
 fn percentile(sorted: &[Duration], percent: usize) -> Duration {
     if sorted.is_empty() {
@@ -208,15 +318,31 @@ fn print_figures(figures: &RunFigures) {
         percentile(&per_host, 95).as_secs_f64(),
         figures.peak_rss_kib.map_or_else(|| "unknown".to_owned(), |kib| format!("{:.1} MiB", kib as f64 / 1024.0)),
     );
-    for (pass, cost) in [("first configure", &figures.first), ("no-op reconcile", &figures.no_op)] {
+    println!(
+        "    payload {} ({} files, {:.1} MiB per host); bench process (simulated hosts) CPU to the end of the first \
+         configure {}",
+        figures.payload.kind,
+        figures.payload.files,
+        figures.payload.bytes as f64 / MIB,
+        describe_cpu(figures.bench_cpu),
+    );
+    for (pass, cost, cpu) in
+        [("first configure", &figures.first, figures.first_cpu), ("no-op reconcile", &figures.no_op, figures.no_op_cpu)]
+    {
         let (mean, min, max) = cost.commands;
         println!(
             "    {pass:<16} per host: {mean:.1} exec round trips (min {min}, max {max}); operator metrics: {} round \
-             trips, {} bytes sent",
+             trips, {} bytes sent; operator CPU {}",
             cost.metric_round_trips.map_or_else(|| "n/a".to_owned(), |value| format!("{value:.1}")),
-            cost.metric_bytes.map_or_else(|| "n/a".to_owned(), |value| format!("{value:.0}")),
+            cost.metric_bytes.map_or_else(|| "n/a".to_owned(), describe_bytes),
+            describe_cpu(cpu),
         );
     }
+}
+
+/// Bytes, with MiB beside them once there are many.
+fn describe_bytes(bytes: f64) -> String {
+    if bytes >= MIB { format!("{bytes:.0} ({:.1} MiB)", bytes / MIB) } else { format!("{bytes:.0}") }
 }
 
 #[cfg(test)]
@@ -244,5 +370,23 @@ mod tests {
     #[test]
     fn this_process_has_a_peak_rss() {
         assert!(peak_rss_kib(std::process::id()).is_some_and(|kib| kib > 0));
+    }
+
+    #[test]
+    fn cpu_times_are_read_after_the_command_name() {
+        let stat = "4242 (wmco run) S 1 4242 1 0 -1 4194560 900 0 0 0 1234 56 0 0 20 0 9 0 100 0 0";
+        let cpu = parse_cpu_time(stat).unwrap();
+        assert_eq!(cpu, CpuTime { user: Duration::from_millis(12_340), system: Duration::from_millis(560) });
+        assert_eq!(parse_cpu_time("4242 (short"), None);
+        assert!(cpu_time(std::process::id()).is_some());
+        assert_eq!(describe_cpu(Some(cpu)), "12.9 s (user 12.3 s, sys 0.6 s)");
+        let earlier = CpuTime { user: Duration::from_secs(2), system: Duration::from_secs(1) };
+        assert_eq!(cpu.since(earlier), CpuTime { user: Duration::from_millis(10_340), system: Duration::ZERO });
+    }
+
+    #[test]
+    fn many_bytes_are_also_shown_in_mib() {
+        assert_eq!(describe_bytes(1024.0), "1024");
+        assert_eq!(describe_bytes(3.0 * MIB), "3145728 (3.0 MiB)");
     }
 }
