@@ -346,13 +346,22 @@ async fn a_kubelet_bootstraps_registers_runs_a_pod_and_goes_unknown_when_stopped
     // Stopping ends the heartbeats: the node-lifecycle controller marks the Node Unknown.
     restarted.stop().await;
     let stopped = std::time::Instant::now();
-    let node = wait_for("the Node to turn Unknown", WAIT, || async {
+    wait_for("the Node to turn Unknown", WAIT, || async {
         Ok(nodes.get_opt(NODE_NAME).await?.filter(|node| ready_status(node).as_deref() == Some("Unknown")))
     })
     .await?;
     eprintln!("figure: stop to Node Unknown (grace period 5 s): {:?}", stopped.elapsed());
-    let taints = node.spec.and_then(|spec| spec.taints).unwrap_or_default();
-    assert!(taints.iter().any(|t| t.key == "node.kubernetes.io/unreachable"), "{taints:?}");
+    // The node-lifecycle controller writes the Ready condition and the unreachable taint in separate updates.
+    let has_unreachable_taint = |node: &Node| {
+        node.spec
+            .as_ref()
+            .and_then(|spec| spec.taints.as_ref())
+            .is_some_and(|taints| taints.iter().any(|taint| taint.key == "node.kubernetes.io/unreachable"))
+    };
+    wait_for("the Node's unreachable taint", WAIT, || async {
+        Ok(nodes.get_opt(NODE_NAME).await?.filter(|node| has_unreachable_taint(node)))
+    })
+    .await?;
     assert_path_absent(&drive.resolve(r"C:\var\lib\kubelet\pki\kubelet-client-updated.pem")?);
     Ok(())
 }
