@@ -54,7 +54,10 @@ fn run_stages(args: &TestArgs, clock: &mut StageClock) -> anyhow::Result<()> {
     clock.run("payload verify", verify)?;
     clock.time("payload smoke", || smoke_real_payload(&real_payload.dir))?;
 
+    // Every test binary runs even after one failed (--no-fail-fast), so one CI run lists every failure.
     let mut test = cargo();
-    test.args(["test", "--workspace"]).env("WMCO_BIN", wmco).env("WMCO_REAL_PAYLOAD", &real_payload.dir);
+    test.args(["test", "--workspace", "--no-fail-fast"])
+        .env("WMCO_BIN", wmco)
+        .env("WMCO_REAL_PAYLOAD", &real_payload.dir);
     clock.run("test", test)
 }
