@@ -11,6 +11,8 @@
 //!   the reconciles in flight.
 //! - [`fleet_metrics`]: the per-phase instance gauges and the configure-duration histogram, from the records.
 //! - [`metrics`]: the Prometheus registry and the typed API controllers record through.
+//! - [`runtime`]: what every controller shares: the error trait (metric label, retryable or not), the per-key
+//!   retry backoff, the generic error policy, and the timing and counting of reconciles.
 //! - [`health`]: the HTTP listener serving `/healthz`, `/readyz` and `/metrics`.
 //! - [`machines`]: the Machine controller. It keeps one `WindowsInstance` record per Windows Machine of the
 //!   machine API (address, SSH user and Node name per platform), so the instances controller configures it.
@@ -33,7 +35,10 @@ pub mod machines;
 pub mod metrics;
 pub mod operator_key;
 pub mod rekey;
+pub mod runtime;
 pub mod shutdown;
+#[cfg(test)]
+mod test_logs;
 pub mod upgrades;
 pub mod user_data;
 pub mod wiring;

@@ -6,7 +6,10 @@
 //! - `wmco_configure_duration_seconds`: histogram, how long configuring one host took;
 //! - `wmco_ssh_round_trips_total` and `wmco_ssh_bytes_sent_total`: counters of SSH traffic;
 //! - `wmco_csr_verdicts_total{verdict,rule}`: counter of CSR decisions by rule (`all` for an approval);
-//! - `wmco_errors_total{kind}`: counter of reconcile errors by kind (an error's `metric_label()`).
+//! - `wmco_errors_total{kind}`: counter of reconcile errors by kind (an error's `metric_label()`);
+//! - `wmco_reconcile_total{controller,result}`: counter of reconciles by controller and result (`success` or
+//!   `error`), for the kube-runtime controllers and the hand-rolled loops alike;
+//! - `wmco_reconcile_duration_seconds{controller}`: histogram, how long one reconcile took.
 
 use std::time::Duration;
 
@@ -19,6 +22,32 @@ use prometheus_client::registry::Registry;
 
 /// Upper bounds (seconds) of the configure-duration buckets: 30 s to about 64 minutes, doubling.
 const CONFIGURE_DURATION_BUCKETS: [f64; 8] = [30.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 3840.0];
+/// Upper bounds (seconds) of the reconcile-duration buckets: from a CSR decision (milliseconds) to a host's
+/// configure pass (minutes).
+const RECONCILE_DURATION_BUCKETS: [f64; 8] = [0.01, 0.1, 0.5, 1.0, 5.0, 30.0, 120.0, 600.0];
+
+/// How one reconcile ended, the `result` label of `wmco_reconcile_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReconcileResult {
+    /// The reconcile returned `Ok`.
+    Success,
+    /// The reconcile returned an error (counted by kind in `wmco_errors_total` too).
+    Error,
+}
+
+impl ReconcileResult {
+    /// `Success` for `Ok`, `Error` for `Err`.
+    pub fn of<T, E>(result: &Result<T, E>) -> Self {
+        if result.is_ok() { Self::Success } else { Self::Error }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::Error => "error",
+        }
+    }
+}
 
 /// What the CSR controller did with a kubelet CSR.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, EncodeLabelValue)]
@@ -47,6 +76,17 @@ struct ErrorLabels {
     kind: String,
 }
 
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ReconcileLabels {
+    controller: String,
+    result: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ControllerLabels {
+    controller: String,
+}
+
 /// Every metric the operator exports, registered in one registry. Share it as `Arc<Metrics>`; recording takes
 /// `&self`.
 ///
@@ -69,6 +109,8 @@ pub struct Metrics {
     ssh_bytes_sent: Counter,
     csr_verdicts: Family<CsrVerdictLabels, Counter>,
     errors: Family<ErrorLabels, Counter>,
+    reconciles: Family<ReconcileLabels, Counter>,
+    reconcile_duration: Family<ControllerLabels, Histogram, fn() -> Histogram>,
 }
 
 impl Metrics {
@@ -91,7 +133,26 @@ impl Metrics {
         registry.register("wmco_csr_verdicts", "Kubelet CSR decisions by verdict and rule", csr_verdicts.clone());
         let errors = Family::<ErrorLabels, Counter>::default();
         registry.register("wmco_errors", "Reconcile errors by kind", errors.clone());
-        Self { registry, instances_by_phase, configure_duration, ssh_round_trips, ssh_bytes_sent, csr_verdicts, errors }
+        let reconciles = Family::<ReconcileLabels, Counter>::default();
+        registry.register("wmco_reconcile", "Reconciles by controller and result", reconciles.clone());
+        let reconcile_duration: Family<ControllerLabels, Histogram, fn() -> Histogram> =
+            Family::new_with_constructor(|| Histogram::new(RECONCILE_DURATION_BUCKETS));
+        registry.register(
+            "wmco_reconcile_duration_seconds",
+            "Time taken by one reconcile, by controller",
+            reconcile_duration.clone(),
+        );
+        Self {
+            registry,
+            instances_by_phase,
+            configure_duration,
+            ssh_round_trips,
+            ssh_bytes_sent,
+            csr_verdicts,
+            errors,
+            reconciles,
+            reconcile_duration,
+        }
     }
 
     /// Sets how many `WindowsInstance` records are in `phase` now.
@@ -122,6 +183,14 @@ impl Metrics {
     /// Counts one reconcile error of `kind` (an error's `metric_label()`).
     pub fn record_error(&self, kind: &str) {
         self.errors.get_or_create(&ErrorLabels { kind: kind.to_owned() }).inc();
+    }
+
+    /// Counts one reconcile of `controller` that ended with `result` and took `duration`.
+    pub fn record_reconcile(&self, controller: &str, result: ReconcileResult, duration: Duration) {
+        let labels = ReconcileLabels { controller: controller.to_owned(), result: result.label().to_owned() };
+        self.reconciles.get_or_create(&labels).inc();
+        let labels = ControllerLabels { controller: controller.to_owned() };
+        self.reconcile_duration.get_or_create(&labels).observe(duration.as_secs_f64());
     }
 
     /// The OpenMetrics text exposition of every family.
@@ -233,5 +302,49 @@ mod tests {
                 "wmco_configure_duration_seconds_bucket{le=\"+Inf\"} 2",
             ]
         );
+    }
+
+    #[test]
+    fn reconciles_are_counted_by_controller_and_result_and_timed_by_controller() {
+        let metrics = Metrics::new();
+        metrics.record_reconcile("csr", ReconcileResult::Success, Duration::from_millis(5));
+        metrics.record_reconcile("csr", ReconcileResult::Success, Duration::from_millis(300));
+        metrics.record_reconcile("csr", ReconcileResult::Error, Duration::from_secs(2));
+        metrics.record_reconcile("rekey", ReconcileResult::of(&Ok::<(), ()>(())), Duration::from_secs(45));
+        let text = metrics.encode().expect("encoded");
+
+        let types = lines_starting_with(&text, "# TYPE wmco_reconcile");
+        assert_eq!(types, vec!["# TYPE wmco_reconcile counter", "# TYPE wmco_reconcile_duration_seconds histogram"]);
+        let mut reconciles = lines_starting_with(&text, "wmco_reconcile_total{");
+        reconciles.sort_unstable();
+        assert_eq!(
+            reconciles,
+            vec![
+                "wmco_reconcile_total{controller=\"csr\",result=\"error\"} 1",
+                "wmco_reconcile_total{controller=\"csr\",result=\"success\"} 2",
+                "wmco_reconcile_total{controller=\"rekey\",result=\"success\"} 1",
+            ]
+        );
+        let csr: Vec<_> = lines_starting_with(&text, "wmco_reconcile_duration_seconds_")
+            .into_iter()
+            .filter(|line| line.contains("controller=\"csr\""))
+            .collect();
+        assert_eq!(
+            csr,
+            vec![
+                "wmco_reconcile_duration_seconds_sum{controller=\"csr\"} 2.305",
+                "wmco_reconcile_duration_seconds_count{controller=\"csr\"} 3",
+                "wmco_reconcile_duration_seconds_bucket{le=\"0.01\",controller=\"csr\"} 1",
+                "wmco_reconcile_duration_seconds_bucket{le=\"0.1\",controller=\"csr\"} 1",
+                "wmco_reconcile_duration_seconds_bucket{le=\"0.5\",controller=\"csr\"} 2",
+                "wmco_reconcile_duration_seconds_bucket{le=\"1.0\",controller=\"csr\"} 2",
+                "wmco_reconcile_duration_seconds_bucket{le=\"5.0\",controller=\"csr\"} 3",
+                "wmco_reconcile_duration_seconds_bucket{le=\"30.0\",controller=\"csr\"} 3",
+                "wmco_reconcile_duration_seconds_bucket{le=\"120.0\",controller=\"csr\"} 3",
+                "wmco_reconcile_duration_seconds_bucket{le=\"600.0\",controller=\"csr\"} 3",
+                "wmco_reconcile_duration_seconds_bucket{le=\"+Inf\",controller=\"csr\"} 3",
+            ]
+        );
+        assert!(text.contains("wmco_reconcile_duration_seconds_count{controller=\"rekey\"} 1\n"), "{text}");
     }
 }

@@ -548,7 +548,8 @@ fn start_key_rotation(inputs: &ControllerInputs, budget: &SharedBudget) -> (&'st
         rekey_settings(&inputs.instances, inputs.authentication_grace),
         machine_api,
     )
-    .with_budget_lock(Arc::clone(&budget.lock));
+    .with_budget_lock(Arc::clone(&budget.lock))
+    .with_metrics(Arc::clone(&inputs.metrics));
     tracing::info!("starting the key rotation");
     ("rekey", tokio::spawn(wmco_operator::rekey::controller(client.clone(), Arc::new(rekey), machine_api)))
 }

@@ -1,15 +1,24 @@
-//! The CSR controller's shared state: the cluster seams, the operator namespace and networks, a clock, and the
-//! per-node-name locks that serialise decisions for one node (rule F2).
+//! The CSR controller's shared state: the cluster seams, the operator namespace and networks, a clock, the
+//! per-node-name locks that serialise decisions for one node (rule F2), and the retry backoff of failed reconciles.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use jiff::Timestamp;
+use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use tokio::sync::OwnedMutexGuard;
 use wmco_cluster_client::{Csrs, EventPublisher, InstanceRecords, Machines, Nodes};
 use wmco_csr_approver::IpCidr;
 
+use super::CsrControllerError;
 use crate::metrics::Metrics;
+use crate::runtime::{Controlled, RetryBackoff};
+
+/// Backoff of a failed reconcile: the first retry waits this long, and each later one twice as long as the last.
+const FIRST_RETRY: Duration = Duration::from_millis(500);
+/// Backoff ceiling.
+const MAX_RETRY: Duration = Duration::from_secs(60);
 
 /// The time source of decisions (rules A6, F1, F4); tests pass a fixed instant.
 pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
@@ -50,7 +59,7 @@ pub struct CsrContext {
     /// Machine-backed records take no part in decisions.
     pub machines: Option<Arc<dyn Machines>>,
     node_locks: NodeLocks,
-    failures_by_csr: Mutex<HashMap<String, u32>>,
+    retries: RetryBackoff,
 }
 
 impl CsrContext {
@@ -92,7 +101,7 @@ impl CsrContext {
             metrics: Arc::new(Metrics::new()),
             machines: None,
             node_locks: NodeLocks::default(),
-            failures_by_csr: Mutex::default(),
+            retries: RetryBackoff::new(FIRST_RETRY, MAX_RETRY),
         }
     }
 
@@ -112,18 +121,22 @@ impl CsrContext {
     pub(crate) async fn lock_node(&self, node_name: &str) -> OwnedMutexGuard<()> {
         self.node_locks.lock(node_name).await
     }
+}
 
-    /// Counts one more consecutive failure of `csr_name` and returns the count (for the retry backoff).
-    pub(crate) fn record_failure(&self, csr_name: &str) -> u32 {
-        let mut failures = self.failures_by_csr.lock().unwrap_or_else(PoisonError::into_inner);
-        let count = failures.entry(csr_name.to_owned()).or_default();
-        *count = count.saturating_add(1);
-        *count
+impl Controlled<CertificateSigningRequest> for CsrContext {
+    type Error = CsrControllerError;
+    const NAME: &'static str = "csr";
+
+    fn metrics(&self) -> &Metrics {
+        &self.metrics
     }
 
-    /// Forgets the failures of `csr_name` after a successful reconcile.
-    pub(crate) fn clear_failures(&self, csr_name: &str) {
-        self.failures_by_csr.lock().unwrap_or_else(PoisonError::into_inner).remove(csr_name);
+    fn retries(&self) -> &RetryBackoff {
+        &self.retries
+    }
+
+    fn key(csr: &CertificateSigningRequest) -> String {
+        csr.metadata.name.clone().unwrap_or_default()
     }
 }
 

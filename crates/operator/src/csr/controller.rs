@@ -1,5 +1,6 @@
 //! The kube-runtime wiring of the CSR controller: a `Controller` over CertificateSigningRequests calling
-//! [`reconcile_csr`], with requeues for state rules and an error policy with exponential backoff.
+//! [`reconcile_csr`], with requeues for state rules and the runtime's error policy (exponential backoff from 0.5 s
+//! to 60 s, kept in [`CsrContext`]).
 //!
 //! A field selector cannot OR two values of `spec.signerName`, so the watch covers every CSR and
 //! [`reconcile_csr`] skips other signers before any work. Exercised against a real apiserver by the e2e suite.
@@ -15,15 +16,11 @@ use kube::{Api, Client};
 use wmco_csr_approver::{RuleId, Verdict};
 
 use super::{CsrContext, CsrControllerError, CsrOutcome, reconcile_csr};
+use crate::runtime::{Controlled, error_policy, report, tracked};
 
 /// How soon a CSR left pending by a rule that can still change (A5, A6, F1–F3) is decided again: those rules read
 /// records and Nodes this controller does not watch.
 pub const STATE_RECHECK: Duration = Duration::from_secs(10);
-
-/// Backoff of a failed reconcile: the first retry waits this long, and each later one twice as long as the last.
-const FIRST_RETRY: Duration = Duration::from_millis(500);
-/// Backoff ceiling.
-const MAX_RETRY: Duration = Duration::from_secs(60);
 
 /// Runs the CSR controller until the watch ends (the process shuts down).
 ///
@@ -36,17 +33,12 @@ pub async fn controller(client: Client, ctx: Arc<CsrContext>) {
     let csrs: Api<CertificateSigningRequest> = Api::all(client);
     Controller::new(csrs, watcher::Config::default())
         .run(reconcile, error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                tracing::warn!(error = %error, "CSR controller");
-            }
-        })
+        .for_each(|result| report(CsrContext::NAME, result))
         .await;
 }
 
 async fn reconcile(csr: Arc<CertificateSigningRequest>, ctx: Arc<CsrContext>) -> Result<Action, CsrControllerError> {
-    let outcome = reconcile_csr(&csr, &ctx).await?;
-    ctx.clear_failures(csr.metadata.name.as_deref().unwrap_or_default());
+    let outcome = tracked(ctx.as_ref(), csr.as_ref(), reconcile_csr(&csr, &ctx)).await?;
     Ok(action_after(&outcome))
 }
 
@@ -64,31 +56,47 @@ fn rule_can_change(rule: RuleId) -> bool {
     matches!(rule, RuleId::A5 | RuleId::A6 | RuleId::F1 | RuleId::F2 | RuleId::F3)
 }
 
-fn error_policy(csr: Arc<CertificateSigningRequest>, error: &CsrControllerError, ctx: Arc<CsrContext>) -> Action {
-    let csr_name = csr.metadata.name.as_deref().unwrap_or_default();
-    tracing::warn!(csr = %csr_name, kind = error.metric_label(), error = %error, "CSR reconcile failed");
-    ctx.metrics.record_error(error.metric_label());
-    if !error.is_retryable() {
-        return Action::await_change();
-    }
-    Action::requeue(backoff(ctx.record_failure(csr_name)))
-}
-
-/// The wait before retry number `attempt` (1-based).
-fn backoff(attempt: u32) -> Duration {
-    let factor = 2u32.saturating_pow(attempt.saturating_sub(1).min(16));
-    FIRST_RETRY.saturating_mul(factor).min(MAX_RETRY)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn backoff_doubles_up_to_a_minute() {
-        let waits: Vec<_> = [1, 2, 3, 8, 50].into_iter().map(backoff).collect();
-        let expected = [500, 1_000, 2_000, 60_000, 60_000].map(Duration::from_millis);
-        assert_eq!(waits, expected);
+        let ctx = context();
+        let csr = Arc::new(CertificateSigningRequest {
+            metadata: kube::api::ObjectMeta { name: Some("csr-1".into()), ..Default::default() },
+            ..Default::default()
+        });
+        let conflict = || CsrControllerError::Conflict {
+            csr: "csr-1".into(),
+            source: Box::new(wmco_cluster_client::Error::MissingField {
+                verb: wmco_cluster_client::Verb::Get,
+                kind: "CertificateSigningRequest",
+                name: "csr-1".into(),
+                field: "metadata",
+            }),
+        };
+        let waits: Vec<_> = (1..=50).map(|_| error_policy(Arc::clone(&csr), &conflict(), Arc::clone(&ctx))).collect();
+        let picked: Vec<_> = [1, 2, 3, 8, 50].map(|attempt| waits[attempt - 1].clone()).into();
+        let expected = [500, 1_000, 2_000, 60_000, 60_000].map(|millis| Action::requeue(Duration::from_millis(millis)));
+        assert_eq!(picked, expected);
+    }
+
+    fn context() -> Arc<CsrContext> {
+        use wmco_cluster_client::fake::{FakeCsrs, FakeEvents, FakeInstanceRecords, FakeNodes};
+        let settings = super::super::CsrSettings {
+            namespace: "wmco".into(),
+            service_network: Vec::new(),
+            cluster_network: Vec::new(),
+            clock: super::super::system_clock(),
+        };
+        Arc::new(CsrContext::new(
+            Arc::new(FakeCsrs::default()),
+            Arc::new(FakeNodes::default()),
+            Arc::new(FakeInstanceRecords::default()),
+            Arc::new(FakeEvents::default()),
+            settings,
+        ))
     }
 
     #[test]

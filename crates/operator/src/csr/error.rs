@@ -2,6 +2,8 @@
 
 use wmco_csr_approver::ManifestError;
 
+use crate::runtime::ReconcilerError;
+
 /// Why one CSR reconcile failed. Every variant except the manifest ones is retryable (the controller requeues).
 #[derive(Debug, thiserror::Error)]
 pub enum CsrControllerError {
@@ -34,8 +36,8 @@ pub enum CsrControllerError {
         #[source]
         source: Box<wmco_cluster_client::Error>,
     },
-    /// Listing the pending kubelet CSRs failed.
-    #[error("CSR {csr}: listing the pending kubelet CSRs failed")]
+    /// Listing the kubelet CSRs failed.
+    #[error("CSR {csr}: listing the kubelet CSRs failed")]
     ListCsrs {
         /// The CSR being decided.
         csr: String,
@@ -85,10 +87,10 @@ pub enum CsrControllerError {
         #[source]
         source: Box<wmco_cluster_client::Error>,
     },
-    /// Recording the approved bootstrap key on the `WindowsInstance` status failed.
-    #[error("CSR {csr} approved, but recording its key on WindowsInstance {instance} failed")]
+    /// Recording the bootstrap key on the `WindowsInstance` status failed, so the CSR was not approved.
+    #[error("CSR {csr}: recording its bootstrap key on WindowsInstance {instance} failed; not approved")]
     RecordApproval {
-        /// The approved CSR.
+        /// The CSR that passed every rule.
         csr: String,
         /// The `WindowsInstance`'s name.
         instance: String,
@@ -96,20 +98,38 @@ pub enum CsrControllerError {
         #[source]
         source: Box<wmco_cluster_client::Error>,
     },
+    /// The `WindowsInstance` holds another bootstrap key than when the decision was made; nothing was written.
+    #[error("CSR {csr}: WindowsInstance {instance} changed its bootstrap key since it was read; deciding again")]
+    BootstrapKeyChanged {
+        /// The CSR that passed every rule.
+        csr: String,
+        /// The `WindowsInstance`'s name.
+        instance: String,
+    },
+    /// A bootstrap CSR passed every rule, but no single `WindowsInstance` expects its node, so its key cannot be
+    /// recorded before the approval; it is not approved.
+    #[error("CSR {csr}: no single WindowsInstance expects node {node} to record its bootstrap key on; not approved")]
+    NoRecordForKey {
+        /// The CSR that passed every rule.
+        csr: String,
+        /// The node name the CSR asks for.
+        node: String,
+    },
 }
 
-impl CsrControllerError {
+impl ReconcilerError for CsrControllerError {
     /// A short, stable label for the errors-by-kind metric.
     ///
     /// ```
     /// use wmco_operator::csr::CsrControllerError;
+    /// use wmco_operator::runtime::ReconcilerError;
     /// let error = CsrControllerError::Manifest {
     ///     csr: "csr-1".into(),
     ///     source: serde_json::from_str::<u8>("x").unwrap_err(),
     /// };
     /// assert_eq!(error.metric_label(), "csr_manifest");
     /// ```
-    pub fn metric_label(&self) -> &'static str {
+    fn metric_label(&self) -> &'static str {
         match self {
             Self::Manifest { .. } | Self::ManifestKind { .. } => "csr_manifest",
             Self::ListInstances { .. } => "csr_list_instances",
@@ -119,11 +139,13 @@ impl CsrControllerError {
             Self::Conflict { .. } => "csr_conflict",
             Self::Decide { .. } => "csr_decide",
             Self::RecordApproval { .. } => "csr_record_approval",
+            Self::BootstrapKeyChanged { .. } => "csr_bootstrap_key_changed",
+            Self::NoRecordForKey { .. } => "csr_no_record_for_key",
         }
     }
 
     /// Whether trying again can succeed (everything except an unreadable manifest).
-    pub fn is_retryable(&self) -> bool {
+    fn is_retryable(&self) -> bool {
         !matches!(self, Self::Manifest { .. } | Self::ManifestKind { .. })
     }
 }

@@ -25,3 +25,7 @@ pub use context::{Clock, CsrContext, CsrSettings, system_clock};
 pub use controller::{STATE_RECHECK, controller};
 pub use error::CsrControllerError;
 pub use reconcile::{APPROVED_CONDITION_REASON, CsrOutcome, KUBELET_SIGNERS, reconcile_csr};
+
+/// The scenarios in `tests.rs` read errors' metric labels through `use super::*`.
+#[cfg(test)]
+use crate::runtime::ReconcilerError;

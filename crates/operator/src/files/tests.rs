@@ -3,7 +3,6 @@
 //! configure through `wmco-node-config` over `winhost-sim`'s in-process host with a small synthetic payload.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -22,6 +21,7 @@ use wmco_payload_manifest::{HostFileContent, HostFileSet, Manifest, Payload, Syn
 
 use super::*;
 use crate::csr::Clock;
+use crate::test_logs::{CapturedLogs, LogFormat};
 
 const NAMESPACE: &str = "wmco";
 const API_CA: &str = "-----BEGIN CERTIFICATE-----\nQVBJLUNB\n-----END CERTIFICATE-----\n";
@@ -347,28 +347,9 @@ async fn the_node_set_carries_cni_kube_proxy_and_tls_files_and_never_the_bootstr
     }
 }
 
-/// A `tracing` writer collecting every log line.
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Logs {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn neither_the_token_nor_the_tls_key_reaches_debug_output_errors_or_logs() {
-    let logs = Logs::default();
-    let writer = logs.clone();
-    let subscriber =
-        tracing_subscriber::fmt().with_max_level(tracing::Level::TRACE).with_writer(move || writer.clone()).finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let logs = CapturedLogs::start(LogFormat::Text, tracing::Level::TRACE);
 
     let world = World::new(None).await;
     world.refresher.refresh().await;
@@ -380,7 +361,7 @@ async fn neither_the_token_nor_the_tls_key_reaches_debug_output_errors_or_logs()
     let bootstrap = files.file_set(&identity(), FileStage::Bootstrap).unwrap();
     let material = world.snapshot.current();
     let debug = format!("{material:?} {bootstrap:?}");
-    let logged = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    let logged = logs.contents();
     assert!(logged.contains("minted a node-bootstrapper token"), "{logged}");
     assert!(logged.contains("windows-machine-config-operator-tls does not exist"), "{logged}");
     for secret in ["fake-token-1", "fake-token-2", "VExTLUtFWS1TRUNSRVQ"] {

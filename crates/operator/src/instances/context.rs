@@ -1,8 +1,9 @@
 //! The instances controller's shared state: the cluster seams, the host connector and per-host session cache,
-//! the desired-files source, the settings, and the failure counts behind the retry backoff.
+//! the desired-files source, the settings, and the retry backoff of failed reconciles.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use wmco_cluster_client::types::WindowsInstance;
 use wmco_cluster_client::{DrainOptions, Drainer, EventPublisher, InstanceRecords, Nodes};
@@ -11,6 +12,13 @@ use wmco_node_config::{ClusterAccess, HostFilesSource, HostSession, ServiceSetti
 use super::connector::instance_label;
 use super::{HostConnector, InstancesError};
 use crate::metrics::Metrics;
+use crate::runtime::{Controlled, ReconcilerError, RetryBackoff};
+
+/// Backoff of a failed reconcile (of a record or of the `windows-instances` ConfigMap): the first retry waits this
+/// long, and each later one twice as long as the last.
+pub(super) const FIRST_RETRY: Duration = Duration::from_secs(1);
+/// Backoff ceiling.
+pub(super) const MAX_RETRY: Duration = Duration::from_secs(300);
 
 /// Settings of the instances controller that come from the operator's configuration.
 #[derive(Clone, Debug)]
@@ -47,7 +55,7 @@ pub struct InstancesContext {
     /// used).
     pub metrics: Arc<Metrics>,
     sessions: Mutex<HashMap<String, CachedSession>>,
-    failures_by_instance: Mutex<HashMap<String, u32>>,
+    retries: RetryBackoff,
 }
 
 /// A session and the connection facts it was opened with.
@@ -99,7 +107,7 @@ impl InstancesContext {
             settings,
             metrics: Arc::new(Metrics::new()),
             sessions: Mutex::default(),
-            failures_by_instance: Mutex::default(),
+            retries: RetryBackoff::new(FIRST_RETRY, MAX_RETRY),
         }
     }
 
@@ -138,17 +146,30 @@ impl InstancesContext {
     pub(crate) fn forget_session(&self, instance: &WindowsInstance) {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner).remove(&instance_label(instance));
     }
+}
 
-    /// Counts one more consecutive failure of `instance` and returns the count (for the retry backoff).
-    pub(crate) fn record_failure(&self, instance: &str) -> u32 {
-        let mut failures = self.failures_by_instance.lock().unwrap_or_else(PoisonError::into_inner);
-        let count = failures.entry(instance.to_owned()).or_default();
-        *count = count.saturating_add(1);
-        *count
+impl Controlled<WindowsInstance> for InstancesContext {
+    type Error = InstancesError;
+    const NAME: &'static str = "instances";
+
+    fn metrics(&self) -> &Metrics {
+        &self.metrics
     }
 
-    /// Forgets the failures of `instance` after a successful reconcile.
-    pub(crate) fn clear_failures(&self, instance: &str) {
-        self.failures_by_instance.lock().unwrap_or_else(PoisonError::into_inner).remove(instance);
+    fn retries(&self) -> &RetryBackoff {
+        &self.retries
     }
+
+    fn key(instance: &WindowsInstance) -> String {
+        instance_label(instance)
+    }
+
+    /// Retryable errors and refused logins are retried with backoff; anything else (a host key mismatch, an
+    /// unusable record) waits for a change of the record, since it needs an admin.
+    fn requeues(error: &InstancesError) -> bool {
+        error.is_retryable() || error.is_authentication_failure()
+    }
+
+    /// Nothing: [`reconcile_instance`](super::reconcile_instance) counts its errors itself.
+    fn count_error(&self, _error: &InstancesError) {}
 }

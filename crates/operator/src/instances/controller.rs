@@ -3,8 +3,9 @@
 //! - an inventory loop over the `windows-instances` ConfigMap's watch events, calling [`reconcile_inventory`]
 //!   on every change and with `None` once it is deleted (or absent at start), retrying failures with backoff;
 //! - a `Controller` over the `WindowsInstance` records calling [`reconcile_instance`] with bounded concurrency,
-//!   triggered also by their Nodes (a Node maps to the record whose `expectedNodeName` it carries), with requeues
-//!   while a host waits and an error policy with exponential backoff for retryable errors.
+//!   triggered also by their Windows Nodes (a Node maps to the record whose `expectedNodeName` it carries), with
+//!   requeues while a host waits and the runtime's error policy (exponential backoff from 1 s to 5 minutes for
+//!   retryable errors and refused logins).
 //!
 //! Exercised against a real apiserver by the e2e suite.
 
@@ -18,14 +19,17 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Api, Client};
 use tracing::Instrument;
+use wmco_cluster_client::names::KUBERNETES_OS_LABEL;
 use wmco_cluster_client::types::WindowsInstance;
 use wmco_instance_inventory::SystemResolver;
 use wmco_node_config::ConfigureState;
 
 use super::connector::instance_label;
+use super::context::{FIRST_RETRY, MAX_RETRY};
 use super::{
     INSTANCES_CONFIG_MAP, InstanceOutcome, InstancesContext, InstancesError, reconcile_instance, reconcile_inventory,
 };
+use crate::runtime::{Controlled, ReconcilerError, RetryBackoff, error_policy, report, timed, tracked};
 use crate::shutdown::ShutdownSignal;
 
 /// How many hosts are reconciled at once unless the caller says otherwise.
@@ -37,10 +41,8 @@ pub const READY_RECHECK: Duration = Duration::from_secs(600);
 /// recheck costs one probe round trip.
 pub const WAITING_RECHECK: Duration = Duration::from_secs(3);
 
-/// Backoff of a failed reconcile: the first retry waits this long, and each later one twice as long as the last.
-const FIRST_RETRY: Duration = Duration::from_secs(1);
-/// Backoff ceiling.
-const MAX_RETRY: Duration = Duration::from_secs(300);
+/// The controller name of the `windows-instances` loop in the reconcile metrics.
+const INVENTORY: &str = "inventory";
 
 /// Runs the inventory loop and the instance controller (at most `concurrency` hosts at once) until `shutdown` is
 /// triggered: then the inventory loop stops, no new host reconcile starts, and this returns once the reconciles
@@ -62,18 +64,15 @@ pub async fn controller(client: Client, ctx: Arc<InstancesContext>, concurrency:
 async fn instance_controller(client: Client, ctx: Arc<InstancesContext>, concurrency: u16, shutdown: ShutdownSignal) {
     let records: Api<WindowsInstance> = Api::namespaced(client.clone(), &ctx.settings.namespace);
     let nodes: Api<Node> = Api::all(client);
+    let windows_nodes = watcher::Config::default().labels(&format!("{KUBERNETES_OS_LABEL}=windows"));
     let instances = Controller::new(records, watcher::Config::default())
         .with_config(controller::Config::default().concurrency(concurrency.max(1)))
         .graceful_shutdown_on(shutdown.triggered());
     let store = instances.store();
     instances
-        .watches(nodes, watcher::Config::default(), move |node| records_of_node(&store, &node))
+        .watches(nodes, windows_nodes, move |node| records_of_node(&store, &node))
         .run(reconcile, error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                tracing::warn!(error = %error, "instances controller");
-            }
-        })
+        .for_each(|result| report(InstancesContext::NAME, result))
         .await;
 }
 
@@ -93,8 +92,8 @@ fn records_of_node(store: &Store<WindowsInstance>, node: &Node) -> Vec<ObjectRef
 }
 
 async fn reconcile(instance: Arc<WindowsInstance>, ctx: Arc<InstancesContext>) -> Result<Action, InstancesError> {
-    let outcome = reconcile_instance(&instance, &ctx).instrument(reconcile_span(&instance)).await?;
-    ctx.clear_failures(&instance_label(&instance));
+    let pass = reconcile_instance(&instance, &ctx).instrument(reconcile_span(&instance));
+    let outcome = tracked(ctx.as_ref(), instance.as_ref(), pass).await?;
     Ok(action_after(&outcome))
 }
 
@@ -122,28 +121,6 @@ fn action_after(outcome: &InstanceOutcome) -> Action {
         },
         InstanceOutcome::Released(_) | InstanceOutcome::Gone => Action::await_change(),
     }
-}
-
-fn error_policy(instance: Arc<WindowsInstance>, error: &InstancesError, ctx: Arc<InstancesContext>) -> Action {
-    let label = instance_label(&instance);
-    tracing::warn!(instance = %label, kind = error.metric_label(), error = %error, "instance reconcile failed");
-    retry_action(error, ctx.record_failure(&label))
-}
-
-/// What to do after failure number `attempt` (1-based) of a record: back off and retry retryable errors and
-/// refused logins, wait for a change of the record otherwise (a host key mismatch needs an admin).
-fn retry_action(error: &InstancesError, attempt: u32) -> Action {
-    if error.is_retryable() || error.is_authentication_failure() {
-        Action::requeue(backoff(attempt))
-    } else {
-        Action::await_change()
-    }
-}
-
-/// The wait before retry number `attempt` (1-based).
-fn backoff(attempt: u32) -> Duration {
-    let factor = 2u32.saturating_pow(attempt.saturating_sub(1).min(16));
-    FIRST_RETRY.saturating_mul(factor).min(MAX_RETRY)
 }
 
 /// Follows the ConfigMap's watch: every applied version and every deletion (or its absence once the initial
@@ -177,9 +154,9 @@ async fn inventory_loop(client: Client, ctx: Arc<InstancesContext>) {
 }
 
 async fn reconcile_inventory_until_done(config_map: Option<&ConfigMap>, ctx: &InstancesContext) {
-    let mut attempt = 0u32;
+    let retries = RetryBackoff::new(FIRST_RETRY, MAX_RETRY);
     loop {
-        match reconcile_inventory(config_map, ctx, &SystemResolver).await {
+        match timed(&ctx.metrics, INVENTORY, reconcile_inventory(config_map, ctx, &SystemResolver)).await {
             Ok(outcome) => {
                 tracing::info!(
                     applied = outcome.applied.len(),
@@ -190,9 +167,9 @@ async fn reconcile_inventory_until_done(config_map: Option<&ConfigMap>, ctx: &In
                 return;
             }
             Err(error) => {
-                attempt = attempt.saturating_add(1);
                 tracing::warn!(kind = error.metric_label(), error = %error, "windows-instances reconcile failed");
-                tokio::time::sleep(backoff(attempt)).await;
+                ctx.metrics.record_error(error.metric_label());
+                tokio::time::sleep(retries.on_failure(INSTANCES_CONFIG_MAP)).await;
             }
         }
     }
@@ -235,9 +212,22 @@ mod tests {
         assert_eq!(retry_action(&changed, 3), Action::await_change());
     }
 
+    /// What the error policy does after failure number `attempt` (1-based) of one record: the controller's
+    /// requeue rule and its backoff (the policy itself is tested in `runtime`).
+    fn retry_action(error: &InstancesError, attempt: usize) -> Action {
+        if !<InstancesContext as Controlled<WindowsInstance>>::requeues(error) {
+            return Action::await_change();
+        }
+        let retries = RetryBackoff::new(FIRST_RETRY, MAX_RETRY);
+        let waits: Vec<_> = (0..attempt).map(|_| retries.on_failure("wmco/byoh-10-0-0-5")).collect();
+        Action::requeue(waits[attempt - 1])
+    }
+
     #[test]
     fn backoff_doubles_up_to_five_minutes() {
-        let waits: Vec<_> = [1, 2, 3, 9, 50].into_iter().map(backoff).collect();
+        let retries = RetryBackoff::new(FIRST_RETRY, MAX_RETRY);
+        let all: Vec<_> = (0..50).map(|_| retries.on_failure("wmco/byoh-10-0-0-5")).collect();
+        let waits: Vec<_> = [1, 2, 3, 9, 50].map(|attempt| all[attempt - 1]).into();
         let expected = [1, 2, 4, 256, 300].map(Duration::from_secs);
         assert_eq!(waits, expected);
     }

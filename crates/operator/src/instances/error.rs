@@ -2,6 +2,8 @@
 
 use wmco_node_config::FlowError;
 
+use crate::runtime::ReconcilerError;
+
 /// Why one inventory or instance reconcile failed.
 #[derive(Debug, thiserror::Error)]
 pub enum InstancesError {
@@ -44,15 +46,16 @@ pub enum InstancesError {
     },
 }
 
-impl InstancesError {
+impl ReconcilerError for InstancesError {
     /// A short, stable label for the errors-by-kind metric (the flow's own label for flow errors).
     ///
     /// ```
     /// use wmco_operator::instances::InstancesError;
+    /// use wmco_operator::runtime::ReconcilerError;
     /// let error = InstancesError::Connector { instance: "ns/win-1".into(), reason: "bad key".into() };
     /// assert_eq!(error.metric_label(), "instance_connector");
     /// ```
-    pub fn metric_label(&self) -> &'static str {
+    fn metric_label(&self) -> &'static str {
         match self {
             Self::Connector { .. } => "instance_connector",
             Self::Flow { source, .. } => source.metric_label(),
@@ -63,14 +66,16 @@ impl InstancesError {
 
     /// Whether trying again can succeed: permanent flow errors (host key mismatch, authentication, unusable
     /// identity) and unusable connection settings wait for an admin.
-    pub fn is_retryable(&self) -> bool {
+    fn is_retryable(&self) -> bool {
         match self {
             Self::Connector { .. } => false,
             Self::Flow { source, .. } => source.is_retryable(),
             Self::Record { .. } | Self::ListRecords { .. } => true,
         }
     }
+}
 
+impl InstancesError {
     /// Whether the host refused the operator's key. The record stays Failed, but the controller still tries again
     /// with backoff: an admin authorizes a key on the host, not on the cluster, so no watch would announce the fix
     /// (and a Machine's refusals must keep being observed for its replacement grace period).

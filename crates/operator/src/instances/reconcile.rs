@@ -13,6 +13,7 @@ use wmco_node_config::{
 
 use super::connector::instance_label;
 use super::{InstancesContext, InstancesError};
+use crate::runtime::ReconcilerError;
 
 /// What one instance reconcile did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,6 +33,7 @@ pub enum InstanceOutcome {
 /// # async fn example(ctx: &wmco_operator::instances::InstancesContext,
 /// #     instance: &wmco_cluster_client::types::WindowsInstance) {
 /// use wmco_operator::instances::{InstanceOutcome, reconcile_instance};
+/// use wmco_operator::runtime::ReconcilerError;
 /// match reconcile_instance(instance, ctx).await {
 ///     Ok(InstanceOutcome::Configured(outcome)) => println!("{:?}", outcome.state),
 ///     Ok(_) => {}

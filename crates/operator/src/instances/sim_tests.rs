@@ -131,15 +131,13 @@ async fn a_fresh_host_is_bootstrapped_and_a_second_reconcile_costs_one_probe_on_
     records.apply(&instance).await.unwrap();
 
     let stored = records.record(NAMESPACE, "byoh-127-0-0-40").unwrap();
-    let logs = Arc::new(Mutex::new(Vec::new()));
-    let writer = JsonLines(Arc::clone(&logs));
-    let subscriber = tracing_subscriber::fmt().json().flatten_event(true).with_writer(move || writer.clone()).finish();
-    let first = {
-        let _guard = tracing::subscriber::set_default(subscriber);
-        reconcile_instance(&stored, &ctx).instrument(super::controller::reconcile_span(&stored)).await.unwrap()
+    let (first, logged) = {
+        let logs = crate::test_logs::CapturedLogs::start(crate::test_logs::LogFormat::Json, tracing::Level::INFO);
+        let first =
+            reconcile_instance(&stored, &ctx).instrument(super::controller::reconcile_span(&stored)).await.unwrap();
+        (first, logs.contents())
     };
     let InstanceOutcome::Configured(first) = first else { panic!("expected a configure pass") };
-    let logged = String::from_utf8(logs.lock().unwrap().clone()).unwrap();
     let lines: Vec<serde_json::Value> = logged.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
     assert!(!lines.is_empty());
     for line in &lines {
@@ -169,19 +167,4 @@ async fn a_fresh_host_is_bootstrapped_and_a_second_reconcile_costs_one_probe_on_
     let bytes = format!("wmco_ssh_bytes_sent_total {}\n", first.bytes_uploaded);
     assert!(metrics.contains(&round_trips) && metrics.contains(&bytes), "{metrics}");
     assert_eq!(*connector.connects.lock().unwrap(), 1);
-}
-
-/// A log writer collecting what the JSON formatter writes.
-#[derive(Clone)]
-struct JsonLines(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for JsonLines {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }

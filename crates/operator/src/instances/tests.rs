@@ -20,6 +20,7 @@ use wmco_ssh_transport::{HostKey, Output, RemoteCommand, RemoteHost, TransportEr
 use wmco_windows_services::{LogRotation, Platform, Verbosity};
 
 use super::*;
+use crate::runtime::ReconcilerError;
 
 const NAMESPACE: &str = "openshift-windows-machine-config-operator";
 const PINNED: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIM08b+WEqAXyfq8hlcYCpadCyeYxiEkixYthAQCJ+Gey";

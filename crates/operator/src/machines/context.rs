@@ -1,12 +1,20 @@
-//! The Machine controller's shared state: the cluster seams, the settings, and the failure counts behind the retry
-//! backoff.
+//! The Machine controller's shared state: the cluster seams, the settings, and the retry backoff of failed
+//! reconciles.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
+use std::time::Duration;
 
+use wmco_cluster_client::types::Machine;
 use wmco_cluster_client::{EventPublisher, InstanceRecords, Machines, Platform};
 
+use super::MachinesError;
 use crate::metrics::Metrics;
+use crate::runtime::{Controlled, RetryBackoff};
+
+/// Backoff of a failed reconcile or sweep: the first retry waits this long, and each later one twice as long.
+pub(super) const FIRST_RETRY: Duration = Duration::from_secs(1);
+/// Backoff ceiling.
+pub(super) const MAX_RETRY: Duration = Duration::from_secs(300);
 
 /// Settings of the Machine controller that come from the operator's configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,7 +37,7 @@ pub struct MachinesContext {
     pub settings: MachinesSettings,
     /// Where errors are counted (a private registry unless [`MachinesContext::with_metrics`] is used).
     pub metrics: Arc<Metrics>,
-    failures_by_machine: Mutex<HashMap<String, u32>>,
+    retries: RetryBackoff,
 }
 
 impl MachinesContext {
@@ -61,7 +69,7 @@ impl MachinesContext {
             events,
             settings,
             metrics: Arc::new(Metrics::new()),
-            failures_by_machine: Mutex::default(),
+            retries: RetryBackoff::new(FIRST_RETRY, MAX_RETRY),
         }
     }
 
@@ -70,17 +78,21 @@ impl MachinesContext {
         self.metrics = metrics;
         self
     }
+}
 
-    /// Counts one more consecutive failure of `machine` and returns the count (for the retry backoff).
-    pub(crate) fn record_failure(&self, machine: &str) -> u32 {
-        let mut failures = self.failures_by_machine.lock().unwrap_or_else(PoisonError::into_inner);
-        let count = failures.entry(machine.to_owned()).or_default();
-        *count = count.saturating_add(1);
-        *count
+impl Controlled<Machine> for MachinesContext {
+    type Error = MachinesError;
+    const NAME: &'static str = "machines";
+
+    fn metrics(&self) -> &Metrics {
+        &self.metrics
     }
 
-    /// Forgets the failures of `machine` after a successful reconcile.
-    pub(crate) fn clear_failures(&self, machine: &str) {
-        self.failures_by_machine.lock().unwrap_or_else(PoisonError::into_inner).remove(machine);
+    fn retries(&self) -> &RetryBackoff {
+        &self.retries
+    }
+
+    fn key(machine: &Machine) -> String {
+        machine.metadata.name.clone().unwrap_or_default()
     }
 }

@@ -2,14 +2,13 @@
 //!
 //! - a `Controller` over the Machines labelled `machine.openshift.io/os-id=Windows` in `openshift-machine-api`,
 //!   calling [`reconcile_machine`] with bounded concurrency, also triggered by changes of their records (so a
-//!   deleted record of a live Machine is re-created), with exponential backoff on errors;
+//!   deleted record of a live Machine is re-created), with the runtime's error policy (exponential backoff);
 //! - a sweep loop over the same Machine watch: after the initial listing and after every Machine deletion it runs
 //!   [`sweep_records`], so a Machine that disappeared takes its record (and the host's configuration) with it.
 //!
 //! Exercised against a real apiserver by the e2e suite.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
 use kube::runtime::controller::{self, Action};
@@ -19,15 +18,15 @@ use kube::{Api, Client};
 use wmco_cluster_client::types::{InstanceOrigin, Machine, WindowsInstance};
 use wmco_machines::names::{MACHINE_API_NAMESPACE, OS_ID_LABEL, WINDOWS_OS_ID};
 
+use super::context::{FIRST_RETRY, MAX_RETRY};
 use super::{MachineOutcome, MachinesContext, MachinesError, reconcile_machine, sweep_records};
+use crate::runtime::{Controlled, ReconcilerError, RetryBackoff, error_policy, report, timed, tracked};
 
 /// How many Machines are reconciled at once.
 pub const DEFAULT_CONCURRENCY: u16 = 4;
 
-/// Backoff of a failed reconcile or sweep: the first retry waits this long, and each later one twice as long.
-const FIRST_RETRY: Duration = Duration::from_secs(1);
-/// Backoff ceiling.
-const MAX_RETRY: Duration = Duration::from_secs(300);
+/// The controller name of the sweep loop in the reconcile metrics.
+const SWEEP: &str = "machine_sweep";
 
 /// Runs the Machine controller and the sweep loop until the watches end (the process shuts down).
 ///
@@ -44,11 +43,7 @@ pub async fn controller(client: Client, ctx: Arc<MachinesContext>) {
         .watches(records, watcher::Config::default(), |record| machine_of_record(&record))
         .with_config(controller::Config::default().concurrency(DEFAULT_CONCURRENCY))
         .run(reconcile, error_policy, Arc::clone(&ctx))
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                tracing::warn!(error = %error, "machine controller");
-            }
-        });
+        .for_each(|result| report(MachinesContext::NAME, result));
     let sweeps = sweep_loop(machines, windows_machines, ctx);
     futures::join!(reconciles, sweeps);
 }
@@ -63,26 +58,11 @@ fn machine_of_record(record: &WindowsInstance) -> Option<ObjectRef<Machine>> {
 }
 
 async fn reconcile(machine: Arc<Machine>, ctx: Arc<MachinesContext>) -> Result<Action, MachinesError> {
-    let name = machine.metadata.name.clone().unwrap_or_default();
-    let outcome = reconcile_machine(&machine, &ctx).await?;
-    ctx.clear_failures(&name);
+    let outcome = tracked(ctx.as_ref(), machine.as_ref(), reconcile_machine(&machine, &ctx)).await?;
     if !matches!(outcome, MachineOutcome::Unchanged { .. } | MachineOutcome::Skipped(_) | MachineOutcome::NothingToDo) {
-        tracing::debug!(machine = %name, outcome = ?outcome, "Machine reconciled");
+        tracing::debug!(machine = %MachinesContext::key(&machine), outcome = ?outcome, "Machine reconciled");
     }
     Ok(Action::await_change())
-}
-
-fn error_policy(machine: Arc<Machine>, error: &MachinesError, ctx: Arc<MachinesContext>) -> Action {
-    let name = machine.metadata.name.clone().unwrap_or_default();
-    tracing::warn!(machine = %name, kind = error.metric_label(), error = %error, "Machine reconcile failed");
-    ctx.metrics.record_error(error.metric_label());
-    Action::requeue(backoff(ctx.record_failure(&name)))
-}
-
-/// The wait before retry number `attempt` (1-based).
-fn backoff(attempt: u32) -> Duration {
-    let factor = 2u32.saturating_pow(attempt.saturating_sub(1).min(16));
-    FIRST_RETRY.saturating_mul(factor).min(MAX_RETRY)
 }
 
 /// Sweeps the records after the Machine watch's initial listing and after every Machine deletion.
@@ -99,18 +79,17 @@ async fn sweep_loop(machines: Api<Machine>, config: watcher::Config, ctx: Arc<Ma
 }
 
 async fn sweep_until_done(ctx: &MachinesContext) {
-    let mut attempt = 0u32;
+    let retries = RetryBackoff::new(FIRST_RETRY, MAX_RETRY);
     loop {
-        match sweep_records(ctx).await {
+        match timed(&ctx.metrics, SWEEP, sweep_records(ctx)).await {
             Ok(outcomes) => {
                 tracing::debug!(records = outcomes.len(), "Machine records swept");
                 return;
             }
             Err(error) => {
-                attempt = attempt.saturating_add(1);
                 tracing::warn!(kind = error.metric_label(), error = %error, "Machine record sweep failed");
                 ctx.metrics.record_error(error.metric_label());
-                tokio::time::sleep(backoff(attempt)).await;
+                tokio::time::sleep(retries.on_failure(SWEEP)).await;
             }
         }
     }
@@ -118,12 +97,16 @@ async fn sweep_until_done(ctx: &MachinesContext) {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use wmco_cluster_client::types::WindowsInstanceSpec;
 
     #[test]
     fn backoff_doubles_up_to_five_minutes() {
-        let waits: Vec<_> = [1, 2, 3, 9, 50].into_iter().map(backoff).collect();
+        let retries = RetryBackoff::new(FIRST_RETRY, MAX_RETRY);
+        let all: Vec<_> = (0..50).map(|_| retries.on_failure(SWEEP)).collect();
+        let waits: Vec<_> = [1, 2, 3, 9, 50].map(|attempt| all[attempt - 1]).into();
         assert_eq!(waits, [1, 2, 4, 256, 300].map(Duration::from_secs));
     }
 

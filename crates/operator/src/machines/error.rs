@@ -1,5 +1,7 @@
 //! The Machine controller's errors: each names the Machine or record and what failed.
 
+use crate::runtime::ReconcilerError;
+
 /// Why one Machine reconcile or sweep failed; every one is retryable (cluster calls).
 #[derive(Debug, thiserror::Error)]
 pub enum MachinesError {
@@ -36,11 +38,12 @@ pub enum MachinesError {
     },
 }
 
-impl MachinesError {
+impl ReconcilerError for MachinesError {
     /// A short, stable label for the errors-by-kind metric.
     ///
     /// ```
     /// use wmco_operator::machines::MachinesError;
+    /// use wmco_operator::runtime::ReconcilerError;
     /// let error = MachinesError::ListRecords {
     ///     namespace: "wmco".into(),
     ///     source: Box::new(wmco_cluster_client::Error::MissingField {
@@ -49,7 +52,7 @@ impl MachinesError {
     /// };
     /// assert_eq!(error.metric_label(), "machine_list_records");
     /// ```
-    pub fn metric_label(&self) -> &'static str {
+    fn metric_label(&self) -> &'static str {
         match self {
             Self::Record { .. } => "machine_record",
             Self::ListRecords { .. } => "machine_list_records",

@@ -1,6 +1,6 @@
 //! The rotation's seams and settings: the cluster traits, the Windows Machine listing ([`WindowsMachines`]), the
-//! key check on a host ([`KeyChecker`], over SSH in production), and the only process-local state: which Warning
-//! Events were already published (one per record, key and problem).
+//! key check on a host ([`KeyChecker`], over SSH in production), the metrics, and the only process-local state:
+//! which Warning Events were already published (one per record, key and problem).
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -17,6 +17,7 @@ use wmco_machines::names::{MACHINE_API_NAMESPACE, OS_ID_LABEL, WINDOWS_OS_ID};
 use wmco_ssh_transport::{HostConfig, HostKey, HostKeyPolicy, PrivateKey, SshHost, TransportError};
 use wmco_upgrade_planner::Policy;
 
+use crate::metrics::Metrics;
 use crate::upgrades::ApiServerVersion;
 
 /// The rotation's configuration.
@@ -239,6 +240,8 @@ pub struct RekeyContext {
     pub key_checker: Arc<dyn KeyChecker>,
     /// Namespace, versions, budget, retry.
     pub settings: RekeySettings,
+    /// Where reconciles and errors are counted (a private registry unless [`RekeyContext::with_metrics`] is used).
+    pub metrics: Arc<Metrics>,
     budget_lock: Arc<AsyncMutex<()>>,
     published: Mutex<HashSet<String>>,
 }
@@ -267,9 +270,17 @@ impl RekeyContext {
             api_server,
             key_checker,
             settings,
+            metrics: Arc::new(Metrics::new()),
             budget_lock: Arc::default(),
             published: Mutex::default(),
         }
+    }
+
+    /// Counts reconciles and errors in `metrics` (the registry `/metrics` serves).
+    #[must_use]
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// Shares `lock` with the upgrade executor ([`UpgradesContext::with_budget_lock`]): a reconcile holds it from

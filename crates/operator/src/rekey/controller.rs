@@ -21,12 +21,15 @@ use wmco_machines::names::{MACHINE_API_NAMESPACE, OS_ID_LABEL, WINDOWS_OS_ID};
 
 use super::{RekeyContext, reconcile_rotation};
 use crate::operator_key::PRIVATE_KEY_SECRET;
+use crate::runtime::{ReconcilerError, RetryBackoff, timed};
 use crate::upgrades::fleet_node_changes;
 
 /// The longest the rotation goes without reconciling the fleet.
 pub const RESYNC: Duration = Duration::from_secs(60);
 /// The first retry after a failed reconcile (key unusable, API server unreachable); doubled up to [`RESYNC`].
 const FIRST_RETRY: Duration = Duration::from_secs(1);
+/// The loop's name in the reconcile metrics (and its one key in the backoff).
+const REKEY: &str = "rekey";
 
 /// Runs the rotation loop until the watches end (the process shuts down). `watch_machines` is `false` where the
 /// machine API is not served (plain Kubernetes: BYOH hosts only).
@@ -61,16 +64,16 @@ pub async fn controller(client: Client, ctx: Arc<RekeyContext>, watch_machines: 
     }
 
     let mut wait = Duration::ZERO;
-    let mut failed_reconciles = 0u32;
+    let retries = RetryBackoff::new(FIRST_RETRY, RESYNC);
     loop {
         tokio::select! {
             trigger = triggers.next() => if trigger.is_none() { return },
             () = tokio::time::sleep(wait) => {}
         }
         while let Some(Some(())) = triggers.next().now_or_never() {}
-        match reconcile_rotation(&ctx, Timestamp::now()).await {
+        match timed(&ctx.metrics, REKEY, reconcile_rotation(&ctx, Timestamp::now())).await {
             Ok(outcome) => {
-                failed_reconciles = 0;
+                retries.on_success(REKEY);
                 let quiet = outcome.replaced.is_empty()
                     && outcome.replaced_refused.is_empty()
                     && outcome.rekeyed.is_empty()
@@ -94,10 +97,9 @@ pub async fn controller(client: Client, ctx: Arc<RekeyContext>, watch_machines: 
                 }
             }
             Err(error) => {
-                failed_reconciles = failed_reconciles.saturating_add(1);
+                ctx.metrics.record_error(error.metric_label());
                 tracing::warn!(kind = error.metric_label(), error = %error, "key rotation: reconcile failed");
-                let factor = 2u32.saturating_pow(failed_reconciles.saturating_sub(1).min(16));
-                wait = FIRST_RETRY.saturating_mul(factor).min(RESYNC);
+                wait = retries.on_failure(REKEY);
             }
         }
     }

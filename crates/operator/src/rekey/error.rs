@@ -2,6 +2,7 @@
 //! error of the reconcile (it is reported in the outcome and retried); these stop the whole reconcile.
 
 use crate::operator_key::OperatorKeyError;
+use crate::runtime::ReconcilerError;
 use crate::upgrades::UpgradesError;
 
 /// Why a rotation reconcile failed.
@@ -32,16 +33,17 @@ pub enum RekeyError {
     },
 }
 
-impl RekeyError {
+impl ReconcilerError for RekeyError {
     /// A short, stable label for the errors-by-kind metric.
     ///
     /// ```
     /// use wmco_operator::operator_key::OperatorKeyError;
     /// use wmco_operator::rekey::RekeyError;
+    /// use wmco_operator::runtime::ReconcilerError;
     /// let error = RekeyError::Key { source: OperatorKeyError::Missing { object: "wmco/cloud-private-key".into() } };
     /// assert_eq!(error.metric_label(), "rekey_key");
     /// ```
-    pub fn metric_label(&self) -> &'static str {
+    fn metric_label(&self) -> &'static str {
         match self {
             Self::Key { .. } => "rekey_key",
             Self::ApiServerVersion { .. } => "rekey_api_server_version",

@@ -25,6 +25,7 @@ use wmco_user_data::PublicKey;
 
 use super::*;
 use crate::operator_key::{PRIVATE_KEY_DATA_KEY, PRIVATE_KEY_SECRET};
+use crate::runtime::ReconcilerError;
 use crate::upgrades::{ApiServerVersion, UpgradesError};
 
 const NAMESPACE: &str = "wmco";

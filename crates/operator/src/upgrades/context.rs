@@ -16,11 +16,12 @@ use wmco_upgrade_planner::{Failure, Policy};
 use super::ApiServerVersion;
 use crate::metrics::Metrics;
 use crate::rekey::{NoWindowsMachines, WindowsMachines};
+use crate::runtime::RetryBackoff;
 
 /// The first retry of a failed upgrade step waits this long; each later one twice as long as the last.
-pub(crate) const FIRST_RETRY: Duration = Duration::from_secs(30);
+const FIRST_RETRY: Duration = Duration::from_secs(30);
 /// Backoff ceiling.
-pub(crate) const MAX_RETRY: Duration = Duration::from_secs(600);
+const MAX_RETRY: Duration = Duration::from_secs(600);
 
 /// The executor's configuration.
 #[derive(Clone, Debug)]
@@ -87,6 +88,7 @@ pub struct UpgradesContext {
     pub metrics: Arc<Metrics>,
     budget_lock: Arc<AsyncMutex<()>>,
     failures: Mutex<HashMap<String, StepFailure>>,
+    step_retries: RetryBackoff,
     drains: Mutex<HashMap<String, JoinHandle<()>>>,
     drain_ended: Notify,
     skew_warned: Mutex<HashSet<String>>,
@@ -95,7 +97,6 @@ pub struct UpgradesContext {
 /// The failed upgrade steps of one instance since it last finished an upgrade.
 #[derive(Clone, Debug)]
 struct StepFailure {
-    attempts: u32,
     message: String,
     retry_after: Timestamp,
     /// `true` until the step is tried again; the planner holds the instance back until `retry_after`.
@@ -153,6 +154,7 @@ impl UpgradesContext {
             metrics: Arc::new(Metrics::new()),
             budget_lock: Arc::default(),
             failures: Mutex::default(),
+            step_retries: RetryBackoff::new(FIRST_RETRY, MAX_RETRY),
             drains: Mutex::default(),
             drain_ended: Notify::new(),
             skew_warned: Mutex::default(),
@@ -240,11 +242,9 @@ impl UpgradesContext {
 
     /// Records a failed step of `instance` at `now`; returns when it may be retried.
     pub(crate) fn note_failure(&self, instance: &str, message: String, now: Timestamp) -> Timestamp {
-        let mut failures = locked(&self.failures);
-        let attempts = failures.get(instance).map_or(0, |failure| failure.attempts).saturating_add(1);
-        let wait = SignedDuration::try_from(backoff(attempts)).unwrap_or(SignedDuration::MAX);
+        let wait = SignedDuration::try_from(self.step_retries.on_failure(instance)).unwrap_or(SignedDuration::MAX);
         let retry_after = now.checked_add(wait).unwrap_or(Timestamp::MAX);
-        failures.insert(instance.to_owned(), StepFailure { attempts, message, retry_after, awaiting_retry: true });
+        locked(&self.failures).insert(instance.to_owned(), StepFailure { message, retry_after, awaiting_retry: true });
         retry_after
     }
 
@@ -258,6 +258,7 @@ impl UpgradesContext {
     /// Forgets the failures of `instance` once its upgrade finished.
     pub(crate) fn clear_failures(&self, instance: &str) {
         locked(&self.failures).remove(instance);
+        self.step_retries.on_success(instance);
     }
 
     /// The earliest retry still awaited, if any.
@@ -312,10 +313,4 @@ impl UpgradesContext {
     pub(crate) fn first_skew_warning(&self, key: String) -> bool {
         locked(&self.skew_warned).insert(key)
     }
-}
-
-/// The wait before retry number `attempt` (1-based).
-pub(crate) fn backoff(attempt: u32) -> Duration {
-    let factor = 2u32.saturating_pow(attempt.saturating_sub(1).min(16));
-    FIRST_RETRY.saturating_mul(factor).min(MAX_RETRY)
 }

@@ -20,11 +20,14 @@ use wmco_cluster_client::types::WindowsInstance;
 
 use super::observe::{annotation, is_marked, is_ready, is_unschedulable};
 use super::{UpgradesContext, reconcile_fleet};
+use crate::runtime::{ReconcilerError, RetryBackoff, timed};
 
 /// The longest the executor goes without reconciling the fleet.
 pub const RESYNC: Duration = Duration::from_secs(60);
 /// The first retry after a failed reconcile (API server unreachable); doubled up to [`RESYNC`].
 const FIRST_RETRY: Duration = Duration::from_secs(1);
+/// The loop's name in the reconcile metrics (and its one key in the backoff).
+const UPGRADES: &str = "upgrades";
 
 /// Runs the executor until the watches end (the process shuts down).
 ///
@@ -46,7 +49,7 @@ pub async fn controller(client: Client, ctx: Arc<UpgradesContext>) {
     let mut triggers = futures::stream::select(record_changes, node_changes).boxed();
 
     let mut wait = Duration::ZERO;
-    let mut failed_reconciles = 0u32;
+    let retries = RetryBackoff::new(FIRST_RETRY, RESYNC);
     loop {
         tokio::select! {
             trigger = triggers.next() => if trigger.is_none() { return },
@@ -54,9 +57,9 @@ pub async fn controller(client: Client, ctx: Arc<UpgradesContext>) {
             () = tokio::time::sleep(wait) => {}
         }
         while let Some(Some(())) = triggers.next().now_or_never() {}
-        match reconcile_fleet(&ctx, Timestamp::now()).await {
+        match timed(&ctx.metrics, UPGRADES, reconcile_fleet(&ctx, Timestamp::now())).await {
             Ok(outcome) => {
-                failed_reconciles = 0;
+                retries.on_success(UPGRADES);
                 if !(outcome.started.is_empty() && outcome.finished.is_empty() && outcome.failed.is_empty()) {
                     tracing::info!(
                         started = ?outcome.started,
@@ -69,11 +72,9 @@ pub async fn controller(client: Client, ctx: Arc<UpgradesContext>) {
                 wait = until_next_retry(outcome.next_retry, Timestamp::now());
             }
             Err(error) => {
-                failed_reconciles = failed_reconciles.saturating_add(1);
                 ctx.metrics.record_error(error.metric_label());
                 tracing::warn!(kind = error.metric_label(), error = %error, "upgrade executor: fleet reconcile failed");
-                let factor = 2u32.saturating_pow(failed_reconciles.saturating_sub(1).min(16));
-                wait = FIRST_RETRY.saturating_mul(factor).min(RESYNC);
+                wait = retries.on_failure(UPGRADES);
             }
         }
     }

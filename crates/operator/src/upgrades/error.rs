@@ -1,5 +1,7 @@
 //! The upgrade executor's errors: each names the object and the step that failed.
 
+use crate::runtime::ReconcilerError;
+
 /// Why a fleet reconcile (or one of its steps) failed.
 #[derive(Debug, thiserror::Error)]
 pub enum UpgradesError {
@@ -50,15 +52,16 @@ pub enum UpgradesError {
     },
 }
 
-impl UpgradesError {
+impl ReconcilerError for UpgradesError {
     /// A short, stable label for the errors-by-kind metric.
     ///
     /// ```
+    /// use wmco_operator::runtime::ReconcilerError;
     /// use wmco_operator::upgrades::UpgradesError;
     /// let error = UpgradesError::InvalidVersion { what: "--version-override", value: "x".into() };
     /// assert_eq!(error.metric_label(), "upgrade_version");
     /// ```
-    pub fn metric_label(&self) -> &'static str {
+    fn metric_label(&self) -> &'static str {
         match self {
             Self::InvalidVersion { .. } | Self::NoKubeletVersion => "upgrade_version",
             Self::ApiServerVersion { .. } => "upgrade_api_server_version",

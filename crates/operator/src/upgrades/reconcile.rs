@@ -16,6 +16,7 @@ use wmco_upgrade_planner::{Action, Plan, Policy, Reason, WaitReason, plan};
 use super::observe::{annotation, is_marked, is_ready, is_unschedulable};
 use super::{ObservedFleet, ObservedInstance, UpgradesContext, UpgradesError, observe_fleet};
 use crate::rekey::machines_away;
+use crate::runtime::ReconcilerError;
 
 /// What one fleet reconcile did.
 #[derive(Clone, Debug, PartialEq, Eq)]

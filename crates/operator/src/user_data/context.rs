@@ -1,12 +1,19 @@
-//! The user-data controller's shared state: the cluster seams, the operator namespace, the platform, and the last
-//! key problem published (so one problem gives one Event, not one per watch event).
+//! The user-data controller's shared state: the cluster seams, the operator namespace, the platform, the last
+//! key problem published (so one problem gives one Event, not one per watch event), and the retry pause.
 
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
+use k8s_openapi::api::core::v1::Secret;
 use wmco_cluster_client::{EventPublisher, Secrets};
 use wmco_user_data::Platform;
 
+use super::UserDataError;
 use crate::metrics::Metrics;
+use crate::runtime::{Controlled, RetryBackoff};
+
+/// The wait before retrying a failed reconcile (one object: a fixed pause is enough).
+const RETRY: Duration = Duration::from_secs(5);
 
 /// Settings of the user-data controller.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,6 +56,7 @@ pub struct UserDataContext {
     /// Where errors are counted (a private registry unless [`UserDataContext::with_metrics`] is used).
     pub metrics: Arc<Metrics>,
     last_problem: Mutex<Option<String>>,
+    retries: RetryBackoff,
 }
 
 impl UserDataContext {
@@ -66,7 +74,14 @@ impl UserDataContext {
     /// assert_eq!(context.settings.platform, wmco_user_data::Platform::Aws);
     /// ```
     pub fn new(secrets: Arc<dyn Secrets>, events: Arc<dyn EventPublisher>, settings: UserDataSettings) -> Self {
-        Self { secrets, events, settings, metrics: Arc::new(Metrics::new()), last_problem: Mutex::default() }
+        Self {
+            secrets,
+            events,
+            settings,
+            metrics: Arc::new(Metrics::new()),
+            last_problem: Mutex::default(),
+            retries: RetryBackoff::new(RETRY, RETRY),
+        }
     }
 
     /// Records errors in `metrics` (the registry `/metrics` serves).
@@ -88,5 +103,22 @@ impl UserDataContext {
     /// Forgets the last problem once the key is usable again.
     pub(crate) fn clear_problem(&self) {
         *self.last_problem.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+}
+
+impl Controlled<Secret> for UserDataContext {
+    type Error = UserDataError;
+    const NAME: &'static str = "user_data";
+
+    fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    fn retries(&self) -> &RetryBackoff {
+        &self.retries
+    }
+
+    fn key(key_secret: &Secret) -> String {
+        key_secret.metadata.name.clone().unwrap_or_default()
     }
 }

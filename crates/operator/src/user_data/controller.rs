@@ -1,10 +1,9 @@
 //! The kube-runtime wiring of the user-data controller: a `Controller` over Secret `cloud-private-key` in the
 //! operator namespace that also watches Secret `windows-user-data` in `openshift-machine-api` (both selected by
-//! name, so the operator's Roles can be limited to those names), calling [`reconcile_user_data`]. Exercised
-//! against a real API server by the e2e suite.
+//! name, so the operator's Roles can be limited to those names), calling [`reconcile_user_data`], with the
+//! runtime's error policy (a fixed 5 s pause: one object). Exercised against a real API server by the e2e suite.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
@@ -15,9 +14,7 @@ use kube::{Api, Client};
 
 use super::{USER_DATA_NAMESPACE, USER_DATA_SECRET, UserDataContext, UserDataError, reconcile_user_data};
 use crate::operator_key::PRIVATE_KEY_SECRET;
-
-/// The wait before retrying a failed reconcile (one object: a fixed pause is enough).
-const RETRY: Duration = Duration::from_secs(5);
+use crate::runtime::{Controlled, error_policy, report, tracked};
 
 /// Runs the user-data controller until the watches end (the process shuts down).
 ///
@@ -38,21 +35,11 @@ pub async fn controller(client: Client, ctx: Arc<UserDataContext>) {
             move |_| Some(key_ref.clone()),
         )
         .run(reconcile, error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                tracing::warn!(error = %error, "user-data controller");
-            }
-        })
+        .for_each(|result| report(UserDataContext::NAME, result))
         .await;
 }
 
 async fn reconcile(key_secret: Arc<Secret>, ctx: Arc<UserDataContext>) -> Result<Action, UserDataError> {
-    reconcile_user_data(Some(&key_secret), &ctx).await?;
+    tracked(ctx.as_ref(), key_secret.as_ref(), reconcile_user_data(Some(&key_secret), &ctx)).await?;
     Ok(Action::await_change())
-}
-
-fn error_policy(_key_secret: Arc<Secret>, error: &UserDataError, ctx: Arc<UserDataContext>) -> Action {
-    tracing::warn!(kind = error.metric_label(), error = %error, "user-data reconcile failed");
-    ctx.metrics.record_error(error.metric_label());
-    Action::requeue(RETRY)
 }

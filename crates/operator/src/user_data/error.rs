@@ -1,5 +1,7 @@
 //! The user-data controller's errors: each names the Secret and the step that failed.
 
+use crate::runtime::ReconcilerError;
+
 /// Why one user-data reconcile failed. Every variant is retryable (the controller requeues with backoff).
 #[derive(Debug, thiserror::Error)]
 pub enum UserDataError {
@@ -23,11 +25,12 @@ pub enum UserDataError {
     },
 }
 
-impl UserDataError {
+impl ReconcilerError for UserDataError {
     /// A short, stable label for the errors-by-kind metric.
     ///
     /// ```
     /// use wmco_operator::user_data::UserDataError;
+    /// use wmco_operator::runtime::ReconcilerError;
     /// let source = wmco_cluster_client::Error::MissingField {
     ///     verb: wmco_cluster_client::Verb::Apply,
     ///     kind: "Secret",
@@ -37,7 +40,7 @@ impl UserDataError {
     /// let error = UserDataError::Apply { object: "openshift-machine-api/windows-user-data".into(), source: Box::new(source) };
     /// assert_eq!(error.metric_label(), "user_data_apply");
     /// ```
-    pub fn metric_label(&self) -> &'static str {
+    fn metric_label(&self) -> &'static str {
         match self {
             Self::Read { .. } => "user_data_read",
             Self::Apply { .. } => "user_data_apply",
