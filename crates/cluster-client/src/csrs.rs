@@ -1,4 +1,5 @@
-//! CertificateSigningRequests: list the pending ones of given signers, and approve or deny one through the
+//! CertificateSigningRequests: list those of given signers (all, or only the pending ones), and approve or deny one
+//! through the
 //! `/approval` subresource with a reason and message, sending the resourceVersion that was read so a decision on a
 //! changed request is refused (409) instead of applied.
 
@@ -72,6 +73,10 @@ pub trait Csrs: Send + Sync {
     /// Pending requests whose `spec.signerName` is one of `signers`, in name order.
     async fn list_pending(&self, signers: &[&str]) -> Result<Vec<CertificateSigningRequest>>;
 
+    /// Requests whose `spec.signerName` is one of `signers` in every state (pending, approved, issued, denied,
+    /// failed), in name order, read from the API server (not a cache).
+    async fn list(&self, signers: &[&str]) -> Result<Vec<CertificateSigningRequest>>;
+
     /// Approves or denies `csr` as read (its resourceVersion guards against deciding on a changed request); a
     /// changed request fails with a conflict ([`Error::is_conflict`]).
     async fn decide(
@@ -94,21 +99,34 @@ impl KubeCsrs {
     }
 }
 
+impl KubeCsrs {
+    /// The requests of `signers` that `keep` accepts, in name order; `what` names them in errors.
+    async fn list_where(
+        &self,
+        signers: &[&str],
+        what: &str,
+        keep: impl Fn(&CertificateSigningRequest) -> bool,
+    ) -> Result<Vec<CertificateSigningRequest>> {
+        let list =
+            self.api.list(&ListParams::default()).await.map_err(|source| Error::api(Verb::List, KIND, what, source))?;
+        let mut kept: Vec<CertificateSigningRequest> = list
+            .items
+            .into_iter()
+            .filter(|csr| signers.contains(&csr.spec.signer_name.as_str()) && keep(csr))
+            .collect();
+        kept.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        Ok(kept)
+    }
+}
+
 #[async_trait]
 impl Csrs for KubeCsrs {
     async fn list_pending(&self, signers: &[&str]) -> Result<Vec<CertificateSigningRequest>> {
-        let list = self
-            .api
-            .list(&ListParams::default())
-            .await
-            .map_err(|source| Error::api(Verb::List, KIND, "pending", source))?;
-        let mut pending: Vec<CertificateSigningRequest> = list
-            .items
-            .into_iter()
-            .filter(|csr| signers.contains(&csr.spec.signer_name.as_str()) && is_pending(csr))
-            .collect();
-        pending.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-        Ok(pending)
+        self.list_where(signers, "pending", is_pending).await
+    }
+
+    async fn list(&self, signers: &[&str]) -> Result<Vec<CertificateSigningRequest>> {
+        self.list_where(signers, &format!("of signers {}", signers.join(", ")), |_| true).await
     }
 
     async fn decide(
@@ -166,6 +184,26 @@ mod tests {
         .await;
         let names: Vec<_> = pending.iter().map(|csr| csr.metadata.name.clone().unwrap()).collect();
         assert_eq!(names, vec!["csr-a".to_owned(), "csr-b".to_owned()]);
+    }
+
+    #[tokio::test]
+    async fn list_keeps_requests_of_the_given_signers_in_every_state() {
+        let list = json!({"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequestList", "metadata": {},
+        "items": [
+            csr("csr-e", KUBELET_CLIENT_SIGNER, json!([{"type": "Denied", "status": "True"}])),
+            csr("csr-b", KUBELET_CLIENT_SIGNER, json!([])),
+            csr("csr-c", "example.com/other", json!([])),
+            csr("csr-d", KUBELET_CLIENT_SIGNER, json!([{"type": "Approved", "status": "True"}])),
+            csr("csr-a", KUBELET_SERVING_SIGNER, json!([{"type": "Failed", "status": "True"}])),
+        ]});
+        let exchanges =
+            vec![Exchange::get("/apis/certificates.k8s.io/v1/certificatesigningrequests?").reply(200, list)];
+        let listed = scenario(exchanges, |client| async move {
+            KubeCsrs::new(client).list(&[KUBELET_CLIENT_SIGNER, KUBELET_SERVING_SIGNER]).await.unwrap()
+        })
+        .await;
+        let names: Vec<_> = listed.iter().map(|csr| csr.metadata.name.clone().unwrap()).collect();
+        assert_eq!(names, ["csr-a", "csr-b", "csr-d", "csr-e"]);
     }
 
     #[tokio::test]

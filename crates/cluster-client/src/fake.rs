@@ -174,6 +174,14 @@ impl Csrs for FakeCsrs {
             .collect())
     }
 
+    async fn list(&self, signers: &[&str]) -> Result<Vec<CertificateSigningRequest>> {
+        Ok(locked(&self.csrs)
+            .values()
+            .filter(|csr| signers.contains(&csr.spec.signer_name.as_str()))
+            .cloned()
+            .collect())
+    }
+
     async fn decide(
         &self,
         csr: &CertificateSigningRequest,
@@ -493,6 +501,8 @@ mod tests {
         assert!(csrs.decide(&stale, &CsrDecision::approve("R", "m")).await.unwrap_err().is_conflict());
         csrs.decide(&csr, &CsrDecision::approve("WMCOApprove", "ok")).await.unwrap();
         assert!(csrs.list_pending(&[crate::names::KUBELET_CLIENT_SIGNER]).await.unwrap().is_empty());
+        assert_eq!(csrs.list(&[crate::names::KUBELET_CLIENT_SIGNER]).await.unwrap().len(), 1);
+        assert!(csrs.list(&[crate::names::KUBELET_SERVING_SIGNER]).await.unwrap().is_empty());
         let condition = &csrs.csr("csr-1").unwrap().status.unwrap().conditions.unwrap()[0];
         assert_eq!((condition.type_.as_str(), condition.reason.as_deref()), ("Approved", Some("WMCOApprove")));
     }

@@ -715,6 +715,115 @@ fn f2_kubelet_retry_with_the_same_key_is_approved() {
     assert_approve(&Csr::bootstrap(pem).decide_in(&world));
 }
 
+/// A client CSR for win-1 in `state`, requested by `username`, created `minutes` ago.
+fn client_summary(name: &str, key: String, state: CsrState, username: &str, minutes: i64) -> CsrSummary {
+    CsrSummary {
+        username: username.into(),
+        creation_timestamp: minutes_ago(minutes),
+        ..bootstrap_summary(name, key, state)
+    }
+}
+
+#[test]
+fn f2_client_csr_approved_by_an_admin_with_another_key_is_ignored_whoever_requested_it() {
+    for requester in [BOOTSTRAPPER, "system:node:win-1", "system:serviceaccount:default:csr-maker"] {
+        let mut world = world();
+        let other_key = key_sha256(&client_pem("win-1"));
+        world.csrs.push(client_summary("csr-by-hand", other_key, CsrState::Approved, requester, 20));
+        let verdict = Csr::bootstrap(client_pem("win-1")).decide_in(&world);
+        assert_ignore(&verdict, RuleId::F2);
+        assert!(verdict.reason().contains("csr-by-hand"), "{verdict:?}");
+    }
+}
+
+#[test]
+fn f2_approved_client_csr_with_an_unreadable_key_is_ignored() {
+    let mut world = world();
+    let mut unreadable = bootstrap_summary("csr-unreadable", String::new(), CsrState::Approved);
+    unreadable.public_key_sha256 = None;
+    world.csrs.push(unreadable);
+    assert_ignore(&Csr::bootstrap(client_pem("win-1")).decide_in(&world), RuleId::F2);
+}
+
+#[test]
+fn f2_issued_csr_counts_as_approved() {
+    let mut issued = Csr::bootstrap(client_pem("win-1"));
+    issued.name = "csr-issued".into();
+    issued.certificate = Some("LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t".into());
+    let summary = issued.facts().summary();
+    assert_eq!(summary.state, CsrState::Approved);
+    let mut world = world();
+    world.csrs.push(summary);
+    assert_ignore(&Csr::bootstrap(client_pem("win-1")).decide_in(&world), RuleId::F2);
+}
+
+#[test]
+fn f2_approvals_before_the_attempt_and_other_csrs_do_not_count() {
+    let mut world = world();
+    let other_key = || key_sha256(&client_pem("win-1"));
+    // T0 is 30 minutes ago: created before T0 − 10 s, from an earlier attempt.
+    world.csrs.push(client_summary("csr-old", other_key(), CsrState::Approved, BOOTSTRAPPER, 31));
+    world.csrs.push(client_summary("csr-denied", other_key(), CsrState::Denied, BOOTSTRAPPER, 5));
+    world.csrs.push(client_summary("csr-failed", other_key(), CsrState::Failed, BOOTSTRAPPER, 5));
+    let serving = CsrSummary {
+        signer_name: SERVING_SIGNER.into(),
+        ..bootstrap_summary("csr-serving", other_key(), CsrState::Approved)
+    };
+    world.csrs.push(serving);
+    let mut other_node = bootstrap_summary("csr-win-fx", other_key(), CsrState::Approved);
+    other_node.node_name = Some("win-fx".into());
+    world.csrs.push(other_node);
+    assert_approve(&Csr::bootstrap(client_pem("win-1")).decide_in(&world));
+}
+
+#[test]
+fn f2_approved_csr_created_at_the_early_tolerance_counts() {
+    let mut world = world();
+    let mut edge = bootstrap_summary("csr-edge", key_sha256(&client_pem("win-1")), CsrState::Approved);
+    edge.creation_timestamp = minutes_ago(30) - jiff::SignedDuration::from_secs(10);
+    world.csrs.push(edge.clone());
+    assert_ignore(&Csr::bootstrap(client_pem("win-1")).decide_in(&world), RuleId::F2);
+    world.csrs[0].creation_timestamp = edge.creation_timestamp - jiff::SignedDuration::from_secs(1);
+    assert_approve(&Csr::bootstrap(client_pem("win-1")).decide_in(&world));
+}
+
+#[test]
+fn f2_recorded_key_outranks_pending_competitors() {
+    let pem = client_pem("win-1");
+    let mut world = world();
+    byoh_mut(&mut world, "win-1").bootstrap_approval =
+        Some(BootstrapApproval { public_key_sha256: key_sha256(&pem), approved_at: minutes_ago(30) });
+    let competitor_pem = client_pem("win-1");
+    world.csrs.push(bootstrap_summary("csr-competitor", key_sha256(&competitor_pem), CsrState::Pending));
+    assert_approve(&Csr::bootstrap(pem).decide_in(&world));
+    // The competitor itself stays pending: the attempt is bound to the recorded key.
+    let mut competitor = Csr::bootstrap(competitor_pem);
+    competitor.name = "csr-competitor".into();
+    assert_ignore(&competitor.decide_in(&world), RuleId::F2);
+}
+
+#[test]
+fn f2_recorded_key_does_not_outrank_an_approved_csr_with_another_key() {
+    let pem = client_pem("win-1");
+    let mut world = world();
+    byoh_mut(&mut world, "win-1").bootstrap_approval =
+        Some(BootstrapApproval { public_key_sha256: key_sha256(&pem), approved_at: minutes_ago(30) });
+    world.csrs.push(bootstrap_summary("csr-by-hand", key_sha256(&client_pem("win-1")), CsrState::Approved));
+    assert_ignore(&Csr::bootstrap(pem).decide_in(&world), RuleId::F2);
+}
+
+#[test]
+fn f2_machine_attempt_starts_at_the_machine_creation() {
+    let mut world = world();
+    let mut approved = bootstrap_summary("csr-by-hand", key_sha256(&client_pem("winm-a.internal")), CsrState::Approved);
+    approved.node_name = Some("winm-a.internal".into());
+    approved.creation_timestamp = minutes_ago(19);
+    world.csrs.push(approved);
+    assert_ignore(&Csr::bootstrap(client_pem("winm-a.internal")).decide_in(&world), RuleId::F2);
+    world.csrs[0].creation_timestamp = minutes_ago(21);
+    assert_approve(&Csr::bootstrap(client_pem("winm-a.internal")).decide_in(&world));
+}
+
 #[test]
 fn f3_renewal_without_node_is_ignored() {
     let mut world = world();

@@ -81,7 +81,19 @@ fn check_bootstrap_window(facts: &CsrFacts, scope: &InScope<'_>, world: &World) 
     Ok(attempt_start)
 }
 
-/// F2.
+/// F2: one bootstrap key per configuration attempt, which starts at `attempt_start` (T0: `configuringSince` of a
+/// BYOH record, the Machine's creation).
+///
+/// - A recorded bootstrap key of the attempt that is not this CSR's key → IGNORE. The operator records the key
+///   before it writes the approval, so a recorded key binds the attempt even when that approval never got written.
+/// - Any client CSR for the node created since T0 − 10 s and approved (issued or not, by anyone: the operator, an
+///   admin, another approver) with another or an unreadable key → IGNORE: a client certificate for the node may
+///   already exist, whatever the record says.
+/// - A pending bootstrap CSR for the node with another or an unreadable key → IGNORE (two kubelets, or a kubelet and
+///   an impostor; neither is chosen) — unless this CSR carries the key recorded for the attempt: the choice was made
+///   then, and the other CSR can never be approved in this attempt.
+///
+/// Denied and failed CSRs do not count: no certificate comes from them.
 fn check_single_bootstrap_key(
     facts: &CsrFacts,
     scope: &InScope<'_>,
@@ -90,8 +102,8 @@ fn check_single_bootstrap_key(
     world: &World,
 ) -> Check<()> {
     let key = body.public_key.spki_sha256_hex();
-    if let Some(approval) = scope.instance.bootstrap_approval()
-        && approval.approved_at >= attempt_start
+    let recorded = scope.instance.bootstrap_approval().filter(|approval| approval.approved_at >= attempt_start);
+    if let Some(approval) = recorded
         && approval.public_key_sha256 != key
     {
         return Err(ignore(
@@ -102,19 +114,32 @@ fn check_single_bootstrap_key(
             ),
         ));
     }
+    let bound_to_this_key = recorded.is_some();
     let earliest = attempt_start.saturating_sub(EARLY_TOLERANCE).unwrap_or(attempt_start);
-    let conflicting = world.csrs_for_node(scope.node_name).find(|other| {
+    let other_keys = world.csrs_for_node(scope.node_name).filter(|other| {
         other.name != facts.name
             && other.signer_name == SIGNER_KUBELET_CLIENT
-            && other.username == NODE_BOOTSTRAPPER_USERNAME
             && other.public_key_sha256.as_deref() != Some(key.as_str())
-            && match other.state {
-                CsrState::Pending => true,
-                CsrState::Approved => other.creation_timestamp >= earliest,
-                CsrState::Denied | CsrState::Failed => false,
-            }
     });
-    match conflicting {
+    let mut pending_competitor = None;
+    for other in other_keys {
+        match other.state {
+            CsrState::Approved if other.creation_timestamp >= earliest => {
+                return Err(ignore(
+                    RuleId::F2,
+                    format!(
+                        "client CSR {} for {}, created {} in this configuration attempt, was approved with another key",
+                        other.name, scope.node_name, other.creation_timestamp
+                    ),
+                ));
+            }
+            CsrState::Pending if other.username == NODE_BOOTSTRAPPER_USERNAME && !bound_to_this_key => {
+                pending_competitor = pending_competitor.or(Some(other));
+            }
+            CsrState::Approved | CsrState::Pending | CsrState::Denied | CsrState::Failed => {}
+        }
+    }
+    match pending_competitor {
         None => Ok(()),
         Some(other) => Err(ignore(
             RuleId::F2,

@@ -1,5 +1,10 @@
-//! One CSR reconcile: observe (records, Node, other pending CSRs), decide (pure, `wmco-csr-approver`), act
-//! (`/approval`), record (bootstrap key hash) and tell (one Event).
+//! One CSR reconcile: observe (records, Node, the other kubelet CSRs), decide (pure, `wmco-csr-approver`), record
+//! (a bootstrap approval's key hash, before the approval), act (`/approval`) and tell (one Event).
+//!
+//! The bootstrap guard (rule F2) rests on two things, so that no failure or crash leads to a second client identity
+//! for one node: the World holds every kubelet client CSR naming the node in every state, read live, so a CSR
+//! approved by anyone since the attempt began counts; and the key is recorded on the `WindowsInstance` before
+//! `/approval` is written, so a retry after a failed approval can only approve that same key.
 
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use kube::Resource;
@@ -7,7 +12,7 @@ use wmco_cluster_client::names::{KUBELET_CLIENT_SIGNER, KUBELET_SERVING_SIGNER};
 use wmco_cluster_client::types::{InstanceOrigin, WindowsInstance};
 use wmco_cluster_client::{CsrDecision, NewEvent, Severity, is_pending};
 use wmco_csr_approver::{
-    CsrFacts, CsrManifest, CsrSummary, NODE_BOOTSTRAPPER_USERNAME, RuleId, Verdict, World, WorldData, decide,
+    CsrFacts, CsrManifest, CsrState, CsrSummary, NODE_BOOTSTRAPPER_USERNAME, RuleId, Verdict, World, WorldData, decide,
 };
 
 use super::world::{machine_instance, managed_instance, node_record};
@@ -37,11 +42,16 @@ pub enum CsrOutcome {
 
 /// Decides one CSR and applies the verdict.
 ///
-/// Reads, in order: the `WindowsInstance` records of the operator namespace, the pending kubelet CSRs, the Machine
-/// of each Machine-backed record that expects the CSR's node name (when the context can read Machines) and, when a
-/// record expects it, the Node the CSR names (live GET), all under the lock of that node name. An approval of a client CSR GETs the Node once
-/// more and decides again with it right before approving (rule F1). Approve and deny go through `/approval` with
-/// the resourceVersion read; a 409 is [`CsrControllerError::Conflict`] (requeue, decide again from scratch).
+/// Reads, in order: the `WindowsInstance` records of the operator namespace, the kubelet CSRs (one live LIST: every
+/// pending one, and every client CSR naming the same node in any state), the Machine of each Machine-backed record
+/// that expects the CSR's node name (when the context can read Machines) and, when a record expects it, the Node
+/// the CSR names (live GET), all under the lock of that node name. An approval of a client CSR GETs the Node once
+/// more and decides again with it right before approving (rule F1).
+///
+/// An approved bootstrap CSR's key is recorded on its `WindowsInstance` first; only then is the approval written
+/// (a failed record write approves nothing: [`CsrControllerError::RecordApproval`]). Approve and deny go through
+/// `/approval` with the resourceVersion read; a 409 is [`CsrControllerError::Conflict`] (requeue, decide again from
+/// scratch), and after a failed approval the recorded key lets only a CSR with that key through (rule F2).
 pub async fn reconcile_csr(
     csr: &CertificateSigningRequest,
     ctx: &CsrContext,
@@ -64,7 +74,7 @@ pub async fn reconcile_csr(
             namespace: ctx.settings.namespace.clone(),
             source: Box::new(source),
         })?;
-    let other_csrs = pending_summaries(ctx, &csr_name).await?;
+    let other_csrs = kubelet_csr_summaries(ctx, &csr_name, node_name.as_deref()).await?;
     let mut data = WorldData {
         now: (ctx.settings.clock)(),
         service_network: ctx.settings.service_network.clone(),
@@ -95,13 +105,15 @@ pub async fn reconcile_csr(
     }
 
     let instance = node_name.as_deref().and_then(|node_name| instance_named(&records, node_name));
-    apply(csr, &csr_name, &verdict, ctx).await?;
-    if verdict == Verdict::Approve
-        && facts.username == NODE_BOOTSTRAPPER_USERNAME
-        && let (Some(instance), Some(key)) = (instance, facts.summary().public_key_sha256)
-    {
+    if verdict == Verdict::Approve && is_bootstrap(&facts) {
+        let node = node_name.as_deref().unwrap_or_default();
+        let key = facts.summary().public_key_sha256;
+        let (Some(instance), Some(key)) = (instance, key) else {
+            return Err(CsrControllerError::NoRecordForKey { csr: csr_name, node: node.to_owned() });
+        };
         record_bootstrap_key(ctx, &csr_name, instance, key).await?;
     }
+    apply(csr, &csr_name, &verdict, ctx).await?;
     publish_event(ctx, &csr_name, instance, &verdict).await;
     ctx.metrics.record_csr_verdict(
         verdict_label(&verdict),
@@ -130,18 +142,35 @@ fn facts_of(csr: &CertificateSigningRequest, csr_name: &str) -> Result<CsrFacts,
         .map_err(|source| CsrControllerError::ManifestKind { csr: csr_name.to_owned(), source })
 }
 
-/// Summaries of the other pending kubelet CSRs (rules A6 and F2); ones that cannot be read are left out.
-async fn pending_summaries(ctx: &CsrContext, csr_name: &str) -> Result<Vec<CsrSummary>, CsrControllerError> {
-    let pending = ctx
+/// Whether `facts` is a bootstrap request: a kubelet client CSR made with the bootstrap credential.
+fn is_bootstrap(facts: &CsrFacts) -> bool {
+    facts.signer_name == KUBELET_CLIENT_SIGNER && facts.username == NODE_BOOTSTRAPPER_USERNAME
+}
+
+/// Summaries of the other kubelet CSRs, from one live LIST: every pending one (rule A6), and every client CSR naming
+/// `node_name` in any state — pending, approved by the operator or anyone else, issued, denied, failed — whatever
+/// its age (rule F2 counts those created since the configuration attempt began). Ones that cannot be read are left
+/// out.
+async fn kubelet_csr_summaries(
+    ctx: &CsrContext,
+    csr_name: &str,
+    node_name: Option<&str>,
+) -> Result<Vec<CsrSummary>, CsrControllerError> {
+    let listed = ctx
         .csrs
-        .list_pending(&KUBELET_SIGNERS)
+        .list(&KUBELET_SIGNERS)
         .await
         .map_err(|source| CsrControllerError::ListCsrs { csr: csr_name.to_owned(), source: Box::new(source) })?;
-    Ok(pending
+    let names_the_node = |summary: &CsrSummary| node_name.is_some() && summary.node_name.as_deref() == node_name;
+    Ok(listed
         .iter()
         .filter(|other| other.metadata.name.as_deref() != Some(csr_name))
         .filter_map(|other| facts_of(other, other.metadata.name.as_deref().unwrap_or_default()).ok())
         .map(|facts| facts.summary())
+        .filter(|summary| {
+            summary.state == CsrState::Pending
+                || (summary.signer_name == KUBELET_CLIENT_SIGNER && names_the_node(summary))
+        })
         .collect())
 }
 
@@ -159,8 +188,6 @@ async fn live_node(
     Ok(node.iter().map(node_record).collect())
 }
 
-/// The one `WindowsInstance` whose expected node name is `node_name`, or `None` if there is no such record or
-/// several.
 /// The approver's records of the Machine-backed records that expect `node_name` (recorded or decided), each with
 /// its Machine read now; none when the context cannot read Machines or the Machine is gone.
 async fn machine_instances(
@@ -174,9 +201,9 @@ async fn machine_instances(
     };
     let mut instances = Vec::new();
     for record in records.iter().filter(|record| record.spec.origin == InstanceOrigin::Machine) {
-        let recorded = record.status.as_ref().and_then(|status| status.expected_node_name.as_deref());
-        let expected = recorded.or(record.spec.expected_node_name.as_deref());
-        let Some(machine_name) = record.spec.machine_name.as_deref().filter(|_| expected == Some(node_name)) else {
+        let Some(machine_name) =
+            record.spec.machine_name.as_deref().filter(|_| expected_node_name(record) == Some(node_name))
+        else {
             continue;
         };
         let machine = machines.get(MACHINE_API_NAMESPACE, machine_name).await.map_err(|source| {
@@ -191,10 +218,20 @@ async fn machine_instances(
     Ok(instances)
 }
 
+/// The node name a record expects: the one recorded in its status, or for a Machine-backed record the one decided
+/// in its spec before it is recorded (BYOH records have none until the host was read over SSH).
+fn expected_node_name(record: &WindowsInstance) -> Option<&str> {
+    let recorded = record.status.as_ref().and_then(|status| status.expected_node_name.as_deref());
+    match record.spec.origin {
+        InstanceOrigin::Machine => recorded.or(record.spec.expected_node_name.as_deref()),
+        InstanceOrigin::Byoh => recorded,
+    }
+}
+
+/// The one `WindowsInstance` whose expected node name is `node_name`, or `None` if there is no such record or
+/// several.
 fn instance_named<'a>(records: &'a [WindowsInstance], node_name: &str) -> Option<&'a WindowsInstance> {
-    let mut named = records.iter().filter(|record| {
-        record.status.as_ref().and_then(|status| status.expected_node_name.as_deref()) == Some(node_name)
-    });
+    let mut named = records.iter().filter(|record| expected_node_name(record) == Some(node_name));
     match (named.next(), named.next()) {
         (Some(instance), None) => Some(instance),
         _ => None,
@@ -222,8 +259,11 @@ async fn apply(
     })
 }
 
-/// Records the approved bootstrap key's SHA-256 on the instance's status (rule F2), re-reading the record first so
-/// the status written is the newest one.
+/// Records the key SHA-256 of a bootstrap CSR about to be approved on the instance's status (rule F2), re-reading
+/// the record first so the status written is the newest one. Called before `/approval` is written: once this
+/// returns, the configuration attempt is bound to this key, whether or not the approval gets written. A record that
+/// already holds this key (a retry after a failed approval) is not written again; one that holds another key
+/// changed since the World was read ([`CsrControllerError::BootstrapKeyChanged`], decide again).
 async fn record_bootstrap_key(
     ctx: &CsrContext,
     csr_name: &str,
@@ -239,6 +279,14 @@ async fn record_bootstrap_key(
     };
     let current = ctx.instances.get(&namespace, &name).await.map_err(failed)?;
     let mut status = current.as_ref().unwrap_or(instance).status.clone().unwrap_or_default();
+    let decided_with = instance.status.as_ref().and_then(|status| status.approved_bootstrap_key_sha256.as_deref());
+    match status.approved_bootstrap_key_sha256.as_deref() {
+        Some(recorded) if recorded == public_key_sha256 => return Ok(()),
+        recorded if recorded != decided_with => {
+            return Err(CsrControllerError::BootstrapKeyChanged { csr: csr_name.to_owned(), instance: name });
+        }
+        _ => {}
+    }
     status.approved_bootstrap_key_sha256 = Some(public_key_sha256);
     ctx.instances.apply_status(&namespace, &name, &status).await.map_err(failed)?;
     Ok(())

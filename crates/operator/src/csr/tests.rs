@@ -14,7 +14,7 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 use wmco_cluster_client::fake::{FakeCsrs, FakeEvents, FakeInstanceRecords, FakeNodes};
 use wmco_cluster_client::types::{InstanceOrigin, Phase, WindowsInstance, WindowsInstanceSpec, WindowsInstanceStatus};
-use wmco_cluster_client::{CsrDecision, Csrs, InstanceRecords, NodeMetadataPatch, Nodes, Severity, is_pending};
+use wmco_cluster_client::{CsrDecision, Csrs, InstanceRecords, NodeMetadataPatch, Nodes, Severity, Verb, is_pending};
 use wmco_csr_approver::{APPROVE_REASON, RuleId, Verdict};
 
 use super::*;
@@ -32,11 +32,24 @@ fn minutes_ago(minutes: i64) -> Timestamp {
     now().checked_sub(SignedDuration::from_mins(minutes)).unwrap()
 }
 
-/// `Csrs` over [`FakeCsrs`] that logs `list_pending` and `approve|deny NAME REASON: MESSAGE`.
+/// The writes of every recording fake, in the order they were made (record before approval, rule G of F2).
+type Writes = Arc<Mutex<Vec<String>>>;
+
+/// A 500 answer of the API server to `verb` on `kind` `name`.
+fn server_error(verb: Verb, kind: &'static str, name: &str) -> wmco_cluster_client::Error {
+    let status = kube::core::Status { code: 500, reason: "InternalError".into(), ..kube::core::Status::default() };
+    wmco_cluster_client::Error::api(verb, kind, name, kube::Error::Api(Box::new(status)))
+}
+
+/// `Csrs` over [`FakeCsrs`] that logs `list` and `approve|deny NAME REASON: MESSAGE` for every call, and
+/// `approve|deny NAME` in the shared [`Writes`] for every decision written; the next `failing_decisions` decisions
+/// fail with a 500 without being written.
 #[derive(Default)]
 struct RecordingCsrs {
     inner: FakeCsrs,
     calls: Mutex<Vec<String>>,
+    writes: Writes,
+    failing_decisions: Mutex<u32>,
 }
 
 #[async_trait]
@@ -44,6 +57,11 @@ impl Csrs for RecordingCsrs {
     async fn list_pending(&self, signers: &[&str]) -> wmco_cluster_client::Result<Vec<CertificateSigningRequest>> {
         self.calls.lock().unwrap().push("list_pending".into());
         self.inner.list_pending(signers).await
+    }
+
+    async fn list(&self, signers: &[&str]) -> wmco_cluster_client::Result<Vec<CertificateSigningRequest>> {
+        self.calls.lock().unwrap().push("list".into());
+        self.inner.list(signers).await
     }
 
     async fn decide(
@@ -54,7 +72,73 @@ impl Csrs for RecordingCsrs {
         let verb = if decision.approve { "approve" } else { "deny" };
         let name = csr.metadata.name.clone().unwrap();
         self.calls.lock().unwrap().push(format!("{verb} {name} {}: {}", decision.reason, decision.message));
-        self.inner.decide(csr, decision).await
+        let fails = {
+            let mut failing = self.failing_decisions.lock().unwrap();
+            let fails = *failing > 0;
+            *failing = failing.saturating_sub(1);
+            fails
+        };
+        if fails {
+            let verb = if decision.approve { Verb::Approve } else { Verb::Deny };
+            return Err(server_error(verb, "CertificateSigningRequest", &name));
+        }
+        let decided = self.inner.decide(csr, decision).await?;
+        self.writes.lock().unwrap().push(format!("{verb} {name}"));
+        Ok(decided)
+    }
+}
+
+/// `InstanceRecords` over [`FakeInstanceRecords`] that logs each status write as `record NAME key=HASH` in the
+/// shared [`Writes`]; while `failing_status_writes` is set, status writes fail with a 500 without being written.
+/// Each record in `writes_on_get` is stored (status included, as another writer would) just before the next GET.
+#[derive(Default)]
+struct RecordingInstances {
+    inner: FakeInstanceRecords,
+    writes: Writes,
+    failing_status_writes: Mutex<bool>,
+    writes_on_get: Mutex<Vec<WindowsInstance>>,
+}
+
+#[async_trait]
+impl InstanceRecords for RecordingInstances {
+    async fn get(&self, namespace: &str, name: &str) -> wmco_cluster_client::Result<Option<WindowsInstance>> {
+        let changed: Vec<WindowsInstance> = self.writes_on_get.lock().unwrap().drain(..).collect();
+        for record in changed {
+            let (record_namespace, record_name) =
+                (record.metadata.namespace.clone().unwrap(), record.metadata.name.clone().unwrap());
+            self.inner.apply_status(&record_namespace, &record_name, &record.status.unwrap()).await?;
+        }
+        self.inner.get(namespace, name).await
+    }
+
+    async fn list(&self, namespace: &str) -> wmco_cluster_client::Result<Vec<WindowsInstance>> {
+        self.inner.list(namespace).await
+    }
+
+    async fn apply(&self, instance: &WindowsInstance) -> wmco_cluster_client::Result<WindowsInstance> {
+        self.inner.apply(instance).await
+    }
+
+    async fn apply_status(
+        &self,
+        namespace: &str,
+        name: &str,
+        status: &WindowsInstanceStatus,
+    ) -> wmco_cluster_client::Result<WindowsInstance> {
+        if *self.failing_status_writes.lock().unwrap() {
+            return Err(server_error(Verb::Apply, "WindowsInstance", &format!("{namespace}/{name}")));
+        }
+        let key = status.approved_bootstrap_key_sha256.as_deref().unwrap_or("-");
+        self.writes.lock().unwrap().push(format!("record {name} key={key}"));
+        self.inner.apply_status(namespace, name, status).await
+    }
+
+    async fn release_finalizer(&self, instance: &WindowsInstance) -> wmco_cluster_client::Result<()> {
+        self.inner.release_finalizer(instance).await
+    }
+
+    async fn delete(&self, namespace: &str, name: &str) -> wmco_cluster_client::Result<()> {
+        self.inner.delete(namespace, name).await
     }
 }
 
@@ -102,7 +186,8 @@ impl Nodes for RecordingNodes {
 struct Harness {
     csrs: Arc<RecordingCsrs>,
     nodes: Arc<RecordingNodes>,
-    instances: Arc<FakeInstanceRecords>,
+    instances: Arc<RecordingInstances>,
+    writes: Writes,
     events: Arc<FakeEvents>,
     context: CsrContext,
 }
@@ -110,9 +195,10 @@ struct Harness {
 impl Harness {
     /// A cluster with BYOH instance `win-1` waiting for its Node since 30 minutes ago.
     async fn new() -> Self {
-        let csrs = Arc::new(RecordingCsrs::default());
+        let writes = Writes::default();
+        let csrs = Arc::new(RecordingCsrs { writes: writes.clone(), ..RecordingCsrs::default() });
         let nodes = Arc::new(RecordingNodes::default());
-        let instances = Arc::new(FakeInstanceRecords::default());
+        let instances = Arc::new(RecordingInstances { writes: writes.clone(), ..RecordingInstances::default() });
         let events = Arc::new(FakeEvents::default());
         let mut record = WindowsInstance::new(
             "win-1",
@@ -125,7 +211,7 @@ impl Harness {
             },
         );
         record.metadata.namespace = Some(NAMESPACE.into());
-        instances.apply(&record).await.unwrap();
+        instances.inner.apply(&record).await.unwrap();
         let status = WindowsInstanceStatus {
             hostname: Some("win-1".into()),
             fqdn: Some("win-1.corp.example".into()),
@@ -136,7 +222,7 @@ impl Harness {
             configuring_since: Some(minutes_ago(30).into()),
             ..WindowsInstanceStatus::default()
         };
-        instances.apply_status(NAMESPACE, "win-1", &status).await.unwrap();
+        instances.inner.apply_status(NAMESPACE, "win-1", &status).await.unwrap();
         let settings = CsrSettings {
             namespace: NAMESPACE.into(),
             service_network: vec!["172.30.0.0/16".parse().unwrap()],
@@ -144,7 +230,7 @@ impl Harness {
             clock: Arc::new(now),
         };
         let context = CsrContext::new(csrs.clone(), nodes.clone(), instances.clone(), events.clone(), settings);
-        Harness { csrs, nodes, instances, events, context }
+        Harness { csrs, nodes, instances, writes, context, events }
     }
 
     fn csr_calls(&self) -> Vec<String> {
@@ -156,7 +242,17 @@ impl Harness {
     }
 
     fn recorded_key(&self) -> Option<String> {
-        self.instances.record(NAMESPACE, "win-1").unwrap().status.unwrap().approved_bootstrap_key_sha256
+        self.instances.inner.record(NAMESPACE, "win-1").unwrap().status.unwrap().approved_bootstrap_key_sha256
+    }
+
+    /// The writes of the CSR and record fakes, in order.
+    fn writes(&self) -> Vec<String> {
+        self.writes.lock().unwrap().clone()
+    }
+
+    /// Whether the CSR `name` is still undecided in the fake.
+    fn is_pending(&self, name: &str) -> bool {
+        is_pending(&self.csrs.inner.csr(name).unwrap())
     }
 
     /// `(severity, reason, note)` of every published Event, each checked to regard WindowsInstance win-1.
@@ -205,9 +301,31 @@ fn csr(
 }
 
 fn bootstrap_csr(key: &KeyPair) -> CertificateSigningRequest {
+    named_bootstrap_csr("csr-boot", key)
+}
+
+fn named_bootstrap_csr(name: &str, key: &KeyPair) -> CertificateSigningRequest {
     let pem = request_pem(key, "system:node:win-1", vec![]);
     let usages = ["digital signature", "client auth"];
-    csr("csr-boot", "kubernetes.io/kube-apiserver-client-kubelet", &pem, BOOTSTRAPPER, &BOOTSTRAP_GROUPS, &usages)
+    csr(name, "kubernetes.io/kube-apiserver-client-kubelet", &pem, BOOTSTRAPPER, &BOOTSTRAP_GROUPS, &usages)
+}
+
+/// `csr` approved by someone other than the operator (`kubectl certificate approve`), and issued.
+fn approved_by_admin(csr: &CertificateSigningRequest) -> CertificateSigningRequest {
+    let mut approved = csr.clone();
+    approved.status = Some(
+        serde_json::from_value(json!({
+            "conditions": [{"type": "Approved", "status": "True", "reason": "KubectlApprove",
+                            "message": "This CSR was approved by kubectl certificate approve."}],
+            "certificate": base64::engine::general_purpose::STANDARD.encode("issued"),
+        }))
+        .unwrap(),
+    );
+    approved
+}
+
+fn key_sha256(key: &KeyPair) -> String {
+    hex::encode(Sha256::digest(key.subject_public_key_info()))
 }
 
 fn serving_csr(node: &str, username: &str, groups: &[&str]) -> CertificateSigningRequest {
@@ -241,10 +359,10 @@ async fn approvable_bootstrap_csr_is_approved_its_key_recorded_and_one_event_pub
 
     assert_eq!(outcome, CsrOutcome::Decided { verdict: Verdict::Approve, instance: Some("win-1".into()) });
     let approve = format!("approve csr-boot {APPROVED_CONDITION_REASON}: {APPROVE_REASON}");
-    assert_eq!(harness.csr_calls(), vec!["list_pending".to_owned(), approve]);
+    assert_eq!(harness.csr_calls(), vec!["list".to_owned(), approve]);
     assert_eq!(harness.node_calls(), vec!["get win-1", "get win-1"]);
     assert!(!is_pending(&harness.csrs.inner.csr("csr-boot").unwrap()));
-    assert_eq!(harness.recorded_key(), Some(hex::encode(Sha256::digest(key.subject_public_key_info()))));
+    assert_eq!(harness.recorded_key(), Some(key_sha256(&key)));
     let note = format!("CSR csr-boot: approved, {APPROVE_REASON}");
     assert_eq!(harness.events(), vec![(Severity::Normal, "CsrApproved".to_owned(), note)]);
     let metrics = harness.context.metrics.encode().unwrap();
@@ -266,7 +384,7 @@ async fn node_registered_between_the_two_live_reads_leaves_the_bootstrap_csr_pen
     let outcome = reconcile_csr(&csr, &harness.context).await.unwrap();
 
     assert!(ignored(RuleId::F1)(&outcome), "{outcome:?}");
-    assert_eq!(harness.csr_calls(), vec!["list_pending"]);
+    assert_eq!(harness.csr_calls(), vec!["list"]);
     assert_eq!(harness.node_calls(), vec!["get win-1", "get win-1"]);
     assert!(is_pending(&harness.csrs.inner.csr("csr-boot").unwrap()));
     assert_eq!(harness.recorded_key(), None);
@@ -286,7 +404,7 @@ async fn serving_csr_for_a_windows_node_from_another_identity_is_denied_by_e3() 
         panic!("expected a denial by E3, got {outcome:?}");
     };
     assert_eq!(instance.as_deref(), Some("win-1"));
-    assert_eq!(harness.csr_calls(), vec!["list_pending".to_owned(), format!("deny csr-serving E3: {reason}")]);
+    assert_eq!(harness.csr_calls(), vec!["list".to_owned(), format!("deny csr-serving E3: {reason}")]);
     assert_eq!(harness.node_calls(), vec!["get win-1"]);
     let denied = harness.csrs.inner.csr("csr-serving").unwrap();
     let condition = &denied.status.unwrap().conditions.unwrap()[0];
@@ -306,19 +424,21 @@ async fn linux_node_serving_csr_is_left_pending_without_any_write() {
     let outcome = reconcile_csr(&csr, &harness.context).await.unwrap();
 
     assert!(ignored(RuleId::A5)(&outcome), "{outcome:?}");
-    assert_eq!(harness.csr_calls(), vec!["list_pending"]);
+    assert_eq!(harness.csr_calls(), vec!["list"]);
     assert_eq!(harness.node_calls(), Vec::<String>::new());
     assert!(is_pending(&harness.csrs.inner.csr("csr-serving").unwrap()));
     assert_eq!(harness.events(), vec![]);
 }
 
+/// A 409 on `/approval` comes after the key was recorded: the CSR stays pending, the attempt is bound to its key.
 #[tokio::test]
-async fn conflict_on_approval_is_a_retryable_error_with_nothing_recorded() {
+async fn conflict_on_approval_is_a_retryable_error_with_the_key_kept() {
     let harness = Harness::new().await;
-    let csr = bootstrap_csr(&KeyPair::generate().unwrap());
+    let key = KeyPair::generate().unwrap();
+    let csr = bootstrap_csr(&key);
     let mut changed = csr.clone();
     changed.metadata.resource_version = Some("8".into());
-    harness.csrs.inner.insert(changed);
+    harness.csrs.inner.insert(changed.clone());
 
     let error = reconcile_csr(&csr, &harness.context).await.unwrap_err();
 
@@ -327,8 +447,61 @@ async fn conflict_on_approval_is_a_retryable_error_with_nothing_recorded() {
     assert_eq!(error.metric_label(), "csr_conflict");
     assert_eq!(error.to_string(), "CSR csr-boot: changed since it was read; deciding again");
     assert!(is_pending(&harness.csrs.inner.csr("csr-boot").unwrap()));
-    assert_eq!(harness.recorded_key(), None);
+    assert_eq!(harness.recorded_key(), Some(key_sha256(&key)));
     assert_eq!(harness.events(), vec![]);
+
+    // Decided again from the request as it is now: approved, and the record is not written twice.
+    let outcome = reconcile_csr(&changed, &harness.context).await.unwrap();
+    assert_eq!(outcome, CsrOutcome::Decided { verdict: Verdict::Approve, instance: Some("win-1".into()) });
+    assert_eq!(harness.writes(), vec![format!("record win-1 key={}", key_sha256(&key)), "approve csr-boot".to_owned()]);
+}
+
+#[tokio::test]
+async fn a_record_holding_another_key_than_when_read_approves_nothing() {
+    let harness = Harness::new().await;
+    let csr = bootstrap_csr(&KeyPair::generate().unwrap());
+    harness.csrs.inner.insert(csr.clone());
+    let other_key = key_sha256(&KeyPair::generate().unwrap());
+    // Another writer records a key between the operator's LIST of the records and its re-read.
+    let mut record = harness.instances.inner.record(NAMESPACE, "win-1").unwrap();
+    record.status.as_mut().unwrap().approved_bootstrap_key_sha256 = Some(other_key.clone());
+    harness.instances.writes_on_get.lock().unwrap().push(record);
+
+    let error = reconcile_csr(&csr, &harness.context).await.unwrap_err();
+
+    assert!(matches!(error, CsrControllerError::BootstrapKeyChanged { .. }), "{error:?}");
+    assert!(error.is_retryable());
+    assert!(harness.is_pending("csr-boot"));
+    assert_eq!(harness.recorded_key(), Some(other_key));
+    let outcome = reconcile_csr(&csr, &harness.context).await.unwrap();
+    assert!(ignored(RuleId::F2)(&outcome), "{outcome:?}");
+}
+
+#[tokio::test]
+async fn a_bootstrap_csr_without_a_single_record_to_bind_is_not_approved() {
+    let harness = Harness::new().await;
+    // A Machine-backed record whose Machine is unreadable (no Machines in the context) names the same node: the
+    // World holds only the BYOH instance, but the key has no single record to go to.
+    let mut twin = WindowsInstance::new(
+        "machine-win-1",
+        WindowsInstanceSpec {
+            address: "10.0.1.5".into(),
+            username: "Administrator".into(),
+            origin: InstanceOrigin::Machine,
+            machine_name: Some("win-1".into()),
+            expected_node_name: Some("win-1".into()),
+        },
+    );
+    twin.metadata.namespace = Some(NAMESPACE.into());
+    harness.instances.inner.apply(&twin).await.unwrap();
+    let csr = bootstrap_csr(&KeyPair::generate().unwrap());
+    harness.csrs.inner.insert(csr.clone());
+
+    let error = reconcile_csr(&csr, &harness.context).await.unwrap_err();
+
+    assert!(matches!(error, CsrControllerError::NoRecordForKey { .. }), "{error:?}");
+    assert!(harness.is_pending("csr-boot"));
+    assert_eq!(harness.writes(), Vec::<String>::new());
 }
 
 #[tokio::test]
@@ -356,9 +529,112 @@ async fn competing_bootstrap_keys_are_left_pending_with_one_warning() {
     let CsrOutcome::Decided { verdict: Verdict::Ignore { rule: RuleId::F2, reason }, .. } = outcome else {
         panic!("expected an ignore by F2, got {outcome:?}");
     };
-    assert_eq!(harness.csr_calls(), vec!["list_pending"]);
+    assert_eq!(harness.csr_calls(), vec!["list"]);
     assert_eq!(harness.node_calls(), vec!["get win-1"]);
     assert!(is_pending(&harness.csrs.inner.csr("csr-boot").unwrap()));
     let note = format!("CSR csr-boot: ignore by rule F2: {reason}");
     assert_eq!(harness.events(), vec![(Severity::Warning, "CsrLeftPending".to_owned(), note)]);
+}
+
+/// The live bootstrap guard (rule F2 over the live CSR list): the first bootstrap CSR's status write fails, so the
+/// record never holds its key; a second bootstrap CSR with another key for the same node must not be approved.
+#[tokio::test]
+async fn second_bootstrap_key_after_a_failed_key_record_is_never_approved() {
+    let harness = Harness::new().await;
+    let first = named_bootstrap_csr("csr-boot-1", &KeyPair::generate().unwrap());
+    harness.csrs.inner.insert(first.clone());
+    *harness.instances.failing_status_writes.lock().unwrap() = true;
+
+    let error = reconcile_csr(&first, &harness.context).await.unwrap_err();
+
+    assert!(matches!(error, CsrControllerError::RecordApproval { .. }), "{error:?}");
+    assert!(error.is_retryable());
+    *harness.instances.failing_status_writes.lock().unwrap() = false;
+    assert_eq!(harness.recorded_key(), None);
+    let second = named_bootstrap_csr("csr-boot-2", &KeyPair::generate().unwrap());
+    harness.csrs.inner.insert(second.clone());
+
+    let outcome = reconcile_csr(&second, &harness.context).await.unwrap();
+
+    assert!(ignored(RuleId::F2)(&outcome), "{outcome:?}");
+    assert!(harness.is_pending("csr-boot-2"), "a second bootstrap key for win-1 was approved");
+    assert!(harness.writes().iter().all(|write| write != "approve csr-boot-2"), "{:?}", harness.writes());
+}
+
+/// The live bootstrap guard: an admin approved the first bootstrap CSR by hand (the operator never saw it, nothing is
+/// recorded); a second bootstrap CSR with another key for the same node is left pending by F2, naming the first.
+#[tokio::test]
+async fn second_bootstrap_key_after_an_admin_approval_is_never_approved() {
+    let harness = Harness::new().await;
+    let first_key = KeyPair::generate().unwrap();
+    let first = named_bootstrap_csr("csr-boot-1", &first_key);
+    harness.csrs.inner.insert(approved_by_admin(&first));
+    let second = named_bootstrap_csr("csr-boot-2", &KeyPair::generate().unwrap());
+    harness.csrs.inner.insert(second.clone());
+
+    let outcome = reconcile_csr(&second, &harness.context).await.unwrap();
+
+    let CsrOutcome::Decided { verdict: Verdict::Ignore { rule: RuleId::F2, reason }, .. } = outcome else {
+        panic!("expected an ignore by F2, got {outcome:?}");
+    };
+    assert!(reason.contains("csr-boot-1"), "{reason}");
+    assert!(harness.is_pending("csr-boot-2"));
+    assert_eq!(harness.writes(), Vec::<String>::new());
+    let note = format!("CSR csr-boot-2: ignore by rule F2: {reason}");
+    assert_eq!(harness.events(), vec![(Severity::Warning, "CsrLeftPending".to_owned(), note)]);
+
+    // The kubelet that holds the admin-approved key may file again with it: same identity, approved.
+    let retry = named_bootstrap_csr("csr-boot-3", &first_key);
+    harness.csrs.inner.insert(retry.clone());
+    harness.csrs.inner.decide(&second, &CsrDecision::deny("Test", "out of the way")).await.unwrap();
+    let outcome = reconcile_csr(&retry, &harness.context).await.unwrap();
+    assert_eq!(outcome, CsrOutcome::Decided { verdict: Verdict::Approve, instance: Some("win-1".into()) });
+}
+
+#[tokio::test]
+async fn bootstrap_key_is_recorded_before_the_approval_is_written() {
+    let harness = Harness::new().await;
+    let key = KeyPair::generate().unwrap();
+    let csr = bootstrap_csr(&key);
+    harness.csrs.inner.insert(csr.clone());
+
+    let outcome = reconcile_csr(&csr, &harness.context).await.unwrap();
+
+    assert_eq!(outcome, CsrOutcome::Decided { verdict: Verdict::Approve, instance: Some("win-1".into()) });
+    assert_eq!(harness.writes(), vec![format!("record win-1 key={}", key_sha256(&key)), "approve csr-boot".to_owned()]);
+}
+
+/// The `/approval` write fails after the key was recorded (as a crash between the two would leave it): a CSR with
+/// another key is left pending by F2, and the retry approves the CSR with the recorded key.
+#[tokio::test]
+async fn retry_after_a_failed_approval_approves_only_the_recorded_key() {
+    let harness = Harness::new().await;
+    let key = KeyPair::generate().unwrap();
+    let first = named_bootstrap_csr("csr-boot-1", &key);
+    harness.csrs.inner.insert(first.clone());
+    *harness.csrs.failing_decisions.lock().unwrap() = 1;
+
+    let error = reconcile_csr(&first, &harness.context).await.unwrap_err();
+
+    assert!(matches!(error, CsrControllerError::Decide { verdict: "approve", .. }), "{error:?}");
+    assert!(error.is_retryable());
+    assert_eq!(harness.recorded_key(), Some(key_sha256(&key)));
+    assert!(harness.is_pending("csr-boot-1"));
+    let other = named_bootstrap_csr("csr-boot-2", &KeyPair::generate().unwrap());
+    harness.csrs.inner.insert(other.clone());
+
+    let outcome = reconcile_csr(&other, &harness.context).await.unwrap();
+    assert!(ignored(RuleId::F2)(&outcome), "{outcome:?}");
+
+    let outcome = reconcile_csr(&first, &harness.context).await.unwrap();
+    assert_eq!(outcome, CsrOutcome::Decided { verdict: Verdict::Approve, instance: Some("win-1".into()) });
+    assert!(!harness.is_pending("csr-boot-1"));
+    assert!(harness.is_pending("csr-boot-2"));
+    let record = format!("record win-1 key={}", key_sha256(&key));
+    assert_eq!(harness.writes(), vec![record, "approve csr-boot-1".to_owned()]);
+    assert_eq!(harness.recorded_key(), Some(key_sha256(&key)));
+
+    let outcome = reconcile_csr(&other, &harness.context).await.unwrap();
+    assert!(ignored(RuleId::F2)(&outcome), "{outcome:?}");
+    assert!(harness.is_pending("csr-boot-2"));
 }
