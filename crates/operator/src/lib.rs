@@ -20,6 +20,9 @@
 //!   records and configures (or, once a record is deleted, deconfigures) each host with `wmco-node-config`.
 //! - [`user_data`]: the user-data controller. It keeps Secret `windows-user-data` (`openshift-machine-api`) equal to
 //!   the script rendered from `cloud-private-key`, reverting hand edits; a weak key gets a Warning Event instead.
+//! - [`fleet`]: what the two whole-fleet loops (`upgrades`, `rekey`) share: the fleet read from the records and
+//!   Nodes, the Windows Machines away from it, the shared budget, the API server's version, the Node watch filter,
+//!   and the one trigger / coalesce / backoff loop both run on. Neither loop imports the other.
 //! - [`rekey`]: the key rotation. After `cloud-private-key` changes it replaces the Machines configured with the old
 //!   key (within the upgrade budget) and checks BYOH hosts with the new key, telling the admin what to add where.
 //! - [`upgrades`]: the upgrade executor. It carries out the upgrade-planner's decisions for the whole fleet
@@ -28,6 +31,7 @@
 
 pub mod csr;
 pub mod files;
+pub mod fleet;
 pub mod fleet_metrics;
 pub mod health;
 pub mod instances;

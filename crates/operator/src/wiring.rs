@@ -22,12 +22,13 @@ use crate::files::{
     ClusterSettings, KubeControllerConfigs, KubeletCaSource, MaterialRefresher, MaterialSources, NodeFiles,
     RefreshSettings,
 };
+use crate::fleet::{KubeApiServerVersion, SharedBudget};
 use crate::fleet_metrics::run_fleet_metrics;
 use crate::instances::{InstancesContext, InstancesSettings, SshConnector, controller};
 use crate::metrics::Metrics;
 use crate::operator_key::{OperatorKey, wait_for_key_change, wait_for_operator_key};
 use crate::shutdown::ShutdownSignal;
-use crate::upgrades::{KubeApiServerVersion, SharedBudget, UpgradeSettings, UpgradesContext};
+use crate::upgrades::{UpgradeSettings, UpgradesContext};
 
 /// How often an unusable `cloud-private-key` Secret is read again.
 pub const KEY_RETRY: Duration = Duration::from_secs(10);

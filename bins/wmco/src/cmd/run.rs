@@ -25,12 +25,13 @@ use wmco_cluster_client::{
 use wmco_csr_approver::IpCidr;
 use wmco_operator::csr::{CsrContext, CsrSettings, system_clock};
 use wmco_operator::files::ClusterSettings;
+use wmco_operator::fleet::SharedBudget;
 use wmco_operator::health::{self, Readiness};
 use wmco_operator::machines::{MachinesContext, MachinesSettings};
 use wmco_operator::metrics::Metrics;
 use wmco_operator::rekey::{RekeyContext, RekeySettings, SshKeyChecker};
 use wmco_operator::shutdown::{ShutdownTrigger, shutdown_channel};
-use wmco_operator::upgrades::{SharedBudget, operator_version, payload_kubelet_version};
+use wmco_operator::upgrades::{operator_version, payload_kubelet_version};
 use wmco_operator::user_data::{UserDataContext, UserDataSettings, platform_of};
 use wmco_operator::wiring::{InstancesRun, run_instances};
 use wmco_payload_manifest::{Manifest, Payload, PayloadError, check_payload_binaries};
@@ -512,7 +513,7 @@ fn start_controllers(inputs: &ControllerInputs) -> Controllers {
     tracing::info!(namespace = %inputs.csr.namespace, "starting the CSR controller");
     let mut immediate = vec![("csr", tokio::spawn(wmco_operator::csr::controller(client.clone(), Arc::new(csr))))];
     // One budget for the key rotation and every upgrade executor (rebuilt on a key change).
-    let budget = SharedBudget::new(wmco_operator::rekey::windows_machines(client, inputs.machine_api.is_some()));
+    let budget = SharedBudget::new(wmco_operator::fleet::windows_machines(client, inputs.machine_api.is_some()));
     immediate.push(start_key_rotation(inputs, &budget));
     if let Some(machine_api) = &inputs.machine_api {
         immediate.extend(start_machine_api_controllers(inputs, machine_api));

@@ -8,17 +8,15 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use kube::Client;
-use kube::api::{Api, ListParams};
 use semver::Version;
 use tokio::sync::Mutex as AsyncMutex;
-use wmco_cluster_client::types::{Machine, WindowsInstance};
-use wmco_cluster_client::{EventPublisher, InstanceRecords, Machines, Nodes, Secrets, Verb};
-use wmco_machines::names::{MACHINE_API_NAMESPACE, OS_ID_LABEL, WINDOWS_OS_ID};
+use wmco_cluster_client::types::WindowsInstance;
+use wmco_cluster_client::{EventPublisher, InstanceRecords, Machines, Nodes, Secrets};
 use wmco_ssh_transport::{HostConfig, HostKey, HostKeyPolicy, PrivateKey, SshHost, TransportError};
 use wmco_upgrade_planner::Policy;
 
+use crate::fleet::{ApiServerVersion, KubeApiServerVersion, WindowsMachines, windows_machines};
 use crate::metrics::Metrics;
-use crate::upgrades::ApiServerVersion;
 
 /// The rotation's configuration.
 #[derive(Clone, Debug)]
@@ -83,63 +81,6 @@ impl RekeySettings {
             )
         }
     }
-}
-
-/// Lists the Windows Machines of the machine API.
-#[async_trait]
-pub trait WindowsMachines: Send + Sync {
-    /// Every Machine labelled `machine.openshift.io/os-id: Windows` in `openshift-machine-api`, being deleted or not.
-    async fn list(&self) -> wmco_cluster_client::Result<Vec<Machine>>;
-}
-
-/// [`WindowsMachines`] over the API server.
-#[derive(Clone)]
-pub struct KubeWindowsMachines {
-    client: Client,
-}
-
-impl KubeWindowsMachines {
-    /// Lists through `client`.
-    pub fn new(client: Client) -> Self {
-        KubeWindowsMachines { client }
-    }
-}
-
-#[async_trait]
-impl WindowsMachines for KubeWindowsMachines {
-    async fn list(&self) -> wmco_cluster_client::Result<Vec<Machine>> {
-        let selector = format!("{OS_ID_LABEL}={WINDOWS_OS_ID}");
-        Api::<Machine>::namespaced(self.client.clone(), MACHINE_API_NAMESPACE)
-            .list(&ListParams::default().labels(&selector))
-            .await
-            .map(|list| list.items)
-            .map_err(|source| {
-                wmco_cluster_client::Error::api(
-                    Verb::List,
-                    "Machine",
-                    format!("in {MACHINE_API_NAMESPACE} with {selector}"),
-                    source,
-                )
-            })
-    }
-}
-
-/// [`WindowsMachines`] where the cluster does not serve the machine API (plain Kubernetes): there are none.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct NoWindowsMachines;
-
-#[async_trait]
-impl WindowsMachines for NoWindowsMachines {
-    async fn list(&self) -> wmco_cluster_client::Result<Vec<Machine>> {
-        Ok(Vec::new())
-    }
-}
-
-/// The Windows Machines source for a cluster: [`KubeWindowsMachines`] where the machine API is served,
-/// [`NoWindowsMachines`] on plain Kubernetes (listing Machines there would fail every reconcile). Budgeted work
-/// shares it (the upgrade executor's [`with_windows_machines`](crate::upgrades::UpgradesContext::with_windows_machines)).
-pub fn windows_machines(client: &Client, machine_api_served: bool) -> Arc<dyn WindowsMachines> {
-    if machine_api_served { Arc::new(KubeWindowsMachines::new(client.clone())) } else { Arc::new(NoWindowsMachines) }
 }
 
 /// Why the new key could not be confirmed on a host.
@@ -283,11 +224,9 @@ impl RekeyContext {
         self
     }
 
-    /// Shares `lock` with the upgrade executor ([`UpgradesContext::with_budget_lock`]): a reconcile holds it from
-    /// reading the fleet until its Machines are deleted, so the two never hand out the same unit of budget. Pass
-    /// the same lock to every executor the process builds (it is rebuilt on a key change).
-    ///
-    /// [`UpgradesContext::with_budget_lock`]: crate::upgrades::UpgradesContext::with_budget_lock
+    /// Shares `lock` with the upgrade executor (the `lock` of the process's one
+    /// [`SharedBudget`](crate::fleet::SharedBudget), which every executor gets too): a reconcile holds it from
+    /// reading the fleet until its Machines are deleted, so the two never hand out the same unit of budget.
     #[must_use]
     pub fn with_budget_lock(mut self, lock: Arc<AsyncMutex<()>>) -> Self {
         self.budget_lock = lock;
@@ -316,7 +255,7 @@ impl RekeyContext {
             windows_machines(client, machine_api_served),
             Arc::new(wmco_cluster_client::KubeSecrets::new(client.clone())),
             events,
-            Arc::new(crate::upgrades::KubeApiServerVersion::new(client.clone())),
+            Arc::new(KubeApiServerVersion::new(client.clone())),
             key_checker,
             settings,
         )

@@ -1,16 +1,17 @@
-//! The kube-runtime wiring of the rotation: one loop that reconciles the whole fleet when `cloud-private-key`
+//! The watches of the rotation, driving [`run_loop()`]: it reconciles the whole fleet when `cloud-private-key`
 //! changes, when a Windows Node changes in a way the decision reads (its `pub-key-hash`, version, readiness,
 //! schedulability, the `upgrading` mark, or it comes or goes — not status heartbeats), when a Windows Machine or a
 //! `WindowsInstance` changes, after [`RekeySettings::retry`](super::RekeySettings) while a host waits for the
-//! admin, just after a refused Machine's grace period ends, and at least every [`RESYNC`]. Triggers arriving during a reconcile are coalesced into one follow-up
-//! reconcile; reconciles never overlap, and each reads the key and the fleet fresh from the API server.
+//! admin, just after a refused Machine's grace period ends, and at least every [`RESYNC`]. Triggers arriving during
+//! a reconcile are coalesced into one follow-up reconcile; reconciles never overlap, and each reads the key and the
+//! fleet fresh from the API server.
 //!
 //! Exercised against a real API server by the e2e suite.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{FutureExt, Stream, StreamExt};
+use futures::StreamExt;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, Secret};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -19,10 +20,10 @@ use wmco_cluster_client::names::KUBERNETES_OS_LABEL;
 use wmco_cluster_client::types::{Machine, WindowsInstance};
 use wmco_machines::names::{MACHINE_API_NAMESPACE, OS_ID_LABEL, WINDOWS_OS_ID};
 
-use super::{RekeyContext, reconcile_rotation};
+use super::{RekeyContext, RekeyError, reconcile_rotation};
+use crate::fleet::{fleet_node_changes, run_loop, watch_triggers};
 use crate::operator_key::PRIVATE_KEY_SECRET;
-use crate::runtime::{ReconcilerError, RetryBackoff, timed};
-use crate::upgrades::fleet_node_changes;
+use crate::runtime::{ReconcilerError, RetryBackoff};
 
 /// The longest the rotation goes without reconciling the fleet.
 pub const RESYNC: Duration = Duration::from_secs(60);
@@ -30,6 +31,8 @@ pub const RESYNC: Duration = Duration::from_secs(60);
 const FIRST_RETRY: Duration = Duration::from_secs(1);
 /// The loop's name in the reconcile metrics (and its one key in the backoff).
 const REKEY: &str = "rekey";
+/// The loop's name in its log lines.
+const LOOP: &str = "key rotation";
 
 /// Runs the rotation loop until the watches end (the process shuts down). `watch_machines` is `false` where the
 /// machine API is not served (plain Kubernetes: BYOH hosts only).
@@ -42,67 +45,66 @@ const REKEY: &str = "rekey";
 pub async fn controller(client: Client, ctx: Arc<RekeyContext>, watch_machines: bool) {
     let namespace = ctx.settings.namespace.clone();
     let key_secret = watcher::Config::default().fields(&format!("metadata.name={PRIVATE_KEY_SECRET}"));
-    let key_changes = log_errors(
+    let key_changes = watch_triggers(
         watcher(Api::<Secret>::namespaced(client.clone(), &namespace), key_secret).default_backoff(),
+        LOOP,
         "the key Secret",
     );
-    let record_changes = log_errors(
+    let record_changes = watch_triggers(
         watcher(Api::<WindowsInstance>::namespaced(client.clone(), &namespace), watcher::Config::default())
             .default_backoff(),
+        LOOP,
         "WindowsInstances",
     );
     let windows_nodes = watcher::Config::default().labels(&format!("{KUBERNETES_OS_LABEL}=windows"));
     let node_changes =
-        fleet_node_changes(watcher(Api::<Node>::all(client.clone()), windows_nodes).default_backoff(), "key rotation");
+        fleet_node_changes(watcher(Api::<Node>::all(client.clone()), windows_nodes).default_backoff(), LOOP);
     let mut triggers =
         futures::stream::select(futures::stream::select(key_changes, record_changes), node_changes).boxed();
     if watch_machines {
         let windows_machines = watcher::Config::default().labels(&format!("{OS_ID_LABEL}={WINDOWS_OS_ID}"));
         let machines = Api::<Machine>::namespaced(client, MACHINE_API_NAMESPACE);
-        let machine_changes = log_errors(watcher(machines, windows_machines).default_backoff(), "Windows Machines");
+        let machine_changes =
+            watch_triggers(watcher(machines, windows_machines).default_backoff(), LOOP, "Windows Machines");
         triggers = futures::stream::select(triggers, machine_changes).boxed();
     }
 
-    let mut wait = Duration::ZERO;
+    let reconciles = Arc::clone(&ctx);
+    let reconcile = move || {
+        let ctx = Arc::clone(&reconciles);
+        async move { reconcile_and_log(&ctx).await }
+    };
     let retries = RetryBackoff::new(FIRST_RETRY, RESYNC);
-    loop {
-        tokio::select! {
-            trigger = triggers.next() => if trigger.is_none() { return },
-            () = tokio::time::sleep(wait) => {}
-        }
-        while let Some(Some(())) = triggers.next().now_or_never() {}
-        match timed(&ctx.metrics, REKEY, reconcile_rotation(&ctx, Timestamp::now())).await {
-            Ok(outcome) => {
-                retries.on_success(REKEY);
-                let quiet = outcome.replaced.is_empty()
-                    && outcome.replaced_refused.is_empty()
-                    && outcome.rekeyed.is_empty()
-                    && !outcome.needs_retry();
-                if !quiet {
-                    tracing::info!(
-                        replaced = ?outcome.replaced,
-                        replaced_after_refused_logins = ?outcome.replaced_refused,
-                        refused_waiting_for_budget = outcome.refused.waiting_for_budget.len(),
-                        rekeyed = ?outcome.rekeyed,
-                        not_authorized = ?outcome.not_authorized,
-                        failed = ?outcome.failed,
-                        waiting = outcome.plan.waiting.len(),
-                        machines_away = ?outcome.plan.machines_away,
-                        "key rotation"
-                    );
-                }
-                wait = if outcome.needs_retry() { ctx.settings.retry.min(RESYNC) } else { RESYNC };
-                if let Some(deadline) = outcome.refused.next_deadline() {
-                    wait = wait.min(until(deadline, Timestamp::now()));
-                }
-            }
-            Err(error) => {
-                ctx.metrics.record_error(error.metric_label());
-                tracing::warn!(kind = error.metric_label(), error = %error, "key rotation: reconcile failed");
-                wait = retries.on_failure(REKEY);
-            }
-        }
+    run_loop(triggers, std::future::pending, REKEY, &ctx.metrics, &retries, reconcile).await;
+}
+
+/// One rotation reconcile, logged; returns how long to wait for the next one.
+async fn reconcile_and_log(ctx: &RekeyContext) -> Result<Duration, RekeyError> {
+    let outcome = reconcile_rotation(ctx, Timestamp::now()).await.inspect_err(|error| {
+        tracing::warn!(kind = error.metric_label(), error = %error, "key rotation: reconcile failed");
+    })?;
+    let quiet = outcome.replaced.is_empty()
+        && outcome.replaced_refused.is_empty()
+        && outcome.rekeyed.is_empty()
+        && !outcome.needs_retry();
+    if !quiet {
+        tracing::info!(
+            replaced = ?outcome.replaced,
+            replaced_after_refused_logins = ?outcome.replaced_refused,
+            refused_waiting_for_budget = outcome.refused.waiting_for_budget.len(),
+            rekeyed = ?outcome.rekeyed,
+            not_authorized = ?outcome.not_authorized,
+            failed = ?outcome.failed,
+            waiting = outcome.plan.waiting.len(),
+            machines_away = ?outcome.plan.machines_away,
+            "key rotation"
+        );
     }
+    let mut wait = if outcome.needs_retry() { ctx.settings.retry.min(RESYNC) } else { RESYNC };
+    if let Some(deadline) = outcome.refused.next_deadline() {
+        wait = wait.min(until(deadline, Timestamp::now()));
+    }
+    Ok(wait)
 }
 
 /// How long from `now` until just after `deadline` (a grace period's end), at least zero.
@@ -110,54 +112,14 @@ fn until(deadline: Timestamp, now: Timestamp) -> Duration {
     Duration::try_from(deadline.duration_since(now)).unwrap_or(Duration::ZERO).saturating_add(Duration::from_secs(1))
 }
 
-/// One item per watch event (errors logged and dropped).
-fn log_errors<K: Send + 'static>(
-    events: impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
-    what: &'static str,
-) -> impl Stream<Item = ()> + Send + 'static {
-    events.filter_map(move |event| {
-        let trigger = match event {
-            Ok(watcher::Event::Init) => None,
-            Ok(_) => Some(()),
-            Err(error) => {
-                tracing::warn!(error = %error, "key rotation: watching {what}");
-                None
-            }
-        };
-        futures::future::ready(trigger)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wmco_cluster_client::names::PUB_KEY_HASH_ANNOTATION;
 
     #[test]
     fn the_loop_wakes_just_after_a_grace_period_ends() {
         let now: Timestamp = "2026-11-22T04:30:00Z".parse().unwrap();
         assert_eq!(until("2026-11-22T04:30:20Z".parse().unwrap(), now), Duration::from_secs(21));
         assert_eq!(until("2026-11-22T04:29:00Z".parse().unwrap(), now), Duration::from_secs(1));
-    }
-
-    #[test]
-    fn only_changes_the_rotation_reads_trigger_a_reconcile() {
-        let node = |hash: &str, heartbeat: &str| -> Node {
-            serde_json::from_value(serde_json::json!({
-                "metadata": {"name": "win-1", "annotations": {PUB_KEY_HASH_ANNOTATION: hash}},
-                "status": {"conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": heartbeat}]}
-            }))
-            .unwrap()
-        };
-        let events = futures::stream::iter([
-            Ok(watcher::Event::Init),
-            Ok(watcher::Event::InitApply(node("old", "2026-11-22T04:00:00Z"))),
-            Ok(watcher::Event::InitDone),
-            Ok(watcher::Event::Apply(node("old", "2026-11-22T04:00:10Z"))),
-            Ok(watcher::Event::Apply(node("new", "2026-11-22T04:00:20Z"))),
-            Ok(watcher::Event::Delete(node("new", "2026-11-22T04:00:20Z"))),
-        ]);
-        let triggers: Vec<()> = futures::executor::block_on(fleet_node_changes(events, "key rotation").collect());
-        assert_eq!(triggers.len(), 4, "first sight, InitDone, the new hash and the deletion; not the heartbeat");
     }
 }

@@ -5,19 +5,15 @@
 //! The planner counts the instances it knows to be unavailable (marked, cordoned by the operator, configured but
 //! not Ready). A replaced Machine leaves its fleet while it is away: its Machine is being deleted, then its
 //! MachineSet's new Machine provisions and is configured. Those Machines are counted here, from cluster state, and
-//! taken off the budget before the planner hands it out, so a replacement starts only when the previous one came
-//! back as a Ready Node.
-
-use std::collections::BTreeSet;
+//! taken off the budget before the planner hands it out ([`machines_away`]), so a replacement starts only when the
+//! previous one came back as a Ready Node.
 
 use jiff::Timestamp;
-use wmco_cluster_client::types::{InstanceOrigin, Machine};
-use wmco_machines::names::IGNORE_KEY;
-use wmco_upgrade_planner::{
-    Action, CordonedBy, Fleet, Instance, Phase, Plan, Policy, Reason, RekeyMethod, WaitReason, plan,
-};
+use wmco_cluster_client::types::Machine;
+use wmco_upgrade_planner::{Action, Fleet, Plan, Policy, Reason, RekeyMethod, WaitReason, plan};
 
-use crate::upgrades::{ObservedInstance, planner_instance};
+use crate::fleet::machines::fleet_members;
+use crate::fleet::{ObservedInstance, machines_away, planner_instance};
 
 /// What the decision reads, observed at one instant.
 #[derive(Clone, Debug)]
@@ -125,102 +121,6 @@ pub fn decide(inputs: &RekeyInputs<'_>) -> RekeyPlan {
         }
     }
     RekeyPlan { replace, verify, waiting, machines_away, plan }
-}
-
-/// The records that take part in the plan.
-pub(super) fn fleet_members<'a>(instances: &'a [ObservedInstance], machines: &[Machine]) -> Vec<&'a ObservedInstance> {
-    let live_machines: BTreeSet<&str> = machines
-        .iter()
-        .filter(|machine| machine.metadata.deletion_timestamp.is_none())
-        .filter_map(|machine| machine.metadata.name.as_deref())
-        .collect();
-    instances.iter().filter(|observed| belongs_to_fleet(observed, &live_machines)).collect()
-}
-
-/// A record takes part in the plan unless it is being deleted, or it is a Machine's record whose Machine is gone or
-/// being deleted (that Machine is counted in [`machines_away`] instead).
-fn belongs_to_fleet(observed: &ObservedInstance, live_machines: &BTreeSet<&str>) -> bool {
-    if observed.record.metadata.deletion_timestamp.is_some() {
-        return false;
-    }
-    match observed.record.spec.origin {
-        InstanceOrigin::Byoh => true,
-        InstanceOrigin::Machine => {
-            observed.record.spec.machine_name.as_deref().is_some_and(|machine| live_machines.contains(machine))
-        }
-    }
-}
-
-/// The Windows Machines (not marked ignored) that are unavailable but not counted by `wmco-upgrade-planner`:
-/// being deleted, without a live record (provisioning, or recorded but the record is going), or recorded but not
-/// yet a configured Ready Node while the planner does not count them; and the Machines already gone whose record is
-/// still there (being deconfigured), so a Machine removed before its MachineSet created the replacement still holds
-/// its unit. Sorted by name. Budgeted work other than the rotation (upgrades) can take them off its budget the same
-/// way.
-///
-/// ```
-/// use wmco_cluster_client::types::Machine;
-/// let provisioning: Machine = serde_json::from_value(serde_json::json!({
-///     "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
-///     "metadata": {"name": "win-d", "namespace": "openshift-machine-api"},
-///     "spec": {}, "status": {"phase": "Provisioning"}
-/// }))?;
-/// assert_eq!(wmco_operator::rekey::machines_away(&[provisioning], &[]), vec!["win-d"]);
-/// # Ok::<(), serde_json::Error>(())
-/// ```
-pub fn machines_away(machines: &[Machine], instances: &[ObservedInstance]) -> Vec<String> {
-    let in_fleet = fleet_members(instances, machines);
-    let mut away: Vec<String> = machines
-        .iter()
-        .filter(|machine| !is_ignored(machine))
-        .filter_map(|machine| {
-            let name = machine.metadata.name.as_deref()?;
-            if machine.metadata.deletion_timestamp.is_some() {
-                return Some(name.to_owned());
-            }
-            let observed = in_fleet.iter().find(|observed| observed.record.spec.machine_name.as_deref() == Some(name));
-            match observed.map(|observed| planner_instance(&observed.record, observed.node.as_ref(), None)) {
-                None => Some(name.to_owned()),
-                Some(instance) if !is_serving(&instance) && !counted_by_planner(&instance) => Some(name.to_owned()),
-                Some(_) => None,
-            }
-        })
-        .collect();
-    let listed: BTreeSet<&str> = machines.iter().filter_map(|machine| machine.metadata.name.as_deref()).collect();
-    let vanished = instances.iter().filter_map(|observed| {
-        let machine = observed.record.spec.machine_name.as_deref()?;
-        let vanished = observed.record.spec.origin == InstanceOrigin::Machine && !listed.contains(machine);
-        vanished.then(|| machine.to_owned())
-    });
-    away.extend(vanished);
-    away.sort();
-    away.dedup();
-    away
-}
-
-/// Whether the Machine carries the ignore mark (as an annotation or a label), which keeps it out of the operator's
-/// hands.
-pub(super) fn is_ignored(machine: &Machine) -> bool {
-    [machine.metadata.annotations.as_ref(), machine.metadata.labels.as_ref()]
-        .into_iter()
-        .flatten()
-        .any(|map| map.get(IGNORE_KEY).map(String::as_str) == Some("true"))
-}
-
-/// A configured, Ready Node.
-fn is_serving(instance: &Instance) -> bool {
-    instance.node.as_ref().is_some_and(|node| node.ready && node.configured_version.is_some())
-}
-
-/// Whether the planner already counts `instance` as unavailable because of the operator (its rule: marked,
-/// cordoned by the operator, configured but not Ready, or in phase Upgrading).
-pub(super) fn counted_by_planner(instance: &Instance) -> bool {
-    let node_disrupted = instance.node.as_ref().is_some_and(|node| {
-        node.upgrading
-            || node.cordoned_by == Some(CordonedBy::Operator)
-            || (node.configured_version.is_some() && !node.ready)
-    });
-    node_disrupted || instance.phase == Phase::Upgrading
 }
 
 fn fleet_node_key_hash(fleet: &Fleet, name: &str) -> Option<String> {

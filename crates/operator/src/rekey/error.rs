@@ -1,9 +1,9 @@
 //! The rotation's errors: each names the object and the step that failed. A failed step on one host is not an
 //! error of the reconcile (it is reported in the outcome and retried); these stop the whole reconcile.
 
+use crate::fleet::{ApiServerVersionError, ObserveError};
 use crate::operator_key::OperatorKeyError;
 use crate::runtime::ReconcilerError;
-use crate::upgrades::UpgradesError;
 
 /// Why a rotation reconcile failed.
 #[derive(Debug, thiserror::Error)]
@@ -20,7 +20,7 @@ pub enum RekeyError {
     ApiServerVersion {
         /// The error.
         #[source]
-        source: Box<UpgradesError>,
+        source: Box<ApiServerVersionError>,
     },
     /// Reading the fleet failed.
     #[error("reading {what} failed")]
@@ -31,6 +31,18 @@ pub enum RekeyError {
         #[source]
         source: Box<wmco_cluster_client::Error>,
     },
+}
+
+impl From<ObserveError> for RekeyError {
+    /// The rotation's words for a failed fleet read: what could not be read.
+    fn from(error: ObserveError) -> Self {
+        match error {
+            ObserveError::ListRecords { namespace, source } => {
+                RekeyError::Read { what: format!("the WindowsInstances in {namespace}"), source }
+            }
+            ObserveError::ReadNode { node, source, .. } => RekeyError::Read { what: format!("Node {node}"), source },
+        }
+    }
 }
 
 impl ReconcilerError for RekeyError {
@@ -49,5 +61,43 @@ impl ReconcilerError for RekeyError {
             Self::ApiServerVersion { .. } => "rekey_api_server_version",
             Self::Read { .. } => "rekey_read",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    fn cluster_error() -> Box<wmco_cluster_client::Error> {
+        Box::new(wmco_cluster_client::Error::MissingField {
+            verb: wmco_cluster_client::Verb::Get,
+            kind: "Node",
+            name: "win-a".into(),
+            field: "metadata.name",
+        })
+    }
+
+    #[test]
+    fn fleet_reads_and_api_server_versions_keep_the_rotations_messages_and_labels() {
+        let list: RekeyError = ObserveError::ListRecords { namespace: "wmco".into(), source: cluster_error() }.into();
+        let node: RekeyError =
+            ObserveError::ReadNode { instance: "wmco/a".into(), node: "win-a".into(), source: cluster_error() }.into();
+        assert_eq!(
+            (list.to_string(), list.metric_label()),
+            ("reading the WindowsInstances in wmco failed".into(), "rekey_read")
+        );
+        assert_eq!((node.to_string(), node.metric_label()), ("reading Node win-a failed".into(), "rekey_read"));
+
+        let version = RekeyError::ApiServerVersion {
+            source: Box::new(ApiServerVersionError::InvalidGitVersion { value: "v1.36".into() }),
+        };
+        assert_eq!(version.to_string(), "reading the API server's version failed");
+        assert_eq!(
+            version.source().map(ToString::to_string).as_deref(),
+            Some("the API server's gitVersion \"v1.36\" is not a semantic version (e.g. 1.2.3)")
+        );
+        assert_eq!(version.metric_label(), "rekey_api_server_version");
     }
 }

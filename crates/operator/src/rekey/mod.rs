@@ -18,17 +18,18 @@
 //! written by `wmco-node-config`) for longer than [`RekeySettings::authentication_grace`] is replaced the same way,
 //! within the same budget, with a Warning Event on the record and on the Machine. BYOH hosts are never deleted.
 //!
-//! The budget is shared with the upgrade executor through one lock ([`RekeyContext::with_budget_lock`]) held from
-//! reading the fleet until the Machines are deleted. The key is read from the Secret on every reconcile, so a
-//! rotation takes effect without a restart.
+//! The budget is shared with the upgrade executor through one lock ([`RekeyContext::with_budget_lock`], from one
+//! [`SharedBudget`](crate::fleet::SharedBudget)) held from reading the fleet until the Machines are deleted. The
+//! key is read from the Secret on every reconcile, so a rotation takes effect without a restart.
 //!
-//! - [`decide`]: the pure decision ([`RekeyInputs`] → [`RekeyPlan`]); [`machines_away`]: the Windows Machines
-//!   unavailable outside the planner's view (reusable by other budgeted work); [`decide_refused`]: which Machines
-//!   whose host refuses the key longer than [`RekeySettings::authentication_grace`] to replace ([`RefusedPlan`]).
+//! - [`decide`]: the pure decision ([`RekeyInputs`] → [`RekeyPlan`]), taking the Windows Machines away from the
+//!   fleet ([`crate::fleet::machines_away`]) off the budget; [`decide_refused`]: which Machines whose host refuses
+//!   the key longer than [`RekeySettings::authentication_grace`] to replace ([`RefusedPlan`]).
 //! - [`reconcile_rotation`]: one reconcile (observe, decide, act) → [`RekeyOutcome`].
-//! - [`RekeyContext`] / [`RekeySettings`]: the seams ([`KeyChecker`] with [`SshKeyChecker`], [`WindowsMachines`]
-//!   with [`KubeWindowsMachines`], or [`NoWindowsMachines`] on plain Kubernetes) and the policy.
-//! - [`controller`]: the kube-runtime wiring.
+//! - [`RekeyContext`] / [`RekeySettings`]: the seams ([`KeyChecker`] with [`SshKeyChecker`], and the fleet's
+//!   [`WindowsMachines`](crate::fleet::WindowsMachines)) and the policy.
+//! - [`controller`]: the watches (the key Secret, records, Windows Nodes and Machines) driving
+//!   [`crate::fleet::run_loop()`].
 
 mod context;
 mod controller;
@@ -40,12 +41,9 @@ mod refused;
 #[cfg(test)]
 mod tests;
 
-pub use context::{
-    AUTHENTICATION_GRACE, KeyCheckFailure, KeyChecker, KubeWindowsMachines, NoWindowsMachines, RekeyContext,
-    RekeySettings, SshKeyChecker, WindowsMachines, windows_machines,
-};
+pub use context::{AUTHENTICATION_GRACE, KeyCheckFailure, KeyChecker, RekeyContext, RekeySettings, SshKeyChecker};
 pub use controller::{RESYNC, controller};
-pub use decide::{RekeyInputs, RekeyPlan, Replacement, decide, machines_away};
+pub use decide::{RekeyInputs, RekeyPlan, Replacement, decide};
 pub use error::RekeyError;
 pub use reconcile::{ADMINISTRATORS_AUTHORIZED_KEYS, RekeyOutcome, not_authorized_note, reconcile_rotation};
 pub use refused::{RefusedMachine, RefusedPlan, decide_refused};

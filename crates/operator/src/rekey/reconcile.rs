@@ -16,8 +16,8 @@ use super::{
     KeyCheckFailure, RefusedMachine, RefusedPlan, RekeyContext, RekeyError, RekeyInputs, RekeyPlan, Replacement,
     decide, decide_refused,
 };
+use crate::fleet::{ObservedInstance, observe_instances};
 use crate::operator_key::{OperatorKey, load_operator_key};
-use crate::upgrades::ObservedInstance;
 
 /// Where Win32-OpenSSH reads the authorized keys of members of the Administrators group (the operator's SSH user
 /// is one: it manages services).
@@ -79,7 +79,7 @@ pub async fn reconcile_rotation(ctx: &RekeyContext, now: Timestamp) -> Result<Re
         .kubernetes_version()
         .await
         .map_err(|source| RekeyError::ApiServerVersion { source: Box::new(source) })?;
-    let instances = observe_instances(ctx).await?;
+    let instances = observe_instances(ctx.records.as_ref(), ctx.nodes.as_ref(), &ctx.settings.namespace).await?;
     let machines = ctx.windows_machines.list().await.map_err(|source| RekeyError::Read {
         what: format!("the Windows Machines in {MACHINE_API_NAMESPACE}"),
         source: Box::new(source),
@@ -132,30 +132,6 @@ pub async fn reconcile_rotation(ctx: &RekeyContext, now: Timestamp) -> Result<Re
         }
     }
     Ok(outcome)
-}
-
-/// Every record of the operator namespace with its Node (`status.expectedNodeName`), in name order.
-async fn observe_instances(ctx: &RekeyContext) -> Result<Vec<ObservedInstance>, RekeyError> {
-    let namespace = &ctx.settings.namespace;
-    let records = ctx.records.list(namespace).await.map_err(|source| RekeyError::Read {
-        what: format!("the WindowsInstances in {namespace}"),
-        source: Box::new(source),
-    })?;
-    let mut instances = Vec::with_capacity(records.len());
-    for record in records {
-        let node_name = record.status.as_ref().and_then(|status| status.expected_node_name.clone());
-        let node = match node_name {
-            Some(node_name) => ctx
-                .nodes
-                .get(&node_name)
-                .await
-                .map_err(|source| RekeyError::Read { what: format!("Node {node_name}"), source: Box::new(source) })?,
-            None => None,
-        };
-        instances.push(ObservedInstance { record, node });
-    }
-    instances.sort_by(|left, right| left.name().cmp(right.name()));
-    Ok(instances)
 }
 
 fn find<'a>(instances: &'a [ObservedInstance], name: &str) -> Option<&'a ObservedInstance> {

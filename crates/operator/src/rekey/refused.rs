@@ -14,9 +14,9 @@ use std::time::Duration;
 use jiff::{SignedDuration, Timestamp};
 use wmco_cluster_client::types::InstanceOrigin;
 
-use super::decide::{counted_by_planner, fleet_members, is_ignored};
-use super::{RekeyInputs, RekeyPlan, machines_away};
-use crate::upgrades::planner_instance;
+use super::{RekeyInputs, RekeyPlan};
+use crate::fleet::machines::{counted_by_planner, fleet_members, is_ignored};
+use crate::fleet::{machines_away, planner_instance};
 
 /// A Machine to delete because its host has refused the operator's key since `failing_since`.
 #[derive(Clone, Debug, PartialEq, Eq)]

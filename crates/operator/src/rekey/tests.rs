@@ -24,9 +24,9 @@ use wmco_upgrade_planner::WaitReason;
 use wmco_user_data::PublicKey;
 
 use super::*;
+use crate::fleet::{ApiServerVersion, ApiServerVersionError, SharedBudget, WindowsMachines};
 use crate::operator_key::{PRIVATE_KEY_DATA_KEY, PRIVATE_KEY_SECRET};
 use crate::runtime::ReconcilerError;
-use crate::upgrades::{ApiServerVersion, UpgradesError};
 
 const NAMESPACE: &str = "wmco";
 const MACHINE_NAMESPACE: &str = "openshift-machine-api";
@@ -46,7 +46,7 @@ fn new_hash() -> String {
 struct FixedVersion;
 
 impl ApiServerVersion for FixedVersion {
-    fn kubernetes_version(&self) -> BoxFuture<'_, Result<Version, UpgradesError>> {
+    fn kubernetes_version(&self) -> BoxFuture<'_, Result<Version, ApiServerVersionError>> {
         Box::pin(async { Ok(Version::new(1, 36, 3)) })
     }
 }
@@ -469,29 +469,17 @@ async fn a_machine_failed_by_the_new_key_is_replaced_and_byoh_checks_do_not_wait
     assert_eq!(second.plan.machines_away, vec!["win-a"]);
 }
 
+/// The upgrade executor takes its lock from the same [`SharedBudget`] (asserted in the upgrades tests), so holding
+/// the budget's lock is what an executor reconcile in progress does.
 #[tokio::test]
 async fn a_rotation_reconcile_waits_while_the_upgrade_executor_holds_the_shared_budget_lock() {
     let cluster = Cluster::new(1).await;
     cluster.machine("win-a", OLD_HASH).await;
-    let executor = crate::upgrades::UpgradesContext::new(
-        cluster.records.clone(),
-        cluster.nodes.clone(),
-        Arc::new(wmco_cluster_client::fake::FakeDrainer::default()),
-        cluster.events.clone(),
-        Arc::new(FixedVersion),
-        crate::upgrades::UpgradeSettings {
-            namespace: NAMESPACE.into(),
-            operator_version: Version::parse(VERSION).unwrap(),
-            max_unavailable: 1,
-            payload_kubelet_version: Version::new(1, 36, 3),
-            pub_key_hash: new_hash(),
-            drain: wmco_cluster_client::DrainOptions::default(),
-        },
-    );
     let Cluster { context, machines, .. } = cluster;
-    let context = Arc::new(context.with_budget_lock(executor.budget_lock()));
-    assert!(Arc::ptr_eq(&context.budget_lock(), &executor.budget_lock()));
-    let lock = executor.budget_lock();
+    let budget = SharedBudget::new(machines.clone());
+    let context = Arc::new(context.with_budget_lock(Arc::clone(&budget.lock)));
+    assert!(Arc::ptr_eq(&context.budget_lock(), &budget.lock));
+    let lock = Arc::clone(&budget.lock);
     let guard = lock.lock().await;
 
     let waiting = tokio::spawn({

@@ -13,9 +13,8 @@ use tokio::task::JoinHandle;
 use wmco_cluster_client::{DrainOptions, Drainer, EventPublisher, InstanceRecords, Nodes};
 use wmco_upgrade_planner::{Failure, Policy};
 
-use super::ApiServerVersion;
+use crate::fleet::{ApiServerVersion, KubeApiServerVersion, NoWindowsMachines, SharedBudget, WindowsMachines};
 use crate::metrics::Metrics;
-use crate::rekey::{NoWindowsMachines, WindowsMachines};
 use crate::runtime::RetryBackoff;
 
 /// The first retry of a failed upgrade step waits this long; each later one twice as long as the last.
@@ -39,33 +38,6 @@ pub struct UpgradeSettings {
     pub pub_key_hash: String,
     /// How an upgrade drains a Node.
     pub drain: DrainOptions,
-}
-
-/// What every piece of budgeted work of one process shares: the lock held while the budget is handed out and
-/// the Windows Machines source whose Machines away from the fleet are taken off it. Build it once per leadership
-/// and hand it to every upgrade executor (rebuilt on a key change) and to the key rotation.
-///
-/// ```
-/// use std::sync::Arc;
-/// use wmco_operator::rekey::NoWindowsMachines;
-/// use wmco_operator::upgrades::SharedBudget;
-/// let budget = SharedBudget::new(Arc::new(NoWindowsMachines));
-/// let copy = budget.clone();
-/// assert!(Arc::ptr_eq(&budget.lock, &copy.lock));
-/// ```
-#[derive(Clone)]
-pub struct SharedBudget {
-    /// Held from reading the fleet until the budget handed out is claimed (Nodes marked, Machines deleted).
-    pub lock: Arc<AsyncMutex<()>>,
-    /// Lists the Windows Machines ([`NoWindowsMachines`] on plain Kubernetes).
-    pub windows_machines: Arc<dyn WindowsMachines>,
-}
-
-impl SharedBudget {
-    /// A fresh lock over `windows_machines`.
-    pub fn new(windows_machines: Arc<dyn WindowsMachines>) -> Self {
-        SharedBudget { lock: Arc::default(), windows_machines }
-    }
 }
 
 /// Everything a fleet reconcile needs (`Arc<UpgradesContext>` is shared with the controller loop).
@@ -114,7 +86,8 @@ impl UpgradesContext {
     /// use std::sync::Arc;
     /// use wmco_cluster_client::DrainOptions;
     /// use wmco_cluster_client::fake::{FakeDrainer, FakeEvents, FakeInstanceRecords, FakeNodes};
-    /// use wmco_operator::upgrades::{KubeApiServerVersion, UpgradeSettings, UpgradesContext, operator_version};
+    /// use wmco_operator::fleet::KubeApiServerVersion;
+    /// use wmco_operator::upgrades::{UpgradeSettings, UpgradesContext, operator_version};
     /// # fn example(client: kube::Client) -> Result<(), wmco_operator::upgrades::UpgradesError> {
     /// let settings = UpgradeSettings {
     ///     namespace: "openshift-windows-machine-config-operator".into(),
@@ -170,7 +143,7 @@ impl UpgradesContext {
     }
 
     /// Takes the Windows Machines away from the fleet (being replaced, provisioning, not yet a Ready Node: see
-    /// [`machines_away`](crate::rekey::machines_away)) off the budget, as the key rotation does.
+    /// [`machines_away`](crate::fleet::machines_away)) off the budget, as the key rotation does.
     #[must_use]
     pub fn with_windows_machines(mut self, windows_machines: Arc<dyn WindowsMachines>) -> Self {
         self.windows_machines = windows_machines;
@@ -210,7 +183,7 @@ impl UpgradesContext {
             Arc::new(wmco_cluster_client::KubeNodes::new(client.clone())),
             drainer,
             events,
-            Arc::new(super::KubeApiServerVersion::new(client.clone())),
+            Arc::new(KubeApiServerVersion::new(client.clone())),
             settings,
         )
     }

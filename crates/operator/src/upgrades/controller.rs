@@ -1,4 +1,4 @@
-//! The kube-runtime wiring of the upgrade executor: one loop that reconciles the whole fleet whenever a
+//! The watches of the upgrade executor, driving [`run_loop()`]: it reconciles the whole fleet whenever a
 //! `WindowsInstance` changes or a Windows Node changes in a way the plan reads (labels, annotations,
 //! schedulability, readiness — not every status heartbeat), when a background drain ends, when a failed step's
 //! backoff ends, and at least every [`RESYNC`]. Triggers arriving during a reconcile are coalesced into one
@@ -6,21 +6,20 @@
 //!
 //! Exercised against a real API server by the e2e suite.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{FutureExt, Stream, StreamExt};
+use futures::StreamExt;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
-use wmco_cluster_client::names::{KUBERNETES_OS_LABEL, PUB_KEY_HASH_ANNOTATION, VERSION_ANNOTATION};
+use wmco_cluster_client::names::KUBERNETES_OS_LABEL;
 use wmco_cluster_client::types::WindowsInstance;
 
-use super::observe::{annotation, is_marked, is_ready, is_unschedulable};
-use super::{UpgradesContext, reconcile_fleet};
-use crate::runtime::{ReconcilerError, RetryBackoff, timed};
+use super::{UpgradesContext, UpgradesError, reconcile_fleet};
+use crate::fleet::{fleet_node_changes, run_loop, watch_triggers};
+use crate::runtime::{ReconcilerError, RetryBackoff};
 
 /// The longest the executor goes without reconciling the fleet.
 pub const RESYNC: Duration = Duration::from_secs(60);
@@ -28,6 +27,8 @@ pub const RESYNC: Duration = Duration::from_secs(60);
 const FIRST_RETRY: Duration = Duration::from_secs(1);
 /// The loop's name in the reconcile metrics (and its one key in the backoff).
 const UPGRADES: &str = "upgrades";
+/// The loop's name in its log lines.
+const LOOP: &str = "upgrade executor";
 
 /// Runs the executor until the watches end (the process shuts down).
 ///
@@ -39,45 +40,41 @@ const UPGRADES: &str = "upgrades";
 pub async fn controller(client: Client, ctx: Arc<UpgradesContext>) {
     let records: Api<WindowsInstance> = Api::namespaced(client.clone(), &ctx.settings.namespace);
     let nodes: Api<Node> = Api::all(client);
-    let record_changes = watcher(records, watcher::Config::default()).default_backoff().map(|event| {
-        if let Err(error) = event {
-            tracing::warn!(error = %error, "upgrade executor: watching WindowsInstances");
-        }
-    });
+    let record_changes =
+        watch_triggers(watcher(records, watcher::Config::default()).default_backoff(), LOOP, "WindowsInstances");
     let windows_nodes = watcher::Config::default().labels(&format!("{KUBERNETES_OS_LABEL}=windows"));
-    let node_changes = fleet_node_changes(watcher(nodes, windows_nodes).default_backoff(), "upgrade executor");
-    let mut triggers = futures::stream::select(record_changes, node_changes).boxed();
+    let node_changes = fleet_node_changes(watcher(nodes, windows_nodes).default_backoff(), LOOP);
+    let triggers = futures::stream::select(record_changes, node_changes).boxed();
 
-    let mut wait = Duration::ZERO;
+    let drains = Arc::clone(&ctx);
+    let drain_ends = move || {
+        let ctx = Arc::clone(&drains);
+        async move { ctx.next_drain_end().await }
+    };
+    let reconciles = Arc::clone(&ctx);
+    let reconcile = move || {
+        let ctx = Arc::clone(&reconciles);
+        async move { reconcile_and_log(&ctx).await }
+    };
     let retries = RetryBackoff::new(FIRST_RETRY, RESYNC);
-    loop {
-        tokio::select! {
-            trigger = triggers.next() => if trigger.is_none() { return },
-            () = ctx.next_drain_end() => {}
-            () = tokio::time::sleep(wait) => {}
-        }
-        while let Some(Some(())) = triggers.next().now_or_never() {}
-        match timed(&ctx.metrics, UPGRADES, reconcile_fleet(&ctx, Timestamp::now())).await {
-            Ok(outcome) => {
-                retries.on_success(UPGRADES);
-                if !(outcome.started.is_empty() && outcome.finished.is_empty() && outcome.failed.is_empty()) {
-                    tracing::info!(
-                        started = ?outcome.started,
-                        finished = ?outcome.finished,
-                        failed = ?outcome.failed,
-                        summary = %outcome.plan.summary,
-                        "upgrade executor"
-                    );
-                }
-                wait = until_next_retry(outcome.next_retry, Timestamp::now());
-            }
-            Err(error) => {
-                ctx.metrics.record_error(error.metric_label());
-                tracing::warn!(kind = error.metric_label(), error = %error, "upgrade executor: fleet reconcile failed");
-                wait = retries.on_failure(UPGRADES);
-            }
-        }
+    run_loop(triggers, drain_ends, UPGRADES, &ctx.metrics, &retries, reconcile).await;
+}
+
+/// One fleet reconcile, logged; returns how long to wait for the next one.
+async fn reconcile_and_log(ctx: &Arc<UpgradesContext>) -> Result<Duration, UpgradesError> {
+    let outcome = reconcile_fleet(ctx, Timestamp::now()).await.inspect_err(|error| {
+        tracing::warn!(kind = error.metric_label(), error = %error, "upgrade executor: fleet reconcile failed");
+    })?;
+    if !(outcome.started.is_empty() && outcome.finished.is_empty() && outcome.failed.is_empty()) {
+        tracing::info!(
+            started = ?outcome.started,
+            finished = ?outcome.finished,
+            failed = ?outcome.failed,
+            summary = %outcome.plan.summary,
+            "upgrade executor"
+        );
     }
+    Ok(until_next_retry(outcome.next_retry, Timestamp::now()))
 }
 
 /// How long to sleep: until the next retry is due, at most [`RESYNC`].
@@ -87,62 +84,9 @@ fn until_next_retry(next_retry: Option<Timestamp>, now: Timestamp) -> Duration {
         .map_or(RESYNC, |until_due| until_due.min(RESYNC))
 }
 
-/// One item per Node event that changes what the planner reads (Ready, unschedulable, the `upgrading` mark, the
-/// version and `pub-key-hash` annotations); heartbeats that change nothing it reads are dropped. The key rotation
-/// reads the same facts and uses it too; `watching` names the loop in the log line of a watch error.
-pub(crate) fn fleet_node_changes(
-    events: impl Stream<Item = Result<watcher::Event<Node>, watcher::Error>> + Send + 'static,
-    watching: &'static str,
-) -> impl Stream<Item = ()> + Send + 'static {
-    let mut seen: HashMap<String, NodeFacts> = HashMap::new();
-    events.filter_map(move |event| {
-        let changed = match event {
-            Ok(watcher::Event::Apply(node) | watcher::Event::InitApply(node)) => {
-                let name = node.metadata.name.clone().unwrap_or_default();
-                let facts = NodeFacts::of(&node);
-                seen.insert(name, facts.clone()).is_none_or(|previous| previous != facts)
-            }
-            Ok(watcher::Event::Delete(node)) => {
-                seen.remove(node.metadata.name.as_deref().unwrap_or_default());
-                true
-            }
-            Ok(watcher::Event::Init) => false,
-            Ok(watcher::Event::InitDone) => true,
-            Err(error) => {
-                tracing::warn!(error = %error, "{watching}: watching Windows Nodes");
-                false
-            }
-        };
-        futures::future::ready(changed.then_some(()))
-    })
-}
-
-/// What the planner (and the key rotation) reads from a Node.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct NodeFacts {
-    ready: bool,
-    unschedulable: bool,
-    marked: bool,
-    version: Option<String>,
-    pub_key_hash: Option<String>,
-}
-
-impl NodeFacts {
-    fn of(node: &Node) -> Self {
-        NodeFacts {
-            ready: is_ready(node),
-            unschedulable: is_unschedulable(node),
-            marked: is_marked(node),
-            version: annotation(node, VERSION_ANNOTATION).map(str::to_owned),
-            pub_key_hash: annotation(node, PUB_KEY_HASH_ANNOTATION).map(str::to_owned),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wmco_cluster_client::names::UPGRADING_LABEL;
 
     #[test]
     fn the_loop_sleeps_until_the_next_retry_at_most_one_resync() {
@@ -157,26 +101,5 @@ mod tests {
             "a retry already due was made by the reconcile that just ran"
         );
         assert_eq!(until_next_retry(None, now), RESYNC);
-    }
-
-    #[test]
-    fn only_changes_the_planner_reads_trigger_a_reconcile() {
-        let node = |ready: &str, unschedulable: bool| -> Node {
-            serde_json::from_value(serde_json::json!({
-                "metadata": {"name": "win-1", "labels": {UPGRADING_LABEL: "true"}},
-                "spec": {"unschedulable": unschedulable},
-                "status": {"conditions": [{"type": "Ready", "status": ready}]}
-            }))
-            .unwrap()
-        };
-        let events = futures::stream::iter([
-            Ok(watcher::Event::InitApply(node("True", false))),
-            Ok(watcher::Event::InitDone),
-            Ok(watcher::Event::Apply(node("True", false))),
-            Ok(watcher::Event::Apply(node("True", true))),
-            Ok(watcher::Event::Apply(node("False", true))),
-        ]);
-        let triggers: Vec<()> = futures::executor::block_on(fleet_node_changes(events, "upgrade executor").collect());
-        assert_eq!(triggers.len(), 4);
     }
 }

@@ -1,5 +1,6 @@
 //! The upgrade executor's errors: each names the object and the step that failed.
 
+use crate::fleet::{ApiServerVersionError, ObserveError};
 use crate::runtime::ReconcilerError;
 
 /// Why a fleet reconcile (or one of its steps) failed.
@@ -52,6 +53,31 @@ pub enum UpgradesError {
     },
 }
 
+impl From<ObserveError> for UpgradesError {
+    /// The executor's words for a failed fleet read: listing the records, or the step `read Node …`.
+    fn from(error: ObserveError) -> Self {
+        match error {
+            ObserveError::ListRecords { namespace, source } => UpgradesError::ListRecords { namespace, source },
+            ObserveError::ReadNode { instance, node, source } => {
+                UpgradesError::Step { instance, step: format!("read Node {node}"), source }
+            }
+        }
+    }
+}
+
+impl From<ApiServerVersionError> for UpgradesError {
+    /// The executor's words for an unknown API server version (a `gitVersion` that is not semver is an
+    /// [`UpgradesError::InvalidVersion`]).
+    fn from(error: ApiServerVersionError) -> Self {
+        match error {
+            ApiServerVersionError::Read { source } => UpgradesError::ApiServerVersion { source },
+            ApiServerVersionError::InvalidGitVersion { value } => {
+                UpgradesError::InvalidVersion { what: "the API server's gitVersion", value }
+            }
+        }
+    }
+}
+
 impl ReconcilerError for UpgradesError {
     /// A short, stable label for the errors-by-kind metric.
     ///
@@ -68,5 +94,42 @@ impl ReconcilerError for UpgradesError {
             Self::ListRecords { .. } | Self::ListMachines { .. } => "upgrade_list",
             Self::Step { .. } => "upgrade_step",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cluster_error() -> Box<wmco_cluster_client::Error> {
+        Box::new(wmco_cluster_client::Error::MissingField {
+            verb: wmco_cluster_client::Verb::Get,
+            kind: "Node",
+            name: "win-a".into(),
+            field: "metadata.name",
+        })
+    }
+
+    #[test]
+    fn fleet_reads_and_api_server_versions_keep_the_executors_messages_and_labels() {
+        let errors: [UpgradesError; 4] = [
+            ObserveError::ListRecords { namespace: "wmco".into(), source: cluster_error() }.into(),
+            ObserveError::ReadNode { instance: "wmco/a".into(), node: "win-a".into(), source: cluster_error() }.into(),
+            ApiServerVersionError::Read { source: cluster_error() }.into(),
+            ApiServerVersionError::InvalidGitVersion { value: "v1.36".into() }.into(),
+        ];
+        let seen: Vec<_> = errors.iter().map(|error| (error.to_string(), error.metric_label())).collect();
+        assert_eq!(
+            seen,
+            [
+                ("listing WindowsInstances in namespace wmco failed".to_owned(), "upgrade_list"),
+                ("WindowsInstance wmco/a: read Node win-a failed".to_owned(), "upgrade_step"),
+                ("reading the API server's version failed".to_owned(), "upgrade_api_server_version"),
+                (
+                    "the API server's gitVersion \"v1.36\" is not a semantic version (e.g. 1.2.3)".to_owned(),
+                    "upgrade_version"
+                ),
+            ]
+        );
     }
 }

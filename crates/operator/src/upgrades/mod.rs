@@ -17,10 +17,12 @@
 //! be newer than the API server waits with a Warning Event on the record.
 //!
 //! - [`UpgradesContext`] / [`UpgradeSettings`]: the cluster seams, the API server version source and the policy;
-//!   [`SharedBudget`]: the budget lock and Windows Machines shared with the key rotation's Machine replacements.
-//! - [`reconcile_fleet`]: one whole-fleet reconcile; [`observe_fleet`] and [`planner_instance`] build the
-//!   planner's `Fleet` from cluster state (reusable by other budgeted work such as Machine replacement).
-//! - [`controller`]: the kube-runtime wiring (record and Windows Node watches plus a periodic resync).
+//!   the budget lock and Windows Machines it shares with the key rotation come from a
+//!   [`SharedBudget`](crate::fleet::SharedBudget).
+//! - [`reconcile_fleet`]: one whole-fleet reconcile; [`observe_fleet`] builds the planner's `Fleet` from cluster
+//!   state (on [`crate::fleet::observe_instances`] and [`crate::fleet::planner_instance`]).
+//! - [`controller`]: the watches (records and Windows Nodes) driving [`crate::fleet::run_loop()`], woken also when a
+//!   background drain ends.
 //! - [`operator_version`]: the version written to Nodes; [`payload_kubelet_version`]: the kubelet the payload
 //!   installs (for the skew rule).
 
@@ -34,10 +36,9 @@ mod version;
 #[cfg(test)]
 mod tests;
 
-pub use context::{SharedBudget, UpgradeSettings, UpgradesContext};
-pub(crate) use controller::fleet_node_changes;
+pub use context::{UpgradeSettings, UpgradesContext};
 pub use controller::{RESYNC, controller};
 pub use error::UpgradesError;
-pub use observe::{ObservedFleet, ObservedInstance, observe_fleet, planner_instance};
+pub use observe::{ObservedFleet, observe_fleet};
 pub use reconcile::{FleetOutcome, reconcile_fleet};
-pub use version::{ApiServerVersion, KubeApiServerVersion, operator_version, payload_kubelet_version};
+pub use version::{operator_version, payload_kubelet_version};

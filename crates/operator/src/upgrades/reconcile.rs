@@ -13,9 +13,9 @@ use wmco_cluster_client::types::Phase as RecordPhase;
 use wmco_cluster_client::{NewEvent, NodeMetadataPatch, Severity};
 use wmco_upgrade_planner::{Action, Plan, Policy, Reason, WaitReason, plan};
 
-use super::observe::{annotation, is_marked, is_ready, is_unschedulable};
-use super::{ObservedFleet, ObservedInstance, UpgradesContext, UpgradesError, observe_fleet};
-use crate::rekey::machines_away;
+use super::{ObservedFleet, UpgradesContext, UpgradesError, observe_fleet};
+use crate::fleet::observe::{annotation, is_marked, is_ready, is_unschedulable};
+use crate::fleet::{ObservedInstance, machines_away};
 use crate::runtime::ReconcilerError;
 
 /// What one fleet reconcile did.

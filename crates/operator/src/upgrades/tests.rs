@@ -18,6 +18,7 @@ use wmco_cluster_client::{
 };
 
 use super::*;
+use crate::fleet::{ApiServerVersion, ApiServerVersionError, SharedBudget, WindowsMachines};
 
 const NAMESPACE: &str = "wmco";
 const KEY: &str = "0f1e2d";
@@ -28,7 +29,7 @@ const NEW: &str = "1.1.0";
 struct SettableVersion(Mutex<Version>);
 
 impl ApiServerVersion for SettableVersion {
-    fn kubernetes_version(&self) -> BoxFuture<'_, Result<Version, UpgradesError>> {
+    fn kubernetes_version(&self) -> BoxFuture<'_, Result<Version, ApiServerVersionError>> {
         let version = self.0.lock().unwrap().clone();
         Box::pin(async move { Ok(version) })
     }
@@ -473,7 +474,7 @@ async fn a_host_that_cannot_be_finished_does_not_hold_back_the_others() {
 struct ListedMachines(Vec<wmco_cluster_client::types::Machine>);
 
 #[async_trait::async_trait]
-impl crate::rekey::WindowsMachines for ListedMachines {
+impl WindowsMachines for ListedMachines {
     async fn list(&self) -> wmco_cluster_client::Result<Vec<wmco_cluster_client::types::Machine>> {
         Ok(self.0.clone())
     }

@@ -1,8 +1,7 @@
-//! Versions the executor compares: the operator's own (written to Nodes without build metadata) and the API
-//! server's (read on every reconcile, for the kubelet skew rule).
+//! Versions the executor compares: the operator's own (written to Nodes without build metadata) and the kubelet's
+//! the payload installs (for the skew rule against the API server's, read through
+//! [`ApiServerVersion`](crate::fleet::ApiServerVersion)).
 
-use futures::future::BoxFuture;
-use kube::Client;
 use semver::{BuildMetadata, Version};
 use wmco_payload_manifest::Manifest;
 
@@ -54,50 +53,6 @@ pub fn payload_kubelet_version(manifest: &Manifest) -> Result<Version, UpgradesE
         .map_err(|_| UpgradesError::InvalidVersion { what, value: text.to_owned() })
 }
 
-/// Where the executor reads the API server's Kubernetes version from (the skew rule compares the payload's kubelet
-/// with it on every reconcile, so a control-plane upgrade releases waiting upgrades).
-pub trait ApiServerVersion: Send + Sync {
-    /// The API server's version.
-    fn kubernetes_version(&self) -> BoxFuture<'_, Result<Version, UpgradesError>>;
-}
-
-/// [`ApiServerVersion`] from the API server's `/version` (`gitVersion`, e.g. `v1.36.3`).
-#[derive(Clone)]
-pub struct KubeApiServerVersion {
-    client: Client,
-}
-
-impl KubeApiServerVersion {
-    /// Asks the API server behind `client`.
-    pub fn new(client: Client) -> Self {
-        KubeApiServerVersion { client }
-    }
-}
-
-impl ApiServerVersion for KubeApiServerVersion {
-    fn kubernetes_version(&self) -> BoxFuture<'_, Result<Version, UpgradesError>> {
-        Box::pin(async move {
-            let info = self.client.apiserver_version().await.map_err(|source| UpgradesError::ApiServerVersion {
-                source: Box::new(wmco_cluster_client::Error::api(
-                    wmco_cluster_client::Verb::Discover,
-                    "APIServer",
-                    "version",
-                    source,
-                )),
-            })?;
-            parse_git_version(&info.git_version)
-        })
-    }
-}
-
-/// `v1.36.3+k3s1` → 1.36.3 (build metadata kept; the skew rule reads major.minor only).
-fn parse_git_version(git_version: &str) -> Result<Version, UpgradesError> {
-    Version::parse(git_version.trim_start_matches('v')).map_err(|_| UpgradesError::InvalidVersion {
-        what: "the API server's gitVersion",
-        value: git_version.to_owned(),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,12 +83,5 @@ mod tests {
         );
         let error = payload_kubelet_version(&manifest("kube-proxy", "v1.36.3")).unwrap_err();
         assert!(matches!(error, UpgradesError::NoKubeletVersion), "{error}");
-    }
-
-    #[test]
-    fn git_versions_parse_with_or_without_the_v() {
-        assert_eq!(parse_git_version("v1.36.3").unwrap(), Version::new(1, 36, 3));
-        assert_eq!(parse_git_version("v1.33.2+k3s1").unwrap().minor, 33);
-        assert!(parse_git_version("v1.36").is_err());
     }
 }

@@ -1,0 +1,28 @@
+//! What the two whole-fleet loops share (the upgrade executor in [`crate::upgrades`] and the key rotation in
+//! [`crate::rekey`]): both read the same records and Nodes, hand out the same unavailability budget, count the same
+//! Windows Machines away from the fleet, and run the same coalescing loop. Both depend on this module; neither
+//! depends on the other.
+//!
+//! - [`observe`]: [`ObservedInstance`] and [`observe_instances`] (every record of the operator namespace with its
+//!   Node, read fresh), [`planner_instance`] (the planner's view of one of them) and the Node accessors.
+//! - [`node_changes`]: [`fleet_node_changes`] (Node events that change what the planner reads) and
+//!   [`watch_triggers`] (any other watch as loop triggers).
+//! - [`machines`]: the Windows Machines source ([`WindowsMachines`], [`KubeWindowsMachines`], [`NoWindowsMachines`],
+//!   [`windows_machines`]) and [`machines_away`], the Machines unavailable outside the planner's view.
+//! - [`budget`]: [`SharedBudget`], the budget lock and Machines source every piece of budgeted work shares.
+//! - [`api_server`]: [`ApiServerVersion`] / [`KubeApiServerVersion`], the API server's version for the skew rule.
+//! - [`run_loop`](mod@run_loop): [`run_loop()`], the trigger / coalesce / backoff loop both loops run on.
+
+pub mod api_server;
+pub mod budget;
+pub mod machines;
+pub mod node_changes;
+pub mod observe;
+pub mod run_loop;
+
+pub use api_server::{ApiServerVersion, ApiServerVersionError, KubeApiServerVersion};
+pub use budget::SharedBudget;
+pub use machines::{KubeWindowsMachines, NoWindowsMachines, WindowsMachines, machines_away, windows_machines};
+pub use node_changes::{fleet_node_changes, watch_triggers};
+pub use observe::{ObserveError, ObservedInstance, observe_instances, planner_instance};
+pub use run_loop::run_loop;

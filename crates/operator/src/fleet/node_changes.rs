@@ -1,0 +1,146 @@
+//! Watch events as loop triggers: [`fleet_node_changes`] for the Windows Nodes (only changes the planner reads
+//! trigger), [`watch_triggers`] for any other watched kind (every change triggers). Watch errors are logged with
+//! the loop's name and dropped (the watcher's own backoff retries).
+
+use std::collections::HashMap;
+
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::core::v1::Node;
+use kube::runtime::watcher;
+use wmco_cluster_client::names::{PUB_KEY_HASH_ANNOTATION, VERSION_ANNOTATION};
+
+use super::observe::{annotation, is_marked, is_ready, is_unschedulable};
+
+/// One item per Node event that changes what the planner reads (Ready, unschedulable, the `upgrading` mark, the
+/// version and `pub-key-hash` annotations); heartbeats that change nothing it reads are dropped. `watching` names
+/// the loop in the log line of a watch error.
+pub fn fleet_node_changes(
+    events: impl Stream<Item = Result<watcher::Event<Node>, watcher::Error>> + Send + 'static,
+    watching: &'static str,
+) -> impl Stream<Item = ()> + Send + 'static {
+    let mut seen: HashMap<String, NodeFacts> = HashMap::new();
+    events.filter_map(move |event| {
+        let changed = match event {
+            Ok(watcher::Event::Apply(node) | watcher::Event::InitApply(node)) => {
+                let name = node.metadata.name.clone().unwrap_or_default();
+                let facts = NodeFacts::of(&node);
+                seen.insert(name, facts.clone()).is_none_or(|previous| previous != facts)
+            }
+            Ok(watcher::Event::Delete(node)) => {
+                seen.remove(node.metadata.name.as_deref().unwrap_or_default());
+                true
+            }
+            Ok(watcher::Event::Init) => false,
+            Ok(watcher::Event::InitDone) => true,
+            Err(error) => {
+                tracing::warn!(error = %error, "{watching}: watching Windows Nodes");
+                false
+            }
+        };
+        futures::future::ready(changed.then_some(()))
+    })
+}
+
+/// One item per watch event except the start of a relist (`Init`); errors are logged as `{watching}: watching
+/// {what}` and dropped.
+pub fn watch_triggers<K: Send + 'static>(
+    events: impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
+    watching: &'static str,
+    what: &'static str,
+) -> impl Stream<Item = ()> + Send + 'static {
+    events.filter_map(move |event| {
+        let trigger = match event {
+            Ok(watcher::Event::Init) => None,
+            Ok(_) => Some(()),
+            Err(error) => {
+                tracing::warn!(error = %error, "{watching}: watching {what}");
+                None
+            }
+        };
+        futures::future::ready(trigger)
+    })
+}
+
+/// What the planner (and the key rotation) reads from a Node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct NodeFacts {
+    ready: bool,
+    unschedulable: bool,
+    marked: bool,
+    version: Option<String>,
+    pub_key_hash: Option<String>,
+}
+
+impl NodeFacts {
+    fn of(node: &Node) -> Self {
+        NodeFacts {
+            ready: is_ready(node),
+            unschedulable: is_unschedulable(node),
+            marked: is_marked(node),
+            version: annotation(node, VERSION_ANNOTATION).map(str::to_owned),
+            pub_key_hash: annotation(node, PUB_KEY_HASH_ANNOTATION).map(str::to_owned),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wmco_cluster_client::names::UPGRADING_LABEL;
+
+    #[test]
+    fn only_changes_the_planner_reads_trigger_a_reconcile() {
+        let node = |ready: &str, unschedulable: bool| -> Node {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "win-1", "labels": {UPGRADING_LABEL: "true"}},
+                "spec": {"unschedulable": unschedulable},
+                "status": {"conditions": [{"type": "Ready", "status": ready}]}
+            }))
+            .unwrap()
+        };
+        let events = futures::stream::iter([
+            Ok(watcher::Event::InitApply(node("True", false))),
+            Ok(watcher::Event::InitDone),
+            Ok(watcher::Event::Apply(node("True", false))),
+            Ok(watcher::Event::Apply(node("True", true))),
+            Ok(watcher::Event::Apply(node("False", true))),
+        ]);
+        let triggers: Vec<()> = futures::executor::block_on(fleet_node_changes(events, "upgrade executor").collect());
+        assert_eq!(triggers.len(), 4);
+    }
+
+    #[test]
+    fn only_changes_the_rotation_reads_trigger_a_reconcile() {
+        let node = |hash: &str, heartbeat: &str| -> Node {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "win-1", "annotations": {PUB_KEY_HASH_ANNOTATION: hash}},
+                "status": {"conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": heartbeat}]}
+            }))
+            .unwrap()
+        };
+        let events = futures::stream::iter([
+            Ok(watcher::Event::Init),
+            Ok(watcher::Event::InitApply(node("old", "2026-11-22T04:00:00Z"))),
+            Ok(watcher::Event::InitDone),
+            Ok(watcher::Event::Apply(node("old", "2026-11-22T04:00:10Z"))),
+            Ok(watcher::Event::Apply(node("new", "2026-11-22T04:00:20Z"))),
+            Ok(watcher::Event::Delete(node("new", "2026-11-22T04:00:20Z"))),
+        ]);
+        let triggers: Vec<()> = futures::executor::block_on(fleet_node_changes(events, "key rotation").collect());
+        assert_eq!(triggers.len(), 4, "first sight, InitDone, the new hash and the deletion; not the heartbeat");
+    }
+
+    #[test]
+    fn every_watch_event_but_the_start_of_a_relist_triggers() {
+        let events = futures::stream::iter([
+            Ok(watcher::Event::Init),
+            Ok(watcher::Event::InitApply(Node::default())),
+            Ok(watcher::Event::InitDone),
+            Ok(watcher::Event::Apply(Node::default())),
+            Ok(watcher::Event::Delete(Node::default())),
+        ]);
+        let triggers: Vec<()> =
+            futures::executor::block_on(watch_triggers(events, "key rotation", "Windows Nodes").collect());
+        assert_eq!(triggers.len(), 4);
+    }
+}
