@@ -8,7 +8,6 @@
 //! - [`names`]: the fixed label, annotation, namespace and Secret names.
 
 mod decision;
-mod error;
 mod machineset;
 pub mod names;
 mod node_name;
@@ -16,8 +15,8 @@ mod node_name;
 pub use decision::{
     ConfigurablePhase, MachineDecision, MachineInstance, SkipReason, desired_instance, is_windows, ssh_user,
 };
-pub use error::MachineSetError;
 pub use machineset::{
-    ClusterDefaults, Field, MachineSetDocument, MachineSetOptions, MachineSetPlatform, generate, machineset_name,
+    ClusterDefaults, Field, MachineSetDocument, MachineSetError, MachineSetOptions, MachineSetPlatform, generate,
+    machineset_name,
 };
 pub use node_name::record_name;

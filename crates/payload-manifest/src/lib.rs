@@ -38,11 +38,9 @@ pub use digest::{DigestParseError, Sha256Digest};
 pub use host_files::{HostFile, HostFileContent, HostFileSet, HostFileSetError};
 pub use manifest::{
     Component, ComponentFile, GoSource, MANIFEST_PATH_IN_WORKSPACE, MANIFEST_SCHEMA, Manifest, ManifestError,
-    ManifestFile, ManifestProblem, PRODUCT_MANIFEST_YAML, Source, VersionCheck,
+    ManifestFile, ManifestProblem, PRODUCT_MANIFEST_YAML, SYNTHETIC_MARKER_FILE_NAME, Source, VersionCheck,
 };
 pub use payload::{Payload, PayloadError, PayloadFile, PayloadProblem};
 pub use payload_path::{PayloadPath, PayloadPathError};
 pub use platform::Platform;
-pub use synthetic::{
-    SYNTHETIC_MARKER_FILE_NAME, SyntheticError, SyntheticPayload, SyntheticScale, write_synthetic_payload,
-};
+pub use synthetic::{SyntheticError, SyntheticPayload, SyntheticScale, write_synthetic_payload};

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use wmco_windows_services::WinPath;
 
-use crate::{ByteSize, PayloadPath, Platform, checksums::CHECKSUM_FILE_NAME, synthetic::SYNTHETIC_MARKER_FILE_NAME};
+use crate::{ByteSize, PayloadPath, Platform, checksums::CHECKSUM_FILE_NAME};
 
 /// The product's manifest text, compiled in from `payload/manifest.yaml`.
 pub const PRODUCT_MANIFEST_YAML: &str = include_str!("../../../payload/manifest.yaml");
@@ -19,6 +19,10 @@ pub const MANIFEST_PATH_IN_WORKSPACE: &str = "payload/manifest.yaml";
 
 /// The schema identifier the manifest must declare.
 pub const MANIFEST_SCHEMA: &str = "wmco.payload/v1";
+
+/// The marker file at the root of every synthetic payload. Its presence means "not a real payload: tests only".
+/// A reserved payload path: no manifest file may use it.
+pub const SYNTHETIC_MARKER_FILE_NAME: &str = "SYNTHETIC";
 
 /// The validated payload manifest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -10,9 +10,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::checksums::{BadChecksumLine, CHECKSUM_FILE_NAME, ChecksumList};
-use crate::manifest::Manifest;
+use crate::manifest::{Manifest, SYNTHETIC_MARKER_FILE_NAME};
 use crate::parallel::map_in_parallel;
-use crate::synthetic::SYNTHETIC_MARKER_FILE_NAME;
 use crate::{PayloadPath, Sha256Digest};
 
 /// A verified payload directory: every required file present, every file hashed and matching `sha256sum`.

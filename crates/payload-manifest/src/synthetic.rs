@@ -12,11 +12,8 @@ use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 
 use crate::checksums::{CHECKSUM_FILE_NAME, ChecksumList};
-use crate::manifest::{Manifest, Source};
+use crate::manifest::{Manifest, SYNTHETIC_MARKER_FILE_NAME, Source};
 use crate::{PayloadPath, Sha256Digest};
-
-/// The marker file at the root of every synthetic payload. Its presence means "not a real payload: tests only".
-pub const SYNTHETIC_MARKER_FILE_NAME: &str = "SYNTHETIC";
 
 const MARKER_TEXT: &str = "This is a synthetic wmco payload for tests and benchmarks. Its binaries are \
 pseudo-random bytes, not programs. Written by wmco_payload_manifest::write_synthetic_payload.\n";

@@ -12,7 +12,7 @@ use crate::config::HostConfig;
 use crate::connection::Connection;
 use crate::error::TransportError;
 use crate::host_key::HostKey;
-use crate::pool::Limiter;
+use crate::limiter::Limiter;
 use crate::remote::RemoteHost;
 use crate::upload::{UploadOutcome, UploadRequest};
 use crate::worker::{self, Job, JobSender, Worker};

@@ -48,6 +48,7 @@ mod exec;
 mod host;
 mod host_key;
 mod key;
+mod limiter;
 mod pool;
 mod remote;
 mod retry;

@@ -2,13 +2,13 @@
 //! reached, a host that needs to connect closes the least recently used idle connection, or waits for one.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use crate::config::HostConfig;
 use crate::error::TransportError;
 use crate::host::SshHost;
-use crate::worker::Job;
+use crate::limiter::Limiter;
 
 /// Host handles shared by the whole process, at most `max_connections` of them connected at once.
 ///
@@ -64,97 +64,10 @@ impl HostPool {
 
     /// How many connections are open now.
     pub fn open_connections(&self) -> usize {
-        lock(&self.limiter.state).open
+        self.limiter.open_connections()
     }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// Counts open connections against the cap and knows which connected hosts are idle.
-pub(crate) struct Limiter {
-    cap: usize,
-    state: Mutex<LimiterState>,
-    freed: Condvar,
-}
-
-struct LimiterState {
-    open: usize,
-    idle: HashMap<String, Idle>,
-}
-
-struct Idle {
-    since: Instant,
-    sender: Weak<Mutex<std::sync::mpsc::Sender<Job>>>,
-}
-
-/// One open connection's share of the cap; given back on drop.
-pub(crate) struct Slot {
-    limiter: Arc<Limiter>,
-    label: String,
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        let mut state = lock(&self.limiter.state);
-        state.open = state.open.saturating_sub(1);
-        state.idle.remove(&self.label);
-        drop(state);
-        self.limiter.freed.notify_all();
-    }
-}
-
-impl Limiter {
-    fn new(cap: usize) -> Limiter {
-        Limiter { cap, state: Mutex::new(LimiterState { open: 0, idle: HashMap::new() }), freed: Condvar::new() }
-    }
-
-    /// Takes a slot for `label`, closing the least recently used idle connection when the cap is reached, and
-    /// waiting at most `wait` for one to be given back.
-    pub(crate) fn acquire(self: &Arc<Self>, label: &str, wait: Duration) -> Result<Slot, TransportError> {
-        let deadline = Instant::now() + wait;
-        let mut state = lock(&self.state);
-        loop {
-            if state.open < self.cap {
-                state.open += 1;
-                return Ok(Slot { limiter: Arc::clone(self), label: label.to_owned() });
-            }
-            evict_least_recently_used(&mut state);
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(TransportError::TimedOut {
-                    host: label.to_owned(),
-                    during: format!("waiting for one of the pool's {} connection slots", self.cap),
-                    after: wait,
-                });
-            }
-            state = self.freed.wait_timeout(state, left).map(|(guard, _)| guard).unwrap_or_else(|poison| {
-                let (guard, _) = poison.into_inner();
-                guard
-            });
-        }
-    }
-
-    pub(crate) fn mark_busy(&self, label: &str) {
-        lock(&self.state).idle.remove(label);
-    }
-
-    pub(crate) fn mark_idle(&self, label: &str, sender: Weak<Mutex<std::sync::mpsc::Sender<Job>>>) {
-        lock(&self.state).idle.insert(label.to_owned(), Idle { since: Instant::now(), sender });
-    }
-}
-
-/// Asks the idle host unused for the longest time to disconnect (its slot comes back through [`Slot`]'s drop).
-fn evict_least_recently_used(state: &mut LimiterState) {
-    let Some(oldest) = state.idle.iter().min_by_key(|(_, idle)| idle.since).map(|(label, _)| label.clone()) else {
-        return;
-    };
-    let Some(idle) = state.idle.remove(&oldest) else { return };
-    if let Some(sender) = idle.sender.upgrade() {
-        let disconnect: Job = Box::new(|worker| worker.disconnect());
-        if lock(&sender).send(disconnect).is_ok() {
-            tracing::debug!(host = %oldest, "closing idle connection to make room under the connection cap");
-        }
-    }
 }

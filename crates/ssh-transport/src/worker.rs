@@ -2,13 +2,13 @@
 //! sends it one at a time, reconnects lazily after a failure, and closes the connection when it has been idle.
 
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use crate::config::HostConfig;
 use crate::connection::{self, Connection, OpError};
 use crate::error::TransportError;
 use crate::host_key::HostKey;
-use crate::pool::{Limiter, Slot};
+use crate::limiter::{CloseRequest, Limiter, Slot};
 
 /// Work for the thread: a closure that gets the worker and sends its result back itself.
 pub(crate) type Job = Box<dyn FnOnce(&mut Worker) + Send>;
@@ -112,7 +112,7 @@ fn serve(mut worker: Worker, receiver: &Receiver<Job>, weak_sender: &Weak<Mutex<
                 if worker.is_connected()
                     && let Some(limiter) = &worker.limiter
                 {
-                    limiter.mark_idle(&worker.label, weak_sender.clone());
+                    limiter.mark_idle(&worker.label, close_request(weak_sender));
                 }
             }
             Err(RecvTimeoutError::Timeout) => {
@@ -123,4 +123,14 @@ fn serve(mut worker: Worker, receiver: &Receiver<Job>, weak_sender: &Weak<Mutex<
         }
     }
     worker.disconnect();
+}
+
+/// How the limiter asks this worker to disconnect when it needs the slot: a disconnect job on the worker's queue.
+fn close_request(sender: &Weak<Mutex<Sender<Job>>>) -> CloseRequest {
+    let sender = sender.clone();
+    Box::new(move || {
+        let Some(sender) = sender.upgrade() else { return false };
+        let disconnect: Job = Box::new(|worker| worker.disconnect());
+        sender.lock().unwrap_or_else(PoisonError::into_inner).send(disconnect).is_ok()
+    })
 }

@@ -1,7 +1,7 @@
 //! The weak-key rules: which key kinds the operator refuses to put on every Windows node.
 
 use crate::error::Weakness;
-use crate::key::{EcdsaCurve, KeyKind};
+use crate::key::kind::{EcdsaCurve, KeyKind};
 
 /// The shortest RSA modulus accepted, in bits.
 pub const MIN_RSA_BITS: u32 = 2048;

@@ -13,7 +13,7 @@ use crate::csr::{self, CLIENT_SIGNER, CLIENT_USAGES};
 use crate::kubeconfig::{self, Connection, Credential};
 use crate::launch::{Credentials, Prepared};
 use crate::rotation;
-use crate::run::{Backoff, CERTIFICATE_RETRY_INITIAL, CERTIFICATE_RETRY_MAX, CERTIFICATE_WAIT, Shared};
+use crate::state::{Backoff, CERTIFICATE_RETRY_INITIAL, CERTIFICATE_RETRY_MAX, CERTIFICATE_WAIT, Shared};
 
 /// The connection of the kubelet's own kubeconfig: as found, or after the bootstrap.
 pub(crate) async fn obtain(prepared: &Prepared, shared: &Shared) -> Connection {

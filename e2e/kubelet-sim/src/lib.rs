@@ -50,6 +50,7 @@ mod pods;
 mod rotation;
 mod run;
 mod serving;
+mod state;
 mod taint;
 
 use std::sync::Arc;
@@ -96,10 +97,10 @@ pub struct KubeletStatus {
 pub struct KubeletHandle {
     node_name: String,
     task: tokio::task::JoinHandle<()>,
-    shared: Arc<run::Shared>,
+    shared: Arc<state::Shared>,
 }
 
-impl std::fmt::Debug for run::Shared {
+impl std::fmt::Debug for state::Shared {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         formatter.debug_struct("Shared").field("status", &*self.status.borrow()).finish_non_exhaustive()
     }
@@ -130,7 +131,7 @@ impl Kubelet {
             last_problem: None,
         });
         let node_name = prepared.node_name.clone();
-        let shared = Arc::new(run::Shared::new(node_name.clone(), status));
+        let shared = Arc::new(state::Shared::new(node_name.clone(), status));
         shared.info(format!("kubelet starting for node {node_name}"));
         let task = tokio::spawn(run::run(prepared, facts, shared.clone()));
         Ok(KubeletHandle { node_name, task, shared })

@@ -15,7 +15,7 @@ use serde_json::json;
 use tokio::sync::watch;
 
 use crate::node::Readiness;
-use crate::run::Shared;
+use crate::state::Shared;
 
 /// Runs the pod loop until the task is aborted; when the runtime network turns ready, every pod on the node is
 /// synced again; when the node client changes (a rotated certificate), the watch starts over with it.

@@ -4,9 +4,8 @@
 //! certificate, and run the pods bound to the node ([`crate::pods`]). Every task reads the current node client
 //! from one watch channel, so a rotated certificate is used from the next request on.
 
-use std::collections::VecDeque;
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -15,89 +14,19 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Owne
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use tokio::sync::watch;
 
+use crate::KubeletPhase;
 use crate::certs::SubjectAltNames;
 use crate::client_cert;
 use crate::launch::Prepared;
 use crate::node::{NodeFacts, Readiness};
-use crate::{KubeletPhase, KubeletStatus};
+use crate::state::{Backoff, Shared};
 
-/// How long one certificate request waits for its certificate (`certificateWaitTimeout`).
-pub(crate) const CERTIFICATE_WAIT: Duration = Duration::from_secs(15 * 60);
-/// First pause after a failed certificate request; doubled up to [`CERTIFICATE_RETRY_MAX`].
-pub(crate) const CERTIFICATE_RETRY_INITIAL: Duration = Duration::from_secs(2);
-/// Longest pause between certificate requests.
-pub(crate) const CERTIFICATE_RETRY_MAX: Duration = Duration::from_secs(32);
 /// First pause after a failed registration; doubled up to [`REGISTRATION_RETRY_MAX`].
 const REGISTRATION_RETRY_INITIAL: Duration = Duration::from_millis(100);
 /// Longest pause between registration attempts.
 const REGISTRATION_RETRY_MAX: Duration = Duration::from_secs(7);
 /// The namespace of node Leases.
 const LEASE_NAMESPACE: &str = "kube-node-lease";
-
-/// How many journal lines a kubelet keeps (the oldest are dropped first).
-const JOURNAL_LINES: usize = 10_000;
-
-/// Shared between the task and its handle.
-pub(crate) struct Shared {
-    pub node_name: String,
-    pub status: watch::Sender<KubeletStatus>,
-    pub node_client: Mutex<Option<kube::Client>>,
-    pub journal: Mutex<VecDeque<String>>,
-}
-
-impl Shared {
-    pub(crate) fn new(node_name: String, status: watch::Sender<KubeletStatus>) -> Self {
-        Self { node_name, status, node_client: Mutex::new(None), journal: Mutex::new(VecDeque::new()) }
-    }
-
-    /// Publishes the current node client for [`crate::KubeletHandle::node_client`].
-    pub(crate) fn set_node_client(&self, client: kube::Client) {
-        *self.node_client.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(client);
-    }
-
-    fn phase(&self, phase: KubeletPhase) {
-        self.status.send_modify(|status| status.phase = phase);
-    }
-
-    /// Records a notable event (klog severity `I`).
-    pub(crate) fn info(&self, message: String) {
-        tracing::info!(node = %self.node_name, "{message}");
-        self.record('I', &message);
-    }
-
-    /// Records a problem (klog severity `E`) and remembers it as the last one.
-    pub(crate) fn problem(&self, problem: String) {
-        tracing::warn!(node = %self.node_name, "{problem}");
-        self.record('E', &problem);
-        self.status.send_modify(|status| status.last_problem = Some(problem));
-    }
-
-    fn record(&self, severity: char, message: &str) {
-        let line = format!("{severity} {} {message}", jiff::Timestamp::now());
-        let mut journal = self.journal.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if journal.len() == JOURNAL_LINES {
-            journal.pop_front();
-        }
-        journal.push_back(line);
-    }
-}
-
-/// A doubling pause between `initial` and `max`.
-pub(crate) struct Backoff {
-    next: Duration,
-    max: Duration,
-}
-
-impl Backoff {
-    pub(crate) fn new(initial: Duration, max: Duration) -> Self {
-        Self { next: initial, max }
-    }
-
-    pub(crate) async fn pause(&mut self) {
-        tokio::time::sleep(self.next).await;
-        self.next = (self.next * 2).min(self.max);
-    }
-}
 
 /// The kubelet's whole life; runs until aborted.
 pub(crate) async fn run(prepared: Prepared, facts: NodeFacts, shared: Arc<Shared>) {

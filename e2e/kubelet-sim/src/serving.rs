@@ -11,7 +11,7 @@ use crate::certs::{self, SubjectAltNames};
 use crate::csr::{self, SERVING_SIGNER, SERVING_USAGES};
 use crate::launch::Prepared;
 use crate::rotation;
-use crate::run::{Backoff, CERTIFICATE_RETRY_INITIAL, CERTIFICATE_RETRY_MAX, CERTIFICATE_WAIT, Shared};
+use crate::state::{Backoff, CERTIFICATE_RETRY_INITIAL, CERTIFICATE_RETRY_MAX, CERTIFICATE_WAIT, Shared};
 
 /// Runs until aborted (or until the address publisher is gone).
 pub(crate) async fn run(

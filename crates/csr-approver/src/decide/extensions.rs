@@ -8,21 +8,13 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use x509_parser::oid_registry::OID_X509_EXT_SUBJECT_ALT_NAME;
 
+use super::san::{ServingSan, addresses_list, san_text};
 use super::{Check, InScope, deny};
 use crate::request::{ExtensionContent, RequestBody, SanEntry, ip_from_san};
 use crate::world::{ByohInstance, MachineInstance, ManagedInstance};
 use crate::{KubeletSigner, RuleId, World};
 
 const MAX_SERVING_SANS: usize = 10;
-
-/// A SAN of a serving request that passed D3.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum ServingSan<'a> {
-    /// A dNSName.
-    Dns(&'a str),
-    /// An iPAddress.
-    Ip(IpAddr),
-}
 
 pub(super) fn check<'a>(scope: &InScope<'_>, body: &'a RequestBody, world: &World) -> Check<Vec<ServingSan<'a>>> {
     let san_oid = OID_X509_EXT_SUBJECT_ALT_NAME.to_id_string();
@@ -158,12 +150,5 @@ fn byoh_record_has(byoh: &ByohInstance, san: &ServingSan<'_>) -> bool {
 }
 
 fn machine_record_has(machine: &MachineInstance, san: &ServingSan<'_>) -> bool {
-    super::state::addresses_list(&machine.addresses, san)
-}
-
-pub(super) fn san_text(san: &ServingSan<'_>) -> String {
-    match san {
-        ServingSan::Dns(name) => format!("DNS:{name}"),
-        ServingSan::Ip(ip) => format!("IP:{ip}"),
-    }
+    addresses_list(&machine.addresses, san)
 }

@@ -3,6 +3,7 @@
 
 mod crypto;
 mod extensions;
+mod san;
 mod scope;
 mod spec;
 mod state;

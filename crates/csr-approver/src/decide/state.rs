@@ -2,15 +2,13 @@
 //! bootstrap key per attempt, renewal and serving only for a live Windows Node linked to the instance that lists
 //! the SANs, and CSRs at most 60 minutes old. Failures are IGNORE (the state may still change).
 
-use std::net::IpAddr;
-
 use jiff::{SignedDuration, Timestamp};
 
-use super::extensions::{ServingSan, san_text};
+use super::san::{ServingSan, addresses_list, parse_ip, san_text};
 use super::{Check, InScope, RequestRole, ignore};
 use crate::names::{NODE_BOOTSTRAPPER_USERNAME, OS_LABEL, OS_WINDOWS, SIGNER_KUBELET_CLIENT};
 use crate::request::RequestBody;
-use crate::world::{AddressType, CsrState, InstancePhase, ManagedInstance, NodeAddress};
+use crate::world::{AddressType, CsrState, InstancePhase, ManagedInstance};
 use crate::{CsrFacts, RuleId, World};
 
 const EARLY_TOLERANCE: SignedDuration = SignedDuration::from_secs(10);
@@ -180,16 +178,4 @@ fn check_linked_node(scope: &InScope<'_>, sans: &[ServingSan<'_>], world: &World
         ));
     }
     Ok(())
-}
-
-/// Whether `addresses` lists the SAN: DNS SANs against name entries, IP SANs against IP entries, exact values.
-pub(super) fn addresses_list(addresses: &[NodeAddress], san: &ServingSan<'_>) -> bool {
-    addresses.iter().any(|entry| match san {
-        ServingSan::Dns(name) => entry.address_type.holds_name() && entry.address == *name,
-        ServingSan::Ip(ip) => !entry.address_type.holds_name() && parse_ip(&entry.address) == Some(*ip),
-    })
-}
-
-fn parse_ip(text: &str) -> Option<IpAddr> {
-    text.parse().ok()
 }

@@ -7,6 +7,7 @@
 //! Machine names become Windows computer names (at most 15 characters), it is `<name>`, at most 9 characters.
 
 mod cluster;
+mod error;
 mod options;
 mod providers;
 
@@ -15,7 +16,6 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::error::MachineSetError;
 use crate::names::{
     CLUSTER_LABEL, MACHINE_API_NAMESPACE, MACHINE_ROLE_LABEL, MACHINE_TYPE_LABEL, MACHINESET_LABEL,
     MAX_WINDOWS_MACHINESET_NAME, OS_ID_LABEL, WINDOWS_OS_ID, WORKER_NODE_ROLE_LABEL, WORKER_ROLE,
@@ -23,6 +23,7 @@ use crate::names::{
 use crate::node_name::is_dns_label;
 
 pub use cluster::ClusterDefaults;
+pub use error::MachineSetError;
 pub use options::{Field, MachineSetOptions, MachineSetPlatform};
 
 /// A generated Windows MachineSet.

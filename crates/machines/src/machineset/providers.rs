@@ -3,8 +3,8 @@
 
 use serde_json::{Value, json};
 
+use super::error::MachineSetError;
 use super::options::{Field, MachineSetOptions, MachineSetPlatform};
-use crate::error::MachineSetError;
 use crate::names::{MACHINE_API_NAMESPACE, USER_DATA_SECRET};
 
 /// AWS instance type unless `--instance-type` says otherwise.

@@ -2,9 +2,9 @@
 //! requests from a script, records every command line, serves an in-memory SFTP file system (with Win32-OpenSSH's
 //! rename that refuses to overwrite), and injects faults: dropped connections, hanging commands, a replaced host key.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use russh::keys::{Algorithm, PrivateKey as RusshPrivateKey};
@@ -14,66 +14,11 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use super::fake_sftp::FakeSftp;
+use super::state::{FakeState, Fault, Reply, Responder, SharedState, lock};
 use crate::config::HostConfig;
 use crate::host_key::{HostKey, HostKeyPolicy};
 use crate::key::PrivateKey;
 use crate::retry::RetryPolicy;
-
-/// What a scripted command answers.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reply {
-    /// The exit status sent (any 32-bit value).
-    pub exit_code: u32,
-    /// Bytes sent on standard output.
-    pub stdout: Vec<u8>,
-    /// Bytes sent on standard error.
-    pub stderr: Vec<u8>,
-}
-
-impl Reply {
-    /// Exit 0 with this standard output.
-    pub fn ok(stdout: impl Into<Vec<u8>>) -> Reply {
-        Reply { exit_code: 0, stdout: stdout.into(), stderr: Vec::new() }
-    }
-
-    /// This exit code with this standard error.
-    pub fn fail(exit_code: u32, stderr: impl Into<Vec<u8>>) -> Reply {
-        Reply { exit_code, stdout: Vec::new(), stderr: stderr.into() }
-    }
-}
-
-/// A fault the host injects into every following request until cleared.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fault {
-    /// Close the TCP connection when a command or an SFTP session is requested.
-    DropConnection,
-    /// Accept commands but never answer them (no output, no exit status).
-    Hang,
-}
-
-/// Computes a reply from a command line and the host's files; `None` falls through to the scripted replies.
-pub type Responder = Arc<dyn Fn(&str, &BTreeMap<String, Vec<u8>>) -> Option<Reply> + Send + Sync>;
-
-/// The host's state, shared by every connection.
-pub(crate) struct FakeState {
-    exact: HashMap<String, Reply>,
-    prefixes: Vec<(String, Reply)>,
-    responder: Option<Responder>,
-    commands: Vec<String>,
-    pub(crate) files: BTreeMap<String, Vec<u8>>,
-    pub(crate) directories: BTreeSet<String>,
-    fault: Option<Fault>,
-    config: Arc<russh::server::Config>,
-    host_key: HostKey,
-    client_ids: Vec<String>,
-    authorized_key: Option<String>,
-}
-
-pub(crate) type SharedState = Arc<Mutex<FakeState>>;
-
-pub(crate) fn lock(state: &SharedState) -> MutexGuard<'_, FakeState> {
-    state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 /// An in-process SSH server on 127.0.0.1; stops when dropped.
 ///
@@ -117,19 +62,7 @@ impl FakeHost {
         let (config, host_key) = server_config()?;
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let port = listener.local_addr()?.port();
-        let state = Arc::new(Mutex::new(FakeState {
-            exact: HashMap::new(),
-            prefixes: Vec::new(),
-            responder: None,
-            commands: Vec::new(),
-            files: BTreeMap::new(),
-            directories: BTreeSet::new(),
-            fault: None,
-            config,
-            host_key,
-            client_ids: Vec::new(),
-            authorized_key: None,
-        }));
+        let state = Arc::new(Mutex::new(FakeState::new(config, host_key)));
         let accept_loop = tokio::spawn(accept(listener, Arc::clone(&state)));
         Ok(FakeHost { port, state, accept_loop })
     }

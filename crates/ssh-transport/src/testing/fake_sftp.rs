@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use russh_sftp::protocol::{Attrs, Data, File, FileAttributes, Handle, Name, OpenFlags, Status, StatusCode, Version};
 
-use super::fake::{SharedState, lock};
+use super::state::{SharedState, lock};
 
 /// One SFTP session of the fake host.
 pub(crate) struct FakeSftp {

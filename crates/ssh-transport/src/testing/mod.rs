@@ -5,6 +5,8 @@
 mod fake;
 mod fake_sftp;
 mod sshd;
+mod state;
 
-pub use fake::{FakeHost, Fault, Reply, Responder};
+pub use fake::FakeHost;
 pub use sshd::{ClientKey, KeyFormat, KeyType, Sshd};
+pub use state::{Fault, Reply, Responder};

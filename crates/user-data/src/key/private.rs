@@ -7,9 +7,10 @@ use pkcs8::der::{Decode as _, Reader as _, SliceReader};
 use pkcs8::{ObjectIdentifier, PrivateKeyInfoRef};
 use sec1::EcPrivateKey;
 
+use super::PublicKey;
+use super::kind::EcdsaCurve;
 use super::pem::{PemProblem, first_block};
 use super::wire::WireReader;
-use super::{EcdsaCurve, PublicKey};
 use crate::error::{KeyError, KeyFormat, Weakness};
 
 const RSA_ENCRYPTION: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.113549.1.1.1");
@@ -161,7 +162,7 @@ fn der_error(format: KeyFormat, error: &impl std::fmt::Display) -> KeyError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::KeyKind;
+    use crate::key::kind::KeyKind;
 
     #[test]
     fn non_private_labels_and_encryption_are_refused() {

@@ -1,6 +1,6 @@
 //! Why a Windows MachineSet cannot be generated; each error names the input and what to pass instead.
 
-use crate::machineset::{Field, MachineSetPlatform};
+use super::options::{Field, MachineSetPlatform};
 
 /// Why [`generate`](crate::generate) refused.
 #[derive(Debug, thiserror::Error)]
