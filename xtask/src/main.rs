@@ -1,6 +1,7 @@
 //! `cargo xtask`: the project's developer and CI tasks.
 //!
-//! `cargo xtask test` runs every check CI runs (format, lints, docs, all tests), each as a timed stage;
+//! `cargo xtask test` runs every check CI runs (format, lints, docs, all tests), each as a timed stage (`--repeat N`
+//! runs the tests N times and lists every test that was not green every time);
 //! `cargo xtask sandbox` runs the product on the embedded default: a local control plane with simulated Windows hosts.
 //! `cargo xtask bench-ssh` benchmarks the SSH transport against a local sshd; `cargo xtask bench-fleet` the operator on
 //! simulated hosts.
@@ -10,7 +11,9 @@
 mod bench_fleet;
 mod bench_ssh;
 mod controlplane;
+mod deny;
 mod payload;
+mod repeat;
 mod sandbox;
 mod stages;
 mod test;
@@ -29,8 +32,8 @@ struct Xtask {
 
 #[derive(Debug, Subcommand)]
 enum Task {
-    /// Run everything CI checks: cargo fmt --check, clippy with warnings denied, rustdoc with warnings denied, and
-    /// all tests. Prints each stage's wall time.
+    /// Run everything CI checks: cargo fmt --check, clippy with warnings denied, rustdoc with warnings denied, cargo
+    /// deny (licenses, bans, sources) and all tests. Prints each stage's wall time.
     Test(test::TestArgs),
     /// Run the product on the embedded default: a local control plane, simulated Windows hosts and the operator
     /// (with the small synthetic payload, or `--payload real` for the cross-compiled Windows binaries).

@@ -62,7 +62,8 @@ impl StageClock {
     }
 }
 
-fn describe(command: &Command) -> String {
+/// The command line of `command`, for messages.
+pub fn describe(command: &Command) -> String {
     let mut words = vec![command.get_program().to_string_lossy().into_owned()];
     words.extend(command.get_args().map(|arg| arg.to_string_lossy().into_owned()));
     words.join(" ")

@@ -1,20 +1,28 @@
 //! `cargo xtask test`: every check CI runs, as timed stages.
 
-use clap::Args;
-
+use std::num::NonZeroU32;
 use std::process::Command;
+
+use anyhow::bail;
+use clap::Args;
 
 use crate::controlplane;
 use crate::payload::{build_real_payload, smoke_real_payload};
+use crate::repeat::{Repetition, run_and_parse};
 use crate::sandbox::build_wmco;
-use crate::stages::{StageClock, cargo};
+use crate::stages::{StageClock, cargo, describe};
 
 /// Options of `cargo xtask test`.
 #[derive(Debug, Args)]
 pub struct TestArgs {
-    /// Skip the format, lint and doc stages and run only the tests.
+    /// Skip the format, lint, doc and deny stages and run only the tests.
     #[arg(long)]
     pub tests_only: bool,
+    /// Run the test stage (every unit and e2e test) N times, then print every test that was not green in every
+    /// run with its passes out of N; fails if any test failed in any run. With 1 (the default) the stage runs once
+    /// as it always did.
+    #[arg(long, value_name = "N", default_value = "1")]
+    pub repeat: NonZeroU32,
 }
 
 /// Runs the stages in order, stopping at the first failure, and prints the stage times either way.
@@ -38,6 +46,10 @@ fn run_stages(args: &TestArgs, clock: &mut StageClock) -> anyhow::Result<()> {
         let mut doc = cargo();
         doc.args(["doc", "--workspace", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings");
         clock.run("doc", doc)?;
+
+        // Licenses, duplicate crates and sources against deny.toml; not advisories (see deny.toml).
+        let cargo_deny = clock.time("cargo-deny install", crate::deny::install)?;
+        clock.run("deny", crate::deny::check_command(&cargo_deny))?;
     }
 
     // The e2e tests need the control-plane binaries; building them is a no-op once they are cached.
@@ -54,10 +66,34 @@ fn run_stages(args: &TestArgs, clock: &mut StageClock) -> anyhow::Result<()> {
     clock.run("payload verify", verify)?;
     clock.time("payload smoke", || smoke_real_payload(&real_payload.dir))?;
 
-    // Every test binary runs even after one failed (--no-fail-fast), so one CI run lists every failure.
-    let mut test = cargo();
-    test.args(["test", "--workspace", "--no-fail-fast"])
-        .env("WMCO_BIN", wmco)
-        .env("WMCO_REAL_PAYLOAD", &real_payload.dir);
-    clock.run("test", test)
+    let test_command = || {
+        // Every test binary runs even after one failed (--no-fail-fast), so one CI run lists every failure.
+        let mut test = cargo();
+        test.args(["test", "--workspace", "--no-fail-fast"])
+            .env("WMCO_BIN", &wmco)
+            .env("WMCO_REAL_PAYLOAD", &real_payload.dir);
+        test
+    };
+    match args.repeat.get() {
+        1 => clock.run("test", test_command()),
+        runs => run_repeated(clock, runs, test_command),
+    }
+}
+
+/// Runs the test stage `runs` times, each run's output echoed and parsed, and prints the table of tests that were
+/// not green every time with the totals; fails if any run failed.
+fn run_repeated(clock: &mut StageClock, runs: u32, test_command: impl Fn() -> Command) -> anyhow::Result<()> {
+    let mut repetition = Repetition::default();
+    for run in 1..=runs {
+        let command = test_command();
+        println!("==> test run {run}/{runs}: {}", describe(&command));
+        let (status, outcome) =
+            clock.time(&format!("test {run}/{runs}"), || run_and_parse(command, std::io::stdout()))?;
+        repetition.add(status, outcome);
+    }
+    print!("{}", repetition.report());
+    if !repetition.all_green() {
+        bail!("stage test: not every test was green in all {runs} runs (see the table above)");
+    }
+    Ok(())
 }

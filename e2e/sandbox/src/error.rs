@@ -111,6 +111,17 @@ pub enum SandboxError {
         /// What went wrong.
         detail: String,
     },
+    /// The secret scan could not run, or had nothing to look for.
+    #[error("secret scan: {0}")]
+    SecretScan(String),
+    /// The secret scan found a secret where an admin or a log collector reads. The sandbox directory is kept.
+    #[error("a secret leaked: {report}\n  sandbox directory (kept): {}", sandbox_dir.display())]
+    SecretLeaked {
+        /// What was searched and every hit (kinds and places, never the values).
+        report: String,
+        /// The sandbox directory.
+        sandbox_dir: PathBuf,
+    },
     /// A wait gave up. The sandbox directory is kept for inspection.
     #[error("{detail}\n  operator log: {}\n  sandbox directory (kept): {}\n  last operator log lines:\n{tail}",
             operator_log.display(), sandbox_dir.display())]

@@ -1,7 +1,8 @@
 //! The simulated Windows hosts of a sandbox: a `winhost-sim` [`Fleet`] in this process, every host authorizing the
 //! admin key and listening on one shared SSH port (the operator's `--ssh-port`) on its own loopback address —
 //! `127.0.0.(10+i)`, or `127.0.0.1` for the host the ConfigMap names `localhost` — plus winhost-sim's HTTP control
-//! interface on 127.0.0.1 for people poking at a running sandbox.
+//! interface on 127.0.0.1 for people poking at a running sandbox. Every host keeps the earlier versions of its
+//! bootstrap kubeconfig for the secret scan.
 
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::PathBuf;
@@ -70,11 +71,14 @@ pub fn host_address(plan: &FleetPlan, index: u8) -> Ipv4Addr {
 /// Starts the hosts and the control interface.
 ///
 /// # Errors
-/// [`SandboxError::NoSharedPort`], [`SandboxError::Fleet`] or [`SandboxError::Io`].
+/// [`SandboxError::NoSharedPort`], [`SandboxError::Fleet`], [`SandboxError::Io`] or [`SandboxError::SecretScan`].
 pub async fn start_fleet(plan: &FleetPlan) -> Result<StartedFleet, SandboxError> {
     let addresses: Vec<Ipv4Addr> = (0..plan.count).map(|index| host_address(plan, index)).collect();
     let ssh_port = shared_free_port(&addresses)?;
-    let fleet: SharedFleet = Arc::new(tokio::sync::Mutex::new(Fleet::new(plan.base.clone(), ssh_port, plan.latency)));
+    let mut fleet = Fleet::new(plan.base.clone(), ssh_port, plan.latency);
+    // The operator deletes the bootstrap kubeconfig once the Node exists; the secret scan reads every token it held.
+    fleet.keep_versions_on_every_host(&crate::secret_scan::bootstrap_kubeconfig_path()?);
+    let fleet: SharedFleet = Arc::new(tokio::sync::Mutex::new(fleet));
     let mut hosts = Vec::with_capacity(addresses.len());
     for address in addresses {
         let request = NewHost {

@@ -11,7 +11,8 @@
 //!
 //! Then the helpers: write or patch the `windows-instances` ConfigMap, list `WindowsInstance`s and Nodes, read
 //! each host's command log, services and file hashes, kill and restart the operator, read its `/metrics`, and
-//! wait ([`Sandbox::wait_until_ready`], [`Sandbox::wait_for`]) with errors that quote the operator's log.
+//! wait ([`Sandbox::wait_until_ready`], [`Sandbox::wait_for`]) with errors that quote the operator's log. Every
+//! e2e test ends with [`Sandbox::assert_no_secret_leaked`] ([`secret_scan`]).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), wmco_sandbox::SandboxError> {
@@ -34,6 +35,7 @@ pub mod ovn;
 mod payload;
 pub mod replicas;
 mod sandbox;
+pub mod secret_scan;
 pub mod workload;
 
 pub use credentials::{AdminKey, PRIVATE_KEY_FIELD, PRIVATE_KEY_SECRET, ROOT_CA_CONFIG_MAP, TLS_SECRET};
@@ -48,6 +50,7 @@ pub use sandbox::{
     HOST_USER, INSTANCES_CONFIG_MAP, InstanceRow, OPERATOR_IDENTITY, ReadyInstance, Sandbox, SandboxOptions,
     node_is_ready,
 };
+pub use secret_scan::SecretScan;
 
 /// The operator's namespace.
 pub const OPERATOR_NAMESPACE: &str = "openshift-windows-machine-config-operator";

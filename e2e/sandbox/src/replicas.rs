@@ -195,7 +195,7 @@ pub fn client_identity(client: &str) -> Option<&str> {
 /// ```
 /// use winhost_sim::host::CommandRecord;
 /// use wmco_sandbox::replicas::sender_turns;
-/// let record = |client: &str| CommandRecord { client: client.into(), line: "hostname".into(), exit_code: 0 };
+/// let record = |client: &str| CommandRecord { client: client.into(), line: "hostname".into(), ..Default::default() };
 /// let log = [record("SSH-2.0-wmco_0.1.0 a"), record("control:user-data"), record("SSH-2.0-wmco_0.1.0 a"),
 ///            record("SSH-2.0-wmco_0.1.0 b")];
 /// assert_eq!(sender_turns(&log), ["a", "b"]);
@@ -215,7 +215,7 @@ mod tests {
     use super::*;
 
     fn record(client: &str) -> CommandRecord {
-        CommandRecord { client: client.to_owned(), line: "sc.exe query kubelet".to_owned(), exit_code: 0 }
+        CommandRecord { client: client.to_owned(), line: "sc.exe query kubelet".to_owned(), ..CommandRecord::default() }
     }
 
     #[test]

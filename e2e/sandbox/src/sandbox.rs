@@ -26,6 +26,7 @@ use crate::credentials::{self, AdminKey};
 use crate::hosts::{FleetPlan, SandboxHost, start_fleet};
 use crate::operator::{OperatorLaunch, OperatorProcess, locate_operator_binary, log_tail};
 use crate::ovn::OvnStandIn;
+use crate::secret_scan::{MIN_SECRET_LENGTH, ScanInputs, SecretKind, SecretScan};
 use crate::{OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, SandboxError, manifests};
 
 /// The admin's ConfigMap listing BYOH hosts.
@@ -353,7 +354,13 @@ impl Sandbox {
     pub async fn operator_command_counts(&self) -> Result<BTreeMap<String, usize>, SandboxError> {
         let mut counts = BTreeMap::new();
         for host in &self.hosts {
-            counts.insert(host.info.name.clone(), self.operator_commands(&host.info.name).await?.len());
+            let server = self.server(&host.info.name).await?;
+            let count = lock(&server.host)
+                .command_log
+                .iter()
+                .filter(|command| command.client.contains(OPERATOR_IDENTITY))
+                .count();
+            counts.insert(host.info.name.clone(), count);
         }
         Ok(counts)
     }
@@ -687,6 +694,61 @@ impl Sandbox {
             lock_operator(&self.operator).check_running()
         })
         .await
+    }
+
+    /// Looks for the secrets the sandbox planted or the operator minted — the admin SSH key, every
+    /// node-bootstrapper token a host's bootstrap kubeconfig held, the `windows-machine-config-operator-tls` key,
+    /// the operator's ServiceAccount token — in the operator's log, every host's commands (lines, decoded
+    /// `-EncodedCommand` scripts, output) and files under `C:\var\log`, and every Event; see [`crate::secret_scan`].
+    ///
+    /// # Errors
+    /// [`SandboxError::Kube`] or [`SandboxError::Io`] if something to search cannot be read.
+    pub async fn scan_for_leaked_secrets(&self) -> Result<SecretScan, SandboxError> {
+        let (operator_log, operator_kubeconfig) = {
+            let operator = lock_operator(&self.operator);
+            (operator.launch().log.clone(), operator.launch().kubeconfig.clone())
+        };
+        crate::secret_scan::scan(&ScanInputs {
+            admin: self.admin_client(),
+            admin_key: &self.admin_key,
+            operator_log,
+            operator_kubeconfig,
+            fleet: &self.fleet,
+            hosts_dir: self.directory_path.join("hosts"),
+        })
+        .await
+    }
+
+    /// Runs [`Sandbox::scan_for_leaked_secrets`] and fails if it found a secret, had no value of the admin key, the
+    /// TLS key or the operator's token to look for, or read a secret too short to search (a scan that cannot fail
+    /// proves nothing). Every e2e test ends with it. It prints the scan's summary; on failure the sandbox directory
+    /// is kept.
+    ///
+    /// # Errors
+    /// [`SandboxError::SecretLeaked`], [`SandboxError::SecretScan`], or the scan's own errors.
+    pub async fn assert_no_secret_leaked(&self) -> Result<SecretScan, SandboxError> {
+        let scan = self.scan_for_leaked_secrets().await?;
+        eprintln!("wmco-sandbox: secret scan: {scan}");
+        if !scan.hits.is_empty() {
+            self.keep_directory();
+            return Err(SandboxError::SecretLeaked {
+                report: scan.to_string(),
+                sandbox_dir: self.directory_path.clone(),
+            });
+        }
+        for kind in [SecretKind::AdminSshKey, SecretKind::OperatorTlsKey, SecretKind::OperatorToken] {
+            if scan.secrets_of(kind) == 0 {
+                return Err(SandboxError::SecretScan(format!("found no value of {kind} to search for")));
+            }
+        }
+        if let Some(secret) = scan.unsearched().first() {
+            let kind = secret.kind;
+            return Err(SandboxError::SecretScan(format!(
+                "{kind} from {} has no value of at least {MIN_SECRET_LENGTH} characters to search for",
+                secret.source
+            )));
+        }
+        Ok(scan)
     }
 
     /// The operator's process ID while it runs.

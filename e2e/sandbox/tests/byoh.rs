@@ -69,7 +69,9 @@ async fn byoh_hosts_join_as_ready_nodes_and_an_unchanged_fleet_costs_one_probe_p
     let node_names: BTreeSet<String> = ready.iter().filter_map(|ready| ready.node.metadata.name.clone()).collect();
     csrs_are_approved(&sandbox, &node_names).await?;
 
-    an_unchanged_fleet_costs_one_probe_per_host(&sandbox).await
+    an_unchanged_fleet_costs_one_probe_per_host(&sandbox).await?;
+    sandbox.assert_no_secret_leaked().await?;
+    Ok(())
 }
 
 fn ready_for<'a>(ready: &'a [ReadyInstance], host: &SandboxHost) -> anyhow::Result<&'a ReadyInstance> {

@@ -234,6 +234,7 @@ async fn hosts_leave_and_bad_entries_are_refused() -> anyhow::Result<()> {
     config_map_deleted(&sandbox, &workload).await?;
     bad_entries_beside_good_ones(&sandbox, &workload).await?;
     assert_eq!(scheduler.problems(), Vec::<String>::new());
+    sandbox.assert_no_secret_leaked().await?;
     Ok(())
 }
 
@@ -412,6 +413,7 @@ async fn failures_are_contained_and_a_crash_converges() -> anyhow::Result<()> {
     csrs_out_of_bounds(&sandbox, &good[1]).await?;
     killed_while_configuring(&sandbox).await?;
     failed_record_stays_put(&sandbox, &good[0]).await?;
+    sandbox.assert_no_secret_leaked().await?;
     Ok(())
 }
 

@@ -129,6 +129,7 @@ async fn a_second_bootstrap_key_is_never_approved_after_an_admin_approved_the_fi
     let now = admin_csrs.get(&second_name).await?;
     ensure!(condition(&now, "Approved").is_none(), "{second_name} was approved after the decision was logged");
     ensure!(now.status.and_then(|status| status.certificate).is_none(), "{second_name} carries a certificate");
+    sandbox.assert_no_secret_leaked().await?;
     Ok(())
 }
 

@@ -103,5 +103,6 @@ async fn a_machine_provisioned_with_the_rendered_user_data_becomes_a_ready_node_
             Ok(())
         })
         .await?;
+    sandbox.assert_no_secret_leaked().await?;
     Ok(())
 }

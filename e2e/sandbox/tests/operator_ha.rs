@@ -149,6 +149,7 @@ async fn a_killed_leader_is_replaced_without_overlap_and_the_operator_survives_a
             && last_turns.first().map(String::as_str) == Some(REPLICA),
         "host {LAST_HOST}: the stopped leader's commands, then the new leader's, never interleaved: {last_turns:?}"
     );
+    sandbox.assert_no_secret_leaked().await?;
     Ok(())
 }
 

@@ -132,6 +132,7 @@ async fn the_payloads_kubelet_bootstraps_and_the_operator_decides_its_csr() -> a
         (line.contains("ignore") || line.contains("deny")) && line.contains("rule"),
         "the operator's decision on {name} names no verdict and rule: {line}"
     );
+    sandbox.assert_no_secret_leaked().await?;
     Ok(())
 }
 

@@ -107,6 +107,7 @@ async fn a_host_configured_from_the_real_payload_holds_every_file_of_its_platfor
         to_ready.as_secs_f64(),
         sent.map_or_else(|| "an unknown number of bytes".to_owned(), |bytes| format!("{:.1} MiB", bytes / MIB)),
     );
+    sandbox.assert_no_secret_leaked().await?;
     Ok(())
 }
 

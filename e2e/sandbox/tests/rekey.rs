@@ -119,6 +119,7 @@ async fn a_rotated_key_rekeys_the_host_that_authorized_it_and_tells_the_admin_wh
     ensure!(nodes.values().all(|hash| hash.as_deref() == Some(new_hash.as_str())), "all re-keyed: {nodes:?}");
     let converged = reconcile_rotation(&context, jiff::Timestamp::now()).await?;
     ensure!(converged.plan.is_converged() && !converged.needs_retry(), "converged: {converged:?}");
+    sandbox.assert_no_secret_leaked().await?;
     Ok(())
 }
 

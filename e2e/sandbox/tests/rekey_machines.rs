@@ -176,7 +176,9 @@ async fn a_rotated_key_replaces_the_machines_one_at_a_time_with_hosts_provisione
     assert_eq!(replacements, expected, "one MachineReplacedForKeyRotation per replaced Machine's record");
     drop(watch);
 
-    refused_machine_is_replaced(&sandbox, &admin, next_index, &new_user_data).await
+    refused_machine_is_replaced(&sandbox, &admin, next_index, &new_user_data).await?;
+    sandbox.assert_no_secret_leaked().await?;
+    Ok(())
 }
 
 /// A Machine whose host never ran the user data refuses the operator's key: the record carries

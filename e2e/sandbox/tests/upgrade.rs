@@ -93,7 +93,9 @@ async fn a_higher_operator_version_upgrades_every_node_within_max_unavailable_an
     let lowest = availability.lowest().context("the availability watch saw nothing")?;
     assert!(lowest >= MIN_AVAILABLE as usize, "available pods fell to {lowest} (history {:?})", availability.history());
     assert_eq!(availability.errors(), Vec::<String>::new());
-    upgraded_events(&client, &sandbox).await
+    upgraded_events(&client, &sandbox).await?;
+    sandbox.assert_no_secret_leaked().await?;
+    Ok(())
 }
 
 /// Restarts the operator at `target` with `--max-unavailable={max_unavailable}` (and, with `kill_midway`, kills and

@@ -186,6 +186,8 @@ async fn host_action(
                     client: "control:user-data".to_owned(),
                     line: "<user data>".to_owned(),
                     exit_code: output.code,
+                    stdout: output.stdout.clone(),
+                    stderr: output.stderr.clone(),
                 });
                 output
             })

@@ -5,6 +5,7 @@
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// Why a Windows path or file operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -146,10 +147,18 @@ pub enum Entry {
     Directory,
 }
 
-/// The `C:` drive of one host, backed by `<root>/C`.
+/// The `C:` drive of one host, backed by `<root>/C`. Clones share the drive and its [`Disk::keep_versions`] list.
 #[derive(Clone, Debug)]
 pub struct Disk {
     drive_root: PathBuf,
+    history: Arc<Mutex<History>>,
+}
+
+/// The files whose replaced contents are kept, and those contents in the order they were replaced.
+#[derive(Debug, Default)]
+struct History {
+    kept: Vec<WinPath>,
+    versions: Vec<(WinPath, Vec<u8>)>,
 }
 
 impl Disk {
@@ -160,7 +169,52 @@ impl Disk {
     pub fn new(root: &Path) -> Result<Disk, DiskError> {
         let drive_root = root.join("C");
         fs::create_dir_all(&drive_root).map_err(|source| DiskError::Io { path: "C:\\".into(), source })?;
-        Ok(Disk { drive_root })
+        Ok(Disk { drive_root, history: Arc::default() })
+    }
+
+    /// Keeps, from now on, every version of the file at `path` that this disk (or a clone) overwrites, removes
+    /// (also with a directory above it) or renames away, for tests that look for what the file held earlier — such
+    /// as a secret the product wrote and deleted again.
+    ///
+    /// ```
+    /// use winhost_sim::disk::{Disk, WinPath};
+    /// let root = tempfile::tempdir().unwrap();
+    /// let disk = Disk::new(root.path()).unwrap();
+    /// let file = WinPath::parse(r"C:\k\token").unwrap();
+    /// disk.create_dir_all(&file.parent().unwrap()).unwrap();
+    /// disk.keep_versions(&file);
+    /// disk.write(&file, b"first").unwrap();
+    /// disk.write(&file, b"second").unwrap();
+    /// disk.remove(&WinPath::parse(r"C:\k").unwrap()).unwrap();
+    /// assert_eq!(disk.earlier_versions(&file), [b"first".to_vec(), b"second".to_vec()]);
+    /// ```
+    pub fn keep_versions(&self, path: &WinPath) {
+        let mut history = self.history.lock().unwrap_or_else(PoisonError::into_inner);
+        if !history.kept.contains(path) {
+            history.kept.push(path.clone());
+        }
+    }
+
+    /// The contents of `path` replaced, removed or renamed away since [`Disk::keep_versions`], oldest first (not
+    /// its current contents).
+    pub fn earlier_versions(&self, path: &WinPath) -> Vec<Vec<u8>> {
+        let history = self.history.lock().unwrap_or_else(PoisonError::into_inner);
+        history.versions.iter().filter(|(kept, _)| kept == path).map(|(_, contents)| contents.clone()).collect()
+    }
+
+    /// Keeps the current contents of every kept file at or below `path` (see [`Disk::keep_versions`]) before a
+    /// change. This type's `write`, `remove` and `rename` call it; code that changes files through
+    /// [`Disk::host_path`] (the SFTP server's truncating open) calls it first.
+    pub fn before_change(&self, path: &WinPath) {
+        let mut history = self.history.lock().unwrap_or_else(PoisonError::into_inner);
+        let affected: Vec<WinPath> = history.kept.iter().filter(|kept| kept.starts_with(path)).cloned().collect();
+        for kept in affected {
+            if self.entry(&kept) == Some(Entry::File)
+                && let Ok(contents) = fs::read(self.host_path(&kept))
+            {
+                history.versions.push((kept, contents));
+            }
+        }
     }
 
     /// The directory standing for `C:\`.
@@ -209,6 +263,7 @@ impl Disk {
         if !parent_ok || self.entry(path) == Some(Entry::Directory) {
             return Err(DiskError::NotFound { path: path.to_string() });
         }
+        self.before_change(path);
         fs::write(self.host_path(path), contents).map_err(|source| DiskError::Io { path: path.to_string(), source })
     }
 
@@ -236,6 +291,9 @@ impl Disk {
     /// [`DiskError::NotFound`] if nothing is there.
     pub fn remove(&self, path: &WinPath) -> Result<(), DiskError> {
         let host = self.host_path(path);
+        if self.entry(path).is_some() {
+            self.before_change(path);
+        }
         let result = match self.entry(path) {
             None => return Err(DiskError::NotFound { path: path.to_string() }),
             Some(Entry::File) => fs::remove_file(host),
@@ -258,6 +316,9 @@ impl Disk {
         }
         if to.parent().is_none_or(|parent| self.entry(&parent) != Some(Entry::Directory)) {
             return Err(DiskError::NotFound { path: to.to_string() });
+        }
+        if from != to {
+            self.before_change(from);
         }
         fs::rename(self.host_path(from), self.host_path(to))
             .map_err(|source| DiskError::Io { path: to.to_string(), source })

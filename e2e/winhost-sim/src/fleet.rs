@@ -94,12 +94,24 @@ pub struct Fleet {
     latency: Latency,
     next_index: u8,
     hosts: BTreeMap<String, Arc<SshServer>>,
+    kept_files: Vec<WinPath>,
 }
 
 impl Fleet {
     /// An empty fleet keeping disks under `base`, listening on `port`.
     pub fn new(base: PathBuf, port: u16, latency: Latency) -> Fleet {
-        Fleet { base, port, latency, next_index: 0, hosts: BTreeMap::new() }
+        Fleet { base, port, latency, next_index: 0, hosts: BTreeMap::new(), kept_files: Vec::new() }
+    }
+
+    /// Keeps every earlier version of the file at `path` on every host, those running and those added later (see
+    /// [`crate::disk::Disk::keep_versions`]).
+    pub fn keep_versions_on_every_host(&mut self, path: &WinPath) {
+        if !self.kept_files.contains(path) {
+            self.kept_files.push(path.clone());
+        }
+        for server in self.hosts.values() {
+            lock(&server.host).disk.keep_versions(path);
+        }
     }
 
     /// Starts a host.
@@ -128,6 +140,9 @@ impl Fleet {
         let disk_error = |source| FleetError::Disk { name: name.clone(), source };
         let mut host = Host::new(identity, &self.base.join(&name), self.latency).map_err(disk_error)?;
         host.kubelet_model = request.kubelet;
+        for path in &self.kept_files {
+            host.disk.keep_versions(path);
+        }
         if let Some(key) = &request.authorized_key {
             let path = WinPath::parse(ADMIN_AUTHORIZED_KEYS).map_err(disk_error)?;
             host.disk.write(&path, format!("{}\r\n", key.trim()).as_bytes()).map_err(disk_error)?;

@@ -122,7 +122,7 @@ pub struct HnsNetwork {
 }
 
 /// One command the host ran, as tests read it.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct CommandRecord {
     /// The client's SSH version string (`SSH-2.0-...`), or `control` for the control interface.
     pub client: String,
@@ -130,6 +130,10 @@ pub struct CommandRecord {
     pub line: String,
     /// Its exit code.
     pub exit_code: u32,
+    /// What it printed on standard output.
+    pub stdout: String,
+    /// What it printed on standard error.
+    pub stderr: String,
 }
 
 /// A command no shell knew.
@@ -286,6 +290,8 @@ impl Host {
             client: client.to_owned(),
             line: line.to_owned(),
             exit_code: output.code,
+            stdout: output.stdout.clone(),
+            stderr: output.stderr.clone(),
         });
         output
     }

@@ -168,6 +168,7 @@ impl russh_sftp::server::Handler for SftpSession {
             let mut options = OpenOptions::new();
             options.write(true).create(true);
             if flags.contains(OpenFlags::TRUNCATE) {
+                self.disk.before_change(&path);
                 options.truncate(true);
             }
             options.open(self.disk.host_path(&path)).map_err(|_| StatusCode::Failure)?;

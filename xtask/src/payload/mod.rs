@@ -8,7 +8,7 @@ mod synthetic;
 
 use clap::{Args, Subcommand};
 
-pub use build::build_real_payload;
+pub use build::{build_real_payload, cache_root};
 pub use smoke::smoke as smoke_real_payload;
 
 /// Options of `cargo xtask payload`.
