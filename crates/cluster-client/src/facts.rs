@@ -173,7 +173,7 @@ pub(crate) fn parse_git_version(git_version: &str) -> Result<semver::Version> {
     })
 }
 
-async fn kubernetes_version(client: &Client) -> Result<semver::Version> {
+pub(crate) async fn kubernetes_version(client: &Client) -> Result<semver::Version> {
     let info = client
         .apiserver_version()
         .await

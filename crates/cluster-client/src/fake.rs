@@ -12,13 +12,13 @@ use k8s_openapi::api::core::v1::{ConfigMap, Node, ObjectReference, Secret};
 
 use crate::csrs::with_decision;
 use crate::error::{Error, Result, Verb, object_name};
-use crate::names::INSTANCE_FINALIZER;
+use crate::names::{INSTANCE_FINALIZER, MACHINE_API_NAMESPACE, MACHINE_OS_ID_LABEL, OS_ID_WINDOWS};
 use crate::nodes::reports_address;
-use crate::types::{Machine, WindowsInstance, WindowsInstanceStatus};
+use crate::types::{ControllerConfig, Machine, WindowsInstance, WindowsInstanceStatus};
 use crate::{
-    ClusterFacts, ClusterFactsSource, ConfigMaps, CsrDecision, Csrs, DrainOptions, DrainReport, Drainer,
-    EventPublisher, InstanceRecords, Machines, NewEvent, NodeMetadataPatch, Nodes, Secrets, ServiceAccountTokens,
-    ShortLivedToken, TokenRequestSpec, csrs::is_pending,
+    ClusterFacts, ClusterFactsSource, ClusterVersion, ConfigMaps, ControllerConfigs, CsrDecision, Csrs, DrainOptions,
+    DrainReport, Drainer, EventPublisher, InstanceRecords, Machines, NewEvent, NodeMetadataPatch, Nodes, Secrets,
+    ServiceAccountTokens, ShortLivedToken, TokenRequestSpec, WindowsMachines, csrs::is_pending,
 };
 
 fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -400,7 +400,54 @@ impl ClusterFactsSource for FakeClusterFacts {
     }
 }
 
-/// Machines in memory; [`Machines::delete`] removes the Machine and remembers its name.
+/// The API server's version, settable mid-test (a control-plane upgrade).
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// use semver::Version;
+/// use wmco_cluster_client::{ClusterVersion, fake::FakeClusterVersion};
+/// let cluster = FakeClusterVersion::new(Version::new(1, 35, 4));
+/// cluster.set(Version::new(1, 36, 0));
+/// assert_eq!(cluster.kubernetes_version().await.unwrap(), Version::new(1, 36, 0));
+/// # });
+/// ```
+#[derive(Debug)]
+pub struct FakeClusterVersion(Mutex<semver::Version>);
+
+impl FakeClusterVersion {
+    /// An API server at `version`.
+    pub fn new(version: semver::Version) -> Self {
+        FakeClusterVersion(Mutex::new(version))
+    }
+
+    /// Upgrades (or downgrades) the API server to `version`.
+    pub fn set(&self, version: semver::Version) {
+        *locked(&self.0) = version;
+    }
+}
+
+#[async_trait]
+impl ClusterVersion for FakeClusterVersion {
+    async fn kubernetes_version(&self) -> Result<semver::Version> {
+        Ok(locked(&self.0).clone())
+    }
+}
+
+/// Fixed ControllerConfigs, answered sorted by name like the API server.
+#[derive(Debug, Default, Clone)]
+pub struct FakeControllerConfigs(pub Vec<ControllerConfig>);
+
+#[async_trait]
+impl ControllerConfigs for FakeControllerConfigs {
+    async fn list(&self) -> Result<Vec<ControllerConfig>> {
+        let mut items = self.0.clone();
+        items.sort_by(|left, right| left.metadata.name.cmp(&right.metadata.name));
+        Ok(items)
+    }
+}
+
+/// Machines in memory; [`Machines::delete`] removes the Machine and remembers its name; [`WindowsMachines::list`]
+/// answers those of `openshift-machine-api` labelled as Windows Machines, like the API server.
 #[derive(Debug, Default)]
 pub struct FakeMachines {
     machines: Mutex<BTreeMap<Key, Machine>>,
@@ -432,6 +479,23 @@ impl Machines for FakeMachines {
             locked(&self.deleted).push(object_name(Some(namespace), name));
         }
         Ok(())
+    }
+}
+
+#[async_trait]
+impl WindowsMachines for FakeMachines {
+    async fn list(&self) -> Result<Vec<Machine>> {
+        let windows = |machine: &&Machine| {
+            machine.metadata.namespace.as_deref() == Some(MACHINE_API_NAMESPACE)
+                && machine
+                    .metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|labels| labels.get(MACHINE_OS_ID_LABEL))
+                    .map(String::as_str)
+                    == Some(OS_ID_WINDOWS)
+        };
+        Ok(locked(&self.machines).values().filter(windows).cloned().collect())
     }
 }
 
@@ -575,6 +639,37 @@ mod tests {
         machines.delete("openshift-machine-api", "win-a").await.unwrap();
         assert_eq!(machines.deleted(), ["openshift-machine-api/win-a"]);
         assert!(machines.get("openshift-machine-api", "win-a").await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn fake_machines_list_only_the_windows_machines_of_the_machine_api_namespace() {
+        let machines = FakeMachines::default();
+        for (name, namespace, os_id) in [
+            ("win-b", MACHINE_API_NAMESPACE, "Windows"),
+            ("linux", MACHINE_API_NAMESPACE, "Linux"),
+            ("win-x", "other", "Windows"),
+            ("win-a", MACHINE_API_NAMESPACE, "Windows"),
+        ] {
+            machines.insert(serde_json::from_value(json!({
+                "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
+                "metadata": {"name": name, "namespace": namespace, "labels": {MACHINE_OS_ID_LABEL: os_id}}, "spec": {}
+            })).unwrap());
+        }
+        let listed = WindowsMachines::list(&machines).await.unwrap();
+        let names: Vec<_> = listed.iter().map(|machine| machine.metadata.name.as_deref().unwrap()).collect();
+        assert_eq!(names, ["win-a", "win-b"]);
+    }
+
+    #[tokio::test]
+    async fn fake_controller_configs_answer_sorted_by_name_and_the_fake_version_can_change() {
+        let config =
+            |name: &str| crate::types::ControllerConfig::new(name, crate::types::ControllerConfigSpec::default());
+        let configs = FakeControllerConfigs(vec![config("b"), config("a")]);
+        let names: Vec<_> = configs.list().await.unwrap().into_iter().map(|config| config.metadata.name).collect();
+        assert_eq!(names, [Some("a".to_owned()), Some("b".to_owned())]);
+        let version = FakeClusterVersion::new(semver::Version::new(1, 35, 4));
+        version.set(semver::Version::new(1, 36, 0));
+        assert_eq!(version.kubernetes_version().await.unwrap(), semver::Version::new(1, 36, 0));
     }
 
     #[tokio::test]

@@ -3,17 +3,21 @@
 //! - [`types`]: the `WindowsInstance` custom resource and the OpenShift objects the operator reads.
 //! - [`crd`]: the `WindowsInstance` CustomResourceDefinition as YAML (`wmco crd`, `manifests/crds/`).
 //! - [`names`]: the finalizer, annotations, labels and field manager of the cluster-facing contract.
+//! - Accessors in the style of [`kube::ResourceExt`] (re-exported here): [`NodeExt`] (readiness, annotations,
+//!   marks) and [`WindowsInstanceExt`] (the record's `namespace/name` key, recorded Node name, pinned host key).
 //! - Capability traits, each with a real implementation over [`kube`] and an in-memory fake in [`fake`]:
 //!   [`Nodes`], [`Drainer`], [`Csrs`], [`EventPublisher`], [`Secrets`], [`ConfigMaps`], [`ServiceAccountTokens`],
-//!   [`InstanceRecords`], [`Machines`], [`ClusterFactsSource`].
+//!   [`InstanceRecords`], [`Machines`], [`WindowsMachines`], [`ClusterFactsSource`], [`ClusterVersion`], [`ControllerConfigs`].
 //!
 //! This crate decides nothing: it reads and writes what the controller and flow layers tell it to.
 
+mod controller_configs;
 pub mod crd;
 mod csrs;
 mod drain;
 mod error;
 mod events;
+mod ext;
 mod facts;
 pub mod fake;
 mod instances;
@@ -23,20 +27,25 @@ mod nodes;
 mod objects;
 mod tokens;
 pub mod types;
+mod version;
 
 #[cfg(test)]
 mod test_support;
 
+pub use controller_configs::{ControllerConfigs, KubeControllerConfigs};
 pub use csrs::{CsrDecision, Csrs, KubeCsrs, is_pending};
 pub use drain::{DrainOptions, DrainReport, Drainer, KubeDrainer, SkipReason, SkippedPod};
 pub use error::{BlockReason, BlockedPod, Error, Result, Verb};
 pub use events::{EventPublisher, KubeEvents, NewEvent, Severity};
+pub use ext::{NodeExt, WindowsInstanceExt};
 pub use facts::{
     ClusterFacts, ClusterFactsSource, MirrorKind, MirrorSet, OpenShiftFacts, PlainKubernetesConfig,
     PlainKubernetesFacts, Platform, ProxySettings, serves_openshift_config,
 };
 pub use instances::{InstanceRecords, KubeInstanceRecords};
-pub use machines::{KubeMachines, Machines, serves_machine_api};
+pub use kube::ResourceExt;
+pub use machines::{KubeMachines, Machines, NoWindowsMachines, WindowsMachines, serves_machine_api};
 pub use nodes::{KubeNodes, NodeMetadataPatch, Nodes};
 pub use objects::{ConfigMaps, KubeConfigMaps, KubeSecrets, Secrets};
 pub use tokens::{KubeServiceAccountTokens, ServiceAccountTokens, ShortLivedToken, TokenRequestSpec};
+pub use version::{ClusterVersion, KubeClusterVersion};

@@ -1,11 +1,13 @@
-//! Machines of the OpenShift machine API: read one (is it still there, is it being deleted), and delete one so its
-//! MachineSet replaces it (a Windows Machine whose host cannot be configured with the current key).
+//! Machines of the OpenShift machine API: read one (is it still there, is it being deleted), delete one so its
+//! MachineSet replaces it (a Windows Machine whose host cannot be configured with the current key), and list the
+//! Windows Machines ([`WindowsMachines`]; none on plain Kubernetes, [`NoWindowsMachines`]).
 
 use async_trait::async_trait;
 use kube::Client;
-use kube::api::{Api, DeleteParams};
+use kube::api::{Api, DeleteParams, ListParams};
 
 use crate::error::{Error, Result, Verb, object_name};
+use crate::names::{MACHINE_API_NAMESPACE, MACHINE_OS_ID_LABEL, OS_ID_WINDOWS};
 use crate::types::Machine;
 
 /// The kind named in errors.
@@ -21,6 +23,31 @@ pub trait Machines: Send + Sync {
     async fn delete(&self, namespace: &str, name: &str) -> Result<()>;
 }
 
+/// Lists the Windows Machines of the machine API.
+#[async_trait]
+pub trait WindowsMachines: Send + Sync {
+    /// Every Machine labelled `machine.openshift.io/os-id: Windows` in `openshift-machine-api`, being deleted or not.
+    async fn list(&self) -> Result<Vec<Machine>>;
+}
+
+/// [`WindowsMachines`] where the cluster does not serve the machine API (plain Kubernetes): there are none.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// use wmco_cluster_client::{NoWindowsMachines, WindowsMachines};
+/// assert!(NoWindowsMachines.list().await.unwrap().is_empty());
+/// # });
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoWindowsMachines;
+
+#[async_trait]
+impl WindowsMachines for NoWindowsMachines {
+    async fn list(&self) -> Result<Vec<Machine>> {
+        Ok(Vec::new())
+    }
+}
+
 /// Whether the API server serves the machine API (`machine.openshift.io`), i.e. whether a Machine controller can
 /// run at all (plain Kubernetes has no Machines).
 pub async fn serves_machine_api(client: &Client) -> Result<bool> {
@@ -31,7 +58,7 @@ pub async fn serves_machine_api(client: &Client) -> Result<bool> {
     Ok(groups.groups.iter().any(|group| group.name == "machine.openshift.io"))
 }
 
-/// [`Machines`] over the API server.
+/// [`Machines`] and [`WindowsMachines`] over the API server.
 #[derive(Clone)]
 pub struct KubeMachines {
     client: Client,
@@ -59,6 +86,20 @@ impl Machines for KubeMachines {
             Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
             Err(source) => Err(Error::api(Verb::Delete, KIND, object_name(Some(namespace), name), source)),
         }
+    }
+}
+
+#[async_trait]
+impl WindowsMachines for KubeMachines {
+    async fn list(&self) -> Result<Vec<Machine>> {
+        let selector = format!("{MACHINE_OS_ID_LABEL}={OS_ID_WINDOWS}");
+        Api::<Machine>::namespaced(self.client.clone(), MACHINE_API_NAMESPACE)
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map(|list| list.items)
+            .map_err(|source| {
+                Error::api(Verb::List, KIND, format!("in {MACHINE_API_NAMESPACE} with {selector}"), source)
+            })
     }
 }
 
@@ -115,5 +156,40 @@ mod tests {
             assert!(error.to_string().contains("openshift-machine-api/locked"), "{error}");
         })
         .await;
+    }
+
+    #[tokio::test]
+    async fn windows_machines_are_listed_by_their_os_label_in_the_machine_api_namespace() {
+        let list = json!({
+            "apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineList", "metadata": {},
+            "items": [{
+                "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
+                "metadata": {"name": "win-a", "namespace": "openshift-machine-api",
+                             "labels": {"machine.openshift.io/os-id": "Windows"}},
+                "spec": {}
+            }]
+        });
+        let selected = format!("{PATH}?&labelSelector=machine.openshift.io%2Fos-id%3DWindows");
+        let exchanges = vec![
+            Exchange::get(&selected).reply(200, list),
+            Exchange::get(&selected).reply(403, status_reply(403, "Forbidden", "no")),
+        ];
+        scenario(exchanges, |client| async move {
+            let machines = KubeMachines::new(client);
+            let listed = WindowsMachines::list(&machines).await.unwrap();
+            let names: Vec<_> = listed.iter().map(|machine| machine.metadata.name.as_deref()).collect();
+            assert_eq!(names, [Some("win-a")]);
+            let error = WindowsMachines::list(&machines).await.unwrap_err();
+            assert!(
+                error.to_string().contains("in openshift-machine-api with machine.openshift.io/os-id=Windows"),
+                "{error}"
+            );
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn without_the_machine_api_there_are_no_windows_machines() {
+        assert!(NoWindowsMachines.list().await.unwrap().is_empty());
     }
 }

@@ -40,6 +40,8 @@ pub const SSH_HOST_KEY_ANNOTATION: &str = "windowsmachineconfig.openshift.io/ssh
 pub const SSH_HOST_KEY_TYPE_ANNOTATION: &str = "windowsmachineconfig.openshift.io/ssh-host-key-type";
 /// Node annotation, set by OVN-Kubernetes, holding the node's hybrid-overlay subnet.
 pub const HYBRID_OVERLAY_SUBNET_ANNOTATION: &str = "k8s.ovn.org/hybrid-overlay-node-subnet";
+/// The namespace of the machine API's Machines and MachineSets.
+pub const MACHINE_API_NAMESPACE: &str = "openshift-machine-api";
 /// Machine label selecting Windows Machines (`Windows`).
 pub const MACHINE_OS_ID_LABEL: &str = "machine.openshift.io/os-id";
 /// Machine label (`"true"`) telling the operator to leave a Machine alone.

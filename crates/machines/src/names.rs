@@ -1,9 +1,9 @@
 //! The machine API's and the product's fixed names for Windows Machines: labels, annotations, namespace, Secret.
 
-/// The namespace the machine API keeps Machines and MachineSets in.
-pub const MACHINE_API_NAMESPACE: &str = "openshift-machine-api";
-/// The Machine label that marks a Windows Machine (value [`WINDOWS_OS_ID`]).
-pub const OS_ID_LABEL: &str = "machine.openshift.io/os-id";
+/// The namespace the machine API keeps Machines and MachineSets in (defined once, in `wmco-cluster-client`).
+pub use wmco_cluster_client::names::MACHINE_API_NAMESPACE;
+/// The Machine label that marks a Windows Machine (value [`WINDOWS_OS_ID`]; defined once, in `wmco-cluster-client`).
+pub use wmco_cluster_client::names::MACHINE_OS_ID_LABEL as OS_ID_LABEL;
 /// The value of [`OS_ID_LABEL`] on Windows Machines.
 pub const WINDOWS_OS_ID: &str = "Windows";
 /// Set to `"true"` (as an annotation, or as a label like the Go operator reads it) to keep the operator away from a

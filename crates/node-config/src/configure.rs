@@ -25,7 +25,7 @@ use wmco_cluster_client::names::{
     BYOH_LABEL, HYBRID_OVERLAY_SUBNET_ANNOTATION, PUB_KEY_HASH_ANNOTATION, VERSION_ANNOTATION, WORKER_ROLE_LABEL,
 };
 use wmco_cluster_client::types::{InstanceOrigin, Phase as RecordPhase, WindowsInstance};
-use wmco_cluster_client::{Drainer, InstanceRecords, NodeMetadataPatch, Nodes};
+use wmco_cluster_client::{Drainer, InstanceRecords, NodeExt, NodeMetadataPatch, Nodes};
 use wmco_payload_manifest::render::destinations::BOOTSTRAP_KUBECONFIG;
 use wmco_payload_manifest::{HostFile, HostFileSet};
 use wmco_windows_services::{
@@ -355,7 +355,7 @@ async fn configure_pass(
         let after = session.probe(&request).await?;
         all_running(&desired, &after)
     };
-    let ready = running && node_is_ready(&node);
+    let ready = running && node.is_ready();
     let patch = node_patch(&node, inputs, ready);
     if patch != NodeMetadataPatch::default() {
         cluster.nodes.patch_metadata(&node_name, &patch).await.map_err(|source| FlowError::Cluster {
@@ -394,7 +394,7 @@ async fn read_node(
 /// Whether the upgrade gate holds the pass back: the Node is configured at another version than the operator's
 /// (build metadata ignored) and the record is not in phase `Upgrading`.
 fn awaits_upgrade(node: &Node, phase: Option<RecordPhase>, operator_version: &str) -> bool {
-    let configured = node.metadata.annotations.as_ref().and_then(|annotations| annotations.get(VERSION_ANNOTATION));
+    let configured = node.annotation(VERSION_ANNOTATION);
     phase != Some(RecordPhase::Upgrading)
         && configured
             .is_some_and(|configured| without_build_metadata(configured) != without_build_metadata(operator_version))
@@ -492,20 +492,10 @@ fn subnet(node: &Node) -> Option<&str> {
         .filter(|s| !s.is_empty())
 }
 
-/// Whether the Node's Ready condition is True.
-fn node_is_ready(node: &Node) -> bool {
-    node.status
-        .as_ref()
-        .and_then(|status| status.conditions.as_ref())
-        .is_some_and(|conditions| conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-}
-
 /// The labels and annotations the Node lacks: BYOH and worker role (BYOH hosts), the public key hash, and the
 /// version once `ready`.
 fn node_patch(node: &Node, inputs: &ConfigureInputs<'_>, ready: bool) -> NodeMetadataPatch {
     let label = |key: &str| node.metadata.labels.as_ref().and_then(|labels| labels.get(key)).map(String::as_str);
-    let annotation =
-        |key: &str| node.metadata.annotations.as_ref().and_then(|annotations| annotations.get(key)).map(String::as_str);
     let mut patch = NodeMetadataPatch::default();
     if inputs.instance.spec.origin == InstanceOrigin::Byoh {
         if label(BYOH_LABEL) != Some("true") {
@@ -515,10 +505,10 @@ fn node_patch(node: &Node, inputs: &ConfigureInputs<'_>, ready: bool) -> NodeMet
             patch = patch.set_label(WORKER_ROLE_LABEL, "");
         }
     }
-    if annotation(PUB_KEY_HASH_ANNOTATION) != Some(inputs.pub_key_hash) {
+    if node.annotation(PUB_KEY_HASH_ANNOTATION) != Some(inputs.pub_key_hash) {
         patch = patch.set_annotation(PUB_KEY_HASH_ANNOTATION, inputs.pub_key_hash);
     }
-    if ready && annotation(VERSION_ANNOTATION) != Some(inputs.operator_version) {
+    if ready && node.annotation(VERSION_ANNOTATION) != Some(inputs.operator_version) {
         patch = patch.set_annotation(VERSION_ANNOTATION, inputs.operator_version);
     }
     patch

@@ -4,8 +4,8 @@
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use wmco_cluster_client::InstanceRecords;
 use wmco_cluster_client::types::{AUTHENTICATION_FAILED_CONDITION, Phase, WindowsInstance, WindowsInstanceStatus};
+use wmco_cluster_client::{InstanceRecords, WindowsInstanceExt};
 
 use crate::error::{FlowError, FlowStep};
 
@@ -14,6 +14,8 @@ pub(crate) struct Recorder<'a> {
     records: &'a dyn InstanceRecords,
     namespace: String,
     name: String,
+    /// `namespace/name` of the record, for logs.
+    key: String,
     host: String,
     saved: WindowsInstanceStatus,
     /// The status as the flow wants it.
@@ -38,12 +40,8 @@ impl<'a> Recorder<'a> {
             .clone()
             .ok_or_else(|| FlowError::Record { instance: name.clone(), what: "metadata.namespace" })?;
         let status = instance.status.clone().unwrap_or_default();
-        Ok(Recorder { records, namespace, name, host: host.to_owned(), saved: status.clone(), status })
-    }
-
-    /// `namespace/name`.
-    pub(crate) fn instance(&self) -> String {
-        format!("{}/{}", self.namespace, self.name)
+        let key = instance.key();
+        Ok(Recorder { records, namespace, name, key, host: host.to_owned(), saved: status.clone(), status })
     }
 
     /// Enters `phase`; entering [`Phase::Configuring`] or [`Phase::Deconfiguring`] from another phase stamps
@@ -104,7 +102,7 @@ impl<'a> Recorder<'a> {
             self.status.phase = Some(Phase::Failed);
         }
         if let Err(write_error) = self.save().await {
-            tracing::warn!(instance = %self.instance(), error = %write_error, "could not record the flow's error");
+            tracing::warn!(instance = %self.key, error = %write_error, "could not record the flow's error");
         }
     }
 }

@@ -11,6 +11,7 @@ use futures::StreamExt;
 use jiff::Timestamp;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use kube::{Api, Client};
+use wmco_cluster_client::WindowsInstanceExt;
 use wmco_cluster_client::types::{Phase, WindowsInstance};
 
 use crate::metrics::Metrics;
@@ -56,11 +57,7 @@ impl FleetObserver {
     pub fn observe(&mut self, records: &[WindowsInstance], now: Timestamp, metrics: &Metrics) {
         let mut seen = HashMap::new();
         for record in records {
-            let key = format!(
-                "{}/{}",
-                record.metadata.namespace.as_deref().unwrap_or_default(),
-                record.metadata.name.as_deref().unwrap_or_default()
-            );
+            let key = record.key();
             let status = record.status.as_ref();
             let previous = self.last_seen.get(&key).copied();
             let current = Seen {

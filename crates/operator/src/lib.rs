@@ -13,6 +13,8 @@
 //! - [`metrics`]: the Prometheus registry and the typed API controllers record through.
 //! - [`runtime`]: what every controller shares: the error trait (metric label, retryable or not), the per-key
 //!   retry backoff, the generic error policy, and the timing and counting of reconciles.
+//! - [`ssh`]: the one translation of a `WindowsInstance` into an SSH host configuration (address, user, key,
+//!   port, pinned host key), shared by the instances connector and the key rotation's key check.
 //! - [`health`]: the HTTP listener serving `/healthz`, `/readyz` and `/metrics`.
 //! - [`machines`]: the Machine controller. It keeps one `WindowsInstance` record per Windows Machine of the
 //!   machine API (address, SSH user and Node name per platform), so the instances controller configures it.
@@ -41,6 +43,7 @@ pub mod operator_key;
 pub mod rekey;
 pub mod runtime;
 pub mod shutdown;
+pub mod ssh;
 #[cfg(test)]
 mod test_logs;
 pub mod upgrades;

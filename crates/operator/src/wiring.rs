@@ -18,11 +18,8 @@ use wmco_ssh_transport::HostPool;
 use wmco_windows_services::Verbosity;
 
 use crate::csr::system_clock;
-use crate::files::{
-    ClusterSettings, KubeControllerConfigs, KubeletCaSource, MaterialRefresher, MaterialSources, NodeFiles,
-    RefreshSettings,
-};
-use crate::fleet::{KubeApiServerVersion, SharedBudget};
+use crate::files::{ClusterSettings, KubeletCaSource, MaterialRefresher, MaterialSources, NodeFiles, RefreshSettings};
+use crate::fleet::SharedBudget;
 use crate::fleet_metrics::run_fleet_metrics;
 use crate::instances::{InstancesContext, InstancesSettings, SshConnector, controller};
 use crate::metrics::Metrics;
@@ -121,7 +118,7 @@ pub async fn run_instances(
 ) -> Result<(), wmco_cluster_client::Error> {
     let drainer: Arc<dyn Drainer> = Arc::new(KubeDrainer::from_config(drain_config)?);
     let kubelet_ca = if run.openshift {
-        KubeletCaSource::ControllerConfigs(Arc::new(KubeControllerConfigs::new(client.clone())))
+        KubeletCaSource::ControllerConfigs(Arc::new(wmco_cluster_client::KubeControllerConfigs::new(client.clone())))
     } else {
         KubeletCaSource::ApiServerCa
     };
@@ -158,7 +155,7 @@ pub async fn run_instances(
                 Arc::new(KubeNodes::new(client.clone())),
                 Arc::clone(&drainer),
                 Arc::clone(&events),
-                Arc::new(KubeApiServerVersion::new(client.clone())),
+                Arc::new(wmco_cluster_client::KubeClusterVersion::new(client.clone())),
                 upgrade_settings(&run, current_hash.clone()),
             )
             .with_shared_budget(&budget)

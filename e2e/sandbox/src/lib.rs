@@ -26,6 +26,7 @@
 //! ```
 
 mod credentials;
+pub mod csr;
 mod error;
 mod hosts;
 pub mod machine_api;

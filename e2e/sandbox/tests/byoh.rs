@@ -205,20 +205,7 @@ async fn csrs_are_approved(sandbox: &Sandbox, node_names: &BTreeSet<String>) -> 
 
 /// The subject CN of a PEM PKCS#10 request.
 fn subject_common_name(request_pem: &[u8]) -> anyhow::Result<String> {
-    let (_, pem) = x509_parser::pem::parse_x509_pem(request_pem).map_err(|error| anyhow::anyhow!("{error}"))?;
-    let (_, request) =
-        <x509_parser::certification_request::X509CertificationRequest as x509_parser::prelude::FromDer<_>>::from_der(
-            &pem.contents,
-        )
-        .map_err(|error| anyhow::anyhow!("{error}"))?;
-    let common_name = request
-        .certification_request_info
-        .subject
-        .iter_common_name()
-        .next()
-        .and_then(|name| name.as_str().ok())
-        .context("a CSR without a subject CN")?;
-    Ok(common_name.to_owned())
+    wmco_sandbox::csr::subject_common_name(request_pem).context("a CSR without a readable subject CN")
 }
 
 /// Scenario 2: with the operator stopped, snapshot each host's command log and its `C:\k` tree; start the operator

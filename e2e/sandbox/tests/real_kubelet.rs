@@ -212,20 +212,7 @@ fn condition(csr: &CertificateSigningRequest, kind: &str) -> Option<(String, Str
 
 /// The subject CN of a PEM PKCS#10 request.
 fn subject_common_name(request_pem: &[u8]) -> anyhow::Result<String> {
-    let (_, pem) = x509_parser::pem::parse_x509_pem(request_pem).map_err(|error| anyhow::anyhow!("{error}"))?;
-    let (_, request) =
-        <x509_parser::certification_request::X509CertificationRequest as x509_parser::prelude::FromDer<_>>::from_der(
-            &pem.contents,
-        )
-        .map_err(|error| anyhow::anyhow!("{error}"))?;
-    let common_name = request
-        .certification_request_info
-        .subject
-        .iter_common_name()
-        .next()
-        .and_then(|name| name.as_str().ok())
-        .context("a CSR without a subject CN")?;
-    Ok(common_name.to_owned())
+    wmco_sandbox::csr::subject_common_name(request_pem).context("a CSR without a readable subject CN")
 }
 
 /// The last `count` lines of `text`, joined with ` | `.

@@ -8,7 +8,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use tokio::sync::OwnedMutexGuard;
-use wmco_cluster_client::{Csrs, EventPublisher, InstanceRecords, Machines, Nodes};
+use wmco_cluster_client::{Csrs, EventPublisher, InstanceRecords, Machines, Nodes, ResourceExt};
 use wmco_csr_approver::IpCidr;
 
 use super::CsrControllerError;
@@ -136,7 +136,7 @@ impl Controlled<CertificateSigningRequest> for CsrContext {
     }
 
     fn key(csr: &CertificateSigningRequest) -> String {
-        csr.metadata.name.clone().unwrap_or_default()
+        csr.name_any()
     }
 }
 

@@ -7,10 +7,10 @@
 //! `/approval` is written, so a retry after a failed approval can only approve that same key.
 
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
-use kube::Resource;
+use kube::{Resource, ResourceExt};
 use wmco_cluster_client::names::{KUBELET_CLIENT_SIGNER, KUBELET_SERVING_SIGNER};
 use wmco_cluster_client::types::{InstanceOrigin, WindowsInstance};
-use wmco_cluster_client::{CsrDecision, NewEvent, Severity, is_pending};
+use wmco_cluster_client::{CsrDecision, NewEvent, Severity, WindowsInstanceExt, is_pending};
 use wmco_csr_approver::{
     CsrFacts, CsrManifest, CsrState, CsrSummary, NODE_BOOTSTRAPPER_USERNAME, RuleId, Verdict, World, WorldData, decide,
 };
@@ -56,7 +56,7 @@ pub async fn reconcile_csr(
     csr: &CertificateSigningRequest,
     ctx: &CsrContext,
 ) -> Result<CsrOutcome, CsrControllerError> {
-    let csr_name = csr.metadata.name.clone().unwrap_or_default();
+    let csr_name = csr.name_any();
     let has_certificate = csr.status.as_ref().is_some_and(|status| status.certificate.is_some());
     if !KUBELET_SIGNERS.contains(&csr.spec.signer_name.as_str()) || !is_pending(csr) || has_certificate {
         return Ok(CsrOutcome::Skipped);
@@ -165,7 +165,7 @@ async fn kubelet_csr_summaries(
     Ok(listed
         .iter()
         .filter(|other| other.metadata.name.as_deref() != Some(csr_name))
-        .filter_map(|other| facts_of(other, other.metadata.name.as_deref().unwrap_or_default()).ok())
+        .filter_map(|other| facts_of(other, &other.name_any()).ok())
         .map(|facts| facts.summary())
         .filter(|summary| {
             summary.state == CsrState::Pending
@@ -221,7 +221,7 @@ async fn machine_instances(
 /// The node name a record expects: the one recorded in its status, or for a Machine-backed record the one decided
 /// in its spec before it is recorded (BYOH records have none until the host was read over SSH).
 fn expected_node_name(record: &WindowsInstance) -> Option<&str> {
-    let recorded = record.status.as_ref().and_then(|status| status.expected_node_name.as_deref());
+    let recorded = record.expected_node_name();
     match record.spec.origin {
         InstanceOrigin::Machine => recorded.or(record.spec.expected_node_name.as_deref()),
         InstanceOrigin::Byoh => recorded,
@@ -271,7 +271,7 @@ async fn record_bootstrap_key(
     public_key_sha256: String,
 ) -> Result<(), CsrControllerError> {
     let namespace = instance.metadata.namespace.clone().unwrap_or_else(|| ctx.settings.namespace.clone());
-    let name = instance.metadata.name.clone().unwrap_or_default();
+    let name = instance.name_any();
     let failed = |source: wmco_cluster_client::Error| CsrControllerError::RecordApproval {
         csr: csr_name.to_owned(),
         instance: name.clone(),

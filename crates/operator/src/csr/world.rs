@@ -5,6 +5,7 @@
 use std::net::IpAddr;
 
 use k8s_openapi::api::core::v1::Node;
+use kube::ResourceExt;
 use wmco_cluster_client::types::{InstanceOrigin, Machine, Phase, WindowsInstance, WindowsInstanceStatus};
 use wmco_csr_approver::{
     AddressType, BootstrapApproval, ByohInstance, InstancePhase, MachineInstance, ManagedInstance, NodeAddress,
@@ -24,7 +25,7 @@ pub(crate) fn managed_instance(instance: &WindowsInstance) -> Option<ManagedInst
     let configuring_since = status.configuring_since.as_ref().map(|time| time.0);
     let bootstrap_approval = bootstrap_approval(&status);
     Some(ManagedInstance::Byoh(ByohInstance {
-        name: instance.metadata.name.clone().unwrap_or_default(),
+        name: instance.name_any(),
         address: instance.spec.address.clone(),
         expected_node_name: status.expected_node_name,
         phase: status.phase.map_or(InstancePhase::Pending, instance_phase),
@@ -48,7 +49,7 @@ pub(crate) fn machine_instance(instance: &WindowsInstance, machine: &Machine) ->
     let status = instance.status.clone().unwrap_or_default();
     let machine_status = machine.status.as_ref();
     Some(ManagedInstance::Machine(MachineInstance {
-        name: machine.metadata.name.clone().unwrap_or_default(),
+        name: machine.name_any(),
         expected_node_name: status.expected_node_name.clone().or_else(|| instance.spec.expected_node_name.clone()),
         creation_timestamp,
         addresses: machine_status
@@ -93,7 +94,7 @@ pub(crate) fn node_record(node: &Node) -> NodeRecord {
         .filter_map(|address| node_address(&address.type_, &address.address))
         .collect();
     NodeRecord {
-        name: node.metadata.name.clone().unwrap_or_default(),
+        name: node.name_any(),
         labels: node.metadata.labels.clone().unwrap_or_default(),
         addresses,
         deletion_timestamp: node.metadata.deletion_timestamp.as_ref().map(|time| time.0),

@@ -23,6 +23,6 @@ pub use cluster::{CLUSTER_DNS_INDEX, CLUSTER_DOMAIN, ClusterSettings, ClusterSet
 pub use material::{BootstrapToken, ClusterMaterial, MaterialError};
 pub use node_files::{FilesError, NodeFiles};
 pub use refresher::{
-    ControllerConfigs, EXPORTER_TLS_SECRET, KubeControllerConfigs, KubeletCaSource, MaterialRefresher,
-    MaterialSnapshot, MaterialSources, ROOT_CA_CONFIG_MAP, ROOT_CA_KEY, RefreshSettings,
+    EXPORTER_TLS_SECRET, KubeletCaSource, MaterialRefresher, MaterialSnapshot, MaterialSources, ROOT_CA_CONFIG_MAP,
+    ROOT_CA_KEY, RefreshSettings,
 };

@@ -4,6 +4,7 @@
 //! [`MaterialRefresher`](super::MaterialRefresher).
 
 use k8s_openapi::api::core::v1::Node;
+use kube::ResourceExt;
 use wmco_cluster_client::names::HYBRID_OVERLAY_SUBNET_ANNOTATION;
 use wmco_node_config::{FileStage, HostFilesSource, HostIdentity, SourceError};
 use wmco_payload_manifest::render::destinations::BOOTSTRAP_KUBECONFIG;
@@ -119,7 +120,7 @@ impl HostFilesSource for NodeFiles {
 
 /// The overlay of `node`: its hybrid-overlay subnet, the host's node IP as provider address, the source VIP.
 fn overlay_network(node: &Node, identity: &HostIdentity) -> Result<OverlayNetwork, FilesError> {
-    let name = node.metadata.name.clone().unwrap_or_default();
+    let name = node.name_any();
     let value = node
         .metadata
         .annotations

@@ -15,15 +15,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use base64::Engine as _;
 use jiff::{SignedDuration, Timestamp};
-use kube::Client;
-use kube::api::{Api, ListParams};
+use kube::ResourceExt;
 use tokio::sync::watch;
 use wmco_cluster_client::names::{NODE_BOOTSTRAPPER_NAMESPACE, NODE_BOOTSTRAPPER_SERVICE_ACCOUNT};
-use wmco_cluster_client::types::ControllerConfig;
-use wmco_cluster_client::{ConfigMaps, Secrets, ServiceAccountTokens, TokenRequestSpec};
+use wmco_cluster_client::{ConfigMaps, ControllerConfigs, Secrets, ServiceAccountTokens, TokenRequestSpec};
 use wmco_payload_manifest::render::{PemBundle, SecretToken, ServingTls};
 
 use super::material::{BootstrapToken, ClusterMaterial, MaterialError};
@@ -35,35 +32,6 @@ pub const ROOT_CA_CONFIG_MAP: &str = "kube-root-ca.crt";
 pub const ROOT_CA_KEY: &str = "ca.crt";
 /// The Secret holding windows_exporter's serving certificate (OpenShift's service CA fills it).
 pub const EXPORTER_TLS_SECRET: &str = "windows-machine-config-operator-tls";
-
-/// Lists ControllerConfigs (OpenShift's machine-config operator publishes the kubelet client CA in them).
-#[async_trait]
-pub trait ControllerConfigs: Send + Sync {
-    /// Every ControllerConfig, sorted by name.
-    async fn list(&self) -> Result<Vec<ControllerConfig>, kube::Error>;
-}
-
-/// [`ControllerConfigs`] over the API server.
-#[derive(Clone)]
-pub struct KubeControllerConfigs {
-    client: Client,
-}
-
-impl KubeControllerConfigs {
-    /// Talks to the API server through `client`.
-    pub fn new(client: Client) -> Self {
-        Self { client }
-    }
-}
-
-#[async_trait]
-impl ControllerConfigs for KubeControllerConfigs {
-    async fn list(&self) -> Result<Vec<ControllerConfig>, kube::Error> {
-        let mut items = Api::<ControllerConfig>::all(self.client.clone()).list(&ListParams::default()).await?.items;
-        items.sort_by(|left, right| left.metadata.name.cmp(&right.metadata.name));
-        Ok(items)
-    }
-}
 
 /// Where the kubelet client CA comes from.
 #[derive(Clone)]
@@ -300,17 +268,22 @@ impl MaterialRefresher {
     }
 }
 
+/// What the API server said (the cluster error's source), as the reason of a failed ControllerConfig listing.
+fn api_reason(error: &wmco_cluster_client::Error) -> String {
+    std::error::Error::source(error).map_or_else(|| error.to_string(), ToString::to_string)
+}
+
 /// The first ControllerConfig's `kubeAPIServerServingCAData` (base64 PEM).
 async fn controller_config_ca(configs: &dyn ControllerConfigs) -> Result<PemBundle, MaterialError> {
     let items = configs
         .list()
         .await
-        .map_err(|error| MaterialError::Read { what: "ControllerConfigs".to_owned(), reason: error.to_string() })?;
+        .map_err(|error| MaterialError::Read { what: "ControllerConfigs".to_owned(), reason: api_reason(&error) })?;
     let (name, encoded) = items
         .iter()
         .find_map(|config| {
             let data = config.spec.kube_api_server_serving_ca_data.as_ref().filter(|data| !data.is_empty())?;
-            Some((config.metadata.name.clone().unwrap_or_default(), data))
+            Some((config.name_any(), data))
         })
         .ok_or(MaterialError::NoControllerConfigCa)?;
     let invalid = |reason: String| MaterialError::Invalid {

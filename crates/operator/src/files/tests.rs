@@ -15,7 +15,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use wmco_cluster_client::fake::{FakeConfigMaps, FakeSecrets, FakeTokens};
 use wmco_cluster_client::names::HYBRID_OVERLAY_SUBNET_ANNOTATION;
 use wmco_cluster_client::types::{ControllerConfig, ControllerConfigSpec};
-use wmco_cluster_client::{ClusterFacts, ConfigMaps, Platform, ProxySettings, Secrets};
+use wmco_cluster_client::{ClusterFacts, ConfigMaps, ControllerConfigs, Platform, ProxySettings, Secrets};
 use wmco_node_config::{FileStage, HostFilesSource, HostIdentity};
 use wmco_payload_manifest::{HostFileContent, HostFileSet, Manifest, Payload, SyntheticScale, write_synthetic_payload};
 
@@ -38,7 +38,7 @@ struct FakeControllerConfigs(Vec<ControllerConfig>);
 
 #[async_trait]
 impl ControllerConfigs for FakeControllerConfigs {
-    async fn list(&self) -> Result<Vec<ControllerConfig>, kube::Error> {
+    async fn list(&self) -> wmco_cluster_client::Result<Vec<ControllerConfig>> {
         Ok(self.0.clone())
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use tokio::sync::Mutex as AsyncMutex;
 
-use super::WindowsMachines;
+use wmco_cluster_client::WindowsMachines;
 
 /// What every piece of budgeted work of one process shares: the lock held while the budget is handed out and
 /// the Windows Machines source whose Machines away from the fleet are taken off it. Build it once per leadership
@@ -13,7 +13,8 @@ use super::WindowsMachines;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use wmco_operator::fleet::{NoWindowsMachines, SharedBudget};
+/// use wmco_cluster_client::NoWindowsMachines;
+/// use wmco_operator::fleet::SharedBudget;
 /// let budget = SharedBudget::new(Arc::new(NoWindowsMachines));
 /// let copy = budget.clone();
 /// assert!(Arc::ptr_eq(&budget.lock, &copy.lock));
@@ -22,7 +23,7 @@ use super::WindowsMachines;
 pub struct SharedBudget {
     /// Held from reading the fleet until the budget handed out is claimed (Nodes marked, Machines deleted).
     pub lock: Arc<AsyncMutex<()>>,
-    /// Lists the Windows Machines ([`NoWindowsMachines`](super::NoWindowsMachines) on plain Kubernetes).
+    /// Lists the Windows Machines ([`NoWindowsMachines`](wmco_cluster_client::NoWindowsMachines) on plain Kubernetes).
     pub windows_machines: Arc<dyn WindowsMachines>,
 }
 
@@ -36,7 +37,7 @@ impl SharedBudget {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fleet::NoWindowsMachines;
+    use wmco_cluster_client::NoWindowsMachines;
 
     #[tokio::test]
     async fn clones_share_one_lock_and_fresh_budgets_do_not() {

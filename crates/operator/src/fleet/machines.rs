@@ -1,75 +1,24 @@
-//! The Windows Machines of the machine API as budgeted work sees them: the listing seam ([`WindowsMachines`], over
-//! the API server or none on plain Kubernetes) and [`machines_away`], the Machines unavailable outside the
-//! planner's view, which every loop takes off the unavailability budget before the planner hands it out.
+//! The Windows Machines of the machine API as budgeted work sees them: which listing a cluster gets
+//! ([`windows_machines`]; the [`WindowsMachines`] seam itself is in `wmco-cluster-client`) and [`machines_away`],
+//! the Machines unavailable outside the planner's view, which every loop takes off the unavailability budget before
+//! the planner hands it out.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use kube::Client;
-use kube::api::{Api, ListParams};
-use wmco_cluster_client::Verb;
 use wmco_cluster_client::types::{InstanceOrigin, Machine};
-use wmco_machines::names::{IGNORE_KEY, MACHINE_API_NAMESPACE, OS_ID_LABEL, WINDOWS_OS_ID};
+use wmco_cluster_client::{KubeMachines, NoWindowsMachines, WindowsMachines};
+use wmco_machines::names::IGNORE_KEY;
 use wmco_upgrade_planner::{CordonedBy, Instance, Phase};
 
 use super::{ObservedInstance, planner_instance};
 
-/// Lists the Windows Machines of the machine API.
-#[async_trait]
-pub trait WindowsMachines: Send + Sync {
-    /// Every Machine labelled `machine.openshift.io/os-id: Windows` in `openshift-machine-api`, being deleted or not.
-    async fn list(&self) -> wmco_cluster_client::Result<Vec<Machine>>;
-}
-
-/// [`WindowsMachines`] over the API server.
-#[derive(Clone)]
-pub struct KubeWindowsMachines {
-    client: Client,
-}
-
-impl KubeWindowsMachines {
-    /// Lists through `client`.
-    pub fn new(client: Client) -> Self {
-        KubeWindowsMachines { client }
-    }
-}
-
-#[async_trait]
-impl WindowsMachines for KubeWindowsMachines {
-    async fn list(&self) -> wmco_cluster_client::Result<Vec<Machine>> {
-        let selector = format!("{OS_ID_LABEL}={WINDOWS_OS_ID}");
-        Api::<Machine>::namespaced(self.client.clone(), MACHINE_API_NAMESPACE)
-            .list(&ListParams::default().labels(&selector))
-            .await
-            .map(|list| list.items)
-            .map_err(|source| {
-                wmco_cluster_client::Error::api(
-                    Verb::List,
-                    "Machine",
-                    format!("in {MACHINE_API_NAMESPACE} with {selector}"),
-                    source,
-                )
-            })
-    }
-}
-
-/// [`WindowsMachines`] where the cluster does not serve the machine API (plain Kubernetes): there are none.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct NoWindowsMachines;
-
-#[async_trait]
-impl WindowsMachines for NoWindowsMachines {
-    async fn list(&self) -> wmco_cluster_client::Result<Vec<Machine>> {
-        Ok(Vec::new())
-    }
-}
-
-/// The Windows Machines source for a cluster: [`KubeWindowsMachines`] where the machine API is served,
+/// The Windows Machines source for a cluster: [`KubeMachines`] where the machine API is served,
 /// [`NoWindowsMachines`] on plain Kubernetes (listing Machines there would fail every reconcile). Budgeted work
 /// shares it through [`SharedBudget`](super::SharedBudget).
 pub fn windows_machines(client: &Client, machine_api_served: bool) -> Arc<dyn WindowsMachines> {
-    if machine_api_served { Arc::new(KubeWindowsMachines::new(client.clone())) } else { Arc::new(NoWindowsMachines) }
+    if machine_api_served { Arc::new(KubeMachines::new(client.clone())) } else { Arc::new(NoWindowsMachines) }
 }
 
 /// The records that take part in the plan.
@@ -170,6 +119,7 @@ pub(crate) fn counted_by_planner(instance: &Instance) -> bool {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+    use wmco_machines::names::MACHINE_API_NAMESPACE;
 
     use super::*;
 
@@ -205,10 +155,5 @@ mod tests {
         let instances = [machine_record("gone", "win-vanished")];
         assert_eq!(machines_away(&machines, &instances), ["win-going", "win-new", "win-vanished"]);
         assert!(is_ignored(&machines[0]) && !is_ignored(&machines[2]));
-    }
-
-    #[tokio::test]
-    async fn without_the_machine_api_there_are_no_windows_machines() {
-        assert!(NoWindowsMachines.list().await.unwrap().is_empty());
     }
 }

@@ -4,13 +4,16 @@
 //! depends on the other.
 //!
 //! - [`observe`]: [`ObservedInstance`] and [`observe_instances`] (every record of the operator namespace with its
-//!   Node, read fresh), [`planner_instance`] (the planner's view of one of them) and the Node accessors.
+//!   Node, read fresh) and [`planner_instance`] (the planner's view of one of them; the Node accessors are
+//!   `wmco_cluster_client::NodeExt`).
 //! - [`node_changes`]: [`fleet_node_changes`] (Node events that change what the planner reads) and
 //!   [`watch_triggers`] (any other watch as loop triggers).
-//! - [`machines`]: the Windows Machines source ([`WindowsMachines`], [`KubeWindowsMachines`], [`NoWindowsMachines`],
-//!   [`windows_machines`]) and [`machines_away`], the Machines unavailable outside the planner's view.
+//! - [`machines`]: which Windows Machines source a cluster gets ([`windows_machines`]; the seam is
+//!   `wmco_cluster_client::WindowsMachines`) and [`machines_away`], the Machines unavailable outside the planner's
+//!   view.
 //! - [`budget`]: [`SharedBudget`], the budget lock and Machines source every piece of budgeted work shares.
-//! - [`api_server`]: [`ApiServerVersion`] / [`KubeApiServerVersion`], the API server's version for the skew rule.
+//! - [`api_server`]: [`ApiServerVersionError`], the loops' words for an unknown API server version (read through
+//!   `wmco_cluster_client::ClusterVersion` for the skew rule).
 //! - [`run_loop`](mod@run_loop): [`run_loop()`], the trigger / coalesce / backoff loop both loops run on.
 
 pub mod api_server;
@@ -20,9 +23,9 @@ pub mod node_changes;
 pub mod observe;
 pub mod run_loop;
 
-pub use api_server::{ApiServerVersion, ApiServerVersionError, KubeApiServerVersion};
+pub use api_server::ApiServerVersionError;
 pub use budget::SharedBudget;
-pub use machines::{KubeWindowsMachines, NoWindowsMachines, WindowsMachines, machines_away, windows_machines};
+pub use machines::{machines_away, windows_machines};
 pub use node_changes::{fleet_node_changes, watch_triggers};
 pub use observe::{ObserveError, ObservedInstance, observe_instances, planner_instance};
 pub use run_loop::run_loop;

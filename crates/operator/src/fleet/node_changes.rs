@@ -8,8 +8,7 @@ use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::Node;
 use kube::runtime::watcher;
 use wmco_cluster_client::names::{PUB_KEY_HASH_ANNOTATION, VERSION_ANNOTATION};
-
-use super::observe::{annotation, is_marked, is_ready, is_unschedulable};
+use wmco_cluster_client::{NodeExt, ResourceExt};
 
 /// One item per Node event that changes what the planner reads (Ready, unschedulable, the `upgrading` mark, the
 /// version and `pub-key-hash` annotations); heartbeats that change nothing it reads are dropped. `watching` names
@@ -22,12 +21,12 @@ pub fn fleet_node_changes(
     events.filter_map(move |event| {
         let changed = match event {
             Ok(watcher::Event::Apply(node) | watcher::Event::InitApply(node)) => {
-                let name = node.metadata.name.clone().unwrap_or_default();
+                let name = node.name_any();
                 let facts = NodeFacts::of(&node);
                 seen.insert(name, facts.clone()).is_none_or(|previous| previous != facts)
             }
             Ok(watcher::Event::Delete(node)) => {
-                seen.remove(node.metadata.name.as_deref().unwrap_or_default());
+                seen.remove(&node.name_any());
                 true
             }
             Ok(watcher::Event::Init) => false,
@@ -74,11 +73,11 @@ struct NodeFacts {
 impl NodeFacts {
     fn of(node: &Node) -> Self {
         NodeFacts {
-            ready: is_ready(node),
-            unschedulable: is_unschedulable(node),
-            marked: is_marked(node),
-            version: annotation(node, VERSION_ANNOTATION).map(str::to_owned),
-            pub_key_hash: annotation(node, PUB_KEY_HASH_ANNOTATION).map(str::to_owned),
+            ready: node.is_ready(),
+            unschedulable: node.is_unschedulable(),
+            marked: node.is_marked(),
+            version: node.annotation(VERSION_ANNOTATION).map(str::to_owned),
+            pub_key_hash: node.annotation(PUB_KEY_HASH_ANNOTATION).map(str::to_owned),
         }
     }
 }

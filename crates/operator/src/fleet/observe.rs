@@ -4,9 +4,9 @@
 
 use k8s_openapi::api::core::v1::Node;
 use semver::Version;
-use wmco_cluster_client::names::{PUB_KEY_HASH_ANNOTATION, UPGRADING_LABEL, VERSION_ANNOTATION};
+use wmco_cluster_client::names::{PUB_KEY_HASH_ANNOTATION, VERSION_ANNOTATION};
 use wmco_cluster_client::types::{InstanceOrigin, Phase as RecordPhase, WindowsInstance};
-use wmco_cluster_client::{InstanceRecords, Nodes};
+use wmco_cluster_client::{InstanceRecords, NodeExt, Nodes, ResourceExt, WindowsInstanceExt};
 use wmco_upgrade_planner::{CordonedBy, Failure, Instance, InstanceKind, NodeState, Phase};
 
 /// One record and its Node as read.
@@ -24,15 +24,21 @@ impl ObservedInstance {
         self.record.metadata.name.as_deref().unwrap_or_default()
     }
 
-    /// `namespace/name` of the record.
-    pub fn label(&self) -> String {
-        format!("{}/{}", self.record.metadata.namespace.as_deref().unwrap_or_default(), self.name())
-    }
-
     /// The Node's name, when it is registered.
     pub fn node_name(&self) -> Option<&str> {
         self.node.as_ref().and_then(|node| node.metadata.name.as_deref())
     }
+}
+
+/// A cluster error for the tests of the loops' error mappings.
+#[cfg(test)]
+pub(crate) fn sample_cluster_error() -> Box<wmco_cluster_client::Error> {
+    Box::new(wmco_cluster_client::Error::MissingField {
+        verb: wmco_cluster_client::Verb::Get,
+        kind: "Node",
+        name: "win-a".into(),
+        field: "metadata.name",
+    })
 }
 
 /// Why the fleet could not be read. Each loop maps it to its own error (same messages, same labels).
@@ -76,11 +82,10 @@ pub async fn observe_instances(
     records.sort_by(|left, right| left.metadata.name.cmp(&right.metadata.name));
     let mut instances = Vec::with_capacity(records.len());
     for record in records {
-        let node_name = record.status.as_ref().and_then(|status| status.expected_node_name.clone());
-        let node = match node_name {
-            Some(node_name) => nodes.get(&node_name).await.map_err(|source| ObserveError::ReadNode {
-                instance: format!("{namespace}/{}", record.metadata.name.as_deref().unwrap_or_default()),
-                node: node_name.clone(),
+        let node = match record.expected_node_name() {
+            Some(node_name) => nodes.get(node_name).await.map_err(|source| ObserveError::ReadNode {
+                instance: format!("{namespace}/{}", record.name_any()),
+                node: node_name.to_owned(),
                 source: Box::new(source),
             })?,
             None => None,
@@ -109,7 +114,7 @@ pub async fn observe_instances(
 /// ```
 pub fn planner_instance(record: &WindowsInstance, node: Option<&Node>, last_failure: Option<Failure>) -> Instance {
     Instance {
-        name: record.metadata.name.clone().unwrap_or_default(),
+        name: record.name_any(),
         kind: match record.spec.origin {
             InstanceOrigin::Byoh => InstanceKind::Byoh,
             InstanceOrigin::Machine => InstanceKind::Machine,
@@ -135,42 +140,25 @@ fn planner_phase(phase: RecordPhase) -> Phase {
 
 /// The planner's view of a Node.
 pub(crate) fn node_state(node: &Node) -> NodeState {
-    let upgrading = is_marked(node);
+    let upgrading = node.is_marked();
     NodeState {
-        ready: is_ready(node),
-        cordoned_by: is_unschedulable(node).then_some(if upgrading { CordonedBy::Operator } else { CordonedBy::Other }),
-        configured_version: annotation(node, VERSION_ANNOTATION).and_then(|text| Version::parse(text).ok()),
+        ready: node.is_ready(),
+        cordoned_by: node.is_unschedulable().then_some(if upgrading {
+            CordonedBy::Operator
+        } else {
+            CordonedBy::Other
+        }),
+        configured_version: node.annotation(VERSION_ANNOTATION).and_then(|text| Version::parse(text).ok()),
         upgrading,
-        pub_key_hash: annotation(node, PUB_KEY_HASH_ANNOTATION).map(str::to_owned),
+        pub_key_hash: node.annotation(PUB_KEY_HASH_ANNOTATION).map(str::to_owned),
     }
-}
-
-/// The Node's annotation `key`.
-pub(crate) fn annotation<'a>(node: &'a Node, key: &str) -> Option<&'a str> {
-    node.metadata.annotations.as_ref()?.get(key).map(String::as_str)
-}
-
-/// Whether the Node carries the `upgrading` mark.
-pub(crate) fn is_marked(node: &Node) -> bool {
-    node.metadata.labels.as_ref().and_then(|labels| labels.get(UPGRADING_LABEL)).is_some_and(|value| value == "true")
-}
-
-/// Whether the Node is cordoned.
-pub(crate) fn is_unschedulable(node: &Node) -> bool {
-    node.spec.as_ref().and_then(|spec| spec.unschedulable).unwrap_or(false)
-}
-
-/// Whether the Node's Ready condition is True.
-pub(crate) fn is_ready(node: &Node) -> bool {
-    node.status.as_ref().and_then(|status| status.conditions.as_ref()).is_some_and(|conditions| {
-        conditions.iter().any(|condition| condition.type_ == "Ready" && condition.status == "True")
-    })
 }
 
 #[cfg(test)]
 mod tests {
     use serde_json::json;
     use wmco_cluster_client::fake::{FakeInstanceRecords, FakeNodes};
+    use wmco_cluster_client::names::UPGRADING_LABEL;
 
     use super::*;
 
@@ -204,7 +192,7 @@ mod tests {
         let observed = observe_instances(&records, &nodes, "wmco").await.unwrap();
         let seen: Vec<_> = observed.iter().map(|observed| (observed.name(), observed.node_name())).collect();
         assert_eq!(seen, [("a", None), ("b", Some("win-b")), ("c", None)]);
-        assert_eq!(observed[1].label(), "wmco/b");
+        assert_eq!(observed[1].record.key(), "wmco/b");
         assert!(observe_instances(&records, &nodes, "other").await.unwrap().is_empty());
     }
 

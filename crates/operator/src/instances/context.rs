@@ -6,10 +6,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use wmco_cluster_client::types::WindowsInstance;
-use wmco_cluster_client::{DrainOptions, Drainer, EventPublisher, InstanceRecords, Nodes};
+use wmco_cluster_client::{DrainOptions, Drainer, EventPublisher, InstanceRecords, Nodes, WindowsInstanceExt};
 use wmco_node_config::{ClusterAccess, HostFilesSource, HostSession, ServiceSettings};
 
-use super::connector::instance_label;
 use super::{HostConnector, InstancesError};
 use crate::metrics::Metrics;
 use crate::runtime::{Controlled, ReconcilerError, RetryBackoff};
@@ -124,7 +123,7 @@ impl InstancesContext {
 
     /// The session of `instance`'s host: the cached one while its address and user are unchanged, else a new one.
     pub(crate) fn session(&self, instance: &WindowsInstance) -> Result<Arc<HostSession>, InstancesError> {
-        let label = instance_label(instance);
+        let label = instance.key();
         let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(cached) = sessions.get(&label)
             && cached.address == instance.spec.address
@@ -144,7 +143,7 @@ impl InstancesContext {
 
     /// Drops the session of a record that is gone.
     pub(crate) fn forget_session(&self, instance: &WindowsInstance) {
-        self.sessions.lock().unwrap_or_else(PoisonError::into_inner).remove(&instance_label(instance));
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner).remove(&instance.key());
     }
 }
 
@@ -161,7 +160,7 @@ impl Controlled<WindowsInstance> for InstancesContext {
     }
 
     fn key(instance: &WindowsInstance) -> String {
-        instance_label(instance)
+        instance.key()
     }
 
     /// Retryable errors and refused logins are retried with backoff; anything else (a host key mismatch, an

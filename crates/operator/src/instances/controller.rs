@@ -19,12 +19,12 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Api, Client};
 use tracing::Instrument;
+use wmco_cluster_client::WindowsInstanceExt;
 use wmco_cluster_client::names::KUBERNETES_OS_LABEL;
 use wmco_cluster_client::types::WindowsInstance;
 use wmco_instance_inventory::SystemResolver;
 use wmco_node_config::ConfigureState;
 
-use super::connector::instance_label;
 use super::context::{FIRST_RETRY, MAX_RETRY};
 use super::{
     INSTANCES_CONFIG_MAP, InstanceOutcome, InstancesContext, InstancesError, reconcile_instance, reconcile_inventory,
@@ -84,9 +84,7 @@ fn records_of_node(store: &Store<WindowsInstance>, node: &Node) -> Vec<ObjectRef
     store
         .state()
         .iter()
-        .filter(|record| {
-            record.status.as_ref().and_then(|status| status.expected_node_name.as_deref()) == Some(node_name)
-        })
+        .filter(|record| record.expected_node_name() == Some(node_name))
         .map(|record| ObjectRef::from_obj(record.as_ref()))
         .collect()
 }
@@ -102,7 +100,7 @@ async fn reconcile(instance: Arc<WindowsInstance>, ctx: Arc<InstancesContext>) -
 pub(crate) fn reconcile_span(instance: &WindowsInstance) -> tracing::Span {
     tracing::info_span!(
         "reconcile",
-        instance = %instance_label(instance),
+        instance = %instance.key(),
         host = %instance.spec.address,
         step = tracing::field::Empty,
     )

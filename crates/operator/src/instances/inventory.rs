@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::Resource;
 use kube::api::ObjectMeta;
+use kube::{Resource, ResourceExt};
 use wmco_cluster_client::names::INSTANCE_FINALIZER;
 use wmco_cluster_client::types::{InstanceOrigin, WindowsInstance, WindowsInstanceSpec};
 use wmco_cluster_client::{NewEvent, Severity};
@@ -128,7 +128,7 @@ pub async fn reconcile_inventory<R: Resolver>(
     let plan = plan_records(namespace, &inventory.instances, &existing);
     let mut applied = Vec::with_capacity(plan.apply.len());
     for record in &plan.apply {
-        let name = record.metadata.name.clone().unwrap_or_default();
+        let name = record.name_any();
         ctx.records.apply(record).await.map_err(|source| InstancesError::Record {
             instance: format!("{namespace}/{name}"),
             action: "apply",

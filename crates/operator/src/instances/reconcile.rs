@@ -5,13 +5,12 @@
 use kube::Resource;
 use wmco_cluster_client::names::INSTANCE_FINALIZER;
 use wmco_cluster_client::types::WindowsInstance;
-use wmco_cluster_client::{NewEvent, Severity};
+use wmco_cluster_client::{NewEvent, Severity, WindowsInstanceExt};
 use wmco_node_config::{
     ConfigureInputs, ConfigureOutcome, DeconfigureInputs, DeconfigureOutcome, FlowError, HostSession, configure,
     deconfigure,
 };
 
-use super::connector::instance_label;
 use super::{InstancesContext, InstancesError};
 use crate::runtime::ReconcilerError;
 
@@ -111,10 +110,10 @@ async fn release(instance: &WindowsInstance, ctx: &InstancesContext) -> Result<I
         async { deconfigure(&session, ctx.cluster(), &inputs).await.map_err(|source| flow_error(instance, source)) };
     let outcome = counting_traffic(ctx, &session, pass).await?;
     for skipped in &outcome.forced_past {
-        tracing::warn!(instance = %instance_label(instance), skipped = %skipped, "force-remove: failure skipped");
+        tracing::warn!(instance = %instance.key(), skipped = %skipped, "force-remove: failure skipped");
     }
     ctx.records.release_finalizer(instance).await.map_err(|source| InstancesError::Record {
-        instance: instance_label(instance),
+        instance: instance.key(),
         action: "release finalizer",
         source: Box::new(source),
     })?;
@@ -123,7 +122,7 @@ async fn release(instance: &WindowsInstance, ctx: &InstancesContext) -> Result<I
 }
 
 fn flow_error(instance: &WindowsInstance, source: FlowError) -> InstancesError {
-    InstancesError::Flow { instance: instance_label(instance), source: Box::new(source) }
+    InstancesError::Flow { instance: instance.key(), source: Box::new(source) }
 }
 
 /// The Warning Event on the record for a failure that needs an admin.
@@ -143,6 +142,6 @@ pub(crate) fn failure_event(error: &InstancesError) -> NewEvent {
 async fn publish_failure(instance: &WindowsInstance, ctx: &InstancesContext, error: &InstancesError) {
     let regarding = instance.object_ref(&());
     if let Err(publish_error) = ctx.events.publish(&regarding, &failure_event(error)).await {
-        tracing::warn!(instance = %instance_label(instance), error = %publish_error, "could not publish the failure Event");
+        tracing::warn!(instance = %instance.key(), error = %publish_error, "could not publish the failure Event");
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wmco_cluster_client::types::Machine;
-use wmco_cluster_client::{EventPublisher, InstanceRecords, Machines, Platform};
+use wmco_cluster_client::{EventPublisher, InstanceRecords, Machines, Platform, ResourceExt};
 
 use super::MachinesError;
 use crate::metrics::Metrics;
@@ -93,6 +93,6 @@ impl Controlled<Machine> for MachinesContext {
     }
 
     fn key(machine: &Machine) -> String {
-        machine.metadata.name.clone().unwrap_or_default()
+        machine.name_any()
     }
 }

@@ -2,8 +2,8 @@
 //! (apply when it changes, delete when the Machine goes) and tells the admin, with one Warning Event on the Machine,
 //! when a Windows Machine can never be configured as it is.
 
-use kube::Resource;
 use kube::api::ObjectMeta;
+use kube::{Resource, ResourceExt};
 use wmco_cluster_client::names::INSTANCE_FINALIZER;
 use wmco_cluster_client::types::{InstanceOrigin, Machine, WindowsInstance, WindowsInstanceSpec};
 use wmco_cluster_client::{NewEvent, Severity};
@@ -97,7 +97,7 @@ pub fn machine_record(namespace: &str, instance: &MachineInstance) -> WindowsIns
 /// [`MachinesError::Record`] when reading, applying or deleting the record fails (retryable). A failed Event
 /// publication is logged, not returned.
 pub async fn reconcile_machine(machine: &Machine, ctx: &MachinesContext) -> Result<MachineOutcome, MachinesError> {
-    let machine_name = machine.metadata.name.clone().unwrap_or_default();
+    let machine_name = machine.name_any();
     match desired_instance(machine, &ctx.settings.platform) {
         MachineDecision::Configure(instance) => {
             apply_record(&machine_record(&ctx.settings.namespace, &instance), ctx).await
@@ -157,7 +157,7 @@ pub async fn sweep_records(ctx: &MachinesContext) -> Result<Vec<MachineOutcome>,
 
 /// Applies `desired` unless the record already holds its spec and finalizer, or is being deleted.
 async fn apply_record(desired: &WindowsInstance, ctx: &MachinesContext) -> Result<MachineOutcome, MachinesError> {
-    let record = desired.metadata.name.clone().unwrap_or_default();
+    let record = desired.name_any();
     let machine = desired.spec.machine_name.clone().unwrap_or_default();
     let error = |action: &'static str| {
         let (record, machine, namespace) = (record.clone(), machine.clone(), ctx.settings.namespace.clone());

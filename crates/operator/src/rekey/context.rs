@@ -11,12 +11,13 @@ use kube::Client;
 use semver::Version;
 use tokio::sync::Mutex as AsyncMutex;
 use wmco_cluster_client::types::WindowsInstance;
-use wmco_cluster_client::{EventPublisher, InstanceRecords, Machines, Nodes, Secrets};
-use wmco_ssh_transport::{HostConfig, HostKey, HostKeyPolicy, PrivateKey, SshHost, TransportError};
+use wmco_cluster_client::{ClusterVersion, EventPublisher, InstanceRecords, Machines, Nodes, Secrets, WindowsMachines};
+use wmco_ssh_transport::{PrivateKey, SshHost, TransportError};
 use wmco_upgrade_planner::Policy;
 
-use crate::fleet::{ApiServerVersion, KubeApiServerVersion, WindowsMachines, windows_machines};
+use crate::fleet::windows_machines;
 use crate::metrics::Metrics;
+use crate::ssh::{SshSettings, host_config};
 
 /// The rotation's configuration.
 #[derive(Clone, Debug)]
@@ -114,34 +115,22 @@ pub trait KeyChecker: Send + Sync {
 /// closed at once.
 #[derive(Clone, Debug)]
 pub struct SshKeyChecker {
-    port: u16,
-    client_version_suffix: Option<String>,
+    settings: SshSettings,
 }
 
 impl SshKeyChecker {
     /// Checks on `port` (the `--ssh-port` flag), sending `client_version_suffix` (the process identity).
     pub fn new(port: u16, client_version_suffix: Option<String>) -> Self {
-        SshKeyChecker { port, client_version_suffix }
-    }
-
-    fn host_config(&self, instance: &WindowsInstance, key: &PrivateKey) -> Result<HostConfig, KeyCheckFailure> {
-        let mut config = HostConfig::new(&instance.spec.address, &instance.spec.username, key.clone());
-        config.port = self.port;
-        config.client_version_suffix.clone_from(&self.client_version_suffix);
-        if let Some(line) = instance.status.as_ref().and_then(|status| status.pinned_host_key.as_deref()) {
-            let pinned = HostKey::from_openssh(line).map_err(|error| KeyCheckFailure::Failed {
-                reason: format!("the pinned host key is unreadable: {error}"),
-            })?;
-            config.host_key_policy = HostKeyPolicy::Pinned(pinned);
-        }
-        Ok(config)
+        SshKeyChecker { settings: SshSettings { port, client_version_suffix } }
     }
 }
 
 #[async_trait]
 impl KeyChecker for SshKeyChecker {
     async fn check(&self, instance: &WindowsInstance, key: &PrivateKey) -> Result<(), KeyCheckFailure> {
-        let host = SshHost::new(self.host_config(instance, key)?).map_err(classify)?;
+        let config = host_config(instance, key, &self.settings)
+            .map_err(|error| KeyCheckFailure::Failed { reason: error.to_string() })?;
+        let host = SshHost::new(config).map_err(classify)?;
         host.connect().await.map_err(classify)?;
         if let Err(error) = host.disconnect().await {
             tracing::debug!(host = %host_label(instance), error = %error, "closing the key check's connection");
@@ -176,7 +165,7 @@ pub struct RekeyContext {
     /// Publishes Events on the records.
     pub events: Arc<dyn EventPublisher>,
     /// The API server's version (skew rule).
-    pub api_server: Arc<dyn ApiServerVersion>,
+    pub api_server: Arc<dyn ClusterVersion>,
     /// Logs in to hosts with the new key.
     pub key_checker: Arc<dyn KeyChecker>,
     /// Namespace, versions, budget, retry.
@@ -197,7 +186,7 @@ impl RekeyContext {
         windows_machines: Arc<dyn WindowsMachines>,
         secrets: Arc<dyn Secrets>,
         events: Arc<dyn EventPublisher>,
-        api_server: Arc<dyn ApiServerVersion>,
+        api_server: Arc<dyn ClusterVersion>,
         key_checker: Arc<dyn KeyChecker>,
         settings: RekeySettings,
     ) -> Self {
@@ -255,7 +244,7 @@ impl RekeyContext {
             windows_machines(client, machine_api_served),
             Arc::new(wmco_cluster_client::KubeSecrets::new(client.clone())),
             events,
-            Arc::new(KubeApiServerVersion::new(client.clone())),
+            Arc::new(wmco_cluster_client::KubeClusterVersion::new(client.clone())),
             key_checker,
             settings,
         )

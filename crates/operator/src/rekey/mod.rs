@@ -27,7 +27,7 @@
 //!   the key longer than [`RekeySettings::authentication_grace`] to replace ([`RefusedPlan`]).
 //! - [`reconcile_rotation`]: one reconcile (observe, decide, act) → [`RekeyOutcome`].
 //! - [`RekeyContext`] / [`RekeySettings`]: the seams ([`KeyChecker`] with [`SshKeyChecker`], and the fleet's
-//!   [`WindowsMachines`](crate::fleet::WindowsMachines)) and the policy.
+//!   [`WindowsMachines`](wmco_cluster_client::WindowsMachines)) and the policy.
 //! - [`controller`]: the watches (the key Secret, records, Windows Nodes and Machines) driving
 //!   [`crate::fleet::run_loop()`].
 

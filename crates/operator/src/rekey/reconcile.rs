@@ -9,7 +9,7 @@ use futures::future::join_all;
 use jiff::Timestamp;
 use kube::Resource;
 use wmco_cluster_client::names::PUB_KEY_HASH_ANNOTATION;
-use wmco_cluster_client::{NewEvent, NodeMetadataPatch, Severity};
+use wmco_cluster_client::{NewEvent, NodeMetadataPatch, Severity, WindowsInstanceExt};
 use wmco_machines::names::MACHINE_API_NAMESPACE;
 
 use super::{
@@ -78,7 +78,7 @@ pub async fn reconcile_rotation(ctx: &RekeyContext, now: Timestamp) -> Result<Re
         .api_server
         .kubernetes_version()
         .await
-        .map_err(|source| RekeyError::ApiServerVersion { source: Box::new(source) })?;
+        .map_err(|source| RekeyError::ApiServerVersion { source: Box::new(source.into()) })?;
     let instances = observe_instances(ctx.records.as_ref(), ctx.nodes.as_ref(), &ctx.settings.namespace).await?;
     let machines = ctx.windows_machines.list().await.map_err(|source| RekeyError::Read {
         what: format!("the Windows Machines in {MACHINE_API_NAMESPACE}"),
@@ -163,7 +163,7 @@ async fn replace_machine(
          recreates it with the new user data (pub-key-hash {})",
         key.pub_key_hash
     );
-    tracing::info!(instance = %observed.label(), "{note}");
+    tracing::info!(instance = %observed.record.key(), "{note}");
     publish(ctx, observed, Severity::Normal, "MachineReplacedForKeyRotation", note).await;
     Ok(true)
 }
@@ -201,7 +201,7 @@ async fn replace_refused_machine(
         refused.failing_since,
         ctx.settings.authentication_grace.as_secs()
     );
-    tracing::warn!(instance = %observed.label(), "{note}");
+    tracing::warn!(instance = %observed.record.key(), "{note}");
     publish(ctx, observed, Severity::Warning, "MachineReplacedAfterAuthenticationFailure", note.clone()).await;
     let event = NewEvent {
         severity: Severity::Warning,
@@ -229,16 +229,16 @@ async fn rekey_host(ctx: &RekeyContext, observed: &ObservedInstance, key: &Opera
         Ok(()) => {}
         Err(KeyCheckFailure::NotAuthorized { reason }) => {
             let note = not_authorized_note(&spec.username, &spec.address, &key.authorized_key, ctx.settings.retry);
-            tracing::warn!(instance = %observed.label(), reason = %reason, "the new SSH key is not authorized on the host");
-            if ctx.first_publication(format!("{}/{}/not-authorized", observed.label(), key.pub_key_hash)) {
+            tracing::warn!(instance = %observed.record.key(), reason = %reason, "the new SSH key is not authorized on the host");
+            if ctx.first_publication(format!("{}/{}/not-authorized", observed.record.key(), key.pub_key_hash)) {
                 publish(ctx, observed, Severity::Warning, "NewKeyNotAuthorized", note).await;
             }
             return HostRekey::NotAuthorized;
         }
         Err(KeyCheckFailure::Failed { reason }) => {
             let message = format!("checking the new SSH key on {}@{} failed: {reason}", spec.username, spec.address);
-            tracing::warn!(instance = %observed.label(), "{message}");
-            if ctx.first_publication(format!("{}/{}/check-failed", observed.label(), key.pub_key_hash)) {
+            tracing::warn!(instance = %observed.record.key(), "{message}");
+            if ctx.first_publication(format!("{}/{}/check-failed", observed.record.key(), key.pub_key_hash)) {
                 let note = format!("{message}; retried every {}s", ctx.settings.retry.as_secs());
                 publish(ctx, observed, Severity::Warning, "RekeyCheckFailed", note).await;
             }
@@ -246,7 +246,7 @@ async fn rekey_host(ctx: &RekeyContext, observed: &ObservedInstance, key: &Opera
         }
     }
     let Some(node_name) = observed.node_name() else {
-        return HostRekey::Failed(format!("WindowsInstance {} has no Node to annotate", observed.label()));
+        return HostRekey::Failed(format!("WindowsInstance {} has no Node to annotate", observed.record.key()));
     };
     let patch = NodeMetadataPatch::default().set_annotation(PUB_KEY_HASH_ANNOTATION, key.pub_key_hash.clone());
     if let Err(error) = ctx.nodes.patch_metadata(node_name, &patch).await {
@@ -259,7 +259,7 @@ async fn rekey_host(ctx: &RekeyContext, observed: &ObservedInstance, key: &Opera
         "the new SSH key (pub-key-hash {}) logs in to {}@{}; Node {node_name} annotated",
         key.pub_key_hash, spec.username, spec.address
     );
-    tracing::info!(instance = %observed.label(), "{note}");
+    tracing::info!(instance = %observed.record.key(), "{note}");
     publish(ctx, observed, Severity::Normal, "Rekeyed", note).await;
     HostRekey::Rekeyed
 }
@@ -292,8 +292,8 @@ async fn step_failed(
     error: &wmco_cluster_client::Error,
 ) -> String {
     let message = format!("{step} failed: {error}");
-    tracing::warn!(instance = %observed.label(), "{message}");
-    if ctx.first_publication(format!("{}/{}/{step}", observed.label(), key.pub_key_hash)) {
+    tracing::warn!(instance = %observed.record.key(), "{message}");
+    if ctx.first_publication(format!("{}/{}/{step}", observed.record.key(), key.pub_key_hash)) {
         publish(ctx, observed, Severity::Warning, "RekeyStepFailed", format!("{message}; retried")).await;
     }
     message
@@ -302,6 +302,6 @@ async fn step_failed(
 async fn publish(ctx: &RekeyContext, observed: &ObservedInstance, severity: Severity, reason: &str, note: String) {
     let event = NewEvent { severity, reason: reason.to_owned(), action: "Rekey".to_owned(), note: Some(note) };
     if let Err(error) = ctx.events.publish(&observed.record.object_ref(&()), &event).await {
-        tracing::warn!(instance = %observed.label(), error = %error, reason, "could not publish the Event");
+        tracing::warn!(instance = %observed.record.key(), error = %error, reason, "could not publish the Event");
     }
 }

@@ -8,7 +8,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use futures::future::BoxFuture;
 use jiff::Timestamp;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Node, Secret};
@@ -24,9 +23,10 @@ use wmco_upgrade_planner::WaitReason;
 use wmco_user_data::PublicKey;
 
 use super::*;
-use crate::fleet::{ApiServerVersion, ApiServerVersionError, SharedBudget, WindowsMachines};
+use crate::fleet::SharedBudget;
 use crate::operator_key::{PRIVATE_KEY_DATA_KEY, PRIVATE_KEY_SECRET};
 use crate::runtime::ReconcilerError;
+use wmco_cluster_client::{ClusterVersion, WindowsMachines};
 
 const NAMESPACE: &str = "wmco";
 const MACHINE_NAMESPACE: &str = "openshift-machine-api";
@@ -45,9 +45,10 @@ fn new_hash() -> String {
 
 struct FixedVersion;
 
-impl ApiServerVersion for FixedVersion {
-    fn kubernetes_version(&self) -> BoxFuture<'_, Result<Version, ApiServerVersionError>> {
-        Box::pin(async { Ok(Version::new(1, 36, 3)) })
+#[async_trait]
+impl ClusterVersion for FixedVersion {
+    async fn kubernetes_version(&self) -> wmco_cluster_client::Result<Version> {
+        Ok(Version::new(1, 36, 3))
     }
 }
 

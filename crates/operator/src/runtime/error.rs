@@ -30,34 +30,37 @@ pub trait ReconcilerError: std::error::Error {
     }
 }
 
+/// A two-kind error for the runtime's tests: `Unreachable` (retryable) and `Unreadable` (waits for a change).
+#[cfg(test)]
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TestFailure {
+    #[error("the API server did not answer")]
+    Unreachable,
+    #[error("the manifest is unreadable")]
+    Unreadable,
+}
+
+#[cfg(test)]
+impl ReconcilerError for TestFailure {
+    fn metric_label(&self) -> &'static str {
+        match self {
+            Self::Unreachable => "unreachable",
+            Self::Unreadable => "unreadable",
+        }
+    }
+
+    fn is_retryable(&self) -> bool {
+        matches!(self, Self::Unreachable)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[derive(Debug, thiserror::Error)]
-    enum Failure {
-        #[error("the API server did not answer")]
-        Unreachable,
-        #[error("the manifest is unreadable")]
-        Unreadable,
-    }
-
-    impl ReconcilerError for Failure {
-        fn metric_label(&self) -> &'static str {
-            match self {
-                Self::Unreachable => "unreachable",
-                Self::Unreadable => "unreadable",
-            }
-        }
-
-        fn is_retryable(&self) -> bool {
-            !matches!(self, Self::Unreadable)
-        }
-    }
-
     #[test]
     fn an_error_names_its_kind_and_whether_a_retry_can_help() {
-        let errors: [&dyn ReconcilerError; 2] = [&Failure::Unreachable, &Failure::Unreadable];
+        let errors: [&dyn ReconcilerError; 2] = [&TestFailure::Unreachable, &TestFailure::Unreadable];
         let kinds: Vec<_> = errors.iter().map(|error| (error.metric_label(), error.is_retryable())).collect();
         assert_eq!(kinds, [("unreachable", true), ("unreadable", false)]);
     }

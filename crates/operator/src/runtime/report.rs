@@ -105,26 +105,7 @@ mod tests {
 
     use super::*;
 
-    #[derive(Debug, thiserror::Error)]
-    enum Failure {
-        #[error("the API server did not answer")]
-        Unreachable,
-        #[error("the manifest is unreadable")]
-        Unreadable,
-    }
-
-    impl ReconcilerError for Failure {
-        fn metric_label(&self) -> &'static str {
-            match self {
-                Self::Unreachable => "unreachable",
-                Self::Unreadable => "unreadable",
-            }
-        }
-
-        fn is_retryable(&self) -> bool {
-            matches!(self, Self::Unreachable)
-        }
-    }
+    use crate::runtime::error::TestFailure as Failure;
 
     struct Context {
         metrics: Metrics,

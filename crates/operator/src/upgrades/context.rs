@@ -10,10 +10,12 @@ use jiff::{SignedDuration, Timestamp};
 use semver::Version;
 use tokio::sync::{Mutex as AsyncMutex, Notify};
 use tokio::task::JoinHandle;
-use wmco_cluster_client::{DrainOptions, Drainer, EventPublisher, InstanceRecords, Nodes};
+use wmco_cluster_client::{
+    ClusterVersion, DrainOptions, Drainer, EventPublisher, InstanceRecords, NoWindowsMachines, Nodes, WindowsMachines,
+};
 use wmco_upgrade_planner::{Failure, Policy};
 
-use crate::fleet::{ApiServerVersion, KubeApiServerVersion, NoWindowsMachines, SharedBudget, WindowsMachines};
+use crate::fleet::SharedBudget;
 use crate::metrics::Metrics;
 use crate::runtime::RetryBackoff;
 
@@ -51,7 +53,7 @@ pub struct UpgradesContext {
     /// Publishes Events on the records.
     pub events: Arc<dyn EventPublisher>,
     /// The API server's version, for the skew rule.
-    pub api_server: Arc<dyn ApiServerVersion>,
+    pub api_server: Arc<dyn ClusterVersion>,
     /// Namespace, versions, budget, key hash, drain options.
     pub settings: UpgradeSettings,
     /// The Windows Machines, whose replacements away from the fleet are taken off the budget (none by default).
@@ -84,9 +86,8 @@ impl UpgradesContext {
     ///
     /// ```no_run
     /// use std::sync::Arc;
-    /// use wmco_cluster_client::DrainOptions;
     /// use wmco_cluster_client::fake::{FakeDrainer, FakeEvents, FakeInstanceRecords, FakeNodes};
-    /// use wmco_operator::fleet::KubeApiServerVersion;
+    /// use wmco_cluster_client::{DrainOptions, KubeClusterVersion};
     /// use wmco_operator::upgrades::{UpgradeSettings, UpgradesContext, operator_version};
     /// # fn example(client: kube::Client) -> Result<(), wmco_operator::upgrades::UpgradesError> {
     /// let settings = UpgradeSettings {
@@ -102,7 +103,7 @@ impl UpgradesContext {
     ///     Arc::new(FakeNodes::default()),
     ///     Arc::new(FakeDrainer::default()),
     ///     Arc::new(FakeEvents::default()),
-    ///     Arc::new(KubeApiServerVersion::new(client)),
+    ///     Arc::new(KubeClusterVersion::new(client)),
     ///     settings,
     /// );
     /// # Ok(())
@@ -113,7 +114,7 @@ impl UpgradesContext {
         nodes: Arc<dyn Nodes>,
         drainer: Arc<dyn Drainer>,
         events: Arc<dyn EventPublisher>,
-        api_server: Arc<dyn ApiServerVersion>,
+        api_server: Arc<dyn ClusterVersion>,
         settings: UpgradeSettings,
     ) -> Self {
         UpgradesContext {
@@ -183,7 +184,7 @@ impl UpgradesContext {
             Arc::new(wmco_cluster_client::KubeNodes::new(client.clone())),
             drainer,
             events,
-            Arc::new(KubeApiServerVersion::new(client.clone())),
+            Arc::new(wmco_cluster_client::KubeClusterVersion::new(client.clone())),
             settings,
         )
     }

@@ -101,14 +101,7 @@ impl ReconcilerError for UpgradesError {
 mod tests {
     use super::*;
 
-    fn cluster_error() -> Box<wmco_cluster_client::Error> {
-        Box::new(wmco_cluster_client::Error::MissingField {
-            verb: wmco_cluster_client::Verb::Get,
-            kind: "Node",
-            name: "win-a".into(),
-            field: "metadata.name",
-        })
-    }
+    use crate::fleet::observe::sample_cluster_error as cluster_error;
 
     #[test]
     fn fleet_reads_and_api_server_versions_keep_the_executors_messages_and_labels() {

@@ -10,12 +10,11 @@ use kube::Resource;
 use semver::Version;
 use wmco_cluster_client::names::{UPGRADING_LABEL, VERSION_ANNOTATION};
 use wmco_cluster_client::types::Phase as RecordPhase;
-use wmco_cluster_client::{NewEvent, NodeMetadataPatch, Severity};
+use wmco_cluster_client::{NewEvent, NodeExt, NodeMetadataPatch, Severity, WindowsInstanceExt};
 use wmco_upgrade_planner::{Action, Plan, Policy, Reason, WaitReason, plan};
 
 use super::{ObservedFleet, UpgradesContext, UpgradesError, observe_fleet};
-use crate::fleet::observe::{annotation, is_marked, is_ready, is_unschedulable};
-use crate::fleet::{ObservedInstance, machines_away};
+use crate::fleet::{ApiServerVersionError, ObservedInstance, machines_away};
 use crate::runtime::ReconcilerError;
 
 /// What one fleet reconcile did.
@@ -62,7 +61,7 @@ pub struct FleetOutcome {
 pub async fn reconcile_fleet(ctx: &Arc<UpgradesContext>, now: Timestamp) -> Result<FleetOutcome, UpgradesError> {
     let budget_lock = ctx.budget_lock();
     let _budget = budget_lock.lock().await;
-    let full_policy = ctx.policy(ctx.api_server.kubernetes_version().await?);
+    let full_policy = ctx.policy(ctx.api_server.kubernetes_version().await.map_err(ApiServerVersionError::from)?);
     let mut observed = observe_fleet(ctx, now).await?;
     let (mut policy, mut machines_away) = budget_left(ctx, &full_policy, &observed).await?;
     let mut current = plan(&observed.fleet, &policy);
@@ -76,12 +75,12 @@ pub async fn reconcile_fleet(ctx: &Arc<UpgradesContext>, now: Timestamp) -> Resu
             && is_finished(instance, ctx)
         {
             match finish(ctx, instance).await {
-                Ok(()) => finished.push(instance.label()),
+                Ok(()) => finished.push(instance.record.key()),
                 Err(error) => {
                     let message = error_chain(&error);
                     ctx.metrics.record_error(error.metric_label());
-                    tracing::warn!(instance = %instance.label(), error = %message, "finishing the upgrade failed");
-                    failed.push((instance.label(), message));
+                    tracing::warn!(instance = %instance.record.key(), error = %message, "finishing the upgrade failed");
+                    failed.push((instance.record.key(), message));
                 }
             }
         }
@@ -104,9 +103,9 @@ pub async fn reconcile_fleet(ctx: &Arc<UpgradesContext>, now: Timestamp) -> Resu
     let mut started = Vec::new();
     for (instance, result) in admitted.iter().zip(results) {
         match result {
-            Ok(Advance::Started) => started.push(instance.label()),
+            Ok(Advance::Started) => started.push(instance.record.key()),
             Ok(Advance::InProgress) => {}
-            Err(message) => failed.push((instance.label(), message)),
+            Err(message) => failed.push((instance.record.key(), message)),
         }
     }
 
@@ -146,7 +145,7 @@ fn is_finished(instance: &ObservedInstance, ctx: &UpgradesContext) -> bool {
         && instance
             .node
             .as_ref()
-            .is_some_and(|node| is_ready(node) && annotation(node, VERSION_ANNOTATION).is_some_and(at_target))
+            .is_some_and(|node| node.is_ready() && node.annotation(VERSION_ANNOTATION).is_some_and(at_target))
 }
 
 /// Uncordons the Node, then removes the mark (in that order, so a crash in between leaves a marked Node that the
@@ -156,13 +155,13 @@ async fn finish(ctx: &UpgradesContext, instance: &ObservedInstance) -> Result<()
         return Ok(());
     };
     let node_name = instance.node_name().unwrap_or_default();
-    if is_unschedulable(node) {
+    if node.is_unschedulable() {
         ctx.nodes
             .uncordon(node_name)
             .await
             .map_err(|source| step_error(instance, format!("uncordon Node {node_name}"), source))?;
     }
-    if is_marked(node) {
+    if node.is_marked() {
         let patch = NodeMetadataPatch::default().remove_label(UPGRADING_LABEL);
         ctx.nodes
             .patch_metadata(node_name, &patch)
@@ -171,7 +170,7 @@ async fn finish(ctx: &UpgradesContext, instance: &ObservedInstance) -> Result<()
     }
     ctx.clear_failures(instance.name());
     let note = format!("upgraded to {}; Node {node_name} uncordoned and unmarked", ctx.settings.operator_version);
-    tracing::info!(instance = %instance.label(), "{note}");
+    tracing::info!(instance = %instance.record.key(), "{note}");
     publish(ctx, instance, Severity::Normal, "Upgraded", note).await;
     Ok(())
 }
@@ -197,7 +196,7 @@ async fn advance(ctx: &Arc<UpgradesContext>, instance: &ObservedInstance, now: T
         let message =
             format!("the upgrade's configure pass failed: {}", last_error.as_deref().unwrap_or("no error recorded"));
         let retry_after = ctx.note_failure(instance.name(), message.clone(), now);
-        tracing::warn!(instance = %instance.label(), %retry_after, "{message}");
+        tracing::warn!(instance = %instance.record.key(), %retry_after, "{message}");
         return Err(message);
     }
     if let Err(error) = mark_and_cordon(ctx, instance).await {
@@ -228,7 +227,7 @@ async fn step_failed(
     let message = error_chain(error);
     ctx.metrics.record_error(error.metric_label());
     let retry_after = ctx.note_failure(instance.name(), message.clone(), at);
-    tracing::warn!(instance = %instance.label(), %retry_after, error = %message, "upgrade step failed");
+    tracing::warn!(instance = %instance.record.key(), %retry_after, error = %message, "upgrade step failed");
     let note = format!("{message}; the Node stays marked and cordoned, retried after {retry_after}");
     publish(ctx, instance, Severity::Warning, "UpgradeStepFailed", note).await;
     message
@@ -239,7 +238,7 @@ async fn mark_and_cordon(ctx: &UpgradesContext, instance: &ObservedInstance) -> 
     let (Some(node), Some(node_name)) = (&instance.node, instance.node_name()) else {
         return Ok(());
     };
-    if !is_marked(node) {
+    if !node.is_marked() {
         let patch = NodeMetadataPatch::default().set_label(UPGRADING_LABEL, "true");
         ctx.nodes
             .patch_metadata(node_name, &patch)
@@ -251,7 +250,7 @@ async fn mark_and_cordon(ctx: &UpgradesContext, instance: &ObservedInstance) -> 
         );
         publish(ctx, instance, Severity::Normal, "UpgradeStarted", note).await;
     }
-    if !is_unschedulable(node) {
+    if !node.is_unschedulable() {
         ctx.nodes
             .cordon(node_name)
             .await
@@ -270,7 +269,7 @@ async fn drain_and_hand_over(ctx: &UpgradesContext, instance: &ObservedInstance)
         .drain(node_name, &ctx.settings.drain)
         .await
         .map_err(|source| step_error(instance, format!("drain Node {node_name}"), source))?;
-    tracing::info!(instance = %instance.label(), evicted = report.evicted.len(), "drained for the upgrade");
+    tracing::info!(instance = %instance.record.key(), evicted = report.evicted.len(), "drained for the upgrade");
     enter_upgrading(ctx, instance).await
 }
 
@@ -306,13 +305,13 @@ async fn warn_about_skew(ctx: &UpgradesContext, current: &Plan, observed: &Obser
         let Some(instance) = observed.instance(&decision.name) else {
             continue;
         };
-        held.push(instance.label());
+        held.push(instance.record.key());
         if ctx.first_skew_warning(format!("{}/{target}/{api_server}", decision.name)) {
             let note = format!(
                 "upgrade from {configured} to {target} waits: its kubelet {kubelet} must not run against the API \
                  server {api_server}; upgrade the control plane first"
             );
-            tracing::warn!(instance = %instance.label(), "{note}");
+            tracing::warn!(instance = %instance.record.key(), "{note}");
             publish(ctx, instance, Severity::Warning, "UpgradeBlockedByVersionSkew", note).await;
         }
     }
@@ -322,12 +321,12 @@ async fn warn_about_skew(ctx: &UpgradesContext, current: &Plan, observed: &Obser
 async fn publish(ctx: &UpgradesContext, instance: &ObservedInstance, severity: Severity, reason: &str, note: String) {
     let event = NewEvent { severity, reason: reason.to_owned(), action: "Upgrade".to_owned(), note: Some(note) };
     if let Err(error) = ctx.events.publish(&instance.record.object_ref(&()), &event).await {
-        tracing::warn!(instance = %instance.label(), error = %error, reason, "could not publish the Event");
+        tracing::warn!(instance = %instance.record.key(), error = %error, reason, "could not publish the Event");
     }
 }
 
 fn step_error(instance: &ObservedInstance, step: String, source: wmco_cluster_client::Error) -> UpgradesError {
-    UpgradesError::Step { instance: instance.label(), step, source: Box::new(source) }
+    UpgradesError::Step { instance: instance.record.key(), step, source: Box::new(source) }
 }
 
 /// The error and its sources as one sentence.

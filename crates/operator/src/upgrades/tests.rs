@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use futures::future::BoxFuture;
+use async_trait::async_trait;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Node;
 use semver::Version;
@@ -18,7 +18,8 @@ use wmco_cluster_client::{
 };
 
 use super::*;
-use crate::fleet::{ApiServerVersion, ApiServerVersionError, SharedBudget, WindowsMachines};
+use crate::fleet::SharedBudget;
+use wmco_cluster_client::{ClusterVersion, WindowsMachines};
 
 const NAMESPACE: &str = "wmco";
 const KEY: &str = "0f1e2d";
@@ -28,10 +29,10 @@ const NEW: &str = "1.1.0";
 /// The API server's version, changeable mid-test (a control-plane upgrade).
 struct SettableVersion(Mutex<Version>);
 
-impl ApiServerVersion for SettableVersion {
-    fn kubernetes_version(&self) -> BoxFuture<'_, Result<Version, ApiServerVersionError>> {
-        let version = self.0.lock().unwrap().clone();
-        Box::pin(async move { Ok(version) })
+#[async_trait]
+impl ClusterVersion for SettableVersion {
+    async fn kubernetes_version(&self) -> wmco_cluster_client::Result<Version> {
+        Ok(self.0.lock().unwrap().clone())
     }
 }
 

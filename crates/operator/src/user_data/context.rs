@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
-use wmco_cluster_client::{EventPublisher, Secrets};
+use wmco_cluster_client::{EventPublisher, ResourceExt, Secrets};
 use wmco_user_data::Platform;
 
 use super::UserDataError;
@@ -119,6 +119,6 @@ impl Controlled<Secret> for UserDataContext {
     }
 
     fn key(key_secret: &Secret) -> String {
-        key_secret.metadata.name.clone().unwrap_or_default()
+        key_secret.name_any()
     }
 }

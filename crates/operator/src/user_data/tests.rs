@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
+use kube::ResourceExt;
 use kube::api::ObjectMeta;
 use wmco_cluster_client::fake::{FakeEvents, FakeSecrets};
 use wmco_cluster_client::{Secrets, Severity};
@@ -46,11 +47,10 @@ impl Secrets for CountingSecrets {
     }
 
     async fn apply(&self, secret: &Secret) -> wmco_cluster_client::Result<Secret> {
-        let metadata = &secret.metadata;
         self.calls.lock().unwrap().push(format!(
             "apply {}/{}",
-            metadata.namespace.as_deref().unwrap_or_default(),
-            metadata.name.as_deref().unwrap_or_default()
+            secret.namespace().unwrap_or_default(),
+            secret.name_any()
         ));
         self.inner.apply(secret).await
     }
