@@ -1,4 +1,28 @@
-//! Reading kubelet CSRs in e2e assertions: the subject a PKCS#10 request names.
+//! Reading kubelet CSRs in e2e assertions: the subject a PKCS#10 request names, and a decided condition.
+
+use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
+
+/// The (reason, message) of the CSR's condition `kind` (`Approved`, `Denied`, `Failed`) when its status is True.
+///
+/// ```
+/// let csr: k8s_openapi::api::certificates::v1::CertificateSigningRequest = serde_json::from_value(serde_json::json!({
+///     "metadata": {"name": "csr-1"},
+///     "spec": {"request": "", "signerName": "kubernetes.io/kube-apiserver-client-kubelet"},
+///     "status": {"conditions": [{"type": "Approved", "status": "True", "reason": "AllRulesPassed"}]}
+/// }))?;
+/// assert_eq!(wmco_sandbox::csr::true_condition(&csr, "Approved"), Some(("AllRulesPassed".into(), String::new())));
+/// assert_eq!(wmco_sandbox::csr::true_condition(&csr, "Denied"), None);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+pub fn true_condition(csr: &CertificateSigningRequest, kind: &str) -> Option<(String, String)> {
+    csr.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|condition| condition.type_ == kind && condition.status == "True")
+        .map(|condition| (condition.reason.clone().unwrap_or_default(), condition.message.clone().unwrap_or_default()))
+}
 
 /// The subject CN of a PEM PKCS#10 request (`system:node:<name>` for a kubelet), if the request parses and has one.
 ///

@@ -29,6 +29,7 @@ use wmco_cluster_client::names::{
     KUBELET_CLIENT_SIGNER, NODE_BOOTSTRAPPER_NAMESPACE, NODE_BOOTSTRAPPER_SERVICE_ACCOUNT,
 };
 use wmco_cluster_client::types::Phase;
+use wmco_sandbox::csr::true_condition as condition;
 use wmco_sandbox::{Sandbox, SandboxOptions};
 
 /// Generous upper bounds for a loaded 2-core machine (never timed assertions).
@@ -185,15 +186,4 @@ async fn client_csrs(csrs: &Api<CertificateSigningRequest>) -> anyhow::Result<Ve
 /// Whether an operator log line (text `csr=NAME` or JSON `"csr":"NAME"`) is about CSR `name`.
 fn names_csr(line: &str, name: &str) -> bool {
     line.contains(&format!("csr={name} ")) || line.contains(&format!("\"csr\":\"{name}\""))
-}
-
-/// The (reason, message) of the CSR's condition `kind` with status True.
-fn condition(csr: &CertificateSigningRequest, kind: &str) -> Option<(String, String)> {
-    csr.status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|condition| condition.type_ == kind && condition.status == "True")
-        .map(|condition| (condition.reason.clone().unwrap_or_default(), condition.message.clone().unwrap_or_default()))
 }

@@ -25,6 +25,7 @@ use winhost_sim::wine_kubelet::{KubeletModel, StalledRuntime, WineLaunch};
 use wmco_cluster_client::names::{
     KUBELET_CLIENT_SIGNER, NODE_BOOTSTRAPPER_NAMESPACE, NODE_BOOTSTRAPPER_SERVICE_ACCOUNT,
 };
+use wmco_sandbox::csr::true_condition as condition;
 use wmco_sandbox::{Sandbox, SandboxOptions, real_payload_from_env};
 use wmco_wine::WinePrefix;
 
@@ -197,17 +198,6 @@ async fn wait_for_decision(sandbox: &Sandbox, csr_name: &str) -> anyhow::Result<
         })
         .await?;
     Ok(line)
-}
-
-/// The (reason, message) of the CSR's condition `kind` with status True.
-fn condition(csr: &CertificateSigningRequest, kind: &str) -> Option<(String, String)> {
-    csr.status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|condition| condition.type_ == kind && condition.status == "True")
-        .map(|condition| (condition.reason.clone().unwrap_or_default(), condition.message.clone().unwrap_or_default()))
 }
 
 /// The subject CN of a PEM PKCS#10 request.
