@@ -13,27 +13,17 @@ use wmco_csr_approver::{
     CsrFacts, CsrManifest, ManagedInstance, ParsedRequest, RuleId, Verdict, World, WorldData, decide,
 };
 
+#[path = "../../../fuzz/replay.rs"]
+#[allow(dead_code, reason = "this test uses the corpus reader, not the replay loop")]
+mod replay_support;
+
 fn repository_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn corpus_entries() -> Vec<(PathBuf, Vec<u8>)> {
-    let directory = repository_root().join("fuzz/corpus/parse_request");
-    let mut entries: Vec<_> = std::fs::read_dir(&directory)
-        .unwrap_or_else(|error| panic!("{}: {error}", directory.display()))
-        .map(|entry| entry.unwrap().path())
-        .map(|path| {
-            let bytes = std::fs::read(&path).unwrap();
-            (path, bytes)
-        })
-        .collect();
-    entries.sort();
-    entries
-}
-
 #[test]
 fn fuzz_corpus_replays_through_the_parser() {
-    let entries = corpus_entries();
+    let entries = replay_support::corpus("parse_request");
     assert!(entries.len() >= 20, "corpus has only {} entries", entries.len());
     let world = World::new(world());
     let mut readable = 0;
