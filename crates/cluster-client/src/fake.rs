@@ -3,7 +3,7 @@
 //! the real ones: a missing object answers a 404 [`Error::Api`] ([`Error::is_not_found`] holds).
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
 use jiff::Timestamp;
@@ -17,8 +17,8 @@ use crate::nodes::reports_address;
 use crate::types::{ControllerConfig, Machine, WindowsInstance, WindowsInstanceStatus};
 use crate::{
     ClusterFacts, ClusterFactsSource, ClusterVersion, ConfigMaps, ControllerConfigs, CsrDecision, Csrs, DrainOptions,
-    DrainReport, Drainer, EventPublisher, InstanceRecords, Machines, NewEvent, NodeMetadataPatch, Nodes, Secrets,
-    ServiceAccountTokens, ShortLivedToken, TokenRequestSpec, WindowsMachines, csrs::is_pending,
+    DrainReport, Drainer, EventPublisher, InstanceRecords, Machines, NewEvent, NodeMetadataPatch, Nodes, Seams,
+    Secrets, ServiceAccountTokens, ShortLivedToken, TokenRequestSpec, WindowsMachines, csrs::is_pending,
 };
 
 fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -689,5 +689,89 @@ mod tests {
         let unnamed_namespace = ConfigMap::default();
         assert!(config_maps.apply(&unnamed_namespace).await.is_err());
         assert!(config_maps.get("ns", "c").await.unwrap().is_none());
+    }
+}
+
+/// Every fake of this module, shared: one in-memory cluster whose [`FakeCluster::seams`] a controller context
+/// takes, while the test seeds and inspects the same objects through the typed fields.
+///
+/// ```
+/// use std::sync::Arc;
+/// use wmco_cluster_client::fake::{FakeCluster, FakeNodes};
+/// use wmco_cluster_client::Seams;
+///
+/// let cluster = FakeCluster::default();
+/// let nodes = Arc::new(FakeNodes::default());
+/// // A test may swap one seam for its own fake and keep the others.
+/// let seams = Seams { nodes: nodes.clone(), ..cluster.seams() };
+/// assert!(Arc::ptr_eq(&seams.records, &cluster.seams().records));
+/// ```
+#[derive(Debug)]
+pub struct FakeCluster {
+    /// The `WindowsInstance` records.
+    pub records: Arc<FakeInstanceRecords>,
+    /// Nodes.
+    pub nodes: Arc<FakeNodes>,
+    /// Machines (also the Windows Machines list).
+    pub machines: Arc<FakeMachines>,
+    /// Secrets.
+    pub secrets: Arc<FakeSecrets>,
+    /// ConfigMaps.
+    pub config_maps: Arc<FakeConfigMaps>,
+    /// ServiceAccount tokens.
+    pub tokens: Arc<FakeTokens>,
+    /// CSRs.
+    pub csrs: Arc<FakeCsrs>,
+    /// Published Events.
+    pub events: Arc<FakeEvents>,
+    /// Drains.
+    pub drainer: Arc<FakeDrainer>,
+    /// The API server's version.
+    pub cluster_version: Arc<FakeClusterVersion>,
+    /// ControllerConfigs.
+    pub controller_configs: Arc<FakeControllerConfigs>,
+}
+
+impl FakeCluster {
+    /// An empty cluster at Kubernetes `version` whose tokens are minted as if the time were `now`.
+    pub fn new(now: Timestamp, version: semver::Version) -> Self {
+        FakeCluster {
+            records: Arc::default(),
+            nodes: Arc::default(),
+            machines: Arc::default(),
+            secrets: Arc::default(),
+            config_maps: Arc::default(),
+            tokens: Arc::new(FakeTokens::new(now)),
+            csrs: Arc::default(),
+            events: Arc::default(),
+            drainer: Arc::default(),
+            cluster_version: Arc::new(FakeClusterVersion::new(version)),
+            controller_configs: Arc::default(),
+        }
+    }
+
+    /// The seams over these fakes (the same objects the fields hold).
+    pub fn seams(&self) -> Seams {
+        Seams {
+            records: self.records.clone(),
+            nodes: self.nodes.clone(),
+            machines: self.machines.clone(),
+            windows_machines: self.machines.clone(),
+            secrets: self.secrets.clone(),
+            config_maps: self.config_maps.clone(),
+            tokens: self.tokens.clone(),
+            csrs: self.csrs.clone(),
+            events: self.events.clone(),
+            drainer: self.drainer.clone(),
+            cluster_version: self.cluster_version.clone(),
+            controller_configs: self.controller_configs.clone(),
+        }
+    }
+}
+
+impl Default for FakeCluster {
+    /// An empty cluster at Kubernetes 1.36.0, minting tokens at the Unix epoch.
+    fn default() -> Self {
+        FakeCluster::new(Timestamp::UNIX_EPOCH, semver::Version::new(1, 36, 0))
     }
 }

@@ -8,6 +8,8 @@
 //! - Capability traits, each with a real implementation over [`kube`] and an in-memory fake in [`fake`]:
 //!   [`Nodes`], [`Drainer`], [`Csrs`], [`EventPublisher`], [`Secrets`], [`ConfigMaps`], [`ServiceAccountTokens`],
 //!   [`InstanceRecords`], [`Machines`], [`WindowsMachines`], [`ClusterFactsSource`], [`ClusterVersion`], [`ControllerConfigs`].
+//! - [`Seams`]: all of them as trait objects built once, from a client ([`Seams::for_client`]) or from one
+//!   [`fake::FakeCluster`].
 //!
 //! This crate decides nothing: it reads and writes what the controller and flow layers tell it to.
 
@@ -25,6 +27,7 @@ mod machines;
 pub mod names;
 mod nodes;
 mod objects;
+mod seams;
 mod tokens;
 pub mod types;
 mod version;
@@ -47,5 +50,6 @@ pub use kube::ResourceExt;
 pub use machines::{KubeMachines, Machines, NoWindowsMachines, WindowsMachines, serves_machine_api};
 pub use nodes::{KubeNodes, NodeMetadataPatch, Nodes};
 pub use objects::{ConfigMaps, KubeConfigMaps, KubeSecrets, Secrets};
+pub use seams::Seams;
 pub use tokens::{KubeServiceAccountTokens, ServiceAccountTokens, ShortLivedToken, TokenRequestSpec};
 pub use version::{ClusterVersion, KubeClusterVersion};

@@ -1,4 +1,5 @@
-//! The wmco operator's controllers, composed from the library crates; the `wmco` binary only wires them up.
+//! The wmco operator's controllers, composed from the library crates; the `wmco` binary parses flags, verifies the
+//! payload and calls [`runtime::run`].
 //!
 //! - [`csr`]: the CSR controller. It decides every pending kubelet CSR with `wmco-csr-approver` against a World
 //!   built from the `WindowsInstance` records, the Node and the other pending CSRs, and approves or denies it
@@ -6,13 +7,14 @@
 //! - [`files`]: the files each host must hold, rendered from the verified payload and the cluster material
 //!   (CAs, node-bootstrapper token, windows_exporter TLS) that an async refresher keeps in a snapshot.
 //! - [`operator_key`]: the operator's SSH key from Secret `cloud-private-key` and its `pub-key-hash`.
-//! - [`wiring`]: the instances controller composed from the real cluster seams, for `wmco run`.
 //! - [`shutdown`]: the graceful-shutdown signal: controllers running host steps stop taking work and finish
 //!   the reconciles in flight.
 //! - [`fleet_metrics`]: the per-phase instance gauges and the configure-duration histogram, from the records.
 //! - [`metrics`]: the Prometheus registry and the typed API controllers record through.
-//! - [`runtime`]: what every controller shares: the error trait (metric label, retryable or not), the per-key
-//!   retry backoff, the generic error policy, and the timing and counting of reconciles.
+//! - [`runtime`]: the composition root and what every controller shares: `run` (one configuration and one set of
+//!   cluster seams built at startup, leader election, the controllers' start and graceful stop), the error trait
+//!   (metric label, retryable or not), the per-key retry backoff, the generic error policy, and the timing and
+//!   counting of reconciles.
 //! - [`ssh`]: the one translation of a `WindowsInstance` into an SSH host configuration (address, user, key,
 //!   port, pinned host key), shared by the instances connector and the key rotation's key check.
 //! - [`health`]: the HTTP listener serving `/healthz`, `/readyz` and `/metrics`.
@@ -48,4 +50,3 @@ pub mod ssh;
 mod test_logs;
 pub mod upgrades;
 pub mod user_data;
-pub mod wiring;

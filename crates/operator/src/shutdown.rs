@@ -3,6 +3,7 @@
 //!
 //! A [`ShutdownTrigger`] and its [`ShutdownSignal`]s come from [`shutdown_channel`]; dropping the trigger without
 //! triggering never stops anything (a signal whose trigger is gone stays pending forever).
+//! [`termination_requested`] is the process's own cue: SIGTERM or Ctrl-C.
 
 use tokio::sync::watch;
 
@@ -71,6 +72,34 @@ impl ShutdownSignal {
             () = self.triggered() => None,
             output = work => Some(output),
         }
+    }
+}
+
+/// Completes on SIGTERM (Kubernetes stopping the pod) or Ctrl-C: the start of a graceful shutdown.
+pub async fn termination_requested() {
+    let ctrl_c = async {
+        if let Err(error) = tokio::signal::ctrl_c().await {
+            tracing::warn!(error = %error, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::warn!(error = %error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => tracing::info!("Ctrl-C: shutting down"),
+        () = terminate => tracing::info!("SIGTERM: shutting down"),
     }
 }
 

@@ -10,8 +10,9 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use wmco_cluster_client::crd::windows_instance_crd;
+use wmco_cluster_client::fake::FakeCluster;
 use wmco_cluster_client::types::{InstanceOrigin, Machine, WindowsInstance, WindowsInstanceSpec};
-use wmco_cluster_client::{KubeEvents, KubeInstanceRecords, KubeMachines, Platform, serves_machine_api};
+use wmco_cluster_client::{KubeEvents, KubeInstanceRecords, KubeMachines, Platform, Seams, serves_machine_api};
 use wmco_e2e_harness::{ControlPlane, ControlPlaneOptions, eventually};
 use wmco_operator::machines::{MachinesContext, MachinesSettings, controller};
 
@@ -84,12 +85,14 @@ async fn windows_machines_get_records_and_take_them_with_them() -> anyhow::Resul
     ghost.metadata.namespace = Some(NAMESPACE.into());
     records.create(&PostParams::default(), &ghost).await.context("create the ghost record")?;
 
-    let context = MachinesContext::new(
-        std::sync::Arc::new(KubeInstanceRecords::new(client.clone())),
-        std::sync::Arc::new(KubeMachines::new(client.clone())),
-        std::sync::Arc::new(KubeEvents::new(client.clone(), "wmco-e2e", None)),
-        MachinesSettings { namespace: NAMESPACE.into(), platform: Platform::Aws },
-    );
+    let seams = Seams {
+        records: std::sync::Arc::new(KubeInstanceRecords::new(client.clone())),
+        machines: std::sync::Arc::new(KubeMachines::new(client.clone())),
+        events: std::sync::Arc::new(KubeEvents::new(client.clone(), "wmco-e2e", None)),
+        ..FakeCluster::default().seams()
+    };
+    let context =
+        MachinesContext::new(&seams, MachinesSettings { namespace: NAMESPACE.into(), platform: Platform::Aws });
     let running = tokio::spawn(controller(client.clone(), std::sync::Arc::new(context)));
 
     eventually("the ghost record deleted by the first sweep", WAIT, || async {

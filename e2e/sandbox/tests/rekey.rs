@@ -23,7 +23,7 @@ use semver::Version;
 use sha2::{Digest as _, Sha256};
 use winhost_sim::disk::WinPath;
 use winhost_sim::ssh::lock;
-use wmco_cluster_client::KubeEvents;
+use wmco_cluster_client::Seams;
 use wmco_cluster_client::names::PUB_KEY_HASH_ANNOTATION;
 use wmco_operator::rekey::{
     ADMINISTRATORS_AUTHORIZED_KEYS, RekeyContext, RekeyOutcome, RekeySettings, SshKeyChecker, not_authorized_note,
@@ -72,13 +72,11 @@ async fn a_rotated_key_rekeys_the_host_that_authorized_it_and_tells_the_admin_wh
 
     let settings =
         RekeySettings::new(OPERATOR_NAMESPACE, operator_version, payload_kubelet_version(&Manifest::product()?)?, 1);
-    let context = RekeyContext::for_cluster(
-        &client,
-        Arc::new(KubeEvents::new(client.clone(), "e2e-rekey", None)),
-        Arc::new(SshKeyChecker::new(sandbox.ssh_port(), Some("e2e-rekey".into()))),
-        settings,
-        true,
-    );
+    let kubeconfig = kube::config::Kubeconfig::read_from(sandbox.kubeconfig_path())?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+    let seams = Seams::for_client(&client, config, "e2e-rekey", true)?;
+    let checker = Arc::new(SshKeyChecker::new(sandbox.ssh_port(), Some("e2e-rekey".into())));
+    let context = RekeyContext::new(&seams, checker, settings);
     let records: BTreeMap<String, String> = sandbox
         .windows_instances()
         .await?

@@ -1,48 +1,23 @@
-//! `wmco run`: the operator process. Verifies the payload, connects to the cluster, serves `/healthz`, `/readyz` and
-//! `/metrics` on one listener, takes part in leader election through a Lease, and runs the controllers of
-//! `wmco-operator` while it leads: the CSR controller, the instances controller and the upgrade executor (composed
-//! by `wmco_operator::wiring`: operator key from `cloud-private-key`, payload-backed files, SSH over a host pool),
-//! the key rotation, and, where the cluster serves the machine API, the Machine and user-data controllers.
-//! Losing the lease stops every controller at once and exits non-zero (another replica may already lead).
-//! SIGTERM or Ctrl-C stops taking work, lets the host reconciles in flight finish for at most [`SHUTDOWN_GRACE`],
-//! releases the lease and exits 0. The logic lives in `wmco-operator`; this module only wires it up.
+//! `wmco run`: the operator process. Parses the flags, verifies the payload, and hands both to
+//! `wmco_operator::runtime::run`, which serves `/healthz`, `/readyz` and `/metrics`, connects to the cluster, takes
+//! part in leader election through a Lease and runs the controllers while it leads. Losing the lease stops every
+//! controller at once and exits non-zero (another replica may already lead). SIGTERM or Ctrl-C stops taking work,
+//! lets the host reconciles in flight finish for at most [`SHUTDOWN_GRACE`], releases the lease and exits 0. The
+//! admin's input errors (a flag, a payload, the cluster's facts) exit 2.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use kube::Client;
-use kube_lease_manager::LeaseManagerBuilder;
-use semver::Version;
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
-use wmco_cluster_client::{
-    ClusterFacts, ClusterFactsSource, KubeCsrs, KubeEvents, KubeInstanceRecords, KubeMachines, KubeNodes, KubeSecrets,
-    OpenShiftFacts, PlainKubernetesConfig, PlainKubernetesFacts, serves_machine_api, serves_openshift_config,
-};
 use wmco_csr_approver::IpCidr;
-use wmco_operator::csr::{CsrContext, CsrSettings, system_clock};
-use wmco_operator::files::ClusterSettings;
-use wmco_operator::fleet::SharedBudget;
-use wmco_operator::health::{self, Readiness};
-use wmco_operator::machines::{MachinesContext, MachinesSettings};
-use wmco_operator::metrics::Metrics;
-use wmco_operator::rekey::{RekeyContext, RekeySettings, SshKeyChecker};
-use wmco_operator::shutdown::{ShutdownTrigger, shutdown_channel};
-use wmco_operator::upgrades::{operator_version, payload_kubelet_version};
-use wmco_operator::user_data::{UserDataContext, UserDataSettings, platform_of};
-use wmco_operator::wiring::{InstancesRun, run_instances};
+use wmco_operator::runtime::{CONTROLLER_NAME, OperatorFlags, PlainKubernetesFlags, RunOptions};
+use wmco_operator::shutdown::termination_requested;
 use wmco_payload_manifest::{Manifest, Payload, PayloadError, check_payload_binaries};
 use wmco_windows_services::Verbosity;
 
 use crate::cli_support::{Outcome, OutputFormat, UnusableInput};
 
-/// The controller name on Events and the prefix of the lease holder identity.
-const CONTROLLER_NAME: &str = "windows-machine-config-operator";
-/// How long shutdown waits for the lease to be released before exiting anyway.
-const RELEASE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a graceful shutdown lets the host reconciles in flight finish before aborting them (well inside the
 /// 30 s a pod gets between SIGTERM and SIGKILL by default, with the lease release after it).
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(15);
@@ -112,30 +87,6 @@ pub struct RunArgs {
     pub debug_node_services: bool,
 }
 
-/// What the controllers need, built once at startup and handed to each leadership term.
-#[derive(Clone)]
-struct ControllerInputs {
-    client: Client,
-    config: kube::Config,
-    csr: CsrSettings,
-    instances: InstancesRun,
-    manifest: Manifest,
-    payload: Payload,
-    cluster: ClusterSettings,
-    metrics: Arc<Metrics>,
-    /// Settings of the Machine and user-data controllers; `None` where the cluster does not serve the machine API.
-    machine_api: Option<MachineApiInputs>,
-    /// `--authentication-grace-seconds`, for the key rotation's Machine replacements after refused logins.
-    authentication_grace: Duration,
-}
-
-/// The settings of the controllers that exist only where the cluster serves the machine API.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct MachineApiInputs {
-    machines: MachinesSettings,
-    user_data: UserDataSettings,
-}
-
 /// Runs the operator until it is told to stop (exit 0) or loses its lease (an error, exit 1).
 pub fn run(args: &RunArgs, _output: OutputFormat) -> anyhow::Result<Outcome> {
     let (manifest, payload) = verify_payload(&args.payload_dir, args.allow_synthetic_payload)?;
@@ -194,61 +145,45 @@ fn verify_payload(dir: &Path, allow_synthetic: bool) -> anyhow::Result<(Manifest
     Ok((manifest, payload))
 }
 
+/// Runs the operator through [`wmco_operator::runtime::run`] until SIGTERM or Ctrl-C; the admin's input errors
+/// (a flag, the cluster's facts) are unusable input (exit 2).
 async fn operate(args: &RunArgs, manifest: Manifest, payload: Payload) -> anyhow::Result<Outcome> {
     let identity = identity(args);
     log_settings(args, &identity);
-    let readiness = Arc::new(Readiness::default());
-    let metrics = Arc::new(Metrics::new());
-    let listener = health::bind(args.listen)
-        .await
-        .map_err(|error| anyhow::Error::new(UnusableInput(format!("--listen: {:#}", anyhow::Error::new(error)))))?;
-    let (stop_health, health_stopped) = tokio::sync::oneshot::channel::<()>();
-    let health_server = tokio::spawn(health::serve(listener, Arc::clone(&readiness), Arc::clone(&metrics), async {
-        let _ = health_stopped.await;
-    }));
-
-    let config =
-        kube::Config::infer().await.context("cannot find a Kubernetes configuration (in-cluster or kubeconfig)")?;
-    let client = Client::try_from(config.clone()).context("cannot build a Kubernetes client")?;
-    let (facts, openshift) = gather_facts(&client, args).await?;
-    let cluster = ClusterSettings::from_facts(&facts)
-        .map_err(|error| anyhow::Error::new(UnusableInput(format!("cluster facts: {error}"))))?;
-    let machine_api = serves_machine_api(&client).await.context("cannot discover the API groups")?;
-    if !machine_api {
-        tracing::info!(
-            "the cluster does not serve machine.openshift.io: the Machine and user-data controllers are off"
-        );
-    }
-    let inputs = ControllerInputs {
-        client: client.clone(),
-        config,
-        csr: csr_settings(args, &facts)?,
-        instances: instances_run(args, &identity, openshift, &manifest)?,
+    let options = RunOptions {
+        flags: operator_flags(args, identity),
+        plain_kubernetes: PlainKubernetesFlags {
+            service_cidr: args.service_cidr,
+            api_server_url: args.api_server_url.clone(),
+        },
+        listen: args.listen,
+        lease: args.leader_election.then(|| args.lease_name.clone()),
+        shutdown_grace: SHUTDOWN_GRACE,
         manifest,
         payload,
-        cluster,
-        metrics,
-        machine_api: machine_api.then(|| machine_api_inputs(&args.namespace, &facts)),
-        authentication_grace: Duration::from_secs(args.authentication_grace_seconds),
     };
-
-    let outcome = if args.leader_election {
-        lead_then_run(&client, args, &identity, &inputs, &readiness).await
-    } else {
-        let controllers = start_controllers(&inputs);
-        readiness.set_ready(true);
-        tracing::info!("leader election off: controllers started");
-        shutdown_signal().await;
-        controllers.stop_gracefully(SHUTDOWN_GRACE).await;
-        Ok(Outcome::Clean)
-    };
-    let _ = stop_health.send(());
-    match health_server.await {
-        Ok(Ok(())) => {}
-        Ok(Err(error)) => tracing::warn!(error = %error, "health server"),
-        Err(error) => tracing::warn!(error = %error, "health server task"),
+    match wmco_operator::runtime::run(options, termination_requested()).await {
+        Ok(()) => Ok(Outcome::Clean),
+        Err(error) if error.is_unusable_input() => {
+            Err(anyhow::Error::new(UnusableInput(format!("{:#}", anyhow::Error::new(error)))))
+        }
+        Err(error) => Err(anyhow::Error::new(error)),
     }
-    outcome
+}
+
+/// The operator's own settings from the flags.
+fn operator_flags(args: &RunArgs, identity: String) -> OperatorFlags {
+    OperatorFlags {
+        namespace: args.namespace.clone(),
+        identity,
+        ssh_port: args.ssh_port,
+        concurrency: args.max_concurrent_configurations,
+        max_unavailable: args.max_unavailable,
+        authentication_grace: Duration::from_secs(args.authentication_grace_seconds),
+        version_override: args.version_override.clone(),
+        verbosity: if args.debug_node_services { Verbosity::Debug } else { Verbosity::Normal },
+        cluster_networks: args.cluster_cidr.clone(),
+    }
 }
 
 /// The identity: `--ssh-identity`, else the host name (the pod name in a cluster).
@@ -273,338 +208,6 @@ fn log_settings(args: &RunArgs, identity: &str) {
         identity,
         "starting the operator"
     );
-}
-
-/// Cluster facts from OpenShift's config objects, or from the plain Kubernetes flags; and whether it is OpenShift.
-async fn gather_facts(client: &Client, args: &RunArgs) -> anyhow::Result<(ClusterFacts, bool)> {
-    let openshift = serves_openshift_config(client).await.context("cannot discover the API groups")?;
-    let facts = if openshift {
-        OpenShiftFacts::new(client.clone()).gather().await?
-    } else {
-        let config = plain_kubernetes_config(args)?;
-        PlainKubernetesFacts::new(client.clone(), config).gather().await?
-    };
-    tracing::info!(
-        openshift,
-        service_cidr = %facts.service_cidr,
-        api_server = %facts.api_server_internal_url,
-        kubernetes_version = %facts.kubernetes_version,
-        "cluster facts gathered"
-    );
-    Ok((facts, openshift))
-}
-
-/// The plain Kubernetes configuration from the flags; both flags are required when the cluster is not OpenShift.
-fn plain_kubernetes_config(args: &RunArgs) -> anyhow::Result<PlainKubernetesConfig> {
-    let (Some(service_cidr), Some(api_server_url)) = (&args.service_cidr, &args.api_server_url) else {
-        return Err(anyhow::Error::new(UnusableInput(
-            "the cluster does not serve config.openshift.io: pass --service-cidr and --api-server-url".to_owned(),
-        )));
-    };
-    Ok(PlainKubernetesConfig {
-        service_cidr: service_cidr.to_string(),
-        api_server_internal_url: api_server_url.clone(),
-        proxy: Default::default(),
-        mirror_sets: Vec::new(),
-    })
-}
-
-/// The instances controller's and upgrade executor's settings from the flags and the payload manifest; a
-/// `--version-override` that is not semver is unusable input.
-fn instances_run(args: &RunArgs, identity: &str, openshift: bool, manifest: &Manifest) -> anyhow::Result<InstancesRun> {
-    let operator_version: Version = operator_version(args.version_override.as_deref())
-        .map_err(|error| anyhow::Error::new(UnusableInput(error.to_string())))?;
-    let payload_kubelet_version =
-        payload_kubelet_version(manifest).context("the payload manifest built into this binary is invalid")?;
-    Ok(InstancesRun {
-        namespace: args.namespace.clone(),
-        controller_name: CONTROLLER_NAME.to_owned(),
-        ssh_port: args.ssh_port,
-        ssh_identity: identity.to_owned(),
-        concurrency: args.max_concurrent_configurations,
-        operator_version,
-        max_unavailable: args.max_unavailable,
-        payload_kubelet_version,
-        verbosity: if args.debug_node_services { Verbosity::Debug } else { Verbosity::Normal },
-        openshift,
-    })
-}
-
-/// The key rotation's settings: the same version, payload kubelet, budget and concurrency as the instances
-/// controller and the upgrade executor, and the grace period of refused logins on Machines.
-fn rekey_settings(run: &InstancesRun, authentication_grace: Duration) -> RekeySettings {
-    RekeySettings {
-        max_concurrent_configurations: u32::from(run.concurrency),
-        authentication_grace,
-        ..RekeySettings::new(
-            run.namespace.clone(),
-            run.operator_version.clone(),
-            run.payload_kubelet_version.clone(),
-            run.max_unavailable,
-        )
-    }
-}
-
-/// The Machine and user-data controllers' settings: the operator namespace and the cluster's platform.
-fn machine_api_inputs(namespace: &str, facts: &ClusterFacts) -> MachineApiInputs {
-    MachineApiInputs {
-        machines: MachinesSettings { namespace: namespace.to_owned(), platform: facts.platform.clone() },
-        user_data: UserDataSettings {
-            operator_namespace: namespace.to_owned(),
-            platform: platform_of(&facts.platform),
-        },
-    }
-}
-
-fn csr_settings(args: &RunArgs, facts: &ClusterFacts) -> anyhow::Result<CsrSettings> {
-    let service_network: IpCidr = facts
-        .service_cidr
-        .parse()
-        .with_context(|| format!("the cluster's service network {:?} is not a CIDR", facts.service_cidr))?;
-    Ok(CsrSettings {
-        namespace: args.namespace.clone(),
-        service_network: vec![service_network],
-        cluster_network: args.cluster_cidr.clone(),
-        clock: system_clock(),
-    })
-}
-
-/// Takes part in leader election: standing by as follower, running controllers as leader; losing the lease is an
-/// error (controllers aborted at once), a shutdown signal stops them gracefully and releases it.
-async fn lead_then_run(
-    client: &Client,
-    args: &RunArgs,
-    identity: &str,
-    inputs: &ControllerInputs,
-    readiness: &Readiness,
-) -> anyhow::Result<Outcome> {
-    let manager = LeaseManagerBuilder::new(client.clone(), &args.lease_name)
-        .with_namespace(&args.namespace)
-        .with_identity(identity)
-        .build()
-        .await
-        .with_context(|| format!("cannot use Lease {}/{}", args.namespace, args.lease_name))?;
-    let (mut leading, lease_task) = manager.watch().await;
-    readiness.set_ready(true);
-    tracing::info!(lease = %args.lease_name, "standing by for the lease");
-    let mut controllers: Option<Controllers> = None;
-    let shutdown = shutdown_signal();
-    tokio::pin!(shutdown);
-    let outcome = loop {
-        tokio::select! {
-            () = &mut shutdown => break Ok(Outcome::Clean),
-            changed = leading.changed() => {
-                if changed.is_err() {
-                    break Err(anyhow::anyhow!("leader election of Lease {} stopped", args.lease_name));
-                }
-                match (is_leader(&mut leading), controllers.is_some()) {
-                    (true, false) => {
-                        tracing::info!(lease = %args.lease_name, identity, "acquired the lease: starting controllers");
-                        controllers = Some(start_controllers(inputs));
-                    }
-                    (false, true) => {
-                        break Err(anyhow::anyhow!("lost Lease {}: exiting so a new leader takes over", args.lease_name));
-                    }
-                    _ => {}
-                }
-            }
-        }
-    };
-    if let Some(controllers) = controllers {
-        match &outcome {
-            Ok(_) => controllers.stop_gracefully(SHUTDOWN_GRACE).await,
-            Err(_) => controllers.abort().await,
-        }
-    }
-    release_lease(leading, lease_task).await;
-    outcome
-}
-
-fn is_leader(leading: &mut watch::Receiver<bool>) -> bool {
-    *leading.borrow_and_update()
-}
-
-/// Closing the channel makes the lease manager release the lease; waits a bounded time for it.
-async fn release_lease(
-    leading: watch::Receiver<bool>,
-    lease_task: JoinHandle<kube_lease_manager::Result<kube_lease_manager::LeaseManager>>,
-) {
-    drop(leading);
-    match tokio::time::timeout(RELEASE_TIMEOUT, lease_task).await {
-        Ok(Ok(Ok(_))) => tracing::info!("lease released"),
-        Ok(Ok(Err(error))) => tracing::warn!(error = %error, "could not release the lease"),
-        Ok(Err(error)) => tracing::warn!(error = %error, "lease task"),
-        Err(_) => tracing::warn!(timeout = ?RELEASE_TIMEOUT, "lease not released in time"),
-    }
-}
-
-/// The controllers of one leadership term.
-struct Controllers {
-    /// Controllers whose work is API calls (each write atomic) and read-only SSH logins (the key rotation's
-    /// checks): stopped at their next await point.
-    immediate: Vec<(&'static str, JoinHandle<()>)>,
-    /// The instances controller and upgrade executor: they run host steps and stop on `shutdown`.
-    graceful: (&'static str, JoinHandle<()>),
-    shutdown: ShutdownTrigger,
-}
-
-impl Controllers {
-    /// Graceful stop (SIGTERM): the API-only controllers stop at once, the host controllers start no new work and
-    /// get `grace` to finish the reconciles in flight, then whatever still runs is aborted.
-    async fn stop_gracefully(self, grace: Duration) {
-        let Controllers { immediate, graceful: (name, mut graceful), shutdown } = self;
-        shutdown.trigger();
-        abort_all(immediate).await;
-        tracing::info!(grace = ?grace, "waiting for the host reconciles in flight");
-        match tokio::time::timeout(grace, &mut graceful).await {
-            Ok(result) => log_end(name, result),
-            Err(_) => {
-                tracing::warn!(controller = name, grace = ?grace, "host reconciles still running after the grace period: aborting them");
-                abort_all(vec![(name, graceful)]).await;
-            }
-        }
-        tracing::info!("controllers stopped");
-    }
-
-    /// Immediate stop (the lease is lost and another replica may already lead): every controller is aborted at its
-    /// next await point.
-    async fn abort(self) {
-        let Controllers { mut immediate, graceful, shutdown } = self;
-        shutdown.trigger();
-        immediate.push(graceful);
-        abort_all(immediate).await;
-        tracing::info!("controllers aborted");
-    }
-}
-
-async fn abort_all(controllers: Vec<(&'static str, JoinHandle<()>)>) {
-    for (_, controller) in &controllers {
-        controller.abort();
-    }
-    for (name, controller) in controllers {
-        log_end(name, controller.await);
-    }
-}
-
-fn log_end(name: &'static str, result: Result<(), tokio::task::JoinError>) {
-    if let Err(error) = result
-        && !error.is_cancelled()
-    {
-        tracing::warn!(controller = name, error = %error, "controller task failed");
-    }
-}
-
-/// Starts the controllers this process runs as leader: CSR, instances with the upgrade executor, the key rotation,
-/// and (where the cluster serves the machine API) Machines and user data.
-fn start_controllers(inputs: &ControllerInputs) -> Controllers {
-    let client = &inputs.client;
-    let (shutdown, signal) = shutdown_channel();
-    let mut csr = CsrContext::new(
-        Arc::new(KubeCsrs::new(client.clone())),
-        Arc::new(KubeNodes::new(client.clone())),
-        Arc::new(KubeInstanceRecords::new(client.clone())),
-        Arc::new(KubeEvents::new(client.clone(), CONTROLLER_NAME, None)),
-        inputs.csr.clone(),
-    )
-    .with_metrics(Arc::clone(&inputs.metrics));
-    if inputs.machine_api.is_some() {
-        csr = csr.with_machines(Arc::new(KubeMachines::new(client.clone())));
-    }
-    tracing::info!(namespace = %inputs.csr.namespace, "starting the CSR controller");
-    let mut immediate = vec![("csr", tokio::spawn(wmco_operator::csr::controller(client.clone(), Arc::new(csr))))];
-    // One budget for the key rotation and every upgrade executor (rebuilt on a key change).
-    let budget = SharedBudget::new(wmco_operator::fleet::windows_machines(client, inputs.machine_api.is_some()));
-    immediate.push(start_key_rotation(inputs, &budget));
-    if let Some(machine_api) = &inputs.machine_api {
-        immediate.extend(start_machine_api_controllers(inputs, machine_api));
-    }
-    let instances = run_instances(
-        client.clone(),
-        inputs.config.clone(),
-        inputs.instances.clone(),
-        inputs.manifest.clone(),
-        inputs.payload.clone(),
-        inputs.cluster.clone(),
-        Arc::clone(&inputs.metrics),
-        budget,
-        signal,
-    );
-    let instances = tokio::spawn(async move {
-        if let Err(error) = instances.await {
-            tracing::error!(error = %error, "the instances controller could not start");
-        }
-    });
-    Controllers { immediate, graceful: ("instances", instances), shutdown }
-}
-
-/// The key rotation, holding `budget`'s lock while it replaces Machines.
-fn start_key_rotation(inputs: &ControllerInputs, budget: &SharedBudget) -> (&'static str, JoinHandle<()>) {
-    let client = &inputs.client;
-    let machine_api = inputs.machine_api.is_some();
-    let key_checker = SshKeyChecker::new(inputs.instances.ssh_port, Some(inputs.instances.ssh_identity.clone()));
-    let rekey = RekeyContext::for_cluster(
-        client,
-        Arc::new(KubeEvents::new(client.clone(), CONTROLLER_NAME, None)),
-        Arc::new(key_checker),
-        rekey_settings(&inputs.instances, inputs.authentication_grace),
-        machine_api,
-    )
-    .with_budget_lock(Arc::clone(&budget.lock))
-    .with_metrics(Arc::clone(&inputs.metrics));
-    tracing::info!("starting the key rotation");
-    ("rekey", tokio::spawn(wmco_operator::rekey::controller(client.clone(), Arc::new(rekey), machine_api)))
-}
-
-/// The Machine controller and the user-data controller.
-fn start_machine_api_controllers(
-    inputs: &ControllerInputs,
-    settings: &MachineApiInputs,
-) -> [(&'static str, JoinHandle<()>); 2] {
-    let client = &inputs.client;
-    let events = || Arc::new(KubeEvents::new(client.clone(), CONTROLLER_NAME, None));
-    let machines = MachinesContext::new(
-        Arc::new(KubeInstanceRecords::new(client.clone())),
-        Arc::new(KubeMachines::new(client.clone())),
-        events(),
-        settings.machines.clone(),
-    )
-    .with_metrics(Arc::clone(&inputs.metrics));
-    let user_data =
-        UserDataContext::new(Arc::new(KubeSecrets::new(client.clone())), events(), settings.user_data.clone())
-            .with_metrics(Arc::clone(&inputs.metrics));
-    tracing::info!(platform = ?settings.machines.platform, "starting the Machine and user-data controllers");
-    [
-        ("machines", tokio::spawn(wmco_operator::machines::controller(client.clone(), Arc::new(machines)))),
-        ("user-data", tokio::spawn(wmco_operator::user_data::controller(client.clone(), Arc::new(user_data)))),
-    ]
-}
-
-/// Completes on SIGTERM (Kubernetes stopping the pod) or Ctrl-C.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if let Err(error) = tokio::signal::ctrl_c().await {
-            tracing::warn!(error = %error, "cannot listen for Ctrl-C");
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(error) => {
-                tracing::warn!(error = %error, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => tracing::info!("Ctrl-C: shutting down"),
-        () = terminate => tracing::info!("SIGTERM: shutting down"),
-    }
 }
 
 #[cfg(test)]
@@ -661,127 +264,30 @@ mod tests {
         assert_eq!(cluster, vec!["10.244.0.0/16", "fd00:10:244::/56"]);
         assert!(!args.leader_election);
         assert_eq!(args.namespace, "wmco");
-        let config = plain_kubernetes_config(&args).expect("both flags given");
-        assert_eq!(config.service_cidr, "10.96.0.0/12");
-        assert_eq!(config.api_server_internal_url, "https://10.0.0.1:6443");
     }
 
     #[test]
-    fn instances_settings_come_from_the_flags_and_the_version_drops_build_metadata() {
-        let manifest = Manifest::product().expect("product manifest");
+    fn the_operator_flags_come_from_the_command_line() {
         let args = parse(&[
             "--ssh-port=2222",
             "--max-concurrent-configurations=3",
             "--debug-node-services=true",
             "--max-unavailable=4",
             "--authentication-grace-seconds=20",
+            "--version-override=10.18.0-e2e",
+            "--cluster-cidr=10.128.0.0/14",
         ])
         .expect("parsed");
-        let run = instances_run(&args, "wmco-0", true, &manifest).expect("settings");
+        let flags = operator_flags(&args, "wmco-0".into());
         assert_eq!(
-            (
-                run.ssh_port,
-                run.concurrency,
-                run.ssh_identity.as_str(),
-                run.verbosity,
-                run.openshift,
-                run.max_unavailable
-            ),
-            (2222, 3, "wmco-0", Verbosity::Debug, true, 4)
+            (flags.ssh_port, flags.concurrency, flags.identity.as_str(), flags.verbosity, flags.max_unavailable),
+            (2222, 3, "wmco-0", Verbosity::Debug, 4)
         );
-        assert_eq!(run.namespace, "openshift-windows-machine-config-operator");
-        assert_eq!(run.operator_version.to_string(), env!("CARGO_PKG_VERSION").split('+').next().expect("a version"));
-        let kubelet = manifest.component("kubelet").expect("kubelet component").version.clone();
-        assert_eq!(Some(format!("v{}", run.payload_kubelet_version)), kubelet);
-        let rekey = rekey_settings(&run, Duration::from_secs(args.authentication_grace_seconds));
-        assert_eq!(
-            (rekey.namespace.as_str(), rekey.max_unavailable, rekey.max_concurrent_configurations),
-            ("openshift-windows-machine-config-operator", 4, 3)
-        );
-        assert_eq!(rekey.authentication_grace, Duration::from_secs(20));
-        assert_eq!(
-            (&rekey.operator_version, &rekey.payload_kubelet_version),
-            (&run.operator_version, &run.payload_kubelet_version)
-        );
-        let args = parse(&["--version-override=10.18.0-e2e+build.7"]).expect("parsed");
-        let run = instances_run(&args, "wmco-0", false, &manifest).expect("settings");
-        assert_eq!((run.operator_version.to_string().as_str(), run.verbosity), ("10.18.0-e2e", Verbosity::Normal));
-    }
-
-    #[test]
-    fn a_version_override_that_is_not_semver_is_unusable_input_naming_the_flag() {
-        let manifest = Manifest::product().expect("product manifest");
-        let args = parse(&["--version-override=10.18"]).expect("parsed");
-        let error = instances_run(&args, "wmco-0", false, &manifest).expect_err("not semver");
-        assert!(error.downcast_ref::<UnusableInput>().is_some());
-        assert!(error.to_string().contains("--version-override"), "{error}");
-        assert!(error.to_string().contains("10.18"), "{error}");
-    }
-
-    #[test]
-    fn machine_api_settings_carry_the_namespace_and_the_platform() {
-        let mut facts = ClusterFacts {
-            service_cidr: "172.30.0.0/16".into(),
-            api_server_internal_url: "https://api-int.example:6443".into(),
-            platform: wmco_cluster_client::Platform::None,
-            proxy: Default::default(),
-            kubernetes_version: Version::new(1, 33, 0),
-            mirror_sets: Vec::new(),
-        };
-        let inputs = machine_api_inputs("wmco", &facts);
-        assert_eq!(inputs.machines, MachinesSettings { namespace: "wmco".into(), platform: facts.platform.clone() });
-        assert_eq!(
-            inputs.user_data,
-            UserDataSettings { operator_namespace: "wmco".into(), platform: wmco_user_data::Platform::None }
-        );
-        facts.platform = wmco_cluster_client::Platform::Gcp;
-        assert_eq!(machine_api_inputs("wmco", &facts).user_data.platform, wmco_user_data::Platform::Gcp);
-    }
-
-    fn controllers_of(graceful: JoinHandle<()>, immediate: JoinHandle<()>, shutdown: ShutdownTrigger) -> Controllers {
-        Controllers { immediate: vec![("api", immediate)], graceful: ("host", graceful), shutdown }
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_graceful_stop_lets_the_host_work_in_flight_finish_and_stops_the_rest_at_once() {
-        let (shutdown, signal) = shutdown_channel();
-        let finished = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let host_work = {
-            let finished = Arc::clone(&finished);
-            tokio::spawn(async move {
-                signal.triggered().await;
-                tokio::time::sleep(Duration::from_secs(5)).await;
-                finished.store(true, std::sync::atomic::Ordering::SeqCst);
-            })
-        };
-        let api_work = tokio::spawn(std::future::pending::<()>());
-        let started = tokio::time::Instant::now();
-        controllers_of(host_work, api_work, shutdown).stop_gracefully(Duration::from_secs(15)).await;
-        assert!(finished.load(std::sync::atomic::Ordering::SeqCst));
-        assert_eq!(started.elapsed(), Duration::from_secs(5));
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_graceful_stop_aborts_host_work_still_running_after_the_grace_period() {
-        let (shutdown, _signal) = shutdown_channel();
-        let host_work = tokio::spawn(std::future::pending::<()>());
-        let api_work = tokio::spawn(std::future::pending::<()>());
-        let started = tokio::time::Instant::now();
-        controllers_of(host_work, api_work, shutdown).stop_gracefully(Duration::from_secs(15)).await;
-        assert_eq!(started.elapsed(), Duration::from_secs(15));
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn losing_the_lease_aborts_host_work_at_once() {
-        let (shutdown, signal) = shutdown_channel();
-        let host_work = tokio::spawn(async move {
-            signal.triggered().await;
-            tokio::time::sleep(Duration::from_secs(5)).await;
-        });
-        let api_work = tokio::spawn(std::future::pending::<()>());
-        let started = tokio::time::Instant::now();
-        controllers_of(host_work, api_work, shutdown).abort().await;
-        assert_eq!(started.elapsed(), Duration::ZERO);
+        assert_eq!(flags.namespace, "openshift-windows-machine-config-operator");
+        assert_eq!(flags.authentication_grace, Duration::from_secs(20));
+        assert_eq!(flags.version_override.as_deref(), Some("10.18.0-e2e"));
+        assert_eq!(flags.cluster_networks.iter().map(ToString::to_string).collect::<Vec<_>>(), ["10.128.0.0/14"]);
+        assert_eq!(operator_flags(&parse(&[]).expect("parsed"), "wmco-0".into()).verbosity, Verbosity::Normal);
     }
 
     #[test]
@@ -805,17 +311,6 @@ mod tests {
         let error = parse(&["--max-concurrent-configurations=0"]).expect_err("rejected");
         assert_eq!(error.exit_code(), 2);
         assert!(error.to_string().contains("--max-concurrent-configurations"), "{error}");
-    }
-
-    #[test]
-    fn plain_kubernetes_without_flags_is_unusable_input() {
-        let args = parse(&["--service-cidr=10.96.0.0/12"]).expect("parsed");
-        let error = plain_kubernetes_config(&args).expect_err("api server url missing");
-        assert!(error.downcast_ref::<UnusableInput>().is_some());
-        assert_eq!(
-            error.to_string(),
-            "the cluster does not serve config.openshift.io: pass --service-cidr and --api-server-url"
-        );
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use tokio::sync::OwnedMutexGuard;
-use wmco_cluster_client::{Csrs, EventPublisher, InstanceRecords, Machines, Nodes, ResourceExt};
+use wmco_cluster_client::{Csrs, EventPublisher, InstanceRecords, Machines, Nodes, ResourceExt, Seams};
 use wmco_csr_approver::IpCidr;
 
 use super::CsrControllerError;
@@ -67,7 +67,7 @@ impl CsrContext {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use wmco_cluster_client::fake::{FakeCsrs, FakeEvents, FakeInstanceRecords, FakeNodes};
+    /// use wmco_cluster_client::fake::FakeCluster;
     /// use wmco_operator::csr::{CsrContext, CsrSettings, system_clock};
     /// let settings = CsrSettings {
     ///     namespace: "openshift-windows-machine-config-operator".into(),
@@ -75,28 +75,16 @@ impl CsrContext {
     ///     cluster_network: vec!["10.128.0.0/14".parse()?],
     ///     clock: system_clock(),
     /// };
-    /// let context = CsrContext::new(
-    ///     Arc::new(FakeCsrs::default()),
-    ///     Arc::new(FakeNodes::default()),
-    ///     Arc::new(FakeInstanceRecords::default()),
-    ///     Arc::new(FakeEvents::default()),
-    ///     settings,
-    /// );
+    /// let context = CsrContext::new(&FakeCluster::default().seams(), settings);
     /// assert_eq!(context.settings.namespace, "openshift-windows-machine-config-operator");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn new(
-        csrs: Arc<dyn Csrs>,
-        nodes: Arc<dyn Nodes>,
-        instances: Arc<dyn InstanceRecords>,
-        events: Arc<dyn EventPublisher>,
-        settings: CsrSettings,
-    ) -> Self {
+    pub fn new(seams: &Seams, settings: CsrSettings) -> Self {
         Self {
-            csrs,
-            nodes,
-            instances,
-            events,
+            csrs: Arc::clone(&seams.csrs),
+            nodes: Arc::clone(&seams.nodes),
+            instances: Arc::clone(&seams.records),
+            events: Arc::clone(&seams.events),
             settings,
             metrics: Arc::new(Metrics::new()),
             machines: None,

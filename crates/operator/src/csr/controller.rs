@@ -83,20 +83,14 @@ mod tests {
     }
 
     fn context() -> Arc<CsrContext> {
-        use wmco_cluster_client::fake::{FakeCsrs, FakeEvents, FakeInstanceRecords, FakeNodes};
+        use wmco_cluster_client::fake::FakeCluster;
         let settings = super::super::CsrSettings {
             namespace: "wmco".into(),
             service_network: Vec::new(),
             cluster_network: Vec::new(),
             clock: super::super::system_clock(),
         };
-        Arc::new(CsrContext::new(
-            Arc::new(FakeCsrs::default()),
-            Arc::new(FakeNodes::default()),
-            Arc::new(FakeInstanceRecords::default()),
-            Arc::new(FakeEvents::default()),
-            settings,
-        ))
+        Arc::new(CsrContext::new(&FakeCluster::default().seams(), settings))
     }
 
     #[test]

@@ -10,11 +10,11 @@ use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair, PublicKeyData};
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use wmco_cluster_client::fake::{FakeCsrs, FakeEvents, FakeInstanceRecords, FakeMachines, FakeNodes};
+use wmco_cluster_client::fake::{FakeCluster, FakeCsrs, FakeInstanceRecords, FakeMachines};
 use wmco_cluster_client::types::{
     InstanceOrigin, Machine, Phase, WindowsInstance, WindowsInstanceSpec, WindowsInstanceStatus,
 };
-use wmco_cluster_client::{InstanceRecords, Machines};
+use wmco_cluster_client::{InstanceRecords, Machines, Seams};
 use wmco_csr_approver::Verdict;
 
 use super::*;
@@ -78,13 +78,9 @@ fn context(cluster: &Cluster, with_machines: bool) -> CsrContext {
         cluster_network: vec!["10.128.0.0/14".parse().unwrap()],
         clock: Arc::new(now),
     };
-    let context = CsrContext::new(
-        cluster.csrs.clone(),
-        Arc::new(FakeNodes::default()),
-        cluster.records.clone(),
-        Arc::new(FakeEvents::default()),
-        settings,
-    );
+    let seams =
+        Seams { csrs: cluster.csrs.clone(), records: cluster.records.clone(), ..FakeCluster::default().seams() };
+    let context = CsrContext::new(&seams, settings);
     if with_machines { context.with_machines(cluster.machines.clone()) } else { context }
 }
 

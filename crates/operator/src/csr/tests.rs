@@ -12,9 +12,11 @@ use k8s_openapi::api::core::v1::Node;
 use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair, PublicKeyData, SanType};
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use wmco_cluster_client::fake::{FakeCsrs, FakeEvents, FakeInstanceRecords, FakeNodes};
+use wmco_cluster_client::fake::{FakeCluster, FakeCsrs, FakeEvents, FakeInstanceRecords, FakeNodes};
 use wmco_cluster_client::types::{InstanceOrigin, Phase, WindowsInstance, WindowsInstanceSpec, WindowsInstanceStatus};
-use wmco_cluster_client::{CsrDecision, Csrs, InstanceRecords, NodeMetadataPatch, Nodes, Severity, Verb, is_pending};
+use wmco_cluster_client::{
+    CsrDecision, Csrs, InstanceRecords, NodeMetadataPatch, Nodes, Seams, Severity, Verb, is_pending,
+};
 use wmco_csr_approver::{APPROVE_REASON, RuleId, Verdict};
 
 use super::*;
@@ -229,7 +231,14 @@ impl Harness {
             cluster_network: vec!["10.128.0.0/14".parse().unwrap()],
             clock: Arc::new(now),
         };
-        let context = CsrContext::new(csrs.clone(), nodes.clone(), instances.clone(), events.clone(), settings);
+        let seams = Seams {
+            csrs: csrs.clone(),
+            nodes: nodes.clone(),
+            records: instances.clone(),
+            events: events.clone(),
+            ..FakeCluster::default().seams()
+        };
+        let context = CsrContext::new(&seams, settings);
         Harness { csrs, nodes, instances, writes, context, events }
     }
 

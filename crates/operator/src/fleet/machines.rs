@@ -1,25 +1,14 @@
-//! The Windows Machines of the machine API as budgeted work sees them: which listing a cluster gets
-//! ([`windows_machines`]; the [`WindowsMachines`] seam itself is in `wmco-cluster-client`) and [`machines_away`],
-//! the Machines unavailable outside the planner's view, which every loop takes off the unavailability budget before
-//! the planner hands it out.
+//! The Windows Machines of the machine API as budgeted work sees them: [`machines_away`], the Machines unavailable
+//! outside the planner's view, which every loop takes off the unavailability budget before the planner hands it
+//! out. (Which listing a cluster gets is decided once, in `wmco_cluster_client::Seams::for_client`.)
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
-use kube::Client;
 use wmco_cluster_client::types::{InstanceOrigin, Machine};
-use wmco_cluster_client::{KubeMachines, NoWindowsMachines, WindowsMachines};
 use wmco_machines::names::IGNORE_KEY;
 use wmco_upgrade_planner::{CordonedBy, Instance, Phase};
 
 use super::{ObservedInstance, planner_instance};
-
-/// The Windows Machines source for a cluster: [`KubeMachines`] where the machine API is served,
-/// [`NoWindowsMachines`] on plain Kubernetes (listing Machines there would fail every reconcile). Budgeted work
-/// shares it through [`SharedBudget`](super::SharedBudget).
-pub fn windows_machines(client: &Client, machine_api_served: bool) -> Arc<dyn WindowsMachines> {
-    if machine_api_served { Arc::new(KubeMachines::new(client.clone())) } else { Arc::new(NoWindowsMachines) }
-}
 
 /// The records that take part in the plan.
 pub(crate) fn fleet_members<'a>(instances: &'a [ObservedInstance], machines: &[Machine]) -> Vec<&'a ObservedInstance> {

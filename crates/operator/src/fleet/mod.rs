@@ -8,9 +8,8 @@
 //!   `wmco_cluster_client::NodeExt`).
 //! - [`node_changes`]: [`fleet_node_changes`] (Node events that change what the planner reads) and
 //!   [`watch_triggers`] (any other watch as loop triggers).
-//! - [`machines`]: which Windows Machines source a cluster gets ([`windows_machines`]; the seam is
-//!   `wmco_cluster_client::WindowsMachines`) and [`machines_away`], the Machines unavailable outside the planner's
-//!   view.
+//! - [`machines`]: [`machines_away`], the Machines unavailable outside the planner's view (the seam is
+//!   `wmco_cluster_client::WindowsMachines`).
 //! - [`budget`]: [`SharedBudget`], the budget lock and Machines source every piece of budgeted work shares.
 //! - [`api_server`]: [`ApiServerVersionError`], the loops' words for an unknown API server version (read through
 //!   `wmco_cluster_client::ClusterVersion` for the skew rule).
@@ -25,7 +24,7 @@ pub mod run_loop;
 
 pub use api_server::ApiServerVersionError;
 pub use budget::SharedBudget;
-pub use machines::{machines_away, windows_machines};
+pub use machines::machines_away;
 pub use node_changes::{fleet_node_changes, watch_triggers};
 pub use observe::{ObserveError, ObservedInstance, observe_instances, planner_instance};
 pub use run_loop::run_loop;

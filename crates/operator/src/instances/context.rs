@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use wmco_cluster_client::types::WindowsInstance;
-use wmco_cluster_client::{DrainOptions, Drainer, EventPublisher, InstanceRecords, Nodes, WindowsInstanceExt};
+use wmco_cluster_client::{DrainOptions, Drainer, EventPublisher, InstanceRecords, Nodes, Seams, WindowsInstanceExt};
 use wmco_node_config::{ClusterAccess, HostFilesSource, HostSession, ServiceSettings};
 
 use super::{HostConnector, InstancesError};
@@ -69,38 +69,27 @@ impl InstancesContext {
     ///
     /// ```no_run
     /// use std::sync::Arc;
-    /// use wmco_cluster_client::fake::{FakeDrainer, FakeEvents, FakeInstanceRecords, FakeNodes};
+    /// use wmco_cluster_client::fake::FakeCluster;
     /// use wmco_operator::instances::{HostConnector, InstancesContext, InstancesSettings};
     /// # fn example(
     /// #     connector: Arc<dyn HostConnector>,
     /// #     files: Arc<dyn wmco_node_config::HostFilesSource>,
     /// #     settings: InstancesSettings,
     /// # ) {
-    /// let context = InstancesContext::new(
-    ///     Arc::new(FakeInstanceRecords::default()),
-    ///     Arc::new(FakeNodes::default()),
-    ///     Arc::new(FakeDrainer::default()),
-    ///     Arc::new(FakeEvents::default()),
-    ///     connector,
-    ///     files,
-    ///     settings,
-    /// );
+    /// let context = InstancesContext::new(&FakeCluster::default().seams(), connector, files, settings);
     /// # }
     /// ```
     pub fn new(
-        records: Arc<dyn InstanceRecords>,
-        nodes: Arc<dyn Nodes>,
-        drainer: Arc<dyn Drainer>,
-        events: Arc<dyn EventPublisher>,
+        seams: &Seams,
         connector: Arc<dyn HostConnector>,
         files: Arc<dyn HostFilesSource>,
         settings: InstancesSettings,
     ) -> Self {
         Self {
-            records,
-            nodes,
-            drainer,
-            events,
+            records: Arc::clone(&seams.records),
+            nodes: Arc::clone(&seams.nodes),
+            drainer: Arc::clone(&seams.drainer),
+            events: Arc::clone(&seams.events),
             connector,
             files,
             settings,

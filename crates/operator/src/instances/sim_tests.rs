@@ -10,9 +10,9 @@ use tracing::Instrument;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use winhost_sim::host::Identity;
 use winhost_sim::remote_host::InProcessHost;
-use wmco_cluster_client::fake::{FakeDrainer, FakeEvents, FakeInstanceRecords, FakeNodes};
+use wmco_cluster_client::fake::{FakeCluster, FakeInstanceRecords};
 use wmco_cluster_client::types::{InstanceOrigin, Phase as RecordPhase, WindowsInstance, WindowsInstanceSpec};
-use wmco_cluster_client::{DrainOptions, InstanceRecords};
+use wmco_cluster_client::{DrainOptions, InstanceRecords, Seams};
 use wmco_node_config::{ConfigureState, FileStage, HostFilesSource, HostIdentity, ServiceSettings, SourceError};
 use wmco_payload_manifest::render::{RenderedFile, containerd_config};
 use wmco_payload_manifest::{HostFile, HostFileContent, HostFileSet};
@@ -104,15 +104,8 @@ async fn a_fresh_host_is_bootstrapped_and_a_second_reconcile_costs_one_probe_on_
         pub_key_hash: "ab".to_owned(),
         drain: DrainOptions::default(),
     };
-    let ctx = InstancesContext::new(
-        records.clone(),
-        Arc::new(FakeNodes::default()),
-        Arc::new(FakeDrainer::default()),
-        Arc::new(FakeEvents::default()),
-        connector.clone(),
-        Arc::new(BootstrapFiles),
-        settings,
-    );
+    let seams = Seams { records: records.clone(), ..FakeCluster::default().seams() };
+    let ctx = InstancesContext::new(&seams, connector.clone(), Arc::new(BootstrapFiles), settings);
     let instance = WindowsInstance {
         metadata: ObjectMeta {
             name: Some("byoh-127-0-0-40".into()),

@@ -9,10 +9,10 @@ use async_trait::async_trait;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-use wmco_cluster_client::fake::{FakeDrainer, FakeEvents, FakeInstanceRecords, FakeNodes};
+use wmco_cluster_client::fake::{FakeCluster, FakeEvents, FakeInstanceRecords, FakeNodes};
 use wmco_cluster_client::names::{FORCE_REMOVE_ANNOTATION, INSTANCE_FINALIZER};
 use wmco_cluster_client::types::{InstanceOrigin, Phase, WindowsInstance, WindowsInstanceSpec, WindowsInstanceStatus};
-use wmco_cluster_client::{DrainOptions, InstanceRecords, Severity};
+use wmco_cluster_client::{DrainOptions, InstanceRecords, Seams, Severity};
 use wmco_instance_inventory::{StaticResolver, build_inventory, instance_name};
 use wmco_node_config::{FileStage, HostFilesSource, HostIdentity, ServiceSettings, SourceError};
 use wmco_payload_manifest::HostFileSet;
@@ -112,11 +112,14 @@ fn fixture(fail: fn(&str) -> TransportError) -> Fixture {
         pub_key_hash: "ab12".to_owned(),
         drain: DrainOptions::default(),
     };
+    let seams = Seams {
+        records: records.clone(),
+        nodes: nodes.clone(),
+        events: events.clone(),
+        ..FakeCluster::default().seams()
+    };
     let ctx = InstancesContext::new(
-        records.clone(),
-        nodes.clone(),
-        Arc::new(FakeDrainer::default()),
-        events.clone(),
+        &seams,
         Arc::new(FixedConnector(Arc::new(FailingHost { fail }))),
         Arc::new(NoFiles),
         settings,

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wmco_cluster_client::types::Machine;
-use wmco_cluster_client::{EventPublisher, InstanceRecords, Machines, Platform, ResourceExt};
+use wmco_cluster_client::{EventPublisher, InstanceRecords, Machines, Platform, ResourceExt, Seams};
 
 use super::MachinesError;
 use crate::metrics::Metrics;
@@ -46,27 +46,18 @@ impl MachinesContext {
     /// ```
     /// use std::sync::Arc;
     /// use wmco_cluster_client::Platform;
-    /// use wmco_cluster_client::fake::{FakeEvents, FakeInstanceRecords, FakeMachines};
+    /// use wmco_cluster_client::fake::FakeCluster;
     /// use wmco_operator::machines::{MachinesContext, MachinesSettings};
     ///
-    /// let context = MachinesContext::new(
-    ///     Arc::new(FakeInstanceRecords::default()),
-    ///     Arc::new(FakeMachines::default()),
-    ///     Arc::new(FakeEvents::default()),
-    ///     MachinesSettings { namespace: "wmco".into(), platform: Platform::Azure },
-    /// );
+    /// let settings = MachinesSettings { namespace: "wmco".into(), platform: Platform::Azure };
+    /// let context = MachinesContext::new(&FakeCluster::default().seams(), settings);
     /// assert_eq!(context.settings.platform, Platform::Azure);
     /// ```
-    pub fn new(
-        records: Arc<dyn InstanceRecords>,
-        machines: Arc<dyn Machines>,
-        events: Arc<dyn EventPublisher>,
-        settings: MachinesSettings,
-    ) -> Self {
+    pub fn new(seams: &Seams, settings: MachinesSettings) -> Self {
         Self {
-            records,
-            machines,
-            events,
+            records: Arc::clone(&seams.records),
+            machines: Arc::clone(&seams.machines),
+            events: Arc::clone(&seams.events),
             settings,
             metrics: Arc::new(Metrics::new()),
             retries: RetryBackoff::new(FIRST_RETRY, MAX_RETRY),

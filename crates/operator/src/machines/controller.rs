@@ -112,13 +112,9 @@ mod tests {
 
     #[test]
     fn a_failed_reconcile_is_counted_and_backs_off_longer_each_time() {
-        use wmco_cluster_client::fake::{FakeEvents, FakeInstanceRecords, FakeMachines};
-        let ctx = Arc::new(MachinesContext::new(
-            Arc::new(FakeInstanceRecords::default()),
-            Arc::new(FakeMachines::default()),
-            Arc::new(FakeEvents::default()),
-            super::super::MachinesSettings { namespace: "wmco".into(), platform: wmco_cluster_client::Platform::Aws },
-        ));
+        let settings =
+            super::super::MachinesSettings { namespace: "wmco".into(), platform: wmco_cluster_client::Platform::Aws };
+        let ctx = Arc::new(MachinesContext::new(&wmco_cluster_client::fake::FakeCluster::default().seams(), settings));
         let machine: Machine = serde_json::from_value(serde_json::json!({
             "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
             "metadata": {"name": "win-a", "namespace": "openshift-machine-api"}, "spec": {}

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use winhost_sim::host::Identity;
 use winhost_sim::remote_host::InProcessHost;
-use wmco_cluster_client::fake::{FakeDrainer, FakeEvents, FakeInstanceRecords, FakeMachines, FakeNodes};
+use wmco_cluster_client::fake::{FakeCluster, FakeInstanceRecords};
 use wmco_cluster_client::types::{Machine, WindowsInstance};
-use wmco_cluster_client::{DrainOptions, Platform};
+use wmco_cluster_client::{DrainOptions, Platform, Seams};
 use wmco_node_config::{ConfigureState, FileStage, HostFilesSource, HostIdentity, ServiceSettings, SourceError};
 use wmco_payload_manifest::render::{RenderedFile, containerd_config};
 use wmco_payload_manifest::{HostFile, HostFileContent, HostFileSet};
@@ -89,12 +89,9 @@ async fn a_vsphere_machine_becomes_a_kubelet_named_after_the_machine() {
         InProcessHost::new(identity, "administrator@127.0.0.41:22", "SSH-2.0-wmco-operator-test", HOST_KEY).unwrap(),
     );
     let records = Arc::new(FakeInstanceRecords::default());
-    let machines = MachinesContext::new(
-        records.clone(),
-        Arc::new(FakeMachines::default()),
-        Arc::new(FakeEvents::default()),
-        MachinesSettings { namespace: NAMESPACE.into(), platform: Platform::VSphere },
-    );
+    let seams = Seams { records: records.clone(), ..FakeCluster::default().seams() };
+    let machines =
+        MachinesContext::new(&seams, MachinesSettings { namespace: NAMESPACE.into(), platform: Platform::VSphere });
     let machine: Machine = serde_json::from_value(serde_json::json!({
         "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
         "metadata": {"name": "winworker-7xk2p", "namespace": "openshift-machine-api",
@@ -106,10 +103,7 @@ async fn a_vsphere_machine_becomes_a_kubelet_named_after_the_machine() {
     reconcile_machine(&machine, &machines).await.unwrap();
 
     let instances = InstancesContext::new(
-        records.clone(),
-        Arc::new(FakeNodes::default()),
-        Arc::new(FakeDrainer::default()),
-        Arc::new(FakeEvents::default()),
+        &seams,
         Arc::new(SimConnector(host.clone())),
         Arc::new(BootstrapFiles),
         InstancesSettings {

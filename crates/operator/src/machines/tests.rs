@@ -4,10 +4,10 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use wmco_cluster_client::fake::{FakeEvents, FakeInstanceRecords, FakeMachines};
+use wmco_cluster_client::fake::{FakeCluster, FakeEvents, FakeInstanceRecords, FakeMachines};
 use wmco_cluster_client::names::INSTANCE_FINALIZER;
 use wmco_cluster_client::types::{InstanceOrigin, Machine, WindowsInstance, WindowsInstanceSpec};
-use wmco_cluster_client::{InstanceRecords, Platform, Severity};
+use wmco_cluster_client::{InstanceRecords, Platform, Seams, Severity};
 use wmco_machines::SkipReason;
 
 use super::*;
@@ -25,12 +25,13 @@ fn world(platform: Platform) -> World {
     let records = Arc::new(FakeInstanceRecords::default());
     let machines = Arc::new(FakeMachines::default());
     let events = Arc::new(FakeEvents::default());
-    let context = MachinesContext::new(
-        records.clone(),
-        machines.clone(),
-        events.clone(),
-        MachinesSettings { namespace: NAMESPACE.into(), platform },
-    );
+    let seams = Seams {
+        records: records.clone(),
+        machines: machines.clone(),
+        events: events.clone(),
+        ..FakeCluster::default().seams()
+    };
+    let context = MachinesContext::new(&seams, MachinesSettings { namespace: NAMESPACE.into(), platform });
     World { records, machines, events, context }
 }
 

@@ -7,15 +7,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use kube::Client;
 use semver::Version;
 use tokio::sync::Mutex as AsyncMutex;
 use wmco_cluster_client::types::WindowsInstance;
-use wmco_cluster_client::{ClusterVersion, EventPublisher, InstanceRecords, Machines, Nodes, Secrets, WindowsMachines};
+use wmco_cluster_client::{
+    ClusterVersion, EventPublisher, InstanceRecords, Machines, Nodes, Seams, Secrets, WindowsMachines,
+};
 use wmco_ssh_transport::{PrivateKey, SshHost, TransportError};
 use wmco_upgrade_planner::Policy;
 
-use crate::fleet::windows_machines;
 use crate::metrics::Metrics;
 use crate::ssh::{SshSettings, host_config};
 
@@ -177,27 +177,16 @@ pub struct RekeyContext {
 }
 
 impl RekeyContext {
-    /// A context over the given seams.
-    #[expect(clippy::too_many_arguments, reason = "one argument per seam, named at the call site")]
-    pub fn new(
-        records: Arc<dyn InstanceRecords>,
-        nodes: Arc<dyn Nodes>,
-        machines: Arc<dyn Machines>,
-        windows_machines: Arc<dyn WindowsMachines>,
-        secrets: Arc<dyn Secrets>,
-        events: Arc<dyn EventPublisher>,
-        api_server: Arc<dyn ClusterVersion>,
-        key_checker: Arc<dyn KeyChecker>,
-        settings: RekeySettings,
-    ) -> Self {
+    /// A context over `seams`, logging in to hosts with `key_checker`.
+    pub fn new(seams: &Seams, key_checker: Arc<dyn KeyChecker>, settings: RekeySettings) -> Self {
         RekeyContext {
-            records,
-            nodes,
-            machines,
-            windows_machines,
-            secrets,
-            events,
-            api_server,
+            records: Arc::clone(&seams.records),
+            nodes: Arc::clone(&seams.nodes),
+            machines: Arc::clone(&seams.machines),
+            windows_machines: Arc::clone(&seams.windows_machines),
+            secrets: Arc::clone(&seams.secrets),
+            events: Arc::clone(&seams.events),
+            api_server: Arc::clone(&seams.cluster_version),
             key_checker,
             settings,
             metrics: Arc::new(Metrics::new()),
@@ -225,29 +214,6 @@ impl RekeyContext {
     /// The lock a reconcile holds while it hands out the budget (see [`RekeyContext::with_budget_lock`]).
     pub fn budget_lock(&self) -> Arc<AsyncMutex<()>> {
         Arc::clone(&self.budget_lock)
-    }
-
-    /// A context over the API server behind `client` (records, Nodes, Machines, Secrets, the API server's version),
-    /// with the caller's Event publisher and key checker. `machine_api_served` is `false` on plain Kubernetes: no
-    /// Machines are listed there (the machine API's resources do not exist).
-    pub fn for_cluster(
-        client: &Client,
-        events: Arc<dyn EventPublisher>,
-        key_checker: Arc<dyn KeyChecker>,
-        settings: RekeySettings,
-        machine_api_served: bool,
-    ) -> Self {
-        RekeyContext::new(
-            Arc::new(wmco_cluster_client::KubeInstanceRecords::new(client.clone())),
-            Arc::new(wmco_cluster_client::KubeNodes::new(client.clone())),
-            Arc::new(wmco_cluster_client::KubeMachines::new(client.clone())),
-            windows_machines(client, machine_api_served),
-            Arc::new(wmco_cluster_client::KubeSecrets::new(client.clone())),
-            events,
-            Arc::new(wmco_cluster_client::KubeClusterVersion::new(client.clone())),
-            key_checker,
-            settings,
-        )
     }
 
     /// `true` the first time `key` is seen (one Warning Event per record, key hash and problem).

@@ -14,10 +14,10 @@ use k8s_openapi::api::core::v1::{Node, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use semver::Version;
 use serde_json::json;
-use wmco_cluster_client::fake::{FakeEvents, FakeInstanceRecords, FakeNodes, FakeSecrets};
+use wmco_cluster_client::fake::{FakeCluster, FakeEvents, FakeInstanceRecords, FakeNodes, FakeSecrets};
 use wmco_cluster_client::names::{PUB_KEY_HASH_ANNOTATION, UPGRADING_LABEL, VERSION_ANNOTATION};
 use wmco_cluster_client::types::{Machine, WindowsInstance};
-use wmco_cluster_client::{InstanceRecords, Machines, NewEvent, Secrets, Severity};
+use wmco_cluster_client::{InstanceRecords, Machines, NewEvent, Seams, Secrets, Severity};
 use wmco_ssh_transport::PrivateKey;
 use wmco_upgrade_planner::WaitReason;
 use wmco_user_data::PublicKey;
@@ -160,17 +160,17 @@ impl Cluster {
             .unwrap();
         let settings =
             RekeySettings::new(NAMESPACE, Version::parse(VERSION).unwrap(), Version::new(1, 36, 3), max_unavailable);
-        let context = RekeyContext::new(
-            records.clone(),
-            nodes.clone(),
-            machines.clone(),
-            machines.clone(),
+        let seams = Seams {
+            records: records.clone(),
+            nodes: nodes.clone(),
+            machines: machines.clone(),
+            windows_machines: machines.clone(),
             secrets,
-            events.clone(),
-            Arc::new(FixedVersion),
-            checker.clone(),
-            settings,
-        );
+            events: events.clone(),
+            cluster_version: Arc::new(FixedVersion),
+            ..FakeCluster::default().seams()
+        };
+        let context = RekeyContext::new(&seams, checker.clone(), settings);
         Cluster { records, nodes, machines, events, checker, context }
     }
 
@@ -431,17 +431,16 @@ async fn a_fleet_on_the_current_key_is_left_alone() {
 async fn without_a_usable_key_nothing_is_decided() {
     let cluster = Cluster::new(1).await;
     cluster.machine("win-a", OLD_HASH).await;
-    let empty = RekeyContext::new(
-        cluster.records.clone(),
-        cluster.nodes.clone(),
-        cluster.machines.clone(),
-        cluster.machines.clone(),
-        Arc::new(FakeSecrets::default()),
-        cluster.events.clone(),
-        Arc::new(FixedVersion),
-        cluster.checker.clone(),
-        cluster.context.settings.clone(),
-    );
+    let seams = Seams {
+        records: cluster.records.clone(),
+        nodes: cluster.nodes.clone(),
+        machines: cluster.machines.clone(),
+        windows_machines: cluster.machines.clone(),
+        events: cluster.events.clone(),
+        cluster_version: Arc::new(FixedVersion),
+        ..FakeCluster::default().seams()
+    };
+    let empty = RekeyContext::new(&seams, cluster.checker.clone(), cluster.context.settings.clone());
     let error = reconcile_rotation(&empty, Timestamp::UNIX_EPOCH).await.unwrap_err();
     assert_eq!(error.metric_label(), "rekey_key");
     assert!(cluster.machines.deleted().is_empty());

@@ -11,7 +11,7 @@ use semver::Version;
 use tokio::sync::{Mutex as AsyncMutex, Notify};
 use tokio::task::JoinHandle;
 use wmco_cluster_client::{
-    ClusterVersion, DrainOptions, Drainer, EventPublisher, InstanceRecords, NoWindowsMachines, Nodes, WindowsMachines,
+    ClusterVersion, DrainOptions, Drainer, EventPublisher, InstanceRecords, Nodes, Seams, WindowsMachines,
 };
 use wmco_upgrade_planner::{Failure, Policy};
 
@@ -84,12 +84,11 @@ fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 impl UpgradesContext {
     /// A context over the given seams and settings.
     ///
-    /// ```no_run
-    /// use std::sync::Arc;
-    /// use wmco_cluster_client::fake::{FakeDrainer, FakeEvents, FakeInstanceRecords, FakeNodes};
-    /// use wmco_cluster_client::{DrainOptions, KubeClusterVersion};
+    /// ```
+    /// use wmco_cluster_client::DrainOptions;
+    /// use wmco_cluster_client::fake::FakeCluster;
     /// use wmco_operator::upgrades::{UpgradeSettings, UpgradesContext, operator_version};
-    /// # fn example(client: kube::Client) -> Result<(), wmco_operator::upgrades::UpgradesError> {
+    /// # fn example() -> Result<(), wmco_operator::upgrades::UpgradesError> {
     /// let settings = UpgradeSettings {
     ///     namespace: "openshift-windows-machine-config-operator".into(),
     ///     operator_version: operator_version(None)?,
@@ -98,33 +97,19 @@ impl UpgradesContext {
     ///     pub_key_hash: "0f1e2d".into(),
     ///     drain: DrainOptions::default(),
     /// };
-    /// let context = UpgradesContext::new(
-    ///     Arc::new(FakeInstanceRecords::default()),
-    ///     Arc::new(FakeNodes::default()),
-    ///     Arc::new(FakeDrainer::default()),
-    ///     Arc::new(FakeEvents::default()),
-    ///     Arc::new(KubeClusterVersion::new(client)),
-    ///     settings,
-    /// );
+    /// let context = UpgradesContext::new(&FakeCluster::default().seams(), settings);
     /// # Ok(())
     /// # }
     /// ```
-    pub fn new(
-        records: Arc<dyn InstanceRecords>,
-        nodes: Arc<dyn Nodes>,
-        drainer: Arc<dyn Drainer>,
-        events: Arc<dyn EventPublisher>,
-        api_server: Arc<dyn ClusterVersion>,
-        settings: UpgradeSettings,
-    ) -> Self {
+    pub fn new(seams: &Seams, settings: UpgradeSettings) -> Self {
         UpgradesContext {
-            records,
-            nodes,
-            drainer,
-            events,
-            api_server,
+            records: Arc::clone(&seams.records),
+            nodes: Arc::clone(&seams.nodes),
+            drainer: Arc::clone(&seams.drainer),
+            events: Arc::clone(&seams.events),
+            api_server: Arc::clone(&seams.cluster_version),
             settings,
-            windows_machines: Arc::new(NoWindowsMachines),
+            windows_machines: Arc::clone(&seams.windows_machines),
             metrics: Arc::new(Metrics::new()),
             budget_lock: Arc::default(),
             failures: Mutex::default(),
@@ -169,24 +154,6 @@ impl UpgradesContext {
     /// The lock a reconcile holds while it hands out the budget (see [`UpgradesContext::with_budget_lock`]).
     pub fn budget_lock(&self) -> Arc<AsyncMutex<()>> {
         Arc::clone(&self.budget_lock)
-    }
-
-    /// A context over the API server behind `client` (records, Nodes, the API server's version), sharing the
-    /// caller's drainer (one that does not retry 429 itself, see `KubeDrainer::from_config`) and Event publisher.
-    pub fn for_cluster(
-        client: &kube::Client,
-        drainer: Arc<dyn Drainer>,
-        events: Arc<dyn EventPublisher>,
-        settings: UpgradeSettings,
-    ) -> Self {
-        UpgradesContext::new(
-            Arc::new(wmco_cluster_client::KubeInstanceRecords::new(client.clone())),
-            Arc::new(wmco_cluster_client::KubeNodes::new(client.clone())),
-            drainer,
-            events,
-            Arc::new(wmco_cluster_client::KubeClusterVersion::new(client.clone())),
-            settings,
-        )
     }
 
     /// The planner's policy against an API server at `cluster_kubernetes_version`.

@@ -10,7 +10,8 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Node;
 use semver::Version;
 use serde_json::json;
-use wmco_cluster_client::fake::{FakeDrainer, FakeEvents, FakeInstanceRecords, FakeNodes};
+use wmco_cluster_client::Seams;
+use wmco_cluster_client::fake::{FakeCluster, FakeDrainer, FakeEvents, FakeInstanceRecords, FakeNodes};
 use wmco_cluster_client::names::{PUB_KEY_HASH_ANNOTATION, UPGRADING_LABEL, VERSION_ANNOTATION};
 use wmco_cluster_client::types::{Phase as RecordPhase, WindowsInstance};
 use wmco_cluster_client::{
@@ -77,14 +78,19 @@ impl Cluster {
             pub_key_hash: KEY.into(),
             drain: DrainOptions::default(),
         };
-        Arc::new(UpgradesContext::new(
-            self.records.clone(),
-            self.nodes.clone(),
-            self.drainer.clone(),
-            self.events.clone(),
-            self.api_server.clone(),
-            settings,
-        ))
+        Arc::new(UpgradesContext::new(&self.seams(), settings))
+    }
+
+    /// The seams over this cluster's fakes.
+    fn seams(&self) -> Seams {
+        Seams {
+            records: self.records.clone(),
+            nodes: self.nodes.clone(),
+            drainer: self.drainer.clone(),
+            events: self.events.clone(),
+            cluster_version: self.api_server.clone(),
+            ..FakeCluster::default().seams()
+        }
     }
 
     async fn add(&self, name: &str, host: Host) {
@@ -346,14 +352,7 @@ async fn a_drain_still_running_is_not_started_twice_and_holds_its_budget() {
     }
     let drainer = Arc::new(HeldDrainer { calls: Mutex::default(), release: tokio::sync::Semaphore::new(0) });
     let settings = cluster.executor(1).settings.clone();
-    let executor = Arc::new(UpgradesContext::new(
-        cluster.records.clone(),
-        cluster.nodes.clone(),
-        drainer.clone(),
-        cluster.events.clone(),
-        cluster.api_server.clone(),
-        settings,
-    ));
+    let executor = Arc::new(UpgradesContext::new(&Seams { drainer: drainer.clone(), ..cluster.seams() }, settings));
 
     let first = reconcile_fleet(&executor, at(NOW)).await.unwrap();
     tokio::task::yield_now().await;
@@ -446,14 +445,9 @@ async fn a_host_that_cannot_be_finished_does_not_hold_back_the_others() {
     settled(&executor, at(NOW)).await;
     cluster.configure_pass_finishes("a").await;
     cluster.configure_pass_finishes("b").await;
-    let refusing = Arc::new(UpgradesContext::new(
-        cluster.records.clone(),
-        Arc::new(RefusingUncordon { nodes: cluster.nodes.clone(), refused: "a" }),
-        cluster.drainer.clone(),
-        cluster.events.clone(),
-        cluster.api_server.clone(),
-        executor.settings.clone(),
-    ));
+    let refusing_nodes = Arc::new(RefusingUncordon { nodes: cluster.nodes.clone(), refused: "a" });
+    let refusing =
+        Arc::new(UpgradesContext::new(&Seams { nodes: refusing_nodes, ..cluster.seams() }, executor.settings.clone()));
 
     let outcome = settled(&refusing, at(NOW)).await;
     assert_eq!(outcome.finished, labels(&["b"]));
@@ -499,30 +493,15 @@ async fn machines_away_for_replacement_are_taken_off_the_budget() {
     let machines = Arc::new(ListedMachines(vec![replaced]));
 
     let budget_one = Arc::new(
-        UpgradesContext::new(
-            cluster.records.clone(),
-            cluster.nodes.clone(),
-            cluster.drainer.clone(),
-            cluster.events.clone(),
-            cluster.api_server.clone(),
-            cluster.executor(1).settings.clone(),
-        )
-        .with_windows_machines(machines.clone()),
+        UpgradesContext::new(&cluster.seams(), cluster.executor(1).settings.clone())
+            .with_windows_machines(machines.clone()),
     );
     let held = settled(&budget_one, at(NOW)).await;
     assert_eq!((held.started, held.machines_away), (Vec::new(), vec!["win-m".to_owned()]));
     assert_eq!(cluster.unavailable(&["a", "b"]), Vec::<String>::new());
 
     let budget_two = Arc::new(
-        UpgradesContext::new(
-            cluster.records.clone(),
-            cluster.nodes.clone(),
-            cluster.drainer.clone(),
-            cluster.events.clone(),
-            cluster.api_server.clone(),
-            cluster.executor(2).settings.clone(),
-        )
-        .with_windows_machines(machines),
+        UpgradesContext::new(&cluster.seams(), cluster.executor(2).settings.clone()).with_windows_machines(machines),
     );
     assert_eq!(settled(&budget_two, at(NOW)).await.started, labels(&["a"]));
 }
@@ -562,15 +541,7 @@ async fn executors_rebuilt_over_one_shared_budget_share_its_lock_and_its_machine
     let budget = SharedBudget::new(Arc::new(ListedMachines(vec![provisioning])));
     let build = || {
         Arc::new(
-            UpgradesContext::new(
-                cluster.records.clone(),
-                cluster.nodes.clone(),
-                cluster.drainer.clone(),
-                cluster.events.clone(),
-                cluster.api_server.clone(),
-                cluster.executor(1).settings.clone(),
-            )
-            .with_shared_budget(&budget),
+            UpgradesContext::new(&cluster.seams(), cluster.executor(1).settings.clone()).with_shared_budget(&budget),
         )
     };
     let (before_key_change, after_key_change) = (build(), build());

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
-use wmco_cluster_client::{EventPublisher, ResourceExt, Secrets};
+use wmco_cluster_client::{EventPublisher, ResourceExt, Seams, Secrets};
 use wmco_user_data::Platform;
 
 use super::UserDataError;
@@ -64,19 +64,19 @@ impl UserDataContext {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use wmco_cluster_client::fake::{FakeEvents, FakeSecrets};
+    /// use wmco_cluster_client::fake::FakeCluster;
     /// use wmco_operator::user_data::{UserDataContext, UserDataSettings};
     /// let settings = UserDataSettings {
     ///     operator_namespace: "openshift-windows-machine-config-operator".into(),
     ///     platform: wmco_user_data::Platform::Aws,
     /// };
-    /// let context = UserDataContext::new(Arc::new(FakeSecrets::default()), Arc::new(FakeEvents::default()), settings);
+    /// let context = UserDataContext::new(&FakeCluster::default().seams(), settings);
     /// assert_eq!(context.settings.platform, wmco_user_data::Platform::Aws);
     /// ```
-    pub fn new(secrets: Arc<dyn Secrets>, events: Arc<dyn EventPublisher>, settings: UserDataSettings) -> Self {
+    pub fn new(seams: &Seams, settings: UserDataSettings) -> Self {
         Self {
-            secrets,
-            events,
+            secrets: Arc::clone(&seams.secrets),
+            events: Arc::clone(&seams.events),
             settings,
             metrics: Arc::new(Metrics::new()),
             last_problem: Mutex::default(),

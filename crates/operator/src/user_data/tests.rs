@@ -9,8 +9,8 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
 use kube::api::ObjectMeta;
-use wmco_cluster_client::fake::{FakeEvents, FakeSecrets};
-use wmco_cluster_client::{Secrets, Severity};
+use wmco_cluster_client::fake::{FakeCluster, FakeEvents, FakeSecrets};
+use wmco_cluster_client::{Seams, Secrets, Severity};
 use wmco_user_data::{Platform, PublicKey, render_user_data};
 
 use super::*;
@@ -66,7 +66,8 @@ fn fixture(platform: Platform) -> Fixture {
     let secrets = Arc::new(CountingSecrets::default());
     let events = Arc::new(FakeEvents::default());
     let settings = UserDataSettings { operator_namespace: NAMESPACE.to_owned(), platform };
-    let ctx = UserDataContext::new(Arc::clone(&secrets) as _, Arc::clone(&events) as _, settings);
+    let seams = Seams { secrets: secrets.clone(), events: events.clone(), ..FakeCluster::default().seams() };
+    let ctx = UserDataContext::new(&seams, settings);
     Fixture { secrets, events, ctx }
 }
 

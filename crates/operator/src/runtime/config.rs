@@ -1,0 +1,309 @@
+//! [`OperatorConfig`]: everything the controllers are told, decided once at startup from the operator's flags
+//! ([`OperatorFlags`]), the cluster's facts and the payload manifest. Every controller's settings are derived from
+//! it here, so the namespace, versions, budget and concurrency are written in one place.
+
+use std::time::Duration;
+
+use semver::Version;
+use wmco_cluster_client::{ClusterFacts, DrainOptions, Platform};
+use wmco_csr_approver::IpCidr;
+use wmco_payload_manifest::Manifest;
+use wmco_windows_services::Verbosity;
+
+use crate::csr::{CsrSettings, system_clock};
+use crate::files::{ClusterSettings, ClusterSettingsError};
+use crate::instances::InstancesSettings;
+use crate::machines::MachinesSettings;
+use crate::rekey::RekeySettings;
+use crate::upgrades::{UpgradeSettings, UpgradesError, operator_version, payload_kubelet_version};
+use crate::user_data::{UserDataSettings, platform_of};
+
+/// The controller name on Events and the prefix of a default process identity.
+pub const CONTROLLER_NAME: &str = "windows-machine-config-operator";
+
+/// What the admin decides through `wmco run`'s flags (the operator's own settings, not the cluster's).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OperatorFlags {
+    /// The operator namespace (records, Lease, `windows-instances`, `cloud-private-key`).
+    pub namespace: String,
+    /// This process's identity: the lease holder and the SSH client version suffix.
+    pub identity: String,
+    /// The SSH port of every host.
+    pub ssh_port: u16,
+    /// How many hosts are configured at once.
+    pub concurrency: u16,
+    /// How many Windows nodes may be unavailable at once (BYOH and Machines together).
+    pub max_unavailable: u32,
+    /// How long a Machine's host may refuse the operator's key before the Machine is replaced.
+    pub authentication_grace: Duration,
+    /// The version recorded on Nodes instead of this crate's version (tests and development only).
+    pub version_override: Option<String>,
+    /// Log verbosity of the node services.
+    pub verbosity: Verbosity,
+    /// The pod networks kubelet serving CSRs must not claim addresses in.
+    pub cluster_networks: Vec<IpCidr>,
+}
+
+/// What the cluster is, as discovered at startup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClusterShape {
+    /// The cluster serves `config.openshift.io` (kubelet client CA from ControllerConfig).
+    pub openshift: bool,
+    /// The cluster serves `machine.openshift.io` (the Machine and user-data controllers run).
+    pub machine_api: bool,
+}
+
+/// The configuration is not usable.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// `--version-override` or the payload's kubelet version is not usable.
+    #[error(transparent)]
+    Version(#[from] UpgradesError),
+    /// The cluster facts cannot be turned into the files' render inputs.
+    #[error("cluster facts")]
+    ClusterFacts(#[from] ClusterSettingsError),
+    /// The cluster's service network is not a CIDR.
+    #[error("the cluster's service network {service_cidr:?} is not a CIDR")]
+    ServiceNetwork {
+        /// The network as read.
+        service_cidr: String,
+    },
+}
+
+/// The operator's configuration: flags, cluster facts and payload versions, decided once.
+///
+/// ```
+/// use std::time::Duration;
+/// use wmco_operator::runtime::{ClusterShape, OperatorConfig, OperatorFlags};
+/// # let facts = wmco_cluster_client::ClusterFacts {
+/// #     service_cidr: "172.30.0.0/16".into(),
+/// #     api_server_internal_url: "https://api-int.example:6443".into(),
+/// #     platform: wmco_cluster_client::Platform::None,
+/// #     proxy: Default::default(),
+/// #     kubernetes_version: semver::Version::new(1, 36, 0),
+/// #     mirror_sets: Vec::new(),
+/// # };
+/// let flags = OperatorFlags {
+///     namespace: "wmco".into(),
+///     identity: "wmco-0".into(),
+///     ssh_port: 22,
+///     concurrency: 8,
+///     max_unavailable: 1,
+///     authentication_grace: Duration::from_secs(300),
+///     version_override: Some("10.18.0".into()),
+///     verbosity: wmco_windows_services::Verbosity::Normal,
+///     cluster_networks: Vec::new(),
+/// };
+/// let manifest = wmco_payload_manifest::Manifest::product().unwrap();
+/// let shape = ClusterShape { openshift: false, machine_api: false };
+/// let config = OperatorConfig::new(flags, &facts, shape, &manifest).unwrap();
+/// assert_eq!(config.rekey_settings().namespace, "wmco");
+/// assert_eq!(config.operator_version.to_string(), "10.18.0");
+/// ```
+#[derive(Clone, Debug)]
+pub struct OperatorConfig {
+    /// The admin's flags.
+    pub flags: OperatorFlags,
+    /// What the cluster serves.
+    pub shape: ClusterShape,
+    /// The version written to configured Nodes (no build metadata).
+    pub operator_version: Version,
+    /// The kubelet version the payload installs (for the upgrade skew rule).
+    pub payload_kubelet_version: Version,
+    /// The cluster's platform.
+    pub platform: Platform,
+    /// The cluster's Service network.
+    pub service_network: IpCidr,
+    /// The files' render inputs from the cluster facts.
+    pub cluster: ClusterSettings,
+}
+
+impl OperatorConfig {
+    /// Decides the configuration from `flags`, the cluster's `facts` and `shape`, and the payload `manifest`.
+    ///
+    /// # Errors
+    /// [`ConfigError`] naming the flag or fact that is not usable.
+    pub fn new(
+        flags: OperatorFlags,
+        facts: &ClusterFacts,
+        shape: ClusterShape,
+        manifest: &Manifest,
+    ) -> Result<Self, ConfigError> {
+        let operator_version = operator_version(flags.version_override.as_deref())?;
+        let payload_kubelet_version = payload_kubelet_version(manifest)?;
+        let cluster = ClusterSettings::from_facts(facts)?;
+        let service_network = facts
+            .service_cidr
+            .parse()
+            .map_err(|_| ConfigError::ServiceNetwork { service_cidr: facts.service_cidr.clone() })?;
+        Ok(OperatorConfig {
+            flags,
+            shape,
+            operator_version,
+            payload_kubelet_version,
+            platform: facts.platform.clone(),
+            service_network,
+            cluster,
+        })
+    }
+
+    /// The operator namespace.
+    pub fn namespace(&self) -> &str {
+        &self.flags.namespace
+    }
+
+    /// The CSR controller's settings: the namespace and the networks no serving certificate may claim.
+    pub fn csr_settings(&self) -> CsrSettings {
+        CsrSettings {
+            namespace: self.flags.namespace.clone(),
+            service_network: vec![self.service_network],
+            cluster_network: self.flags.cluster_networks.clone(),
+            clock: system_clock(),
+        }
+    }
+
+    /// The instances controller's settings for the operator key whose public key hashes to `pub_key_hash`.
+    pub fn instances_settings(&self, pub_key_hash: String) -> InstancesSettings {
+        InstancesSettings {
+            namespace: self.flags.namespace.clone(),
+            services: self.cluster.service_settings(self.flags.verbosity),
+            operator_version: self.operator_version.to_string(),
+            pub_key_hash,
+            drain: DrainOptions::default(),
+        }
+    }
+
+    /// The upgrade executor's settings for the operator key whose public key hashes to `pub_key_hash`.
+    pub fn upgrade_settings(&self, pub_key_hash: String) -> UpgradeSettings {
+        UpgradeSettings {
+            namespace: self.flags.namespace.clone(),
+            operator_version: self.operator_version.clone(),
+            max_unavailable: self.flags.max_unavailable,
+            payload_kubelet_version: self.payload_kubelet_version.clone(),
+            pub_key_hash,
+            drain: DrainOptions::default(),
+        }
+    }
+
+    /// The key rotation's settings: the same versions, budget and concurrency as the upgrade executor, and the
+    /// grace period of refused logins on Machines.
+    pub fn rekey_settings(&self) -> RekeySettings {
+        RekeySettings {
+            max_concurrent_configurations: u32::from(self.flags.concurrency),
+            authentication_grace: self.flags.authentication_grace,
+            ..RekeySettings::new(
+                self.flags.namespace.clone(),
+                self.operator_version.clone(),
+                self.payload_kubelet_version.clone(),
+                self.flags.max_unavailable,
+            )
+        }
+    }
+
+    /// The Machine controller's settings: the namespace and the cluster's platform.
+    pub fn machines_settings(&self) -> MachinesSettings {
+        MachinesSettings { namespace: self.flags.namespace.clone(), platform: self.platform.clone() }
+    }
+
+    /// The user-data controller's settings: the namespace and the cluster's platform.
+    pub fn user_data_settings(&self) -> UserDataSettings {
+        UserDataSettings { operator_namespace: self.flags.namespace.clone(), platform: platform_of(&self.platform) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flags() -> OperatorFlags {
+        OperatorFlags {
+            namespace: "openshift-windows-machine-config-operator".into(),
+            identity: "wmco-0".into(),
+            ssh_port: 2222,
+            concurrency: 3,
+            max_unavailable: 4,
+            authentication_grace: Duration::from_secs(20),
+            version_override: None,
+            verbosity: Verbosity::Debug,
+            cluster_networks: Vec::new(),
+        }
+    }
+
+    fn facts() -> ClusterFacts {
+        ClusterFacts {
+            service_cidr: "172.30.0.0/16".into(),
+            api_server_internal_url: "https://api-int.example:6443".into(),
+            platform: Platform::None,
+            proxy: Default::default(),
+            kubernetes_version: Version::new(1, 33, 0),
+            mirror_sets: Vec::new(),
+        }
+    }
+
+    const OPENSHIFT: ClusterShape = ClusterShape { openshift: true, machine_api: true };
+
+    #[test]
+    fn settings_come_from_the_flags_and_the_version_drops_build_metadata() {
+        let manifest = Manifest::product().expect("product manifest");
+        let config = OperatorConfig::new(flags(), &facts(), OPENSHIFT, &manifest).expect("config");
+        assert_eq!(
+            config.operator_version.to_string(),
+            env!("CARGO_PKG_VERSION").split('+').next().expect("a version")
+        );
+        let kubelet = manifest.component("kubelet").expect("kubelet component").version.clone();
+        assert_eq!(Some(format!("v{}", config.payload_kubelet_version)), kubelet);
+        let rekey = config.rekey_settings();
+        assert_eq!(
+            (rekey.namespace.as_str(), rekey.max_unavailable, rekey.max_concurrent_configurations),
+            ("openshift-windows-machine-config-operator", 4, 3)
+        );
+        assert_eq!(rekey.authentication_grace, Duration::from_secs(20));
+        assert_eq!(
+            (&rekey.operator_version, &rekey.payload_kubelet_version),
+            (&config.operator_version, &config.payload_kubelet_version)
+        );
+        let upgrades = config.upgrade_settings("hash".into());
+        assert_eq!((upgrades.max_unavailable, upgrades.pub_key_hash.as_str()), (4, "hash"));
+        let instances = config.instances_settings("hash".into());
+        assert_eq!(instances.operator_version, config.operator_version.to_string());
+        assert_eq!(instances.services.verbosity, Verbosity::Debug);
+        let overridden = OperatorFlags { version_override: Some("10.18.0-e2e+build.7".into()), ..flags() };
+        let config = OperatorConfig::new(overridden, &facts(), OPENSHIFT, &manifest).expect("config");
+        assert_eq!(config.operator_version.to_string(), "10.18.0-e2e");
+    }
+
+    #[test]
+    fn a_version_override_that_is_not_semver_names_the_flag_and_the_value() {
+        let manifest = Manifest::product().expect("product manifest");
+        let flags = OperatorFlags { version_override: Some("10.18".into()), ..flags() };
+        let error = OperatorConfig::new(flags, &facts(), OPENSHIFT, &manifest).expect_err("not semver");
+        assert!(matches!(error, ConfigError::Version(_)), "{error:?}");
+        assert!(error.to_string().contains("--version-override"), "{error}");
+        assert!(error.to_string().contains("10.18"), "{error}");
+    }
+
+    #[test]
+    fn machine_api_settings_carry_the_namespace_and_the_platform() {
+        let manifest = Manifest::product().expect("product manifest");
+        let flags = OperatorFlags { namespace: "wmco".into(), ..flags() };
+        let config = OperatorConfig::new(flags.clone(), &facts(), OPENSHIFT, &manifest).expect("config");
+        assert_eq!(config.machines_settings(), MachinesSettings { namespace: "wmco".into(), platform: Platform::None });
+        assert_eq!(
+            config.user_data_settings(),
+            UserDataSettings { operator_namespace: "wmco".into(), platform: wmco_user_data::Platform::None }
+        );
+        let gcp = ClusterFacts { platform: Platform::Gcp, ..facts() };
+        let config = OperatorConfig::new(flags, &gcp, OPENSHIFT, &manifest).expect("config");
+        assert_eq!(config.user_data_settings().platform, wmco_user_data::Platform::Gcp);
+    }
+
+    #[test]
+    fn a_service_network_that_is_not_ipv4_is_a_cluster_facts_error() {
+        let manifest = Manifest::product().expect("product manifest");
+        let facts = ClusterFacts { service_cidr: "fd00::/108".into(), ..facts() };
+        let error = OperatorConfig::new(flags(), &facts, OPENSHIFT, &manifest).expect_err("IPv6 services");
+        assert_eq!(error.to_string(), "cluster facts");
+        let cause = std::error::Error::source(&error).expect("the facts error").to_string();
+        assert!(cause.contains("fd00::/108"), "{cause}");
+    }
+}

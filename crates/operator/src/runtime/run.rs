@@ -1,0 +1,251 @@
+//! [`run`]: the operator process after its flags are parsed and its payload verified. It serves `/healthz`,
+//! `/readyz` and `/metrics`, connects to the cluster, learns what the cluster is (OpenShift or plain Kubernetes,
+//! machine API or not) and its facts, decides the [`OperatorConfig`] and builds the [`Seams`] once, then runs the
+//! controllers: as leader of a Lease, or at once when leader election is off.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::Client;
+use wmco_cluster_client::{
+    ClusterFacts, ClusterFactsSource, OpenShiftFacts, PlainKubernetesConfig, PlainKubernetesFacts, Seams,
+    serves_machine_api, serves_openshift_config,
+};
+use wmco_csr_approver::IpCidr;
+use wmco_payload_manifest::{Manifest, Payload};
+
+use super::config::{CONTROLLER_NAME, ClusterShape, ConfigError, OperatorConfig, OperatorFlags};
+use super::leader::{LeaseSettings, lead_then_run};
+use super::supervisor::{Operator, start_controllers};
+use crate::health::{self, HealthError, Readiness};
+use crate::metrics::Metrics;
+
+/// The plain Kubernetes settings the admin passes as flags (on OpenShift they are read from config objects).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PlainKubernetesFlags {
+    /// The Service network (`--service-cidr`).
+    pub service_cidr: Option<IpCidr>,
+    /// The URL Windows nodes reach the API server at (`--api-server-url`).
+    pub api_server_url: Option<String>,
+}
+
+impl PlainKubernetesFlags {
+    /// The plain Kubernetes configuration; both flags are required when the cluster is not OpenShift.
+    ///
+    /// ```
+    /// use wmco_operator::runtime::PlainKubernetesFlags;
+    /// let flags = PlainKubernetesFlags { service_cidr: Some("10.96.0.0/12".parse()?), api_server_url: None };
+    /// assert!(flags.config().is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`RunError::PlainKubernetesFlags`] when either is missing.
+    pub fn config(&self) -> Result<PlainKubernetesConfig, RunError> {
+        let (Some(service_cidr), Some(api_server_url)) = (&self.service_cidr, &self.api_server_url) else {
+            return Err(RunError::PlainKubernetesFlags);
+        };
+        Ok(PlainKubernetesConfig {
+            service_cidr: service_cidr.to_string(),
+            api_server_internal_url: api_server_url.clone(),
+            proxy: Default::default(),
+            mirror_sets: Vec::new(),
+        })
+    }
+}
+
+/// What [`run`] is given: the admin's flags and the verified payload.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// The operator's own settings.
+    pub flags: OperatorFlags,
+    /// The plain Kubernetes flags (ignored on OpenShift).
+    pub plain_kubernetes: PlainKubernetesFlags,
+    /// The address of the one HTTP listener (`/healthz`, `/readyz`, `/metrics`).
+    pub listen: SocketAddr,
+    /// The Lease to take part in leader election on; `None` runs the controllers at once (one process only).
+    pub lease: Option<String>,
+    /// How long a graceful stop lets the host reconciles in flight finish.
+    pub shutdown_grace: Duration,
+    /// The payload manifest built into the binary.
+    pub manifest: Manifest,
+    /// The verified payload.
+    pub payload: Payload,
+}
+
+/// Why the operator stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The health listener cannot be bound.
+    #[error("--listen")]
+    Listen(#[source] HealthError),
+    /// No Kubernetes configuration was found.
+    #[error("cannot find a Kubernetes configuration (in-cluster or kubeconfig)")]
+    KubeConfig(#[source] kube::config::InferConfigError),
+    /// The Kubernetes client cannot be built.
+    #[error("cannot build a Kubernetes client")]
+    Client(#[source] kube::Error),
+    /// The API groups the cluster serves cannot be read.
+    #[error("cannot discover the API groups")]
+    Discovery(#[source] wmco_cluster_client::Error),
+    /// The cluster's facts cannot be read.
+    #[error("cannot read the cluster facts")]
+    Facts(#[source] wmco_cluster_client::Error),
+    /// The cluster is not OpenShift and the plain Kubernetes flags are missing.
+    #[error("the cluster does not serve config.openshift.io: pass --service-cidr and --api-server-url")]
+    PlainKubernetesFlags,
+    /// The configuration decided from the flags, facts and payload is not usable.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The cluster seams cannot be built.
+    #[error("cannot build the cluster clients")]
+    Seams(#[source] wmco_cluster_client::Error),
+    /// The Lease cannot be used.
+    #[error("cannot use Lease {namespace}/{name}")]
+    Lease {
+        /// The operator namespace.
+        namespace: String,
+        /// The Lease's name.
+        name: String,
+        /// The lease manager's error.
+        #[source]
+        source: kube_lease_manager::LeaseManagerError,
+    },
+    /// Leader election stopped.
+    #[error("leader election of Lease {name} stopped")]
+    ElectionStopped {
+        /// The Lease's name.
+        name: String,
+    },
+    /// Another replica took the lease.
+    #[error("lost Lease {name}: exiting so a new leader takes over")]
+    LeaseLost {
+        /// The Lease's name.
+        name: String,
+    },
+}
+
+impl RunError {
+    /// Whether the error is the admin's input (a flag, the cluster's facts): `wmco run` exits 2 on those.
+    pub fn is_unusable_input(&self) -> bool {
+        matches!(self, RunError::Listen(_) | RunError::PlainKubernetesFlags | RunError::Config(_))
+    }
+}
+
+/// Runs the operator until `shutdown` completes (controllers stopped gracefully: `Ok`) or it fails; a lost lease
+/// is an error (controllers aborted at once: another replica may already lead).
+///
+/// ```no_run
+/// # async fn example(options: wmco_operator::runtime::RunOptions) -> Result<(), wmco_operator::runtime::RunError> {
+/// wmco_operator::runtime::run(options, wmco_operator::shutdown::termination_requested()).await
+/// # }
+/// ```
+///
+/// # Errors
+/// [`RunError`]: the listener, the cluster connection, the facts, the configuration or the Lease.
+pub async fn run(options: RunOptions, shutdown: impl Future<Output = ()>) -> Result<(), RunError> {
+    let readiness = Arc::new(Readiness::default());
+    let metrics = Arc::new(Metrics::new());
+    let listener = health::bind(options.listen).await.map_err(RunError::Listen)?;
+    let (stop_health, health_stopped) = tokio::sync::oneshot::channel::<()>();
+    let health_server = tokio::spawn(health::serve(listener, Arc::clone(&readiness), Arc::clone(&metrics), async {
+        let _ = health_stopped.await;
+    }));
+    let outcome = operate(options, metrics, &readiness, shutdown).await;
+    let _ = stop_health.send(());
+    match health_server.await {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => tracing::warn!(error = %error, "health server"),
+        Err(error) => tracing::warn!(error = %error, "health server task"),
+    }
+    outcome
+}
+
+async fn operate(
+    options: RunOptions,
+    metrics: Arc<Metrics>,
+    readiness: &Readiness,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), RunError> {
+    let drain_config = kube::Config::infer().await.map_err(RunError::KubeConfig)?;
+    let client = Client::try_from(drain_config.clone()).map_err(RunError::Client)?;
+    let (facts, shape) = discover(&client, &options.plain_kubernetes).await?;
+    let config = Arc::new(OperatorConfig::new(options.flags, &facts, shape, &options.manifest)?);
+    let seams =
+        Seams::for_client(&client, drain_config, CONTROLLER_NAME, shape.machine_api).map_err(RunError::Seams)?;
+    let operator = Operator {
+        client: client.clone(),
+        seams,
+        config,
+        manifest: options.manifest,
+        payload: options.payload,
+        metrics,
+    };
+    match options.lease {
+        Some(name) => {
+            let lease = LeaseSettings { name, grace: options.shutdown_grace };
+            lead_then_run(&client, &lease, &operator, readiness, shutdown).await
+        }
+        None => {
+            let controllers = start_controllers(&operator);
+            readiness.set_ready(true);
+            tracing::info!("leader election off: controllers started");
+            shutdown.await;
+            controllers.stop_gracefully(options.shutdown_grace).await;
+            Ok(())
+        }
+    }
+}
+
+/// What the cluster is, and its facts: from OpenShift's config objects, or from the plain Kubernetes flags.
+async fn discover(client: &Client, plain: &PlainKubernetesFlags) -> Result<(ClusterFacts, ClusterShape), RunError> {
+    let openshift = serves_openshift_config(client).await.map_err(RunError::Discovery)?;
+    let facts = if openshift {
+        OpenShiftFacts::new(client.clone()).gather().await
+    } else {
+        PlainKubernetesFacts::new(client.clone(), plain.config()?).gather().await
+    }
+    .map_err(RunError::Facts)?;
+    tracing::info!(
+        openshift,
+        service_cidr = %facts.service_cidr,
+        api_server = %facts.api_server_internal_url,
+        kubernetes_version = %facts.kubernetes_version,
+        "cluster facts gathered"
+    );
+    let machine_api = serves_machine_api(client).await.map_err(RunError::Discovery)?;
+    if !machine_api {
+        tracing::info!(
+            "the cluster does not serve machine.openshift.io: the Machine and user-data controllers are off"
+        );
+    }
+    Ok((facts, ClusterShape { openshift, machine_api }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_kubernetes_needs_both_flags_and_says_which() {
+        let only_cidr =
+            PlainKubernetesFlags { service_cidr: Some("10.96.0.0/12".parse().expect("cidr")), api_server_url: None };
+        let error = only_cidr.config().expect_err("api server url missing");
+        assert!(error.is_unusable_input());
+        assert_eq!(
+            error.to_string(),
+            "the cluster does not serve config.openshift.io: pass --service-cidr and --api-server-url"
+        );
+        let both = PlainKubernetesFlags { api_server_url: Some("https://10.0.0.1:6443".into()), ..only_cidr };
+        let config = both.config().expect("both flags given");
+        assert_eq!(config.service_cidr, "10.96.0.0/12");
+        assert_eq!(config.api_server_internal_url, "https://10.0.0.1:6443");
+    }
+
+    #[test]
+    fn a_lost_lease_is_a_failure_not_unusable_input() {
+        assert!(!RunError::LeaseLost { name: "wmco".into() }.is_unusable_input());
+    }
+}

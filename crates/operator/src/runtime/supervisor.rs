@@ -1,0 +1,285 @@
+//! The controllers of one leadership term: [`start_controllers`] builds every controller's context from the one
+//! [`Seams`] and [`OperatorConfig`] and spawns it; [`Controllers`] stops them, gracefully (SIGTERM) or at once (the
+//! lease is lost).
+//!
+//! Two classes of controller stop differently. The CSR, Machine, user-data controllers and the key rotation do API
+//! calls (each write atomic) and read-only SSH logins: they are aborted at their next await point. The instances
+//! controller and the upgrade executor run host steps: on a graceful stop they start no new work and get a grace
+//! period to finish the reconciles in flight.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::Client;
+use tokio::task::JoinHandle;
+use wmco_cluster_client::Seams;
+use wmco_payload_manifest::{Manifest, Payload};
+use wmco_ssh_transport::HostPool;
+
+use super::config::OperatorConfig;
+use crate::csr::{CsrContext, system_clock};
+use crate::files::{KubeletCaSource, MaterialRefresher, MaterialSources, NodeFiles, RefreshSettings};
+use crate::fleet::SharedBudget;
+use crate::fleet_metrics::run_fleet_metrics;
+use crate::instances::{InstancesContext, SshConnector};
+use crate::machines::MachinesContext;
+use crate::metrics::Metrics;
+use crate::operator_key::{OperatorKey, wait_for_key_change, wait_for_operator_key};
+use crate::rekey::{RekeyContext, SshKeyChecker};
+use crate::shutdown::{ShutdownSignal, ShutdownTrigger, shutdown_channel};
+use crate::upgrades::UpgradesContext;
+use crate::user_data::UserDataContext;
+
+/// How often an unusable `cloud-private-key` Secret is read again.
+pub const KEY_RETRY: Duration = Duration::from_secs(10);
+/// How long an unused SSH connection stays open.
+pub const SSH_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Everything a leadership term starts its controllers from, built once per process.
+#[derive(Clone)]
+pub(crate) struct Operator {
+    /// The client the controllers' watches use.
+    pub client: Client,
+    /// Every cluster capability.
+    pub seams: Seams,
+    /// Flags, cluster facts and payload versions.
+    pub config: Arc<OperatorConfig>,
+    /// The payload manifest built into the binary.
+    pub manifest: Manifest,
+    /// The verified payload.
+    pub payload: Payload,
+    /// The registry `/metrics` serves.
+    pub metrics: Arc<Metrics>,
+}
+
+/// The running controllers of one leadership term.
+pub(crate) struct Controllers {
+    /// Controllers whose work is API calls and read-only SSH logins: stopped at their next await point.
+    immediate: Vec<(&'static str, JoinHandle<()>)>,
+    /// The instances controller and upgrade executor: they run host steps and stop on `shutdown`.
+    graceful: (&'static str, JoinHandle<()>),
+    shutdown: ShutdownTrigger,
+}
+
+impl Controllers {
+    /// Graceful stop (SIGTERM): the API-only controllers stop at once, the host controllers start no new work and
+    /// get `grace` to finish the reconciles in flight, then whatever still runs is aborted.
+    pub(crate) async fn stop_gracefully(self, grace: Duration) {
+        let Controllers { immediate, graceful: (name, mut graceful), shutdown } = self;
+        shutdown.trigger();
+        abort_all(immediate).await;
+        tracing::info!(grace = ?grace, "waiting for the host reconciles in flight");
+        match tokio::time::timeout(grace, &mut graceful).await {
+            Ok(result) => log_end(name, result),
+            Err(_) => {
+                tracing::warn!(controller = name, grace = ?grace, "host reconciles still running after the grace period: aborting them");
+                abort_all(vec![(name, graceful)]).await;
+            }
+        }
+        tracing::info!("controllers stopped");
+    }
+
+    /// Immediate stop (the lease is lost and another replica may already lead): every controller is aborted at its
+    /// next await point.
+    pub(crate) async fn abort(self) {
+        let Controllers { mut immediate, graceful, shutdown } = self;
+        shutdown.trigger();
+        immediate.push(graceful);
+        abort_all(immediate).await;
+        tracing::info!("controllers aborted");
+    }
+}
+
+async fn abort_all(controllers: Vec<(&'static str, JoinHandle<()>)>) {
+    for (_, controller) in &controllers {
+        controller.abort();
+    }
+    for (name, controller) in controllers {
+        log_end(name, controller.await);
+    }
+}
+
+fn log_end(name: &'static str, result: Result<(), tokio::task::JoinError>) {
+    if let Err(error) = result
+        && !error.is_cancelled()
+    {
+        tracing::warn!(controller = name, error = %error, "controller task failed");
+    }
+}
+
+/// Starts the controllers this process runs as leader: CSR, instances with the upgrade executor, the key rotation,
+/// and (where the cluster serves the machine API) Machines and user data.
+pub(crate) fn start_controllers(operator: &Operator) -> Controllers {
+    let Operator { client, seams, config, metrics, .. } = operator;
+    let machine_api = config.shape.machine_api;
+    let (shutdown, signal) = shutdown_channel();
+    let mut csr = CsrContext::new(seams, config.csr_settings()).with_metrics(Arc::clone(metrics));
+    if machine_api {
+        csr = csr.with_machines(Arc::clone(&seams.machines));
+    }
+    tracing::info!(namespace = %config.namespace(), "starting the CSR controller");
+    let mut immediate = vec![("csr", tokio::spawn(crate::csr::controller(client.clone(), Arc::new(csr))))];
+    // One budget for the key rotation and every upgrade executor (rebuilt on a key change).
+    let budget = SharedBudget::new(Arc::clone(&seams.windows_machines));
+    let key_checker = SshKeyChecker::new(config.flags.ssh_port, Some(config.flags.identity.clone()));
+    let rekey = RekeyContext::new(seams, Arc::new(key_checker), config.rekey_settings())
+        .with_budget_lock(Arc::clone(&budget.lock))
+        .with_metrics(Arc::clone(metrics));
+    tracing::info!("starting the key rotation");
+    immediate.push(("rekey", tokio::spawn(crate::rekey::controller(client.clone(), Arc::new(rekey), machine_api))));
+    if machine_api {
+        let machines = MachinesContext::new(seams, config.machines_settings()).with_metrics(Arc::clone(metrics));
+        let user_data = UserDataContext::new(seams, config.user_data_settings()).with_metrics(Arc::clone(metrics));
+        tracing::info!(platform = ?config.platform, "starting the Machine and user-data controllers");
+        immediate.push(("machines", tokio::spawn(crate::machines::controller(client.clone(), Arc::new(machines)))));
+        immediate.push(("user-data", tokio::spawn(crate::user_data::controller(client.clone(), Arc::new(user_data)))));
+    }
+    let host_controllers = tokio::spawn(run_host_controllers(operator.clone(), budget, signal));
+    Controllers { immediate, graceful: ("instances", host_controllers), shutdown }
+}
+
+/// How many SSH connections may be open at once: two per concurrent configuration, at least 16.
+pub fn max_ssh_connections(concurrency: u16) -> usize {
+    usize::from(concurrency).saturating_mul(2).max(16)
+}
+
+/// The SSH connector of one key: a fresh pool, `key`, the port and the process identity.
+fn connector(config: &OperatorConfig, key: OperatorKey) -> SshConnector {
+    let pool = HostPool::new(max_ssh_connections(config.flags.concurrency), SSH_IDLE_TIMEOUT);
+    SshConnector::new(pool, key.private_key, config.flags.ssh_port)
+        .with_client_version_suffix(config.flags.identity.clone())
+}
+
+/// Runs the instances controller and the upgrade executor until `shutdown` is triggered (or the task is aborted):
+/// starts the material refresher at once, waits for a usable operator key, then reconciles the fleet; when the
+/// admin replaces `cloud-private-key` with another usable key, both are rebuilt with it (new SSH connections;
+/// cached sessions dropped). Once `shutdown` is triggered the upgrade executor and the key watch stop, no host
+/// reconcile starts, and this returns when the host reconciles in flight finished. Every upgrade executor built
+/// (one per key) shares `budget` with the key rotation. Problems with the key or the material are logged and
+/// retried.
+async fn run_host_controllers(operator: Operator, budget: SharedBudget, shutdown: ShutdownSignal) {
+    let Operator { client, seams, config, manifest, payload, metrics } = operator;
+    let kubelet_ca = if config.shape.openshift {
+        KubeletCaSource::ControllerConfigs(Arc::clone(&seams.controller_configs))
+    } else {
+        KubeletCaSource::ApiServerCa
+    };
+    let sources = MaterialSources {
+        config_maps: Arc::clone(&seams.config_maps),
+        secrets: Arc::clone(&seams.secrets),
+        tokens: Arc::clone(&seams.tokens),
+        kubelet_ca,
+    };
+    let (refresher, snapshot) =
+        MaterialRefresher::new(sources, RefreshSettings::new(config.namespace()), system_clock());
+    let namespace = config.namespace().to_owned();
+    let instances = async {
+        let first_key = wait_for_operator_key(seams.secrets.as_ref(), seams.events.as_ref(), &namespace, KEY_RETRY);
+        let Some(mut key) = shutdown.clone().unless_triggered(first_key).await else {
+            return;
+        };
+        loop {
+            let current_hash = key.pub_key_hash.clone();
+            let files = NodeFiles::new(manifest.clone(), payload.clone(), config.cluster.clone(), snapshot.clone());
+            let context = InstancesContext::new(
+                &seams,
+                Arc::new(connector(&config, key)),
+                Arc::new(files),
+                config.instances_settings(current_hash.clone()),
+            )
+            .with_metrics(Arc::clone(&metrics));
+            let upgrades = UpgradesContext::new(&seams, config.upgrade_settings(current_hash.clone()))
+                .with_shared_budget(&budget)
+                .with_metrics(Arc::clone(&metrics));
+            tracing::info!(
+                namespace = %namespace,
+                concurrency = config.flags.concurrency,
+                max_unavailable = config.flags.max_unavailable,
+                "starting the instances controller and the upgrade executor"
+            );
+            let instances = crate::instances::controller(
+                client.clone(),
+                Arc::new(context),
+                config.flags.concurrency,
+                shutdown.clone(),
+            );
+            let upgrades =
+                shutdown.clone().unless_triggered(crate::upgrades::controller(client.clone(), Arc::new(upgrades)));
+            let key_change = shutdown.clone().unless_triggered(wait_for_key_change(
+                seams.secrets.as_ref(),
+                &namespace,
+                &current_hash,
+                KEY_RETRY,
+            ));
+            tokio::select! {
+                _ = async { futures::join!(instances, upgrades) } => return,
+                Some(new_key) = key_change => {
+                    tracing::warn!("Secret cloud-private-key changed: restarting the instances controller and the upgrade executor with the new key");
+                    key = new_key;
+                }
+            }
+        }
+    };
+    let fleet_metrics = run_fleet_metrics(client.clone(), namespace.clone(), Arc::clone(&metrics));
+    tokio::select! {
+        () = refresher.run() => {}
+        () = instances => {}
+        () = fleet_metrics => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn controllers_of(graceful: JoinHandle<()>, immediate: JoinHandle<()>, shutdown: ShutdownTrigger) -> Controllers {
+        Controllers { immediate: vec![("api", immediate)], graceful: ("host", graceful), shutdown }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_graceful_stop_lets_the_host_work_in_flight_finish_and_stops_the_rest_at_once() {
+        let (shutdown, signal) = shutdown_channel();
+        let finished = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let host_work = {
+            let finished = Arc::clone(&finished);
+            tokio::spawn(async move {
+                signal.triggered().await;
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                finished.store(true, std::sync::atomic::Ordering::SeqCst);
+            })
+        };
+        let api_work = tokio::spawn(std::future::pending::<()>());
+        let started = tokio::time::Instant::now();
+        controllers_of(host_work, api_work, shutdown).stop_gracefully(Duration::from_secs(15)).await;
+        assert!(finished.load(std::sync::atomic::Ordering::SeqCst));
+        assert_eq!(started.elapsed(), Duration::from_secs(5));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_graceful_stop_aborts_host_work_still_running_after_the_grace_period() {
+        let (shutdown, _signal) = shutdown_channel();
+        let host_work = tokio::spawn(std::future::pending::<()>());
+        let api_work = tokio::spawn(std::future::pending::<()>());
+        let started = tokio::time::Instant::now();
+        controllers_of(host_work, api_work, shutdown).stop_gracefully(Duration::from_secs(15)).await;
+        assert_eq!(started.elapsed(), Duration::from_secs(15));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn losing_the_lease_aborts_host_work_at_once() {
+        let (shutdown, signal) = shutdown_channel();
+        let host_work = tokio::spawn(async move {
+            signal.triggered().await;
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        });
+        let api_work = tokio::spawn(std::future::pending::<()>());
+        let started = tokio::time::Instant::now();
+        controllers_of(host_work, api_work, shutdown).abort().await;
+        assert_eq!(started.elapsed(), Duration::ZERO);
+    }
+
+    #[test]
+    fn two_ssh_connections_per_concurrent_configuration_and_at_least_sixteen() {
+        assert_eq!((max_ssh_connections(1), max_ssh_connections(8), max_ssh_connections(20)), (16, 16, 40));
+    }
+}
