@@ -1,14 +1,17 @@
 //! The operator's SSH key: Secret `cloud-private-key` (`private-key.pem`) in the operator namespace, turned into
 //! the transport's [`PrivateKey`] and the `pub-key-hash` Node annotation value (hex SHA-256 of the
-//! authorized-key line, as the Go operator computes it). [`wait_for_operator_key`] retries until the Secret is
-//! usable, logging an error and publishing one Warning Event on the Secret per distinct problem;
-//! [`wait_for_key_change`] returns the new key once the admin replaced it. Key material never reaches logs, errors
-//! or `Debug`.
+//! authorized-key line, as the Go operator computes it). [`KeyWatcher`] is the one reader of the Secret: it
+//! publishes the key (or the problem with it, with one Warning Event on the Secret per distinct problem) to every
+//! [`KeyReceiver`]; the host controllers wait on it for a first key and rebuild themselves when the admin replaced
+//! it, and the key rotation is triggered by it. Key material never reaches logs, errors or `Debug`.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
+use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::ObjectReference;
+use tokio::sync::watch;
 use wmco_cluster_client::{EventPublisher, NewEvent, Secrets, Severity};
 use wmco_ssh_transport::PrivateKey;
 use wmco_user_data::PublicKey;
@@ -102,54 +105,126 @@ pub async fn load_operator_key(secrets: &dyn Secrets, namespace: &str) -> Result
     })
 }
 
-/// Loads the operator key, retrying every `retry` until it is usable. Each distinct problem is logged as an
-/// error and published once as a Warning Event `PrivateKeyUnusable` on the Secret.
-pub async fn wait_for_operator_key(
-    secrets: &dyn Secrets,
-    events: &dyn EventPublisher,
-    namespace: &str,
-    retry: Duration,
-) -> OperatorKey {
-    let mut last_problem: Option<OperatorKeyError> = None;
-    loop {
-        match load_operator_key(secrets, namespace).await {
-            Ok(key) => {
+/// What the operator knows about its key, as [`KeyWatcher`] publishes it.
+#[derive(Clone, Debug)]
+pub enum KeyState {
+    /// The Secret has not been read yet.
+    Unread,
+    /// The Secret holds a usable key.
+    Usable(OperatorKey),
+    /// The Secret is missing or its key unusable: hosts wait for a first key, and a key already in use stays in
+    /// use.
+    Unusable(OperatorKeyError),
+}
+
+/// The one reader of Secret `cloud-private-key`: it re-reads the Secret when told to (a watch event) and at least
+/// every resync period, and publishes the [`KeyState`] to every [`KeyReceiver`] when it changes (a new key hash or
+/// a new problem). Each distinct problem is logged as an error and published once as a Warning Event
+/// `PrivateKeyUnusable` on the Secret.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+/// use std::sync::Arc;
+/// use wmco_cluster_client::fake::{FakeEvents, FakeSecrets};
+/// use wmco_operator::operator_key::{KeyState, KeyWatcher};
+///
+/// let (mut watcher, receiver) =
+///     KeyWatcher::new(Arc::new(FakeSecrets::default()), Arc::new(FakeEvents::default()), "wmco");
+/// watcher.refresh().await;
+/// assert!(matches!(receiver.current(), KeyState::Unusable(_)), "no Secret yet");
+/// # });
+/// ```
+pub struct KeyWatcher {
+    secrets: Arc<dyn Secrets>,
+    events: Arc<dyn EventPublisher>,
+    namespace: String,
+    sender: watch::Sender<KeyState>,
+}
+
+impl KeyWatcher {
+    /// A watcher of the Secret in `namespace` (nothing read yet) and a receiver of what it publishes.
+    pub fn new(
+        secrets: Arc<dyn Secrets>,
+        events: Arc<dyn EventPublisher>,
+        namespace: impl Into<String>,
+    ) -> (Self, KeyReceiver) {
+        let (sender, receiver) = watch::channel(KeyState::Unread);
+        (KeyWatcher { secrets, events, namespace: namespace.into(), sender }, KeyReceiver(receiver))
+    }
+
+    /// Reads the Secret once and publishes the state if it changed.
+    pub async fn refresh(&mut self) {
+        let read = load_operator_key(self.secrets.as_ref(), &self.namespace).await;
+        let published = self.sender.borrow().clone();
+        match (read, published) {
+            (Ok(key), KeyState::Usable(current)) if key.pub_key_hash == current.pub_key_hash => {}
+            (Ok(key), _) => {
                 tracing::info!(pub_key_hash = %key.pub_key_hash, "operator SSH key loaded");
-                return key;
+                self.sender.send_replace(KeyState::Usable(key));
             }
-            Err(problem) => {
-                if last_problem.as_ref() != Some(&problem) {
-                    tracing::error!(error = %problem, retry = ?retry, "the operator SSH key is unusable; hosts wait");
-                    publish_warning(events, namespace, &problem).await;
-                    last_problem = Some(problem);
+            (Err(problem), KeyState::Unusable(current)) if problem == current => {}
+            (Err(problem), published) => {
+                let in_use = matches!(published, KeyState::Usable(_));
+                tracing::error!(error = %problem, key_in_use = in_use, "the operator SSH key is unusable");
+                publish_warning(self.events.as_ref(), &self.namespace, &problem).await;
+                self.sender.send_replace(KeyState::Unusable(problem));
+            }
+        }
+    }
+
+    /// Reads the Secret now, then on every item of `triggers` and at least every `resync`, until `triggers` ends.
+    pub async fn run(mut self, triggers: impl Stream<Item = ()>, resync: Duration) {
+        self.refresh().await;
+        let mut triggers = std::pin::pin!(triggers);
+        loop {
+            tokio::select! {
+                trigger = triggers.next() => {
+                    if trigger.is_none() {
+                        return;
+                    }
                 }
-                tokio::time::sleep(retry).await;
+                () = tokio::time::sleep(resync) => {}
             }
+            self.refresh().await;
         }
     }
 }
 
-/// Re-reads the key every `interval` and returns it once it is usable and its hash differs from `current_hash`. An
-/// absent or unusable Secret is not a change: the key in use stays in use (and [`wait_for_operator_key`]'s
-/// warnings are not repeated here).
-pub async fn wait_for_key_change(
-    secrets: &dyn Secrets,
-    namespace: &str,
-    current_hash: &str,
-    interval: Duration,
-) -> OperatorKey {
-    loop {
-        tokio::time::sleep(interval).await;
-        match load_operator_key(secrets, namespace).await {
-            Ok(key) if key.pub_key_hash != current_hash => {
-                tracing::info!(pub_key_hash = %key.pub_key_hash, "the operator SSH key changed");
-                return key;
-            }
-            Ok(_) => {}
-            Err(problem) => {
-                tracing::debug!(error = %problem, "the new operator SSH key is not usable; keeping the current one")
-            }
+/// What a controller holds to learn the operator key from the one [`KeyWatcher`].
+#[derive(Clone, Debug)]
+pub struct KeyReceiver(watch::Receiver<KeyState>);
+
+impl KeyReceiver {
+    /// The state last published.
+    pub fn current(&self) -> KeyState {
+        self.0.borrow().clone()
+    }
+
+    /// The usable key, waiting for one; `None` once the watcher is gone.
+    pub async fn usable(&mut self) -> Option<OperatorKey> {
+        self.usable_where(|_| true).await
+    }
+
+    /// The next usable key whose hash differs from `current_hash`; `None` once the watcher is gone. An absent or
+    /// unusable Secret is not a change: the key in use stays in use.
+    pub async fn changed_from(&mut self, current_hash: &str) -> Option<OperatorKey> {
+        self.usable_where(|key| key.pub_key_hash != current_hash).await
+    }
+
+    async fn usable_where(&mut self, wanted: impl Fn(&OperatorKey) -> bool) -> Option<OperatorKey> {
+        let state = self.0.wait_for(|state| matches!(state, KeyState::Usable(key) if wanted(key))).await.ok()?;
+        match &*state {
+            KeyState::Usable(key) => Some(key.clone()),
+            KeyState::Unread | KeyState::Unusable(_) => None,
         }
+    }
+
+    /// One item per published change, as loop triggers; ends once the watcher is gone.
+    pub fn changes(self) -> impl Stream<Item = ()> + Send + 'static {
+        futures::stream::unfold(self.0, |mut receiver| async move {
+            receiver.changed().await.ok()?;
+            Some(((), receiver))
+        })
     }
 }
 
@@ -232,47 +307,67 @@ mod tests {
     /// An Ed25519 PKCS#8 key other than [`KEY`] (RFC 8032 test 2 seed).
     const OTHER_KEY: &str = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIEzNCD0Fy8MWzxGJ+lPmtsqbtZi9Oy6lrTPVnNNMOjy+\n-----END PRIVATE KEY-----\n";
 
+    /// A watcher re-reading the Secret every 10 s, running in the background, and its receiver.
+    fn watching(secrets: &Arc<FakeSecrets>, events: &Arc<FakeEvents>) -> KeyReceiver {
+        let (watcher, receiver) = KeyWatcher::new(secrets.clone(), events.clone(), "wmco");
+        tokio::spawn(watcher.run(futures::stream::pending(), Duration::from_secs(10)));
+        receiver
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_replaced_key_is_returned_and_a_missing_or_unchanged_one_is_not_a_change() {
-        let secrets = std::sync::Arc::new(FakeSecrets::default());
+        let secrets = Arc::new(FakeSecrets::default());
         secrets.apply(&secret(Some(KEY.as_bytes()))).await.unwrap();
-        let current = load_operator_key(secrets.as_ref(), "wmco").await.unwrap().pub_key_hash;
-        let watcher = {
-            let (secrets, current) = (secrets.clone(), current.clone());
-            tokio::spawn(async move {
-                wait_for_key_change(secrets.as_ref(), "wmco", &current, Duration::from_secs(10)).await
-            })
+        let mut receiver = watching(&secrets, &Arc::new(FakeEvents::default()));
+        let current = receiver.usable().await.unwrap().pub_key_hash;
+        let change = {
+            let (mut receiver, current) = (receiver.clone(), current.clone());
+            tokio::spawn(async move { receiver.changed_from(&current).await })
         };
         tokio::time::sleep(Duration::from_secs(25)).await;
         secrets.apply(&secret(None)).await.unwrap();
         tokio::time::sleep(Duration::from_secs(25)).await;
-        assert!(!watcher.is_finished(), "an unchanged or unusable key is no change");
+        assert!(!change.is_finished(), "an unchanged or unusable key is no change");
+        assert!(matches!(receiver.current(), KeyState::Unusable(OperatorKeyError::MissingDataKey { .. })));
         secrets.apply(&secret(Some(OTHER_KEY.as_bytes()))).await.unwrap();
-        let new_key = watcher.await.unwrap();
+        let new_key = change.await.unwrap().unwrap();
         assert_eq!(new_key.pub_key_hash, PublicKey::from_private_key_pem(OTHER_KEY).unwrap().pub_key_hash());
         assert_ne!(new_key.pub_key_hash, current);
     }
 
     #[tokio::test(start_paused = true)]
     async fn waiting_publishes_one_warning_per_problem_and_returns_once_the_key_is_usable() {
-        let secrets = std::sync::Arc::new(FakeSecrets::default());
-        let events = std::sync::Arc::new(FakeEvents::default());
-        let waiter = {
-            let (secrets, events) = (secrets.clone(), events.clone());
-            tokio::spawn(async move {
-                wait_for_operator_key(secrets.as_ref(), events.as_ref(), "wmco", Duration::from_secs(5)).await
-            })
-        };
-        tokio::time::sleep(Duration::from_secs(12)).await;
+        let secrets = Arc::new(FakeSecrets::default());
+        let events = Arc::new(FakeEvents::default());
+        let mut receiver = watching(&secrets, &events);
+        let waiter = tokio::spawn(async move { receiver.usable().await });
+        tokio::time::sleep(Duration::from_secs(25)).await;
         secrets.apply(&secret(Some(KEY.as_bytes()))).await.unwrap();
-        let key = waiter.await.unwrap();
+        let key = waiter.await.unwrap().unwrap();
         assert_eq!(key.pub_key_hash.len(), 64);
         let published = events.published();
-        assert_eq!(published.len(), 1, "three failed attempts, one problem, one Event");
+        assert_eq!(published.len(), 1, "three failed reads, one problem, one Event");
         let (regarding, event) = &published[0];
         assert_eq!(
             (regarding.kind.as_deref(), regarding.name.as_deref(), event.reason.as_str(), event.severity),
             (Some("Secret"), Some(PRIVATE_KEY_SECRET), "PrivateKeyUnusable", Severity::Warning)
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_trigger_rereads_at_once_and_each_change_is_announced() {
+        let secrets = Arc::new(FakeSecrets::default());
+        let (watcher, receiver) = KeyWatcher::new(secrets.clone(), Arc::new(FakeEvents::default()), "wmco");
+        let (trigger, triggers) = futures::channel::mpsc::unbounded::<()>();
+        let mut changes = Box::pin(receiver.clone().changes());
+        tokio::spawn(watcher.run(triggers, Duration::from_secs(3600)));
+        changes.next().await.expect("the first read: no Secret");
+        secrets.apply(&secret(Some(KEY.as_bytes()))).await.unwrap();
+        trigger.unbounded_send(()).unwrap();
+        changes.next().await.expect("the key, read on the trigger, long before the resync");
+        assert!(matches!(receiver.current(), KeyState::Usable(_)));
+        trigger.unbounded_send(()).unwrap();
+        drop(trigger);
+        assert!(changes.next().await.is_none(), "an unchanged key is not announced; the stream ends with the watcher");
     }
 }

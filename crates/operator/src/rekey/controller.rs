@@ -1,5 +1,5 @@
 //! The watches of the rotation, driving [`run_loop()`]: it reconciles the whole fleet when `cloud-private-key`
-//! changes, when a Windows Node changes in a way the decision reads (its `pub-key-hash`, version, readiness,
+//! changes (as the one `operator_key::KeyWatcher` announces it), when a Windows Node changes in a way the decision reads (its `pub-key-hash`, version, readiness,
 //! schedulability, the `upgrading` mark, or it comes or goes — not status heartbeats), when a Windows Machine or a
 //! `WindowsInstance` changes, after [`RekeySettings::retry`](super::RekeySettings) while a host waits for the
 //! admin, just after a refused Machine's grace period ends, and at least every [`RESYNC`]. Triggers arriving during
@@ -11,9 +11,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{Stream, StreamExt};
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Node, Secret};
+use k8s_openapi::api::core::v1::Node;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 use wmco_cluster_client::names::KUBERNETES_OS_LABEL;
@@ -22,7 +22,6 @@ use wmco_machines::names::{MACHINE_API_NAMESPACE, OS_ID_LABEL, WINDOWS_OS_ID};
 
 use super::{RekeyContext, RekeyError, reconcile_rotation};
 use crate::fleet::{fleet_node_changes, run_loop, watch_triggers};
-use crate::operator_key::PRIVATE_KEY_SECRET;
 use crate::runtime::{ReconcilerError, RetryBackoff};
 
 /// The longest the rotation goes without reconciling the fleet.
@@ -35,21 +34,25 @@ const REKEY: &str = "rekey";
 const LOOP: &str = "key rotation";
 
 /// Runs the rotation loop until the watches end (the process shuts down). `watch_machines` is `false` where the
-/// machine API is not served (plain Kubernetes: BYOH hosts only).
+/// machine API is not served (plain Kubernetes: BYOH hosts only); `key_changes` yields when the operator key
+/// changed ([`KeyReceiver::changes`](crate::operator_key::KeyReceiver::changes)).
 ///
 /// ```no_run
-/// # async fn run(client: kube::Client, context: std::sync::Arc<wmco_operator::rekey::RekeyContext>) {
-/// wmco_operator::rekey::controller(client, context, true).await;
+/// # async fn run(
+/// #     client: kube::Client,
+/// #     context: std::sync::Arc<wmco_operator::rekey::RekeyContext>,
+/// #     keys: wmco_operator::operator_key::KeyReceiver,
+/// # ) {
+/// wmco_operator::rekey::controller(client, context, true, keys.changes()).await;
 /// # }
 /// ```
-pub async fn controller(client: Client, ctx: Arc<RekeyContext>, watch_machines: bool) {
+pub async fn controller(
+    client: Client,
+    ctx: Arc<RekeyContext>,
+    watch_machines: bool,
+    key_changes: impl Stream<Item = ()> + Send + 'static,
+) {
     let namespace = ctx.settings.namespace.clone();
-    let key_secret = watcher::Config::default().fields(&format!("metadata.name={PRIVATE_KEY_SECRET}"));
-    let key_changes = watch_triggers(
-        watcher(Api::<Secret>::namespaced(client.clone(), &namespace), key_secret).default_backoff(),
-        LOOP,
-        "the key Secret",
-    );
     let record_changes = watch_triggers(
         watcher(Api::<WindowsInstance>::namespaced(client.clone(), &namespace), watcher::Config::default())
             .default_backoff(),

@@ -28,6 +28,6 @@ pub use error::ReconcilerError;
 pub use leader::LeaseSettings;
 pub use report::{Controlled, error_policy, report, timed, tracked};
 pub use run::{PlainKubernetesFlags, RunError, RunOptions, run};
-pub use supervisor::{KEY_RETRY, SSH_IDLE_TIMEOUT, max_ssh_connections};
+pub use supervisor::{KEY_RESYNC, SSH_IDLE_TIMEOUT, max_ssh_connections};
 #[doc(no_inline)]
 pub use wmco_cluster_client::Seams;

@@ -10,7 +10,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::Client;
+use k8s_openapi::api::core::v1::Secret;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client};
 use tokio::task::JoinHandle;
 use wmco_cluster_client::Seams;
 use wmco_payload_manifest::{Manifest, Payload};
@@ -19,19 +21,19 @@ use wmco_ssh_transport::HostPool;
 use super::config::OperatorConfig;
 use crate::csr::{CsrContext, system_clock};
 use crate::files::{KubeletCaSource, MaterialRefresher, MaterialSources, NodeFiles, RefreshSettings};
-use crate::fleet::SharedBudget;
+use crate::fleet::{SharedBudget, watch_triggers};
 use crate::fleet_metrics::run_fleet_metrics;
 use crate::instances::{InstancesContext, SshConnector};
 use crate::machines::MachinesContext;
 use crate::metrics::Metrics;
-use crate::operator_key::{OperatorKey, wait_for_key_change, wait_for_operator_key};
+use crate::operator_key::{KeyReceiver, KeyWatcher, OperatorKey, PRIVATE_KEY_SECRET};
 use crate::rekey::{RekeyContext, SshKeyChecker};
 use crate::shutdown::{ShutdownSignal, ShutdownTrigger, shutdown_channel};
 use crate::upgrades::UpgradesContext;
 use crate::user_data::UserDataContext;
 
-/// How often an unusable `cloud-private-key` Secret is read again.
-pub const KEY_RETRY: Duration = Duration::from_secs(10);
+/// How often `cloud-private-key` is read again without a watch event (a safety net under the watch).
+pub const KEY_RESYNC: Duration = Duration::from_secs(60);
 /// How long an unused SSH connection stays open.
 pub const SSH_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -119,6 +121,9 @@ pub(crate) fn start_controllers(operator: &Operator) -> Controllers {
     }
     tracing::info!(namespace = %config.namespace(), "starting the CSR controller");
     let mut immediate = vec![("csr", tokio::spawn(crate::csr::controller(client.clone(), Arc::new(csr))))];
+    let (key_watcher, keys) =
+        KeyWatcher::new(Arc::clone(&seams.secrets), Arc::clone(&seams.events), config.namespace());
+    immediate.push(("operator-key", tokio::spawn(key_watcher.run(key_secret_changes(client, config), KEY_RESYNC))));
     // One budget for the key rotation and every upgrade executor (rebuilt on a key change).
     let budget = SharedBudget::new(Arc::clone(&seams.windows_machines));
     let key_checker = SshKeyChecker::new(config.flags.ssh_port, Some(config.flags.identity.clone()));
@@ -126,7 +131,8 @@ pub(crate) fn start_controllers(operator: &Operator) -> Controllers {
         .with_budget_lock(Arc::clone(&budget.lock))
         .with_metrics(Arc::clone(metrics));
     tracing::info!("starting the key rotation");
-    immediate.push(("rekey", tokio::spawn(crate::rekey::controller(client.clone(), Arc::new(rekey), machine_api))));
+    let rekey = crate::rekey::controller(client.clone(), Arc::new(rekey), machine_api, keys.clone().changes());
+    immediate.push(("rekey", tokio::spawn(rekey)));
     if machine_api {
         let machines = MachinesContext::new(seams, config.machines_settings()).with_metrics(Arc::clone(metrics));
         let user_data = UserDataContext::new(seams, config.user_data_settings()).with_metrics(Arc::clone(metrics));
@@ -134,8 +140,15 @@ pub(crate) fn start_controllers(operator: &Operator) -> Controllers {
         immediate.push(("machines", tokio::spawn(crate::machines::controller(client.clone(), Arc::new(machines)))));
         immediate.push(("user-data", tokio::spawn(crate::user_data::controller(client.clone(), Arc::new(user_data)))));
     }
-    let host_controllers = tokio::spawn(run_host_controllers(operator.clone(), budget, signal));
+    let host_controllers = tokio::spawn(run_host_controllers(operator.clone(), keys, budget, signal));
     Controllers { immediate, graceful: ("instances", host_controllers), shutdown }
+}
+
+/// One trigger per watch event of Secret `cloud-private-key` in the operator namespace.
+fn key_secret_changes(client: &Client, config: &OperatorConfig) -> impl futures::Stream<Item = ()> + Send + 'static {
+    let key_secret = watcher::Config::default().fields(&format!("metadata.name={PRIVATE_KEY_SECRET}"));
+    let secrets = Api::<Secret>::namespaced(client.clone(), config.namespace());
+    watch_triggers(watcher(secrets, key_secret).default_backoff(), "operator key", "the key Secret")
 }
 
 /// How many SSH connections may be open at once: two per concurrent configuration, at least 16.
@@ -151,13 +164,18 @@ fn connector(config: &OperatorConfig, key: OperatorKey) -> SshConnector {
 }
 
 /// Runs the instances controller and the upgrade executor until `shutdown` is triggered (or the task is aborted):
-/// starts the material refresher at once, waits for a usable operator key, then reconciles the fleet; when the
-/// admin replaces `cloud-private-key` with another usable key, both are rebuilt with it (new SSH connections;
+/// starts the material refresher at once, waits for a usable operator key from `keys`, then reconciles the fleet;
+/// when the admin replaces `cloud-private-key` with another usable key, both are rebuilt with it (new SSH connections;
 /// cached sessions dropped). Once `shutdown` is triggered the upgrade executor and the key watch stop, no host
 /// reconcile starts, and this returns when the host reconciles in flight finished. Every upgrade executor built
 /// (one per key) shares `budget` with the key rotation. Problems with the key or the material are logged and
 /// retried.
-async fn run_host_controllers(operator: Operator, budget: SharedBudget, shutdown: ShutdownSignal) {
+async fn run_host_controllers(
+    operator: Operator,
+    mut keys: KeyReceiver,
+    budget: SharedBudget,
+    shutdown: ShutdownSignal,
+) {
     let Operator { client, seams, config, manifest, payload, metrics } = operator;
     let kubelet_ca = if config.shape.openshift {
         KubeletCaSource::ControllerConfigs(Arc::clone(&seams.controller_configs))
@@ -174,8 +192,7 @@ async fn run_host_controllers(operator: Operator, budget: SharedBudget, shutdown
         MaterialRefresher::new(sources, RefreshSettings::new(config.namespace()), system_clock());
     let namespace = config.namespace().to_owned();
     let instances = async {
-        let first_key = wait_for_operator_key(seams.secrets.as_ref(), seams.events.as_ref(), &namespace, KEY_RETRY);
-        let Some(mut key) = shutdown.clone().unless_triggered(first_key).await else {
+        let Some(Some(mut key)) = shutdown.clone().unless_triggered(keys.clone().usable()).await else {
             return;
         };
         loop {
@@ -205,15 +222,10 @@ async fn run_host_controllers(operator: Operator, budget: SharedBudget, shutdown
             );
             let upgrades =
                 shutdown.clone().unless_triggered(crate::upgrades::controller(client.clone(), Arc::new(upgrades)));
-            let key_change = shutdown.clone().unless_triggered(wait_for_key_change(
-                seams.secrets.as_ref(),
-                &namespace,
-                &current_hash,
-                KEY_RETRY,
-            ));
+            let key_change = shutdown.clone().unless_triggered(keys.changed_from(&current_hash));
             tokio::select! {
                 _ = async { futures::join!(instances, upgrades) } => return,
-                Some(new_key) = key_change => {
+                Some(Some(new_key)) = key_change => {
                     tracing::warn!("Secret cloud-private-key changed: restarting the instances controller and the upgrade executor with the new key");
                     key = new_key;
                 }
