@@ -1,5 +1,5 @@
 //! The wmco operator's controllers, composed from the library crates; the `wmco` binary parses flags, verifies the
-//! payload and calls [`runtime::run`].
+//! payload and calls [`process::run`].
 //!
 //! - [`csr`]: the CSR controller. It decides every pending kubelet CSR with `wmco-csr-approver` against a World
 //!   built from the `WindowsInstance` records, the Node and the other pending CSRs, and approves or denies it
@@ -11,10 +11,10 @@
 //!   the reconciles in flight.
 //! - [`fleet_metrics`]: the per-phase instance gauges and the configure-duration histogram, from the records.
 //! - [`metrics`]: the Prometheus registry and the typed API controllers record through.
-//! - [`runtime`]: the composition root and what every controller shares: `run` (one configuration and one set of
-//!   cluster seams built at startup, leader election, the controllers' start and graceful stop), the error trait
-//!   (metric label, retryable or not), the per-key retry backoff, the generic error policy, and the timing and
-//!   counting of reconciles.
+//! - [`process`]: the composition root, [`process::run`]: one configuration and one set of cluster seams built at
+//!   startup, leader election, the controllers' start and graceful stop.
+//! - [`runtime`]: what every controller shares: the error trait (metric label, retryable or not), the per-key
+//!   retry backoff, the generic error policy, and the timing and counting of reconciles.
 //! - [`ssh`]: the one translation of a `WindowsInstance` into an SSH host configuration (address, user, key,
 //!   port, pinned host key), shared by the instances connector and the key rotation's key check.
 //! - [`health`]: the HTTP listener serving `/healthz`, `/readyz` and `/metrics`.
@@ -42,6 +42,7 @@ pub mod instances;
 pub mod machines;
 pub mod metrics;
 pub mod operator_key;
+pub mod process;
 pub mod rekey;
 pub mod runtime;
 pub mod shutdown;

@@ -1,5 +1,5 @@
 //! `wmco run`: the operator process. Parses the flags, verifies the payload, and hands both to
-//! `wmco_operator::runtime::run`, which serves `/healthz`, `/readyz` and `/metrics`, connects to the cluster, takes
+//! `wmco_operator::process::run`, which serves `/healthz`, `/readyz` and `/metrics`, connects to the cluster, takes
 //! part in leader election through a Lease and runs the controllers while it leads. Losing the lease stops every
 //! controller at once and exits non-zero (another replica may already lead). SIGTERM or Ctrl-C stops taking work,
 //! lets the host reconciles in flight finish for at most [`SHUTDOWN_GRACE`], releases the lease and exits 0. The
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use wmco_csr_approver::IpCidr;
-use wmco_operator::runtime::{CONTROLLER_NAME, OperatorFlags, PlainKubernetesFlags, RunOptions};
+use wmco_operator::process::{CONTROLLER_NAME, OperatorFlags, PlainKubernetesFlags, RunOptions};
 use wmco_operator::shutdown::termination_requested;
 use wmco_payload_manifest::{Manifest, Payload, PayloadError, check_payload_binaries};
 use wmco_windows_services::Verbosity;
@@ -145,7 +145,7 @@ fn verify_payload(dir: &Path, allow_synthetic: bool) -> anyhow::Result<(Manifest
     Ok((manifest, payload))
 }
 
-/// Runs the operator through [`wmco_operator::runtime::run`] until SIGTERM or Ctrl-C; the admin's input errors
+/// Runs the operator through [`wmco_operator::process::run`] until SIGTERM or Ctrl-C; the admin's input errors
 /// (a flag, the cluster's facts) are unusable input (exit 2).
 async fn operate(args: &RunArgs, manifest: Manifest, payload: Payload) -> anyhow::Result<Outcome> {
     let identity = identity(args);
@@ -162,7 +162,7 @@ async fn operate(args: &RunArgs, manifest: Manifest, payload: Payload) -> anyhow
         manifest,
         payload,
     };
-    match wmco_operator::runtime::run(options, termination_requested()).await {
+    match wmco_operator::process::run(options, termination_requested()).await {
         Ok(()) => Ok(Outcome::Clean),
         Err(error) if error.is_unusable_input() => {
             Err(anyhow::Error::new(UnusableInput(format!("{:#}", anyhow::Error::new(error)))))

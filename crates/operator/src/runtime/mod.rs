@@ -1,7 +1,7 @@
-//! The controller runtime, written once for every controller of the operator: the composition root ([`run`]: one
-//! [`OperatorConfig`] and one set of [`Seams`], leader election, the controllers' start and stop), what a reconcile
-//! error must tell ([`ReconcilerError`]), how failed reconciles are retried ([`RetryBackoff`]), and how reconciles
-//! are timed, counted and logged ([`tracked`], [`timed`], [`error_policy`], [`report`]).
+//! The controller runtime, written once for every controller of the operator: what a reconcile error must tell
+//! ([`ReconcilerError`]), how failed reconciles are retried ([`RetryBackoff`]), and how reconciles are timed,
+//! counted and logged ([`tracked`], [`timed`], [`error_policy`], [`report`]). It is the operator's ground floor:
+//! every controller imports it, it imports no controller (the composition root is `crate::process`).
 //!
 //! Each controller keeps its own domain: a public `reconcile_*` returning a domain outcome, a private mapping of
 //! that outcome to a kube `Action`, and its retry timing as data (`first`, `max`) in its context. What it shares
@@ -15,19 +15,9 @@
 //!   [`RetryBackoff`] and [`timed`] directly.
 
 mod backoff;
-mod config;
 mod error;
-mod leader;
 mod report;
-mod run;
-mod supervisor;
 
 pub use backoff::RetryBackoff;
-pub use config::{CONTROLLER_NAME, ClusterShape, ConfigError, OperatorConfig, OperatorFlags};
 pub use error::ReconcilerError;
-pub use leader::LeaseSettings;
 pub use report::{Controlled, error_policy, report, timed, tracked};
-pub use run::{PlainKubernetesFlags, RunError, RunOptions, run};
-pub use supervisor::{KEY_RESYNC, SSH_IDLE_TIMEOUT, max_ssh_connections};
-#[doc(no_inline)]
-pub use wmco_cluster_client::Seams;

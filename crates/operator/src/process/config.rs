@@ -74,7 +74,7 @@ pub enum ConfigError {
 ///
 /// ```
 /// use std::time::Duration;
-/// use wmco_operator::runtime::{ClusterShape, OperatorConfig, OperatorFlags};
+/// use wmco_operator::process::{ClusterShape, OperatorConfig, OperatorFlags};
 /// # let facts = wmco_cluster_client::ClusterFacts {
 /// #     service_cidr: "172.30.0.0/16".into(),
 /// #     api_server_internal_url: "https://api-int.example:6443".into(),

@@ -35,7 +35,7 @@ impl PlainKubernetesFlags {
     /// The plain Kubernetes configuration; both flags are required when the cluster is not OpenShift.
     ///
     /// ```
-    /// use wmco_operator::runtime::PlainKubernetesFlags;
+    /// use wmco_operator::process::PlainKubernetesFlags;
     /// let flags = PlainKubernetesFlags { service_cidr: Some("10.96.0.0/12".parse()?), api_server_url: None };
     /// assert!(flags.config().is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -138,8 +138,8 @@ impl RunError {
 /// is an error (controllers aborted at once: another replica may already lead).
 ///
 /// ```no_run
-/// # async fn example(options: wmco_operator::runtime::RunOptions) -> Result<(), wmco_operator::runtime::RunError> {
-/// wmco_operator::runtime::run(options, wmco_operator::shutdown::termination_requested()).await
+/// # async fn example(options: wmco_operator::process::RunOptions) -> Result<(), wmco_operator::process::RunError> {
+/// wmco_operator::process::run(options, wmco_operator::shutdown::termination_requested()).await
 /// # }
 /// ```
 ///

@@ -1,0 +1,16 @@
+//! The composition root: the operator process after its flags are parsed and its payload verified. [`run`] decides
+//! one [`OperatorConfig`] (flags, cluster facts, payload versions; every controller's settings are derived from it)
+//! and builds one set of [`Seams`] (every cluster capability, once), takes part in leader election, and starts and
+//! stops the controllers of each leadership term. Nothing else in the crate imports this module.
+
+mod config;
+mod leader;
+mod run;
+mod supervisor;
+
+pub use config::{CONTROLLER_NAME, ClusterShape, ConfigError, OperatorConfig, OperatorFlags};
+pub use leader::LeaseSettings;
+pub use run::{PlainKubernetesFlags, RunError, RunOptions, run};
+pub use supervisor::{KEY_RESYNC, SSH_IDLE_TIMEOUT, max_ssh_connections};
+#[doc(no_inline)]
+pub use wmco_cluster_client::Seams;
