@@ -10,59 +10,10 @@ use async_trait::async_trait;
 use kube::Client;
 use kube::api::{Api, ListParams};
 use serde::{Deserialize, Serialize};
+use wmco_vocabulary::{MirrorKind, Platform, PlatformName};
 
 use crate::error::{Error, Result, Verb};
 use crate::types::{ImageDigestMirrorSet, ImageTagMirrorSet, Infrastructure, Network, Proxy};
-
-/// The platform the cluster runs on; it decides SSH user, hostname and cloud-provider details.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Platform {
-    /// Amazon Web Services.
-    #[serde(rename = "AWS")]
-    Aws,
-    /// Microsoft Azure.
-    Azure,
-    /// Google Cloud.
-    #[serde(rename = "GCP")]
-    Gcp,
-    /// VMware vSphere.
-    VSphere,
-    /// Nutanix.
-    Nutanix,
-    /// No cloud integration (bring your own hosts).
-    None,
-    /// Any other platform, by its OpenShift name.
-    Other(String),
-}
-
-impl Platform {
-    /// The platform named `name` as in `Infrastructure.status.platformStatus.type`.
-    pub fn from_openshift_name(name: &str) -> Self {
-        match name {
-            "AWS" => Platform::Aws,
-            "Azure" => Platform::Azure,
-            "GCP" => Platform::Gcp,
-            "VSphere" => Platform::VSphere,
-            "Nutanix" => Platform::Nutanix,
-            "None" | "" => Platform::None,
-            other => Platform::Other(other.to_owned()),
-        }
-    }
-}
-
-impl fmt::Display for Platform {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Platform::Aws => "AWS",
-            Platform::Azure => "Azure",
-            Platform::Gcp => "GCP",
-            Platform::VSphere => "VSphere",
-            Platform::Nutanix => "Nutanix",
-            Platform::None => "None",
-            Platform::Other(name) => name,
-        })
-    }
-}
 
 /// The cluster-wide proxy, as given to services on the hosts.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,15 +28,6 @@ pub struct ProxySettings {
     /// Comma-separated destinations reached without the proxy.
     #[serde(default)]
     pub no_proxy: Option<String>,
-}
-
-/// How a mirror set's mirrors may be used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum MirrorKind {
-    /// Pull by digest only (ImageDigestMirrorSet).
-    Digest,
-    /// Pull by tag too (ImageTagMirrorSet).
-    Tag,
 }
 
 /// The mirrors of one source repository.
@@ -110,8 +52,8 @@ pub struct ClusterFacts {
     pub service_cidr: String,
     /// The URL nodes reach the API server at.
     pub api_server_internal_url: String,
-    /// The platform.
-    pub platform: Platform,
+    /// The platform, as the cluster reports it; it decides SSH user, hostname and cloud-provider details.
+    pub platform: PlatformName,
     /// The cluster-wide proxy.
     pub proxy: ProxySettings,
     /// The API server's version.
@@ -231,7 +173,7 @@ pub(crate) fn facts_from_openshift(
     let platform = status
         .and_then(|status| status.platform_status.as_ref())
         .and_then(|platform| platform.type_.as_deref())
-        .map_or(Platform::None, Platform::from_openshift_name);
+        .map_or(PlatformName::Known(Platform::None), PlatformName::from_openshift_name);
     let proxy = proxy
         .status
         .as_ref()
@@ -320,7 +262,7 @@ impl ClusterFactsSource for PlainKubernetesFacts {
         Ok(ClusterFacts {
             service_cidr: self.config.service_cidr.clone(),
             api_server_internal_url: self.config.api_server_internal_url.clone(),
-            platform: Platform::None,
+            platform: PlatformName::Known(Platform::None),
             proxy: self.config.proxy.clone(),
             kubernetes_version: kubernetes_version(&self.client).await?,
             mirror_sets: self.config.mirror_sets.clone(),
@@ -372,7 +314,7 @@ mod tests {
             ClusterFacts {
                 service_cidr: "172.30.0.0/16".into(),
                 api_server_internal_url: "https://api-int.example:6443".into(),
-                platform: Platform::VSphere,
+                platform: PlatformName::Known(Platform::VSphere),
                 proxy: ProxySettings {
                     http_proxy: Some("http://proxy:3128".into()),
                     https_proxy: None,
@@ -412,7 +354,7 @@ mod tests {
             .await;
         assert_eq!(facts.service_cidr, "10.96.0.0/12");
         assert_eq!(facts.api_server_internal_url, "https://10.0.0.1:6443");
-        assert_eq!(facts.platform, Platform::None);
+        assert_eq!(facts.platform, PlatformName::Known(Platform::None));
         assert_eq!(facts.proxy, ProxySettings::default());
         assert_eq!(facts.kubernetes_version, semver::Version::parse("1.36.2+abc").unwrap());
         assert!(facts.mirror_sets.is_empty());
@@ -455,7 +397,7 @@ mod tests {
     #[test]
     fn platform_names_round_trip() {
         for name in ["AWS", "Azure", "GCP", "VSphere", "Nutanix", "None", "OpenStack"] {
-            assert_eq!(Platform::from_openshift_name(name).to_string(), name);
+            assert_eq!(PlatformName::from_openshift_name(name).to_string(), name);
         }
     }
 }

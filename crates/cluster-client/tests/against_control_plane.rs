@@ -33,8 +33,8 @@ use wmco_cluster_client::types::{InstanceOrigin, Phase, WindowsInstance, Windows
 use wmco_cluster_client::{
     BlockReason, BlockedPod, ClusterFactsSource as _, CsrDecision, Csrs as _, DrainOptions, Drainer as _, Error,
     InstanceRecords as _, KubeCsrs, KubeDrainer, KubeInstanceRecords, KubeNodes, KubeServiceAccountTokens,
-    NodeMetadataPatch, Nodes as _, OpenShiftFacts, Platform, ServiceAccountTokens as _, SkipReason, SkippedPod,
-    TokenRequestSpec,
+    NodeMetadataPatch, Nodes as _, OpenShiftFacts, Platform, PlatformName, ServiceAccountTokens as _, SkipReason,
+    SkippedPod, TokenRequestSpec,
 };
 use wmco_e2e_harness::{ControlPlane, ControlPlaneOptions, SERVICE_CIDR};
 
@@ -564,7 +564,7 @@ async fn cluster_facts(control_plane: Arc<ControlPlane>) -> anyhow::Result<()> {
         "API URL {}",
         facts.api_server_internal_url
     );
-    ensure!(facts.platform == Platform::None, "platform {}", facts.platform);
+    ensure!(facts.platform == PlatformName::Known(Platform::None), "platform {}", facts.platform);
     ensure!(facts.proxy == Default::default(), "proxy {:?}", facts.proxy);
     ensure!(facts.mirror_sets.is_empty(), "mirrors {:?}", facts.mirror_sets);
     let expected = wmco_e2e_harness::kubernetes_version().trim_start_matches('v');

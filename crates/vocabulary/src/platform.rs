@@ -192,6 +192,12 @@ mod tests {
             assert_eq!(platform.cli_name().parse::<Platform>(), Ok(platform));
             assert_eq!(platform.as_str().parse::<Platform>(), Ok(platform));
         }
+        assert_eq!("VSphere".parse::<Platform>(), Ok(Platform::VSphere));
+        assert_eq!("AWS".parse::<Platform>(), Ok(Platform::Aws));
+        assert_eq!(
+            "openstack".parse::<Platform>().unwrap_err().to_string(),
+            "unknown platform `openstack` (expected aws, azure, gcp, vsphere, nutanix or none)"
+        );
     }
 
     #[test]

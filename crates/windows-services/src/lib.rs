@@ -63,8 +63,8 @@ pub use host::{
     RegistryValueName, Sha256Hex,
 };
 pub use node::{
-    LEGACY_DAEMON_SERVICE, LogRotation, NodeError, NodeInputs, NodeService, Phase, Platform, Verbosity,
-    node_host_state, node_services,
+    LEGACY_DAEMON_SERVICE, LogRotation, NodeError, NodeInputs, NodeService, Phase, Verbosity, node_host_state,
+    node_services,
 };
 pub use path::{MAX_PATH_CHARS, PathError, WinPath};
 pub use plan::{PlanError, Reconfiguration, Step, plan};
@@ -80,3 +80,4 @@ pub use service::{
     FailureAction, FailureActionKind, FailureActions, Millis, ResetPeriod, ServiceCommand, ServiceName,
     ServiceNameError, ServiceSpec, ServiceState, StartType,
 };
+pub use wmco_vocabulary::Platform;

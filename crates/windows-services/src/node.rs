@@ -12,6 +12,7 @@ use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use wmco_vocabulary::Platform;
 
 use crate::host::{Direction, FirewallRule, HostState, HostValueError, Protocol};
 use crate::path::{PathError, WinPath};
@@ -19,23 +20,6 @@ use crate::service::{FailureActions, Millis, ServiceCommand, ServiceName, Servic
 
 /// The service the Go operator installed on every node and this operator removes (its work is done over SSH now).
 pub const LEGACY_DAEMON_SERVICE: &str = "windows-instance-config-daemon";
-
-/// The cloud platform of the cluster, for its platform-specific kubelet flags and services.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Platform {
-    /// No cloud integration (BYOH on bare metal, platform `None`).
-    None,
-    /// Amazon Web Services: the kubelet uses the ECR credential provider.
-    Aws,
-    /// Microsoft Azure: azure-cloud-node-manager runs on the node.
-    Azure,
-    /// Google Cloud.
-    Gcp,
-    /// VMware vSphere.
-    VSphere,
-    /// Nutanix.
-    Nutanix,
-}
 
 /// Log verbosity of the node services.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

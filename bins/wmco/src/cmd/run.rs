@@ -32,7 +32,7 @@ use wmco_operator::metrics::Metrics;
 use wmco_operator::rekey::{RekeyContext, RekeySettings, SshKeyChecker};
 use wmco_operator::shutdown::{ShutdownTrigger, shutdown_channel};
 use wmco_operator::upgrades::{operator_version, payload_kubelet_version};
-use wmco_operator::user_data::{UserDataContext, UserDataSettings, platform_of};
+use wmco_operator::user_data::{UserDataContext, UserDataSettings};
 use wmco_operator::wiring::{InstancesRun, run_instances};
 use wmco_payload_manifest::{Manifest, Payload, PayloadError, check_payload_binaries};
 use wmco_windows_services::Verbosity;
@@ -348,10 +348,10 @@ fn rekey_settings(run: &InstancesRun, authentication_grace: Duration) -> RekeySe
 /// The Machine and user-data controllers' settings: the operator namespace and the cluster's platform.
 fn machine_api_inputs(namespace: &str, facts: &ClusterFacts) -> MachineApiInputs {
     MachineApiInputs {
-        machines: MachinesSettings { namespace: namespace.to_owned(), platform: facts.platform.clone() },
+        machines: MachinesSettings { namespace: namespace.to_owned(), platform: facts.platform.known_or_none() },
         user_data: UserDataSettings {
             operator_namespace: namespace.to_owned(),
-            platform: platform_of(&facts.platform),
+            platform: facts.platform.known_or_none(),
         },
     }
 }
@@ -723,18 +723,21 @@ mod tests {
         let mut facts = ClusterFacts {
             service_cidr: "172.30.0.0/16".into(),
             api_server_internal_url: "https://api-int.example:6443".into(),
-            platform: wmco_cluster_client::Platform::None,
+            platform: wmco_cluster_client::Platform::None.into(),
             proxy: Default::default(),
             kubernetes_version: Version::new(1, 33, 0),
             mirror_sets: Vec::new(),
         };
         let inputs = machine_api_inputs("wmco", &facts);
-        assert_eq!(inputs.machines, MachinesSettings { namespace: "wmco".into(), platform: facts.platform.clone() });
+        assert_eq!(
+            inputs.machines,
+            MachinesSettings { namespace: "wmco".into(), platform: facts.platform.known_or_none() }
+        );
         assert_eq!(
             inputs.user_data,
             UserDataSettings { operator_namespace: "wmco".into(), platform: wmco_user_data::Platform::None }
         );
-        facts.platform = wmco_cluster_client::Platform::Gcp;
+        facts.platform = wmco_cluster_client::Platform::Gcp.into();
         assert_eq!(machine_api_inputs("wmco", &facts).user_data.platform, wmco_user_data::Platform::Gcp);
     }
 

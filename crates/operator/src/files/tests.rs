@@ -134,7 +134,7 @@ fn facts() -> ClusterFacts {
     ClusterFacts {
         service_cidr: "172.30.0.0/16".into(),
         api_server_internal_url: "https://api-int.example:6443".into(),
-        platform: Platform::None,
+        platform: Platform::None.into(),
         proxy: ProxySettings::default(),
         kubernetes_version: semver::Version::new(1, 36, 3),
         mirror_sets: vec![],

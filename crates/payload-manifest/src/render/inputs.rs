@@ -8,6 +8,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use wmco_vocabulary::MirrorKind;
+
 use crate::Platform;
 
 /// Everything about the cluster the rendered files depend on.
@@ -171,16 +173,6 @@ impl LogRotation {
         flags.extend(self.flush_interval.as_ref().map(|interval| format!("-flush-interval={interval}")));
         flags
     }
-}
-
-/// Whether a mirror may be used for pulls by digest only, or also by tag.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MirrorKind {
-    /// From an ImageDigestMirrorSet: capability `pull`.
-    Digest,
-    /// From an ImageTagMirrorSet: capabilities `pull` and `resolve`.
-    Tag,
 }
 
 /// Whether the source registry may still be contacted when the mirrors fail.
