@@ -29,7 +29,7 @@ use wmco_cluster_client::{Drainer, InstanceRecords, NodeExt, NodeMetadataPatch, 
 use wmco_payload_manifest::render::destinations::BOOTSTRAP_KUBECONFIG;
 use wmco_payload_manifest::{HostFile, HostFileSet};
 use wmco_windows_services::{
-    HostState, LogRotation, NodeInputs, ObservedHost, Phase, Platform, ProbeRequest, ServiceState, Sha256Hex,
+    HostState, LogRotation, NodeInputs, ObservedHost, Platform, ProbeRequest, ServiceStage, ServiceState, Sha256Hex,
     Verbosity, WinPath, node_host_state, plan,
 };
 
@@ -298,8 +298,8 @@ async fn configure_pass(
         Some(_) => Stage::Registered,
     };
     let (file_stage, service_phase) = match &stage {
-        Stage::Bootstrap | Stage::Registered => (FileStage::Bootstrap, Phase::Bootstrap),
-        Stage::Node(node) => (FileStage::Node(node), Phase::Node),
+        Stage::Bootstrap | Stage::Registered => (FileStage::Bootstrap, ServiceStage::Bootstrap),
+        Stage::Node(node) => (FileStage::Node(node), ServiceStage::Node),
     };
     let node_exists = !matches!(stage, Stage::Bootstrap);
     let files = inputs.files.files(&identity, file_stage).map_err(|source| FlowError::DesiredFiles {
@@ -439,7 +439,7 @@ fn desired_state(
     session: &HostSession,
     settings: &ServiceSettings,
     identity: &HostIdentity,
-    phase: Phase,
+    phase: ServiceStage,
     wanted_files: &BTreeMap<WinPath, &HostFile>,
     files: &HostFileSet,
 ) -> Result<HostState, FlowError> {

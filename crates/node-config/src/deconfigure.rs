@@ -193,7 +193,9 @@ async fn clean_host(session: &HostSession) -> Result<(), FlowError> {
 mod tests {
     use std::net::Ipv4Addr;
 
-    use wmco_windows_services::{LogRotation, NodeInputs, Phase, Platform, Verbosity, node_host_state, node_services};
+    use wmco_windows_services::{
+        LogRotation, NodeInputs, Platform, ServiceStage, Verbosity, node_host_state, node_services,
+    };
 
     use super::*;
 
@@ -224,7 +226,7 @@ mod tests {
 
     #[test]
     fn removed_directories_cover_every_node_directory_but_temp() {
-        let state = node_host_state(&inputs(Platform::None), Phase::Node).unwrap();
+        let state = node_host_state(&inputs(Platform::None), ServiceStage::Node).unwrap();
         for directory in state.directories {
             let covered = REMOVED_DIRECTORIES.iter().any(|removed| {
                 let removed = WinPath::parse(removed).unwrap();

@@ -16,7 +16,7 @@ use wmco_cluster_client::types::{InstanceOrigin, Phase as RecordPhase, WindowsIn
 use wmco_cluster_client::{BlockReason, BlockedPod, DrainOptions, InstanceRecords};
 use wmco_payload_manifest::render::RenderedFile;
 use wmco_payload_manifest::{HostFile, HostFileContent, HostFileSet};
-use wmco_windows_services::{LogRotation, Phase, Platform, ServiceSpec, Verbosity, WinPath, node_services};
+use wmco_windows_services::{LogRotation, Platform, ServiceSpec, ServiceStage, Verbosity, WinPath, node_services};
 
 use super::fake_host::{FakeWindowsHost, Fault, HOST_KEY, Op};
 use crate::{
@@ -43,7 +43,7 @@ fn settings() -> ServiceSettings {
     }
 }
 
-fn services(identity: &HostIdentity, phase: Phase) -> Vec<ServiceSpec> {
+fn services(identity: &HostIdentity, phase: ServiceStage) -> Vec<ServiceSpec> {
     node_services(&settings().node_inputs(identity))
         .unwrap()
         .into_iter()
@@ -53,7 +53,7 @@ fn services(identity: &HostIdentity, phase: Phase) -> Vec<ServiceSpec> {
 }
 
 fn catalog() -> Vec<ServiceSpec> {
-    services(&HostIdentity::parse(IDENTITY).unwrap(), Phase::Node)
+    services(&HostIdentity::parse(IDENTITY).unwrap(), ServiceStage::Node)
 }
 
 /// Every binary of the stage's services plus its configuration files; contents `"<path> v1"` unless overridden.
@@ -83,8 +83,8 @@ impl Files {
 impl HostFilesSource for Files {
     fn files(&self, identity: &HostIdentity, stage: FileStage<'_>) -> Result<HostFileSet, SourceError> {
         let phase = match stage {
-            FileStage::Bootstrap => Phase::Bootstrap,
-            FileStage::Node(_) => Phase::Node,
+            FileStage::Bootstrap => ServiceStage::Bootstrap,
+            FileStage::Node(_) => ServiceStage::Node,
         };
         let mut paths: Vec<String> = services(identity, phase)
             .iter()
@@ -93,7 +93,7 @@ impl HostFilesSource for Files {
         paths.extend(
             [r"C:\k\kubelet.conf", BOOTSTRAP_KUBECONFIG, r"C:\k\containerd\containerd_conf.toml"].map(String::from),
         );
-        if phase == Phase::Node {
+        if phase == ServiceStage::Node {
             paths.extend([r"C:\k\cni\config\cni.conf", r"C:\k\kube-proxy.conf", r"C:\k\tls\tls.crt"].map(String::from));
         }
         paths.sort();

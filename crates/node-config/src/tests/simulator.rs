@@ -15,7 +15,7 @@ use wmco_cluster_client::types::{InstanceOrigin, Phase as RecordPhase, WindowsIn
 use wmco_cluster_client::{DrainOptions, InstanceRecords};
 use wmco_payload_manifest::render::{HostInputs, OverlayNetwork, RenderedFile, containerd_config, kube_proxy_config};
 use wmco_payload_manifest::{HostFile, HostFileContent, HostFileSet};
-use wmco_windows_services::{LogRotation, Phase, Platform, Verbosity, WinPath, node_services};
+use wmco_windows_services::{LogRotation, Platform, ServiceStage, Verbosity, WinPath, node_services};
 
 use super::fake_host::HOST_KEY;
 use crate::{
@@ -58,11 +58,11 @@ struct SimFiles;
 impl HostFilesSource for SimFiles {
     fn files(&self, identity: &HostIdentity, stage: FileStage<'_>) -> Result<HostFileSet, SourceError> {
         let phase = match stage {
-            FileStage::Bootstrap => Phase::Bootstrap,
-            FileStage::Node(_) => Phase::Node,
+            FileStage::Bootstrap => ServiceStage::Bootstrap,
+            FileStage::Node(_) => ServiceStage::Node,
         };
         let mut rendered = vec![containerd_config()?];
-        if phase == Phase::Node {
+        if phase == ServiceStage::Node {
             let overlay = OverlayNetwork {
                 node_subnet: SUBNET.parse()?,
                 management_ip: "10.132.3.2".parse()?,

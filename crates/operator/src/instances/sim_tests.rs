@@ -17,7 +17,7 @@ use wmco_node_config::{ConfigureState, FileStage, HostFilesSource, HostIdentity,
 use wmco_payload_manifest::render::{RenderedFile, containerd_config};
 use wmco_payload_manifest::{HostFile, HostFileContent, HostFileSet};
 use wmco_ssh_transport::RemoteHost;
-use wmco_windows_services::{LogRotation, Phase, Platform, Verbosity, WinPath, node_services};
+use wmco_windows_services::{LogRotation, Platform, ServiceStage, Verbosity, WinPath, node_services};
 
 use super::*;
 
@@ -57,7 +57,7 @@ impl HostFilesSource for BootstrapFiles {
     fn files(&self, identity: &HostIdentity, _stage: FileStage<'_>) -> Result<HostFileSet, SourceError> {
         let mut rendered = vec![containerd_config()?];
         for service in node_services(&services().node_inputs(identity))? {
-            if service.phase == Phase::Bootstrap {
+            if service.phase == ServiceStage::Bootstrap {
                 for binary in service.spec.binaries() {
                     rendered.push(RenderedFile::new(binary.clone(), format!("{binary}").into_bytes()));
                 }
