@@ -29,7 +29,9 @@ use serde_json::{Value, json};
 use wmco_cluster_client::names::{
     KUBELET_CLIENT_SIGNER, NODE_BOOTSTRAPPER_NAMESPACE, NODE_BOOTSTRAPPER_SERVICE_ACCOUNT,
 };
-use wmco_cluster_client::types::{InstanceOrigin, Phase, WindowsInstance, WindowsInstanceSpec, WindowsInstanceStatus};
+use wmco_cluster_client::types::{
+    InstanceOrigin, InstancePhase, WindowsInstance, WindowsInstanceSpec, WindowsInstanceStatus,
+};
 use wmco_cluster_client::{
     BlockReason, BlockedPod, ClusterFactsSource as _, CsrDecision, Csrs as _, DrainOptions, Drainer as _, Error,
     InstanceRecords as _, KubeCsrs, KubeDrainer, KubeInstanceRecords, KubeNodes, KubeServiceAccountTokens,
@@ -242,12 +244,12 @@ async fn status_apply_conflicts(control_plane: Arc<ControlPlane>) -> anyhow::Res
     let configuring = WindowsInstanceStatus {
         address: Some("10.0.0.7".into()),
         resolved_ipv4: Some("10.0.0.7".parse()?),
-        phase: Some(Phase::Configuring),
+        phase: Some(InstancePhase::Configuring),
         ..WindowsInstanceStatus::default()
     };
     records.apply_status("cc-ssa", "byoh-10-0-0-7", &configuring).await.context("first status apply")?;
     let ready = WindowsInstanceStatus {
-        phase: Some(Phase::Ready),
+        phase: Some(InstancePhase::Ready),
         expected_node_name: Some("win-7".into()),
         configured_version: Some("0.1.0".into()),
         ..configuring.clone()
@@ -265,7 +267,10 @@ async fn status_apply_conflicts(control_plane: Arc<ControlPlane>) -> anyhow::Res
     )?;
     ensure!(code == 409, "a second field manager answered {code}, expected a conflict");
     let after = records.get("cc-ssa", "byoh-10-0-0-7").await?.context("record vanished")?;
-    ensure!(after.status.and_then(|status| status.phase) == Some(Phase::Ready), "the intruder changed the phase");
+    ensure!(
+        after.status.and_then(|status| status.phase) == Some(InstancePhase::Ready),
+        "the intruder changed the phase"
+    );
     Ok(())
 }
 

@@ -51,7 +51,8 @@ pub use request::{
 };
 pub use rule::RuleId;
 pub use verdict::{APPROVE_REASON, Verdict, VerdictReport};
+pub use wmco_vocabulary::InstancePhase;
 pub use world::{
-    AddressType, BootstrapApproval, ByohInstance, CsrState, CsrSummary, InstancePhase, MachineInstance,
-    ManagedInstance, NodeAddress, NodeRecord, World, WorldData,
+    AddressType, BootstrapApproval, ByohInstance, CsrState, CsrSummary, MachineInstance, ManagedInstance, NodeAddress,
+    NodeRecord, World, WorldData,
 };

@@ -10,7 +10,7 @@
 
 use wmco_cluster_client::DrainOptions;
 use wmco_cluster_client::names::FORCE_REMOVE_ANNOTATION;
-use wmco_cluster_client::types::{InstanceOrigin, Phase as RecordPhase, WindowsInstance};
+use wmco_cluster_client::types::{InstanceOrigin, InstancePhase, WindowsInstance};
 use wmco_windows_services::{HostState, LEGACY_DAEMON_SERVICE, ProbeRequest, ServiceName, WinPath, plan};
 
 use crate::configure::ClusterAccess;
@@ -123,7 +123,7 @@ async fn deconfigure_pass(
     recorder: &mut Recorder<'_>,
 ) -> Result<DeconfigureOutcome, FlowError> {
     let force = failures_skippable(inputs.instance);
-    recorder.set_phase(RecordPhase::Deconfiguring);
+    recorder.set_phase(InstancePhase::Deconfiguring);
     recorder.save().await?;
     let cluster_error = |step, source| FlowError::Cluster { host: session.label().to_owned(), step, source };
     let mut forced_past = Vec::new();

@@ -11,7 +11,7 @@ use winhost_sim::host::{HnsNetwork, Identity};
 use winhost_sim::remote_host::InProcessHost;
 use wmco_cluster_client::fake::{FakeDrainer, FakeInstanceRecords, FakeNodes};
 use wmco_cluster_client::names::HYBRID_OVERLAY_SUBNET_ANNOTATION;
-use wmco_cluster_client::types::{InstanceOrigin, Phase as RecordPhase, WindowsInstance, WindowsInstanceSpec};
+use wmco_cluster_client::types::{InstanceOrigin, InstancePhase, WindowsInstance, WindowsInstanceSpec};
 use wmco_cluster_client::{DrainOptions, InstanceRecords};
 use wmco_payload_manifest::render::{HostInputs, OverlayNetwork, RenderedFile, containerd_config, kube_proxy_config};
 use wmco_payload_manifest::{HostFile, HostFileContent, HostFileSet};
@@ -223,7 +223,7 @@ async fn the_simulator_understands_every_command_of_both_phases_and_deconfigurat
     let converged = configure_once().await;
     report("converged pass", &converged);
     assert_eq!((converged.state, converged.commands, converged.uploads), (ConfigureState::Ready, 1, 0));
-    assert_eq!(records.record("wmco", "win-3").unwrap().status.unwrap().phase, Some(RecordPhase::Ready));
+    assert_eq!(records.record("wmco", "win-3").unwrap().status.unwrap().phase, Some(InstancePhase::Ready));
 
     let before = session.counters();
     let instance = records.record("wmco", "win-3").unwrap();

@@ -11,7 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use winhost_sim::host::Identity;
 use winhost_sim::remote_host::InProcessHost;
 use wmco_cluster_client::fake::{FakeDrainer, FakeEvents, FakeInstanceRecords, FakeNodes};
-use wmco_cluster_client::types::{InstanceOrigin, Phase as RecordPhase, WindowsInstance, WindowsInstanceSpec};
+use wmco_cluster_client::types::{InstanceOrigin, InstancePhase, WindowsInstance, WindowsInstanceSpec};
 use wmco_cluster_client::{DrainOptions, InstanceRecords};
 use wmco_node_config::{ConfigureState, FileStage, HostFilesSource, HostIdentity, ServiceSettings, SourceError};
 use wmco_payload_manifest::render::{RenderedFile, containerd_config};
@@ -155,7 +155,7 @@ async fn a_fresh_host_is_bootstrapped_and_a_second_reconcile_costs_one_probe_on_
     assert_eq!(status.pinned_host_key.as_deref(), Some(HOST_KEY));
     assert_eq!(status.node_ip, Some("203.0.113.40".parse().unwrap()));
     assert_eq!(status.expected_node_name.as_deref(), Some("winworker-4"));
-    assert_eq!(status.phase, Some(RecordPhase::WaitingForNode));
+    assert_eq!(status.phase, Some(InstancePhase::WaitingForNode));
 
     let stored = records.record(NAMESPACE, "byoh-127-0-0-40").unwrap();
     let InstanceOutcome::Configured(second) = reconcile_instance(&stored, &ctx).await.unwrap() else {
