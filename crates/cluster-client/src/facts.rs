@@ -4,13 +4,12 @@
 //! ([`PlainKubernetesFacts`]).
 
 use std::fmt;
-use std::net::IpAddr;
 
 use async_trait::async_trait;
 use kube::Client;
 use kube::api::{Api, ListParams};
 use serde::{Deserialize, Serialize};
-use wmco_vocabulary::{MirrorKind, Platform, PlatformName};
+use wmco_vocabulary::{IpCidr, MirrorKind, Platform, PlatformName};
 
 use crate::error::{Error, Result, Verb};
 use crate::types::{ImageDigestMirrorSet, ImageTagMirrorSet, Infrastructure, Network, Proxy};
@@ -49,7 +48,7 @@ pub struct MirrorSet {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterFacts {
     /// The service network, e.g. `172.30.0.0/16`.
-    pub service_cidr: String,
+    pub service_cidr: IpCidr,
     /// The URL nodes reach the API server at.
     pub api_server_internal_url: String,
     /// The platform, as the cluster reports it; it decides SSH user, hostname and cloud-provider details.
@@ -85,23 +84,15 @@ pub struct PlainKubernetesConfig {
     pub mirror_sets: Vec<MirrorSet>,
 }
 
-/// Checks that `cidr` is `<ip>/<prefix>` with a prefix that fits the address family.
-pub(crate) fn validate_cidr(kind: &'static str, name: &str, field: &'static str, cidr: &str) -> Result<()> {
-    let invalid = || Error::InvalidField {
+/// `cidr` as a network: `<ip>/<prefix>` with a prefix that fits the address family.
+pub(crate) fn parse_cidr(kind: &'static str, name: &str, field: &'static str, cidr: &str) -> Result<IpCidr> {
+    cidr.parse().map_err(|_| Error::InvalidField {
         kind,
         name: name.to_owned(),
         field,
         value: cidr.to_owned(),
         expected: "a CIDR such as 172.30.0.0/16",
-    };
-    let (address, prefix) = cidr.split_once('/').ok_or_else(invalid)?;
-    let address: IpAddr = address.parse().map_err(|_| invalid())?;
-    let prefix: u8 = prefix.parse().map_err(|_| invalid())?;
-    let max_prefix = if address.is_ipv4() { 32 } else { 128 };
-    if prefix > max_prefix {
-        return Err(invalid());
-    }
-    Ok(())
+    })
 }
 
 /// Parses a `gitVersion` such as `v1.36.2+abc` into a semantic version.
@@ -155,13 +146,13 @@ pub(crate) fn facts_from_openshift(
     tag_sets: &[ImageTagMirrorSet],
     kubernetes_version: semver::Version,
 ) -> Result<ClusterFacts> {
-    let service_cidr = network.spec.service_network.first().cloned().ok_or(Error::MissingField {
+    let service_cidr = network.spec.service_network.first().ok_or(Error::MissingField {
         verb: Verb::Get,
         kind: "Network",
         name: "cluster".into(),
         field: "spec.serviceNetwork",
     })?;
-    validate_cidr("Network", "cluster", "spec.serviceNetwork[0]", &service_cidr)?;
+    let service_cidr = parse_cidr("Network", "cluster", "spec.serviceNetwork[0]", service_cidr)?;
     let status = infrastructure.status.as_ref();
     let api_server_internal_url =
         status.and_then(|status| status.api_server_internal_uri.clone()).ok_or(Error::MissingField {
@@ -258,9 +249,8 @@ impl PlainKubernetesFacts {
 #[async_trait]
 impl ClusterFactsSource for PlainKubernetesFacts {
     async fn gather(&self) -> Result<ClusterFacts> {
-        validate_cidr("OperatorConfig", "plain-kubernetes", "serviceCidr", &self.config.service_cidr)?;
         Ok(ClusterFacts {
-            service_cidr: self.config.service_cidr.clone(),
+            service_cidr: parse_cidr("OperatorConfig", "plain-kubernetes", "serviceCidr", &self.config.service_cidr)?,
             api_server_internal_url: self.config.api_server_internal_url.clone(),
             platform: PlatformName::Known(Platform::None),
             proxy: self.config.proxy.clone(),
@@ -312,7 +302,7 @@ mod tests {
         assert_eq!(
             facts,
             ClusterFacts {
-                service_cidr: "172.30.0.0/16".into(),
+                service_cidr: "172.30.0.0/16".parse().unwrap(),
                 api_server_internal_url: "https://api-int.example:6443".into(),
                 platform: PlatformName::Known(Platform::VSphere),
                 proxy: ProxySettings {
@@ -352,7 +342,7 @@ mod tests {
                 |client| async move { PlainKubernetesFacts::new(client, config).gather().await.unwrap() },
             )
             .await;
-        assert_eq!(facts.service_cidr, "10.96.0.0/12");
+        assert_eq!(facts.service_cidr.to_string(), "10.96.0.0/12");
         assert_eq!(facts.api_server_internal_url, "https://10.0.0.1:6443");
         assert_eq!(facts.platform, PlatformName::Known(Platform::None));
         assert_eq!(facts.proxy, ProxySettings::default());
@@ -384,14 +374,14 @@ mod tests {
 
     #[test]
     fn cidrs_are_validated() {
-        assert!(validate_cidr("Network", "cluster", "f", "172.30.0.0/16").is_ok());
-        assert!(validate_cidr("Network", "cluster", "f", "fd02::/112").is_ok());
-        let error = validate_cidr("Network", "cluster", "spec.serviceNetwork[0]", "172.30.0.0/33").unwrap_err();
+        assert!(parse_cidr("Network", "cluster", "f", "172.30.0.0/16").is_ok());
+        assert!(parse_cidr("Network", "cluster", "f", "fd02::/112").is_ok());
+        let error = parse_cidr("Network", "cluster", "spec.serviceNetwork[0]", "172.30.0.0/33").unwrap_err();
         assert_eq!(
             error.to_string(),
             "Network cluster: spec.serviceNetwork[0] is \"172.30.0.0/33\", expected a CIDR such as 172.30.0.0/16"
         );
-        assert!(validate_cidr("Network", "cluster", "f", "172.30.0.0").is_err());
+        assert!(parse_cidr("Network", "cluster", "f", "172.30.0.0").is_err());
     }
 
     #[test]

@@ -563,7 +563,7 @@ async fn cluster_facts(control_plane: Arc<ControlPlane>) -> anyhow::Result<()> {
         "the fixture CRDs do not make the cluster look like OpenShift"
     );
     let facts = OpenShiftFacts::new(control_plane.admin_client()).gather().await?;
-    ensure!(facts.service_cidr == SERVICE_CIDR, "service CIDR {}", facts.service_cidr);
+    ensure!(facts.service_cidr.to_string() == SERVICE_CIDR, "service CIDR {}", facts.service_cidr);
     ensure!(
         facts.api_server_internal_url == control_plane.api_server_url(),
         "API URL {}",

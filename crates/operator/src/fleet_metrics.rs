@@ -16,17 +16,6 @@ use wmco_cluster_client::types::{InstancePhase, WindowsInstance};
 
 use crate::metrics::Metrics;
 
-/// Every phase a record can be in, as exported.
-pub const PHASES: [InstancePhase; 7] = [
-    InstancePhase::Pending,
-    InstancePhase::Configuring,
-    InstancePhase::WaitingForNode,
-    InstancePhase::Ready,
-    InstancePhase::Upgrading,
-    InstancePhase::Deconfiguring,
-    InstancePhase::Failed,
-];
-
 /// Remembers each record's last phase and `configuringSince`, so a configure duration is observed once per
 /// transition to Ready.
 #[derive(Debug, Default)]
@@ -80,7 +69,7 @@ impl FleetObserver {
             };
             seen.insert(key, current);
         }
-        for phase in PHASES {
+        for phase in InstancePhase::ALL {
             let count = seen.values().filter(|seen| seen.phase == Some(phase)).count();
             metrics.set_instances_in_phase(&phase.to_string(), i64::try_from(count).unwrap_or(i64::MAX));
         }

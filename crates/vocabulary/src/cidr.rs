@@ -63,7 +63,7 @@ impl IpCidr {
     /// [`CidrError::NotIpv4`] when `text` is not an IPv4 CIDR.
     pub fn parse_ipv4(text: &str) -> Result<Self, CidrError> {
         match text.parse::<IpCidr>() {
-            Ok(cidr) if cidr.address.is_ipv4() => Ok(cidr),
+            Ok(cidr) if cidr.is_ipv4() => Ok(cidr),
             _ => Err(CidrError::NotIpv4 { text: text.to_owned() }),
         }
     }
@@ -76,6 +76,17 @@ impl IpCidr {
     /// ```
     pub fn address(&self) -> IpAddr {
         self.address
+    }
+
+    /// Whether this is an IPv4 network.
+    ///
+    /// ```
+    /// use wmco_vocabulary::IpCidr;
+    /// assert!("172.30.0.0/16".parse::<IpCidr>().unwrap().is_ipv4());
+    /// assert!(!"fd02::/112".parse::<IpCidr>().unwrap().is_ipv4());
+    /// ```
+    pub fn is_ipv4(&self) -> bool {
+        self.address.is_ipv4()
     }
 
     /// The prefix length (0–32 for IPv4, 0–128 for IPv6).

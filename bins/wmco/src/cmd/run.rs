@@ -357,13 +357,9 @@ fn machine_api_inputs(namespace: &str, facts: &ClusterFacts) -> MachineApiInputs
 }
 
 fn csr_settings(args: &RunArgs, facts: &ClusterFacts) -> anyhow::Result<CsrSettings> {
-    let service_network: IpCidr = facts
-        .service_cidr
-        .parse()
-        .with_context(|| format!("the cluster's service network {:?} is not a CIDR", facts.service_cidr))?;
     Ok(CsrSettings {
         namespace: args.namespace.clone(),
-        service_network: vec![service_network],
+        service_network: vec![facts.service_cidr],
         cluster_network: args.cluster_cidr.clone(),
         clock: system_clock(),
     })
@@ -721,7 +717,7 @@ mod tests {
     #[test]
     fn machine_api_settings_carry_the_namespace_and_the_platform() {
         let mut facts = ClusterFacts {
-            service_cidr: "172.30.0.0/16".into(),
+            service_cidr: "172.30.0.0/16".parse().unwrap(),
             api_server_internal_url: "https://api-int.example:6443".into(),
             platform: wmco_cluster_client::Platform::None.into(),
             proxy: Default::default(),

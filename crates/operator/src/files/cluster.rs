@@ -7,9 +7,9 @@ use std::net::Ipv4Addr;
 use wmco_cluster_client::ClusterFacts;
 use wmco_node_config::ServiceSettings;
 use wmco_payload_manifest::render::{
-    ClusterInputs, ImageMirrorRule, Ipv4Cidr, LogRotation, MirrorSourcePolicy, PemBundle, Proxy, SecretToken,
+    ClusterInputs, ImageMirrorRule, LogRotation, MirrorSourcePolicy, PemBundle, Proxy, SecretToken,
 };
-use wmco_vocabulary::Platform;
+use wmco_vocabulary::{IpCidr, Platform};
 use wmco_windows_services::{LogRotation as ServiceLogRotation, Verbosity};
 
 /// The index of the cluster DNS Service's address in the service network.
@@ -30,7 +30,7 @@ pub enum ClusterSettingsError {
     #[error("the cluster's service network {service_cidr} has no 10th address for the cluster DNS Service")]
     NoClusterDns {
         /// The network.
-        service_cidr: Ipv4Cidr,
+        service_cidr: IpCidr,
     },
 }
 
@@ -40,7 +40,7 @@ pub struct ClusterSettings {
     /// The URL nodes reach the API server at.
     pub api_server_url: String,
     /// The service network.
-    pub service_cidr: Ipv4Cidr,
+    pub service_cidr: IpCidr,
     /// The cluster DNS Service address.
     pub cluster_dns: Ipv4Addr,
     /// The platform whose behaviour applies (a platform this product does not know counts as `None`).
@@ -59,7 +59,7 @@ impl ClusterSettings {
     /// use wmco_operator::files::ClusterSettings;
     ///
     /// let facts = ClusterFacts {
-    ///     service_cidr: "172.30.0.0/16".into(),
+    ///     service_cidr: "172.30.0.0/16".parse().unwrap(),
     ///     api_server_internal_url: "https://api-int.example:6443".into(),
     ///     platform: PlatformName::Known(Platform::None),
     ///     proxy: ProxySettings::default(),
@@ -74,10 +74,10 @@ impl ClusterSettings {
     /// # Errors
     /// [`ClusterSettingsError`] when the service network is not IPv4 or too small.
     pub fn from_facts(facts: &ClusterFacts) -> Result<Self, ClusterSettingsError> {
-        let service_cidr: Ipv4Cidr = facts
-            .service_cidr
-            .parse()
-            .map_err(|_| ClusterSettingsError::ServiceCidr { service_cidr: facts.service_cidr.clone() })?;
+        let service_cidr = facts.service_cidr;
+        if !service_cidr.is_ipv4() {
+            return Err(ClusterSettingsError::ServiceCidr { service_cidr: service_cidr.to_string() });
+        }
         let cluster_dns =
             service_cidr.nth_address(CLUSTER_DNS_INDEX).ok_or(ClusterSettingsError::NoClusterDns { service_cidr })?;
         let proxy = &facts.proxy;

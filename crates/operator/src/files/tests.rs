@@ -132,7 +132,7 @@ impl World {
 
 fn facts() -> ClusterFacts {
     ClusterFacts {
-        service_cidr: "172.30.0.0/16".into(),
+        service_cidr: "172.30.0.0/16".parse().unwrap(),
         api_server_internal_url: "https://api-int.example:6443".into(),
         platform: Platform::None.into(),
         proxy: ProxySettings::default(),

@@ -40,16 +40,15 @@ pub use ca::ca_files;
 pub use cni::cni_config;
 pub use containerd::containerd_config;
 pub use inputs::{
-    ClusterInputs, HostInputs, ImageMirrorRule, Ipv4Cidr, Ipv4CidrError, LogRotation, MirrorSourcePolicy,
-    OverlayNetwork, OverlayNetworkError, PemBundle, PemBundleError, Proxy, PullSecret, PullSecretError, RegistryCa,
-    SecretToken,
+    ClusterInputs, HostInputs, ImageMirrorRule, LogRotation, MirrorSourcePolicy, OverlayNetwork, OverlayNetworkError,
+    PemBundle, PemBundleError, Proxy, PullSecret, PullSecretError, RegistryCa, SecretToken,
 };
 pub use kube_proxy::kube_proxy_config;
 pub use kubeconfig::bootstrap_kubeconfig;
 pub use kubelet::{credential_provider_config, kubelet_config};
 pub use registries::{MirrorHost, RegistryHosts, plan_registry_hosts, registry_hosts_files};
 pub use tls::{PrivateKeyPemError, ServingTls, exporter_tls_files};
-pub use wmco_vocabulary::MirrorKind;
+pub use wmco_vocabulary::{IpCidr, MirrorKind};
 
 /// One rendered file: where it goes on the host, its bytes and their SHA-256.
 ///
