@@ -254,7 +254,28 @@ async fn read_infrastructure(kubeconfig: Option<&Path>) -> anyhow::Result<Infras
 
 #[cfg(test)]
 mod tests {
+    use clap::Parser;
+
     use super::*;
+
+    #[derive(Debug, Parser)]
+    struct GenerateCli {
+        #[command(flatten)]
+        generate: GenerateArgs,
+    }
+
+    #[test]
+    fn platform_flag_takes_the_five_machineset_platforms_by_cli_name() {
+        let platform = |name: &str| {
+            GenerateCli::try_parse_from(["generate", "--platform", name, "--name", "win"])
+                .map(|cli| cli.generate.platform)
+        };
+        assert_eq!(platform("aws").unwrap(), Some(MachineSetPlatform::Aws));
+        assert_eq!(platform("vsphere").unwrap(), Some(MachineSetPlatform::VSphere));
+        assert_eq!(platform("nutanix").unwrap(), Some(MachineSetPlatform::Nutanix));
+        let refused = platform("none").unwrap_err().to_string();
+        assert!(refused.contains("[possible values: aws, azure, gcp, vsphere, nutanix]"), "{refused}");
+    }
 
     fn unreachable(_: MachineSetPlatform) -> anyhow::Result<ClusterDefaults> {
         Err(anyhow::anyhow!("connection refused"))
