@@ -4,65 +4,15 @@
 //! ([`PlainKubernetesFacts`]).
 
 use std::fmt;
-use std::net::IpAddr;
 
 use async_trait::async_trait;
 use kube::Client;
 use kube::api::{Api, ListParams};
 use serde::{Deserialize, Serialize};
+use wmco_vocabulary::{IpCidr, MirrorKind, Platform, PlatformName};
 
 use crate::error::{Error, Result, Verb};
 use crate::types::{ImageDigestMirrorSet, ImageTagMirrorSet, Infrastructure, Network, Proxy};
-
-/// The platform the cluster runs on; it decides SSH user, hostname and cloud-provider details.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Platform {
-    /// Amazon Web Services.
-    #[serde(rename = "AWS")]
-    Aws,
-    /// Microsoft Azure.
-    Azure,
-    /// Google Cloud.
-    #[serde(rename = "GCP")]
-    Gcp,
-    /// VMware vSphere.
-    VSphere,
-    /// Nutanix.
-    Nutanix,
-    /// No cloud integration (bring your own hosts).
-    None,
-    /// Any other platform, by its OpenShift name.
-    Other(String),
-}
-
-impl Platform {
-    /// The platform named `name` as in `Infrastructure.status.platformStatus.type`.
-    pub fn from_openshift_name(name: &str) -> Self {
-        match name {
-            "AWS" => Platform::Aws,
-            "Azure" => Platform::Azure,
-            "GCP" => Platform::Gcp,
-            "VSphere" => Platform::VSphere,
-            "Nutanix" => Platform::Nutanix,
-            "None" | "" => Platform::None,
-            other => Platform::Other(other.to_owned()),
-        }
-    }
-}
-
-impl fmt::Display for Platform {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Platform::Aws => "AWS",
-            Platform::Azure => "Azure",
-            Platform::Gcp => "GCP",
-            Platform::VSphere => "VSphere",
-            Platform::Nutanix => "Nutanix",
-            Platform::None => "None",
-            Platform::Other(name) => name,
-        })
-    }
-}
 
 /// The cluster-wide proxy, as given to services on the hosts.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,15 +27,6 @@ pub struct ProxySettings {
     /// Comma-separated destinations reached without the proxy.
     #[serde(default)]
     pub no_proxy: Option<String>,
-}
-
-/// How a mirror set's mirrors may be used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum MirrorKind {
-    /// Pull by digest only (ImageDigestMirrorSet).
-    Digest,
-    /// Pull by tag too (ImageTagMirrorSet).
-    Tag,
 }
 
 /// The mirrors of one source repository.
@@ -107,11 +48,11 @@ pub struct MirrorSet {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterFacts {
     /// The service network, e.g. `172.30.0.0/16`.
-    pub service_cidr: String,
+    pub service_cidr: IpCidr,
     /// The URL nodes reach the API server at.
     pub api_server_internal_url: String,
-    /// The platform.
-    pub platform: Platform,
+    /// The platform, as the cluster reports it; it decides SSH user, hostname and cloud-provider details.
+    pub platform: PlatformName,
     /// The cluster-wide proxy.
     pub proxy: ProxySettings,
     /// The API server's version.
@@ -143,23 +84,15 @@ pub struct PlainKubernetesConfig {
     pub mirror_sets: Vec<MirrorSet>,
 }
 
-/// Checks that `cidr` is `<ip>/<prefix>` with a prefix that fits the address family.
-pub(crate) fn validate_cidr(kind: &'static str, name: &str, field: &'static str, cidr: &str) -> Result<()> {
-    let invalid = || Error::InvalidField {
+/// `cidr` as a network: `<ip>/<prefix>` with a prefix that fits the address family.
+pub(crate) fn parse_cidr(kind: &'static str, name: &str, field: &'static str, cidr: &str) -> Result<IpCidr> {
+    cidr.parse().map_err(|_| Error::InvalidField {
         kind,
         name: name.to_owned(),
         field,
         value: cidr.to_owned(),
         expected: "a CIDR such as 172.30.0.0/16",
-    };
-    let (address, prefix) = cidr.split_once('/').ok_or_else(invalid)?;
-    let address: IpAddr = address.parse().map_err(|_| invalid())?;
-    let prefix: u8 = prefix.parse().map_err(|_| invalid())?;
-    let max_prefix = if address.is_ipv4() { 32 } else { 128 };
-    if prefix > max_prefix {
-        return Err(invalid());
-    }
-    Ok(())
+    })
 }
 
 /// Parses a `gitVersion` such as `v1.36.2+abc` into a semantic version.
@@ -213,13 +146,13 @@ pub(crate) fn facts_from_openshift(
     tag_sets: &[ImageTagMirrorSet],
     kubernetes_version: semver::Version,
 ) -> Result<ClusterFacts> {
-    let service_cidr = network.spec.service_network.first().cloned().ok_or(Error::MissingField {
+    let service_cidr = network.spec.service_network.first().ok_or(Error::MissingField {
         verb: Verb::Get,
         kind: "Network",
         name: "cluster".into(),
         field: "spec.serviceNetwork",
     })?;
-    validate_cidr("Network", "cluster", "spec.serviceNetwork[0]", &service_cidr)?;
+    let service_cidr = parse_cidr("Network", "cluster", "spec.serviceNetwork[0]", service_cidr)?;
     let status = infrastructure.status.as_ref();
     let api_server_internal_url =
         status.and_then(|status| status.api_server_internal_uri.clone()).ok_or(Error::MissingField {
@@ -231,7 +164,7 @@ pub(crate) fn facts_from_openshift(
     let platform = status
         .and_then(|status| status.platform_status.as_ref())
         .and_then(|platform| platform.type_.as_deref())
-        .map_or(Platform::None, Platform::from_openshift_name);
+        .map_or(PlatformName::Known(Platform::None), PlatformName::from_openshift_name);
     let proxy = proxy
         .status
         .as_ref()
@@ -316,11 +249,10 @@ impl PlainKubernetesFacts {
 #[async_trait]
 impl ClusterFactsSource for PlainKubernetesFacts {
     async fn gather(&self) -> Result<ClusterFacts> {
-        validate_cidr("OperatorConfig", "plain-kubernetes", "serviceCidr", &self.config.service_cidr)?;
         Ok(ClusterFacts {
-            service_cidr: self.config.service_cidr.clone(),
+            service_cidr: parse_cidr("OperatorConfig", "plain-kubernetes", "serviceCidr", &self.config.service_cidr)?,
             api_server_internal_url: self.config.api_server_internal_url.clone(),
-            platform: Platform::None,
+            platform: PlatformName::Known(Platform::None),
             proxy: self.config.proxy.clone(),
             kubernetes_version: kubernetes_version(&self.client).await?,
             mirror_sets: self.config.mirror_sets.clone(),
@@ -370,9 +302,9 @@ mod tests {
         assert_eq!(
             facts,
             ClusterFacts {
-                service_cidr: "172.30.0.0/16".into(),
+                service_cidr: "172.30.0.0/16".parse().unwrap(),
                 api_server_internal_url: "https://api-int.example:6443".into(),
-                platform: Platform::VSphere,
+                platform: PlatformName::Known(Platform::VSphere),
                 proxy: ProxySettings {
                     http_proxy: Some("http://proxy:3128".into()),
                     https_proxy: None,
@@ -410,9 +342,9 @@ mod tests {
                 |client| async move { PlainKubernetesFacts::new(client, config).gather().await.unwrap() },
             )
             .await;
-        assert_eq!(facts.service_cidr, "10.96.0.0/12");
+        assert_eq!(facts.service_cidr.to_string(), "10.96.0.0/12");
         assert_eq!(facts.api_server_internal_url, "https://10.0.0.1:6443");
-        assert_eq!(facts.platform, Platform::None);
+        assert_eq!(facts.platform, PlatformName::Known(Platform::None));
         assert_eq!(facts.proxy, ProxySettings::default());
         assert_eq!(facts.kubernetes_version, semver::Version::parse("1.36.2+abc").unwrap());
         assert!(facts.mirror_sets.is_empty());
@@ -442,20 +374,20 @@ mod tests {
 
     #[test]
     fn cidrs_are_validated() {
-        assert!(validate_cidr("Network", "cluster", "f", "172.30.0.0/16").is_ok());
-        assert!(validate_cidr("Network", "cluster", "f", "fd02::/112").is_ok());
-        let error = validate_cidr("Network", "cluster", "spec.serviceNetwork[0]", "172.30.0.0/33").unwrap_err();
+        assert!(parse_cidr("Network", "cluster", "f", "172.30.0.0/16").is_ok());
+        assert!(parse_cidr("Network", "cluster", "f", "fd02::/112").is_ok());
+        let error = parse_cidr("Network", "cluster", "spec.serviceNetwork[0]", "172.30.0.0/33").unwrap_err();
         assert_eq!(
             error.to_string(),
             "Network cluster: spec.serviceNetwork[0] is \"172.30.0.0/33\", expected a CIDR such as 172.30.0.0/16"
         );
-        assert!(validate_cidr("Network", "cluster", "f", "172.30.0.0").is_err());
+        assert!(parse_cidr("Network", "cluster", "f", "172.30.0.0").is_err());
     }
 
     #[test]
     fn platform_names_round_trip() {
         for name in ["AWS", "Azure", "GCP", "VSphere", "Nutanix", "None", "OpenStack"] {
-            assert_eq!(Platform::from_openshift_name(name).to_string(), name);
+            assert_eq!(PlatformName::from_openshift_name(name).to_string(), name);
         }
     }
 }

@@ -502,7 +502,7 @@ impl WindowsMachines for FakeMachines {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{InstanceOrigin, Phase, WindowsInstanceSpec};
+    use crate::types::{InstanceOrigin, InstancePhase, WindowsInstanceSpec};
     use crate::{BlockReason, BlockedPod};
     use serde_json::json;
     use std::time::Duration;
@@ -612,7 +612,7 @@ mod tests {
         instance.metadata.namespace = Some("wmco".into());
         let stored = records.apply(&instance).await.unwrap();
         assert_eq!(stored.metadata.finalizers, Some(vec![INSTANCE_FINALIZER.to_owned()]));
-        let status = WindowsInstanceStatus { phase: Some(Phase::Ready), ..WindowsInstanceStatus::default() };
+        let status = WindowsInstanceStatus { phase: Some(InstancePhase::Ready), ..WindowsInstanceStatus::default() };
         records.apply_status("wmco", "a", &status).await.unwrap();
         assert_eq!(records.record("wmco", "a").unwrap().status, Some(status));
         records.release_finalizer(&stored).await.unwrap();

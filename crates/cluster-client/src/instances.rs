@@ -178,7 +178,7 @@ impl InstanceRecords for KubeInstanceRecords {
 mod tests {
     use super::*;
     use crate::test_support::{APPLY_PATCH, Exchange, MERGE_PATCH, scenario, status_reply};
-    use crate::types::{InstanceOrigin, Phase, WindowsInstanceSpec};
+    use crate::types::{InstanceOrigin, InstancePhase, WindowsInstanceSpec};
     use serde_json::Value;
 
     const BASE: &str = "/apis/windowsmachineconfig.openshift.io/v1alpha1/namespaces/wmco/windowsinstances";
@@ -226,7 +226,7 @@ mod tests {
             address: Some("10.0.0.5".into()),
             resolved_ipv4: Some("10.0.0.5".parse().unwrap()),
             expected_node_name: Some("win-a".into()),
-            phase: Some(Phase::Configuring),
+            phase: Some(InstancePhase::Configuring),
             ..WindowsInstanceStatus::default()
         };
         let expected = json!({

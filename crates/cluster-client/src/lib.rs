@@ -42,8 +42,8 @@ pub use error::{BlockReason, BlockedPod, Error, Result, Verb};
 pub use events::{EventPublisher, KubeEvents, NewEvent, Severity};
 pub use ext::{NodeExt, WindowsInstanceExt};
 pub use facts::{
-    ClusterFacts, ClusterFactsSource, MirrorKind, MirrorSet, OpenShiftFacts, PlainKubernetesConfig,
-    PlainKubernetesFacts, Platform, ProxySettings, serves_openshift_config,
+    ClusterFacts, ClusterFactsSource, MirrorSet, OpenShiftFacts, PlainKubernetesConfig, PlainKubernetesFacts,
+    ProxySettings, serves_openshift_config,
 };
 pub use instances::{InstanceRecords, KubeInstanceRecords};
 pub use kube::ResourceExt;
@@ -53,3 +53,4 @@ pub use objects::{ConfigMaps, KubeConfigMaps, KubeSecrets, Secrets};
 pub use seams::Seams;
 pub use tokens::{KubeServiceAccountTokens, ServiceAccountTokens, ShortLivedToken, TokenRequestSpec};
 pub use version::{ClusterVersion, KubeClusterVersion};
+pub use wmco_vocabulary::{MirrorKind, Platform, PlatformName};

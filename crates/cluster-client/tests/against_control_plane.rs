@@ -29,12 +29,14 @@ use serde_json::{Value, json};
 use wmco_cluster_client::names::{
     KUBELET_CLIENT_SIGNER, NODE_BOOTSTRAPPER_NAMESPACE, NODE_BOOTSTRAPPER_SERVICE_ACCOUNT,
 };
-use wmco_cluster_client::types::{InstanceOrigin, Phase, WindowsInstance, WindowsInstanceSpec, WindowsInstanceStatus};
+use wmco_cluster_client::types::{
+    InstanceOrigin, InstancePhase, WindowsInstance, WindowsInstanceSpec, WindowsInstanceStatus,
+};
 use wmco_cluster_client::{
     BlockReason, BlockedPod, ClusterFactsSource as _, CsrDecision, Csrs as _, DrainOptions, Drainer as _, Error,
     InstanceRecords as _, KubeCsrs, KubeDrainer, KubeInstanceRecords, KubeNodes, KubeServiceAccountTokens,
-    NodeMetadataPatch, Nodes as _, OpenShiftFacts, Platform, ServiceAccountTokens as _, SkipReason, SkippedPod,
-    TokenRequestSpec,
+    NodeMetadataPatch, Nodes as _, OpenShiftFacts, Platform, PlatformName, ServiceAccountTokens as _, SkipReason,
+    SkippedPod, TokenRequestSpec,
 };
 use wmco_e2e_harness::{ControlPlane, ControlPlaneOptions, SERVICE_CIDR};
 
@@ -242,12 +244,12 @@ async fn status_apply_conflicts(control_plane: Arc<ControlPlane>) -> anyhow::Res
     let configuring = WindowsInstanceStatus {
         address: Some("10.0.0.7".into()),
         resolved_ipv4: Some("10.0.0.7".parse()?),
-        phase: Some(Phase::Configuring),
+        phase: Some(InstancePhase::Configuring),
         ..WindowsInstanceStatus::default()
     };
     records.apply_status("cc-ssa", "byoh-10-0-0-7", &configuring).await.context("first status apply")?;
     let ready = WindowsInstanceStatus {
-        phase: Some(Phase::Ready),
+        phase: Some(InstancePhase::Ready),
         expected_node_name: Some("win-7".into()),
         configured_version: Some("0.1.0".into()),
         ..configuring.clone()
@@ -265,7 +267,10 @@ async fn status_apply_conflicts(control_plane: Arc<ControlPlane>) -> anyhow::Res
     )?;
     ensure!(code == 409, "a second field manager answered {code}, expected a conflict");
     let after = records.get("cc-ssa", "byoh-10-0-0-7").await?.context("record vanished")?;
-    ensure!(after.status.and_then(|status| status.phase) == Some(Phase::Ready), "the intruder changed the phase");
+    ensure!(
+        after.status.and_then(|status| status.phase) == Some(InstancePhase::Ready),
+        "the intruder changed the phase"
+    );
     Ok(())
 }
 
@@ -558,13 +563,13 @@ async fn cluster_facts(control_plane: Arc<ControlPlane>) -> anyhow::Result<()> {
         "the fixture CRDs do not make the cluster look like OpenShift"
     );
     let facts = OpenShiftFacts::new(control_plane.admin_client()).gather().await?;
-    ensure!(facts.service_cidr == SERVICE_CIDR, "service CIDR {}", facts.service_cidr);
+    ensure!(facts.service_cidr.to_string() == SERVICE_CIDR, "service CIDR {}", facts.service_cidr);
     ensure!(
         facts.api_server_internal_url == control_plane.api_server_url(),
         "API URL {}",
         facts.api_server_internal_url
     );
-    ensure!(facts.platform == Platform::None, "platform {}", facts.platform);
+    ensure!(facts.platform == PlatformName::Known(Platform::None), "platform {}", facts.platform);
     ensure!(facts.proxy == Default::default(), "proxy {:?}", facts.proxy);
     ensure!(facts.mirror_sets.is_empty(), "mirrors {:?}", facts.mirror_sets);
     let expected = wmco_e2e_harness::kubernetes_version().trim_start_matches('v');

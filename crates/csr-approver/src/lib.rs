@@ -25,7 +25,6 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod cidr;
 mod decide;
 mod facts;
 mod manifest;
@@ -35,7 +34,6 @@ mod rule;
 mod verdict;
 mod world;
 
-pub use cidr::{CidrError, IpCidr};
 pub use decide::decide;
 pub use facts::{CsrFacts, ManifestError};
 pub use manifest::{CSR_API_VERSION, CSR_KIND, CsrCondition, CsrManifest, CsrMetadata, CsrSpec, CsrStatus};
@@ -51,7 +49,8 @@ pub use request::{
 };
 pub use rule::RuleId;
 pub use verdict::{APPROVE_REASON, Verdict, VerdictReport};
+pub use wmco_vocabulary::{CidrError, InstancePhase, IpCidr};
 pub use world::{
-    AddressType, BootstrapApproval, ByohInstance, CsrState, CsrSummary, InstancePhase, MachineInstance,
-    ManagedInstance, NodeAddress, NodeRecord, World, WorldData,
+    AddressType, BootstrapApproval, ByohInstance, CsrState, CsrSummary, MachineInstance, ManagedInstance, NodeAddress,
+    NodeRecord, World, WorldData,
 };

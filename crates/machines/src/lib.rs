@@ -16,7 +16,7 @@ pub use decision::{
     ConfigurablePhase, MachineDecision, MachineInstance, SkipReason, desired_instance, is_windows, ssh_user,
 };
 pub use machineset::{
-    ClusterDefaults, Field, MachineSetDocument, MachineSetError, MachineSetOptions, MachineSetPlatform, generate,
-    machineset_name,
+    ClusterDefaults, Field, MachineSetDocument, MachineSetError, MachineSetOptions, MachineSetPlatform, NoMachineSets,
+    generate, machineset_name,
 };
 pub use node_name::record_name;

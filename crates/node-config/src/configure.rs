@@ -24,12 +24,12 @@ use k8s_openapi::api::core::v1::Node;
 use wmco_cluster_client::names::{
     BYOH_LABEL, HYBRID_OVERLAY_SUBNET_ANNOTATION, PUB_KEY_HASH_ANNOTATION, VERSION_ANNOTATION, WORKER_ROLE_LABEL,
 };
-use wmco_cluster_client::types::{InstanceOrigin, Phase as RecordPhase, WindowsInstance};
+use wmco_cluster_client::types::{InstanceOrigin, InstancePhase, WindowsInstance};
 use wmco_cluster_client::{Drainer, InstanceRecords, NodeExt, NodeMetadataPatch, Nodes};
 use wmco_payload_manifest::render::destinations::BOOTSTRAP_KUBECONFIG;
 use wmco_payload_manifest::{HostFile, HostFileSet};
 use wmco_windows_services::{
-    HostState, LogRotation, NodeInputs, ObservedHost, Phase, Platform, ProbeRequest, ServiceState, Sha256Hex,
+    HostState, LogRotation, NodeInputs, ObservedHost, Platform, ProbeRequest, ServiceStage, ServiceState, Sha256Hex,
     Verbosity, WinPath, node_host_state, plan,
 };
 
@@ -265,9 +265,9 @@ async fn configure_pass(
     // end would change the record on every attempt, and each change triggers the next reconcile (a hot loop).
     if !matches!(
         recorder.status.phase,
-        Some(RecordPhase::Ready | RecordPhase::WaitingForNode | RecordPhase::Upgrading | RecordPhase::Failed)
+        Some(InstancePhase::Ready | InstancePhase::WaitingForNode | InstancePhase::Upgrading | InstancePhase::Failed)
     ) {
-        recorder.set_phase(RecordPhase::Configuring);
+        recorder.set_phase(InstancePhase::Configuring);
     }
     if recorder.status.pinned_host_key.is_none() {
         let key =
@@ -298,8 +298,8 @@ async fn configure_pass(
         Some(_) => Stage::Registered,
     };
     let (file_stage, service_phase) = match &stage {
-        Stage::Bootstrap | Stage::Registered => (FileStage::Bootstrap, Phase::Bootstrap),
-        Stage::Node(node) => (FileStage::Node(node), Phase::Node),
+        Stage::Bootstrap | Stage::Registered => (FileStage::Bootstrap, ServiceStage::Bootstrap),
+        Stage::Node(node) => (FileStage::Node(node), ServiceStage::Node),
     };
     let node_exists = !matches!(stage, Stage::Bootstrap);
     let files = inputs.files.files(&identity, file_stage).map_err(|source| FlowError::DesiredFiles {
@@ -365,7 +365,7 @@ async fn configure_pass(
         })?;
     }
     let state = if ready {
-        recorder.set_phase(RecordPhase::Ready);
+        recorder.set_phase(InstancePhase::Ready);
         recorder.status.configured_version = Some(inputs.operator_version.to_owned());
         recorder.status.configuring_since = None;
         recorder.status.last_error = None;
@@ -393,9 +393,9 @@ async fn read_node(
 
 /// Whether the upgrade gate holds the pass back: the Node is configured at another version than the operator's
 /// (build metadata ignored) and the record is not in phase `Upgrading`.
-fn awaits_upgrade(node: &Node, phase: Option<RecordPhase>, operator_version: &str) -> bool {
+fn awaits_upgrade(node: &Node, phase: Option<InstancePhase>, operator_version: &str) -> bool {
     let configured = node.annotation(VERSION_ANNOTATION);
-    phase != Some(RecordPhase::Upgrading)
+    phase != Some(InstancePhase::Upgrading)
         && configured
             .is_some_and(|configured| without_build_metadata(configured) != without_build_metadata(operator_version))
 }
@@ -408,8 +408,8 @@ fn without_build_metadata(version: &str) -> &str {
 /// Enters the waiting phase `WaitingForNode`, except during an upgrade, which stays `Upgrading` until Ready (the
 /// phase is the executor's permission, and counts against the unavailability budget).
 fn set_waiting(recorder: &mut Recorder<'_>) {
-    if recorder.status.phase != Some(RecordPhase::Upgrading) {
-        recorder.set_phase(RecordPhase::WaitingForNode);
+    if recorder.status.phase != Some(InstancePhase::Upgrading) {
+        recorder.set_phase(InstancePhase::WaitingForNode);
     }
 }
 
@@ -439,7 +439,7 @@ fn desired_state(
     session: &HostSession,
     settings: &ServiceSettings,
     identity: &HostIdentity,
-    phase: Phase,
+    phase: ServiceStage,
     wanted_files: &BTreeMap<WinPath, &HostFile>,
     files: &HostFileSet,
 ) -> Result<HostState, FlowError> {

@@ -10,7 +10,7 @@
 
 use wmco_cluster_client::DrainOptions;
 use wmco_cluster_client::names::FORCE_REMOVE_ANNOTATION;
-use wmco_cluster_client::types::{InstanceOrigin, Phase as RecordPhase, WindowsInstance};
+use wmco_cluster_client::types::{InstanceOrigin, InstancePhase, WindowsInstance};
 use wmco_windows_services::{HostState, LEGACY_DAEMON_SERVICE, ProbeRequest, ServiceName, WinPath, plan};
 
 use crate::configure::ClusterAccess;
@@ -123,7 +123,7 @@ async fn deconfigure_pass(
     recorder: &mut Recorder<'_>,
 ) -> Result<DeconfigureOutcome, FlowError> {
     let force = failures_skippable(inputs.instance);
-    recorder.set_phase(RecordPhase::Deconfiguring);
+    recorder.set_phase(InstancePhase::Deconfiguring);
     recorder.save().await?;
     let cluster_error = |step, source| FlowError::Cluster { host: session.label().to_owned(), step, source };
     let mut forced_past = Vec::new();
@@ -193,7 +193,9 @@ async fn clean_host(session: &HostSession) -> Result<(), FlowError> {
 mod tests {
     use std::net::Ipv4Addr;
 
-    use wmco_windows_services::{LogRotation, NodeInputs, Phase, Platform, Verbosity, node_host_state, node_services};
+    use wmco_windows_services::{
+        LogRotation, NodeInputs, Platform, ServiceStage, Verbosity, node_host_state, node_services,
+    };
 
     use super::*;
 
@@ -224,7 +226,7 @@ mod tests {
 
     #[test]
     fn removed_directories_cover_every_node_directory_but_temp() {
-        let state = node_host_state(&inputs(Platform::None), Phase::Node).unwrap();
+        let state = node_host_state(&inputs(Platform::None), ServiceStage::Node).unwrap();
         for directory in state.directories {
             let covered = REMOVED_DIRECTORIES.iter().any(|removed| {
                 let removed = WinPath::parse(removed).unwrap();

@@ -4,7 +4,9 @@
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use wmco_cluster_client::types::{AUTHENTICATION_FAILED_CONDITION, Phase, WindowsInstance, WindowsInstanceStatus};
+use wmco_cluster_client::types::{
+    AUTHENTICATION_FAILED_CONDITION, InstancePhase, WindowsInstance, WindowsInstanceStatus,
+};
 use wmco_cluster_client::{InstanceRecords, WindowsInstanceExt};
 
 use crate::error::{FlowError, FlowStep};
@@ -44,10 +46,10 @@ impl<'a> Recorder<'a> {
         Ok(Recorder { records, namespace, name, key, host: host.to_owned(), saved: status.clone(), status })
     }
 
-    /// Enters `phase`; entering [`Phase::Configuring`] or [`Phase::Deconfiguring`] from another phase stamps
+    /// Enters `phase`; entering [`InstancePhase::Configuring`] or [`InstancePhase::Deconfiguring`] from another phase stamps
     /// `configuringSince`.
-    pub(crate) fn set_phase(&mut self, phase: Phase) {
-        let starting = matches!(phase, Phase::Configuring | Phase::Deconfiguring);
+    pub(crate) fn set_phase(&mut self, phase: InstancePhase) {
+        let starting = matches!(phase, InstancePhase::Configuring | InstancePhase::Deconfiguring);
         if starting && self.status.phase != Some(phase) {
             self.status.configuring_since = Some(Time(Timestamp::now()));
         }
@@ -99,7 +101,7 @@ impl<'a> Recorder<'a> {
     pub(crate) async fn save_error(&mut self, error: &FlowError) {
         self.status.last_error = Some(error.to_string());
         if !error.is_retryable() {
-            self.status.phase = Some(Phase::Failed);
+            self.status.phase = Some(InstancePhase::Failed);
         }
         if let Err(write_error) = self.save().await {
             tracing::warn!(instance = %self.key, error = %write_error, "could not record the flow's error");

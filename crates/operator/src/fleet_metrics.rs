@@ -12,20 +12,9 @@ use jiff::Timestamp;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use kube::{Api, Client};
 use wmco_cluster_client::WindowsInstanceExt;
-use wmco_cluster_client::types::{Phase, WindowsInstance};
+use wmco_cluster_client::types::{InstancePhase, WindowsInstance};
 
 use crate::metrics::Metrics;
-
-/// Every phase a record can be in, as exported.
-pub const PHASES: [Phase; 7] = [
-    Phase::Pending,
-    Phase::Configuring,
-    Phase::WaitingForNode,
-    Phase::Ready,
-    Phase::Upgrading,
-    Phase::Deconfiguring,
-    Phase::Failed,
-];
 
 /// Remembers each record's last phase and `configuringSince`, so a configure duration is observed once per
 /// transition to Ready.
@@ -37,7 +26,7 @@ pub struct FleetObserver {
 /// What the observer last saw of one record.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Seen {
-    phase: Option<Phase>,
+    phase: Option<InstancePhase>,
     configuring_since: Option<Timestamp>,
 }
 
@@ -67,17 +56,20 @@ impl FleetObserver {
                     .map(|time| time.0)
                     .or(previous.and_then(|previous| previous.configuring_since)),
             };
-            let turned_ready = current.phase == Some(Phase::Ready)
-                && previous.is_some_and(|previous| previous.phase != Some(Phase::Ready));
+            let turned_ready = current.phase == Some(InstancePhase::Ready)
+                && previous.is_some_and(|previous| previous.phase != Some(InstancePhase::Ready));
             if turned_ready && let Some(since) = current.configuring_since {
                 let took = now.duration_since(since);
                 metrics.observe_configure_duration(Duration::try_from(took).unwrap_or(Duration::ZERO));
             }
-            let current =
-                if current.phase == Some(Phase::Ready) { Seen { configuring_since: None, ..current } } else { current };
+            let current = if current.phase == Some(InstancePhase::Ready) {
+                Seen { configuring_since: None, ..current }
+            } else {
+                current
+            };
             seen.insert(key, current);
         }
-        for phase in PHASES {
+        for phase in InstancePhase::ALL {
             let count = seen.values().filter(|seen| seen.phase == Some(phase)).count();
             metrics.set_instances_in_phase(&phase.to_string(), i64::try_from(count).unwrap_or(i64::MAX));
         }
@@ -108,7 +100,7 @@ mod tests {
 
     use super::*;
 
-    fn record(name: &str, phase: Option<Phase>, since: Option<&str>) -> WindowsInstance {
+    fn record(name: &str, phase: Option<InstancePhase>, since: Option<&str>) -> WindowsInstance {
         serde_json::from_value(serde_json::json!({
             "apiVersion": "windowsmachineconfig.openshift.io/v1alpha1", "kind": "WindowsInstance",
             "metadata": {"name": name, "namespace": "wmco"},
@@ -130,8 +122,8 @@ mod tests {
         let since = Some("2026-11-22T03:58:00Z");
         observer.observe(
             &[
-                record("a", Some(Phase::WaitingForNode), since),
-                record("b", Some(Phase::Ready), since),
+                record("a", Some(InstancePhase::WaitingForNode), since),
+                record("b", Some(InstancePhase::Ready), since),
                 record("c", None, None),
             ],
             now,
@@ -147,7 +139,7 @@ mod tests {
         assert_eq!(line(&text, "wmco_configure_duration_seconds_count"), "wmco_configure_duration_seconds_count 0");
 
         // The flow clears configuringSince when it writes Ready: the one seen before counts.
-        let ready = [record("a", Some(Phase::Ready), None), record("b", Some(Phase::Ready), None)];
+        let ready = [record("a", Some(InstancePhase::Ready), None), record("b", Some(InstancePhase::Ready), None)];
         observer.observe(&ready, now, &metrics);
         observer.observe(&ready, now, &metrics);
         let text = metrics.encode().unwrap();

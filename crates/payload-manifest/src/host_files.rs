@@ -82,8 +82,8 @@ impl HostFileSet {
     /// let payload = Payload::load(&dir, &manifest).unwrap();
     /// let note = RenderedFile::new(WinPath::parse(r"C:\k\note.txt").unwrap(), b"hello".to_vec());
     ///
-    /// let set = HostFileSet::new(&manifest, &payload, Platform::NoCloud, vec![note.clone()]).unwrap();
-    /// let again = HostFileSet::new(&manifest, &payload, Platform::NoCloud, vec![note]).unwrap();
+    /// let set = HostFileSet::new(&manifest, &payload, Platform::None, vec![note.clone()]).unwrap();
+    /// let again = HostFileSet::new(&manifest, &payload, Platform::None, vec![note]).unwrap();
     /// assert_eq!(set.content_hash(), again.content_hash());
     /// assert!(set.file(&WinPath::parse(r"C:\k\kubelet.exe").unwrap()).is_some());
     /// std::fs::remove_dir_all(&dir).unwrap();

@@ -23,7 +23,6 @@ mod manifest;
 mod parallel;
 mod payload;
 mod payload_path;
-mod platform;
 pub mod render;
 mod synthetic;
 
@@ -42,5 +41,5 @@ pub use manifest::{
 };
 pub use payload::{Payload, PayloadError, PayloadFile, PayloadProblem};
 pub use payload_path::{PayloadPath, PayloadPathError};
-pub use platform::Platform;
 pub use synthetic::{SyntheticError, SyntheticPayload, SyntheticScale, write_synthetic_payload};
+pub use wmco_vocabulary::Platform;

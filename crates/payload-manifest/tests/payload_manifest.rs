@@ -151,7 +151,7 @@ fn host_file_sets_follow_the_platform_and_hash_stably() {
     };
     let aws = destinations(Platform::Aws);
     let azure = destinations(Platform::Azure);
-    let bare = destinations(Platform::NoCloud);
+    let bare = destinations(Platform::None);
     assert!(aws.contains(r"C:\k\ecr-credential-provider.exe") && !bare.contains(r"C:\k\ecr-credential-provider.exe"));
     assert!(
         azure.contains(r"C:\k\azure-cloud-node-manager.exe") && !aws.contains(r"C:\k\azure-cloud-node-manager.exe")
@@ -184,7 +184,7 @@ fn minimal_cluster() -> ClusterInputs {
         service_cidr: "172.30.0.0/16".parse().unwrap(),
         cluster_dns: "172.30.0.10".parse().unwrap(),
         cluster_domain: "cluster.local".into(),
-        platform: Platform::NoCloud,
+        platform: Platform::None,
         proxy: None,
         log_rotation: LogRotation::default(),
         image_mirrors: vec![],

@@ -6,7 +6,7 @@ use std::hint::black_box;
 use criterion::{Criterion, criterion_group, criterion_main};
 use jiff::{SignedDuration, Timestamp};
 use semver::Version;
-use wmco_upgrade_planner::{Failure, Fleet, Instance, InstanceKind, NodeState, Phase, Policy, plan};
+use wmco_upgrade_planner::{Failure, Fleet, Instance, InstanceOrigin, InstancePhase, NodeState, Policy, plan};
 
 const FLEET_SIZE: usize = 5_000;
 const CURRENT_KEY: &str = "current-key";
@@ -20,7 +20,7 @@ fn mixed_fleet(size: usize) -> Fleet {
     let versions = [Version::new(0, 8, 0), Version::new(0, 9, 0), Version::new(1, 0, 0)];
     let instances = (0..size)
         .map(|index| {
-            let kind = if index % 3 == 0 { InstanceKind::Byoh } else { InstanceKind::Machine };
+            let kind = if index % 3 == 0 { InstanceOrigin::Byoh } else { InstanceOrigin::Machine };
             let node = (index % 10 != 0).then(|| NodeState {
                 ready: index % 17 != 0,
                 cordoned_by: None,
@@ -37,7 +37,7 @@ fn mixed_fleet(size: usize) -> Fleet {
                 name: format!("host-{:05}", (index * 7_919) % size),
                 kind,
                 desired: index % 31 != 0,
-                phase: if node.is_some() { Phase::Ready } else { Phase::Pending },
+                phase: if node.is_some() { InstancePhase::Ready } else { InstancePhase::Pending },
                 node,
                 last_failure,
             }

@@ -4,6 +4,7 @@
 use jiff::Timestamp;
 use semver::Version;
 use serde::{Deserialize, Serialize};
+use wmco_vocabulary::{InstanceOrigin, InstancePhase};
 
 /// Every instance the operator knows of, observed at one instant.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -26,13 +27,14 @@ pub struct Instance {
     /// The instance's name: the BYOH address from `windows-instances`, or the Machine's name.
     pub name: String,
     /// Whether the instance is a BYOH host or a Machine.
-    pub kind: InstanceKind,
+    #[serde(with = "origin_label")]
+    pub kind: InstanceOrigin,
     /// `true` while the admin still wants the instance: the BYOH entry is still listed, or the Machine still exists.
     #[serde(default = "default_desired")]
     pub desired: bool,
     /// The phase recorded in the instance's `WindowsInstance` status.
     #[serde(default)]
-    pub phase: Phase,
+    pub phase: InstancePhase,
     /// The instance's Node, when one is registered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<NodeState>,
@@ -45,34 +47,25 @@ fn default_desired() -> bool {
     true
 }
 
-/// Where an instance comes from, which decides how it is re-keyed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub enum InstanceKind {
-    /// An admin-provided host listed in the `windows-instances` ConfigMap.
-    #[serde(rename = "BYOH")]
-    Byoh,
-    /// A Machine created by a MachineSet.
-    Machine,
-}
+/// The planner's spelling of an [`InstanceOrigin`] (`BYOH`, `Machine`: its label, as in the plan's human output),
+/// for `#[serde(with)]`; the `WindowsInstance` record spells the same origin `Byoh`.
+pub(crate) mod origin_label {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use wmco_vocabulary::InstanceOrigin;
 
-/// The phase of a `WindowsInstance` record (design §3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub enum Phase {
-    /// Known but not yet worked on.
-    #[default]
-    Pending,
-    /// Files, containerd and kubelet are being set up.
-    Configuring,
-    /// The kubelet runs; the operator waits for its Node (then configures the services that need it).
-    WaitingForNode,
-    /// Configured and serving.
-    Ready,
-    /// Being reconfigured to the operator's version.
-    Upgrading,
-    /// Being removed from the cluster.
-    Deconfiguring,
-    /// The last attempt failed; see the instance's `last_failure`.
-    Failed,
+    const LABELS: [&str; 2] = ["BYOH", "Machine"];
+
+    pub(crate) fn serialize<S: Serializer>(origin: &InstanceOrigin, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(origin.label())
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<InstanceOrigin, D::Error> {
+        let label = String::deserialize(deserializer)?;
+        [InstanceOrigin::Byoh, InstanceOrigin::Machine]
+            .into_iter()
+            .find(|origin| origin.label() == label)
+            .ok_or_else(|| serde::de::Error::unknown_variant(&label, &LABELS))
+    }
 }
 
 /// What the instance's Node says.

@@ -21,7 +21,8 @@ mod plan;
 mod planner;
 mod policy;
 
-pub use fleet::{CordonedBy, Failure, Fleet, Instance, InstanceKind, NodeState, Phase};
+pub use fleet::{CordonedBy, Failure, Fleet, Instance, NodeState};
 pub use plan::{Action, Decision, Plan, Reason, RekeyMethod, Summary, WaitReason, Warning};
 pub use planner::plan;
 pub use policy::{MAX_KUBELET_MINORS_BEHIND, MinorVersion, Policy, Skew};
+pub use wmco_vocabulary::{InstanceOrigin, InstancePhase};

@@ -7,7 +7,9 @@ use jiff::Timestamp;
 use semver::Version;
 use serde::{Deserialize, Serialize};
 
-use crate::fleet::InstanceKind;
+use wmco_vocabulary::InstanceOrigin;
+
+use crate::fleet::origin_label;
 use crate::policy::MinorVersion;
 
 /// What to do to every instance of a fleet, in the order the work should start.
@@ -36,7 +38,8 @@ pub struct Decision {
     /// The instance's name.
     pub name: String,
     /// BYOH host or Machine.
-    pub kind: InstanceKind,
+    #[serde(with = "origin_label")]
+    pub kind: InstanceOrigin,
     /// The version its Node is configured at, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub configured_version: Option<Version>,
@@ -51,15 +54,6 @@ pub struct Decision {
 impl fmt::Display for Decision {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} ({}): {} — {}", self.name, self.kind, self.action, self.reason)
-    }
-}
-
-impl fmt::Display for InstanceKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            InstanceKind::Byoh => "BYOH",
-            InstanceKind::Machine => "Machine",
-        })
     }
 }
 

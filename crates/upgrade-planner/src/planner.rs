@@ -5,7 +5,9 @@ use std::cmp::Ordering;
 
 use semver::Version;
 
-use crate::fleet::{CordonedBy, Fleet, Instance, InstanceKind, NodeState, Phase};
+use wmco_vocabulary::{InstanceOrigin, InstancePhase};
+
+use crate::fleet::{CordonedBy, Fleet, Instance, NodeState};
 use crate::plan::{Action, Decision, Plan, Reason, RekeyMethod, Summary, WaitReason, Warning};
 use crate::policy::{Policy, Skew};
 
@@ -15,7 +17,7 @@ use crate::policy::{Policy, Skew};
 /// ```
 /// use jiff::Timestamp;
 /// use semver::Version;
-/// use wmco_upgrade_planner::{plan, Action, Fleet, Instance, InstanceKind, NodeState, Phase, Policy};
+/// use wmco_upgrade_planner::{plan, Action, Fleet, Instance, InstanceOrigin, NodeState, InstancePhase, Policy};
 ///
 /// let node_at = |version: Version| NodeState {
 ///     ready: true,
@@ -26,9 +28,9 @@ use crate::policy::{Policy, Skew};
 /// };
 /// let instance = |name: &str, version: Version| Instance {
 ///     name: name.into(),
-///     kind: InstanceKind::Byoh,
+///     kind: InstanceOrigin::Byoh,
 ///     desired: true,
-///     phase: Phase::Ready,
+///     phase: InstancePhase::Ready,
 ///     node: Some(node_at(version)),
 ///     last_failure: None,
 /// };
@@ -108,7 +110,7 @@ fn is_unavailable_by_operator(instance: &Instance) -> bool {
             || node.cordoned_by == Some(CordonedBy::Operator)
             || (node.configured_version.is_some() && !node.ready)
     });
-    node_disrupted || instance.phase == Phase::Upgrading
+    node_disrupted || instance.phase == InstancePhase::Upgrading
 }
 
 /// What an instance needs, before backoff, skew, budget and concurrency are considered.
@@ -172,15 +174,15 @@ impl Need {
 }
 
 fn need_of(instance: &Instance, fleet: &Fleet, policy: &Policy) -> Need {
-    if instance.phase == Phase::Deconfiguring {
+    if instance.phase == InstancePhase::Deconfiguring {
         return Need::Removal { in_progress: true };
     }
     if !instance.desired {
         return Need::Removal { in_progress: false };
     }
-    let configuring = matches!(instance.phase, Phase::Configuring | Phase::WaitingForNode);
+    let configuring = matches!(instance.phase, InstancePhase::Configuring | InstancePhase::WaitingForNode);
     let Some(node) = &instance.node else {
-        return if instance.phase == Phase::WaitingForNode {
+        return if instance.phase == InstancePhase::WaitingForNode {
             Need::NodeRegistration
         } else {
             Need::FirstConfiguration { in_progress: configuring }
@@ -201,8 +203,8 @@ fn need_of_configured(
 ) -> Need {
     if node.pub_key_hash.as_deref() != Some(fleet.current_pub_key_hash.as_str()) {
         return match instance.kind {
-            InstanceKind::Byoh => Need::ByohRekey,
-            InstanceKind::Machine => Need::MachineReplacement,
+            InstanceOrigin::Byoh => Need::ByohRekey,
+            InstanceOrigin::Machine => Need::MachineReplacement,
         };
     }
     if !policy.is_current(configured) {
@@ -210,7 +212,7 @@ fn need_of_configured(
             Reason::VersionOutdated { configured: configured.clone(), target: policy.operator_version.clone() };
         return Need::Upgrade { reason };
     }
-    if node.upgrading || node.cordoned_by == Some(CordonedBy::Operator) || instance.phase == Phase::Upgrading {
+    if node.upgrading || node.cordoned_by == Some(CordonedBy::Operator) || instance.phase == InstancePhase::Upgrading {
         return Need::Upgrade { reason: Reason::UpgradeInProgress };
     }
     if !node.ready {
@@ -391,12 +393,12 @@ mod tests {
         Fleet { now: at("2026-11-22T01:00:00Z"), current_pub_key_hash: KEY.into(), instances }
     }
 
-    fn configured(name: &str, kind: InstanceKind, at_version: &str) -> Instance {
+    fn configured(name: &str, kind: InstanceOrigin, at_version: &str) -> Instance {
         Instance {
             name: name.into(),
             kind,
             desired: true,
-            phase: Phase::Ready,
+            phase: InstancePhase::Ready,
             node: Some(NodeState {
                 ready: true,
                 cordoned_by: None,
@@ -408,8 +410,15 @@ mod tests {
         }
     }
 
-    fn new_host(name: &str, kind: InstanceKind) -> Instance {
-        Instance { name: name.into(), kind, desired: true, phase: Phase::Pending, node: None, last_failure: None }
+    fn new_host(name: &str, kind: InstanceOrigin) -> Instance {
+        Instance {
+            name: name.into(),
+            kind,
+            desired: true,
+            phase: InstancePhase::Pending,
+            node: None,
+            last_failure: None,
+        }
     }
 
     fn node_mut(instance: &mut Instance) -> &mut NodeState {
@@ -426,18 +435,18 @@ mod tests {
 
     #[test]
     fn mixed_fleet_gets_exact_plan() {
-        let mut removed = configured("gone", InstanceKind::Byoh, "1.0.0");
+        let mut removed = configured("gone", InstanceOrigin::Byoh, "1.0.0");
         removed.desired = false;
-        let mut rotated = configured("m-rotated", InstanceKind::Machine, "1.0.0");
+        let mut rotated = configured("m-rotated", InstanceOrigin::Machine, "1.0.0");
         node_mut(&mut rotated).pub_key_hash = Some("old-key".into());
-        let mut byoh_rotated = configured("b-rotated", InstanceKind::Byoh, "1.0.0");
+        let mut byoh_rotated = configured("b-rotated", InstanceOrigin::Byoh, "1.0.0");
         node_mut(&mut byoh_rotated).pub_key_hash = None;
         let fleet = fleet(vec![
-            configured("m-current", InstanceKind::Machine, "1.0.0"),
-            configured("b-old", InstanceKind::Byoh, "0.8.0"),
+            configured("m-current", InstanceOrigin::Machine, "1.0.0"),
+            configured("b-old", InstanceOrigin::Byoh, "0.8.0"),
             rotated,
-            configured("a-old", InstanceKind::Machine, "0.9.0"),
-            new_host("new", InstanceKind::Byoh),
+            configured("a-old", InstanceOrigin::Machine, "0.9.0"),
+            new_host("new", InstanceOrigin::Byoh),
             removed,
             byoh_rotated,
         ]);
@@ -498,12 +507,12 @@ mod tests {
 
     #[test]
     fn already_unavailable_nodes_use_the_budget_first() {
-        let mut not_ready = configured("c-current-not-ready", InstanceKind::Machine, "1.0.0");
+        let mut not_ready = configured("c-current-not-ready", InstanceOrigin::Machine, "1.0.0");
         node_mut(&mut not_ready).ready = false;
         let fleet = fleet(vec![
             not_ready,
-            configured("a-old", InstanceKind::Byoh, "0.9.0"),
-            configured("b-old", InstanceKind::Machine, "0.9.0"),
+            configured("a-old", InstanceOrigin::Byoh, "0.9.0"),
+            configured("b-old", InstanceOrigin::Machine, "0.9.0"),
         ]);
         let mut policy = policy();
         policy.max_unavailable = 2;
@@ -520,9 +529,9 @@ mod tests {
 
     #[test]
     fn an_unavailable_outdated_node_is_upgraded_without_taking_more_budget() {
-        let mut broken = configured("b-broken", InstanceKind::Byoh, "0.9.0");
+        let mut broken = configured("b-broken", InstanceOrigin::Byoh, "0.9.0");
         node_mut(&mut broken).ready = false;
-        let fleet = fleet(vec![configured("a-old", InstanceKind::Byoh, "0.9.0"), broken]);
+        let fleet = fleet(vec![configured("a-old", InstanceOrigin::Byoh, "0.9.0"), broken]);
 
         let plan = plan(&fleet, &policy());
 
@@ -532,10 +541,10 @@ mod tests {
 
     #[test]
     fn an_upgrade_in_progress_continues_and_blocks_new_ones() {
-        let mut upgrading = configured("z-upgrading", InstanceKind::Machine, "0.9.0");
+        let mut upgrading = configured("z-upgrading", InstanceOrigin::Machine, "0.9.0");
         node_mut(&mut upgrading).upgrading = true;
         node_mut(&mut upgrading).cordoned_by = Some(CordonedBy::Operator);
-        let fleet = fleet(vec![configured("a-old", InstanceKind::Byoh, "0.9.0"), upgrading]);
+        let fleet = fleet(vec![configured("a-old", InstanceOrigin::Byoh, "0.9.0"), upgrading]);
 
         let plan = plan(&fleet, &policy());
 
@@ -544,7 +553,7 @@ mod tests {
 
     #[test]
     fn a_finished_upgrade_still_marked_is_finished() {
-        let mut marked = configured("m", InstanceKind::Byoh, "1.0.0");
+        let mut marked = configured("m", InstanceOrigin::Byoh, "1.0.0");
         node_mut(&mut marked).upgrading = true;
 
         let plan = plan(&fleet(vec![marked]), &policy());
@@ -555,9 +564,9 @@ mod tests {
 
     #[test]
     fn admin_cordon_does_not_count_against_the_budget() {
-        let mut cordoned = configured("a-maintenance", InstanceKind::Byoh, "1.0.0");
+        let mut cordoned = configured("a-maintenance", InstanceOrigin::Byoh, "1.0.0");
         node_mut(&mut cordoned).cordoned_by = Some(CordonedBy::Other);
-        let fleet = fleet(vec![cordoned, configured("b-old", InstanceKind::Byoh, "0.9.0")]);
+        let fleet = fleet(vec![cordoned, configured("b-old", InstanceOrigin::Byoh, "0.9.0")]);
 
         let plan = plan(&fleet, &policy());
 
@@ -566,11 +575,11 @@ mod tests {
 
     #[test]
     fn over_budget_fleet_disrupts_nothing_and_warns() {
-        let mut first = configured("a", InstanceKind::Byoh, "1.0.0");
+        let mut first = configured("a", InstanceOrigin::Byoh, "1.0.0");
         node_mut(&mut first).ready = false;
-        let mut second = configured("b", InstanceKind::Machine, "1.0.0");
+        let mut second = configured("b", InstanceOrigin::Machine, "1.0.0");
         node_mut(&mut second).cordoned_by = Some(CordonedBy::Operator);
-        let fleet = fleet(vec![first, second, configured("c-old", InstanceKind::Byoh, "0.9.0")]);
+        let fleet = fleet(vec![first, second, configured("c-old", InstanceOrigin::Byoh, "0.9.0")]);
 
         let plan = plan(&fleet, &policy());
 
@@ -582,7 +591,7 @@ mod tests {
     fn zero_budget_pauses_upgrades_with_a_warning() {
         let mut policy = policy();
         policy.max_unavailable = 0;
-        let plan = plan(&fleet(vec![configured("old", InstanceKind::Byoh, "0.9.0")]), &policy);
+        let plan = plan(&fleet(vec![configured("old", InstanceOrigin::Byoh, "0.9.0")]), &policy);
 
         assert_eq!(actions(&plan), vec![("old", budget_wait(0, 0))]);
         assert_eq!(plan.warnings, vec![Warning::UpgradesPaused]);
@@ -590,18 +599,18 @@ mod tests {
 
     #[test]
     fn first_time_work_ignores_the_budget_but_respects_the_concurrency_bound() {
-        let mut upgrading = configured("upgrading", InstanceKind::Byoh, "0.9.0");
+        let mut upgrading = configured("upgrading", InstanceOrigin::Byoh, "0.9.0");
         node_mut(&mut upgrading).upgrading = true;
-        let mut configuring = new_host("d-configuring", InstanceKind::Machine);
-        configuring.phase = Phase::Configuring;
-        let mut removed = new_host("c-removed", InstanceKind::Byoh);
+        let mut configuring = new_host("d-configuring", InstanceOrigin::Machine);
+        configuring.phase = InstancePhase::Configuring;
+        let mut removed = new_host("c-removed", InstanceOrigin::Byoh);
         removed.desired = false;
         let fleet = fleet(vec![
             upgrading,
             configuring,
             removed,
-            new_host("a-new", InstanceKind::Byoh),
-            new_host("b-new", InstanceKind::Machine),
+            new_host("a-new", InstanceOrigin::Byoh),
+            new_host("b-new", InstanceOrigin::Machine),
         ]);
         let mut policy = policy();
         policy.max_concurrent_configurations = 2;
@@ -623,11 +632,11 @@ mod tests {
 
     #[test]
     fn in_progress_work_continues_beyond_a_lowered_bound() {
-        let mut first = new_host("a", InstanceKind::Byoh);
-        first.phase = Phase::Configuring;
-        let mut second = configured("b", InstanceKind::Byoh, "1.0.0");
-        second.phase = Phase::Deconfiguring;
-        let fleet = fleet(vec![first, second, new_host("c", InstanceKind::Byoh)]);
+        let mut first = new_host("a", InstanceOrigin::Byoh);
+        first.phase = InstancePhase::Configuring;
+        let mut second = configured("b", InstanceOrigin::Byoh, "1.0.0");
+        second.phase = InstancePhase::Deconfiguring;
+        let fleet = fleet(vec![first, second, new_host("c", InstanceOrigin::Byoh)]);
         let mut policy = policy();
         policy.max_concurrent_configurations = 1;
 
@@ -646,11 +655,11 @@ mod tests {
 
     #[test]
     fn backoff_holds_until_retry_after_then_releases() {
-        let mut failing = configured("old", InstanceKind::Byoh, "0.9.0");
-        failing.phase = Phase::Failed;
+        let mut failing = configured("old", InstanceOrigin::Byoh, "0.9.0");
+        failing.phase = InstancePhase::Failed;
         failing.last_failure =
             Some(Failure { message: "drain timed out".into(), retry_after: at("2026-11-22T01:05:00Z") });
-        let mut fleet = fleet(vec![failing, configured("other-old", InstanceKind::Byoh, "0.9.0")]);
+        let mut fleet = fleet(vec![failing, configured("other-old", InstanceOrigin::Byoh, "0.9.0")]);
 
         let waiting = plan(&fleet, &policy());
         assert_eq!(
@@ -678,15 +687,15 @@ mod tests {
     fn kubelet_newer_than_api_server_blocks_every_kubelet_install() {
         let mut policy = policy();
         policy.payload_kubelet_version = version("1.34.0");
-        let mut machine_rotated = configured("m-rotated", InstanceKind::Machine, "1.0.0");
+        let mut machine_rotated = configured("m-rotated", InstanceOrigin::Machine, "1.0.0");
         node_mut(&mut machine_rotated).pub_key_hash = Some("old".into());
-        let mut byoh_rotated = configured("b-rotated", InstanceKind::Byoh, "1.0.0");
+        let mut byoh_rotated = configured("b-rotated", InstanceOrigin::Byoh, "1.0.0");
         node_mut(&mut byoh_rotated).pub_key_hash = Some("old".into());
-        let mut removed = configured("gone", InstanceKind::Byoh, "1.0.0");
+        let mut removed = configured("gone", InstanceOrigin::Byoh, "1.0.0");
         removed.desired = false;
         let fleet = fleet(vec![
-            configured("old", InstanceKind::Byoh, "0.9.0"),
-            new_host("new", InstanceKind::Byoh),
+            configured("old", InstanceOrigin::Byoh, "0.9.0"),
+            new_host("new", InstanceOrigin::Byoh),
             machine_rotated,
             byoh_rotated,
             removed,
@@ -719,9 +728,9 @@ mod tests {
 
     #[test]
     fn machine_with_an_old_key_is_replaced_within_the_budget_and_counted() {
-        let mut rotated = configured("b-rotated", InstanceKind::Machine, "0.9.0");
+        let mut rotated = configured("b-rotated", InstanceOrigin::Machine, "0.9.0");
         node_mut(&mut rotated).pub_key_hash = Some("old-key".into());
-        let fleet = fleet(vec![rotated, configured("a-old", InstanceKind::Machine, "0.9.0")]);
+        let fleet = fleet(vec![rotated, configured("a-old", InstanceOrigin::Machine, "0.9.0")]);
         let mut policy = policy();
         policy.max_unavailable = 2;
 
@@ -740,7 +749,7 @@ mod tests {
 
     #[test]
     fn byoh_with_an_old_key_and_an_old_version_is_rekeyed_first_without_budget() {
-        let mut stale = configured("stale", InstanceKind::Byoh, "0.9.0");
+        let mut stale = configured("stale", InstanceOrigin::Byoh, "0.9.0");
         node_mut(&mut stale).pub_key_hash = Some("old-key".into());
         let mut policy = policy();
         policy.max_unavailable = 0;
@@ -755,7 +764,7 @@ mod tests {
 
     #[test]
     fn node_newer_than_operator_is_reconfigured_with_a_warning() {
-        let plan = plan(&fleet(vec![configured("ahead", InstanceKind::Byoh, "1.1.0")]), &policy());
+        let plan = plan(&fleet(vec![configured("ahead", InstanceOrigin::Byoh, "1.1.0")]), &policy());
 
         assert_eq!(actions(&plan), vec![("ahead", Action::Upgrade)]);
         assert_eq!(
@@ -770,17 +779,17 @@ mod tests {
 
     #[test]
     fn build_metadata_alone_is_not_an_upgrade() {
-        let plan = plan(&fleet(vec![configured("same", InstanceKind::Machine, "1.0.0+abc1234")]), &policy());
+        let plan = plan(&fleet(vec![configured("same", InstanceOrigin::Machine, "1.0.0+abc1234")]), &policy());
 
         assert_eq!(actions(&plan), vec![("same", Action::None)]);
     }
 
     #[test]
     fn registered_node_without_version_is_configured_and_missing_node_is_awaited() {
-        let mut unversioned = configured("a-unversioned", InstanceKind::Byoh, "1.0.0");
+        let mut unversioned = configured("a-unversioned", InstanceOrigin::Byoh, "1.0.0");
         node_mut(&mut unversioned).configured_version = None;
-        let mut registering = new_host("b-registering", InstanceKind::Machine);
-        registering.phase = Phase::WaitingForNode;
+        let mut registering = new_host("b-registering", InstanceOrigin::Machine);
+        registering.phase = InstancePhase::WaitingForNode;
         let plan = plan(&fleet(vec![unversioned, registering]), &policy());
 
         assert_eq!(
@@ -796,10 +805,10 @@ mod tests {
     #[test]
     fn order_of_input_does_not_change_the_plan() {
         let instances = vec![
-            configured("c", InstanceKind::Byoh, "0.9.0"),
-            configured("a", InstanceKind::Machine, "0.9.1"),
-            configured("b", InstanceKind::Byoh, "0.8.5"),
-            new_host("d", InstanceKind::Machine),
+            configured("c", InstanceOrigin::Byoh, "0.9.0"),
+            configured("a", InstanceOrigin::Machine, "0.9.1"),
+            configured("b", InstanceOrigin::Byoh, "0.8.5"),
+            new_host("d", InstanceOrigin::Machine),
         ];
         let mut reversed = instances.clone();
         reversed.reverse();

@@ -7,8 +7,8 @@ use jiff::{SignedDuration, Timestamp};
 use proptest::prelude::*;
 use semver::Version;
 use wmco_upgrade_planner::{
-    Action, CordonedBy, Decision, Failure, Fleet, Instance, InstanceKind, NodeState, Phase, Plan, Policy, RekeyMethod,
-    Skew, WaitReason, plan,
+    Action, CordonedBy, Decision, Failure, Fleet, Instance, InstanceOrigin, InstancePhase, NodeState, Plan, Policy,
+    RekeyMethod, Skew, WaitReason, plan,
 };
 
 const CURRENT_KEY: &str = "current-key";
@@ -28,15 +28,15 @@ fn version_strategy() -> impl Strategy<Value = Option<Version>> {
     ]
 }
 
-fn phase_strategy() -> impl Strategy<Value = Phase> {
+fn phase_strategy() -> impl Strategy<Value = InstancePhase> {
     prop_oneof![
-        Just(Phase::Pending),
-        Just(Phase::Configuring),
-        Just(Phase::WaitingForNode),
-        Just(Phase::Ready),
-        Just(Phase::Upgrading),
-        Just(Phase::Deconfiguring),
-        Just(Phase::Failed),
+        Just(InstancePhase::Pending),
+        Just(InstancePhase::Configuring),
+        Just(InstancePhase::WaitingForNode),
+        Just(InstancePhase::Ready),
+        Just(InstancePhase::Upgrading),
+        Just(InstancePhase::Deconfiguring),
+        Just(InstancePhase::Failed),
     ]
 }
 
@@ -64,11 +64,11 @@ fn failure_strategy() -> impl Strategy<Value = Option<Failure>> {
     }))
 }
 
-fn instance_strategy() -> impl Strategy<Value = (String, InstanceKind, bool, Phase, Option<NodeState>, Option<Failure>)>
-{
+fn instance_strategy()
+-> impl Strategy<Value = (String, InstanceOrigin, bool, InstancePhase, Option<NodeState>, Option<Failure>)> {
     (
         "[a-f]{1,3}",
-        prop_oneof![Just(InstanceKind::Byoh), Just(InstanceKind::Machine)],
+        prop_oneof![Just(InstanceOrigin::Byoh), Just(InstanceOrigin::Machine)],
         prop::bool::weighted(0.85),
         phase_strategy(),
         prop::option::weighted(0.8, node_strategy()),
@@ -109,7 +109,7 @@ fn policy_strategy() -> impl Strategy<Value = Policy> {
 /// The test's own statement of "unavailable because of the operator", independent of the crate's.
 fn unavailable_by_operator(instance: &Instance) -> bool {
     instance.desired
-        && (instance.phase == Phase::Upgrading
+        && (instance.phase == InstancePhase::Upgrading
             || instance.node.as_ref().is_some_and(|node| {
                 node.upgrading
                     || node.cordoned_by == Some(CordonedBy::Operator)
@@ -138,8 +138,8 @@ fn is_concurrent_work(decision: &Decision) -> bool {
 
 fn continues_work(decision: &Decision, instance: &Instance) -> bool {
     match decision.action {
-        Action::Configure => matches!(instance.phase, Phase::Configuring | Phase::WaitingForNode),
-        Action::Deconfigure => instance.phase == Phase::Deconfiguring,
+        Action::Configure => matches!(instance.phase, InstancePhase::Configuring | InstancePhase::WaitingForNode),
+        Action::Deconfigure => instance.phase == InstancePhase::Deconfiguring,
         _ => false,
     }
 }
@@ -193,7 +193,7 @@ proptest! {
         for decision in &plan.decisions {
             let instance = instance_of(&fleet, decision);
             let first_time = instance.desired
-                && instance.phase == Phase::Pending
+                && instance.phase == InstancePhase::Pending
                 && instance.node.is_none()
                 && instance.last_failure.is_none()
                 && policy.kubelet_skew() == Skew::Supported;

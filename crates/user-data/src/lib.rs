@@ -33,9 +33,10 @@ mod strength;
 
 pub use error::{KeyError, KeyFormat, Weakness};
 pub use key::{EcdsaCurve, KeyKind, PublicKey};
-pub use platform::{Platform, UnknownPlatform, render_user_data, script_from_user_data};
+pub use platform::{render_user_data, script_from_user_data, wraps_in_tags};
 pub use script::{
     ADMINISTRATORS_AUTHORIZED_KEYS, FIREWALL_RULES, FirewallRule, OPENSSH_SERVER_CAPABILITY, SSH_DIRECTORY,
     SSHD_CONFIG, SSHD_CONFIG_LINES, provisioning_script,
 };
 pub use strength::{MIN_RSA_BITS, weakness_of};
+pub use wmco_vocabulary::{Platform, UnknownPlatform};

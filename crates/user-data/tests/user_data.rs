@@ -114,7 +114,7 @@ proptest::proptest! {
 }
 
 fn golden_path(platform: Platform) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(format!("{platform}.txt"))
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(format!("{}.txt", platform.cli_name()))
 }
 
 #[test]

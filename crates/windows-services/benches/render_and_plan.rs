@@ -6,7 +6,8 @@ use std::net::Ipv4Addr;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use wmco_windows_services::{
-    HostState, LogRotation, NodeInputs, ObservedHost, Phase, Platform, ProbeRequest, Verbosity, node_host_state, plan,
+    HostState, LogRotation, NodeInputs, ObservedHost, Platform, ProbeRequest, ServiceStage, Verbosity, node_host_state,
+    plan,
 };
 
 fn inputs() -> NodeInputs {
@@ -60,13 +61,13 @@ fn converged_output(desired: &HostState) -> String {
 
 fn benches(c: &mut Criterion) {
     let inputs = inputs();
-    let desired = node_host_state(&inputs, Phase::Node).unwrap_or_default();
+    let desired = node_host_state(&inputs, ServiceStage::Node).unwrap_or_default();
     let request = ProbeRequest::for_state(&desired);
     let output = converged_output(&desired);
     let converged = request.parse_output(&output).unwrap_or_default();
     assert!(plan(&desired, &converged).is_ok_and(|steps| steps.is_empty()), "the fixture must be converged");
 
-    c.bench_function("node_host_state", |b| b.iter(|| node_host_state(black_box(&inputs), Phase::Node)));
+    c.bench_function("node_host_state", |b| b.iter(|| node_host_state(black_box(&inputs), ServiceStage::Node)));
     c.bench_function("probe_script_render", |b| b.iter(|| black_box(&request).script().render()));
     c.bench_function("probe_parse_converged", |b| b.iter(|| request.parse_output(black_box(&output))));
     c.bench_function("plan_fresh_host", |b| b.iter(|| plan(black_box(&desired), &ObservedHost::default())));

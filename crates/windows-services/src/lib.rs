@@ -13,7 +13,7 @@
 //! ```
 //! use std::net::Ipv4Addr;
 //! use wmco_windows_services::{
-//!     LogRotation, NodeInputs, Phase, Platform, ProbeRequest, Step, Verbosity, node_host_state, plan,
+//!     LogRotation, NodeInputs, ServiceStage, Platform, ProbeRequest, Step, Verbosity, node_host_state, plan,
 //! };
 //!
 //! let inputs = NodeInputs {
@@ -27,7 +27,7 @@
 //!     cloud_provider: None,
 //!     cloud_config: None,
 //! };
-//! let desired = node_host_state(&inputs, Phase::Bootstrap)?;
+//! let desired = node_host_state(&inputs, ServiceStage::Bootstrap)?;
 //! let request = ProbeRequest::for_state(&desired);
 //! let probe = request.script().render()?; // run `probe.line` (after uploading `probe.script_file`, if any)
 //! assert!(probe.line.starts_with("powershell.exe -NoLogo"));
@@ -63,8 +63,8 @@ pub use host::{
     RegistryValueName, Sha256Hex,
 };
 pub use node::{
-    LEGACY_DAEMON_SERVICE, LogRotation, NodeError, NodeInputs, NodeService, Phase, Platform, Verbosity,
-    node_host_state, node_services,
+    LEGACY_DAEMON_SERVICE, LogRotation, NodeError, NodeInputs, NodeService, ServiceStage, Verbosity, node_host_state,
+    node_services,
 };
 pub use path::{MAX_PATH_CHARS, PathError, WinPath};
 pub use plan::{PlanError, Reconfiguration, Step, plan};
@@ -80,3 +80,4 @@ pub use service::{
     FailureAction, FailureActionKind, FailureActions, Millis, ResetPeriod, ServiceCommand, ServiceName,
     ServiceNameError, ServiceSpec, ServiceState, StartType,
 };
+pub use wmco_vocabulary::Platform;

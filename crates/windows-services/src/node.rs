@@ -1,8 +1,9 @@
 //! The service set of a Windows node — containerd, kubelet, hybrid-overlay-node, kube-proxy, csi-proxy,
 //! windows_exporter (and azure-cloud-node-manager on Azure) — with the command lines, dependencies and priorities
 //! of the Go operator (wmco-anchor.md §4.3), as a function of typed [`NodeInputs`], split into the two
-//! configuration phases of the design: [`Phase::Bootstrap`] (containerd and kubelet, before the Node exists) and
-//! [`Phase::Node`] (the services that need the registered Node).
+//! configuration stages of the design: [`ServiceStage::Bootstrap`] (containerd and kubelet, before the Node exists)
+//! and [`ServiceStage::Node`] (the services that need the registered Node). (A stage is not a host record's
+//! `InstancePhase`: both stages run while the record is `Configuring` or `WaitingForNode`.)
 //!
 //! Every service gets the description `OpenShift managed <name>` (the marker the Go operator's cleanup also
 //! recognises), automatic start, and recovery that restarts it after 10 s, 30 s, 60 s and 120 s (in milliseconds;
@@ -12,6 +13,7 @@ use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use wmco_vocabulary::Platform;
 
 use crate::host::{Direction, FirewallRule, HostState, HostValueError, Protocol};
 use crate::path::{PathError, WinPath};
@@ -19,23 +21,6 @@ use crate::service::{FailureActions, Millis, ServiceCommand, ServiceName, Servic
 
 /// The service the Go operator installed on every node and this operator removes (its work is done over SSH now).
 pub const LEGACY_DAEMON_SERVICE: &str = "windows-instance-config-daemon";
-
-/// The cloud platform of the cluster, for its platform-specific kubelet flags and services.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Platform {
-    /// No cloud integration (BYOH on bare metal, platform `None`).
-    None,
-    /// Amazon Web Services: the kubelet uses the ECR credential provider.
-    Aws,
-    /// Microsoft Azure: azure-cloud-node-manager runs on the node.
-    Azure,
-    /// Google Cloud.
-    Gcp,
-    /// VMware vSphere.
-    VSphere,
-    /// Nutanix.
-    Nutanix,
-}
 
 /// Log verbosity of the node services.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -81,24 +66,24 @@ pub struct NodeInputs {
     pub cloud_config: Option<WinPath>,
 }
 
-/// The configuration phase a service belongs to.
+/// The configuration stage a service belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum Phase {
+pub enum ServiceStage {
     /// Before the Node exists: containerd and kubelet (the kubelet registers the Node).
     Bootstrap,
     /// After the Node registered: services that need its name, subnet annotation or TLS material.
     Node,
 }
 
-/// One node service with its Go-operator priority (lower starts first) and phase.
+/// One node service with its Go-operator priority (lower starts first) and configuration stage.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeService {
     /// The service.
     pub spec: ServiceSpec,
     /// Start priority of wmco-anchor.md §4.3 (0 first); dependencies are what `plan` orders by.
     pub priority: u8,
-    /// Configuration phase.
-    pub phase: Phase,
+    /// Configuration stage (the field keeps its serialized name `phase`).
+    pub phase: ServiceStage,
 }
 
 /// Why the node's service set cannot be built.
@@ -137,7 +122,7 @@ pub enum NodeError {
 ///
 /// ```
 /// use std::net::Ipv4Addr;
-/// use wmco_windows_services::{LogRotation, NodeInputs, Phase, Platform, Verbosity, node_services};
+/// use wmco_windows_services::{LogRotation, NodeInputs, ServiceStage, Platform, Verbosity, node_services};
 /// let inputs = NodeInputs {
 ///     node_ip: Ipv4Addr::new(203, 0, 113, 7),
 ///     node_name: "winworker-1".into(),
@@ -152,7 +137,7 @@ pub enum NodeError {
 /// let services = node_services(&inputs)?;
 /// let names: Vec<&str> = services.iter().map(|service| service.spec.name.as_str()).collect();
 /// assert_eq!(names, ["containerd", "kubelet", "csi-proxy", "hybrid-overlay-node", "windows_exporter", "kube-proxy"]);
-/// assert_eq!(services[1].phase, Phase::Bootstrap);
+/// assert_eq!(services[1].phase, ServiceStage::Bootstrap);
 /// # Ok::<(), wmco_windows_services::NodeError>(())
 /// ```
 ///
@@ -163,15 +148,15 @@ pub fn node_services(inputs: &NodeInputs) -> Result<Vec<NodeService>, NodeError>
     let k = WinPath::parse(r"C:\k")?;
     let logs = WinPath::parse(r"C:\var\log")?;
     let mut services = vec![
-        NodeService { spec: containerd(inputs, &k, &logs)?, priority: 0, phase: Phase::Bootstrap },
-        NodeService { spec: kubelet(inputs, &k, &logs)?, priority: 1, phase: Phase::Bootstrap },
-        NodeService { spec: windows_exporter(inputs, &k, &logs)?, priority: 2, phase: Phase::Node },
-        NodeService { spec: hybrid_overlay_node(inputs, &k, &logs)?, priority: 2, phase: Phase::Node },
-        NodeService { spec: csi_proxy(inputs, &k, &logs)?, priority: 2, phase: Phase::Node },
-        NodeService { spec: kube_proxy(inputs, &k, &logs)?, priority: 3, phase: Phase::Node },
+        NodeService { spec: containerd(inputs, &k, &logs)?, priority: 0, phase: ServiceStage::Bootstrap },
+        NodeService { spec: kubelet(inputs, &k, &logs)?, priority: 1, phase: ServiceStage::Bootstrap },
+        NodeService { spec: windows_exporter(inputs, &k, &logs)?, priority: 2, phase: ServiceStage::Node },
+        NodeService { spec: hybrid_overlay_node(inputs, &k, &logs)?, priority: 2, phase: ServiceStage::Node },
+        NodeService { spec: csi_proxy(inputs, &k, &logs)?, priority: 2, phase: ServiceStage::Node },
+        NodeService { spec: kube_proxy(inputs, &k, &logs)?, priority: 3, phase: ServiceStage::Node },
     ];
     if inputs.platform == Platform::Azure {
-        services.push(NodeService { spec: cloud_node_manager(inputs, &k)?, priority: 3, phase: Phase::Node });
+        services.push(NodeService { spec: cloud_node_manager(inputs, &k)?, priority: 3, phase: ServiceStage::Node });
     }
     services.sort_by(|a, b| (a.priority, &a.spec.name).cmp(&(b.priority, &b.spec.name)));
     Ok(services)
@@ -182,7 +167,7 @@ pub fn node_services(inputs: &NodeInputs) -> Result<Vec<NodeService>, NodeError>
 ///
 /// # Errors
 /// As [`node_services`].
-pub fn node_host_state(inputs: &NodeInputs, phase: Phase) -> Result<HostState, NodeError> {
+pub fn node_host_state(inputs: &NodeInputs, phase: ServiceStage) -> Result<HostState, NodeError> {
     let services =
         node_services(inputs)?.into_iter().filter(|service| service.phase <= phase).map(|s| s.spec).collect();
     let directories = [
@@ -207,7 +192,7 @@ pub fn node_host_state(inputs: &NodeInputs, phase: Phase) -> Result<HostState, N
     .collect::<Result<_, _>>()?;
     let mut firewall_rules = std::collections::BTreeSet::new();
     firewall_rules.insert(FirewallRule::new("ContainerLogsPort", Direction::Inbound, Protocol::Tcp, 10250)?);
-    if phase == Phase::Node {
+    if phase == ServiceStage::Node {
         firewall_rules.insert(FirewallRule::new("WindowsExporter", Direction::Inbound, Protocol::Tcp, 9182)?);
     }
     Ok(HostState {
@@ -497,7 +482,7 @@ mod tests {
     #[test]
     fn dependencies_priorities_phases_and_recovery() {
         let services = node_services(&inputs()).unwrap();
-        let summary: Vec<(&str, Vec<&str>, u8, Phase)> = services
+        let summary: Vec<(&str, Vec<&str>, u8, ServiceStage)> = services
             .iter()
             .map(|service| {
                 let dependencies = service.spec.dependencies.iter().map(ServiceName::as_str).collect();
@@ -507,12 +492,12 @@ mod tests {
         assert_eq!(
             summary,
             vec![
-                ("containerd", vec![], 0, Phase::Bootstrap),
-                ("kubelet", vec!["containerd"], 1, Phase::Bootstrap),
-                ("csi-proxy", vec![], 2, Phase::Node),
-                ("hybrid-overlay-node", vec!["kubelet"], 2, Phase::Node),
-                ("windows_exporter", vec![], 2, Phase::Node),
-                ("kube-proxy", vec!["hybrid-overlay-node"], 3, Phase::Node),
+                ("containerd", vec![], 0, ServiceStage::Bootstrap),
+                ("kubelet", vec!["containerd"], 1, ServiceStage::Bootstrap),
+                ("csi-proxy", vec![], 2, ServiceStage::Node),
+                ("hybrid-overlay-node", vec!["kubelet"], 2, ServiceStage::Node),
+                ("windows_exporter", vec![], 2, ServiceStage::Node),
+                ("kube-proxy", vec!["hybrid-overlay-node"], 3, ServiceStage::Node),
             ]
         );
         let kubelet = &services[1].spec;
@@ -574,7 +559,7 @@ mod tests {
 
     #[test]
     fn phases_split_the_host_state() {
-        let bootstrap = node_host_state(&inputs(), Phase::Bootstrap).unwrap();
+        let bootstrap = node_host_state(&inputs(), ServiceStage::Bootstrap).unwrap();
         let names: Vec<&str> = bootstrap.services.iter().map(|spec| spec.name.as_str()).collect();
         assert_eq!(names, ["containerd", "kubelet"]);
         assert_eq!(bootstrap.firewall_rules.len(), 1);
@@ -584,7 +569,7 @@ mod tests {
             bootstrap.removed_services.iter().map(ServiceName::as_str).collect::<Vec<_>>(),
             ["windows-instance-config-daemon"]
         );
-        let node = node_host_state(&inputs(), Phase::Node).unwrap();
+        let node = node_host_state(&inputs(), ServiceStage::Node).unwrap();
         assert_eq!(node.services.len(), 6);
         let rules: Vec<(&str, u16)> =
             node.firewall_rules.iter().map(|rule| (rule.name.as_str(), rule.local_port)).collect();
@@ -593,7 +578,7 @@ mod tests {
 
     #[test]
     fn the_node_state_plans_and_renders_on_an_empty_host() {
-        let desired = node_host_state(&inputs(), Phase::Node).unwrap();
+        let desired = node_host_state(&inputs(), ServiceStage::Node).unwrap();
         let steps = plan(&desired, &ObservedHost::default()).unwrap();
         let starts: Vec<String> = steps
             .iter()

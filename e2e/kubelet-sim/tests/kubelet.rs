@@ -49,7 +49,7 @@ fn lay_out_host(drive: &Drive, control_plane: &ControlPlane, token: &str, rotate
         service_cidr: "172.30.0.0/16".parse()?,
         cluster_dns: "172.30.0.10".parse()?,
         cluster_domain: "cluster.local".into(),
-        platform: wmco_payload_manifest::Platform::NoCloud,
+        platform: wmco_payload_manifest::Platform::None,
         proxy: None,
         log_rotation: LogRotation::default(),
         image_mirrors: vec![],

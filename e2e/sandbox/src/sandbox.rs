@@ -19,7 +19,7 @@ use winhost_sim::control::SharedFleet;
 use winhost_sim::host::{CommandRecord, Latency, UnknownCommand};
 use winhost_sim::scm::Service;
 use winhost_sim::ssh::{SshServer, lock};
-use wmco_cluster_client::types::{Phase, WindowsInstance};
+use wmco_cluster_client::types::{InstancePhase, WindowsInstance};
 use wmco_e2e_harness::{ControlPlane, ControlPlaneOptions, eventually};
 
 use crate::credentials::{self, AdminKey};
@@ -590,7 +590,7 @@ impl Sandbox {
                 .iter()
                 .filter_map(|instance| {
                     let status = instance.status.as_ref()?;
-                    if status.phase != Some(Phase::Ready) {
+                    if status.phase != Some(InstancePhase::Ready) {
                         return None;
                     }
                     let name = status.expected_node_name.as_deref()?;

@@ -26,7 +26,7 @@ use wmco_cluster_client::names::{
     NODE_BOOTSTRAPPER_NAMESPACE, NODE_BOOTSTRAPPER_SERVICE_ACCOUNT, OS_ID_LABEL, OS_ID_WINDOWS,
     PUB_KEY_HASH_ANNOTATION, VERSION_ANNOTATION, WORKER_ROLE_LABEL,
 };
-use wmco_cluster_client::types::Phase;
+use wmco_cluster_client::types::InstancePhase;
 use wmco_payload_manifest::{Manifest, Source};
 use wmco_sandbox::operator::metric_value;
 use wmco_sandbox::{ReadyInstance, Sandbox, SandboxHost, SandboxOptions};
@@ -85,7 +85,7 @@ fn record_matches_host(ready: &ReadyInstance, host: &SandboxHost) -> anyhow::Res
     let expected_name = wmco_instance_inventory::instance_name(&host.key);
     assert_eq!(ready.instance.metadata.name.as_deref(), Some(expected_name.as_str()));
     let status = ready.instance.status.as_ref().context("a Ready instance without status")?;
-    assert_eq!(status.phase, Some(Phase::Ready));
+    assert_eq!(status.phase, Some(InstancePhase::Ready));
     assert_eq!(status.node_ip, Some(host.info.node_ip), "{}", host.key);
     assert_eq!(status.hostname.as_deref(), Some(host.info.name.as_str()));
     assert_eq!(status.fqdn.as_deref(), Some(host.info.fqdn.as_str()));

@@ -30,7 +30,7 @@ use serde_json::json;
 use winhost_sim::fleet::NewHost;
 use winhost_sim::scm::State;
 use winhost_sim::ssh::{Faults, lock};
-use wmco_cluster_client::types::{Phase, WindowsInstance};
+use wmco_cluster_client::types::{InstancePhase, WindowsInstance};
 use wmco_instance_inventory::instance_name;
 use wmco_sandbox::workload::{AvailabilityWatch, Scheduler, Workload, WorkloadSpec, node_of};
 use wmco_sandbox::{HOST_USER, INSTANCES_CONFIG_MAP, OPERATOR_NAMESPACE, Sandbox, SandboxOptions, node_is_ready};
@@ -70,7 +70,7 @@ async fn record(sandbox: &Sandbox, key: &str) -> anyhow::Result<Option<WindowsIn
     Ok(sandbox.windows_instances().await?.into_iter().find(|record| record.metadata.name.as_deref() == Some(&name)))
 }
 
-fn phase_of(record: &WindowsInstance) -> Option<Phase> {
+fn phase_of(record: &WindowsInstance) -> Option<InstancePhase> {
     record.status.as_ref().and_then(|status| status.phase)
 }
 
@@ -304,7 +304,7 @@ async fn one_entry_removed(
     // The others: still Ready, same services, and nothing sent to them but the state probe.
     for (host, count_before, probe, services_before) in kept_before {
         let record = record(sandbox, &host.key).await?.context("a kept record disappeared")?;
-        assert_eq!(phase_of(&record), Some(Phase::Ready), "{}", host.key);
+        assert_eq!(phase_of(&record), Some(InstancePhase::Ready), "{}", host.key);
         assert_eq!(managed_services(sandbox, &host.info.name).await?, services_before, "{}", host.key);
         let lines = operator_lines(sandbox, &host.info.name).await?;
         let since: Vec<&String> = lines[count_before..].iter().filter(|line| **line != probe).collect();
@@ -442,7 +442,7 @@ async fn unreachable_host(sandbox: &Sandbox, good: &[String]) -> anyhow::Result<
         .await?;
     step(&format!("unreachable host: phase {:?}, lastError {}", failing.0, failing.1));
     // Retryable: the record stays in Configuring (backing off) with the reason.
-    assert_eq!(failing.0, Some(Phase::Configuring));
+    assert_eq!(failing.0, Some(InstancePhase::Configuring));
     let prefix = format!("host {HOST_USER}@{unreachable_key}:{}: pin_host_key failed: ", sandbox.ssh_port());
     assert!(failing.1.starts_with(&prefix), "lastError does not name the host and step: {}", failing.1);
     assert!(failing.1.contains("unreachable while the SSH handshake"), "lastError: {}", failing.1);
@@ -487,7 +487,7 @@ async fn host_key_changed(sandbox: &Sandbox, key: &str) -> anyhow::Result<()> {
         .wait_for("the record in phase Failed", REACTION_TIMEOUT, || async {
             let record = record(sandbox, key).await?.context("the record disappeared")?;
             let status = record.status.clone().unwrap_or_default();
-            ensure!(status.phase == Some(Phase::Failed), "phase {:?}", status.phase);
+            ensure!(status.phase == Some(InstancePhase::Failed), "phase {:?}", status.phase);
             Ok(status)
         })
         .await?;
@@ -517,7 +517,7 @@ async fn failed_record_stays_put(sandbox: &Sandbox, key: &str) -> anyhow::Result
     step(&format!("scenario 6, continued: the Failed record of {key} stays put"));
     let record_name = instance_name(key);
     let before = record(sandbox, key).await?.context("the record disappeared")?;
-    assert_eq!(phase_of(&before), Some(Phase::Failed));
+    assert_eq!(phase_of(&before), Some(InstancePhase::Failed));
     let node = node_name_of(&before)?;
     let attempts = || -> anyhow::Result<usize> {
         let log = std::fs::read_to_string(sandbox.operator_log_path())?;
@@ -551,7 +551,7 @@ async fn failed_record_stays_put(sandbox: &Sandbox, key: &str) -> anyhow::Result
         after.metadata.resource_version,
         phase_of(&after)
     ));
-    assert_eq!(phase_of(&after), Some(Phase::Failed));
+    assert_eq!(phase_of(&after), Some(InstancePhase::Failed));
     assert_eq!(
         after.metadata.resource_version, before.metadata.resource_version,
         "the Failed record kept being rewritten: the operator retries a permanent failure"
@@ -717,7 +717,7 @@ async fn killed_while_configuring(sandbox: &Sandbox) -> anyhow::Result<()> {
     // Every host but the one with the changed key (scenario 6, Failed until an admin acts).
     sandbox.wait_until_ready(all - 1, READY_TIMEOUT).await?;
     let record = record(sandbox, &key).await?.context("the new host's record disappeared")?;
-    assert_eq!(phase_of(&record), Some(Phase::Ready));
+    assert_eq!(phase_of(&record), Some(InstancePhase::Ready));
     assert_all_services_running(sandbox, &name).await?;
     let drive = c_drive(sandbox, &name).await?;
     assert_eq!(files_ending_with(&drive, STAGING_SUFFIX)?, Vec::<PathBuf>::new(), "staging files left");

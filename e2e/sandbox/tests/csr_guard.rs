@@ -28,7 +28,7 @@ use winhost_sim::ssh::lock;
 use wmco_cluster_client::names::{
     KUBELET_CLIENT_SIGNER, NODE_BOOTSTRAPPER_NAMESPACE, NODE_BOOTSTRAPPER_SERVICE_ACCOUNT,
 };
-use wmco_cluster_client::types::Phase;
+use wmco_cluster_client::types::InstancePhase;
 use wmco_sandbox::csr::true_condition as condition;
 use wmco_sandbox::{Sandbox, SandboxOptions};
 
@@ -57,7 +57,7 @@ async fn a_second_bootstrap_key_is_never_approved_after_an_admin_approved_the_fi
             let record = records.first().context("no WindowsInstance yet")?;
             let status = record.status.clone().unwrap_or_default();
             let node = status.expected_node_name.context("no expected node name yet")?;
-            ensure!(status.phase == Some(Phase::Configuring), "phase {:?}", status.phase);
+            ensure!(status.phase == Some(InstancePhase::Configuring), "phase {:?}", status.phase);
             ensure!(status.configuring_since.is_some(), "no configuringSince yet");
             Ok((record.metadata.name.clone().unwrap_or_default(), node))
         })

@@ -18,7 +18,7 @@ use anyhow::{Context as _, ensure};
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use wmco_cluster_client::names::{KUBERNETES_OS_LABEL, VERSION_ANNOTATION};
-use wmco_cluster_client::types::{InstanceOrigin, Phase};
+use wmco_cluster_client::types::{InstanceOrigin, InstancePhase};
 use wmco_sandbox::machine_api::{
     add_unprovisioned_host, create_provisioned_machine, edit_user_data, provision, user_data,
 };
@@ -77,7 +77,7 @@ async fn a_machine_provisioned_with_the_rendered_user_data_becomes_a_ready_node_
     assert_eq!(ready.instance.spec.username, "Administrator");
     assert_eq!(ready.instance.spec.expected_node_name.as_deref(), Some(EXPECTED_NODE));
     let status = ready.instance.status.as_ref().context("the record has a status")?;
-    assert_eq!(status.phase, Some(Phase::Ready));
+    assert_eq!(status.phase, Some(InstancePhase::Ready));
     assert_eq!(ready.node.metadata.name.as_deref(), Some(EXPECTED_NODE));
     assert!(node_is_ready(&ready.node));
     let labels = ready.node.metadata.labels.clone().unwrap_or_default();

@@ -25,7 +25,7 @@ use wmco_sandbox::{
 /// Generous upper bound for a loaded 2-core machine (never a timed assertion): ~330 MiB go to the host.
 const READY_TIMEOUT: Duration = Duration::from_secs(1200);
 /// The platform of the harness fixtures' Infrastructure `cluster` (`status.platform: None`).
-const SANDBOX_PLATFORM: Platform = Platform::NoCloud;
+const SANDBOX_PLATFORM: Platform = Platform::None;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_host_configured_from_the_real_payload_holds_every_file_of_its_platform_with_the_listed_hash()

@@ -34,7 +34,7 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use sha2::{Digest as _, Sha256};
 use wmco_cluster_client::names::{PUB_KEY_HASH_ANNOTATION, UPGRADING_LABEL, VERSION_ANNOTATION};
-use wmco_cluster_client::types::{Machine, Phase, WindowsInstance};
+use wmco_cluster_client::types::{InstancePhase, Machine, WindowsInstance};
 use wmco_sandbox::machine_api::{
     MACHINE_API_NAMESPACE, OS_ID_LABEL, add_unprovisioned_host, create_provisioned_machine, provision, user_data,
 };
@@ -201,7 +201,7 @@ async fn refused_machine_is_replaced(
         .wait_for("the refused login recorded", REFUSAL_TIMEOUT, || async {
             let record = records.get_opt(&record_name).await?.context("no record yet")?;
             let status = record.status.context("no status yet")?;
-            ensure!(status.phase == Some(Phase::Failed), "phase {:?}", status.phase);
+            ensure!(status.phase == Some(InstancePhase::Failed), "phase {:?}", status.phase);
             status.authentication_failing_since().context("no AuthenticationFailed condition yet")
         })
         .await?;

@@ -21,7 +21,7 @@ use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use wmco_cluster_client::names::{UPGRADING_LABEL, VERSION_ANNOTATION};
-use wmco_cluster_client::types::Phase;
+use wmco_cluster_client::types::InstancePhase;
 use wmco_sandbox::workload::{Scheduler, Workload, WorkloadSpec};
 use wmco_sandbox::{OPERATOR_NAMESPACE, Sandbox, SandboxOptions};
 
@@ -169,7 +169,7 @@ async fn upgraded(sandbox: &Sandbox, target: &str) -> anyhow::Result<()> {
     }
     for instance in sandbox.windows_instances().await? {
         let status = instance.status.unwrap_or_default();
-        if status.phase != Some(Phase::Ready) || status.configured_version.as_deref() != Some(target) {
+        if status.phase != Some(InstancePhase::Ready) || status.configured_version.as_deref() != Some(target) {
             let name = instance.metadata.name.unwrap_or_default();
             waiting.push(format!("{name}: phase {:?}, version {:?}", status.phase, status.configured_version));
         }
@@ -186,7 +186,7 @@ async fn upgraded_records(sandbox: &Sandbox, target: &str) -> anyhow::Result<Vec
         .into_iter()
         .filter(|instance| {
             instance.status.as_ref().is_some_and(|status| {
-                status.phase == Some(Phase::Ready) && status.configured_version.as_deref() == Some(target)
+                status.phase == Some(InstancePhase::Ready) && status.configured_version.as_deref() == Some(target)
             })
         })
         .filter_map(|instance| instance.metadata.name)

@@ -139,7 +139,7 @@ fn host_files(control_plane: &ControlPlane, token: &str) -> anyhow::Result<Vec<(
         service_cidr: "172.30.0.0/16".parse()?,
         cluster_dns: "172.30.0.10".parse()?,
         cluster_domain: "cluster.local".into(),
-        platform: wmco_payload_manifest::Platform::NoCloud,
+        platform: wmco_payload_manifest::Platform::None,
         proxy: None,
         log_rotation: LogRotation::default(),
         image_mirrors: vec![],

@@ -2,10 +2,13 @@
 //! as flags (the infrastructure ID, and per platform the region, project, resource groups or vCenter placement) are
 //! read from the cluster's `Infrastructure cluster`; a vSphere or Azure name longer than 9 characters exits 1.
 
+use std::error::Error;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
+use clap::ValueEnum;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config};
 use wmco_cluster_client::types::Infrastructure;
@@ -13,6 +16,7 @@ use wmco_machines::{
     ClusterDefaults, Field, MachineSetDocument, MachineSetError, MachineSetOptions, MachineSetPlatform, generate,
     machineset_name,
 };
+use wmco_vocabulary::Platform;
 
 use crate::cli_support::{Outcome, OutputFormat, UnusableInput};
 
@@ -37,39 +41,22 @@ pub enum MachineSetCommand {
     Generate(Box<GenerateArgs>),
 }
 
-/// The platforms `wmco machineset generate` knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum PlatformArg {
-    /// Amazon Web Services.
-    Aws,
-    /// Microsoft Azure.
-    Azure,
-    /// Google Cloud.
-    Gcp,
-    /// VMware vSphere.
-    Vsphere,
-    /// Nutanix.
-    Nutanix,
-}
-
-impl From<PlatformArg> for MachineSetPlatform {
-    fn from(platform: PlatformArg) -> Self {
-        match platform {
-            PlatformArg::Aws => MachineSetPlatform::Aws,
-            PlatformArg::Azure => MachineSetPlatform::Azure,
-            PlatformArg::Gcp => MachineSetPlatform::Gcp,
-            PlatformArg::Vsphere => MachineSetPlatform::VSphere,
-            PlatformArg::Nutanix => MachineSetPlatform::Nutanix,
-        }
-    }
+/// The `--platform` values `wmco machineset generate` takes: the CLI names of [`MachineSetPlatform::ALL`], with
+/// their descriptions.
+fn machineset_platform_parser() -> impl TypedValueParser<Value = MachineSetPlatform> {
+    let values =
+        MachineSetPlatform::ALL.into_iter().filter_map(|platform| Platform::from(platform).to_possible_value());
+    PossibleValuesParser::new(values).try_map(|name| -> Result<MachineSetPlatform, Box<dyn Error + Send + Sync>> {
+        Ok(MachineSetPlatform::try_from(name.parse::<Platform>()?)?)
+    })
 }
 
 /// Arguments of `wmco machineset generate`.
 #[derive(Debug, Default, clap::Args)]
 pub struct GenerateArgs {
     /// The cloud or virtualization platform.
-    #[arg(long, value_enum, required = true)]
-    pub platform: Option<PlatformArg>,
+    #[arg(long, required = true, value_parser = machineset_platform_parser())]
+    pub platform: Option<MachineSetPlatform>,
     /// The MachineSet name; AWS, GCP and Nutanix prefix it with the infrastructure ID, vSphere and Azure use it as
     /// is (at most 9 characters).
     #[arg(long)]
@@ -198,8 +185,8 @@ fn generate_document(
     args: &GenerateArgs,
     cluster_defaults: impl FnOnce(MachineSetPlatform) -> anyhow::Result<ClusterDefaults>,
 ) -> anyhow::Result<MachineSetDocument> {
-    let platform: MachineSetPlatform =
-        args.platform.ok_or_else(|| UnusableInput("pass --platform aws|azure|gcp|vsphere|nutanix".to_owned()))?.into();
+    let platform =
+        args.platform.ok_or_else(|| UnusableInput("pass --platform aws|azure|gcp|vsphere|nutanix".to_owned()))?;
     let mut options = args.options();
     if platform.names_windows_computers() {
         machineset_name(platform, &options).map_err(classify)?;
@@ -267,7 +254,28 @@ async fn read_infrastructure(kubeconfig: Option<&Path>) -> anyhow::Result<Infras
 
 #[cfg(test)]
 mod tests {
+    use clap::Parser;
+
     use super::*;
+
+    #[derive(Debug, Parser)]
+    struct GenerateCli {
+        #[command(flatten)]
+        generate: GenerateArgs,
+    }
+
+    #[test]
+    fn platform_flag_takes_the_five_machineset_platforms_by_cli_name() {
+        let platform = |name: &str| {
+            GenerateCli::try_parse_from(["generate", "--platform", name, "--name", "win"])
+                .map(|cli| cli.generate.platform)
+        };
+        assert_eq!(platform("aws").unwrap(), Some(MachineSetPlatform::Aws));
+        assert_eq!(platform("vsphere").unwrap(), Some(MachineSetPlatform::VSphere));
+        assert_eq!(platform("nutanix").unwrap(), Some(MachineSetPlatform::Nutanix));
+        let refused = platform("none").unwrap_err().to_string();
+        assert!(refused.contains("[possible values: aws, azure, gcp, vsphere, nutanix]"), "{refused}");
+    }
 
     fn unreachable(_: MachineSetPlatform) -> anyhow::Result<ClusterDefaults> {
         Err(anyhow::anyhow!("connection refused"))
@@ -275,7 +283,7 @@ mod tests {
 
     fn aws_args() -> GenerateArgs {
         GenerateArgs {
-            platform: Some(PlatformArg::Aws),
+            platform: Some(MachineSetPlatform::Aws),
             name: "windows-worker-us-east-1a".into(),
             replicas: 1,
             infrastructure_id: Some("ci-4xk2p".into()),
@@ -335,8 +343,11 @@ mod tests {
 
     #[test]
     fn a_ten_character_vsphere_name_exits_1_before_asking_the_cluster() {
-        let args =
-            GenerateArgs { platform: Some(PlatformArg::Vsphere), name: "winworker1".into(), ..Default::default() };
+        let args = GenerateArgs {
+            platform: Some(MachineSetPlatform::VSphere),
+            name: "winworker1".into(),
+            ..Default::default()
+        };
         let error = generate_document(&args, |_| panic!("the cluster must not be asked")).unwrap_err();
         assert!(!error.is::<UnusableInput>(), "{error:#}");
         assert!(error.to_string().contains("Windows machine names are limited to 15 characters"), "{error}");
@@ -351,7 +362,7 @@ mod tests {
         let no_platform = GenerateArgs { platform: None, ..aws_args() };
         assert!(generate_document(&no_platform, unreachable).unwrap_err().is::<UnusableInput>());
 
-        let gcp = GenerateArgs { platform: Some(PlatformArg::Gcp), name: "win".into(), ..Default::default() };
+        let gcp = GenerateArgs { platform: Some(MachineSetPlatform::Gcp), name: "win".into(), ..Default::default() };
         let error = generate_document(&gcp, |_| {
             Ok(ClusterDefaults {
                 platform_type: Some("GCP".into()),

@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use wmco_csr_approver::IpCidr;
 use wmco_operator::process::{CONTROLLER_NAME, OperatorFlags, PlainKubernetesFlags, RunOptions};
 use wmco_operator::shutdown::termination_requested;
 use wmco_payload_manifest::{Manifest, Payload, PayloadError, check_payload_binaries};
+use wmco_vocabulary::IpCidr;
 use wmco_windows_services::Verbosity;
 
 use crate::cli_support::{Outcome, OutputFormat, UnusableInput};

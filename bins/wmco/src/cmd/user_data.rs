@@ -91,7 +91,7 @@ fn weak_key_message(args: &UserDataArgs, weakness: Weakness) -> String {
 
 fn report(key: &PublicKey, platform: Platform, user_data: String) -> UserDataReport {
     UserDataReport {
-        platform: platform.to_string(),
+        platform: platform.cli_name().to_owned(),
         key_type: key.type_name().to_owned(),
         pub_key_hash: key.pub_key_hash(),
         authorized_key: key.authorized_key_line(),

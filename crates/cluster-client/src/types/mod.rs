@@ -34,8 +34,9 @@ pub use operator_network::{
     DefaultNetwork, HybridOverlayConfig, OperatorNetwork, OperatorNetworkSpec, OvnKubernetesConfig,
 };
 pub use windows_instance::{
-    AUTHENTICATION_FAILED_CONDITION, InstanceOrigin, Phase, WindowsInstance, WindowsInstanceSpec, WindowsInstanceStatus,
+    AUTHENTICATION_FAILED_CONDITION, WindowsInstance, WindowsInstanceSpec, WindowsInstanceStatus,
 };
+pub use wmco_vocabulary::{InstanceOrigin, InstancePhase};
 
 /// Fields of an object the operator does not use, kept so that a read-modify-write loses nothing.
 pub type OtherFields = std::collections::BTreeMap<String, serde_json::Value>;

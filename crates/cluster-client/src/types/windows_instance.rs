@@ -1,13 +1,13 @@
 //! The product's own record of one Windows host: the namespaced `WindowsInstance` custom resource
 //! (`windowsmachineconfig.openshift.io/v1alpha1`), one per BYOH entry or Windows Machine (design §3).
 
-use std::fmt;
 use std::net::Ipv4Addr;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use wmco_vocabulary::{InstanceOrigin, InstancePhase};
 
 /// What the admin asked for: which host, reached how, coming from which input.
 #[derive(CustomResource, Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -42,48 +42,6 @@ pub struct WindowsInstanceSpec {
     /// name derived from the host's hostname. Absent for BYOH hosts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_node_name: Option<String>,
-}
-
-/// Which admin input a `WindowsInstance` comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub enum InstanceOrigin {
-    /// An entry of the `windows-instances` ConfigMap (bring your own host).
-    Byoh,
-    /// A Windows `Machine` of the machine API.
-    Machine,
-}
-
-/// Where a host is in its life cycle; every step resumes from the recorded phase.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub enum Phase {
-    /// Known, not yet touched.
-    Pending,
-    /// Files, containerd and kubelet are being set up over SSH.
-    Configuring,
-    /// The kubelet runs; its Node and certificates are awaited.
-    WaitingForNode,
-    /// The Node is Ready and every service is configured.
-    Ready,
-    /// Being moved to the operator's version.
-    Upgrading,
-    /// Services and files are being removed before the record goes.
-    Deconfiguring,
-    /// The last attempt failed; `lastError` says why.
-    Failed,
-}
-
-impl fmt::Display for Phase {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Phase::Pending => "Pending",
-            Phase::Configuring => "Configuring",
-            Phase::WaitingForNode => "WaitingForNode",
-            Phase::Ready => "Ready",
-            Phase::Upgrading => "Upgrading",
-            Phase::Deconfiguring => "Deconfiguring",
-            Phase::Failed => "Failed",
-        })
-    }
 }
 
 /// The condition type a record carries (status `True`) while its host refuses the operator's SSH key: its
@@ -142,7 +100,7 @@ pub struct WindowsInstanceStatus {
     pub expected_node_name: Option<String>,
     /// Where the host is in its life cycle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub phase: Option<Phase>,
+    pub phase: Option<InstancePhase>,
     /// When the current configuration attempt started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub configuring_since: Option<Time>,

@@ -6,9 +6,10 @@ use jiff::{SignedDuration, Timestamp};
 
 use super::san::{ServingSan, addresses_list, parse_ip, san_text};
 use super::{Check, InScope, RequestRole, ignore};
+use crate::InstancePhase;
 use crate::names::{NODE_BOOTSTRAPPER_USERNAME, OS_LABEL, OS_WINDOWS, SIGNER_KUBELET_CLIENT};
 use crate::request::RequestBody;
-use crate::world::{AddressType, CsrState, InstancePhase, ManagedInstance};
+use crate::world::{AddressType, CsrState, ManagedInstance};
 use crate::{CsrFacts, RuleId, World};
 
 const EARLY_TOLERANCE: SignedDuration = SignedDuration::from_secs(10);

@@ -9,6 +9,7 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
+use wmco_vocabulary::InstancePhase;
 
 use crate::IpCidr;
 use index::WorldIndex;
@@ -135,25 +136,6 @@ pub struct BootstrapApproval {
     pub public_key_sha256: String,
     /// When it was approved.
     pub approved_at: Timestamp,
-}
-
-/// The phase of a `WindowsInstance`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum InstancePhase {
-    /// Known, not yet configured.
-    Pending,
-    /// Being configured over SSH.
-    Configuring,
-    /// Configured; waiting for the Node to register.
-    WaitingForNode,
-    /// Configured and its Node is ready.
-    Ready,
-    /// Being upgraded.
-    Upgrading,
-    /// Being removed.
-    Deconfiguring,
-    /// The last attempt failed.
-    Failed,
 }
 
 /// A Node as the rules need it.

@@ -24,7 +24,7 @@ use crate::node_name::is_dns_label;
 
 pub use cluster::ClusterDefaults;
 pub use error::MachineSetError;
-pub use options::{Field, MachineSetOptions, MachineSetPlatform};
+pub use options::{Field, MachineSetOptions, MachineSetPlatform, NoMachineSets};
 
 /// A generated Windows MachineSet.
 #[derive(Clone, Debug, PartialEq, Serialize)]

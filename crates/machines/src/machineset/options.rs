@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::Serialize;
+use wmco_vocabulary::Platform;
 
 /// A platform the product generates Windows MachineSets for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -24,19 +25,22 @@ pub enum MachineSetPlatform {
 }
 
 impl MachineSetPlatform {
+    /// Every platform Windows MachineSets are generated for, in the order the CLI lists them.
+    pub const ALL: [MachineSetPlatform; 5] = [
+        MachineSetPlatform::Aws,
+        MachineSetPlatform::Azure,
+        MachineSetPlatform::Gcp,
+        MachineSetPlatform::VSphere,
+        MachineSetPlatform::Nutanix,
+    ];
+
     /// The platform's name in `Infrastructure.status.platformStatus.type`.
     ///
     /// ```
     /// assert_eq!(wmco_machines::MachineSetPlatform::VSphere.openshift_name(), "VSphere");
     /// ```
     pub fn openshift_name(self) -> &'static str {
-        match self {
-            MachineSetPlatform::Aws => "AWS",
-            MachineSetPlatform::Azure => "Azure",
-            MachineSetPlatform::Gcp => "GCP",
-            MachineSetPlatform::VSphere => "VSphere",
-            MachineSetPlatform::Nutanix => "Nutanix",
-        }
+        Platform::from(self).as_str()
     }
 
     /// Whether Machine names on this platform become Windows computer names as they are, so the MachineSet name
@@ -72,6 +76,42 @@ impl MachineSetPlatform {
 impl fmt::Display for MachineSetPlatform {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.openshift_name())
+    }
+}
+
+impl From<MachineSetPlatform> for Platform {
+    fn from(platform: MachineSetPlatform) -> Self {
+        match platform {
+            MachineSetPlatform::Aws => Platform::Aws,
+            MachineSetPlatform::Azure => Platform::Azure,
+            MachineSetPlatform::Gcp => Platform::Gcp,
+            MachineSetPlatform::VSphere => Platform::VSphere,
+            MachineSetPlatform::Nutanix => Platform::Nutanix,
+        }
+    }
+}
+
+/// A platform Windows MachineSets are not generated for (platform `None`: bring your own hosts).
+///
+/// ```
+/// use wmco_machines::{MachineSetPlatform, NoMachineSets};
+/// use wmco_vocabulary::Platform;
+///
+/// assert_eq!(MachineSetPlatform::try_from(Platform::Gcp), Ok(MachineSetPlatform::Gcp));
+/// assert_eq!(MachineSetPlatform::try_from(Platform::None), Err(NoMachineSets(Platform::None)));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("no Windows MachineSets are generated for platform {0} (expected AWS, Azure, GCP, VSphere or Nutanix)")]
+pub struct NoMachineSets(pub Platform);
+
+impl TryFrom<Platform> for MachineSetPlatform {
+    type Error = NoMachineSets;
+
+    fn try_from(platform: Platform) -> Result<Self, NoMachineSets> {
+        MachineSetPlatform::ALL
+            .into_iter()
+            .find(|candidate| Platform::from(*candidate) == platform)
+            .ok_or(NoMachineSets(platform))
     }
 }
 

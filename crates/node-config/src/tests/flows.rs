@@ -12,11 +12,11 @@ use wmco_cluster_client::names::{
     BYOH_LABEL, FORCE_REMOVE_ANNOTATION, HYBRID_OVERLAY_SUBNET_ANNOTATION, PUB_KEY_HASH_ANNOTATION, VERSION_ANNOTATION,
     WORKER_ROLE_LABEL,
 };
-use wmco_cluster_client::types::{InstanceOrigin, Phase as RecordPhase, WindowsInstance, WindowsInstanceSpec};
+use wmco_cluster_client::types::{InstanceOrigin, InstancePhase, WindowsInstance, WindowsInstanceSpec};
 use wmco_cluster_client::{BlockReason, BlockedPod, DrainOptions, InstanceRecords};
 use wmco_payload_manifest::render::RenderedFile;
 use wmco_payload_manifest::{HostFile, HostFileContent, HostFileSet};
-use wmco_windows_services::{LogRotation, Phase, Platform, ServiceSpec, Verbosity, WinPath, node_services};
+use wmco_windows_services::{LogRotation, Platform, ServiceSpec, ServiceStage, Verbosity, WinPath, node_services};
 
 use super::fake_host::{FakeWindowsHost, Fault, HOST_KEY, Op};
 use crate::{
@@ -43,7 +43,7 @@ fn settings() -> ServiceSettings {
     }
 }
 
-fn services(identity: &HostIdentity, phase: Phase) -> Vec<ServiceSpec> {
+fn services(identity: &HostIdentity, phase: ServiceStage) -> Vec<ServiceSpec> {
     node_services(&settings().node_inputs(identity))
         .unwrap()
         .into_iter()
@@ -53,7 +53,7 @@ fn services(identity: &HostIdentity, phase: Phase) -> Vec<ServiceSpec> {
 }
 
 fn catalog() -> Vec<ServiceSpec> {
-    services(&HostIdentity::parse(IDENTITY).unwrap(), Phase::Node)
+    services(&HostIdentity::parse(IDENTITY).unwrap(), ServiceStage::Node)
 }
 
 /// Every binary of the stage's services plus its configuration files; contents `"<path> v1"` unless overridden.
@@ -83,8 +83,8 @@ impl Files {
 impl HostFilesSource for Files {
     fn files(&self, identity: &HostIdentity, stage: FileStage<'_>) -> Result<HostFileSet, SourceError> {
         let phase = match stage {
-            FileStage::Bootstrap => Phase::Bootstrap,
-            FileStage::Node(_) => Phase::Node,
+            FileStage::Bootstrap => ServiceStage::Bootstrap,
+            FileStage::Node(_) => ServiceStage::Node,
         };
         let mut paths: Vec<String> = services(identity, phase)
             .iter()
@@ -93,7 +93,7 @@ impl HostFilesSource for Files {
         paths.extend(
             [r"C:\k\kubelet.conf", BOOTSTRAP_KUBECONFIG, r"C:\k\containerd\containerd_conf.toml"].map(String::from),
         );
-        if phase == Phase::Node {
+        if phase == ServiceStage::Node {
             paths.extend([r"C:\k\cni\config\cni.conf", r"C:\k\kube-proxy.conf", r"C:\k\tls\tls.crt"].map(String::from));
         }
         paths.sort();
@@ -251,7 +251,7 @@ async fn fresh_host_is_configured_in_two_phases_in_order() {
     assert_eq!(outcome.commands, 5 + 8 + 2 + bootstrap_files.files().len() as u64);
 
     let status = world.record().status.unwrap();
-    assert_eq!(status.phase, Some(RecordPhase::WaitingForNode));
+    assert_eq!(status.phase, Some(InstancePhase::WaitingForNode));
     assert_eq!(status.expected_node_name.as_deref(), Some("win-a"));
     assert_eq!(status.node_ip, Some("203.0.113.7".parse().unwrap()));
     assert_eq!(status.fqdn.as_deref(), Some("win-a.lab.example"));
@@ -305,7 +305,7 @@ async fn fresh_host_is_configured_in_two_phases_in_order() {
     assert_eq!(annotations.get(PUB_KEY_HASH_ANNOTATION).map(String::as_str), Some(KEY_HASH));
     assert_eq!(annotations.get(VERSION_ANNOTATION).map(String::as_str), Some(VERSION));
     let status = world.record().status.unwrap();
-    assert_eq!(status.phase, Some(RecordPhase::Ready));
+    assert_eq!(status.phase, Some(InstancePhase::Ready));
     assert_eq!(status.configured_version.as_deref(), Some(VERSION));
     assert_eq!(status.configuring_since, None);
 }
@@ -349,7 +349,7 @@ async fn a_node_not_ready_gets_no_version_annotation() {
     let annotations = world.nodes.node(NAME).unwrap().metadata.annotations.unwrap();
     assert_eq!(annotations.get(VERSION_ANNOTATION), None);
     assert_eq!(annotations.get(PUB_KEY_HASH_ANNOTATION).map(String::as_str), Some(KEY_HASH));
-    assert_eq!(world.record().status.unwrap().phase, Some(RecordPhase::WaitingForNode));
+    assert_eq!(world.record().status.unwrap().phase, Some(InstancePhase::WaitingForNode));
 }
 
 #[tokio::test]
@@ -398,7 +398,7 @@ async fn a_crash_at_any_operation_resumes_to_the_same_host() {
         if let Err(error) = &first {
             assert!(error.is_retryable(), "{error}");
             let status = world.record().status.unwrap();
-            assert_ne!(status.phase, Some(RecordPhase::Failed));
+            assert_ne!(status.phase, Some(InstancePhase::Failed));
             assert_eq!(status.last_error, Some(error.to_string()));
         } else {
             world.register_node(true);
@@ -434,7 +434,7 @@ async fn an_unreachable_host_is_a_retryable_error_recorded_on_the_instance() {
     assert_eq!(error.metric_label(), "unreachable");
     assert_eq!(error.step(), Some(crate::FlowStep::PinHostKey));
     let status = world.record().status.unwrap();
-    assert_eq!(status.phase, Some(RecordPhase::Configuring));
+    assert_eq!(status.phase, Some(InstancePhase::Configuring));
     assert_eq!(status.last_error, Some(error.to_string()));
     assert!(world.host.take_log().is_empty());
 }
@@ -453,7 +453,7 @@ async fn a_host_key_mismatch_fails_permanently_and_sends_nothing() {
     assert_eq!(error.metric_label(), "host_key_mismatch");
     assert!(world.host.take_log().is_empty());
     let status = world.record().status.unwrap();
-    assert_eq!(status.phase, Some(RecordPhase::Failed));
+    assert_eq!(status.phase, Some(InstancePhase::Failed));
     assert!(status.last_error.unwrap().contains("host key changed"));
 
     // Another attempt writes nothing: a status write per attempt would retrigger the controller forever.
@@ -461,7 +461,7 @@ async fn a_host_key_mismatch_fails_permanently_and_sends_nothing() {
     let again = world.configure(&world.session()).await.unwrap_err();
     assert!(again.is_host_key_mismatch());
     assert_eq!(world.records.status_writes(), writes);
-    assert_eq!(world.record().status.unwrap().phase, Some(RecordPhase::Failed));
+    assert_eq!(world.record().status.unwrap().phase, Some(InstancePhase::Failed));
 }
 
 #[tokio::test]
@@ -473,7 +473,7 @@ async fn a_refused_login_records_when_the_refusals_began_until_a_login_succeeds(
     let error = world.configure(&world.session()).await.unwrap_err();
     assert!(error.is_authentication_failure());
     let status = world.record().status.unwrap();
-    assert_eq!(status.phase, Some(RecordPhase::Failed));
+    assert_eq!(status.phase, Some(InstancePhase::Failed));
     let condition = &status.conditions[0];
     assert_eq!(
         (status.conditions.len(), condition.type_.as_str(), condition.status.as_str(), condition.reason.as_str()),
@@ -533,7 +533,7 @@ async fn deconfigure_drains_then_removes_services_dependents_first_then_files_ne
     assert!(world.host.file_paths().is_empty(), "{:?}", world.host.file_paths());
     assert!(!world.host.directories().contains(r"c:\k"));
     assert!(world.host.hns_networks().is_empty());
-    assert_eq!(world.record().status.unwrap().phase, Some(RecordPhase::Deconfiguring));
+    assert_eq!(world.record().status.unwrap().phase, Some(InstancePhase::Deconfiguring));
 
     // A second run finds nothing to do on the host and no Node.
     let again = world.deconfigure(&session).await.unwrap();
@@ -704,7 +704,7 @@ fn configured_at(world: &World, version: &str) {
 }
 
 /// Writes `phase` to the record, as the upgrade executor does once the Node is marked, cordoned and drained.
-async fn enter_phase(world: &World, phase: RecordPhase) {
+async fn enter_phase(world: &World, phase: InstancePhase) {
     let mut status = world.record().status.unwrap();
     status.phase = Some(phase);
     world.records.apply_status(NAMESPACE, NAME, &status).await.unwrap();
@@ -739,7 +739,7 @@ async fn a_gated_host_is_reconfigured_once_its_record_is_upgrading_and_ends_read
     assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::WaitingForUpgrade);
     world.host.take_log();
 
-    enter_phase(&world, RecordPhase::Upgrading).await;
+    enter_phase(&world, InstancePhase::Upgrading).await;
     let outcome = world.configure(&session).await.unwrap();
     assert_eq!((outcome.state, outcome.uploads), (ConfigureState::Ready, 1));
     let log = summary(&world.host.take_log());
@@ -747,7 +747,7 @@ async fn a_gated_host_is_reconfigured_once_its_record_is_upgrading_and_ends_read
     let annotations = world.nodes.node(NAME).unwrap().metadata.annotations.unwrap();
     assert_eq!(annotations.get(VERSION_ANNOTATION).map(String::as_str), Some(VERSION));
     let status = world.record().status.unwrap();
-    assert_eq!((status.phase, status.configured_version.as_deref()), (Some(RecordPhase::Ready), Some(VERSION)));
+    assert_eq!((status.phase, status.configured_version.as_deref()), (Some(InstancePhase::Ready), Some(VERSION)));
 }
 
 #[tokio::test]
@@ -759,10 +759,10 @@ async fn an_upgrade_keeps_phase_upgrading_until_the_node_is_ready() {
     let mut node = world.nodes.node(NAME).unwrap();
     node.status.as_mut().unwrap().conditions.as_mut().unwrap()[0].status = "False".into();
     world.nodes.insert(node);
-    enter_phase(&world, RecordPhase::Upgrading).await;
+    enter_phase(&world, InstancePhase::Upgrading).await;
 
     assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::WaitingForReady);
-    assert_eq!(world.record().status.unwrap().phase, Some(RecordPhase::Upgrading));
+    assert_eq!(world.record().status.unwrap().phase, Some(InstancePhase::Upgrading));
     let annotations = world.nodes.node(NAME).unwrap().metadata.annotations.unwrap();
     assert_eq!(annotations.get(VERSION_ANNOTATION).map(String::as_str), Some("10.16.0"));
 }

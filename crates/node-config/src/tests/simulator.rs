@@ -11,11 +11,11 @@ use winhost_sim::host::{HnsNetwork, Identity};
 use winhost_sim::remote_host::InProcessHost;
 use wmco_cluster_client::fake::{FakeDrainer, FakeInstanceRecords, FakeNodes};
 use wmco_cluster_client::names::HYBRID_OVERLAY_SUBNET_ANNOTATION;
-use wmco_cluster_client::types::{InstanceOrigin, Phase as RecordPhase, WindowsInstance, WindowsInstanceSpec};
+use wmco_cluster_client::types::{InstanceOrigin, InstancePhase, WindowsInstance, WindowsInstanceSpec};
 use wmco_cluster_client::{DrainOptions, InstanceRecords};
 use wmco_payload_manifest::render::{HostInputs, OverlayNetwork, RenderedFile, containerd_config, kube_proxy_config};
 use wmco_payload_manifest::{HostFile, HostFileContent, HostFileSet};
-use wmco_windows_services::{LogRotation, Phase, Platform, Verbosity, WinPath, node_services};
+use wmco_windows_services::{LogRotation, Platform, ServiceStage, Verbosity, WinPath, node_services};
 
 use super::fake_host::HOST_KEY;
 use crate::{
@@ -58,11 +58,11 @@ struct SimFiles;
 impl HostFilesSource for SimFiles {
     fn files(&self, identity: &HostIdentity, stage: FileStage<'_>) -> Result<HostFileSet, SourceError> {
         let phase = match stage {
-            FileStage::Bootstrap => Phase::Bootstrap,
-            FileStage::Node(_) => Phase::Node,
+            FileStage::Bootstrap => ServiceStage::Bootstrap,
+            FileStage::Node(_) => ServiceStage::Node,
         };
         let mut rendered = vec![containerd_config()?];
-        if phase == Phase::Node {
+        if phase == ServiceStage::Node {
             let overlay = OverlayNetwork {
                 node_subnet: SUBNET.parse()?,
                 management_ip: "10.132.3.2".parse()?,
@@ -223,7 +223,7 @@ async fn the_simulator_understands_every_command_of_both_phases_and_deconfigurat
     let converged = configure_once().await;
     report("converged pass", &converged);
     assert_eq!((converged.state, converged.commands, converged.uploads), (ConfigureState::Ready, 1, 0));
-    assert_eq!(records.record("wmco", "win-3").unwrap().status.unwrap().phase, Some(RecordPhase::Ready));
+    assert_eq!(records.record("wmco", "win-3").unwrap().status.unwrap().phase, Some(InstancePhase::Ready));
 
     let before = session.counters();
     let instance = records.record("wmco", "win-3").unwrap();

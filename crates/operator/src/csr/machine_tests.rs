@@ -12,7 +12,7 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 use wmco_cluster_client::fake::{FakeCluster, FakeCsrs, FakeInstanceRecords, FakeMachines};
 use wmco_cluster_client::types::{
-    InstanceOrigin, Machine, Phase, WindowsInstance, WindowsInstanceSpec, WindowsInstanceStatus,
+    InstanceOrigin, InstancePhase, Machine, WindowsInstance, WindowsInstanceSpec, WindowsInstanceStatus,
 };
 use wmco_cluster_client::{InstanceRecords, Machines, Seams};
 use wmco_csr_approver::Verdict;
@@ -52,7 +52,7 @@ async fn cluster() -> Cluster {
     records.apply(&record).await.unwrap();
     let status = WindowsInstanceStatus {
         expected_node_name: Some(NODE.into()),
-        phase: Some(Phase::WaitingForNode),
+        phase: Some(InstancePhase::WaitingForNode),
         configuring_since: Some(minutes_ago(20).into()),
         ..WindowsInstanceStatus::default()
     };

@@ -13,7 +13,9 @@ use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair, PublicKeyData
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use wmco_cluster_client::fake::{FakeCluster, FakeCsrs, FakeEvents, FakeInstanceRecords, FakeNodes};
-use wmco_cluster_client::types::{InstanceOrigin, Phase, WindowsInstance, WindowsInstanceSpec, WindowsInstanceStatus};
+use wmco_cluster_client::types::{
+    InstanceOrigin, InstancePhase, WindowsInstance, WindowsInstanceSpec, WindowsInstanceStatus,
+};
 use wmco_cluster_client::{
     CsrDecision, Csrs, InstanceRecords, NodeMetadataPatch, Nodes, Seams, Severity, Verb, is_pending,
 };
@@ -220,7 +222,7 @@ impl Harness {
             resolved_ipv4: Some("10.0.0.11".parse().unwrap()),
             node_ip: Some("203.0.113.11".parse().unwrap()),
             expected_node_name: Some("win-1".into()),
-            phase: Some(Phase::WaitingForNode),
+            phase: Some(InstancePhase::WaitingForNode),
             configuring_since: Some(minutes_ago(30).into()),
             ..WindowsInstanceStatus::default()
         };

@@ -6,10 +6,9 @@ use std::net::IpAddr;
 
 use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
-use wmco_cluster_client::types::{InstanceOrigin, Machine, Phase, WindowsInstance, WindowsInstanceStatus};
+use wmco_cluster_client::types::{InstanceOrigin, Machine, WindowsInstance, WindowsInstanceStatus};
 use wmco_csr_approver::{
-    AddressType, BootstrapApproval, ByohInstance, InstancePhase, MachineInstance, ManagedInstance, NodeAddress,
-    NodeRecord,
+    AddressType, BootstrapApproval, ByohInstance, MachineInstance, ManagedInstance, NodeAddress, NodeRecord,
 };
 
 /// The approver's record of a BYOH `WindowsInstance`; `None` for Machine-backed records, whose Machine facts
@@ -28,7 +27,7 @@ pub(crate) fn managed_instance(instance: &WindowsInstance) -> Option<ManagedInst
         name: instance.name_any(),
         address: instance.spec.address.clone(),
         expected_node_name: status.expected_node_name,
-        phase: status.phase.map_or(InstancePhase::Pending, instance_phase),
+        phase: status.phase.unwrap_or_default(),
         configuring_since,
         hostname: status.hostname,
         fqdn: status.fqdn,
@@ -70,18 +69,6 @@ fn bootstrap_approval(status: &WindowsInstanceStatus) -> Option<BootstrapApprova
             Some(BootstrapApproval { public_key_sha256: public_key_sha256.clone(), approved_at: approved_at.0 })
         }
         _ => None,
-    }
-}
-
-fn instance_phase(phase: Phase) -> InstancePhase {
-    match phase {
-        Phase::Pending => InstancePhase::Pending,
-        Phase::Configuring => InstancePhase::Configuring,
-        Phase::WaitingForNode => InstancePhase::WaitingForNode,
-        Phase::Ready => InstancePhase::Ready,
-        Phase::Upgrading => InstancePhase::Upgrading,
-        Phase::Deconfiguring => InstancePhase::Deconfiguring,
-        Phase::Failed => InstancePhase::Failed,
     }
 }
 

@@ -4,14 +4,13 @@
 
 use std::net::Ipv4Addr;
 
-use wmco_cluster_client::{ClusterFacts, MirrorKind as FactsMirrorKind, Platform as FactsPlatform};
+use wmco_cluster_client::ClusterFacts;
 use wmco_node_config::ServiceSettings;
-use wmco_payload_manifest::Platform as PayloadPlatform;
 use wmco_payload_manifest::render::{
-    ClusterInputs, ImageMirrorRule, Ipv4Cidr, LogRotation, MirrorKind, MirrorSourcePolicy, PemBundle, Proxy,
-    SecretToken,
+    ClusterInputs, ImageMirrorRule, LogRotation, MirrorSourcePolicy, PemBundle, Proxy, SecretToken,
 };
-use wmco_windows_services::{LogRotation as ServiceLogRotation, Platform as ServicePlatform, Verbosity};
+use wmco_vocabulary::{IpCidr, Platform};
+use wmco_windows_services::{LogRotation as ServiceLogRotation, Verbosity};
 
 /// The index of the cluster DNS Service's address in the service network.
 pub const CLUSTER_DNS_INDEX: u32 = 10;
@@ -31,7 +30,7 @@ pub enum ClusterSettingsError {
     #[error("the cluster's service network {service_cidr} has no 10th address for the cluster DNS Service")]
     NoClusterDns {
         /// The network.
-        service_cidr: Ipv4Cidr,
+        service_cidr: IpCidr,
     },
 }
 
@@ -41,11 +40,11 @@ pub struct ClusterSettings {
     /// The URL nodes reach the API server at.
     pub api_server_url: String,
     /// The service network.
-    pub service_cidr: Ipv4Cidr,
+    pub service_cidr: IpCidr,
     /// The cluster DNS Service address.
     pub cluster_dns: Ipv4Addr,
-    /// The platform, as the payload names it.
-    pub platform: PayloadPlatform,
+    /// The platform whose behaviour applies (a platform this product does not know counts as `None`).
+    pub platform: Platform,
     /// The egress proxy.
     pub proxy: Option<Proxy>,
     /// Registry mirror rules.
@@ -56,13 +55,13 @@ impl ClusterSettings {
     /// The settings of the cluster `facts` describe.
     ///
     /// ```
-    /// use wmco_cluster_client::{ClusterFacts, Platform, ProxySettings};
+    /// use wmco_cluster_client::{ClusterFacts, Platform, PlatformName, ProxySettings};
     /// use wmco_operator::files::ClusterSettings;
     ///
     /// let facts = ClusterFacts {
-    ///     service_cidr: "172.30.0.0/16".into(),
+    ///     service_cidr: "172.30.0.0/16".parse().unwrap(),
     ///     api_server_internal_url: "https://api-int.example:6443".into(),
-    ///     platform: Platform::None,
+    ///     platform: PlatformName::Known(Platform::None),
     ///     proxy: ProxySettings::default(),
     ///     kubernetes_version: semver::Version::new(1, 36, 3),
     ///     mirror_sets: vec![],
@@ -75,10 +74,10 @@ impl ClusterSettings {
     /// # Errors
     /// [`ClusterSettingsError`] when the service network is not IPv4 or too small.
     pub fn from_facts(facts: &ClusterFacts) -> Result<Self, ClusterSettingsError> {
-        let service_cidr: Ipv4Cidr = facts
-            .service_cidr
-            .parse()
-            .map_err(|_| ClusterSettingsError::ServiceCidr { service_cidr: facts.service_cidr.clone() })?;
+        let service_cidr = facts.service_cidr;
+        if !service_cidr.is_ipv4() {
+            return Err(ClusterSettingsError::ServiceCidr { service_cidr: service_cidr.to_string() });
+        }
         let cluster_dns =
             service_cidr.nth_address(CLUSTER_DNS_INDEX).ok_or(ClusterSettingsError::NoClusterDns { service_cidr })?;
         let proxy = &facts.proxy;
@@ -95,10 +94,7 @@ impl ClusterSettings {
             .map(|set| ImageMirrorRule {
                 source: set.source.clone(),
                 mirrors: set.mirrors.clone(),
-                kind: match set.kind {
-                    FactsMirrorKind::Digest => MirrorKind::Digest,
-                    FactsMirrorKind::Tag => MirrorKind::Tag,
-                },
+                kind: set.kind,
                 source_policy: if set.never_contact_source {
                     MirrorSourcePolicy::NeverContactSource
                 } else {
@@ -110,7 +106,7 @@ impl ClusterSettings {
             api_server_url: facts.api_server_internal_url.clone(),
             service_cidr,
             cluster_dns,
-            platform: payload_platform(&facts.platform),
+            platform: facts.platform.known_or_none(),
             proxy,
             image_mirrors,
         })
@@ -144,36 +140,12 @@ impl ClusterSettings {
     pub fn service_settings(&self, verbosity: Verbosity) -> ServiceSettings {
         ServiceSettings {
             api_server_url: self.api_server_url.clone(),
-            platform: service_platform(self.platform),
+            platform: self.platform,
             verbosity,
             log_rotation: ServiceLogRotation::default(),
             hybrid_overlay_vxlan_port: None,
             cloud_provider: None,
             cloud_config: None,
         }
-    }
-}
-
-/// The payload's name of the cluster's platform; a platform the payload does not know is treated as no cloud.
-fn payload_platform(platform: &FactsPlatform) -> PayloadPlatform {
-    match platform {
-        FactsPlatform::Aws => PayloadPlatform::Aws,
-        FactsPlatform::Azure => PayloadPlatform::Azure,
-        FactsPlatform::Gcp => PayloadPlatform::Gcp,
-        FactsPlatform::VSphere => PayloadPlatform::VSphere,
-        FactsPlatform::Nutanix => PayloadPlatform::Nutanix,
-        FactsPlatform::None | FactsPlatform::Other(_) => PayloadPlatform::NoCloud,
-    }
-}
-
-/// The node services' name of a platform.
-fn service_platform(platform: PayloadPlatform) -> ServicePlatform {
-    match platform {
-        PayloadPlatform::Aws => ServicePlatform::Aws,
-        PayloadPlatform::Azure => ServicePlatform::Azure,
-        PayloadPlatform::Gcp => ServicePlatform::Gcp,
-        PayloadPlatform::VSphere => ServicePlatform::VSphere,
-        PayloadPlatform::Nutanix => ServicePlatform::Nutanix,
-        PayloadPlatform::NoCloud => ServicePlatform::None,
     }
 }

@@ -9,7 +9,7 @@ use wmco_cluster_client::names::HYBRID_OVERLAY_SUBNET_ANNOTATION;
 use wmco_node_config::{FileStage, HostFilesSource, HostIdentity, SourceError};
 use wmco_payload_manifest::render::destinations::BOOTSTRAP_KUBECONFIG;
 use wmco_payload_manifest::render::{
-    HostInputs, Ipv4Cidr, OverlayNetwork, OverlayNetworkError, RenderError, SecretToken, exporter_tls_files,
+    HostInputs, IpCidr, OverlayNetwork, OverlayNetworkError, RenderError, SecretToken, exporter_tls_files,
     render_host_files,
 };
 use wmco_payload_manifest::{HostFileSet, HostFileSetError, Manifest, Payload};
@@ -127,8 +127,7 @@ fn overlay_network(node: &Node, identity: &HostIdentity) -> Result<OverlayNetwor
         .as_ref()
         .and_then(|annotations| annotations.get(HYBRID_OVERLAY_SUBNET_ANNOTATION))
         .ok_or_else(|| FilesError::NodeSubnet { node: name.clone(), reason: "missing".to_owned() })?;
-    let subnet: Ipv4Cidr = value
-        .parse()
+    let subnet = IpCidr::parse_ipv4(value)
         .map_err(|error| FilesError::NodeSubnet { node: name.clone(), reason: format!("unusable: {error}") })?;
     OverlayNetwork::for_node_subnet(subnet, identity.node_ip)
         .map_err(|source| FilesError::Overlay { node: name, source })

@@ -132,9 +132,9 @@ impl World {
 
 fn facts() -> ClusterFacts {
     ClusterFacts {
-        service_cidr: "172.30.0.0/16".into(),
+        service_cidr: "172.30.0.0/16".parse().unwrap(),
         api_server_internal_url: "https://api-int.example:6443".into(),
-        platform: Platform::None,
+        platform: Platform::None.into(),
         proxy: ProxySettings::default(),
         kubernetes_version: semver::Version::new(1, 36, 3),
         mirror_sets: vec![],
@@ -388,7 +388,7 @@ fn sim_host() -> winhost_sim::remote_host::InProcessHost {
 async fn node_config_configures_a_simulated_host_in_both_phases_from_the_payload_backed_files() {
     use wmco_cluster_client::InstanceRecords;
     use wmco_cluster_client::fake::{FakeDrainer, FakeInstanceRecords, FakeNodes};
-    use wmco_cluster_client::types::{Phase as RecordPhase, WindowsInstance};
+    use wmco_cluster_client::types::{InstancePhase, WindowsInstance};
     use wmco_node_config::{ClusterAccess, ConfigureInputs, ConfigureState, HostSession, configure};
     use wmco_windows_services::Verbosity;
 
@@ -452,7 +452,7 @@ async fn node_config_configures_a_simulated_host_in_both_phases_from_the_payload
     nodes.insert(node);
     let ready = configure_once().await;
     assert_eq!(ready.state, ConfigureState::Ready);
-    assert_eq!(records.record(NAMESPACE, "byoh-127-0-0-50").unwrap().status.unwrap().phase, Some(RecordPhase::Ready));
+    assert_eq!(records.record(NAMESPACE, "byoh-127-0-0-50").unwrap().status.unwrap().phase, Some(InstancePhase::Ready));
     assert_eq!(read(r"C:\k\bootstrap-kubeconfig"), None);
     assert_eq!(read(r"C:\k\tls\certs\tls.key").as_deref(), Some(TLS_KEY));
     assert!(read(r"C:\k\cni\config\cni.conf").unwrap().contains("\"rangeStart\": \"10.132.4.3\""));

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use wmco_cluster_client::types::{InstanceOrigin, Machine};
 use wmco_machines::names::IGNORE_KEY;
-use wmco_upgrade_planner::{CordonedBy, Instance, Phase};
+use wmco_upgrade_planner::{CordonedBy, Instance, InstancePhase};
 
 use super::{ObservedInstance, planner_instance};
 
@@ -102,7 +102,7 @@ pub(crate) fn counted_by_planner(instance: &Instance) -> bool {
             || node.cordoned_by == Some(CordonedBy::Operator)
             || (node.configured_version.is_some() && !node.ready)
     });
-    node_disrupted || instance.phase == Phase::Upgrading
+    node_disrupted || instance.phase == InstancePhase::Upgrading
 }
 
 #[cfg(test)]

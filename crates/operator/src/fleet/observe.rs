@@ -5,9 +5,9 @@
 use k8s_openapi::api::core::v1::Node;
 use semver::Version;
 use wmco_cluster_client::names::{PUB_KEY_HASH_ANNOTATION, VERSION_ANNOTATION};
-use wmco_cluster_client::types::{InstanceOrigin, Phase as RecordPhase, WindowsInstance};
+use wmco_cluster_client::types::WindowsInstance;
 use wmco_cluster_client::{InstanceRecords, NodeExt, Nodes, ResourceExt, WindowsInstanceExt};
-use wmco_upgrade_planner::{CordonedBy, Failure, Instance, InstanceKind, NodeState, Phase};
+use wmco_upgrade_planner::{CordonedBy, Failure, Instance, NodeState};
 
 /// One record and its Node as read.
 #[derive(Clone, Debug)]
@@ -101,7 +101,7 @@ pub async fn observe_instances(
 ///
 /// ```
 /// use wmco_operator::fleet::planner_instance;
-/// use wmco_upgrade_planner::{InstanceKind, Phase};
+/// use wmco_upgrade_planner::{InstanceOrigin, InstancePhase};
 /// let record: wmco_cluster_client::types::WindowsInstance = serde_json::from_value(serde_json::json!({
 ///     "apiVersion": "windowsmachineconfig.openshift.io/v1alpha1", "kind": "WindowsInstance",
 ///     "metadata": {"name": "byoh-10-0-0-5", "namespace": "wmco"},
@@ -109,32 +109,17 @@ pub async fn observe_instances(
 ///     "status": {"phase": "Ready"}
 /// }))?;
 /// let instance = planner_instance(&record, None, None);
-/// assert_eq!((instance.kind, instance.phase, instance.node), (InstanceKind::Byoh, Phase::Ready, None));
+/// assert_eq!((instance.kind, instance.phase, instance.node), (InstanceOrigin::Byoh, InstancePhase::Ready, None));
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 pub fn planner_instance(record: &WindowsInstance, node: Option<&Node>, last_failure: Option<Failure>) -> Instance {
     Instance {
         name: record.name_any(),
-        kind: match record.spec.origin {
-            InstanceOrigin::Byoh => InstanceKind::Byoh,
-            InstanceOrigin::Machine => InstanceKind::Machine,
-        },
+        kind: record.spec.origin,
         desired: record.metadata.deletion_timestamp.is_none(),
-        phase: record.status.as_ref().and_then(|status| status.phase).map_or(Phase::Pending, planner_phase),
+        phase: record.status.as_ref().and_then(|status| status.phase).unwrap_or_default(),
         node: node.map(node_state),
         last_failure,
-    }
-}
-
-fn planner_phase(phase: RecordPhase) -> Phase {
-    match phase {
-        RecordPhase::Pending => Phase::Pending,
-        RecordPhase::Configuring => Phase::Configuring,
-        RecordPhase::WaitingForNode => Phase::WaitingForNode,
-        RecordPhase::Ready => Phase::Ready,
-        RecordPhase::Upgrading => Phase::Upgrading,
-        RecordPhase::Deconfiguring => Phase::Deconfiguring,
-        RecordPhase::Failed => Phase::Failed,
     }
 }
 

@@ -11,13 +11,13 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use winhost_sim::host::Identity;
 use winhost_sim::remote_host::InProcessHost;
 use wmco_cluster_client::fake::{FakeCluster, FakeInstanceRecords};
-use wmco_cluster_client::types::{InstanceOrigin, Phase as RecordPhase, WindowsInstance, WindowsInstanceSpec};
+use wmco_cluster_client::types::{InstanceOrigin, InstancePhase, WindowsInstance, WindowsInstanceSpec};
 use wmco_cluster_client::{DrainOptions, InstanceRecords, Seams};
 use wmco_node_config::{ConfigureState, FileStage, HostFilesSource, HostIdentity, ServiceSettings, SourceError};
 use wmco_payload_manifest::render::{RenderedFile, containerd_config};
 use wmco_payload_manifest::{HostFile, HostFileContent, HostFileSet};
 use wmco_ssh_transport::RemoteHost;
-use wmco_windows_services::{LogRotation, Phase, Platform, Verbosity, WinPath, node_services};
+use wmco_windows_services::{LogRotation, Platform, ServiceStage, Verbosity, WinPath, node_services};
 
 use super::*;
 
@@ -57,7 +57,7 @@ impl HostFilesSource for BootstrapFiles {
     fn files(&self, identity: &HostIdentity, _stage: FileStage<'_>) -> Result<HostFileSet, SourceError> {
         let mut rendered = vec![containerd_config()?];
         for service in node_services(&services().node_inputs(identity))? {
-            if service.phase == Phase::Bootstrap {
+            if service.phase == ServiceStage::Bootstrap {
                 for binary in service.spec.binaries() {
                     rendered.push(RenderedFile::new(binary.clone(), format!("{binary}").into_bytes()));
                 }
@@ -148,7 +148,7 @@ async fn a_fresh_host_is_bootstrapped_and_a_second_reconcile_costs_one_probe_on_
     assert_eq!(status.pinned_host_key.as_deref(), Some(HOST_KEY));
     assert_eq!(status.node_ip, Some("203.0.113.40".parse().unwrap()));
     assert_eq!(status.expected_node_name.as_deref(), Some("winworker-4"));
-    assert_eq!(status.phase, Some(RecordPhase::WaitingForNode));
+    assert_eq!(status.phase, Some(InstancePhase::WaitingForNode));
 
     let stored = records.record(NAMESPACE, "byoh-127-0-0-40").unwrap();
     let InstanceOutcome::Configured(second) = reconcile_instance(&stored, &ctx).await.unwrap() else {

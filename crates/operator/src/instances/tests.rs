@@ -11,7 +11,9 @@ use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use wmco_cluster_client::fake::{FakeCluster, FakeEvents, FakeInstanceRecords, FakeNodes};
 use wmco_cluster_client::names::{FORCE_REMOVE_ANNOTATION, INSTANCE_FINALIZER};
-use wmco_cluster_client::types::{InstanceOrigin, Phase, WindowsInstance, WindowsInstanceSpec, WindowsInstanceStatus};
+use wmco_cluster_client::types::{
+    InstanceOrigin, InstancePhase, WindowsInstance, WindowsInstanceSpec, WindowsInstanceStatus,
+};
 use wmco_cluster_client::{DrainOptions, InstanceRecords, Seams, Severity};
 use wmco_instance_inventory::{StaticResolver, build_inventory, instance_name};
 use wmco_node_config::{FileStage, HostFilesSource, HostIdentity, ServiceSettings, SourceError};
@@ -240,7 +242,7 @@ async fn stored_record(fx: &Fixture) -> WindowsInstance {
     let status = WindowsInstanceStatus {
         pinned_host_key: Some(PINNED.to_owned()),
         expected_node_name: Some("win-5".to_owned()),
-        phase: Some(Phase::Ready),
+        phase: Some(InstancePhase::Ready),
         ..WindowsInstanceStatus::default()
     };
     fx.records.apply_status(NAMESPACE, &instance_name("10.0.0.5"), &status).await.unwrap();
@@ -261,7 +263,7 @@ async fn a_changed_host_key_fails_the_record_with_a_warning_event() {
 
     assert!(!error.is_retryable());
     let stored = fx.records.record(NAMESPACE, &instance_name("10.0.0.5")).unwrap();
-    assert_eq!(stored.status.unwrap().phase, Some(Phase::Failed));
+    assert_eq!(stored.status.unwrap().phase, Some(InstancePhase::Failed));
     let published = fx.events.published();
     assert_eq!(published.len(), 1);
     assert_eq!(published[0].0.kind.as_deref(), Some("WindowsInstance"));
@@ -282,7 +284,7 @@ async fn an_unreachable_host_is_retried_without_an_event() {
     assert!(metrics.contains("wmco_errors_total{kind=\"unreachable\"} 1\n"), "{metrics}");
     let status = fx.records.record(NAMESPACE, &instance_name("10.0.0.5")).unwrap().status.unwrap();
     assert!(status.last_error.unwrap().contains("unreachable"));
-    assert_ne!(status.phase, Some(Phase::Failed));
+    assert_ne!(status.phase, Some(InstancePhase::Failed));
     assert!(fx.events.published().is_empty());
 }
 

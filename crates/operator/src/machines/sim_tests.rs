@@ -14,7 +14,7 @@ use wmco_node_config::{ConfigureState, FileStage, HostFilesSource, HostIdentity,
 use wmco_payload_manifest::render::{RenderedFile, containerd_config};
 use wmco_payload_manifest::{HostFile, HostFileContent, HostFileSet};
 use wmco_ssh_transport::RemoteHost;
-use wmco_windows_services::{LogRotation, Phase, Verbosity, WinPath, node_services};
+use wmco_windows_services::{LogRotation, ServiceStage, Verbosity, WinPath, node_services};
 
 use super::*;
 use crate::instances::{
@@ -36,7 +36,7 @@ fn services() -> ServiceSettings {
     }
 }
 
-/// Phase-1 binaries (placeholder bytes), a containerd configuration that parses, kubelet.conf and the bootstrap
+/// ServiceStage-1 binaries (placeholder bytes), a containerd configuration that parses, kubelet.conf and the bootstrap
 /// kubeconfig.
 struct BootstrapFiles;
 
@@ -44,7 +44,7 @@ impl HostFilesSource for BootstrapFiles {
     fn files(&self, identity: &HostIdentity, _stage: FileStage<'_>) -> Result<HostFileSet, SourceError> {
         let mut rendered = vec![containerd_config()?];
         for service in node_services(&services().node_inputs(identity))? {
-            if service.phase == Phase::Bootstrap {
+            if service.phase == ServiceStage::Bootstrap {
                 for binary in service.spec.binaries() {
                     rendered.push(RenderedFile::new(binary.clone(), format!("{binary}").into_bytes()));
                 }

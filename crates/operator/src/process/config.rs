@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use semver::Version;
-use wmco_cluster_client::{ClusterFacts, DrainOptions, Platform};
-use wmco_csr_approver::IpCidr;
+use wmco_cluster_client::{ClusterFacts, DrainOptions};
 use wmco_payload_manifest::Manifest;
+use wmco_vocabulary::{IpCidr, Platform};
 use wmco_windows_services::Verbosity;
 
 use crate::csr::{CsrSettings, system_clock};
@@ -16,7 +16,7 @@ use crate::instances::InstancesSettings;
 use crate::machines::MachinesSettings;
 use crate::rekey::RekeySettings;
 use crate::upgrades::{UpgradeSettings, UpgradesError, operator_version, payload_kubelet_version};
-use crate::user_data::{UserDataSettings, platform_of};
+use crate::user_data::UserDataSettings;
 
 /// The controller name on Events and the prefix of a default process identity.
 pub const CONTROLLER_NAME: &str = "windows-machine-config-operator";
@@ -62,12 +62,6 @@ pub enum ConfigError {
     /// The cluster facts cannot be turned into the files' render inputs.
     #[error("cluster facts")]
     ClusterFacts(#[from] ClusterSettingsError),
-    /// The cluster's service network is not a CIDR.
-    #[error("the cluster's service network {service_cidr:?} is not a CIDR")]
-    ServiceNetwork {
-        /// The network as read.
-        service_cidr: String,
-    },
 }
 
 /// The operator's configuration: flags, cluster facts and payload versions, decided once.
@@ -76,9 +70,9 @@ pub enum ConfigError {
 /// use std::time::Duration;
 /// use wmco_operator::process::{ClusterShape, OperatorConfig, OperatorFlags};
 /// # let facts = wmco_cluster_client::ClusterFacts {
-/// #     service_cidr: "172.30.0.0/16".into(),
+/// #     service_cidr: "172.30.0.0/16".parse().unwrap(),
 /// #     api_server_internal_url: "https://api-int.example:6443".into(),
-/// #     platform: wmco_cluster_client::Platform::None,
+/// #     platform: wmco_vocabulary::Platform::None.into(),
 /// #     proxy: Default::default(),
 /// #     kubernetes_version: semver::Version::new(1, 36, 0),
 /// #     mirror_sets: Vec::new(),
@@ -110,7 +104,7 @@ pub struct OperatorConfig {
     pub operator_version: Version,
     /// The kubelet version the payload installs (for the upgrade skew rule).
     pub payload_kubelet_version: Version,
-    /// The cluster's platform.
+    /// The cluster's platform (`None` for one this operator does not know).
     pub platform: Platform,
     /// The cluster's Service network.
     pub service_network: IpCidr,
@@ -132,17 +126,13 @@ impl OperatorConfig {
         let operator_version = operator_version(flags.version_override.as_deref())?;
         let payload_kubelet_version = payload_kubelet_version(manifest)?;
         let cluster = ClusterSettings::from_facts(facts)?;
-        let service_network = facts
-            .service_cidr
-            .parse()
-            .map_err(|_| ConfigError::ServiceNetwork { service_cidr: facts.service_cidr.clone() })?;
         Ok(OperatorConfig {
             flags,
             shape,
             operator_version,
             payload_kubelet_version,
-            platform: facts.platform.clone(),
-            service_network,
+            platform: facts.platform.known_or_none(),
+            service_network: facts.service_cidr,
             cluster,
         })
     }
@@ -202,12 +192,12 @@ impl OperatorConfig {
 
     /// The Machine controller's settings: the namespace and the cluster's platform.
     pub fn machines_settings(&self) -> MachinesSettings {
-        MachinesSettings { namespace: self.flags.namespace.clone(), platform: self.platform.clone() }
+        MachinesSettings { namespace: self.flags.namespace.clone(), platform: self.platform }
     }
 
     /// The user-data controller's settings: the namespace and the cluster's platform.
     pub fn user_data_settings(&self) -> UserDataSettings {
-        UserDataSettings { operator_namespace: self.flags.namespace.clone(), platform: platform_of(&self.platform) }
+        UserDataSettings { operator_namespace: self.flags.namespace.clone(), platform: self.platform }
     }
 }
 
@@ -231,9 +221,9 @@ mod tests {
 
     fn facts() -> ClusterFacts {
         ClusterFacts {
-            service_cidr: "172.30.0.0/16".into(),
+            service_cidr: "172.30.0.0/16".parse().expect("cidr"),
             api_server_internal_url: "https://api-int.example:6443".into(),
-            platform: Platform::None,
+            platform: Platform::None.into(),
             proxy: Default::default(),
             kubernetes_version: Version::new(1, 33, 0),
             mirror_sets: Vec::new(),
@@ -290,17 +280,17 @@ mod tests {
         assert_eq!(config.machines_settings(), MachinesSettings { namespace: "wmco".into(), platform: Platform::None });
         assert_eq!(
             config.user_data_settings(),
-            UserDataSettings { operator_namespace: "wmco".into(), platform: wmco_user_data::Platform::None }
+            UserDataSettings { operator_namespace: "wmco".into(), platform: Platform::None }
         );
-        let gcp = ClusterFacts { platform: Platform::Gcp, ..facts() };
+        let gcp = ClusterFacts { platform: Platform::Gcp.into(), ..facts() };
         let config = OperatorConfig::new(flags, &gcp, OPENSHIFT, &manifest).expect("config");
-        assert_eq!(config.user_data_settings().platform, wmco_user_data::Platform::Gcp);
+        assert_eq!(config.user_data_settings().platform, Platform::Gcp);
     }
 
     #[test]
     fn a_service_network_that_is_not_ipv4_is_a_cluster_facts_error() {
         let manifest = Manifest::product().expect("product manifest");
-        let facts = ClusterFacts { service_cidr: "fd00::/108".into(), ..facts() };
+        let facts = ClusterFacts { service_cidr: "fd00::/108".parse().expect("cidr"), ..facts() };
         let error = OperatorConfig::new(flags(), &facts, OPENSHIFT, &manifest).expect_err("IPv6 services");
         assert_eq!(error.to_string(), "cluster facts");
         let cause = std::error::Error::source(&error).expect("the facts error").to_string();

@@ -13,8 +13,8 @@ use wmco_cluster_client::{
     ClusterFacts, ClusterFactsSource, OpenShiftFacts, PlainKubernetesConfig, PlainKubernetesFacts, Seams,
     serves_machine_api, serves_openshift_config,
 };
-use wmco_csr_approver::IpCidr;
 use wmco_payload_manifest::{Manifest, Payload};
+use wmco_vocabulary::IpCidr;
 
 use super::config::{CONTROLLER_NAME, ClusterShape, ConfigError, OperatorConfig, OperatorFlags};
 use super::leader::{LeaseSettings, lead_then_run};

@@ -505,7 +505,7 @@ impl Cluster {
     /// The record `name`'s host has refused the key since `since` (the flow's condition, phase Failed).
     async fn refuse(&self, name: &str, since: &str) {
         let mut status = self.records.record(NAMESPACE, name).unwrap().status.unwrap();
-        status.phase = Some(wmco_cluster_client::types::Phase::Failed);
+        status.phase = Some(wmco_cluster_client::types::InstancePhase::Failed);
         status.conditions.push(
             serde_json::from_value(json!({
             "type": "AuthenticationFailed", "status": "True", "reason": "KeyRefused",

@@ -9,7 +9,7 @@ use jiff::{SignedDuration, Timestamp};
 use kube::Resource;
 use semver::Version;
 use wmco_cluster_client::names::{UPGRADING_LABEL, VERSION_ANNOTATION};
-use wmco_cluster_client::types::Phase as RecordPhase;
+use wmco_cluster_client::types::InstancePhase;
 use wmco_cluster_client::{NewEvent, NodeExt, NodeMetadataPatch, Severity, WindowsInstanceExt};
 use wmco_upgrade_planner::{Action, Plan, Policy, Reason, WaitReason, plan};
 
@@ -140,7 +140,7 @@ fn is_finished(instance: &ObservedInstance, ctx: &UpgradesContext) -> bool {
     let target = &ctx.settings.operator_version;
     let at_target = |text: &str| Version::parse(text).is_ok_and(|version| version.cmp_precedence(target).is_eq());
     let status = instance.record.status.as_ref();
-    status.and_then(|status| status.phase) == Some(RecordPhase::Ready)
+    status.and_then(|status| status.phase) == Some(InstancePhase::Ready)
         && status.and_then(|status| status.configured_version.as_deref()).is_some_and(at_target)
         && instance
             .node
@@ -188,10 +188,10 @@ enum Advance {
 /// budget stays claimed).
 async fn advance(ctx: &Arc<UpgradesContext>, instance: &ObservedInstance, now: Timestamp) -> Result<Advance, String> {
     let phase = instance.record.status.as_ref().and_then(|status| status.phase);
-    if phase == Some(RecordPhase::Upgrading) || ctx.is_draining(instance.name()) {
+    if phase == Some(InstancePhase::Upgrading) || ctx.is_draining(instance.name()) {
         return Ok(Advance::InProgress);
     }
-    if phase == Some(RecordPhase::Failed) && !ctx.is_retrying(instance.name()) {
+    if phase == Some(InstancePhase::Failed) && !ctx.is_retrying(instance.name()) {
         let last_error = instance.record.status.as_ref().and_then(|status| status.last_error.clone());
         let message =
             format!("the upgrade's configure pass failed: {}", last_error.as_deref().unwrap_or("no error recorded"));
@@ -283,7 +283,7 @@ async fn enter_upgrading(ctx: &UpgradesContext, instance: &ObservedInstance) -> 
         .await
         .map_err(|source| step_error(instance, "read the record".to_owned(), source))?;
     let mut status = current.and_then(|record| record.status).unwrap_or_default();
-    status.phase = Some(RecordPhase::Upgrading);
+    status.phase = Some(InstancePhase::Upgrading);
     ctx.records
         .apply_status(namespace, name, &status)
         .await

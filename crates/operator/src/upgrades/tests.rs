@@ -13,7 +13,7 @@ use serde_json::json;
 use wmco_cluster_client::Seams;
 use wmco_cluster_client::fake::{FakeCluster, FakeDrainer, FakeEvents, FakeInstanceRecords, FakeNodes};
 use wmco_cluster_client::names::{PUB_KEY_HASH_ANNOTATION, UPGRADING_LABEL, VERSION_ANNOTATION};
-use wmco_cluster_client::types::{Phase as RecordPhase, WindowsInstance};
+use wmco_cluster_client::types::{InstancePhase, WindowsInstance};
 use wmco_cluster_client::{
     BlockReason, BlockedPod, DrainOptions, DrainReport, Drainer, InstanceRecords, NodeMetadataPatch, Nodes, Severity,
 };
@@ -44,10 +44,11 @@ struct Host {
     ready: bool,
     unschedulable: bool,
     marked: bool,
-    phase: RecordPhase,
+    phase: InstancePhase,
 }
 
-const AT_OLD: Host = Host { version: OLD, ready: true, unschedulable: false, marked: false, phase: RecordPhase::Ready };
+const AT_OLD: Host =
+    Host { version: OLD, ready: true, unschedulable: false, marked: false, phase: InstancePhase::Ready };
 
 struct Cluster {
     records: Arc<FakeInstanceRecords>,
@@ -125,17 +126,17 @@ impl Cluster {
     /// What the instances controller's configure pass does once the record is `Upgrading`: the Node gets the new
     /// version annotation and the record phase Ready.
     async fn configure_pass_finishes(&self, name: &str) {
-        assert_eq!(self.phase(name), RecordPhase::Upgrading, "{name} was not handed to the configure pass");
+        assert_eq!(self.phase(name), InstancePhase::Upgrading, "{name} was not handed to the configure pass");
         let mut node = self.nodes.node(name).unwrap();
         NodeMetadataPatch::default().set_annotation(VERSION_ANNOTATION, NEW).apply_to(&mut node);
         self.nodes.insert(node);
         let mut status = self.records.record(NAMESPACE, name).unwrap().status.unwrap();
-        status.phase = Some(RecordPhase::Ready);
+        status.phase = Some(InstancePhase::Ready);
         status.configured_version = Some(NEW.into());
         self.records.apply_status(NAMESPACE, name, &status).await.unwrap();
     }
 
-    fn phase(&self, name: &str) -> RecordPhase {
+    fn phase(&self, name: &str) -> InstancePhase {
         self.records.record(NAMESPACE, name).unwrap().status.unwrap().phase.unwrap()
     }
 
@@ -200,9 +201,9 @@ async fn budget_one_marks_cordons_drains_and_hands_over_exactly_one_host() {
     assert_eq!((outcome.finished.len(), outcome.failed.len()), (0, 0));
     assert_eq!(cluster.node_marks("a"), (true, true));
     assert_eq!(cluster.drainer.drained(), ["a"]);
-    assert_eq!(cluster.phase("a"), RecordPhase::Upgrading);
+    assert_eq!(cluster.phase("a"), InstancePhase::Upgrading);
     for name in ["b", "c"] {
-        assert_eq!((cluster.node_marks(name), cluster.phase(name)), ((false, false), RecordPhase::Ready));
+        assert_eq!((cluster.node_marks(name), cluster.phase(name)), ((false, false), InstancePhase::Ready));
     }
     assert_eq!(
         cluster.events(),
@@ -227,7 +228,7 @@ async fn budget_four_counts_the_already_unavailable_first() {
         cluster.add(name, AT_OLD).await;
     }
     // Already under way (counts, continues without a new drain) and up to date but NotReady (counts).
-    cluster.add("e", Host { unschedulable: true, marked: true, phase: RecordPhase::Upgrading, ..AT_OLD }).await;
+    cluster.add("e", Host { unschedulable: true, marked: true, phase: InstancePhase::Upgrading, ..AT_OLD }).await;
     cluster.add("z", Host { version: NEW, ready: false, ..AT_OLD }).await;
 
     let outcome = settled(&cluster.executor(4), at(NOW)).await;
@@ -237,7 +238,7 @@ async fn budget_four_counts_the_already_unavailable_first() {
     drained.sort();
     assert_eq!(drained, ["a", "b"]);
     assert_eq!(cluster.unavailable(&["a", "b", "c", "d", "e", "z"]), ["a", "b", "e"]);
-    assert_eq!((cluster.phase("c"), cluster.phase("d")), (RecordPhase::Ready, RecordPhase::Ready));
+    assert_eq!((cluster.phase("c"), cluster.phase("d")), (InstancePhase::Ready, InstancePhase::Ready));
 }
 
 #[tokio::test]
@@ -258,7 +259,7 @@ async fn a_restarted_executor_keeps_the_budget_from_cluster_state() {
     assert!(restarted.started.is_empty());
     assert_eq!(cluster.drainer.drained(), ["a"]);
     assert_eq!(cluster.unavailable(&["a", "b"]), ["a"]);
-    assert_eq!(cluster.phase("b"), RecordPhase::Ready);
+    assert_eq!(cluster.phase("b"), InstancePhase::Ready);
 }
 
 #[tokio::test]
@@ -303,7 +304,7 @@ async fn a_failed_drain_leaves_the_node_marked_and_is_retried_after_backoff() {
     let retry_after = executor.next_retry().unwrap();
     assert!(at("2026-11-22T04:00:30Z") <= retry_after && retry_after < at("2026-11-22T04:00:31Z"), "{retry_after}");
     assert_eq!(cluster.node_marks("a"), (true, true));
-    assert_eq!((cluster.phase("a"), cluster.phase("b")), (RecordPhase::Ready, RecordPhase::Ready));
+    assert_eq!((cluster.phase("a"), cluster.phase("b")), (InstancePhase::Ready, InstancePhase::Ready));
     let warnings: Vec<_> = cluster.events().into_iter().filter(|event| event.1 == Severity::Warning).collect();
     assert_eq!(warnings.len(), 1);
     assert_eq!((warnings[0].0.as_str(), warnings[0].2.as_str()), ("a", "UpgradeStepFailed"));
@@ -324,7 +325,7 @@ async fn a_failed_drain_leaves_the_node_marked_and_is_retried_after_backoff() {
     cluster.drainer.unblock("a");
     let retried = settled(&executor, at("2026-11-22T04:00:31Z")).await;
     assert_eq!(retried.started, labels(&["a"]));
-    assert_eq!(cluster.phase("a"), RecordPhase::Upgrading);
+    assert_eq!(cluster.phase("a"), InstancePhase::Upgrading);
     assert_eq!(cluster.drainer.drained(), ["a"]);
     assert_eq!(executor.next_retry(), None);
 }
@@ -360,11 +361,11 @@ async fn a_drain_still_running_is_not_started_twice_and_holds_its_budget() {
     assert_eq!((first.started, second.started), (labels(&["a"]), Vec::new()));
     assert_eq!(*drainer.calls.lock().unwrap(), ["a"], "one drain, still running");
     assert_eq!(cluster.unavailable(&["a", "b"]), ["a"]);
-    assert_eq!(cluster.phase("a"), RecordPhase::Ready, "not handed over before the drain ends");
+    assert_eq!(cluster.phase("a"), InstancePhase::Ready, "not handed over before the drain ends");
 
     drainer.release.add_permits(1);
     executor.wait_for_drains().await;
-    assert_eq!(cluster.phase("a"), RecordPhase::Upgrading);
+    assert_eq!(cluster.phase("a"), InstancePhase::Upgrading);
 }
 
 #[tokio::test]
@@ -555,7 +556,7 @@ async fn executors_rebuilt_over_one_shared_budget_share_its_lock_and_its_machine
 #[tokio::test]
 async fn a_failed_configure_pass_during_an_upgrade_is_handed_over_again_after_backoff() {
     let cluster = Cluster::new();
-    cluster.add("a", Host { unschedulable: true, marked: true, phase: RecordPhase::Failed, ..AT_OLD }).await;
+    cluster.add("a", Host { unschedulable: true, marked: true, phase: InstancePhase::Failed, ..AT_OLD }).await;
     cluster.add("b", AT_OLD).await;
     let mut status = cluster.records.record(NAMESPACE, "a").unwrap().status.unwrap();
     status.last_error = Some("host 10.0.0.5: authentication failed".into());
@@ -568,7 +569,7 @@ async fn a_failed_configure_pass_during_an_upgrade_is_handed_over_again_after_ba
         [("wmco/a".to_owned(), "the upgrade's configure pass failed: host 10.0.0.5: authentication failed".to_owned())]
     );
     assert!(first.started.is_empty(), "b waits: a still holds the budget");
-    assert_eq!((cluster.phase("a"), cluster.drainer.drained().len()), (RecordPhase::Failed, 0));
+    assert_eq!((cluster.phase("a"), cluster.drainer.drained().len()), (InstancePhase::Failed, 0));
     assert_eq!(executor.next_retry(), Some(at("2026-11-22T04:00:30Z")));
 
     let during_backoff = settled(&executor, at("2026-11-22T04:00:10Z")).await;
@@ -576,7 +577,7 @@ async fn a_failed_configure_pass_during_an_upgrade_is_handed_over_again_after_ba
 
     let retried = settled(&executor, at("2026-11-22T04:00:30Z")).await;
     assert_eq!(retried.started, labels(&["a"]));
-    assert_eq!((cluster.phase("a"), cluster.drainer.drained()), (RecordPhase::Upgrading, vec!["a".to_owned()]));
+    assert_eq!((cluster.phase("a"), cluster.drainer.drained()), (InstancePhase::Upgrading, vec!["a".to_owned()]));
     assert_eq!(cluster.unavailable(&["a", "b"]), ["a"]);
 }
 

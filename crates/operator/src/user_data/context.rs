@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
 use wmco_cluster_client::{EventPublisher, ResourceExt, Seams, Secrets};
-use wmco_user_data::Platform;
+use wmco_vocabulary::Platform;
 
 use super::UserDataError;
 use crate::metrics::Metrics;
@@ -22,27 +22,6 @@ pub struct UserDataSettings {
     pub operator_namespace: String,
     /// The platform deciding the user data's wrapper.
     pub platform: Platform,
-}
-
-/// The user-data platform for the cluster facts' platform; platforms without a form of their own (`None`, any
-/// other) get the tagged form of [`Platform::None`].
-///
-/// ```
-/// use wmco_cluster_client::Platform as ClusterPlatform;
-/// use wmco_user_data::Platform;
-/// assert_eq!(wmco_operator::user_data::platform_of(&ClusterPlatform::Gcp), Platform::Gcp);
-/// assert_eq!(wmco_operator::user_data::platform_of(&ClusterPlatform::Other("OpenStack".into())), Platform::None);
-/// ```
-pub fn platform_of(platform: &wmco_cluster_client::Platform) -> Platform {
-    use wmco_cluster_client::Platform as Cluster;
-    match platform {
-        Cluster::Aws => Platform::Aws,
-        Cluster::Azure => Platform::Azure,
-        Cluster::Gcp => Platform::Gcp,
-        Cluster::VSphere => Platform::VSphere,
-        Cluster::Nutanix => Platform::Nutanix,
-        Cluster::None | Cluster::Other(_) => Platform::None,
-    }
 }
 
 /// Everything one user-data reconcile needs (`Arc<UserDataContext>` is shared by all reconciles).

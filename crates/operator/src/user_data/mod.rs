@@ -2,7 +2,7 @@
 //! the script `wmco-user-data` renders from the operator's key in `cloud-private-key`.
 //!
 //! - [`UserDataContext`] holds the cluster seams (`Secrets`, `EventPublisher`), the operator namespace and the
-//!   platform ([`UserDataSettings`]; [`platform_of`] maps the cluster facts' platform).
+//!   platform ([`UserDataSettings`]; a platform the cluster reports but this product does not know counts as `None`).
 //! - [`reconcile_user_data`] is one pass: read the key Secret as watched, derive the public key, render, compare
 //!   with the live `windows-user-data`, and server-side apply it only when it differs, so a hand edit is reverted
 //!   and a converged cluster costs one GET. A weak or unusable key gets one Warning Event on `cloud-private-key`
@@ -19,7 +19,7 @@ mod reconcile;
 #[cfg(test)]
 mod tests;
 
-pub use context::{UserDataContext, UserDataSettings, platform_of};
+pub use context::{UserDataContext, UserDataSettings};
 pub use controller::controller;
 pub use error::UserDataError;
 pub use reconcile::{

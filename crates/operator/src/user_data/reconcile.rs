@@ -107,7 +107,7 @@ pub async fn reconcile_user_data(
     tracing::info!(
         secret = USER_DATA_SECRET,
         namespace = USER_DATA_NAMESPACE,
-        platform = %ctx.settings.platform,
+        platform = ctx.settings.platform.cli_name(),
         pub_key_hash = %pub_key_hash,
         replaced,
         "windows-user-data applied"

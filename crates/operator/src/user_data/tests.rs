@@ -194,14 +194,3 @@ async fn without_a_key_secret_nothing_is_read_or_written() {
     assert_eq!(reconcile_user_data(None, &fixture.ctx).await.unwrap(), UserDataOutcome::NoKey);
     assert_eq!(fixture.secrets.calls(), Vec::<String>::new());
 }
-
-#[test]
-fn every_cluster_platform_maps_to_a_user_data_platform() {
-    use wmco_cluster_client::Platform as Cluster;
-    let mapped: Vec<Platform> =
-        [Cluster::Aws, Cluster::Azure, Cluster::Gcp, Cluster::VSphere, Cluster::Nutanix, Cluster::None]
-            .iter()
-            .map(platform_of)
-            .collect();
-    assert_eq!(mapped, Platform::ALL);
-}

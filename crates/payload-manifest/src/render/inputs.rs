@@ -6,7 +6,9 @@ use std::fmt;
 use std::net::Ipv4Addr;
 use std::str::FromStr;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
+
+use wmco_vocabulary::{IpCidr, MirrorKind};
 
 use crate::Platform;
 
@@ -22,8 +24,8 @@ pub struct ClusterInputs {
     pub kubelet_client_ca: PemBundle,
     /// The short-lived token of ServiceAccount `node-bootstrapper` for the bootstrap kubeconfig.
     pub bootstrap_token: SecretToken,
-    /// The cluster's service network.
-    pub service_cidr: Ipv4Cidr,
+    /// The cluster's service network (IPv4: Windows nodes are IPv4 only).
+    pub service_cidr: IpCidr,
     /// The cluster DNS service address (by convention the 10th address of the service network).
     pub cluster_dns: Ipv4Addr,
     /// The cluster's DNS domain, normally `cluster.local`.
@@ -63,8 +65,8 @@ pub struct HostInputs {
 /// ([`OverlayNetwork::first_pod_address`], `rangeStart`), so no pod is ever given the VIP.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OverlayNetwork {
-    /// The node's pod subnet: annotation `k8s.ovn.org/hybrid-overlay-node-subnet`.
-    pub node_subnet: Ipv4Cidr,
+    /// The node's pod subnet (IPv4): annotation `k8s.ovn.org/hybrid-overlay-node-subnet`.
+    pub node_subnet: IpCidr,
     /// The overlay's provider address (the CNI `ProviderAddress` policy): the host's node IP.
     pub management_ip: Ipv4Addr,
     /// The source VIP kube-proxy uses for DSR: the subnet's address [`OverlayNetwork::SOURCE_VIP_INDEX`].
@@ -79,7 +81,7 @@ pub struct OverlayNetwork {
 )]
 pub struct OverlayNetworkError {
     /// The subnet refused.
-    pub subnet: Ipv4Cidr,
+    pub subnet: IpCidr,
 }
 
 impl OverlayNetwork {
@@ -100,8 +102,9 @@ impl OverlayNetwork {
     /// ```
     ///
     /// # Errors
-    /// [`OverlayNetworkError`] when the subnet is smaller than a `/29`.
-    pub fn for_node_subnet(node_subnet: Ipv4Cidr, management_ip: Ipv4Addr) -> Result<Self, OverlayNetworkError> {
+    /// [`OverlayNetworkError`] when the subnet is smaller than a `/29` (or not IPv4, which callers refuse first with
+    /// [`IpCidr::parse_ipv4`]).
+    pub fn for_node_subnet(node_subnet: IpCidr, management_ip: Ipv4Addr) -> Result<Self, OverlayNetworkError> {
         let source_vip = match node_subnet.nth_address(Self::SOURCE_VIP_INDEX) {
             Some(address) if node_subnet.prefix_length() <= 29 => address,
             _ => return Err(OverlayNetworkError { subnet: node_subnet }),
@@ -171,16 +174,6 @@ impl LogRotation {
         flags.extend(self.flush_interval.as_ref().map(|interval| format!("-flush-interval={interval}")));
         flags
     }
-}
-
-/// Whether a mirror may be used for pulls by digest only, or also by tag.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MirrorKind {
-    /// From an ImageDigestMirrorSet: capability `pull`.
-    Digest,
-    /// From an ImageTagMirrorSet: capabilities `pull` and `resolve`.
-    Tag,
 }
 
 /// Whether the source registry may still be contacted when the mirrors fail.
@@ -347,105 +340,25 @@ impl fmt::Debug for PullSecret {
     }
 }
 
-/// An IPv4 network in CIDR notation, e.g. `172.30.0.0/16`. The address is kept as written (host bits allowed, as
-/// an HNS subnet may be written).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Ipv4Cidr {
-    address: Ipv4Addr,
-    prefix_length: u8,
-}
-
-/// The text is not an IPv4 CIDR.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{text:?} is not an IPv4 network in CIDR notation (e.g. 172.30.0.0/16)")]
-pub struct Ipv4CidrError {
-    /// The rejected text.
-    pub text: String,
-}
-
-impl Ipv4Cidr {
-    /// The network address as written.
-    pub fn address(&self) -> Ipv4Addr {
-        self.address
-    }
-
-    /// The prefix length (0–32).
-    pub fn prefix_length(&self) -> u8 {
-        self.prefix_length
-    }
-
-    /// The `n`th address of the network (the network address is the 0th), if the network holds it. The cluster
-    /// DNS service is conventionally `nth_address(10)` of the service network.
-    ///
-    /// ```
-    /// use wmco_payload_manifest::render::Ipv4Cidr;
-    /// let services: Ipv4Cidr = "172.30.0.0/16".parse().unwrap();
-    /// assert_eq!(services.nth_address(10), Some("172.30.0.10".parse().unwrap()));
-    /// ```
-    pub fn nth_address(&self, n: u32) -> Option<Ipv4Addr> {
-        let host_bits = 32 - u32::from(self.prefix_length);
-        let size = 1_u64 << host_bits;
-        if u64::from(n) >= size {
-            return None;
-        }
-        let mask = if host_bits == 32 { 0 } else { u32::MAX << host_bits };
-        Some(Ipv4Addr::from((u32::from(self.address) & mask) + n))
-    }
-}
-
-impl FromStr for Ipv4Cidr {
-    type Err = Ipv4CidrError;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let error = || Ipv4CidrError { text: text.to_owned() };
-        let (address, prefix) = text.split_once('/').ok_or_else(error)?;
-        let address: Ipv4Addr = address.parse().map_err(|_| error())?;
-        if prefix.is_empty() || !prefix.bytes().all(|byte| byte.is_ascii_digit()) {
-            return Err(error());
-        }
-        let prefix_length: u8 = prefix.parse().map_err(|_| error())?;
-        if prefix_length > 32 {
-            return Err(error());
-        }
-        Ok(Self { address, prefix_length })
-    }
-}
-
-impl fmt::Display for Ipv4Cidr {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.address, self.prefix_length)
-    }
-}
-
-impl Serialize for Ipv4Cidr {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for Ipv4Cidr {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        String::deserialize(deserializer)?.parse().map_err(serde::de::Error::custom)
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use wmco_vocabulary::CidrError;
+
     use super::*;
 
     const CERT: &str = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----";
 
     #[test]
     fn cidr_parses_and_finds_nth_addresses() {
-        let cidr: Ipv4Cidr = "10.128.2.0/24".parse().unwrap();
+        let cidr: IpCidr = "10.128.2.0/24".parse().unwrap();
         assert_eq!(cidr.to_string(), "10.128.2.0/24");
         assert_eq!(cidr.nth_address(255), Some(Ipv4Addr::new(10, 128, 2, 255)));
         assert_eq!(cidr.nth_address(256), None);
-        let host_bits_set: Ipv4Cidr = "10.128.2.7/24".parse().unwrap();
+        let host_bits_set: IpCidr = "10.128.2.7/24".parse().unwrap();
         assert_eq!(host_bits_set.nth_address(1), Some(Ipv4Addr::new(10, 128, 2, 1)));
-        assert_eq!("0.0.0.0/0".parse::<Ipv4Cidr>().unwrap().nth_address(10), Some(Ipv4Addr::new(0, 0, 0, 10)));
+        assert_eq!("0.0.0.0/0".parse::<IpCidr>().unwrap().nth_address(10), Some(Ipv4Addr::new(0, 0, 0, 10)));
         for bad in ["10.0.0.0", "10.0.0.0/33", "10.0.0/8", "10.0.0.0/+8", "10.0.0.0/"] {
-            assert_eq!(bad.parse::<Ipv4Cidr>(), Err(Ipv4CidrError { text: bad.to_owned() }));
+            assert_eq!(IpCidr::parse_ipv4(bad), Err(CidrError::NotIpv4 { text: bad.to_owned() }));
         }
     }
 

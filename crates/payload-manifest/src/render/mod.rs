@@ -40,15 +40,15 @@ pub use ca::ca_files;
 pub use cni::cni_config;
 pub use containerd::containerd_config;
 pub use inputs::{
-    ClusterInputs, HostInputs, ImageMirrorRule, Ipv4Cidr, Ipv4CidrError, LogRotation, MirrorKind, MirrorSourcePolicy,
-    OverlayNetwork, OverlayNetworkError, PemBundle, PemBundleError, Proxy, PullSecret, PullSecretError, RegistryCa,
-    SecretToken,
+    ClusterInputs, HostInputs, ImageMirrorRule, LogRotation, MirrorSourcePolicy, OverlayNetwork, OverlayNetworkError,
+    PemBundle, PemBundleError, Proxy, PullSecret, PullSecretError, RegistryCa, SecretToken,
 };
 pub use kube_proxy::kube_proxy_config;
 pub use kubeconfig::bootstrap_kubeconfig;
 pub use kubelet::{credential_provider_config, kubelet_config};
 pub use registries::{MirrorHost, RegistryHosts, plan_registry_hosts, registry_hosts_files};
 pub use tls::{PrivateKeyPemError, ServingTls, exporter_tls_files};
+pub use wmco_vocabulary::{IpCidr, MirrorKind};
 
 /// One rendered file: where it goes on the host, its bytes and their SHA-256.
 ///
@@ -150,7 +150,7 @@ pub enum RenderError {
 ///     service_cidr: "172.30.0.0/16".parse().unwrap(),
 ///     cluster_dns: "172.30.0.10".parse().unwrap(),
 ///     cluster_domain: "cluster.local".into(),
-///     platform: Platform::NoCloud,
+///     platform: Platform::None,
 ///     proxy: None,
 ///     log_rotation: LogRotation::default(),
 ///     image_mirrors: vec![],

@@ -7,8 +7,8 @@
 use std::net::Ipv4Addr;
 
 use wmco_windows_services::{
-    EnvVarName, HostState, LogRotation, NodeInputs, Phase, Platform, ProbeRequest, RegistryData, RegistryKey,
-    RegistryValue, RegistryValueName, ScErrorCode, ServiceName, Sha256Hex, Verbosity, WinPath, decode_failure_actions,
+    EnvVarName, HostState, LogRotation, NodeInputs, Platform, ProbeRequest, RegistryData, RegistryKey, RegistryValue,
+    RegistryValueName, ScErrorCode, ServiceName, ServiceStage, Sha256Hex, Verbosity, WinPath, decode_failure_actions,
     node_host_state, parse_sc_failure, parse_sc_qc, parse_sc_query, plan,
 };
 
@@ -135,7 +135,7 @@ fn node_state() -> HostState {
         cloud_provider: None,
         cloud_config: None,
     };
-    let mut state = node_host_state(&inputs, Phase::Bootstrap).expect("valid node inputs");
+    let mut state = node_host_state(&inputs, ServiceStage::Bootstrap).expect("valid node inputs");
     let digest = Sha256Hex::new(&"ab".repeat(32)).expect("valid digest");
     state.files.insert(path(r"C:\k\kubelet.exe"), digest);
     state.machine_env.insert(env("HTTP_PROXY"), Some("http://proxy.example:3128".into()));

@@ -28,7 +28,7 @@ const POLL_INTERVAL: Duration = Duration::from_millis(250);
 /// How long the hosts' command logs must stay unchanged before a reconcile counts as finished.
 const QUIET_PERIOD: Duration = Duration::from_secs(8);
 /// The platform of the sandbox's Infrastructure (the harness fixtures say `None`): which payload files go to a host.
-const SANDBOX_PLATFORM: Platform = Platform::NoCloud;
+const SANDBOX_PLATFORM: Platform = Platform::None;
 /// Clock ticks per second of `/proc/<pid>/stat` times (`USER_HZ`, 100 on every Linux architecture that matters
 /// here; `getconf CLK_TCK` prints it).
 const CLOCK_TICKS_PER_SECOND: f64 = 100.0;

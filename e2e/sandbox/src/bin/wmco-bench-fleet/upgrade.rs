@@ -28,7 +28,7 @@ use kube::api::Api;
 use kube::runtime::{WatchStreamExt as _, watcher};
 use sha2::{Digest as _, Sha256};
 use wmco_cluster_client::names::{UPGRADING_LABEL, VERSION_ANNOTATION};
-use wmco_cluster_client::types::Phase;
+use wmco_cluster_client::types::InstancePhase;
 use wmco_sandbox::operator::{OperatorLaunch, OperatorProcess, locate_operator_binary, metric_value as metric};
 use wmco_sandbox::{
     OPERATOR_IDENTITY, OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, Sandbox, node_is_ready, operator_payload_args,
@@ -335,7 +335,7 @@ async fn not_upgraded(sandbox: &Sandbox, target: &str) -> anyhow::Result<Vec<Str
     }
     for instance in sandbox.windows_instances().await? {
         let status = instance.status.unwrap_or_default();
-        if status.phase != Some(Phase::Ready) || status.configured_version.as_deref() != Some(target) {
+        if status.phase != Some(InstancePhase::Ready) || status.configured_version.as_deref() != Some(target) {
             let name = instance.metadata.name.unwrap_or_default();
             waiting.push(format!("record {name}: phase {:?}, version {:?}", status.phase, status.configured_version));
         }

@@ -1,0 +1,25 @@
+//! The words every wmco crate shares, defined once: the cluster's [`Platform`] (and [`PlatformName`] for platforms
+//! this product does not know), a host record's [`InstancePhase`] and [`InstanceOrigin`], a network in CIDR
+//! notation ([`IpCidr`]) and an image mirror's [`MirrorKind`].
+//!
+//! This crate is the ground floor: it depends on serde only (plus `clap` and `schemars` behind the features of
+//! those names), so that the pure crates keep reading `kubectl -o yaml` input without k8s-openapi or kube.
+//!
+//! ```
+//! use wmco_vocabulary::{InstancePhase, Platform};
+//!
+//! let platform: Platform = serde_json::from_str("\"VSphere\"")?;
+//! assert_eq!(platform.cli_name(), "vsphere");
+//! assert_eq!(InstancePhase::WaitingForNode.to_string(), "WaitingForNode");
+//! # Ok::<(), serde_json::Error>(())
+//! ```
+
+mod cidr;
+mod instance;
+mod mirror;
+mod platform;
+
+pub use cidr::{CidrError, IpCidr};
+pub use instance::{InstanceOrigin, InstancePhase};
+pub use mirror::MirrorKind;
+pub use platform::{Platform, PlatformName, UnknownPlatform};
