@@ -368,7 +368,25 @@ impl InstanceRecords for FakeInstanceRecords {
         let record = records
             .get_mut(&(namespace.to_owned(), name.to_owned()))
             .ok_or_else(|| not_found(Verb::Apply, "WindowsInstance", object_name(Some(namespace), name)))?;
-        record.status = Some(status.clone());
+        // Like the API server: this write's field manager does not own the bootstrap key, so it stays as it is.
+        let kept_key = record.status.as_ref().and_then(|status| status.approved_bootstrap_key_sha256.clone());
+        record.status = Some(WindowsInstanceStatus { approved_bootstrap_key_sha256: kept_key, ..status.clone() });
+        *locked(&self.status_writes) += 1;
+        Ok(record.clone())
+    }
+
+    async fn apply_bootstrap_key(
+        &self,
+        namespace: &str,
+        name: &str,
+        public_key_sha256: Option<&str>,
+    ) -> Result<WindowsInstance> {
+        let mut records = locked(&self.records);
+        let record = records
+            .get_mut(&(namespace.to_owned(), name.to_owned()))
+            .ok_or_else(|| not_found(Verb::Apply, "WindowsInstance", object_name(Some(namespace), name)))?;
+        record.status.get_or_insert_with(WindowsInstanceStatus::default).approved_bootstrap_key_sha256 =
+            public_key_sha256.map(str::to_owned);
         *locked(&self.status_writes) += 1;
         Ok(record.clone())
     }

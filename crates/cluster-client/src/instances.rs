@@ -7,7 +7,7 @@ use kube::{Client, Resource};
 use serde_json::json;
 
 use crate::error::{Error, Result, Verb, object_name};
-use crate::names::{FIELD_MANAGER, INSTANCE_FINALIZER};
+use crate::names::{BOOTSTRAP_KEY_FIELD_MANAGER, FIELD_MANAGER, INSTANCE_FINALIZER};
 use crate::types::{WindowsInstance, WindowsInstanceStatus};
 
 const KIND: &str = "WindowsInstance";
@@ -25,12 +25,24 @@ pub trait InstanceRecords: Send + Sync {
     /// [`INSTANCE_FINALIZER`]. Not for records being deleted.
     async fn apply(&self, instance: &WindowsInstance) -> Result<WindowsInstance>;
 
-    /// Sets the status of `namespace/name` by server-side apply of the `status` subresource.
+    /// Sets the status of `namespace/name` by server-side apply of the `status` subresource, every field but
+    /// `approvedBootstrapKeySha256`: that one is written only by [`InstanceRecords::apply_bootstrap_key`] and kept
+    /// as it is here, whatever `status` holds.
     async fn apply_status(
         &self,
         namespace: &str,
         name: &str,
         status: &WindowsInstanceStatus,
+    ) -> Result<WindowsInstance>;
+
+    /// Sets (`Some`) or clears (`None`) `status.approvedBootstrapKeySha256` of `namespace/name`, the public key of
+    /// the one bootstrap CSR approved in the current configuration attempt, by server-side apply under its own field
+    /// manager ([`BOOTSTRAP_KEY_FIELD_MANAGER`]), so no other status write drops it.
+    async fn apply_bootstrap_key(
+        &self,
+        namespace: &str,
+        name: &str,
+        public_key_sha256: Option<&str>,
     ) -> Result<WindowsInstance>;
 
     /// Removes the [`INSTANCE_FINALIZER`] from `instance` as read (the patch carries the resourceVersion read, so a
@@ -103,6 +115,21 @@ pub(crate) fn finalizer_release_patch(instance: &WindowsInstance) -> Option<serd
 
 /// The apply body for a record's status.
 pub(crate) fn status_apply_body(name: &str, status: &WindowsInstanceStatus) -> serde_json::Value {
+    let status = WindowsInstanceStatus { approved_bootstrap_key_sha256: None, ..status.clone() };
+    json!({
+        "apiVersion": WindowsInstance::api_version(&()),
+        "kind": WindowsInstance::kind(&()),
+        "metadata": { "name": name },
+        "status": status,
+    })
+}
+
+/// The server-side apply body of the bootstrap key alone: the key, or an empty status that releases it.
+pub(crate) fn bootstrap_key_apply_body(name: &str, public_key_sha256: Option<&str>) -> serde_json::Value {
+    let status = match public_key_sha256 {
+        Some(key) => json!({ "approvedBootstrapKeySha256": key }),
+        None => json!({}),
+    };
     json!({
         "apiVersion": WindowsInstance::api_version(&()),
         "kind": WindowsInstance::kind(&()),
@@ -149,6 +176,19 @@ impl InstanceRecords for KubeInstanceRecords {
         let body = status_apply_body(name, status);
         self.api(namespace)
             .patch_status(name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&body))
+            .await
+            .map_err(|source| Error::api(Verb::Apply, KIND, object_name(Some(namespace), name), source))
+    }
+
+    async fn apply_bootstrap_key(
+        &self,
+        namespace: &str,
+        name: &str,
+        public_key_sha256: Option<&str>,
+    ) -> Result<WindowsInstance> {
+        let body = bootstrap_key_apply_body(name, public_key_sha256);
+        self.api(namespace)
+            .patch_status(name, &PatchParams::apply(BOOTSTRAP_KEY_FIELD_MANAGER).force(), &Patch::Apply(&body))
             .await
             .map_err(|source| Error::api(Verb::Apply, KIND, object_name(Some(namespace), name), source))
     }

@@ -2,8 +2,13 @@
 //! and the Node labels and annotations kept from the Go operator so dashboards and tooling keep working
 //! (design §3, anchor §8.1).
 
-/// The field manager of every server-side apply the operator sends.
+/// The field manager of every server-side apply the operator sends, except the one below.
 pub const FIELD_MANAGER: &str = "wmco";
+
+/// The field manager that alone owns `status.approvedBootstrapKeySha256` of a `WindowsInstance`: the CSR
+/// controller sets it, the configuration flow clears it when an attempt starts, and no other status write (all
+/// under [`FIELD_MANAGER`]) can drop it.
+pub const BOOTSTRAP_KEY_FIELD_MANAGER: &str = "wmco-bootstrap-key";
 
 /// The finalizer on every `WindowsInstance`, released only once its host is deconfigured.
 pub const INSTANCE_FINALIZER: &str = "windowsmachineconfig.openshift.io/deconfigure";

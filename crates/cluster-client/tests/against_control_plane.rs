@@ -52,6 +52,7 @@ type Scenario = fn(Arc<ControlPlane>) -> Pin<Box<dyn Future<Output = anyhow::Res
 const SCENARIOS: &[(&str, Scenario)] = &[
     ("generated_crd_validates_windows_instances", |cp| Box::pin(crd_validates_objects(cp))),
     ("status_apply_is_idempotent_and_a_second_manager_conflicts", |cp| Box::pin(status_apply_conflicts(cp))),
+    ("status_writes_never_drop_the_approved_bootstrap_key", |cp| Box::pin(bootstrap_key_survives_status_writes(cp))),
     ("cordon_uncordon_and_metadata_patches_reach_the_node", |cp| Box::pin(cordon_and_patch(cp))),
     ("drain_is_blocked_by_the_budget_then_finishes_once_it_allows", |cp| Box::pin(drain_with_budget(cp))),
     ("csr_approval_round_trip_refuses_a_stale_read_and_ends_signed", |cp| Box::pin(csr_round_trip(cp))),
@@ -271,6 +272,36 @@ async fn status_apply_conflicts(control_plane: Arc<ControlPlane>) -> anyhow::Res
         after.status.and_then(|status| status.phase) == Some(InstancePhase::Ready),
         "the intruder changed the phase"
     );
+    Ok(())
+}
+
+/// The flow's status writes carry no bootstrap key; the CSR controller's key, applied under its own field manager,
+/// survives them, and only its own empty apply clears it.
+async fn bootstrap_key_survives_status_writes(control_plane: Arc<ControlPlane>) -> anyhow::Result<()> {
+    namespace(&control_plane, "cc-key").await?;
+    let records = KubeInstanceRecords::new(control_plane.admin_client());
+    records.apply(&instance("byoh-10-0-0-8", "cc-key", "10.0.0.8")).await?;
+    let waiting = WindowsInstanceStatus {
+        address: Some("10.0.0.8".into()),
+        phase: Some(InstancePhase::WaitingForNode),
+        ..WindowsInstanceStatus::default()
+    };
+    records.apply_status("cc-key", "byoh-10-0-0-8", &waiting).await.context("flow status")?;
+    records.apply_bootstrap_key("cc-key", "byoh-10-0-0-8", Some("ab12")).await.context("record the key")?;
+    // The flow's working copy was read before the key was recorded: its next writes hold no key.
+    let ready = WindowsInstanceStatus { phase: Some(InstancePhase::Ready), ..waiting.clone() };
+    let stored = records.apply_status("cc-key", "byoh-10-0-0-8", &ready).await.context("flow status again")?;
+    let status = stored.status.context("no status")?;
+    ensure!(status.approved_bootstrap_key_sha256.as_deref() == Some("ab12"), "key dropped: {status:?}");
+    ensure!(status.phase == Some(InstancePhase::Ready), "phase not written: {status:?}");
+    let stale = WindowsInstanceStatus { approved_bootstrap_key_sha256: Some("stale".into()), ..ready };
+    let stored = records.apply_status("cc-key", "byoh-10-0-0-8", &stale).await.context("status with a stale key")?;
+    let key = stored.status.and_then(|status| status.approved_bootstrap_key_sha256);
+    ensure!(key.as_deref() == Some("ab12"), "a status write changed the key: {key:?}");
+    let cleared = records.apply_bootstrap_key("cc-key", "byoh-10-0-0-8", None).await.context("clear the key")?;
+    let status = cleared.status.context("no status")?;
+    ensure!(status.approved_bootstrap_key_sha256.is_none(), "key not cleared: {status:?}");
+    ensure!(status.phase == Some(InstancePhase::Ready), "clearing the key touched the phase: {status:?}");
     Ok(())
 }
 

@@ -1,6 +1,8 @@
 //! The flow's progress record: a working copy of one `WindowsInstance` status, written through
 //! [`InstanceRecords::apply_status`] only when it changed, so a converged host causes no write and a crash
-//! resumes from the last saved phase.
+//! resumes from the last saved phase. The approved bootstrap key is the CSR controller's; the flow only clears it,
+//! through [`InstanceRecords::apply_bootstrap_key`], when a new configuration attempt starts (the key of the
+//! previous attempt must not bind the new one).
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
@@ -20,6 +22,8 @@ pub(crate) struct Recorder<'a> {
     key: String,
     host: String,
     saved: WindowsInstanceStatus,
+    /// A new attempt started: the previous attempt's bootstrap key is cleared before the next status write.
+    clear_bootstrap_key: bool,
     /// The status as the flow wants it.
     pub(crate) status: WindowsInstanceStatus,
 }
@@ -43,15 +47,31 @@ impl<'a> Recorder<'a> {
             .ok_or_else(|| FlowError::Record { instance: name.clone(), what: "metadata.namespace" })?;
         let status = instance.status.clone().unwrap_or_default();
         let key = instance.key();
-        Ok(Recorder { records, namespace, name, key, host: host.to_owned(), saved: status.clone(), status })
+        Ok(Recorder {
+            records,
+            namespace,
+            name,
+            key,
+            host: host.to_owned(),
+            saved: status.clone(),
+            clear_bootstrap_key: false,
+            status,
+        })
     }
 
-    /// Enters `phase`; entering [`InstancePhase::Configuring`] or [`InstancePhase::Deconfiguring`] from another phase stamps
-    /// `configuringSince`.
+    /// Enters `phase`; entering [`InstancePhase::Configuring`] or [`InstancePhase::Deconfiguring`] from another phase
+    /// stamps `configuringSince`. Coming from a phase outside a configuration (Pending, Ready, Upgrading, Failed)
+    /// starts a new attempt, which also clears the previous attempt's approved bootstrap key; resuming one
+    /// (from Configuring or WaitingForNode, after a crash or a retry) keeps the key the attempt is bound to.
     pub(crate) fn set_phase(&mut self, phase: InstancePhase) {
         let starting = matches!(phase, InstancePhase::Configuring | InstancePhase::Deconfiguring);
         if starting && self.status.phase != Some(phase) {
             self.status.configuring_since = Some(Time(Timestamp::now()));
+            let resuming =
+                matches!(self.status.phase, Some(InstancePhase::Configuring | InstancePhase::WaitingForNode));
+            if !resuming && self.status.approved_bootstrap_key_sha256.take().is_some() {
+                self.clear_bootstrap_key = true;
+            }
         }
         self.status.phase = Some(phase);
     }
@@ -83,8 +103,16 @@ impl<'a> Recorder<'a> {
         self.status.conditions.len() != before
     }
 
-    /// Writes the status if it differs from the last saved one.
+    /// Writes the status if it differs from the last saved one; first clears the bootstrap key of the previous
+    /// attempt when a new one started (so a crash between the two never leaves that key bound to the new attempt).
     pub(crate) async fn save(&mut self) -> Result<(), FlowError> {
+        if self.clear_bootstrap_key {
+            self.records
+                .apply_bootstrap_key(&self.namespace, &self.name, None)
+                .await
+                .map_err(|source| FlowError::Cluster { host: self.host.clone(), step: FlowStep::Record, source })?;
+            self.clear_bootstrap_key = false;
+        }
         if self.status == self.saved {
             return Ok(());
         }
@@ -106,5 +134,77 @@ impl<'a> Recorder<'a> {
         if let Err(write_error) = self.save().await {
             tracing::warn!(instance = %self.key, error = %write_error, "could not record the flow's error");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use wmco_cluster_client::fake::FakeInstanceRecords;
+    use wmco_cluster_client::types::{InstanceOrigin, WindowsInstanceSpec};
+
+    use super::*;
+
+    /// Seeds a record in `phase` whose status holds an approved bootstrap key, and returns it as read.
+    async fn record_with_key(records: &FakeInstanceRecords, phase: InstancePhase) -> WindowsInstance {
+        let record = WindowsInstance {
+            metadata: ObjectMeta {
+                name: Some("byoh-a".into()),
+                namespace: Some("wmco".into()),
+                ..ObjectMeta::default()
+            },
+            spec: WindowsInstanceSpec {
+                address: "10.0.0.5".into(),
+                username: "Administrator".into(),
+                origin: InstanceOrigin::Byoh,
+                machine_name: None,
+                expected_node_name: None,
+            },
+            status: None,
+        };
+        records.apply(&record).await.unwrap();
+        let status = WindowsInstanceStatus { phase: Some(phase), ..WindowsInstanceStatus::default() };
+        records.apply_status("wmco", "byoh-a", &status).await.unwrap();
+        records.apply_bootstrap_key("wmco", "byoh-a", Some("old-key")).await.unwrap();
+        records.record("wmco", "byoh-a").unwrap()
+    }
+
+    fn key_of(records: &FakeInstanceRecords) -> Option<String> {
+        records.record("wmco", "byoh-a").unwrap().status.unwrap().approved_bootstrap_key_sha256
+    }
+
+    #[tokio::test]
+    async fn a_new_attempt_clears_the_previous_attempts_bootstrap_key() {
+        for before in [InstancePhase::Ready, InstancePhase::Failed, InstancePhase::Upgrading, InstancePhase::Pending] {
+            let records = FakeInstanceRecords::default();
+            let record = record_with_key(&records, before).await;
+            let mut recorder = Recorder::new(&records, &record, "10.0.0.5").unwrap();
+            recorder.set_phase(InstancePhase::Configuring);
+            recorder.save().await.unwrap();
+            let status = records.record("wmco", "byoh-a").unwrap().status.unwrap();
+            assert_eq!(status.approved_bootstrap_key_sha256, None, "after {before:?}");
+            assert_eq!(status.phase, Some(InstancePhase::Configuring));
+            assert!(status.configuring_since.is_some());
+        }
+    }
+
+    #[tokio::test]
+    async fn status_writes_within_an_attempt_keep_the_key_the_csr_controller_recorded() {
+        let records = FakeInstanceRecords::default();
+        let record = record_with_key(&records, InstancePhase::Ready).await;
+        let mut recorder = Recorder::new(&records, &record, "10.0.0.5").unwrap();
+        recorder.set_phase(InstancePhase::Configuring);
+        recorder.save().await.unwrap();
+        // The kubelet bootstraps; the CSR controller records the attempt's key after the flow read the record.
+        records.apply_bootstrap_key("wmco", "byoh-a", Some("new-key")).await.unwrap();
+        recorder.set_phase(InstancePhase::WaitingForNode);
+        recorder.save().await.unwrap();
+        assert_eq!(key_of(&records).as_deref(), Some("new-key"), "a status write kept the key");
+        // A crash: the next pass reads the record and resumes the attempt.
+        let record = records.record("wmco", "byoh-a").unwrap();
+        let mut resumed = Recorder::new(&records, &record, "10.0.0.5").unwrap();
+        resumed.set_phase(InstancePhase::Configuring);
+        resumed.save().await.unwrap();
+        assert_eq!(key_of(&records).as_deref(), Some("new-key"), "the same attempt resumed: the key stays");
     }
 }

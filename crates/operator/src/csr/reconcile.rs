@@ -278,7 +278,7 @@ async fn record_bootstrap_key(
         source: Box::new(source),
     };
     let current = ctx.instances.get(&namespace, &name).await.map_err(failed)?;
-    let mut status = current.as_ref().unwrap_or(instance).status.clone().unwrap_or_default();
+    let status = current.as_ref().unwrap_or(instance).status.clone().unwrap_or_default();
     let decided_with = instance.status.as_ref().and_then(|status| status.approved_bootstrap_key_sha256.as_deref());
     match status.approved_bootstrap_key_sha256.as_deref() {
         Some(recorded) if recorded == public_key_sha256 => return Ok(()),
@@ -287,8 +287,7 @@ async fn record_bootstrap_key(
         }
         _ => {}
     }
-    status.approved_bootstrap_key_sha256 = Some(public_key_sha256);
-    ctx.instances.apply_status(&namespace, &name, &status).await.map_err(failed)?;
+    ctx.instances.apply_bootstrap_key(&namespace, &name, Some(&public_key_sha256)).await.map_err(failed)?;
     Ok(())
 }
 

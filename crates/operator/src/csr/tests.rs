@@ -110,7 +110,10 @@ impl InstanceRecords for RecordingInstances {
         for record in changed {
             let (record_namespace, record_name) =
                 (record.metadata.namespace.clone().unwrap(), record.metadata.name.clone().unwrap());
-            self.inner.apply_status(&record_namespace, &record_name, &record.status.unwrap()).await?;
+            let status = record.status.unwrap();
+            self.inner.apply_status(&record_namespace, &record_name, &status).await?;
+            let key = status.approved_bootstrap_key_sha256.as_deref();
+            self.inner.apply_bootstrap_key(&record_namespace, &record_name, key).await?;
         }
         self.inner.get(namespace, name).await
     }
@@ -129,12 +132,21 @@ impl InstanceRecords for RecordingInstances {
         name: &str,
         status: &WindowsInstanceStatus,
     ) -> wmco_cluster_client::Result<WindowsInstance> {
+        self.inner.apply_status(namespace, name, status).await
+    }
+
+    async fn apply_bootstrap_key(
+        &self,
+        namespace: &str,
+        name: &str,
+        public_key_sha256: Option<&str>,
+    ) -> wmco_cluster_client::Result<WindowsInstance> {
         if *self.failing_status_writes.lock().unwrap() {
             return Err(server_error(Verb::Apply, "WindowsInstance", &format!("{namespace}/{name}")));
         }
-        let key = status.approved_bootstrap_key_sha256.as_deref().unwrap_or("-");
+        let key = public_key_sha256.unwrap_or("-");
         self.writes.lock().unwrap().push(format!("record {name} key={key}"));
-        self.inner.apply_status(namespace, name, status).await
+        self.inner.apply_bootstrap_key(namespace, name, public_key_sha256).await
     }
 
     async fn release_finalizer(&self, instance: &WindowsInstance) -> wmco_cluster_client::Result<()> {
