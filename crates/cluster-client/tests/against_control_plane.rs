@@ -36,7 +36,7 @@ use wmco_cluster_client::{
     NodeMetadataPatch, Nodes as _, OpenShiftFacts, Platform, ServiceAccountTokens as _, SkipReason, SkippedPod,
     TokenRequestSpec,
 };
-use wmco_e2e_harness::{ControlPlane, ControlPlaneOptions, SERVICE_CIDR};
+use wmco_e2e_harness::{ControlPlane, ControlPlaneOptions, SERVICE_CIDR, eventually};
 
 /// How long one scenario may take.
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(300);
@@ -111,7 +111,7 @@ async fn install_crd(control_plane: &ControlPlane) -> anyhow::Result<()> {
     let crds: Api<CustomResourceDefinition> = Api::all(control_plane.admin_client());
     let name = crd.metadata.name.clone().context("CRD without a name")?;
     crds.patch(&name, &PatchParams::apply("wmco-e2e").force(), &Patch::Apply(&crd)).await.context("apply the CRD")?;
-    eventually("CRD established", || async {
+    eventually("CRD established", REACTION_TIMEOUT, || async {
         let current = crds.get(&name).await?;
         let established = current.status.and_then(|status| status.conditions).is_some_and(|conditions| {
             conditions.iter().any(|condition| condition.type_ == "Established" && condition.status == "True")
@@ -128,7 +128,7 @@ async fn namespace(control_plane: &ControlPlane, name: &str) -> anyhow::Result<(
     let object = Namespace { metadata: named(name), ..Namespace::default() };
     namespaces.create(&PostParams::default(), &object).await.with_context(|| format!("create namespace {name}"))?;
     let service_accounts: Api<ServiceAccount> = Api::namespaced(control_plane.admin_client(), name);
-    eventually(&format!("ServiceAccount {name}/default"), || async {
+    eventually(&format!("ServiceAccount {name}/default"), REACTION_TIMEOUT, || async {
         service_accounts.get_opt("default").await?.map(|_| ()).ok_or_else(|| anyhow!("not created yet"))
     })
     .await
@@ -136,15 +136,6 @@ async fn namespace(control_plane: &ControlPlane, name: &str) -> anyhow::Result<(
 
 fn named(name: &str) -> ObjectMeta {
     ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() }
-}
-
-/// [`wmco_e2e_harness::eventually`] with this file's [`REACTION_TIMEOUT`].
-async fn eventually<T, F, Fut>(what: &str, probe: F) -> anyhow::Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = anyhow::Result<T>>,
-{
-    wmco_e2e_harness::eventually(what, REACTION_TIMEOUT, probe).await
 }
 
 /// A Windows Node object with one InternalIP, created as admin.
@@ -226,7 +217,7 @@ async fn crd_validates_objects(control_plane: Arc<ControlPlane>) -> anyhow::Resu
     let deleting = records.get("cc-crd", "good").await?.context("record gone before its finalizer was released")?;
     ensure!(deleting.metadata.deletion_timestamp.is_some(), "record not marked for deletion");
     records.release_finalizer(&deleting).await?;
-    eventually("record gone", || async {
+    eventually("record gone", REACTION_TIMEOUT, || async {
         match records.get("cc-crd", "good").await? {
             None => Ok(()),
             Some(_) => Err(anyhow!("still there")),
@@ -357,7 +348,7 @@ async fn play_kubelets(client: kube::Client, namespace: &str, nodes: &[&str]) {
 }
 
 async fn budget_allows(budgets: &Api<PodDisruptionBudget>, allowed: i32) -> anyhow::Result<()> {
-    eventually(&format!("budget allowing {allowed} disruptions"), || async {
+    eventually(&format!("budget allowing {allowed} disruptions"), REACTION_TIMEOUT, || async {
         let budget = budgets.get("web").await?;
         let status = budget.status.context("no status yet")?;
         ensure!(status.observed_generation == budget.metadata.generation, "not observed yet");
@@ -507,7 +498,7 @@ async fn csr_round_trip(control_plane: Arc<ControlPlane>) -> anyhow::Result<()> 
             .any(|csr| csr.metadata.name.as_deref() == Some(&name)),
         "the approved CSR is still pending"
     );
-    eventually("certificate issued", || async {
+    eventually("certificate issued", REACTION_TIMEOUT, || async {
         let certificate = raw.get(&name).await?.status.and_then(|status| status.certificate);
         ensure!(certificate.is_some_and(|bytes| !bytes.0.is_empty()), "not signed yet");
         Ok(())
