@@ -16,12 +16,13 @@ use wmco_cluster_client::types::{InstanceOrigin, Phase as RecordPhase, WindowsIn
 use wmco_cluster_client::{BlockReason, BlockedPod, DrainOptions, InstanceRecords};
 use wmco_payload_manifest::render::RenderedFile;
 use wmco_payload_manifest::{HostFile, HostFileContent, HostFileSet};
-use wmco_windows_services::{LogRotation, Phase, Platform, ServiceSpec, Verbosity, WinPath, node_services};
+use wmco_windows_services::{Phase, ServiceSpec, WinPath, node_services};
 
 use super::fake_host::{FakeWindowsHost, Fault, HOST_KEY, Op};
+use crate::testing::sample_service_settings;
 use crate::{
     ClusterAccess, ConfigureInputs, ConfigureState, DeconfigureInputs, FileStage, FlowError, HYBRID_OVERLAY_NETWORKS,
-    HostFilesSource, HostIdentity, HostSession, ServiceSettings, SessionSettings, SourceError, configure, deconfigure,
+    HostFilesSource, HostIdentity, HostSession, SessionSettings, SourceError, configure, deconfigure,
 };
 
 const IDENTITY: &str = r#"{"hostname":"WIN-A","fqdn":"win-a.lab.example","ip":"203.0.113.7"}"#;
@@ -31,20 +32,8 @@ const VERSION: &str = "10.17.0";
 const KEY_HASH: &str = "0f1e2d";
 const BOOTSTRAP_KUBECONFIG: &str = r"C:\k\bootstrap-kubeconfig";
 
-fn settings() -> ServiceSettings {
-    ServiceSettings {
-        api_server_url: "https://api-int.example.com:6443".into(),
-        platform: Platform::None,
-        verbosity: Verbosity::Normal,
-        log_rotation: LogRotation::default(),
-        hybrid_overlay_vxlan_port: None,
-        cloud_provider: None,
-        cloud_config: None,
-    }
-}
-
 fn services(identity: &HostIdentity, phase: Phase) -> Vec<ServiceSpec> {
-    node_services(&settings().node_inputs(identity))
+    node_services(&sample_service_settings().node_inputs(identity))
         .unwrap()
         .into_iter()
         .filter(|service| service.phase <= phase)
@@ -153,7 +142,7 @@ impl World {
 
     async fn configure(&self, session: &HostSession) -> Result<crate::ConfigureOutcome, FlowError> {
         let instance = self.record();
-        let settings = settings();
+        let settings = sample_service_settings();
         let inputs = ConfigureInputs {
             instance: &instance,
             settings: &settings,
