@@ -1,6 +1,9 @@
 //! In-memory fakes of every capability trait, for unit tests of the flow and controller layers. Each keeps its
 //! objects in a map and records what was done, so tests assert on outcomes rather than on calls. Errors look like
-//! the real ones: a missing object answers a 404 [`Error::Api`] ([`Error::is_not_found`] holds).
+//! the real ones: a missing object answers a 404 [`Error::Api`] ([`Error::is_not_found`] holds). [`objects`] builds
+//! the objects tests put in them.
+
+pub mod objects;
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
