@@ -148,6 +148,12 @@ impl MachineBuilder {
         self
     }
 
+    /// With the annotation `key: value`.
+    pub fn annotated(mut self, key: &str, value: &str) -> Self {
+        insert(&mut self.0.metadata.annotations, key, value);
+        self
+    }
+
     /// With `metadata.uid`.
     pub fn uid(mut self, uid: &str) -> Self {
         self.0.metadata.uid = Some(uid.to_owned());
@@ -424,6 +430,13 @@ impl CsrBuilder {
     /// The CSR.
     pub fn build(self) -> CertificateSigningRequest {
         self.0
+    }
+}
+
+impl From<CertificateSigningRequest> for CsrBuilder {
+    /// Continues building from an existing CSR.
+    fn from(csr: CertificateSigningRequest) -> CsrBuilder {
+        CsrBuilder(csr)
     }
 }
 
