@@ -222,6 +222,13 @@ impl MachineBuilder {
     }
 }
 
+impl From<Machine> for MachineBuilder {
+    /// Continues building from an existing Machine (one read back from a fake, say).
+    fn from(machine: Machine) -> MachineBuilder {
+        MachineBuilder(machine)
+    }
+}
+
 impl From<MachineBuilder> for Machine {
     fn from(builder: MachineBuilder) -> Machine {
         builder.build()
