@@ -45,15 +45,20 @@ fn insert(map: &mut Option<BTreeMap<String, String>>, key: &str, value: &str) {
     map.get_or_insert_with(BTreeMap::new).insert(key.to_owned(), value.to_owned());
 }
 
-/// A Node labelled `kubernetes.io/os=windows`, with no status yet; see [`NodeBuilder`].
-pub fn windows_node(name: &str) -> NodeBuilder {
-    let mut node =
-        Node { metadata: ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() }, ..Node::default() };
-    insert(&mut node.metadata.labels, KUBERNETES_OS_LABEL, "windows");
-    NodeBuilder(node)
+/// A Node with no labels, spec or status yet; see [`NodeBuilder`].
+pub fn node(name: &str) -> NodeBuilder {
+    NodeBuilder(Node {
+        metadata: ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() },
+        ..Node::default()
+    })
 }
 
-/// Builds a [`Node`]: start with [`windows_node`], end with [`NodeBuilder::build`].
+/// A Node labelled `kubernetes.io/os=windows`, with no spec or status yet; see [`NodeBuilder`].
+pub fn windows_node(name: &str) -> NodeBuilder {
+    node(name).labelled(KUBERNETES_OS_LABEL, "windows")
+}
+
+/// Builds a [`Node`]: start with [`windows_node`] or [`node`], end with [`NodeBuilder::build`].
 #[derive(Clone, Debug)]
 pub struct NodeBuilder(Node);
 
@@ -76,6 +81,14 @@ impl NodeBuilder {
             ..NodeCondition::default()
         };
         self.status().conditions.get_or_insert_with(Vec::new).push(condition);
+        self
+    }
+
+    /// With every condition so far last heard of at `at` (`lastHeartbeatTime`).
+    pub fn heartbeat(mut self, at: Timestamp) -> Self {
+        for condition in self.status().conditions.iter_mut().flatten() {
+            condition.last_heartbeat_time = Some(Time(at));
+        }
         self
     }
 

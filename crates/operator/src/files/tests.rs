@@ -374,7 +374,7 @@ async fn neither_the_token_nor_the_tls_key_reaches_debug_output_errors_or_logs()
 async fn node_config_configures_a_simulated_host_in_both_phases_from_the_payload_backed_files() {
     use wmco_cluster_client::InstanceRecords;
     use wmco_cluster_client::fake::{FakeDrainer, FakeInstanceRecords, FakeNodes};
-    use wmco_cluster_client::types::{Phase as RecordPhase, WindowsInstance};
+    use wmco_cluster_client::types::Phase as RecordPhase;
     use wmco_node_config::{ClusterAccess, ConfigureInputs, ConfigureState, HostSession, configure};
     use wmco_windows_services::Verbosity;
 
@@ -386,12 +386,11 @@ async fn node_config_configures_a_simulated_host_in_both_phases_from_the_payload
     let sim = Arc::new(winhost_sim::remote_host::InProcessHost::sample(5).unwrap());
     let (nodes, records, drainer) = (FakeNodes::default(), FakeInstanceRecords::default(), FakeDrainer::default());
     let cluster = ClusterAccess { nodes: &nodes, records: &records, drainer: &drainer };
-    let instance: WindowsInstance = serde_json::from_value(serde_json::json!({
-        "apiVersion": "windowsmachineconfig.openshift.io/v1alpha1", "kind": "WindowsInstance",
-        "metadata": {"name": "byoh-127-0-0-50", "namespace": NAMESPACE},
-        "spec": {"address": "127.0.0.50", "username": "administrator", "origin": "Byoh"}
-    }))
-    .unwrap();
+    let instance = wmco_cluster_client::fake::objects::record("byoh-127-0-0-50")
+        .in_namespace(NAMESPACE)
+        .byoh("127.0.0.50")
+        .username("administrator")
+        .build();
     records.apply(&instance).await.unwrap();
     let session = HostSession::new(sim.clone());
     let configure_once = || async {

@@ -163,7 +163,7 @@ mod tests {
     use super::*;
 
     fn node(name: &str, marked: bool, unschedulable: bool) -> Node {
-        let node = objects::windows_node(name).annotated(VERSION_ANNOTATION, "1.0.0").unschedulable(unschedulable);
+        let node = objects::node(name).annotated(VERSION_ANNOTATION, "1.0.0").unschedulable(unschedulable);
         if marked { node.labelled(UPGRADING_LABEL, "true") } else { node }.ready().build()
     }
 

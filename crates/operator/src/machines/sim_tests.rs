@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use winhost_sim::host::Identity;
 use winhost_sim::remote_host::{InProcessHost, SAMPLE_HOST_KEY};
-use wmco_cluster_client::fake::{FakeDrainer, FakeEvents, FakeInstanceRecords, FakeMachines, FakeNodes};
-use wmco_cluster_client::types::{Machine, WindowsInstance};
+use wmco_cluster_client::fake::{FakeDrainer, FakeEvents, FakeInstanceRecords, FakeMachines, FakeNodes, objects};
+use wmco_cluster_client::types::WindowsInstance;
 use wmco_cluster_client::{DrainOptions, Platform};
 use wmco_node_config::testing::{BootstrapFiles, sample_service_settings};
 use wmco_node_config::{ConfigureState, ServiceSettings};
@@ -54,14 +54,12 @@ async fn a_vsphere_machine_becomes_a_kubelet_named_after_the_machine() {
         Arc::new(FakeEvents::default()),
         MachinesSettings { namespace: NAMESPACE.into(), platform: Platform::VSphere },
     );
-    let machine: Machine = serde_json::from_value(serde_json::json!({
-        "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
-        "metadata": {"name": "winworker-7xk2p", "namespace": "openshift-machine-api",
-                     "labels": {"machine.openshift.io/os-id": "Windows"}},
-        "spec": {"providerID": "vsphere://4211-aa"},
-        "status": {"phase": "Provisioned", "addresses": [{"type": "InternalIP", "address": "127.0.0.41"}]}
-    }))
-    .unwrap();
+    let machine = objects::machine("winworker-7xk2p")
+        .windows()
+        .provider_id("vsphere://4211-aa")
+        .phase("Provisioned")
+        .internal_ip("127.0.0.41")
+        .build();
     reconcile_machine(&machine, &machines).await.unwrap();
 
     let instances = InstancesContext::new(
