@@ -555,11 +555,7 @@ mod tests {
     #[tokio::test]
     async fn fake_csrs_decide_once_and_refuse_stale_reads() {
         let csrs = FakeCsrs::default();
-        let csr: CertificateSigningRequest = serde_json::from_value(json!({
-            "metadata": {"name": "csr-1", "resourceVersion": "1"},
-            "spec": {"request": "", "signerName": crate::names::KUBELET_CLIENT_SIGNER}
-        }))
-        .unwrap();
+        let csr = objects::csr("csr-1", crate::names::KUBELET_CLIENT_SIGNER, "").resource_version("1").build();
         csrs.insert(csr.clone());
         let pending = csrs.list_pending(&[crate::names::KUBELET_CLIENT_SIGNER]).await.unwrap();
         assert_eq!(pending.len(), 1);
@@ -629,12 +625,7 @@ mod tests {
     #[tokio::test]
     async fn fake_machines_answer_and_remember_deletions() {
         let machines = FakeMachines::default();
-        let machine: Machine = serde_json::from_value(serde_json::json!({
-            "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
-            "metadata": {"name": "win-a", "namespace": "openshift-machine-api"}, "spec": {}
-        }))
-        .unwrap();
-        machines.insert(machine);
+        machines.insert(objects::machine("win-a").build());
         let found = machines.get("openshift-machine-api", "win-a").await.unwrap().unwrap();
         assert_eq!(found.metadata.name.as_deref(), Some("win-a"));
         assert!(machines.get("other", "win-a").await.unwrap().is_none());
@@ -653,10 +644,8 @@ mod tests {
             ("win-x", "other", "Windows"),
             ("win-a", MACHINE_API_NAMESPACE, "Windows"),
         ] {
-            machines.insert(serde_json::from_value(json!({
-                "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
-                "metadata": {"name": name, "namespace": namespace, "labels": {MACHINE_OS_ID_LABEL: os_id}}, "spec": {}
-            })).unwrap());
+            machines
+                .insert(objects::machine(name).in_namespace(namespace).labelled(MACHINE_OS_ID_LABEL, os_id).build());
         }
         let listed = WindowsMachines::list(&machines).await.unwrap();
         let names: Vec<_> = listed.iter().map(|machine| machine.metadata.name.as_deref().unwrap()).collect();

@@ -150,6 +150,12 @@ pub fn machine(name: &str) -> MachineBuilder {
 pub struct MachineBuilder(Machine);
 
 impl MachineBuilder {
+    /// In namespace `namespace` instead of `openshift-machine-api`.
+    pub fn in_namespace(mut self, namespace: &str) -> Self {
+        self.0.metadata.namespace = Some(namespace.to_owned());
+        self
+    }
+
     /// Labelled as a Windows Machine (`machine.openshift.io/os-id=Windows`).
     pub fn windows(self) -> Self {
         self.labelled(MACHINE_OS_ID_LABEL, OS_ID_WINDOWS)
