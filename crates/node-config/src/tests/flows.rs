@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use wmco_cluster_client::fake::{FakeDrainer, FakeInstanceRecords, FakeNodes};
+use wmco_cluster_client::fake::{FakeDrainer, FakeInstanceRecords, FakeNodes, objects};
 use wmco_cluster_client::names::{
     BYOH_LABEL, FORCE_REMOVE_ANNOTATION, HYBRID_OVERLAY_SUBNET_ANNOTATION, PUB_KEY_HASH_ANNOTATION, VERSION_ANNOTATION,
     WORKER_ROLE_LABEL,
 };
-use wmco_cluster_client::types::{InstanceOrigin, Phase as RecordPhase, WindowsInstance, WindowsInstanceSpec};
+use wmco_cluster_client::types::{InstanceOrigin, Phase as RecordPhase, WindowsInstance};
 use wmco_cluster_client::{BlockReason, BlockedPod, DrainOptions, InstanceRecords};
 use wmco_payload_manifest::render::RenderedFile;
 use wmco_payload_manifest::{HostFile, HostFileContent, HostFileSet};
@@ -108,21 +108,7 @@ impl World {
             files: Files::default(),
             host: Arc::new(FakeWindowsHost::new(IDENTITY, catalog())),
         };
-        let instance = WindowsInstance {
-            metadata: ObjectMeta {
-                name: Some(NAME.into()),
-                namespace: Some(NAMESPACE.into()),
-                ..ObjectMeta::default()
-            },
-            spec: WindowsInstanceSpec {
-                address: "10.0.0.5".into(),
-                username: "admin".into(),
-                origin: InstanceOrigin::Byoh,
-                machine_name: None,
-                expected_node_name: None,
-            },
-            status: None,
-        };
+        let instance = objects::record(NAME).in_namespace(NAMESPACE).byoh("10.0.0.5").build();
         world.records.apply(&instance).await.unwrap();
         world
     }

@@ -9,9 +9,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use winhost_sim::disk::WinPath as SimPath;
 use winhost_sim::host::HnsNetwork;
 use winhost_sim::remote_host::InProcessHost;
-use wmco_cluster_client::fake::{FakeDrainer, FakeInstanceRecords, FakeNodes};
+use wmco_cluster_client::fake::{FakeDrainer, FakeInstanceRecords, FakeNodes, objects};
 use wmco_cluster_client::names::HYBRID_OVERLAY_SUBNET_ANNOTATION;
-use wmco_cluster_client::types::{InstanceOrigin, Phase as RecordPhase, WindowsInstance, WindowsInstanceSpec};
+use wmco_cluster_client::types::Phase as RecordPhase;
 use wmco_cluster_client::{DrainOptions, InstanceRecords};
 use wmco_payload_manifest::HostFileSet;
 use wmco_payload_manifest::render::{HostInputs, OverlayNetwork, RenderedFile, containerd_config, kube_proxy_config};
@@ -74,17 +74,7 @@ async fn the_simulator_understands_every_command_of_both_phases_and_deconfigurat
     let sim = Arc::new(InProcessHost::sample(3).unwrap());
     let (nodes, records, drainer) = (FakeNodes::default(), FakeInstanceRecords::default(), FakeDrainer::default());
     let cluster = ClusterAccess { nodes: &nodes, records: &records, drainer: &drainer };
-    let instance = WindowsInstance {
-        metadata: ObjectMeta { name: Some("win-3".into()), namespace: Some("wmco".into()), ..ObjectMeta::default() },
-        spec: WindowsInstanceSpec {
-            address: "127.0.0.30".into(),
-            username: "administrator".into(),
-            origin: InstanceOrigin::Byoh,
-            machine_name: None,
-            expected_node_name: None,
-        },
-        status: None,
-    };
+    let instance = objects::record("win-3").in_namespace("wmco").byoh("127.0.0.30").username("administrator").build();
     records.apply(&instance).await.unwrap();
     let settings = sample_service_settings();
     let session = HostSession::new(sim.clone());

@@ -463,17 +463,12 @@ async fn a_bootstrap_csr_without_a_single_record_to_bind_is_not_approved() {
     let harness = Harness::new().await;
     // A Machine-backed record whose Machine is unreadable (no Machines in the context) names the same node: the
     // World holds only the BYOH instance, but the key has no single record to go to.
-    let mut twin = WindowsInstance::new(
-        "machine-win-1",
-        WindowsInstanceSpec {
-            address: "10.0.1.5".into(),
-            username: "Administrator".into(),
-            origin: InstanceOrigin::Machine,
-            machine_name: Some("win-1".into()),
-            expected_node_name: Some("win-1".into()),
-        },
-    );
-    twin.metadata.namespace = Some(NAMESPACE.into());
+    let twin = objects::record("machine-win-1")
+        .in_namespace(NAMESPACE)
+        .from_machine("win-1", "10.0.1.5")
+        .username("Administrator")
+        .expecting_node("win-1")
+        .build();
     harness.instances.inner.apply(&twin).await.unwrap();
     let csr = bootstrap_csr(&KeyPair::generate().unwrap());
     harness.csrs.inner.insert(csr.clone());

@@ -7,10 +7,9 @@ use std::sync::{Arc, Mutex};
 use serde_json::json;
 use tracing::Instrument;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use winhost_sim::remote_host::{InProcessHost, SAMPLE_HOST_KEY};
-use wmco_cluster_client::fake::{FakeDrainer, FakeEvents, FakeInstanceRecords, FakeNodes};
-use wmco_cluster_client::types::{InstanceOrigin, Phase as RecordPhase, WindowsInstance, WindowsInstanceSpec};
+use wmco_cluster_client::fake::{FakeDrainer, FakeEvents, FakeInstanceRecords, FakeNodes, objects};
+use wmco_cluster_client::types::{Phase as RecordPhase, WindowsInstance};
 use wmco_cluster_client::{DrainOptions, InstanceRecords};
 use wmco_node_config::ConfigureState;
 use wmco_node_config::testing::{BootstrapFiles, sample_service_settings};
@@ -53,21 +52,8 @@ async fn a_fresh_host_is_bootstrapped_and_a_second_reconcile_costs_one_probe_on_
         Arc::new(BootstrapFiles::default()),
         settings,
     );
-    let instance = WindowsInstance {
-        metadata: ObjectMeta {
-            name: Some("byoh-127-0-0-40".into()),
-            namespace: Some(NAMESPACE.into()),
-            ..ObjectMeta::default()
-        },
-        spec: WindowsInstanceSpec {
-            address: "127.0.0.40".into(),
-            username: "administrator".into(),
-            origin: InstanceOrigin::Byoh,
-            machine_name: None,
-            expected_node_name: None,
-        },
-        status: None,
-    };
+    let instance =
+        objects::record("byoh-127-0-0-40").in_namespace(NAMESPACE).byoh("127.0.0.40").username("administrator").build();
     records.apply(&instance).await.unwrap();
 
     let stored = records.record(NAMESPACE, "byoh-127-0-0-40").unwrap();

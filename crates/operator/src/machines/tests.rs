@@ -184,18 +184,8 @@ async fn the_sweep_deletes_records_of_vanished_machines_and_keeps_the_rest() {
     for name in ["win-a", "win-b"] {
         reconcile_machine(&machine(name, "Running", "10.0.1.5", "a.internal"), &world.context).await.unwrap();
     }
-    let byoh = WindowsInstance::new(
-        "byoh-10-0-0-7",
-        WindowsInstanceSpec {
-            address: "10.0.0.7".into(),
-            username: "Administrator".into(),
-            origin: InstanceOrigin::Byoh,
-            machine_name: None,
-            expected_node_name: None,
-        },
-    );
-    let mut byoh = byoh;
-    byoh.metadata.namespace = Some(NAMESPACE.into());
+    let byoh =
+        objects::record("byoh-10-0-0-7").in_namespace(NAMESPACE).byoh("10.0.0.7").username("Administrator").build();
     world.records.apply(&byoh).await.unwrap();
     world.machines.insert(machine("win-a", "Running", "10.0.1.5", "a.internal"));
 
