@@ -26,6 +26,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use libtest_mimic::{Arguments, Failed, Trial};
 use serde_json::{Value, json};
+use wmco_cluster_client::fake::objects;
 use wmco_cluster_client::names::{
     KUBELET_CLIENT_SIGNER, NODE_BOOTSTRAPPER_NAMESPACE, NODE_BOOTSTRAPPER_SERVICE_ACCOUNT,
 };
@@ -141,10 +142,7 @@ fn named(name: &str) -> ObjectMeta {
 /// A Windows Node object with one InternalIP, created as admin.
 async fn create_node(control_plane: &ControlPlane, name: &str, address: &str) -> anyhow::Result<()> {
     let nodes: Api<Node> = Api::all(control_plane.admin_client());
-    let node: Node = serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/os": "windows"}},
-    }))?;
+    let node = objects::windows_node(name).build();
     nodes.create(&PostParams::default(), &node).await.with_context(|| format!("create Node {name}"))?;
     let status = json!({"status": {"addresses": [{"type": "InternalIP", "address": address}]}});
     nodes.patch_status(name, &PatchParams::default(), &Patch::Merge(&status)).await?;
