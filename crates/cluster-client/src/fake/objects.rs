@@ -37,7 +37,7 @@ use crate::types::{
 /// The namespace [`record`] puts its `WindowsInstance` in unless told otherwise.
 pub const SAMPLE_NAMESPACE: &str = "wmco";
 
-/// The SSH user [`RecordBuilder::byoh`] and [`RecordBuilder::from_machine`] record.
+/// The SSH user a [`record`] is reached as unless [`RecordBuilder::username`] says otherwise.
 pub const SAMPLE_USERNAME: &str = "admin";
 
 /// Sets `key` to `value` in a label or annotation map that may not exist yet.
@@ -66,11 +66,6 @@ impl NodeBuilder {
     /// With the condition `Ready=True`.
     pub fn ready(self) -> Self {
         self.ready_if(true)
-    }
-
-    /// With the condition `Ready=False`.
-    pub fn not_ready(self) -> Self {
-        self.ready_if(false)
     }
 
     /// With the condition `Ready` `True` if `ready`, else `False`.
@@ -254,8 +249,8 @@ impl From<MachineBuilder> for Machine {
     }
 }
 
-/// A `WindowsInstance` in [`SAMPLE_NAMESPACE`] for a BYOH host with no address yet and no status; see
-/// [`RecordBuilder`].
+/// A `WindowsInstance` in [`SAMPLE_NAMESPACE`] for a BYOH host reached as [`SAMPLE_USERNAME`], with no address
+/// yet and no status; see [`RecordBuilder`].
 pub fn record(name: &str) -> RecordBuilder {
     let spec = WindowsInstanceSpec {
         address: String::new(),
@@ -280,7 +275,7 @@ impl RecordBuilder {
         self
     }
 
-    /// A BYOH host at `address` (a windows-instances entry), reached as [`SAMPLE_USERNAME`].
+    /// A BYOH host at `address` (a windows-instances entry).
     pub fn byoh(mut self, address: &str) -> Self {
         self.0.spec.origin = InstanceOrigin::Byoh;
         self.0.spec.address = address.to_owned();
@@ -288,7 +283,7 @@ impl RecordBuilder {
         self
     }
 
-    /// The host of the Windows Machine `machine` at `address`, reached as [`SAMPLE_USERNAME`].
+    /// The host of the Windows Machine `machine` at `address`.
     pub fn from_machine(mut self, machine: &str, address: &str) -> Self {
         self.0.spec.origin = InstanceOrigin::Machine;
         self.0.spec.address = address.to_owned();
