@@ -1,6 +1,9 @@
 //! In-memory fakes of every capability trait, for unit tests of the flow and controller layers. Each keeps its
 //! objects in a map and records what was done, so tests assert on outcomes rather than on calls. Errors look like
-//! the real ones: a missing object answers a 404 [`Error::Api`] ([`Error::is_not_found`] holds).
+//! the real ones: a missing object answers a 404 [`Error::Api`] ([`Error::is_not_found`] holds). [`objects`] builds
+//! the objects tests put in them.
+
+pub mod objects;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -570,11 +573,7 @@ mod tests {
     #[tokio::test]
     async fn fake_csrs_decide_once_and_refuse_stale_reads() {
         let csrs = FakeCsrs::default();
-        let csr: CertificateSigningRequest = serde_json::from_value(json!({
-            "metadata": {"name": "csr-1", "resourceVersion": "1"},
-            "spec": {"request": "", "signerName": crate::names::KUBELET_CLIENT_SIGNER}
-        }))
-        .unwrap();
+        let csr = objects::csr("csr-1", crate::names::KUBELET_CLIENT_SIGNER, "").resource_version("1").build();
         csrs.insert(csr.clone());
         let pending = csrs.list_pending(&[crate::names::KUBELET_CLIENT_SIGNER]).await.unwrap();
         assert_eq!(pending.len(), 1);
@@ -644,12 +643,7 @@ mod tests {
     #[tokio::test]
     async fn fake_machines_answer_and_remember_deletions() {
         let machines = FakeMachines::default();
-        let machine: Machine = serde_json::from_value(serde_json::json!({
-            "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
-            "metadata": {"name": "win-a", "namespace": "openshift-machine-api"}, "spec": {}
-        }))
-        .unwrap();
-        machines.insert(machine);
+        machines.insert(objects::machine("win-a").build());
         let found = machines.get("openshift-machine-api", "win-a").await.unwrap().unwrap();
         assert_eq!(found.metadata.name.as_deref(), Some("win-a"));
         assert!(machines.get("other", "win-a").await.unwrap().is_none());
@@ -668,10 +662,8 @@ mod tests {
             ("win-x", "other", "Windows"),
             ("win-a", MACHINE_API_NAMESPACE, "Windows"),
         ] {
-            machines.insert(serde_json::from_value(json!({
-                "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
-                "metadata": {"name": name, "namespace": namespace, "labels": {MACHINE_OS_ID_LABEL: os_id}}, "spec": {}
-            })).unwrap());
+            machines
+                .insert(objects::machine(name).in_namespace(namespace).labelled(MACHINE_OS_ID_LABEL, os_id).build());
         }
         let listed = WindowsMachines::list(&machines).await.unwrap();
         let names: Vec<_> = listed.iter().map(|machine| machine.metadata.name.as_deref().unwrap()).collect();

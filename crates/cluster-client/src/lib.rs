@@ -5,11 +5,11 @@
 //! - [`names`]: the finalizer, annotations, labels and field manager of the cluster-facing contract.
 //! - Accessors in the style of [`kube::ResourceExt`] (re-exported here): [`NodeExt`] (readiness, annotations,
 //!   marks) and [`WindowsInstanceExt`] (the record's `namespace/name` key, recorded Node name, pinned host key).
-//! - Capability traits, each with a real implementation over [`kube`] and an in-memory fake in [`fake`]:
+//! - Capability traits, each with a real implementation over [`kube`] and an in-memory fake in `fake` (feature `testing`):
 //!   [`Nodes`], [`Drainer`], [`Csrs`], [`EventPublisher`], [`Secrets`], [`ConfigMaps`], [`ServiceAccountTokens`],
 //!   [`InstanceRecords`], [`Machines`], [`WindowsMachines`], [`ClusterFactsSource`], [`ClusterVersion`], [`ControllerConfigs`].
-//! - [`Seams`]: all of them as trait objects built once, from a client ([`Seams::for_client`]) or from one
-//!   [`fake::FakeCluster`].
+//! - [`Seams`]: all of them as trait objects built once, from a client ([`Seams::for_client`]) or, in tests, from
+//!   one `fake::FakeCluster`.
 //!
 //! This crate decides nothing: it reads and writes what the controller and flow layers tell it to.
 
@@ -21,6 +21,7 @@ mod error;
 mod events;
 mod ext;
 mod facts;
+#[cfg(feature = "testing")]
 pub mod fake;
 mod instances;
 mod machines;

@@ -1,6 +1,6 @@
 //! [`Seams`]: every cluster capability the operator's controllers use, as trait objects built once. The operator's
 //! composition root builds them from a `kube::Client` with [`Seams::for_client`]; tests build them from the
-//! in-memory fakes with [`FakeCluster::seams`](crate::fake::FakeCluster::seams). Each controller context takes the
+//! in-memory fakes with `fake::FakeCluster::seams` (feature `testing`). Each controller context takes the
 //! seams it needs from here, so no controller names a `Kube*` type.
 
 use std::sync::Arc;

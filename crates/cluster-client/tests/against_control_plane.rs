@@ -26,6 +26,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use libtest_mimic::{Arguments, Failed, Trial};
 use serde_json::{Value, json};
+use wmco_cluster_client::fake::objects;
 use wmco_cluster_client::names::{
     KUBELET_CLIENT_SIGNER, NODE_BOOTSTRAPPER_NAMESPACE, NODE_BOOTSTRAPPER_SERVICE_ACCOUNT,
 };
@@ -38,7 +39,7 @@ use wmco_cluster_client::{
     NodeMetadataPatch, Nodes as _, OpenShiftFacts, Platform, PlatformName, ServiceAccountTokens as _, SkipReason,
     SkippedPod, TokenRequestSpec,
 };
-use wmco_e2e_harness::{ControlPlane, ControlPlaneOptions, SERVICE_CIDR};
+use wmco_e2e_harness::{ControlPlane, ControlPlaneOptions, SERVICE_CIDR, eventually};
 
 /// How long one scenario may take.
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(300);
@@ -114,7 +115,7 @@ async fn install_crd(control_plane: &ControlPlane) -> anyhow::Result<()> {
     let crds: Api<CustomResourceDefinition> = Api::all(control_plane.admin_client());
     let name = crd.metadata.name.clone().context("CRD without a name")?;
     crds.patch(&name, &PatchParams::apply("wmco-e2e").force(), &Patch::Apply(&crd)).await.context("apply the CRD")?;
-    eventually("CRD established", || async {
+    eventually("CRD established", REACTION_TIMEOUT, || async {
         let current = crds.get(&name).await?;
         let established = current.status.and_then(|status| status.conditions).is_some_and(|conditions| {
             conditions.iter().any(|condition| condition.type_ == "Established" && condition.status == "True")
@@ -131,7 +132,7 @@ async fn namespace(control_plane: &ControlPlane, name: &str) -> anyhow::Result<(
     let object = Namespace { metadata: named(name), ..Namespace::default() };
     namespaces.create(&PostParams::default(), &object).await.with_context(|| format!("create namespace {name}"))?;
     let service_accounts: Api<ServiceAccount> = Api::namespaced(control_plane.admin_client(), name);
-    eventually(&format!("ServiceAccount {name}/default"), || async {
+    eventually(&format!("ServiceAccount {name}/default"), REACTION_TIMEOUT, || async {
         service_accounts.get_opt("default").await?.map(|_| ()).ok_or_else(|| anyhow!("not created yet"))
     })
     .await
@@ -141,22 +142,10 @@ fn named(name: &str) -> ObjectMeta {
     ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() }
 }
 
-/// [`wmco_e2e_harness::eventually`] with this file's [`REACTION_TIMEOUT`].
-async fn eventually<T, F, Fut>(what: &str, probe: F) -> anyhow::Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = anyhow::Result<T>>,
-{
-    wmco_e2e_harness::eventually(what, REACTION_TIMEOUT, probe).await
-}
-
 /// A Windows Node object with one InternalIP, created as admin.
 async fn create_node(control_plane: &ControlPlane, name: &str, address: &str) -> anyhow::Result<()> {
     let nodes: Api<Node> = Api::all(control_plane.admin_client());
-    let node: Node = serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/os": "windows"}},
-    }))?;
+    let node = objects::windows_node(name).build();
     nodes.create(&PostParams::default(), &node).await.with_context(|| format!("create Node {name}"))?;
     let status = json!({"status": {"addresses": [{"type": "InternalIP", "address": address}]}});
     nodes.patch_status(name, &PatchParams::default(), &Patch::Merge(&status)).await?;
@@ -229,7 +218,7 @@ async fn crd_validates_objects(control_plane: Arc<ControlPlane>) -> anyhow::Resu
     let deleting = records.get("cc-crd", "good").await?.context("record gone before its finalizer was released")?;
     ensure!(deleting.metadata.deletion_timestamp.is_some(), "record not marked for deletion");
     records.release_finalizer(&deleting).await?;
-    eventually("record gone", || async {
+    eventually("record gone", REACTION_TIMEOUT, || async {
         match records.get("cc-crd", "good").await? {
             None => Ok(()),
             Some(_) => Err(anyhow!("still there")),
@@ -393,7 +382,7 @@ async fn play_kubelets(client: kube::Client, namespace: &str, nodes: &[&str]) {
 }
 
 async fn budget_allows(budgets: &Api<PodDisruptionBudget>, allowed: i32) -> anyhow::Result<()> {
-    eventually(&format!("budget allowing {allowed} disruptions"), || async {
+    eventually(&format!("budget allowing {allowed} disruptions"), REACTION_TIMEOUT, || async {
         let budget = budgets.get("web").await?;
         let status = budget.status.context("no status yet")?;
         ensure!(status.observed_generation == budget.metadata.generation, "not observed yet");
@@ -543,7 +532,7 @@ async fn csr_round_trip(control_plane: Arc<ControlPlane>) -> anyhow::Result<()> 
             .any(|csr| csr.metadata.name.as_deref() == Some(&name)),
         "the approved CSR is still pending"
     );
-    eventually("certificate issued", || async {
+    eventually("certificate issued", REACTION_TIMEOUT, || async {
         let certificate = raw.get(&name).await?.status.and_then(|status| status.certificate);
         ensure!(certificate.is_some_and(|bytes| !bytes.0.is_empty()), "not signed yet");
         Ok(())

@@ -15,6 +15,9 @@
 //!   networks, delete the Node — never deleting the Node of an unreachable host unless force-remove is set.
 //! - [`FlowError`]: names host, step and file; [`FlowError::is_retryable`] and [`FlowError::metric_label`].
 //!
+//! - `testing` (feature `testing`): the sample service settings and bootstrap files shared by flow and controller
+//!   tests.
+//!
 //! Waiting for the Node is not done here: [`configure`] returns [`ConfigureState::WaitingForNode`] (or
 //! `WaitingForSubnet`, `WaitingForReady`) and the controller calls it again when its Node watch fires.
 
@@ -26,6 +29,8 @@ mod record;
 mod script;
 mod session;
 
+#[cfg(feature = "testing")]
+pub mod testing;
 #[cfg(test)]
 mod tests;
 

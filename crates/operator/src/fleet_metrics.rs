@@ -97,17 +97,18 @@ pub async fn run_fleet_metrics(client: Client, namespace: String, metrics: Arc<M
 #[cfg(test)]
 mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use wmco_cluster_client::fake::objects;
+    use wmco_cluster_client::types::WindowsInstanceStatus;
 
     use super::*;
 
     fn record(name: &str, phase: Option<InstancePhase>, since: Option<&str>) -> WindowsInstance {
-        serde_json::from_value(serde_json::json!({
-            "apiVersion": "windowsmachineconfig.openshift.io/v1alpha1", "kind": "WindowsInstance",
-            "metadata": {"name": name, "namespace": "wmco"},
-            "spec": {"address": "127.0.0.1", "username": "administrator", "origin": "Byoh"},
-            "status": {"phase": phase, "configuringSince": since.map(|since| Time(since.parse().unwrap()))}
-        }))
-        .unwrap()
+        let status = WindowsInstanceStatus {
+            phase,
+            configuring_since: since.map(|since| Time(since.parse().unwrap())),
+            ..WindowsInstanceStatus::default()
+        };
+        objects::record(name).byoh("127.0.0.1").username("administrator").status(status).build()
     }
 
     fn line<'a>(text: &'a str, prefix: &str) -> &'a str {

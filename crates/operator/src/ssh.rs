@@ -62,7 +62,7 @@ pub fn host_config(
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use wmco_cluster_client::fake::objects;
 
     use super::*;
 
@@ -70,13 +70,11 @@ mod tests {
     const HOST_KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGb0IkHe+vJ0sFwTGc7P0nK1Ib2qD2oZNq3KpJ+Iu5Hh";
 
     fn record(pinned: Option<&str>) -> WindowsInstance {
-        serde_json::from_value(json!({
-            "apiVersion": "windowsmachineconfig.openshift.io/v1alpha1", "kind": "WindowsInstance",
-            "metadata": {"name": "byoh-10-0-0-5", "namespace": "wmco"},
-            "spec": {"address": "10.0.0.5", "username": "admin", "origin": "Byoh"},
-            "status": {"pinnedHostKey": pinned},
-        }))
-        .unwrap()
+        let record = objects::record("byoh-10-0-0-5").byoh("10.0.0.5").status(objects::status());
+        match pinned {
+            Some(key) => record.pinned_host_key(key).build(),
+            None => record.build(),
+        }
     }
 
     #[test]

@@ -10,7 +10,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use wmco_cluster_client::crd::windows_instance_crd;
-use wmco_cluster_client::fake::FakeCluster;
+use wmco_cluster_client::fake::{FakeCluster, objects};
 use wmco_cluster_client::types::{InstanceOrigin, Machine, WindowsInstance, WindowsInstanceSpec};
 use wmco_cluster_client::{KubeEvents, KubeInstanceRecords, KubeMachines, Platform, Seams, serves_machine_api};
 use wmco_e2e_harness::{ControlPlane, ControlPlaneOptions, eventually};
@@ -44,12 +44,8 @@ async fn create_machine(
     windows: bool,
     status: serde_json::Value,
 ) -> anyhow::Result<()> {
-    let labels = if windows { json!({"machine.openshift.io/os-id": "Windows"}) } else { json!({}) };
-    let machine: Machine = serde_json::from_value(json!({
-        "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
-        "metadata": {"name": name, "namespace": MACHINES, "labels": labels},
-        "spec": {"providerID": format!("aws:///us-east-1a/i-{name}")}
-    }))?;
+    let machine = objects::machine(name).in_namespace(MACHINES).provider_id(&format!("aws:///us-east-1a/i-{name}"));
+    let machine = if windows { machine.windows() } else { machine }.build();
     machines.create(&PostParams::default(), &machine).await.with_context(|| format!("create Machine {name}"))?;
     machines
         .patch_status(name, &PatchParams::default(), &Patch::Merge(json!({"status": status})))

@@ -27,5 +27,5 @@ mod process;
 pub use binaries::{ControlPlaneBinaries, binary_directory, kubernetes_version};
 pub use controlplane::{CONTROLLERS, ControlPlane, ControlPlaneOptions, SERVICE_CIDR};
 pub use error::Error;
-pub use eventually::{RETRY_INTERVAL, eventually};
+pub use eventually::{RETRY_INTERVAL, eventually, eventually_some, eventually_true};
 pub use pki::ClientCertificate;

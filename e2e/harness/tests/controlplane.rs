@@ -31,7 +31,7 @@ use libtest_mimic::{Arguments, Failed, Trial};
 use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair, PublicKeyData as _};
 use serde_json::json;
 use tokio::sync::RwLock;
-use wmco_e2e_harness::{ClientCertificate, ControlPlane, ControlPlaneOptions};
+use wmco_e2e_harness::{ClientCertificate, ControlPlane, ControlPlaneOptions, eventually};
 
 /// The kubelet client signer.
 const KUBELET_CLIENT_SIGNER: &str = "kubernetes.io/kube-apiserver-client-kubelet";
@@ -141,20 +141,11 @@ async fn scenario_namespace(control_plane: &ControlPlane, name: &str) -> anyhow:
     };
     namespaces.create(&PostParams::default(), &namespace).await.with_context(|| format!("create namespace {name}"))?;
     let service_accounts: Api<ServiceAccount> = Api::namespaced(control_plane.admin_client(), name);
-    eventually(&format!("ServiceAccount {name}/default"), || async {
+    eventually(&format!("ServiceAccount {name}/default"), REACTION_TIMEOUT, || async {
         service_accounts.get_opt("default").await?.map(|_| ()).ok_or_else(|| anyhow!("not created yet"))
     })
     .await?;
     Ok(name.to_owned())
-}
-
-/// [`wmco_e2e_harness::eventually`] with this file's [`REACTION_TIMEOUT`].
-async fn eventually<T, F, Fut>(what: &str, probe: F) -> anyhow::Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = anyhow::Result<T>>,
-{
-    wmco_e2e_harness::eventually(what, REACTION_TIMEOUT, probe).await
 }
 
 /// The HTTP status of a failed API call, or a description of a call that did not fail as an API error.
@@ -533,19 +524,23 @@ async fn mark_pod_ready(pods: &Api<Pod>, name: &str) -> anyhow::Result<()> {
 }
 
 async fn budget_status(budgets: &Api<PodDisruptionBudget>, healthy: i32, allowed: i32) -> anyhow::Result<()> {
-    eventually(&format!("PDB with {healthy} healthy pods and {allowed} allowed disruptions"), || async {
-        let budget = budgets.get("web").await?;
-        let generation = budget.metadata.generation;
-        let status = budget.status.context("no status yet")?;
-        ensure!(status.observed_generation == generation, "status not observed yet");
-        ensure!(
-            status.current_healthy == healthy && status.disruptions_allowed == allowed,
-            "healthy {} allowed {}",
-            status.current_healthy,
-            status.disruptions_allowed
-        );
-        Ok(())
-    })
+    eventually(
+        &format!("PDB with {healthy} healthy pods and {allowed} allowed disruptions"),
+        REACTION_TIMEOUT,
+        || async {
+            let budget = budgets.get("web").await?;
+            let generation = budget.metadata.generation;
+            let status = budget.status.context("no status yet")?;
+            ensure!(status.observed_generation == generation, "status not observed yet");
+            ensure!(
+                status.current_healthy == healthy && status.disruptions_allowed == allowed,
+                "healthy {} allowed {}",
+                status.current_healthy,
+                status.disruptions_allowed
+            );
+            Ok(())
+        },
+    )
     .await
 }
 

@@ -12,7 +12,7 @@ use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use wmco_e2e_harness::{ControlPlane, ControlPlaneOptions};
+use wmco_e2e_harness::{ControlPlane, ControlPlaneOptions, eventually_some};
 use wmco_kubelet_sim::{CLIENT_SIGNER, Drive, Kubelet, KubeletLaunch, KubeletPhase, SERVING_SIGNER};
 use wmco_payload_manifest::render::{self, ClusterInputs, LogRotation, SecretToken};
 use wmco_windows_services::{NodeInputs, Platform, Verbosity, node_services};
@@ -20,24 +20,6 @@ use wmco_windows_services::{NodeInputs, Platform, Verbosity, node_services};
 const NODE_NAME: &str = "win-e2e";
 const NODE_IP: &str = "203.0.113.10";
 const WAIT: Duration = Duration::from_secs(60);
-
-/// Polls `probe` every 250 ms until it returns `Some`, for at most `timeout`.
-async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut probe: F) -> anyhow::Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = anyhow::Result<Option<T>>>,
-{
-    let started = std::time::Instant::now();
-    loop {
-        if let Some(value) = probe().await? {
-            return Ok(value);
-        }
-        if started.elapsed() > timeout {
-            bail!("timed out after {timeout:?} waiting for {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-}
 
 /// Writes the product's rendered kubelet files onto the host's drive, with short heartbeat intervals.
 fn lay_out_host(drive: &Drive, control_plane: &ControlPlane, token: &str, rotate: bool) -> anyhow::Result<()> {
@@ -112,7 +94,7 @@ async fn approve(control_plane: &ControlPlane, name: &str) -> anyhow::Result<()>
 
 /// The one pending CSR on `signer` (waits for it).
 async fn pending_csr(control_plane: &ControlPlane, signer: &str) -> anyhow::Result<CertificateSigningRequest> {
-    wait_for(&format!("a CSR on {signer}"), WAIT, || async {
+    eventually_some(&format!("a CSR on {signer}"), WAIT, || async {
         let mut found = csrs_on(control_plane, signer).await?;
         Ok(if found.len() == 1 { found.pop() } else { None })
     })
@@ -205,7 +187,7 @@ async fn a_kubelet_bootstraps_registers_runs_a_pod_and_goes_unknown_when_stopped
     // Registration with the node's own certificate: a Node with the node IP, its labels and taint, not Ready
     // while containerd has no CNI configuration.
     let nodes: Api<Node> = Api::all(control_plane.admin_client());
-    let node = wait_for("a registered Node", WAIT, || async { Ok(nodes.get_opt(NODE_NAME).await?) }).await?;
+    let node = eventually_some("a registered Node", WAIT, || async { Ok(nodes.get_opt(NODE_NAME).await?) }).await?;
     eprintln!("figure: client CSR approval to Node registered: {:?}", approved.elapsed());
     let ready = node.status.iter().flat_map(|s| s.conditions.iter().flatten()).find(|c| c.type_ == "Ready");
     assert_eq!(ready.map(|c| (c.status.as_str(), c.reason.as_deref())), Some(("False", Some("KubeletNotReady"))));
@@ -239,7 +221,7 @@ async fn a_kubelet_bootstraps_registers_runs_a_pod_and_goes_unknown_when_stopped
         other => bail!("a node listing all Nodes should be forbidden, got {other:?}"),
     }
     let leases: Api<Lease> = Api::namespaced(control_plane.admin_client(), "kube-node-lease");
-    let lease = wait_for("the node Lease", WAIT, || async { Ok(leases.get_opt(NODE_NAME).await?) }).await?;
+    let lease = eventually_some("the node Lease", WAIT, || async { Ok(leases.get_opt(NODE_NAME).await?) }).await?;
     let lease_spec = lease.spec.context("lease without spec")?;
     assert_eq!(lease_spec.holder_identity.as_deref(), Some(NODE_NAME));
     assert_eq!(lease_spec.lease_duration_seconds, Some(2));
@@ -257,8 +239,10 @@ async fn a_kubelet_bootstraps_registers_runs_a_pod_and_goes_unknown_when_stopped
         ("O=system:nodes, CN=system:node:win-e2e".to_owned(), vec!["DNSName(win-e2e)".to_owned(), NODE_IP.to_owned()])
     );
     approve(&control_plane, serving_csr.metadata.name.as_deref().context("unnamed CSR")?).await?;
-    wait_for("the serving certificate", WAIT, || async { Ok(kubelet.status().serving_certificate.then_some(())) })
-        .await?;
+    eventually_some("the serving certificate", WAIT, || async {
+        Ok(kubelet.status().serving_certificate.then_some(()))
+    })
+    .await?;
     assert!(drive.resolve(r"C:\var\lib\kubelet\pki\kubelet-server-current.pem")?.exists());
 
     // A pod bound to the node waits for the runtime network, then runs; deleting it completes.
@@ -271,11 +255,11 @@ async fn a_kubelet_bootstraps_registers_runs_a_pod_and_goes_unknown_when_stopped
         .await?;
     let pods: Api<Pod> = Api::namespaced(control_plane.admin_client(), "kubelet-e2e");
     let pod = test_pod()?;
-    wait_for("the pod to be created (default ServiceAccount)", WAIT, || async {
+    eventually_some("the pod to be created (default ServiceAccount)", WAIT, || async {
         Ok(pods.create(&PostParams::default(), &pod).await.ok())
     })
     .await?;
-    let pending = wait_for("the pod Pending in ContainerCreating", WAIT, || async {
+    let pending = eventually_some("the pod Pending in ContainerCreating", WAIT, || async {
         Ok(pods
             .get_opt("pause")
             .await?
@@ -294,18 +278,19 @@ async fn a_kubelet_bootstraps_registers_runs_a_pod_and_goes_unknown_when_stopped
         br#"{"cniVersion":"0.2.0","name":"OVNKubernetesHybridOverlayNetwork","type":"win-overlay"}"#,
     )?;
     let network_written = std::time::Instant::now();
-    wait_for("the Node Ready", WAIT, || async {
+    eventually_some("the Node Ready", WAIT, || async {
         Ok(nodes.get_opt(NODE_NAME).await?.filter(|node| ready_status(node).as_deref() == Some("True")))
     })
     .await?;
     eprintln!("figure: CNI configuration written to Node Ready: {:?}", network_written.elapsed());
-    let running = wait_for("the pod Running and Ready", WAIT, || async {
+    let running = eventually_some("the pod Running and Ready", WAIT, || async {
         Ok(pods.get_opt("pause").await?.filter(running_and_ready))
     })
     .await?;
     assert_eq!(running.status.and_then(|status| status.host_ip).as_deref(), Some(NODE_IP));
     pods.delete("pause", &DeleteParams::default()).await?;
-    wait_for("the pod to be gone", WAIT, || async { Ok(pods.get_opt("pause").await?.is_none().then_some(())) }).await?;
+    eventually_some("the pod to be gone", WAIT, || async { Ok(pods.get_opt("pause").await?.is_none().then_some(())) })
+        .await?;
 
     // The journal (the lines a host copies to kubelet.log); the deletion line may trail the pod's disappearance.
     let client_csr_name = client_csr.metadata.name.unwrap_or_default();
@@ -319,9 +304,11 @@ async fn a_kubelet_bootstraps_registers_runs_a_pod_and_goes_unknown_when_stopped
         "pod kubelet-e2e/pause terminated and deleted".to_owned(),
     ];
     let journal_has = |line: &str| kubelet.journal().iter().any(|entry| entry.ends_with(line));
-    wait_for("the journal lines", WAIT, || async { Ok(expected.iter().all(|line| journal_has(line)).then_some(())) })
-        .await
-        .with_context(|| format!("journal: {:#?}", kubelet.journal()))?;
+    eventually_some("the journal lines", WAIT, || async {
+        Ok(expected.iter().all(|line| journal_has(line)).then_some(()))
+    })
+    .await
+    .with_context(|| format!("journal: {:#?}", kubelet.journal()))?;
 
     // Heartbeats: the Lease's renewTime keeps advancing (renewed every 0.5 s with nodeLeaseDurationSeconds 2).
     let renewed_at = || async {
@@ -329,13 +316,15 @@ async fn a_kubelet_bootstraps_registers_runs_a_pod_and_goes_unknown_when_stopped
         lease.spec.and_then(|spec| spec.renew_time).map(|time| time.0).context("lease without renewTime")
     };
     let first_renewal = renewed_at().await?;
-    wait_for("a later Lease renewal", WAIT, || async { Ok((renewed_at().await? > first_renewal).then_some(())) })
-        .await?;
+    eventually_some("a later Lease renewal", WAIT, || async {
+        Ok((renewed_at().await? > first_renewal).then_some(()))
+    })
+    .await?;
 
     // A restart reuses the issued certificate: no new client CSR.
     kubelet.stop().await;
     let restarted = Kubelet::start(launch).await?;
-    wait_for("the restarted kubelet to run", WAIT, || async {
+    eventually_some("the restarted kubelet to run", WAIT, || async {
         Ok((restarted.status().phase == KubeletPhase::Running).then_some(()))
     })
     .await?;
@@ -346,7 +335,7 @@ async fn a_kubelet_bootstraps_registers_runs_a_pod_and_goes_unknown_when_stopped
     // Stopping ends the heartbeats: the node-lifecycle controller marks the Node Unknown.
     restarted.stop().await;
     let stopped = std::time::Instant::now();
-    wait_for("the Node to turn Unknown", WAIT, || async {
+    eventually_some("the Node to turn Unknown", WAIT, || async {
         Ok(nodes.get_opt(NODE_NAME).await?.filter(|node| ready_status(node).as_deref() == Some("Unknown")))
     })
     .await?;
@@ -358,7 +347,7 @@ async fn a_kubelet_bootstraps_registers_runs_a_pod_and_goes_unknown_when_stopped
             .and_then(|spec| spec.taints.as_ref())
             .is_some_and(|taints| taints.iter().any(|taint| taint.key == "node.kubernetes.io/unreachable"))
     };
-    wait_for("the Node's unreachable taint", WAIT, || async {
+    eventually_some("the Node's unreachable taint", WAIT, || async {
         Ok(nodes.get_opt(NODE_NAME).await?.filter(|node| has_unreachable_taint(node)))
     })
     .await?;
@@ -389,7 +378,7 @@ async fn rotation_off_bootstrap(control_plane: &ControlPlane, token: &str) -> an
         )
     };
     let first = Kubelet::start(launch.clone()).await?;
-    let pending = wait_for("a node-csr-* request", WAIT, || async {
+    let pending = eventually_some("a node-csr-* request", WAIT, || async {
         let mut found = node_csrs().await?;
         Ok(if found.len() == 1 { found.pop() } else { None })
     })
@@ -402,14 +391,14 @@ async fn rotation_off_bootstrap(control_plane: &ControlPlane, token: &str) -> an
 
     let second = Kubelet::start(launch).await?;
     let expected = format!("waiting for client certificate signing request {name}");
-    wait_for("the restarted kubelet to wait on the same request", WAIT, || async {
+    eventually_some("the restarted kubelet to wait on the same request", WAIT, || async {
         Ok(second.journal().iter().any(|line| line.ends_with(&expected)).then_some(()))
     })
     .await?;
     assert_eq!(node_csrs().await?.len(), 1);
     approve(control_plane, &name).await?;
     let nodes: Api<Node> = Api::all(control_plane.admin_client());
-    wait_for("Node win-b", WAIT, || async { Ok(nodes.get_opt("win-b").await?) }).await?;
+    eventually_some("Node win-b", WAIT, || async { Ok(nodes.get_opt("win-b").await?) }).await?;
     assert!(!temporary_key.exists());
     let kubeconfig = std::fs::read_to_string(drive.resolve(r"C:\k\kubeconfig")?)?;
     assert!(kubeconfig.contains(r"C:\var\lib\kubelet\pki\kubelet-client-current.pem"), "{kubeconfig}");

@@ -22,7 +22,7 @@ use kube::api::{Api, DynamicObject, EvictParams, ListParams, Patch, PatchParams,
 use kube::core::{ApiResource, GroupVersionKind, ObjectMeta};
 use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair};
 use serde_json::json;
-use wmco_e2e_harness::{ControlPlane, ControlPlaneOptions};
+use wmco_e2e_harness::{ControlPlane, ControlPlaneOptions, eventually_some};
 
 /// The operator's namespace and ServiceAccount.
 const OPERATOR_NAMESPACE: &str = "openshift-windows-machine-config-operator";
@@ -408,17 +408,14 @@ async fn cannot_read_secrets_elsewhere(operator: &kube::Client) -> anyhow::Resul
 /// namespace (the apply created the namespace, so the ConfigMap may take a moment to appear).
 async fn reads_the_api_server_ca(operator: &kube::Client) -> anyhow::Result<()> {
     let config_maps: Api<ConfigMap> = Api::namespaced(operator.clone(), OPERATOR_NAMESPACE);
-    for _ in 0..100 {
-        if let Some(config_map) =
-            config_maps.get_opt("kube-root-ca.crt").await.context("the operator could not read kube-root-ca.crt")?
-        {
-            let ca = config_map.data.unwrap_or_default().remove("ca.crt").unwrap_or_default();
-            ensure!(ca.starts_with("-----BEGIN CERTIFICATE-----"), "kube-root-ca.crt holds no certificate: {ca:?}");
-            return Ok(());
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    bail!("ConfigMap {OPERATOR_NAMESPACE}/kube-root-ca.crt did not appear within 10 s")
+    let appeared = format!("ConfigMap {OPERATOR_NAMESPACE}/kube-root-ca.crt");
+    let config_map = eventually_some(&appeared, std::time::Duration::from_secs(10), || async {
+        config_maps.get_opt("kube-root-ca.crt").await.context("the operator could not read kube-root-ca.crt")
+    })
+    .await?;
+    let ca = config_map.data.unwrap_or_default().remove("ca.crt").unwrap_or_default();
+    ensure!(ca.starts_with("-----BEGIN CERTIFICATE-----"), "kube-root-ca.crt holds no certificate: {ca:?}");
+    Ok(())
 }
 
 fn describe<T>(outcome: Result<T, kube::Error>) -> String {

@@ -647,6 +647,10 @@ impl Drop for AvailabilityWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wmco_e2e_harness::eventually;
+
+    /// How long the control-plane tests wait for the scheduler, the simulated kubelets and the budget to react.
+    const REACTION_TIMEOUT: Duration = Duration::from_secs(90);
 
     fn toleration(value: serde_json::Value) -> Toleration {
         serde_json::from_value(value).unwrap()
@@ -825,14 +829,6 @@ mod tests {
         pods.evict(pod, &kube::api::EvictParams::default()).await.map(|_| ())
     }
 
-    async fn eventually<T, F, Fut>(what: &str, probe: F) -> anyhow::Result<T>
-    where
-        F: FnMut() -> Fut,
-        Fut: std::future::Future<Output = anyhow::Result<T>>,
-    {
-        wmco_e2e_harness::eventually(what, Duration::from_secs(90), probe).await
-    }
-
     /// Two simulated Windows kubelets, no operator: the Deployment's pods are bound round-robin and run; with both
     /// nodes cordoned one eviction passes, the next is refused by the budget (429) and the evicted pod's
     /// replacement stays pending; uncordoning one node lets the replacement run there and the refused eviction
@@ -846,7 +842,7 @@ mod tests {
         let kubelet_a = windows_kubelet(&control_plane, hosts.path(), "win-wa", "203.0.113.61").await?;
         let kubelet_b = windows_kubelet(&control_plane, hosts.path(), "win-wb", "203.0.113.62").await?;
         let nodes: Api<Node> = Api::all(admin.clone());
-        eventually("both Nodes Ready", || async {
+        eventually("both Nodes Ready", REACTION_TIMEOUT, || async {
             let ready = nodes
                 .list(&ListParams::default())
                 .await?
@@ -861,7 +857,7 @@ mod tests {
 
         let spec = WorkloadSpec { namespace: "workload-e2e".into(), name: "web".into(), replicas: 4, min_available: 3 };
         let workload = Workload::deploy(admin.clone(), spec).await?;
-        let placed = eventually("4 available pods", || async {
+        let placed = eventually("4 available pods", REACTION_TIMEOUT, || async {
             let by_node = workload.available_by_node().await?;
             anyhow::ensure!(by_node.values().sum::<usize>() == 4, "available by node: {by_node:?}");
             Ok(by_node)
@@ -872,7 +868,7 @@ mod tests {
         assert_eq!(bindings.len(), 4, "{bindings:?}");
         assert!(bindings.iter().all(|binding| binding.namespace == "workload-e2e"), "{bindings:?}");
         let availability = workload.watch_availability();
-        eventually("the availability watch listing", || async {
+        eventually("the availability watch listing", REACTION_TIMEOUT, || async {
             anyhow::ensure!(availability.current() == Some(4), "current {:?}", availability.current());
             Ok(())
         })
@@ -880,7 +876,7 @@ mod tests {
 
         set_cordoned(&admin, "win-wa", true).await?;
         set_cordoned(&admin, "win-wb", true).await?;
-        eventually("one disruption allowed", || async {
+        eventually("one disruption allowed", REACTION_TIMEOUT, || async {
             let allowed = workload.disruptions_allowed().await?;
             anyhow::ensure!(allowed == Some(1), "disruptionsAllowed {allowed:?}");
             Ok(())
@@ -899,7 +895,7 @@ mod tests {
             Err(kube::Error::Api(status)) => assert_eq!(status.code, 429, "{status:?}"),
             other => anyhow::bail!("the second eviction should be refused by the budget, got {other:?}"),
         }
-        let pending = eventually("the replacement pod pending, the evicted one gone", || async {
+        let pending = eventually("the replacement pod pending, the evicted one gone", REACTION_TIMEOUT, || async {
             let pods = workload.pods().await?;
             let names: Vec<&str> = pods.iter().filter_map(|pod| pod.metadata.name.as_deref()).collect();
             anyhow::ensure!(!names.contains(&on_a[0].as_str()), "{names:?}");
@@ -913,7 +909,7 @@ mod tests {
         assert_eq!(workload.disruptions_allowed().await?, Some(0));
 
         set_cordoned(&admin, "win-wb", false).await?;
-        eventually("the replacement running on win-wb", || async {
+        eventually("the replacement running on win-wb", REACTION_TIMEOUT, || async {
             let by_node = workload.available_by_node().await?;
             anyhow::ensure!(
                 by_node == BTreeMap::from([("win-wa".to_owned(), 1), ("win-wb".to_owned(), 3)]),
@@ -927,9 +923,11 @@ mod tests {
             last,
             Some(PodBinding { namespace: "workload-e2e".into(), pod: pending[0].clone(), node: "win-wb".into() })
         );
-        eventually("the second eviction allowed", || async { Ok(evict(&admin, "workload-e2e", &on_a[1]).await?) })
-            .await?;
-        eventually("4 available pods on win-wb", || async {
+        eventually("the second eviction allowed", REACTION_TIMEOUT, || async {
+            Ok(evict(&admin, "workload-e2e", &on_a[1]).await?)
+        })
+        .await?;
+        eventually("4 available pods on win-wb", REACTION_TIMEOUT, || async {
             let by_node = workload.available_by_node().await?;
             anyhow::ensure!(by_node == BTreeMap::from([("win-wb".to_owned(), 4)]), "{by_node:?}");
             Ok(())

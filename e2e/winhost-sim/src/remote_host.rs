@@ -2,6 +2,7 @@
 //! straight to the host model's shells and files to its `C:` drive with the transport's staging / verify / remove /
 //! rename sequence, so flow and controller tests exercise the real interpreters without SSH or sockets.
 
+use std::net::Ipv4Addr;
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -15,6 +16,9 @@ use wmco_ssh_transport::{
 
 use crate::disk::{DiskError, WinPath};
 use crate::host::{Host, Identity, Latency};
+
+/// The host key line every [`InProcessHost::sample`] host reports.
+pub const SAMPLE_HOST_KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIM08b+WEqAXyfq8hlcYCpadCyeYxiEkixYthAQCJ+Gey";
 
 /// A simulated host with zero latency on a temporary `C:` drive, usable wherever a `RemoteHost` is expected.
 ///
@@ -65,6 +69,32 @@ impl InProcessHost {
             host_key_line: host_key_line.to_owned(),
             _root: root,
         })
+    }
+
+    /// Sample Windows worker `number` for flow and controller tests: hostname `WinWorker-<number>`, FQDN
+    /// `winworker-<number>.lab.example`, Windows Server 2022 (build 20348, UBR 1), node IP
+    /// `203.0.113.<10 × number>`, labelled `administrator@127.0.0.<10 × number>:22` and reporting
+    /// [`SAMPLE_HOST_KEY`]; numbers above 25 use the address octet 255.
+    ///
+    /// ```
+    /// let host = winhost_sim::remote_host::InProcessHost::sample(3)?;
+    /// assert_eq!(host.host().identity.fqdn, "winworker-3.lab.example");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`InProcessHost::new`]: the temporary directory could not be created.
+    pub fn sample(number: u8) -> Result<InProcessHost, DiskError> {
+        let octet = number.saturating_mul(10);
+        let identity = Identity {
+            hostname: format!("WinWorker-{number}"),
+            fqdn: format!("winworker-{number}.lab.example"),
+            build: 20348,
+            ubr: 1,
+            node_ip: Ipv4Addr::new(203, 0, 113, octet),
+        };
+        let label = format!("administrator@127.0.0.{octet}:22");
+        InProcessHost::new(identity, &label, "SSH-2.0-winhost-sim-sample", SAMPLE_HOST_KEY)
     }
 
     /// The host model, for setting up state and for assertions.

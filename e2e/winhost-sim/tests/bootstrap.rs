@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use winhost_sim::fleet::{Fleet, HostInfo, NewHost};
 use winhost_sim::host::Latency;
-use wmco_e2e_harness::{ControlPlane, ControlPlaneOptions};
+use wmco_e2e_harness::{ControlPlane, ControlPlaneOptions, eventually_some};
 use wmco_payload_manifest::render::{self, ClusterInputs, LogRotation, RenderedFile, SecretToken};
 use wmco_windows_services::{NodeInputs, Platform, ScCommand, ServiceName, Verbosity, node_services};
 
@@ -23,24 +23,6 @@ const WAIT: Duration = Duration::from_secs(90);
 const CLIENT_SIGNER: &str = "kubernetes.io/kube-apiserver-client-kubelet";
 const SERVING_SIGNER: &str = "kubernetes.io/kubelet-serving";
 const NAMESPACE: &str = "winhost-e2e";
-
-/// Polls `probe` every 250 ms until it returns `Some`, for at most `timeout`.
-async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut probe: F) -> anyhow::Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = anyhow::Result<Option<T>>>,
-{
-    let started = std::time::Instant::now();
-    loop {
-        if let Some(value) = probe().await? {
-            return Ok(value);
-        }
-        if started.elapsed() > timeout {
-            bail!("timed out after {timeout:?} waiting for {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-}
 
 /// How the test script reaches the host: its SSH address and the Administrator's private key.
 #[derive(Clone)]
@@ -187,7 +169,7 @@ async fn csrs_on(admin: &kube::Client, signer: &str) -> anyhow::Result<Vec<Certi
 
 /// The one CSR on `signer` (waits for it).
 async fn only_csr(admin: &kube::Client, signer: &str) -> anyhow::Result<CertificateSigningRequest> {
-    wait_for(&format!("a CSR on {signer}"), WAIT, || async {
+    eventually_some(&format!("a CSR on {signer}"), WAIT, || async {
         let mut found = csrs_on(admin, signer).await?;
         Ok(if found.len() == 1 { found.pop() } else { None })
     })
@@ -266,7 +248,7 @@ async fn a_host_set_up_over_ssh_bootstraps_runs_a_pod_and_goes_unknown_when_its_
     }
     for service in ["containerd", "kubelet"] {
         let query = ScCommand::Query(ServiceName::new(service)?).render()?;
-        let state = wait_for(&format!("{service} RUNNING"), WAIT, || async {
+        let state = eventually_some(&format!("{service} RUNNING"), WAIT, || async {
             let output = remote.run_ok(&query.line).await?;
             Ok(sc_state(&output.stdout).filter(|state| state == "4  RUNNING"))
         })
@@ -288,7 +270,7 @@ async fn a_host_set_up_over_ssh_bootstraps_runs_a_pod_and_goes_unknown_when_its_
 
     // Registration: the Node carries the host's IP and is not Ready while containerd has no CNI configuration.
     let nodes: Api<Node> = Api::all(admin.clone());
-    let node = wait_for("a registered Node", WAIT, || async { Ok(nodes.get_opt("winhost-0").await?) }).await?;
+    let node = eventually_some("a registered Node", WAIT, || async { Ok(nodes.get_opt("winhost-0").await?) }).await?;
     let addresses: Vec<(String, String)> = node
         .status
         .iter()
@@ -309,7 +291,7 @@ async fn a_host_set_up_over_ssh_bootstraps_runs_a_pod_and_goes_unknown_when_its_
     let cni_config = format!(r"{}\cni.conf", render::destinations::CNI_CONFIG_DIR);
     let cni_bytes = br#"{"cniVersion":"0.2.0","name":"OVNKubernetesHybridOverlayNetwork","type":"win-overlay"}"#;
     remote.upload(vec![(cni_config, cni_bytes.to_vec())]).await?;
-    wait_for("the Node Ready", WAIT, || async {
+    eventually_some("the Node Ready", WAIT, || async {
         Ok(nodes.get_opt("winhost-0").await?.filter(|node| ready_status(node).as_deref() == Some("True")))
     })
     .await?;
@@ -320,7 +302,7 @@ async fn a_host_set_up_over_ssh_bootstraps_runs_a_pod_and_goes_unknown_when_its_
     approve(&admin, &serving_csr).await?;
     let csrs: Api<CertificateSigningRequest> = Api::all(admin.clone());
     let serving_name = serving_csr.metadata.name.clone().context("unnamed CSR")?;
-    wait_for("the serving certificate issued", WAIT, || async {
+    eventually_some("the serving certificate issued", WAIT, || async {
         Ok(csrs.get(&serving_name).await.map(|csr| issued(&csr).then_some(()))?)
     })
     .await?;
@@ -342,11 +324,11 @@ async fn a_host_set_up_over_ssh_bootstraps_runs_a_pod_and_goes_unknown_when_its_
             "containers": [{ "name": "pause", "image": "mcr.microsoft.com/oss/kubernetes/pause:3.9" }],
         },
     }))?;
-    wait_for("the pod to be created (default ServiceAccount)", WAIT, || async {
+    eventually_some("the pod to be created (default ServiceAccount)", WAIT, || async {
         Ok(pods.create(&PostParams::default(), &pod).await.ok())
     })
     .await?;
-    let running = wait_for("the pod Running and Ready", WAIT, || async {
+    let running = eventually_some("the pod Running and Ready", WAIT, || async {
         Ok(pods.get_opt("pause").await?.filter(running_and_ready))
     })
     .await?;
@@ -357,13 +339,13 @@ async fn a_host_set_up_over_ssh_bootstraps_runs_a_pod_and_goes_unknown_when_its_
     let stop = ScCommand::Stop(ServiceName::new("kubelet")?).render()?;
     remote.run_ok(&stop.line).await?;
     let query = ScCommand::Query(ServiceName::new("kubelet")?).render()?;
-    let stopped = wait_for("kubelet STOPPED", WAIT, || async {
+    let stopped = eventually_some("kubelet STOPPED", WAIT, || async {
         let output = remote.run_ok(&query.line).await?;
         Ok(sc_state(&output.stdout).filter(|state| state == "1  STOPPED"))
     })
     .await?;
     assert_eq!(stopped, "1  STOPPED");
-    let node = wait_for("the Node Unknown", WAIT, || async {
+    let node = eventually_some("the Node Unknown", WAIT, || async {
         Ok(nodes.get_opt("winhost-0").await?.filter(|node| ready_status(node).as_deref() == Some("Unknown")))
     })
     .await?;

@@ -6,10 +6,14 @@ use std::net::Ipv4Addr;
 
 use anyhow::Context;
 use winhost_sim::host::{Host, Identity, Latency};
+use wmco_e2e_harness::eventually_true;
 use wmco_windows_services::{
     LogRotation, NodeInputs, Platform, ProbeRequest, ScCommand, ServiceName, ServiceState, StartType, Verbosity,
     WinPath, node_services, parse_sc_failure, parse_sc_qc, parse_sc_query,
 };
+
+/// How long a test waits for the simulated host's driver (it runs on its own tick) to act.
+const HOST_TICKS: std::time::Duration = std::time::Duration::from_secs(5);
 
 fn inputs() -> NodeInputs {
     NodeInputs {
@@ -272,17 +276,6 @@ async fn ssh_sftp_and_control_interface() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Waits until `condition` holds on the host (the driver runs on its own tick).
-async fn eventually(server: &winhost_sim::ssh::SshServer, condition: impl Fn(&mut Host) -> bool) -> bool {
-    for _ in 0..100 {
-        if condition(&mut winhost_sim::ssh::lock(&server.host)) {
-            return true;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    false
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubelet_refusals_stop_the_service_and_are_logged() -> anyhow::Result<()> {
     let state = tempfile::tempdir()?;
@@ -299,11 +292,12 @@ async fn kubelet_refusals_stop_the_service_and_are_logged() -> anyhow::Result<()
         assert_eq!(host.exec("test", create).code, 0);
         assert_eq!(host.exec("test", "sc.exe start kubelet").code, 0);
     }
-    let stopped = eventually(&server, |host| {
+    eventually_true("the kubelet to stop", HOST_TICKS, || {
+        let mut host = winhost_sim::ssh::lock(&server.host);
         host.exec("test", "sc.exe query kubelet").stdout.contains("1  STOPPED") && host.disk.read(&log).is_ok()
     })
-    .await;
-    assert!(stopped, "without containerd the kubelet exits");
+    .await
+    .context("without containerd the kubelet exits")?;
     let text = String::from_utf8(winhost_sim::ssh::lock(&server.host).disk.read(&log)?)?;
     assert!(text.contains("containerd service is not running"), "{text}");
     {
@@ -313,8 +307,11 @@ async fn kubelet_refusals_stop_the_service_and_are_logged() -> anyhow::Result<()
         assert_eq!(host.exec("test", "sc.exe config kubelet depend= containerd").code, 0);
         assert_eq!(host.exec("test", "sc.exe start kubelet").code, 0);
     }
-    let refused = eventually(&server, |host| host.disk.read(&log).is_ok()).await;
-    assert!(refused, "the simulated kubelet refuses a missing bootstrap kubeconfig");
+    eventually_true("the kubelet's refusal log", HOST_TICKS, || {
+        winhost_sim::ssh::lock(&server.host).disk.read(&log).is_ok()
+    })
+    .await
+    .context("the simulated kubelet refuses a missing bootstrap kubeconfig")?;
     let text = String::from_utf8(winhost_sim::ssh::lock(&server.host).disk.read(&log)?)?;
     assert!(text.contains("bootstrap-kubeconfig") || text.contains("kubeconfig"), "{text}");
     let mut host = winhost_sim::ssh::lock(&server.host);

@@ -7,21 +7,22 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use wmco_cluster_client::fake::{FakeDrainer, FakeInstanceRecords, FakeNodes};
+use wmco_cluster_client::fake::{FakeDrainer, FakeInstanceRecords, FakeNodes, objects};
 use wmco_cluster_client::names::{
     BYOH_LABEL, FORCE_REMOVE_ANNOTATION, HYBRID_OVERLAY_SUBNET_ANNOTATION, PUB_KEY_HASH_ANNOTATION, VERSION_ANNOTATION,
     WORKER_ROLE_LABEL,
 };
-use wmco_cluster_client::types::{InstanceOrigin, InstancePhase, WindowsInstance, WindowsInstanceSpec};
+use wmco_cluster_client::types::{InstanceOrigin, InstancePhase, WindowsInstance};
 use wmco_cluster_client::{BlockReason, BlockedPod, DrainOptions, InstanceRecords};
 use wmco_payload_manifest::render::RenderedFile;
 use wmco_payload_manifest::{HostFile, HostFileContent, HostFileSet};
-use wmco_windows_services::{LogRotation, Platform, ServiceSpec, ServiceStage, Verbosity, WinPath, node_services};
+use wmco_windows_services::{ServiceSpec, ServiceStage, WinPath, node_services};
 
 use super::fake_host::{FakeWindowsHost, Fault, HOST_KEY, Op};
+use crate::testing::sample_service_settings;
 use crate::{
     ClusterAccess, ConfigureInputs, ConfigureState, DeconfigureInputs, FileStage, FlowError, HYBRID_OVERLAY_NETWORKS,
-    HostFilesSource, HostIdentity, HostSession, ServiceSettings, SessionSettings, SourceError, configure, deconfigure,
+    HostFilesSource, HostIdentity, HostSession, SessionSettings, SourceError, configure, deconfigure,
 };
 
 const IDENTITY: &str = r#"{"hostname":"WIN-A","fqdn":"win-a.lab.example","ip":"203.0.113.7"}"#;
@@ -31,20 +32,8 @@ const VERSION: &str = "10.17.0";
 const KEY_HASH: &str = "0f1e2d";
 const BOOTSTRAP_KUBECONFIG: &str = r"C:\k\bootstrap-kubeconfig";
 
-fn settings() -> ServiceSettings {
-    ServiceSettings {
-        api_server_url: "https://api-int.example.com:6443".into(),
-        platform: Platform::None,
-        verbosity: Verbosity::Normal,
-        log_rotation: LogRotation::default(),
-        hybrid_overlay_vxlan_port: None,
-        cloud_provider: None,
-        cloud_config: None,
-    }
-}
-
 fn services(identity: &HostIdentity, phase: ServiceStage) -> Vec<ServiceSpec> {
-    node_services(&settings().node_inputs(identity))
+    node_services(&sample_service_settings().node_inputs(identity))
         .unwrap()
         .into_iter()
         .filter(|service| service.phase <= phase)
@@ -119,21 +108,7 @@ impl World {
             files: Files::default(),
             host: Arc::new(FakeWindowsHost::new(IDENTITY, catalog())),
         };
-        let instance = WindowsInstance {
-            metadata: ObjectMeta {
-                name: Some(NAME.into()),
-                namespace: Some(NAMESPACE.into()),
-                ..ObjectMeta::default()
-            },
-            spec: WindowsInstanceSpec {
-                address: "10.0.0.5".into(),
-                username: "admin".into(),
-                origin: InstanceOrigin::Byoh,
-                machine_name: None,
-                expected_node_name: None,
-            },
-            status: None,
-        };
+        let instance = objects::record(NAME).in_namespace(NAMESPACE).byoh("10.0.0.5").build();
         world.records.apply(&instance).await.unwrap();
         world
     }
@@ -153,7 +128,7 @@ impl World {
 
     async fn configure(&self, session: &HostSession) -> Result<crate::ConfigureOutcome, FlowError> {
         let instance = self.record();
-        let settings = settings();
+        let settings = sample_service_settings();
         let inputs = ConfigureInputs {
             instance: &instance,
             settings: &settings,

@@ -7,52 +7,26 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use winhost_sim::disk::WinPath as SimPath;
-use winhost_sim::host::{HnsNetwork, Identity};
+use winhost_sim::host::HnsNetwork;
 use winhost_sim::remote_host::InProcessHost;
-use wmco_cluster_client::fake::{FakeDrainer, FakeInstanceRecords, FakeNodes};
+use wmco_cluster_client::fake::{FakeDrainer, FakeInstanceRecords, FakeNodes, objects};
 use wmco_cluster_client::names::HYBRID_OVERLAY_SUBNET_ANNOTATION;
-use wmco_cluster_client::types::{InstanceOrigin, InstancePhase, WindowsInstance, WindowsInstanceSpec};
+use wmco_cluster_client::types::InstancePhase;
 use wmco_cluster_client::{DrainOptions, InstanceRecords};
+use wmco_payload_manifest::HostFileSet;
 use wmco_payload_manifest::render::{HostInputs, OverlayNetwork, RenderedFile, containerd_config, kube_proxy_config};
-use wmco_payload_manifest::{HostFile, HostFileContent, HostFileSet};
-use wmco_windows_services::{LogRotation, Platform, ServiceStage, Verbosity, WinPath, node_services};
+use wmco_windows_services::{ServiceStage, WinPath};
 
-use super::fake_host::HOST_KEY;
+use crate::testing::{file_set, sample_service_settings, service_binaries};
 use crate::{
     ClusterAccess, ConfigureInputs, ConfigureState, DeconfigureInputs, FileStage, HYBRID_OVERLAY_NETWORKS,
-    HostFilesSource, HostIdentity, HostSession, ServiceSettings, SourceError, configure, deconfigure,
+    HostFilesSource, HostIdentity, HostSession, SourceError, configure, deconfigure,
 };
 
-const CLIENT: &str = "SSH-2.0-wmco-node-config-test";
 const SUBNET: &str = "10.132.3.0/24";
 
-/// A fresh in-process simulated host (`winhost-sim`'s model behind the `RemoteHost` trait).
-fn sim_host() -> InProcessHost {
-    let identity = Identity {
-        hostname: "WinWorker-3".into(),
-        fqdn: "winworker-3.lab.example".into(),
-        build: 20348,
-        ubr: 1,
-        node_ip: "203.0.113.30".parse().unwrap(),
-    };
-    InProcessHost::new(identity, "administrator@127.0.0.30:22", CLIENT, HOST_KEY).unwrap()
-}
-
-fn settings() -> ServiceSettings {
-    ServiceSettings {
-        api_server_url: "https://api-int.example.com:6443".into(),
-        platform: Platform::None,
-        verbosity: Verbosity::Normal,
-        log_rotation: LogRotation::default(),
-        hybrid_overlay_vxlan_port: None,
-        cloud_provider: None,
-        cloud_config: None,
-    }
-}
-
-/// The binaries of the stage's services (placeholder bytes), a containerd configuration that parses, the other
-/// phase-1 files, and in the node stage a kube-proxy configuration for the overlay network and windows_exporter's
-/// TLS web configuration.
+/// The bootstrap files, and in the node stage also the phase-2 binaries, a kube-proxy configuration for the
+/// overlay network and windows_exporter's TLS web configuration.
 struct SimFiles;
 
 impl HostFilesSource for SimFiles {
@@ -83,32 +57,11 @@ impl HostFilesSource for SimFiles {
                 rendered.push(RenderedFile::new(WinPath::parse(path)?, text.as_bytes().to_vec()));
             }
         }
-        for service in node_services(&settings().node_inputs(identity))? {
-            if service.phase <= phase {
-                for binary in service.spec.binaries() {
-                    rendered.push(RenderedFile::new(binary.clone(), format!("{binary}").into_bytes()));
-                }
-            }
-        }
-        for (path, text) in [(r"C:\k\kubelet.conf", "{}\n"), (r"C:\k\bootstrap-kubeconfig", "apiVersion: v1\n")] {
-            rendered.push(RenderedFile::new(WinPath::parse(path)?, text.as_bytes().to_vec()));
-        }
-        rendered.sort_by(|a, b| a.destination().cmp(b.destination()));
-        rendered.dedup_by(|a, b| a.destination() == b.destination());
-        let files = rendered
-            .into_iter()
-            .map(|file| HostFile {
-                destination: file.destination().clone(),
-                sha256: file.sha256(),
-                size: file.bytes().len() as u64,
-                content: HostFileContent::Rendered(file),
-            })
-            .collect();
-        Ok(HostFileSet::from_files(files)?)
+        rendered.extend(service_binaries(&sample_service_settings(), identity, phase)?);
+        file_set(rendered)
     }
 }
 
-/// Prints the SSH cost of a pass (`cargo test -p wmco-node-config simulator -- --nocapture`).
 fn report(pass: &str, outcome: &crate::ConfigureOutcome) {
     println!(
         "figures: {pass}: {} round trips, {} uploads, {} bytes, {} plan steps",
@@ -118,22 +71,12 @@ fn report(pass: &str, outcome: &crate::ConfigureOutcome) {
 
 #[tokio::test]
 async fn the_simulator_understands_every_command_of_both_phases_and_deconfiguration() {
-    let sim = Arc::new(sim_host());
+    let sim = Arc::new(InProcessHost::sample(3).unwrap());
     let (nodes, records, drainer) = (FakeNodes::default(), FakeInstanceRecords::default(), FakeDrainer::default());
     let cluster = ClusterAccess { nodes: &nodes, records: &records, drainer: &drainer };
-    let instance = WindowsInstance {
-        metadata: ObjectMeta { name: Some("win-3".into()), namespace: Some("wmco".into()), ..ObjectMeta::default() },
-        spec: WindowsInstanceSpec {
-            address: "127.0.0.30".into(),
-            username: "administrator".into(),
-            origin: InstanceOrigin::Byoh,
-            machine_name: None,
-            expected_node_name: None,
-        },
-        status: None,
-    };
+    let instance = objects::record("win-3").in_namespace("wmco").byoh("127.0.0.30").username("administrator").build();
     records.apply(&instance).await.unwrap();
-    let settings = settings();
+    let settings = sample_service_settings();
     let session = HostSession::new(sim.clone());
     let configure_once = || async {
         let instance = records.record("wmco", "win-3").unwrap();

@@ -4,15 +4,13 @@
 
 use std::sync::Arc;
 
-use base64::Engine;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair, PublicKeyData};
-use serde_json::json;
 use sha2::{Digest, Sha256};
-use wmco_cluster_client::fake::{FakeCluster, FakeCsrs, FakeInstanceRecords, FakeMachines};
+use wmco_cluster_client::fake::{FakeCluster, FakeCsrs, FakeInstanceRecords, FakeMachines, objects};
 use wmco_cluster_client::types::{
-    InstanceOrigin, InstancePhase, Machine, WindowsInstance, WindowsInstanceSpec, WindowsInstanceStatus,
+    InstanceOrigin, InstancePhase, WindowsInstance, WindowsInstanceSpec, WindowsInstanceStatus,
 };
 use wmco_cluster_client::{InstanceRecords, Machines, Seams};
 use wmco_csr_approver::Verdict;
@@ -58,16 +56,8 @@ async fn cluster() -> Cluster {
     };
     records.apply_status(NAMESPACE, "machine-win-a", &status).await.unwrap();
     let machines = Arc::new(FakeMachines::default());
-    let machine: Machine = serde_json::from_value(json!({
-        "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
-        "metadata": {"name": "win-a", "namespace": "openshift-machine-api",
-                     "creationTimestamp": minutes_ago(30).to_string()},
-        "spec": {},
-        "status": {"phase": "Provisioned", "addresses": [
-            {"type": "InternalIP", "address": "10.0.1.5"}, {"type": "InternalDNS", "address": NODE}]}
-    }))
-    .unwrap();
-    machines.insert(machine);
+    let machine = objects::machine("win-a").created_at(minutes_ago(30)).phase("Provisioned");
+    machines.insert(machine.internal_ip("10.0.1.5").internal_dns(NODE).build());
     Cluster { csrs: Arc::new(FakeCsrs::default()), records, machines }
 }
 
@@ -91,19 +81,19 @@ fn bootstrap_csr(key: &KeyPair) -> CertificateSigningRequest {
     subject.push(DnType::OrganizationName, "system:nodes");
     params.distinguished_name = subject;
     let pem = params.serialize_request(key).unwrap().pem().unwrap();
-    serde_json::from_value(json!({
-        "apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
-        "metadata": {"name": "csr-boot", "resourceVersion": "7", "creationTimestamp": minutes_ago(5).to_string()},
-        "spec": {
-            "request": base64::engine::general_purpose::STANDARD.encode(pem),
-            "signerName": "kubernetes.io/kube-apiserver-client-kubelet",
-            "username": "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper",
-            "groups": ["system:serviceaccounts", "system:serviceaccounts:openshift-machine-config-operator",
-                       "system:authenticated"],
-            "usages": ["digital signature", "client auth"],
-        }
-    }))
-    .unwrap()
+    objects::csr("csr-boot", "kubernetes.io/kube-apiserver-client-kubelet", &pem)
+        .resource_version("7")
+        .created_at(minutes_ago(5))
+        .requested_by(
+            "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper",
+            &[
+                "system:serviceaccounts",
+                "system:serviceaccounts:openshift-machine-config-operator",
+                "system:authenticated",
+            ],
+        )
+        .usages(&["digital signature", "client auth"])
+        .build()
 }
 
 #[tokio::test]
@@ -130,9 +120,8 @@ async fn without_machines_or_with_a_node_ref_the_machines_csr_is_not_approved() 
     };
     assert!(matches!(verdict, Verdict::Ignore { .. }), "{verdict:?}");
 
-    let mut machine = cluster.machines.get("openshift-machine-api", "win-a").await.unwrap().unwrap();
-    machine.status.as_mut().unwrap().node_ref = serde_json::from_value(json!({"name": NODE})).unwrap();
-    cluster.machines.insert(machine);
+    let machine = cluster.machines.get("openshift-machine-api", "win-a").await.unwrap().unwrap();
+    cluster.machines.insert(objects::MachineBuilder::from(machine).node_ref(NODE).build());
     let CsrOutcome::Decided { verdict, .. } = reconcile_csr(&csr, &context(&cluster, true)).await.unwrap() else {
         panic!("expected a decision")
     };

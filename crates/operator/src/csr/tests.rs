@@ -5,14 +5,12 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use base64::Engine;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::Node;
 use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair, PublicKeyData, SanType};
-use serde_json::json;
 use sha2::{Digest, Sha256};
-use wmco_cluster_client::fake::{FakeCluster, FakeCsrs, FakeEvents, FakeInstanceRecords, FakeNodes};
+use wmco_cluster_client::fake::{FakeCluster, FakeCsrs, FakeEvents, FakeInstanceRecords, FakeNodes, objects};
 use wmco_cluster_client::types::{
     InstanceOrigin, InstancePhase, WindowsInstance, WindowsInstanceSpec, WindowsInstanceStatus,
 };
@@ -312,15 +310,12 @@ fn csr(
     groups: &[&str],
     usages: &[&str],
 ) -> CertificateSigningRequest {
-    serde_json::from_value(json!({
-        "apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
-        "metadata": {"name": name, "resourceVersion": "7", "creationTimestamp": minutes_ago(5).to_string()},
-        "spec": {
-            "request": base64::engine::general_purpose::STANDARD.encode(pem),
-            "signerName": signer, "username": username, "groups": groups, "usages": usages,
-        }
-    }))
-    .unwrap()
+    objects::csr(name, signer, pem)
+        .resource_version("7")
+        .created_at(minutes_ago(5))
+        .requested_by(username, groups)
+        .usages(usages)
+        .build()
 }
 
 fn bootstrap_csr(key: &KeyPair) -> CertificateSigningRequest {
@@ -335,16 +330,7 @@ fn named_bootstrap_csr(name: &str, key: &KeyPair) -> CertificateSigningRequest {
 
 /// `csr` approved by someone other than the operator (`kubectl certificate approve`), and issued.
 fn approved_by_admin(csr: &CertificateSigningRequest) -> CertificateSigningRequest {
-    let mut approved = csr.clone();
-    approved.status = Some(
-        serde_json::from_value(json!({
-            "conditions": [{"type": "Approved", "status": "True", "reason": "KubectlApprove",
-                            "message": "This CSR was approved by kubectl certificate approve."}],
-            "certificate": base64::engine::general_purpose::STANDARD.encode("issued"),
-        }))
-        .unwrap(),
-    );
-    approved
+    objects::CsrBuilder::from(csr.clone()).approved_and_issued("issued").build()
 }
 
 fn key_sha256(key: &KeyPair) -> String {
@@ -359,12 +345,7 @@ fn serving_csr(node: &str, username: &str, groups: &[&str]) -> CertificateSignin
 }
 
 fn windows_node(name: &str) -> Node {
-    serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/os": "windows"}},
-        "status": {"addresses": [{"type": "InternalIP", "address": "203.0.113.11"}, {"type": "Hostname", "address": name}]}
-    }))
-    .unwrap()
+    objects::windows_node(name).internal_ip("203.0.113.11").address("Hostname", name).build()
 }
 
 fn ignored(rule: RuleId) -> impl Fn(&CsrOutcome) -> bool {
@@ -505,17 +486,12 @@ async fn a_bootstrap_csr_without_a_single_record_to_bind_is_not_approved() {
     let harness = Harness::new().await;
     // A Machine-backed record whose Machine is unreadable (no Machines in the context) names the same node: the
     // World holds only the BYOH instance, but the key has no single record to go to.
-    let mut twin = WindowsInstance::new(
-        "machine-win-1",
-        WindowsInstanceSpec {
-            address: "10.0.1.5".into(),
-            username: "Administrator".into(),
-            origin: InstanceOrigin::Machine,
-            machine_name: Some("win-1".into()),
-            expected_node_name: Some("win-1".into()),
-        },
-    );
-    twin.metadata.namespace = Some(NAMESPACE.into());
+    let twin = objects::record("machine-win-1")
+        .in_namespace(NAMESPACE)
+        .from_machine("win-1", "10.0.1.5")
+        .username("Administrator")
+        .expecting_node("win-1")
+        .build();
     harness.instances.inner.apply(&twin).await.unwrap();
     let csr = bootstrap_csr(&KeyPair::generate().unwrap());
     harness.csrs.inner.insert(csr.clone());

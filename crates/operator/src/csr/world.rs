@@ -104,7 +104,7 @@ fn node_address(address_type: &str, address: &str) -> Option<NodeAddress> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use wmco_cluster_client::fake::objects;
     use wmco_cluster_client::types::WindowsInstanceSpec;
 
     fn record(origin: InstanceOrigin) -> WindowsInstance {
@@ -127,17 +127,15 @@ mod tests {
     }
 
     fn machine(node_ref: Option<&str>) -> Machine {
-        serde_json::from_value(json!({
-            "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
-            "metadata": {"name": "win-a", "namespace": "openshift-machine-api",
-                         "creationTimestamp": "2026-11-22T11:00:00Z"},
-            "spec": {},
-            "status": {"nodeRef": node_ref.map(|name| json!({"name": name})), "addresses": [
-                {"type": "InternalIP", "address": "10.0.1.5"},
-                {"type": "InternalDNS", "address": "ip-10-0-1-5.ec2.internal"},
-                {"type": "Unknown", "address": "x"}]}
-        }))
-        .unwrap()
+        let machine = objects::machine("win-a")
+            .created_at("2026-11-22T11:00:00Z".parse().unwrap())
+            .internal_ip("10.0.1.5")
+            .internal_dns("ip-10-0-1-5.ec2.internal")
+            .address("Unknown", "x");
+        match node_ref {
+            Some(node) => machine.node_ref(node).build(),
+            None => machine.build(),
+        }
     }
 
     #[test]

@@ -370,25 +370,11 @@ async fn neither_the_token_nor_the_tls_key_reaches_debug_output_errors_or_logs()
     }
 }
 
-/// A fresh in-process simulated host (`winhost-sim`'s model behind the `RemoteHost` trait).
-fn sim_host() -> winhost_sim::remote_host::InProcessHost {
-    let identity = winhost_sim::host::Identity {
-        hostname: "WinWorker-5".into(),
-        fqdn: "winworker-5.lab.example".into(),
-        build: 20348,
-        ubr: 1,
-        node_ip: "203.0.113.50".parse().unwrap(),
-    };
-    let host_key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIM08b+WEqAXyfq8hlcYCpadCyeYxiEkixYthAQCJ+Gey";
-    winhost_sim::remote_host::InProcessHost::new(identity, "administrator@127.0.0.50:22", "SSH-2.0-wmco-test", host_key)
-        .unwrap()
-}
-
 #[tokio::test]
 async fn node_config_configures_a_simulated_host_in_both_phases_from_the_payload_backed_files() {
     use wmco_cluster_client::InstanceRecords;
     use wmco_cluster_client::fake::{FakeDrainer, FakeInstanceRecords, FakeNodes};
-    use wmco_cluster_client::types::{InstancePhase, WindowsInstance};
+    use wmco_cluster_client::types::InstancePhase;
     use wmco_node_config::{ClusterAccess, ConfigureInputs, ConfigureState, HostSession, configure};
     use wmco_windows_services::Verbosity;
 
@@ -397,15 +383,14 @@ async fn node_config_configures_a_simulated_host_in_both_phases_from_the_payload
     world.refresher.refresh().await;
     let (_dir, files) = node_files(&world);
     let settings = ClusterSettings::from_facts(&facts()).unwrap().service_settings(Verbosity::Normal);
-    let sim = Arc::new(sim_host());
+    let sim = Arc::new(winhost_sim::remote_host::InProcessHost::sample(5).unwrap());
     let (nodes, records, drainer) = (FakeNodes::default(), FakeInstanceRecords::default(), FakeDrainer::default());
     let cluster = ClusterAccess { nodes: &nodes, records: &records, drainer: &drainer };
-    let instance: WindowsInstance = serde_json::from_value(serde_json::json!({
-        "apiVersion": "windowsmachineconfig.openshift.io/v1alpha1", "kind": "WindowsInstance",
-        "metadata": {"name": "byoh-127-0-0-50", "namespace": NAMESPACE},
-        "spec": {"address": "127.0.0.50", "username": "administrator", "origin": "Byoh"}
-    }))
-    .unwrap();
+    let instance = wmco_cluster_client::fake::objects::record("byoh-127-0-0-50")
+        .in_namespace(NAMESPACE)
+        .byoh("127.0.0.50")
+        .username("administrator")
+        .build();
     records.apply(&instance).await.unwrap();
     let session = HostSession::new(sim.clone());
     let configure_once = || async {

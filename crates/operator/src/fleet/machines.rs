@@ -107,39 +107,24 @@ pub(crate) fn counted_by_planner(instance: &Instance) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-    use wmco_machines::names::MACHINE_API_NAMESPACE;
+    use wmco_cluster_client::fake::objects;
 
     use super::*;
 
-    fn machine(name: &str, extra: serde_json::Value) -> Machine {
-        let mut metadata = json!({"name": name, "namespace": MACHINE_API_NAMESPACE});
-        if let (Some(metadata), Some(extra)) = (metadata.as_object_mut(), extra.as_object()) {
-            metadata.extend(extra.clone());
-        }
-        serde_json::from_value(json!({
-            "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
-            "metadata": metadata, "spec": {}, "status": {"phase": "Running"},
-        }))
-        .unwrap()
-    }
-
     fn machine_record(name: &str, machine: &str) -> ObservedInstance {
-        let record = serde_json::from_value(json!({
-            "apiVersion": "windowsmachineconfig.openshift.io/v1alpha1", "kind": "WindowsInstance",
-            "metadata": {"name": name, "namespace": "wmco"},
-            "spec": {"address": "10.0.0.5", "username": "admin", "origin": "Machine", "machineName": machine},
-        }))
-        .unwrap();
+        let record = objects::record(name).from_machine(machine, "10.0.0.5").build();
         ObservedInstance { record, node: None }
     }
 
     #[test]
     fn ignored_machines_are_never_away_and_terminating_or_vanished_ones_are() {
         let machines = [
-            machine("win-ignored", json!({"annotations": {IGNORE_KEY: "true"}})),
-            machine("win-going", json!({"deletionTimestamp": "2026-11-22T04:00:00Z", "finalizers": ["f"]})),
-            machine("win-new", json!({})),
+            objects::machine("win-ignored").annotated(IGNORE_KEY, "true").running().build(),
+            objects::machine("win-going")
+                .deleting_since("2026-11-22T04:00:00Z".parse().unwrap(), "f")
+                .running()
+                .build(),
+            objects::machine("win-new").running().build(),
         ];
         let instances = [machine_record("gone", "win-vanished")];
         assert_eq!(machines_away(&machines, &instances), ["win-going", "win-new", "win-vanished"]);

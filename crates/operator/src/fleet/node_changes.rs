@@ -85,24 +85,21 @@ impl NodeFacts {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wmco_cluster_client::fake::objects;
     use wmco_cluster_client::names::UPGRADING_LABEL;
 
     #[test]
     fn only_changes_the_planner_reads_trigger_a_reconcile() {
-        let node = |ready: &str, unschedulable: bool| -> Node {
-            serde_json::from_value(serde_json::json!({
-                "metadata": {"name": "win-1", "labels": {UPGRADING_LABEL: "true"}},
-                "spec": {"unschedulable": unschedulable},
-                "status": {"conditions": [{"type": "Ready", "status": ready}]}
-            }))
-            .unwrap()
+        let node = |ready: bool, unschedulable: bool| -> Node {
+            let node = objects::node("win-1").labelled(UPGRADING_LABEL, "true");
+            node.unschedulable(unschedulable).ready_if(ready).build()
         };
         let events = futures::stream::iter([
-            Ok(watcher::Event::InitApply(node("True", false))),
+            Ok(watcher::Event::InitApply(node(true, false))),
             Ok(watcher::Event::InitDone),
-            Ok(watcher::Event::Apply(node("True", false))),
-            Ok(watcher::Event::Apply(node("True", true))),
-            Ok(watcher::Event::Apply(node("False", true))),
+            Ok(watcher::Event::Apply(node(true, false))),
+            Ok(watcher::Event::Apply(node(true, true))),
+            Ok(watcher::Event::Apply(node(false, true))),
         ]);
         let triggers: Vec<()> = futures::executor::block_on(fleet_node_changes(events, "upgrade executor").collect());
         assert_eq!(triggers.len(), 4);
@@ -111,11 +108,8 @@ mod tests {
     #[test]
     fn only_changes_the_rotation_reads_trigger_a_reconcile() {
         let node = |hash: &str, heartbeat: &str| -> Node {
-            serde_json::from_value(serde_json::json!({
-                "metadata": {"name": "win-1", "annotations": {PUB_KEY_HASH_ANNOTATION: hash}},
-                "status": {"conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": heartbeat}]}
-            }))
-            .unwrap()
+            let node = objects::node("win-1").annotated(PUB_KEY_HASH_ANNOTATION, hash).ready();
+            node.heartbeat(heartbeat.parse().unwrap()).build()
         };
         let events = futures::stream::iter([
             Ok(watcher::Event::Init),

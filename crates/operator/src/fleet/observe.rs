@@ -141,20 +141,15 @@ pub(crate) fn node_state(node: &Node) -> NodeState {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-    use wmco_cluster_client::fake::{FakeInstanceRecords, FakeNodes};
+    use wmco_cluster_client::fake::{FakeInstanceRecords, FakeNodes, objects};
     use wmco_cluster_client::names::UPGRADING_LABEL;
+    use wmco_cluster_client::types::WindowsInstanceStatus;
 
     use super::*;
 
     fn node(name: &str, marked: bool, unschedulable: bool) -> Node {
-        let labels = if marked { json!({UPGRADING_LABEL: "true"}) } else { json!({}) };
-        serde_json::from_value(json!({
-            "metadata": {"name": name, "labels": labels, "annotations": {VERSION_ANNOTATION: "1.0.0"}},
-            "spec": {"unschedulable": unschedulable},
-            "status": {"conditions": [{"type": "Ready", "status": "True"}]},
-        }))
-        .unwrap()
+        let node = objects::node(name).annotated(VERSION_ANNOTATION, "1.0.0").unschedulable(unschedulable);
+        if marked { node.labelled(UPGRADING_LABEL, "true") } else { node }.ready().build()
     }
 
     #[tokio::test]
@@ -162,14 +157,9 @@ mod tests {
         let records = FakeInstanceRecords::default();
         let nodes = FakeNodes::default();
         for (name, node_name) in [("b", Some("win-b")), ("a", None), ("c", Some("win-gone"))] {
-            let record: WindowsInstance = serde_json::from_value(json!({
-                "apiVersion": "windowsmachineconfig.openshift.io/v1alpha1", "kind": "WindowsInstance",
-                "metadata": {"name": name, "namespace": "wmco"},
-                "spec": {"address": "10.0.0.5", "username": "admin", "origin": "Byoh"},
-            }))
-            .unwrap();
-            records.apply(&record).await.unwrap();
-            let status = serde_json::from_value(json!({"expectedNodeName": node_name})).unwrap();
+            records.apply(&objects::record(name).in_namespace("wmco").byoh("10.0.0.5").build()).await.unwrap();
+            let status =
+                WindowsInstanceStatus { expected_node_name: node_name.map(str::to_owned), ..Default::default() };
             records.apply_status("wmco", name, &status).await.unwrap();
         }
         nodes.insert(node("win-b", false, false));

@@ -251,7 +251,7 @@ async fn stored_record(fx: &Fixture) -> WindowsInstance {
 }
 
 fn node(name: &str) -> Node {
-    Node { metadata: ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() }, ..Node::default() }
+    wmco_cluster_client::fake::objects::node(name).build()
 }
 
 #[tokio::test]

@@ -115,11 +115,7 @@ mod tests {
         let settings =
             super::super::MachinesSettings { namespace: "wmco".into(), platform: wmco_cluster_client::Platform::Aws };
         let ctx = Arc::new(MachinesContext::new(&wmco_cluster_client::fake::FakeCluster::default().seams(), settings));
-        let machine: Machine = serde_json::from_value(serde_json::json!({
-            "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
-            "metadata": {"name": "win-a", "namespace": "openshift-machine-api"}, "spec": {}
-        }))
-        .unwrap();
+        let machine = wmco_cluster_client::fake::objects::machine("win-a").build();
         let error = || MachinesError::ReadMachine {
             machine: "openshift-machine-api/win-a".into(),
             source: Box::new(wmco_cluster_client::Error::MissingField {

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
-use wmco_cluster_client::fake::{FakeCluster, FakeEvents, FakeInstanceRecords, FakeMachines};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use wmco_cluster_client::fake::{FakeCluster, FakeEvents, FakeInstanceRecords, FakeMachines, objects};
 use wmco_cluster_client::names::INSTANCE_FINALIZER;
 use wmco_cluster_client::types::{InstanceOrigin, Machine, WindowsInstance, WindowsInstanceSpec};
 use wmco_cluster_client::{InstanceRecords, Platform, Seams, Severity};
@@ -36,15 +36,14 @@ fn world(platform: Platform) -> World {
 }
 
 fn machine(name: &str, phase: &str, ip: &str, dns: &str) -> Machine {
-    serde_json::from_value(json!({
-        "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
-        "metadata": {"name": name, "namespace": "openshift-machine-api", "uid": "uid-1",
-                     "labels": {"machine.openshift.io/os-id": "Windows"}},
-        "spec": {"providerID": "aws:///us-east-1a/i-0abc"},
-        "status": {"phase": phase, "addresses": [
-            {"type": "InternalIP", "address": ip}, {"type": "InternalDNS", "address": dns}]}
-    }))
-    .unwrap()
+    objects::machine(name)
+        .uid("uid-1")
+        .windows()
+        .provider_id("aws:///us-east-1a/i-0abc")
+        .phase(phase)
+        .internal_ip(ip)
+        .internal_dns(dns)
+        .build()
 }
 
 fn record(world: &World, name: &str) -> Option<WindowsInstance> {
@@ -128,7 +127,7 @@ async fn a_record_being_deleted_is_neither_reapplied_nor_deleted_again() {
         panic!("expected Configure");
     };
     let mut deleting = machine_record(NAMESPACE, &instance);
-    deleting.metadata.deletion_timestamp = serde_json::from_value(json!("2026-11-22T03:00:00Z")).unwrap();
+    deleting.metadata.deletion_timestamp = Some(Time("2026-11-22T03:00:00Z".parse().unwrap()));
     world.records.apply(&deleting).await.unwrap();
     let expected = MachineOutcome::RecordDeleting { record: "machine-win-a".into() };
     assert_eq!(reconcile_machine(&running, &world.context).await.unwrap(), expected);
@@ -186,18 +185,8 @@ async fn the_sweep_deletes_records_of_vanished_machines_and_keeps_the_rest() {
     for name in ["win-a", "win-b"] {
         reconcile_machine(&machine(name, "Running", "10.0.1.5", "a.internal"), &world.context).await.unwrap();
     }
-    let byoh = WindowsInstance::new(
-        "byoh-10-0-0-7",
-        WindowsInstanceSpec {
-            address: "10.0.0.7".into(),
-            username: "Administrator".into(),
-            origin: InstanceOrigin::Byoh,
-            machine_name: None,
-            expected_node_name: None,
-        },
-    );
-    let mut byoh = byoh;
-    byoh.metadata.namespace = Some(NAMESPACE.into());
+    let byoh =
+        objects::record("byoh-10-0-0-7").in_namespace(NAMESPACE).byoh("10.0.0.7").username("Administrator").build();
     world.records.apply(&byoh).await.unwrap();
     world.machines.insert(machine("win-a", "Running", "10.0.1.5", "a.internal"));
 

@@ -14,10 +14,10 @@ use k8s_openapi::api::core::v1::{Node, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use semver::Version;
 use serde_json::json;
-use wmco_cluster_client::fake::{FakeCluster, FakeEvents, FakeInstanceRecords, FakeNodes, FakeSecrets};
+use wmco_cluster_client::fake::{FakeCluster, FakeEvents, FakeInstanceRecords, FakeNodes, FakeSecrets, objects};
 use wmco_cluster_client::names::{PUB_KEY_HASH_ANNOTATION, UPGRADING_LABEL, VERSION_ANNOTATION};
-use wmco_cluster_client::types::{Machine, WindowsInstance};
-use wmco_cluster_client::{InstanceRecords, Machines, NewEvent, Seams, Secrets, Severity};
+use wmco_cluster_client::types::{InstancePhase, Machine, WindowsInstance};
+use wmco_cluster_client::{InstanceRecords, Machines, NewEvent, ResourceExt, Seams, Secrets, Severity};
 use wmco_ssh_transport::PrivateKey;
 use wmco_upgrade_planner::WaitReason;
 use wmco_user_data::PublicKey;
@@ -176,31 +176,26 @@ impl Cluster {
 
     /// A configured BYOH host at `address` whose Ready Node carries `hash`.
     async fn byoh(&self, name: &str, address: &str, hash: &str) {
-        self.record(json!({"address": address, "username": "Administrator", "origin": "Byoh"}), name).await;
+        self.record(objects::record(name).byoh(address).username("Administrator").build()).await;
         self.nodes.insert(node(name, hash, true));
     }
 
     /// A Running Windows Machine `name` with its record and Ready Node carrying `hash`.
     async fn machine(&self, name: &str, hash: &str) {
         self.machines.insert(machine(name, "Running"));
-        let spec = json!({"address": "10.0.1.1", "username": "Administrator", "origin": "Machine",
-            "machineName": name, "expectedNodeName": name});
-        self.record(spec, &format!("machine-{name}")).await;
+        let record = objects::record(&format!("machine-{name}")).from_machine(name, "10.0.1.1");
+        self.record(record.username("Administrator").expecting_node(name).build()).await;
         self.nodes.insert(node(name, hash, true));
     }
 
-    async fn record(&self, spec: serde_json::Value, name: &str) {
+    /// Stores `record` in phase Ready, expecting its spec's Node name or else its own name without `machine-`.
+    async fn record(&self, record: WindowsInstance) {
+        let name = record.name_any();
         let node_name =
-            spec.get("expectedNodeName").and_then(|v| v.as_str()).unwrap_or(name.trim_start_matches("machine-"));
-        let record: WindowsInstance = serde_json::from_value(json!({
-            "apiVersion": "windowsmachineconfig.openshift.io/v1alpha1", "kind": "WindowsInstance",
-            "metadata": {"name": name, "namespace": NAMESPACE},
-            "spec": spec,
-        }))
-        .unwrap();
+            record.spec.expected_node_name.clone().unwrap_or(name.trim_start_matches("machine-").to_owned());
         self.records.apply(&record).await.unwrap();
-        let status = serde_json::from_value(json!({"phase": "Ready", "expectedNodeName": node_name})).unwrap();
-        self.records.apply_status(NAMESPACE, name, &status).await.unwrap();
+        let status = objects::status().phase(InstancePhase::Ready).expected_node_name(&node_name);
+        self.records.apply_status(NAMESPACE, &name, &status.build()).await.unwrap();
     }
 
     async fn reconcile(&self) -> RekeyOutcome {
@@ -224,22 +219,12 @@ impl Cluster {
 }
 
 fn node(name: &str, hash: &str, ready: bool) -> Node {
-    serde_json::from_value(json!({
-        "metadata": {"name": name, "labels": {"kubernetes.io/os": "windows"},
-            "annotations": {VERSION_ANNOTATION: VERSION, PUB_KEY_HASH_ANNOTATION: hash}},
-        "status": {"conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]}
-    }))
-    .unwrap()
+    let node = objects::windows_node(name).annotated(VERSION_ANNOTATION, VERSION);
+    node.annotated(PUB_KEY_HASH_ANNOTATION, hash).ready_if(ready).build()
 }
 
 fn machine(name: &str, phase: &str) -> Machine {
-    serde_json::from_value(json!({
-        "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
-        "metadata": {"name": name, "namespace": MACHINE_NAMESPACE, "labels": {"machine.openshift.io/os-id": "Windows"}},
-        "spec": {},
-        "status": {"phase": phase}
-    }))
-    .unwrap()
+    objects::machine(name).windows().phase(phase).build()
 }
 
 #[tokio::test]
@@ -453,10 +438,9 @@ async fn a_machine_failed_by_the_new_key_is_replaced_and_byoh_checks_do_not_wait
     cluster.machine("win-b", OLD_HASH).await;
     cluster.byoh("byoh-1", "10.0.0.5", OLD_HASH).await;
     // The instances controller, rebuilt with the new key, could not log in to win-a's host.
-    let failed = serde_json::from_value(json!({"phase": "Failed", "expectedNodeName": "win-a",
-        "lastError": "authentication failed"}))
-    .unwrap();
-    cluster.records.apply_status(NAMESPACE, "machine-win-a", &failed).await.unwrap();
+    let failed =
+        objects::status().phase(InstancePhase::Failed).expected_node_name("win-a").last_error("authentication failed");
+    cluster.records.apply_status(NAMESPACE, "machine-win-a", &failed.build()).await.unwrap();
 
     let first = cluster.reconcile().await;
     assert_eq!(first.replaced, vec!["openshift-machine-api/win-a"]);
@@ -518,9 +502,8 @@ impl Cluster {
     /// A new Windows Machine `name` (phase Provisioned) recorded but never a Node.
     async fn new_machine(&self, name: &str) {
         self.machines.insert(machine(name, "Provisioned"));
-        let spec = json!({"address": "10.0.1.2", "username": "Administrator", "origin": "Machine",
-            "machineName": name, "expectedNodeName": name});
-        self.record(spec, &format!("machine-{name}")).await;
+        let record = objects::record(&format!("machine-{name}")).from_machine(name, "10.0.1.2");
+        self.record(record.username("Administrator").expecting_node(name).build()).await;
     }
 }
 

@@ -9,11 +9,10 @@ use async_trait::async_trait;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Node;
 use semver::Version;
-use serde_json::json;
 use wmco_cluster_client::Seams;
-use wmco_cluster_client::fake::{FakeCluster, FakeDrainer, FakeEvents, FakeInstanceRecords, FakeNodes};
+use wmco_cluster_client::fake::{FakeCluster, FakeDrainer, FakeEvents, FakeInstanceRecords, FakeNodes, objects};
 use wmco_cluster_client::names::{PUB_KEY_HASH_ANNOTATION, UPGRADING_LABEL, VERSION_ANNOTATION};
-use wmco_cluster_client::types::{InstancePhase, WindowsInstance};
+use wmco_cluster_client::types::InstancePhase;
 use wmco_cluster_client::{
     BlockReason, BlockedPod, DrainOptions, DrainReport, Drainer, InstanceRecords, NodeMetadataPatch, Nodes, Severity,
 };
@@ -95,32 +94,19 @@ impl Cluster {
     }
 
     async fn add(&self, name: &str, host: Host) {
-        let record: WindowsInstance = serde_json::from_value(json!({
-            "apiVersion": "windowsmachineconfig.openshift.io/v1alpha1", "kind": "WindowsInstance",
-            "metadata": {"name": name, "namespace": NAMESPACE},
-            "spec": {"address": format!("{name}.lab.example"), "username": "admin", "origin": "Byoh"},
-        }))
-        .unwrap();
+        let record = objects::record(name).in_namespace(NAMESPACE).byoh(&format!("{name}.lab.example")).build();
         self.records.apply(&record).await.unwrap();
-        let status = serde_json::from_value(json!({
-            "phase": host.phase, "expectedNodeName": name, "configuredVersion": host.version,
-        }))
-        .unwrap();
-        self.records.apply_status(NAMESPACE, name, &status).await.unwrap();
-        let mut labels = json!({"kubernetes.io/os": "windows"});
+        let status = objects::status().phase(host.phase).expected_node_name(name).configured_version(host.version);
+        self.records.apply_status(NAMESPACE, name, &status.build()).await.unwrap();
+        let mut node = objects::windows_node(name)
+            .annotated(VERSION_ANNOTATION, host.version)
+            .annotated(PUB_KEY_HASH_ANNOTATION, KEY)
+            .unschedulable(host.unschedulable)
+            .ready_if(host.ready);
         if host.marked {
-            labels[UPGRADING_LABEL] = json!("true");
+            node = node.labelled(UPGRADING_LABEL, "true");
         }
-        let node: Node = serde_json::from_value(json!({
-            "metadata": {
-                "name": name, "labels": labels,
-                "annotations": {VERSION_ANNOTATION: host.version, PUB_KEY_HASH_ANNOTATION: KEY},
-            },
-            "spec": {"unschedulable": host.unschedulable},
-            "status": {"conditions": [{"type": "Ready", "status": if host.ready { "True" } else { "False" }}]},
-        }))
-        .unwrap();
-        self.nodes.insert(node);
+        self.nodes.insert(node.build());
     }
 
     /// What the instances controller's configure pass does once the record is `Upgrading`: the Node gets the new
@@ -482,15 +468,10 @@ async fn machines_away_for_replacement_are_taken_off_the_budget() {
     for name in ["a", "b"] {
         cluster.add(name, AT_OLD).await;
     }
-    let replaced: wmco_cluster_client::types::Machine = serde_json::from_value(json!({
-        "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
-        "metadata": {
-            "name": "win-m", "namespace": "openshift-machine-api",
-            "deletionTimestamp": "2026-11-22T03:59:00Z", "finalizers": ["machine.machine.openshift.io"],
-        },
-        "spec": {}, "status": {"phase": "Deleting"},
-    }))
-    .unwrap();
+    let replaced = objects::machine("win-m")
+        .deleting_since("2026-11-22T03:59:00Z".parse().unwrap(), "machine.machine.openshift.io")
+        .phase("Deleting")
+        .build();
     let machines = Arc::new(ListedMachines(vec![replaced]));
 
     let budget_one = Arc::new(
@@ -533,12 +514,7 @@ async fn a_reconcile_waits_while_other_budgeted_work_holds_the_budget_lock() {
 async fn executors_rebuilt_over_one_shared_budget_share_its_lock_and_its_machines() {
     let cluster = Cluster::new();
     cluster.add("a", AT_OLD).await;
-    let provisioning: wmco_cluster_client::types::Machine = serde_json::from_value(json!({
-        "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
-        "metadata": {"name": "win-new", "namespace": "openshift-machine-api"},
-        "spec": {}, "status": {"phase": "Provisioning"},
-    }))
-    .unwrap();
+    let provisioning = objects::machine("win-new").phase("Provisioning").build();
     let budget = SharedBudget::new(Arc::new(ListedMachines(vec![provisioning])));
     let build = || {
         Arc::new(

@@ -29,6 +29,7 @@ use kube::runtime::{WatchStreamExt as _, watcher};
 use sha2::{Digest as _, Sha256};
 use wmco_cluster_client::names::{UPGRADING_LABEL, VERSION_ANNOTATION};
 use wmco_cluster_client::types::InstancePhase;
+use wmco_e2e_harness::eventually_true;
 use wmco_sandbox::operator::{OperatorLaunch, OperatorProcess, locate_operator_binary, metric_value as metric};
 use wmco_sandbox::{
     OPERATOR_IDENTITY, OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, Sandbox, node_is_ready, operator_payload_args,
@@ -213,7 +214,7 @@ async fn upgrade(
     timeout: Duration,
 ) -> anyhow::Result<UpgradeFigures> {
     let watch = NodeWatch::start(sandbox.admin_client(), plan.target);
-    wait_until(WATCH_TIMEOUT, "the Node watch to list", || watch.lock().listed).await?;
+    eventually_true("the Node watch to list", WATCH_TIMEOUT, || watch.lock().listed).await?;
     let baseline = sandbox.operator_command_counts().await?;
     let started = Instant::now();
     operator
@@ -238,7 +239,7 @@ async fn upgrade(
     }
     let total = started.elapsed();
     let hosts = sandbox.hosts().len();
-    wait_until(WATCH_TIMEOUT, "the Node watch to see every node upgraded", || watch.lock().done_at.len() >= hosts)
+    eventually_true("the Node watch to see every node upgraded", WATCH_TIMEOUT, || watch.lock().done_at.len() >= hosts)
         .await?;
     check_budget(&watch, plan.budget)?;
     let (per_host, most_disrupted) = {
@@ -285,16 +286,6 @@ fn check_budget(watch: &NodeWatch, budget: u32) -> anyhow::Result<()> {
              (after each change: {:?})",
             seen.history
         );
-    }
-    Ok(())
-}
-
-/// Polls `done` until it holds or `timeout` passes.
-async fn wait_until(timeout: Duration, what: &str, mut done: impl FnMut() -> bool) -> anyhow::Result<()> {
-    let started = Instant::now();
-    while !done() {
-        ensure!(started.elapsed() < timeout, "waited {timeout:?} for {what}");
-        tokio::time::sleep(POLL_INTERVAL).await;
     }
     Ok(())
 }
