@@ -172,7 +172,7 @@ impl HostSession {
         let request = UploadRequest {
             source: UploadSource::Bytes(script_file.contents.as_slice().into()),
             remote_path: script_file.path.to_sftp(),
-            expected_sha256: Sha256Digest::of(&script_file.contents),
+            expected_sha256: Sha256Digest::of_bytes(&script_file.contents),
             remote_sha256: None,
             verify: None,
         };
@@ -347,7 +347,7 @@ impl HostSession {
         let request = UploadRequest {
             source,
             remote_path: path.to_sftp(),
-            expected_sha256: Sha256Digest::from_bytes(*file.sha256.as_bytes()),
+            expected_sha256: file.sha256,
             remote_sha256: remote_sha256.and_then(|text| text.parse().ok()),
             verify: Some(RemoteCommand::new(verify.line, self.settings.command_timeout)),
         };

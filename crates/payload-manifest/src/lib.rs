@@ -17,7 +17,6 @@
 mod binary_identity;
 mod byte_size;
 mod checksums;
-mod digest;
 mod host_files;
 mod manifest;
 mod parallel;
@@ -33,7 +32,6 @@ pub use binary_identity::{
 };
 pub use byte_size::{ByteSize, ByteSizeError};
 pub use checksums::{BadChecksumLine, BadChecksumReason, CHECKSUM_FILE_NAME, ChecksumList};
-pub use digest::{DigestParseError, Sha256Digest};
 pub use host_files::{HostFile, HostFileContent, HostFileSet, HostFileSetError};
 pub use manifest::{
     Component, ComponentFile, GoSource, MANIFEST_PATH_IN_WORKSPACE, MANIFEST_SCHEMA, Manifest, ManifestError,
@@ -43,3 +41,4 @@ pub use payload::{Payload, PayloadError, PayloadFile, PayloadProblem};
 pub use payload_path::{PayloadPath, PayloadPathError};
 pub use synthetic::{SyntheticError, SyntheticPayload, SyntheticScale, write_synthetic_payload};
 pub use wmco_vocabulary::Platform;
+pub use wmco_vocabulary::{DigestParseError, Sha256Digest};

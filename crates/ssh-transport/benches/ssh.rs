@@ -33,7 +33,7 @@ async fn bench() -> Result<()> {
     let source = work.path().join("payload.bin");
     let content = pseudo_random(UPLOAD_BYTES);
     std::fs::write(&source, &content)?;
-    let expected = Sha256Digest::of(&content);
+    let expected = Sha256Digest::of_bytes(&content);
     drop(content);
     let target = work.path().join("uploaded.bin");
     let mib = (UPLOAD_BYTES / (1024 * 1024)) as f64;

@@ -31,7 +31,7 @@
 //! host.upload(&UploadRequest {
 //!     source: UploadSource::Bytes(config.as_slice().into()),
 //!     remote_path: "C:/k/kubelet.conf".into(),
-//!     expected_sha256: Sha256Digest::of(config),
+//!     expected_sha256: Sha256Digest::of_bytes(config),
 //!     remote_sha256: None,
 //!     verify: None,
 //! }).await?;
@@ -42,7 +42,6 @@
 mod command;
 mod config;
 mod connection;
-mod digest;
 mod error;
 mod exec;
 mod host;
@@ -62,7 +61,6 @@ pub mod testing;
 
 pub use command::{Output, RemoteCommand};
 pub use config::HostConfig;
-pub use digest::{DigestParseError, Sha256Digest};
 pub use error::{ErrorClass, TransferStep, TransportError};
 pub use host::SshHost;
 pub use host_key::{Fingerprint, HostKey, HostKeyParseError, HostKeyPolicy};
@@ -71,3 +69,4 @@ pub use pool::HostPool;
 pub use remote::RemoteHost;
 pub use retry::{RetryPolicy, retry};
 pub use upload::{UploadOutcome, UploadRequest, UploadSource, staging_path};
+pub use wmco_vocabulary::{DigestParseError, Sha256Digest};

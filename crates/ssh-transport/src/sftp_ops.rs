@@ -10,11 +10,11 @@ use ssh2::{OpenFlags, OpenType, Sftp};
 
 use crate::command::RemoteCommand;
 use crate::connection::{Connection, Failure, OpError, classify, is_no_such_file};
-use crate::digest::Sha256Digest;
 use crate::error::{TransferStep, TransportError};
 use crate::exec;
 use crate::source::{self, Chunks, StreamError};
 use crate::upload::{UploadOutcome, UploadRequest, UploadSource, staging_path};
+use wmco_vocabulary::Sha256Digest;
 
 /// Size of one read from the upload's source.
 const READ_CHUNK: usize = 1024 * 1024;
@@ -212,7 +212,7 @@ fn hash_remote(
 ) -> Result<Sha256Digest, OpError> {
     let mut hasher = Sha256::new();
     read_remote(connection, path, failures, step, |chunk| hasher.update(chunk))?;
-    Ok(Sha256Digest::from_bytes(hasher.finalize().into()))
+    Ok(Sha256Digest::from(<[u8; 32]>::from(hasher.finalize())))
 }
 
 fn read_remote(

@@ -6,7 +6,7 @@ use std::sync::mpsc;
 
 use sha2::{Digest as _, Sha256};
 
-use crate::digest::Sha256Digest;
+use wmco_vocabulary::Sha256Digest;
 
 /// How many read chunks may wait for the writer.
 const QUEUED_CHUNKS: usize = 2;
@@ -59,7 +59,7 @@ pub(crate) fn stream<T, E>(
                     }
                 }
             }
-            Sha256Digest::from_bytes(hasher.finalize().into())
+            Sha256Digest::from(<[u8; 32]>::from(hasher.finalize()))
         });
         let mut chunks = Chunks { receiver };
         let consumed = consume(&mut chunks).map_err(StreamError::Consume)?;
@@ -99,7 +99,7 @@ mod tests {
         });
         let Ok((sizes, digest)) = result else { panic!("streaming failed") };
         assert_eq!(sizes, [3000, 3000, 3000, 1000]);
-        assert_eq!(digest, Sha256Digest::of(&content));
+        assert_eq!(digest, Sha256Digest::of_bytes(&content));
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::command::RemoteCommand;
-use crate::digest::Sha256Digest;
+use wmco_vocabulary::Sha256Digest;
 
 /// Where the bytes of an upload come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,7 +27,7 @@ pub enum UploadSource {
 /// let request = UploadRequest {
 ///     source: UploadSource::Bytes(bytes.into()),
 ///     remote_path: "C:/k/kubelet.conf".into(),
-///     expected_sha256: Sha256Digest::of(bytes),
+///     expected_sha256: Sha256Digest::of_bytes(bytes),
 ///     remote_sha256: None,
 ///     verify: Some(RemoteCommand::new(
 ///         format!("powershell.exe -NoProfile -Command (Get-FileHash -LiteralPath '{}').Hash", staging_path("C:/k/kubelet.conf")),

@@ -137,7 +137,7 @@ async fn upload_replaces_a_file_that_windows_rename_would_not_overwrite() -> Res
     fake.respond_with(Arc::new(|line, files| {
         let path = line.strip_prefix("hash ")?;
         Some(match files.get(path) {
-            Some(content) => Reply::ok(format!("{}\r\n", Sha256Digest::of(content).to_string().to_uppercase())),
+            Some(content) => Reply::ok(format!("{}\r\n", Sha256Digest::of_bytes(content).to_string().to_uppercase())),
             None => Reply::fail(1, "no such file"),
         })
     }));
@@ -146,8 +146,8 @@ async fn upload_replaces_a_file_that_windows_rename_would_not_overwrite() -> Res
     let request = UploadRequest {
         source: UploadSource::Bytes(content.clone()),
         remote_path: "C:/k/kubelet.exe".into(),
-        expected_sha256: Sha256Digest::of(&content),
-        remote_sha256: Some(Sha256Digest::of(b"old")),
+        expected_sha256: Sha256Digest::of_bytes(&content),
+        remote_sha256: Some(Sha256Digest::of_bytes(b"old")),
         verify: Some(command(&format!("hash {}", staging_path("C:/k/kubelet.exe")))),
     };
     assert!(matches!(host.upload(&request).await?, UploadOutcome::Uploaded { bytes: 11, .. }));

@@ -202,7 +202,7 @@ async fn two_hundred_fifty_six_mebibytes_upload_intact() -> Result<()> {
     let source = local.path().join("payload.bin");
     let content = pseudo_random(256 * 1024 * 1024, 7);
     std::fs::write(&source, &content)?;
-    let expected = Sha256Digest::of(&content);
+    let expected = Sha256Digest::of_bytes(&content);
     drop(content);
     let target = remote.path().join("k").join("payload.bin");
     host.mkdir_all(&target.parent().context("parent")?.to_string_lossy()).await?;
@@ -218,7 +218,7 @@ async fn two_hundred_fifty_six_mebibytes_upload_intact() -> Result<()> {
         },
         256 * 1024 * 1024
     );
-    assert_eq!(Sha256Digest::of(&std::fs::read(&target)?), expected);
+    assert_eq!(Sha256Digest::of_bytes(&std::fs::read(&target)?), expected);
     assert!(!Path::new(&staging_path(&target.to_string_lossy())).exists(), "the temporary file was renamed");
     drop(sshd);
     Ok(())
@@ -231,7 +231,7 @@ async fn read_back_verification_download_remove_and_skip() -> Result<()> {
     let remote = tempfile::tempdir()?;
     let target = remote.path().join("a").join("b").join("kubelet.conf");
     let content: Arc<[u8]> = pseudo_random(3 * 1024 * 1024 + 17, 11).into();
-    let expected = Sha256Digest::of(&content);
+    let expected = Sha256Digest::of_bytes(&content);
     host.mkdir_all(&target.parent().context("parent")?.to_string_lossy()).await?;
     host.mkdir_all(&target.parent().context("parent")?.to_string_lossy()).await?;
 
@@ -248,7 +248,7 @@ async fn read_back_verification_download_remove_and_skip() -> Result<()> {
     assert_eq!(std::fs::read(&target)?, b"changed behind our back");
 
     // A source that does not match its expected hash never reaches the target.
-    let wrong = UploadRequest { expected_sha256: Sha256Digest::of(b"something else"), ..request.clone() };
+    let wrong = UploadRequest { expected_sha256: Sha256Digest::of_bytes(b"something else"), ..request.clone() };
     match host.upload(&wrong).await.expect_err("hash mismatch") {
         TransportError::Transfer { step, .. } => assert_eq!(step, TransferStep::SourceHash),
         other => panic!("expected a transfer error, got {other}"),
@@ -281,7 +281,7 @@ async fn sshd_killed_mid_upload_leaves_old_file_and_retry_succeeds() -> Result<(
     let source = local.path().join("big.bin");
     let content = pseudo_random(256 * 1024 * 1024, 3);
     std::fs::write(&source, &content)?;
-    let expected = Sha256Digest::of(&content);
+    let expected = Sha256Digest::of_bytes(&content);
     drop(content);
     let target = remote.path().join("big.bin");
     std::fs::write(&target, b"old version")?;
@@ -313,7 +313,7 @@ async fn sshd_killed_mid_upload_leaves_old_file_and_retry_succeeds() -> Result<(
     };
     let outcome = retry(&policy, || host.upload(&request)).await?;
     assert!(matches!(outcome, UploadOutcome::Uploaded { .. }));
-    assert_eq!(Sha256Digest::of(&std::fs::read(&target)?), expected);
+    assert_eq!(Sha256Digest::of_bytes(&std::fs::read(&target)?), expected);
     Ok(())
 }
 

@@ -1,9 +1,10 @@
 //! The words every wmco crate shares, defined once: the cluster's [`Platform`] (and [`PlatformName`] for platforms
 //! this product does not know), a host record's [`InstancePhase`] and [`InstanceOrigin`], a network in CIDR
-//! notation ([`IpCidr`]) and an image mirror's [`MirrorKind`].
+//! notation ([`IpCidr`]), an image mirror's [`MirrorKind`] and a file's [`Sha256Digest`].
 //!
-//! This crate is the ground floor: it depends on serde only (plus `clap` and `schemars` behind the features of
-//! those names), so that the pure crates keep reading `kubectl -o yaml` input without k8s-openapi or kube.
+//! This crate is the ground floor: it depends on serde, `sha2` and `hex` only (plus `clap` and `schemars` behind the
+//! features of those names), so that the pure crates keep reading `kubectl -o yaml` input without k8s-openapi or
+//! kube.
 //!
 //! ```
 //! use wmco_vocabulary::{InstancePhase, Platform};
@@ -15,11 +16,13 @@
 //! ```
 
 mod cidr;
+mod digest;
 mod instance;
 mod mirror;
 mod platform;
 
 pub use cidr::{CidrError, IpCidr};
+pub use digest::{DigestParseError, Sha256Digest};
 pub use instance::{InstanceOrigin, InstancePhase};
 pub use mirror::MirrorKind;
 pub use platform::{Platform, PlatformName, UnknownPlatform};

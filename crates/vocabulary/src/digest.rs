@@ -1,5 +1,6 @@
-//! SHA-256 digests: the typed value, its hex text form (lower case, as `sha256sum` writes it), and streamed hashing
-//! of files and byte slices.
+//! SHA-256 digests: the typed value, its hex text form (lower case, as `sha256sum` writes it; either case and
+//! surrounding white space read, as PowerShell's `Get-FileHash` prints it), and streamed hashing of files and byte
+//! slices. The payload's checksums and the SSH transport's upload checks use this one type.
 
 use std::fmt;
 use std::fs::File;
@@ -17,7 +18,7 @@ const READ_CHUNK_BYTES: usize = 256 * 1024;
 /// `Get-FileHash` prints upper case).
 ///
 /// ```
-/// use wmco_payload_manifest::Sha256Digest;
+/// use wmco_vocabulary::Sha256Digest;
 ///
 /// let digest = Sha256Digest::of_bytes(b"abc");
 /// assert_eq!(digest.to_string(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
@@ -94,7 +95,7 @@ impl FromStr for Sha256Digest {
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let mut bytes = [0_u8; 32];
-        hex::decode_to_slice(text, &mut bytes).map_err(|_| DigestParseError { text: text.to_owned() })?;
+        hex::decode_to_slice(text.trim(), &mut bytes).map_err(|_| DigestParseError { text: text.to_owned() })?;
         Ok(Self(bytes))
     }
 }
@@ -138,6 +139,12 @@ mod tests {
         assert!("abc".parse::<Sha256Digest>().is_err());
         let not_hex = "g".repeat(64);
         assert_eq!(not_hex.parse::<Sha256Digest>(), Err(DigestParseError { text: not_hex.clone() }));
+    }
+
+    #[test]
+    fn parse_reads_get_file_hash_output_with_its_line_end() {
+        let printed = format!("{}\r\n", EMPTY_SHA256.to_uppercase());
+        assert_eq!(printed.parse::<Sha256Digest>(), Ok(Sha256Digest::of_bytes(b"")));
     }
 
     #[test]
