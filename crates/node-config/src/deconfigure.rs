@@ -11,7 +11,9 @@
 use wmco_cluster_client::DrainOptions;
 use wmco_cluster_client::names::FORCE_REMOVE_ANNOTATION;
 use wmco_cluster_client::types::{InstanceOrigin, InstancePhase, WindowsInstance};
-use wmco_windows_services::{HostState, LEGACY_DAEMON_SERVICE, ProbeRequest, ServiceName, WinPath, plan};
+use wmco_windows_services::{
+    HostState, LEGACY_DAEMON_SERVICE, ProbeRequest, SERVICE_LOG_DIRECTORIES, ServiceName, WinPath, plan,
+};
 
 use crate::configure::ClusterAccess;
 use crate::error::{FlowError, FlowStep};
@@ -33,17 +35,16 @@ pub const MANAGED_SERVICES: [&str; 8] = [
 
 /// The directories deconfiguration removes with everything in them: the payload and configuration (`C:\k`), the
 /// kubelet's and CNI's state, and the services' logs. `C:\Temp` is the admin's and stays.
-pub const REMOVED_DIRECTORIES: [&str; 9] = [
-    r"C:\k",
-    r"C:\var\lib\kubelet",
-    r"C:\var\lib\cni",
-    r"C:\var\log\containerd",
-    r"C:\var\log\csi-proxy",
-    r"C:\var\log\hybrid-overlay",
-    r"C:\var\log\kube-proxy",
-    r"C:\var\log\kubelet",
-    r"C:\var\log\windows_exporter",
-];
+pub const REMOVED_DIRECTORIES: [&str; 9] = {
+    let state = [r"C:\k", r"C:\var\lib\kubelet", r"C:\var\lib\cni"];
+    let mut all = [""; 9];
+    let mut index = 0;
+    while index < all.len() {
+        all[index] = if index < state.len() { state[index] } else { SERVICE_LOG_DIRECTORIES[index - state.len()] };
+        index += 1;
+    }
+    all
+};
 
 /// What a deconfigure pass needs besides the host and the cluster.
 #[derive(Clone, Copy)]

@@ -63,8 +63,8 @@ pub use host::{
     RegistryValueName, Sha256Hex,
 };
 pub use node::{
-    LEGACY_DAEMON_SERVICE, LogRotation, NodeError, NodeInputs, NodeService, ServiceStage, Verbosity, node_host_state,
-    node_services,
+    LEGACY_DAEMON_SERVICE, LogRotation, NodeError, NodeInputs, NodeService, SERVICE_LOG_DIRECTORIES, ServiceStage,
+    Verbosity, node_host_state, node_services,
 };
 pub use path::{MAX_PATH_CHARS, PathError, WinPath};
 pub use plan::{PlanError, Reconfiguration, Step, plan};

@@ -162,6 +162,16 @@ pub fn node_services(inputs: &NodeInputs) -> Result<Vec<NodeService>, NodeError>
     Ok(services)
 }
 
+/// The log directories of the node services, created with the node and removed with it.
+pub const SERVICE_LOG_DIRECTORIES: [&str; 6] = [
+    r"C:\var\log\containerd",
+    r"C:\var\log\csi-proxy",
+    r"C:\var\log\hybrid-overlay",
+    r"C:\var\log\kube-proxy",
+    r"C:\var\log\kubelet",
+    r"C:\var\log\windows_exporter",
+];
+
 /// The desired host state for `phase`: the services of that phase and the earlier one, the node's directories,
 /// its firewall rules, and the Go operator's daemon listed for removal. Payload files are added by the caller.
 ///
@@ -180,14 +190,9 @@ pub fn node_host_state(inputs: &NodeInputs, phase: ServiceStage) -> Result<HostS
         r"C:\k\etc\kubernetes\manifests",
         r"C:\k\tls",
         r"C:\k\wmco\scripts",
-        r"C:\var\log\containerd",
-        r"C:\var\log\csi-proxy",
-        r"C:\var\log\hybrid-overlay",
-        r"C:\var\log\kube-proxy",
-        r"C:\var\log\kubelet",
-        r"C:\var\log\windows_exporter",
     ]
     .into_iter()
+    .chain(SERVICE_LOG_DIRECTORIES)
     .map(WinPath::parse)
     .collect::<Result<_, _>>()?;
     let mut firewall_rules = std::collections::BTreeSet::new();
