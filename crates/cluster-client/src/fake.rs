@@ -328,6 +328,22 @@ impl FakeInstanceRecords {
     pub fn status_writes(&self) -> u64 {
         *locked(&self.status_writes)
     }
+
+    /// One status write to `namespace/name` (a 404 when it does not exist): `change` edits the status in place.
+    fn write_status(
+        &self,
+        namespace: &str,
+        name: &str,
+        change: impl FnOnce(&mut WindowsInstanceStatus),
+    ) -> Result<WindowsInstance> {
+        let mut records = locked(&self.records);
+        let record = records
+            .get_mut(&(namespace.to_owned(), name.to_owned()))
+            .ok_or_else(|| not_found(Verb::Apply, "WindowsInstance", object_name(Some(namespace), name)))?;
+        change(record.status.get_or_insert_with(WindowsInstanceStatus::default));
+        *locked(&self.status_writes) += 1;
+        Ok(record.clone())
+    }
 }
 
 #[async_trait]
@@ -367,15 +383,11 @@ impl InstanceRecords for FakeInstanceRecords {
         name: &str,
         status: &WindowsInstanceStatus,
     ) -> Result<WindowsInstance> {
-        let mut records = locked(&self.records);
-        let record = records
-            .get_mut(&(namespace.to_owned(), name.to_owned()))
-            .ok_or_else(|| not_found(Verb::Apply, "WindowsInstance", object_name(Some(namespace), name)))?;
-        // Like the API server: this write's field manager does not own the bootstrap key, so it stays as it is.
-        let kept_key = record.status.as_ref().and_then(|status| status.approved_bootstrap_key_sha256.clone());
-        record.status = Some(WindowsInstanceStatus { approved_bootstrap_key_sha256: kept_key, ..status.clone() });
-        *locked(&self.status_writes) += 1;
-        Ok(record.clone())
+        self.write_status(namespace, name, |current| {
+            // Like the API server: this write's field manager does not own the bootstrap key, so it stays as it is.
+            let kept_key = current.approved_bootstrap_key_sha256.take();
+            *current = WindowsInstanceStatus { approved_bootstrap_key_sha256: kept_key, ..status.clone() };
+        })
     }
 
     async fn apply_bootstrap_key(
@@ -384,14 +396,9 @@ impl InstanceRecords for FakeInstanceRecords {
         name: &str,
         public_key_sha256: Option<&str>,
     ) -> Result<WindowsInstance> {
-        let mut records = locked(&self.records);
-        let record = records
-            .get_mut(&(namespace.to_owned(), name.to_owned()))
-            .ok_or_else(|| not_found(Verb::Apply, "WindowsInstance", object_name(Some(namespace), name)))?;
-        record.status.get_or_insert_with(WindowsInstanceStatus::default).approved_bootstrap_key_sha256 =
-            public_key_sha256.map(str::to_owned);
-        *locked(&self.status_writes) += 1;
-        Ok(record.clone())
+        self.write_status(namespace, name, |current| {
+            current.approved_bootstrap_key_sha256 = public_key_sha256.map(str::to_owned);
+        })
     }
 
     async fn release_finalizer(&self, instance: &WindowsInstance) -> Result<()> {
