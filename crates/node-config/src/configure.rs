@@ -99,12 +99,60 @@ impl FileStage<'_> {
 /// ([`wmco_payload_manifest::render`], [`HostFileSet::new`]); tests hand in fixed sets. The bootstrap kubeconfig
 /// is dropped by the flow once the Node exists, whatever the source returns.
 pub trait HostFilesSource: Send + Sync {
-    /// The files `identity`'s host must hold at `stage`.
+    /// The files `identity`'s host must hold at `stage`, and the services whose files cannot be given yet.
     ///
     /// # Errors
     /// Whatever stops the source (a missing Secret, an unrenderable value); the flow reports it as
     /// [`FlowError::DesiredFiles`], retryable.
-    fn files(&self, identity: &HostIdentity, stage: FileStage<'_>) -> Result<HostFileSet, SourceError>;
+    fn files(&self, identity: &HostIdentity, stage: FileStage<'_>) -> Result<StageFiles, SourceError>;
+}
+
+/// What a [`HostFilesSource`] hands the flow for one stage: the files, and the services it withholds because an
+/// input only they need is missing (windows_exporter without its TLS Secret). The flow leaves a withheld service
+/// (and any service depending on it) out of the host's desired state, so everything else goes ahead; the pass
+/// after the input appears installs and starts it.
+///
+/// ```
+/// use wmco_node_config::{StageFiles, WithheldService};
+/// # fn example(files: wmco_payload_manifest::HostFileSet) {
+/// let complete = StageFiles::from(files);
+/// assert!(complete.withheld.is_empty());
+/// let waiting = StageFiles {
+///     withheld: vec![WithheldService::new("windows_exporter", "Secret ns/tls does not exist")],
+///     ..complete
+/// };
+/// assert_eq!(waiting.withheld[0].service, "windows_exporter");
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct StageFiles {
+    /// The files the host must hold.
+    pub files: HostFileSet,
+    /// The services left out of this stage, each with the reason naming the missing input.
+    pub withheld: Vec<WithheldService>,
+}
+
+impl From<HostFileSet> for StageFiles {
+    /// Every service's files are there: nothing withheld.
+    fn from(files: HostFileSet) -> Self {
+        StageFiles { files, withheld: Vec::new() }
+    }
+}
+
+/// A node service a configure pass leaves out, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WithheldService {
+    /// The Windows service name (`windows_exporter`).
+    pub service: String,
+    /// What is missing, naming the object to create or fix.
+    pub reason: String,
+}
+
+impl WithheldService {
+    /// `service` is withheld because of `reason`.
+    pub fn new(service: impl Into<String>, reason: impl Into<String>) -> Self {
+        WithheldService { service: service.into(), reason: reason.into() }
+    }
 }
 
 /// The cluster capabilities the flows use.
@@ -165,6 +213,22 @@ pub struct ConfigureOutcome {
     pub uploads: u64,
     /// Bytes uploaded in this pass.
     pub bytes_uploaded: u64,
+    /// The services this pass left out for a missing input (see [`StageFiles`]); a Ready host may lack them.
+    pub withheld: Vec<WithheldService>,
+}
+
+/// Where a successful pass left the host.
+struct PassResult {
+    state: ConfigureState,
+    node_name: String,
+    steps_applied: usize,
+    withheld: Vec<WithheldService>,
+}
+
+impl PassResult {
+    fn new(state: ConfigureState, node_name: String, steps_applied: usize) -> Self {
+        PassResult { state, node_name, steps_applied, withheld: Vec::new() }
+    }
 }
 
 /// The configuration stage, decided from the Node.
@@ -219,7 +283,7 @@ pub async fn configure(
     let result = configure_pass(session, cluster, inputs, &mut recorder).await;
     let logged_in = session.counters().commands > before.commands;
     match result {
-        Ok((state, node_name, steps_applied)) => {
+        Ok(PassResult { state, node_name, steps_applied, withheld }) => {
             if logged_in && recorder.note_logged_in() {
                 recorder.save().await?;
             }
@@ -231,6 +295,7 @@ pub async fn configure(
                 commands: after.commands - before.commands,
                 uploads: after.uploads - before.uploads,
                 bytes_uploaded: after.bytes_uploaded - before.bytes_uploaded,
+                withheld,
             })
         }
         Err(error) => {
@@ -250,7 +315,7 @@ async fn configure_pass(
     cluster: ClusterAccess<'_>,
     inputs: &ConfigureInputs<'_>,
     recorder: &mut Recorder<'_>,
-) -> Result<(ConfigureState, String, usize), FlowError> {
+) -> Result<PassResult, FlowError> {
     let recorded_identity = HostIdentity::from_status(&recorder.status);
     let recorded_node = match &recorded_identity {
         Some(identity) => Some(read_node(session, cluster, &identity.expected_node_name).await?),
@@ -259,7 +324,7 @@ async fn configure_pass(
     if let (Some(identity), Some(Some(node))) = (&recorded_identity, &recorded_node)
         && awaits_upgrade(node, recorder.status.phase, inputs.operator_version)
     {
-        return Ok((ConfigureState::WaitingForUpgrade, identity.expected_node_name.clone(), 0));
+        return Ok(PassResult::new(ConfigureState::WaitingForUpgrade, identity.expected_node_name.clone(), 0));
     }
     // A Failed record keeps its phase until a pass gets further: writing Configuring first and Failed again at the
     // end would change the record on every attempt, and each change triggers the next reconcile (a hot loop).
@@ -302,10 +367,8 @@ async fn configure_pass(
         Stage::Node(node) => (FileStage::Node(node), ServiceStage::Node),
     };
     let node_exists = !matches!(stage, Stage::Bootstrap);
-    let files = inputs.files.files(&identity, file_stage).map_err(|source| FlowError::DesiredFiles {
-        host: session.label().to_owned(),
-        stage: file_stage.name(),
-        source,
+    let StageFiles { files, withheld } = inputs.files.files(&identity, file_stage).map_err(|source| {
+        FlowError::DesiredFiles { host: session.label().to_owned(), stage: file_stage.name(), source }
     })?;
     let bootstrap_kubeconfig = parse_fixed(session, BOOTSTRAP_KUBECONFIG)?;
     let wanted_files: BTreeMap<WinPath, &HostFile> = files
@@ -315,6 +378,10 @@ async fn configure_pass(
         .map(|file| (file.destination.clone(), file))
         .collect();
     let mut desired = desired_state(session, inputs.settings, &identity, service_phase, &wanted_files, &files)?;
+    let withheld = withhold(&mut desired, withheld);
+    for service in &withheld {
+        tracing::debug!(host = session.label(), service = %service.service, reason = %service.reason, "service withheld");
+    }
     restart_on_changed_start_files(&mut desired, &bootstrap_kubeconfig);
 
     let mut request = ProbeRequest::for_state(&desired);
@@ -340,12 +407,12 @@ async fn configure_pass(
         Stage::Bootstrap => {
             set_waiting(recorder);
             recorder.save().await?;
-            return Ok((ConfigureState::WaitingForNode, node_name, steps.len()));
+            return Ok(PassResult::new(ConfigureState::WaitingForNode, node_name, steps.len()));
         }
         Stage::Registered => {
             set_waiting(recorder);
             recorder.save().await?;
-            return Ok((ConfigureState::WaitingForSubnet, node_name, steps.len()));
+            return Ok(PassResult::new(ConfigureState::WaitingForSubnet, node_name, steps.len()));
         }
         Stage::Node(node) => node,
     };
@@ -375,7 +442,7 @@ async fn configure_pass(
         ConfigureState::WaitingForReady
     };
     recorder.save().await?;
-    Ok((state, node_name, steps.len()))
+    Ok(PassResult { state, node_name, steps_applied: steps.len(), withheld })
 }
 
 /// Reads the Node named `node_name`.
@@ -452,6 +519,31 @@ fn desired_state(
         desired.files.insert(path.clone(), digest);
     }
     Ok(desired)
+}
+
+/// Leaves the `withheld` services out of `desired`, and with them every service that depends on one (it could not
+/// start); returns them all, the dependents with the reason of the service they wait for.
+fn withhold(desired: &mut HostState, mut withheld: Vec<WithheldService>) -> Vec<WithheldService> {
+    loop {
+        let dependent = desired.services.iter().find_map(|spec| {
+            let waits_for = withheld
+                .iter()
+                .find(|service| spec.dependencies.iter().any(|dependency| dependency.as_str() == service.service))?;
+            let already = withheld.iter().any(|service| service.service == spec.name.as_str());
+            (!already).then(|| {
+                WithheldService::new(
+                    spec.name.as_str(),
+                    format!("depends on {}, withheld: {}", waits_for.service, waits_for.reason),
+                )
+            })
+        });
+        match dependent {
+            Some(service) => withheld.push(service),
+            None => break,
+        }
+    }
+    desired.services.retain(|spec| !withheld.iter().any(|service| service.service == spec.name.as_str()));
+    withheld
 }
 
 /// Makes each desired file named on a service's command line (`--config=C:\k\kubelet.conf`, `--config

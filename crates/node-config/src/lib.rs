@@ -36,7 +36,7 @@ mod tests;
 
 pub use configure::{
     ClusterAccess, ConfigureInputs, ConfigureOutcome, ConfigureState, FileStage, HostFilesSource, ServiceSettings,
-    configure,
+    StageFiles, WithheldService, configure,
 };
 pub use deconfigure::{
     DeconfigureInputs, DeconfigureOutcome, MANAGED_SERVICES, REMOVED_DIRECTORIES, deconfigure, force_remove_requested,

@@ -5,7 +5,7 @@ use wmco_payload_manifest::render::{RenderedFile, containerd_config};
 use wmco_payload_manifest::{HostFile, HostFileContent, HostFileSet};
 use wmco_windows_services::{LogRotation, Platform, ServiceStage, Verbosity, WinPath, node_services};
 
-use crate::{FileStage, HostFilesSource, HostIdentity, ServiceSettings, SourceError};
+use crate::{FileStage, HostFilesSource, HostIdentity, ServiceSettings, SourceError, StageFiles};
 
 /// The kubelet configuration and bootstrap kubeconfig every sample file set carries (placeholder contents).
 const KUBELET_FILES: [(&str, &str); 2] =
@@ -66,10 +66,10 @@ impl Default for BootstrapFiles {
 }
 
 impl HostFilesSource for BootstrapFiles {
-    fn files(&self, identity: &HostIdentity, _stage: FileStage<'_>) -> Result<HostFileSet, SourceError> {
+    fn files(&self, identity: &HostIdentity, _stage: FileStage<'_>) -> Result<StageFiles, SourceError> {
         let mut rendered = vec![containerd_config()?];
         rendered.extend(service_binaries(&self.settings, identity, ServiceStage::Bootstrap)?);
-        file_set(rendered)
+        Ok(file_set(rendered)?.into())
     }
 }
 

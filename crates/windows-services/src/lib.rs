@@ -64,7 +64,7 @@ pub use host::{
 };
 pub use node::{
     LEGACY_DAEMON_SERVICE, LogRotation, NodeError, NodeInputs, NodeService, SERVICE_LOG_DIRECTORIES, ServiceStage,
-    Verbosity, node_host_state, node_services,
+    Verbosity, WINDOWS_EXPORTER_SERVICE, node_host_state, node_services,
 };
 pub use path::{MAX_PATH_CHARS, PathError, WinPath};
 pub use plan::{PlanError, Reconfiguration, Step, plan};

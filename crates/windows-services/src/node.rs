@@ -21,6 +21,8 @@ use crate::service::{FailureActions, Millis, ServiceCommand, ServiceName, Servic
 
 /// The service the Go operator installed on every node and this operator removes (its work is done over SSH now).
 pub const LEGACY_DAEMON_SERVICE: &str = "windows-instance-config-daemon";
+/// The node-metrics service: windows_exporter on port 9182, serving TLS with the pair under `C:\k\tls\certs`.
+pub const WINDOWS_EXPORTER_SERVICE: &str = "windows_exporter";
 
 /// Log verbosity of the node services.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -357,7 +359,7 @@ fn windows_exporter(inputs: &NodeInputs, k: &WinPath, logs: &WinPath) -> Result<
             logs.join(r"windows_exporter\windows_exporter.log")?.to_string(),
         ],
     );
-    service("windows_exporter", command, &[], vec![])
+    service(WINDOWS_EXPORTER_SERVICE, command, &[], vec![])
 }
 
 fn hybrid_overlay_node(inputs: &NodeInputs, k: &WinPath, logs: &WinPath) -> Result<ServiceSpec, NodeError> {

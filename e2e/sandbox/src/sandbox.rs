@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
+use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use winhost_sim::control::SharedFleet;
 use winhost_sim::host::{CommandRecord, Latency, UnknownCommand};
@@ -69,6 +70,9 @@ pub struct SandboxOptions {
     /// Which kubelet the hosts run: the simulated one (default), or the uploaded `kubelet.exe` under Wine (needs
     /// the real payload; the kubelet gets as far as its client certificate, see `winhost_sim::wine_kubelet`).
     pub kubelet: winhost_sim::wine_kubelet::KubeletModel,
+    /// Whether Secret `windows-machine-config-operator-tls` exists from the start (as OpenShift's service CA makes
+    /// it); without it, [`Sandbox::create_exporter_tls_secret`] creates it later.
+    pub exporter_tls_secret: bool,
 }
 
 impl Default for SandboxOptions {
@@ -83,6 +87,7 @@ impl Default for SandboxOptions {
             keep_directory: std::env::var_os("WMCO_SANDBOX_KEEP").is_some_and(|value| !value.is_empty()),
             payload_dir: None,
             kubelet: winhost_sim::wine_kubelet::KubeletModel::Simulated,
+            exporter_tls_secret: true,
         }
     }
 }
@@ -200,7 +205,9 @@ impl Sandbox {
         wait_for_instance_storage(&admin).await?;
         let admin_key = AdminKey::generate()?;
         credentials::create_private_key_secret(&admin, &admin_key).await?;
-        credentials::create_tls_secret(&admin).await?;
+        if options.exporter_tls_secret {
+            credentials::create_tls_secret(&admin).await?;
+        }
         credentials::ensure_root_ca_config_map(&admin, control_plane.ca_certificate_pem()).await?;
 
         let started = start_fleet(&FleetPlan {
@@ -749,6 +756,39 @@ impl Sandbox {
             )));
         }
         Ok(scan)
+    }
+
+    /// Creates Secret `windows-machine-config-operator-tls` (windows_exporter's serving certificate) when the
+    /// sandbox started without it ([`SandboxOptions::exporter_tls_secret`]).
+    ///
+    /// # Errors
+    /// [`SandboxError::Certificate`] or [`SandboxError::Kube`] (also when it exists already).
+    pub async fn create_exporter_tls_secret(&self) -> Result<(), SandboxError> {
+        credentials::create_tls_secret(&self.admin_client()).await
+    }
+
+    /// `(type, reason, note)` of the Events in the operator namespace about the object of `kind` named `name`.
+    ///
+    /// # Errors
+    /// [`SandboxError::Kube`].
+    pub async fn events_about(&self, kind: &str, name: &str) -> Result<Vec<(String, String, String)>, SandboxError> {
+        let events: Api<Event> = Api::namespaced(self.admin_client(), OPERATOR_NAMESPACE);
+        let listed = events
+            .list(&ListParams::default())
+            .await
+            .map_err(SandboxError::kube(format!("list Events in {OPERATOR_NAMESPACE}")))?
+            .items;
+        Ok(listed
+            .into_iter()
+            .filter(|event| {
+                event.regarding.as_ref().is_some_and(|regarding| {
+                    regarding.kind.as_deref() == Some(kind) && regarding.name.as_deref() == Some(name)
+                })
+            })
+            .map(|event| {
+                (event.type_.unwrap_or_default(), event.reason.unwrap_or_default(), event.note.unwrap_or_default())
+            })
+            .collect())
     }
 
     /// The operator's process ID while it runs.

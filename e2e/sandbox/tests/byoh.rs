@@ -8,6 +8,11 @@
 //! 2. A second reconcile of the unchanged fleet (the operator restarted, so every record is reconciled again) sends
 //!    no file and costs one round trip per reconcile: the state probe.
 //!
+//! And, on a sandbox of its own, networking never waits for metrics (issue 15): without Secret
+//! `windows-machine-config-operator-tls` a host still becomes a Ready Node with hybrid-overlay, kube-proxy and its
+//! CNI configuration, windows_exporter is withheld with a Warning Event naming the Secret, and once the Secret is
+//! created windows_exporter is installed and starts with its TLS files, without an operator restart.
+//!
 //! Needs the control-plane binaries (`cargo xtask controlplane build`) and the `wmco` binary (`WMCO_BIN`, set by
 //! `cargo xtask test`, or `target/<profile>/wmco`).
 
@@ -27,6 +32,7 @@ use wmco_cluster_client::names::{
     PUB_KEY_HASH_ANNOTATION, VERSION_ANNOTATION, WORKER_ROLE_LABEL,
 };
 use wmco_cluster_client::types::InstancePhase;
+use wmco_payload_manifest::render::destinations::{CNI_CONFIG, EXPORTER_TLS_CERT};
 use wmco_payload_manifest::{Manifest, Source};
 use wmco_sandbox::operator::metric_value;
 use wmco_sandbox::{ReadyInstance, Sandbox, SandboxHost, SandboxOptions};
@@ -72,6 +78,74 @@ async fn byoh_hosts_join_as_ready_nodes_and_an_unchanged_fleet_costs_one_probe_p
     an_unchanged_fleet_costs_one_probe_per_host(&sandbox).await?;
     sandbox.assert_no_secret_leaked().await?;
     Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn networking_goes_ahead_without_the_exporter_tls_secret_and_windows_exporter_starts_once_it_exists()
+-> anyhow::Result<()> {
+    let sandbox = Sandbox::start(SandboxOptions {
+        hosts: 1,
+        localhost_host: false,
+        exporter_tls_secret: false,
+        ..SandboxOptions::default()
+    })
+    .await
+    .context("the sandbox did not start")?;
+    let host = &sandbox.hosts()[0];
+    let name = host.info.name.as_str();
+    sandbox.write_instances(&sandbox.entries_for_all_hosts()).await?;
+    let ready = sandbox.wait_until_ready(1, READY_TIMEOUT).await?;
+    let record = ready[0].instance.metadata.name.clone().context("a record without a name")?;
+
+    let without_exporter: Vec<&str> =
+        NODE_SERVICES.iter().copied().filter(|service| *service != "windows_exporter").collect();
+    sandbox
+        .wait_for(&format!("every node service but windows_exporter RUNNING on {name}"), SERVICES_TIMEOUT, || async {
+            let states = service_states(&sandbox, name).await?;
+            let names: Vec<&str> = states.keys().map(String::as_str).collect();
+            ensure!(names == without_exporter, "services on {name}: {names:?}");
+            ensure!(states.values().all(|state| *state == State::Running), "service states on {name}: {states:?}");
+            Ok(())
+        })
+        .await?;
+    ensure!(sandbox.file_hash(name, CNI_CONFIG).await?.is_some(), "{CNI_CONFIG} missing on {name}");
+    ensure!(sandbox.file_hash(name, EXPORTER_TLS_CERT).await?.is_none(), "{EXPORTER_TLS_CERT} on {name}");
+    let events = sandbox.events_about("WindowsInstance", &record).await?;
+    let withheld: Vec<&(String, String, String)> =
+        events.iter().filter(|(_, reason, _)| reason == "ServiceWithheld").collect();
+    ensure!(withheld.len() == 1, "one ServiceWithheld Event expected on {record}: {events:?}");
+    let (kind, _, note) = withheld[0];
+    assert_eq!(kind, "Warning");
+    ensure!(
+        note.starts_with("windows_exporter is not installed until its input exists: Secret ")
+            && note.contains("windows-machine-config-operator-tls does not exist"),
+        "{note}"
+    );
+
+    sandbox.create_exporter_tls_secret().await?;
+    sandbox
+        .wait_for(
+            &format!("windows_exporter RUNNING on {name} after the Secret appeared"),
+            RECONCILE_TIMEOUT,
+            || async {
+                let states = service_states(&sandbox, name).await?;
+                ensure!(
+                    states.get("windows_exporter") == Some(&State::Running),
+                    "service states on {name}: {states:?}"
+                );
+                Ok(())
+            },
+        )
+        .await?;
+    ensure!(sandbox.file_hash(name, EXPORTER_TLS_CERT).await?.is_some(), "{EXPORTER_TLS_CERT} missing");
+    services_run(&sandbox, host).await?;
+    sandbox.assert_no_secret_leaked().await?;
+    Ok(())
+}
+
+/// The services on host `name` and their states.
+async fn service_states(sandbox: &Sandbox, name: &str) -> anyhow::Result<BTreeMap<String, State>> {
+    Ok(sandbox.services(name).await?.into_iter().map(|service| (service.name, service.state)).collect())
 }
 
 fn ready_for<'a>(ready: &'a [ReadyInstance], host: &SandboxHost) -> anyhow::Result<&'a ReadyInstance> {

@@ -22,9 +22,8 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::certificates::v1::{CertificateSigningRequest, CertificateSigningRequestSpec};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
-use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
-use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair, SanType};
 use serde_json::json;
 use winhost_sim::fleet::NewHost;
@@ -80,25 +79,6 @@ fn node_name_of(record: &WindowsInstance) -> anyhow::Result<String> {
         .as_ref()
         .and_then(|status| status.expected_node_name.clone())
         .with_context(|| format!("record {:?} has no expected node name", record.metadata.name))
-}
-
-/// `(type, reason, note)` of the Events in the operator namespace about object `kind`/`name`.
-async fn events_about(sandbox: &Sandbox, kind: &str, name: &str) -> anyhow::Result<Vec<(String, String, String)>> {
-    let events: Api<Event> = Api::namespaced(sandbox.admin_client(), OPERATOR_NAMESPACE);
-    Ok(events
-        .list(&ListParams::default())
-        .await?
-        .items
-        .into_iter()
-        .filter(|event| {
-            event.regarding.as_ref().is_some_and(|regarding| {
-                regarding.kind.as_deref() == Some(kind) && regarding.name.as_deref() == Some(name)
-            })
-        })
-        .map(|event| {
-            (event.type_.unwrap_or_default(), event.reason.unwrap_or_default(), event.note.unwrap_or_default())
-        })
-        .collect())
 }
 
 /// The names of the managed services on host `name`, with their states.
@@ -341,7 +321,7 @@ async fn bad_entries_beside_good_ones(sandbox: &Sandbox, workload: &Workload) ->
 
     let warnings = sandbox
         .wait_for("an InvalidInstanceEntry Warning naming each bad key", REACTION_TIMEOUT, || async {
-            let events = events_about(sandbox, "ConfigMap", INSTANCES_CONFIG_MAP).await?;
+            let events = sandbox.events_about("ConfigMap", INSTANCES_CONFIG_MAP).await?;
             let mut by_key: BTreeMap<&str, Vec<String>> = BTreeMap::new();
             for (kind, reason, note) in &events {
                 ensure!(kind == "Warning" && reason == "InvalidInstanceEntry", "unexpected Event {reason}: {note}");
@@ -474,7 +454,7 @@ async fn host_key_changed(sandbox: &Sandbox, key: &str) -> anyhow::Result<()> {
 
     let note = sandbox
         .wait_for("a HostKeyMismatch Warning on the record", REACTION_TIMEOUT, || async {
-            let events = events_about(sandbox, "WindowsInstance", &record_name).await?;
+            let events = sandbox.events_about("WindowsInstance", &record_name).await?;
             events
                 .into_iter()
                 .find(|(kind, reason, _)| kind == "Warning" && reason == "HostKeyMismatch")
@@ -655,7 +635,7 @@ async fn csrs_out_of_bounds(sandbox: &Sandbox, windows_key: &str) -> anyhow::Res
     assert_eq!(denied, [("Denied".to_owned(), Some("E3".to_owned()))]);
     let record_name = instance_name(windows_key);
     let expected_note = format!("CSR {forged_name}: deny by rule E3: ");
-    let events = events_about(sandbox, "WindowsInstance", &record_name).await?;
+    let events = sandbox.events_about("WindowsInstance", &record_name).await?;
     let denials: Vec<&(String, String, String)> =
         events.iter().filter(|(_, reason, note)| reason == "CsrDenied" && note.starts_with(&expected_note)).collect();
     assert_eq!(denials.len(), 1, "Events on {record_name}: {events:?}");

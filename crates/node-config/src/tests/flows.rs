@@ -22,7 +22,8 @@ use super::fake_host::{FakeWindowsHost, Fault, HOST_KEY, Op};
 use crate::testing::sample_service_settings;
 use crate::{
     ClusterAccess, ConfigureInputs, ConfigureState, DeconfigureInputs, FileStage, FlowError, HYBRID_OVERLAY_NETWORKS,
-    HostFilesSource, HostIdentity, HostSession, SessionSettings, SourceError, configure, deconfigure,
+    HostFilesSource, HostIdentity, HostSession, SessionSettings, SourceError, StageFiles, WithheldService, configure,
+    deconfigure,
 };
 
 const IDENTITY: &str = r#"{"hostname":"WIN-A","fqdn":"win-a.lab.example","ip":"203.0.113.7"}"#;
@@ -46,14 +47,20 @@ fn catalog() -> Vec<ServiceSpec> {
 }
 
 /// Every binary of the stage's services plus its configuration files; contents `"<path> v1"` unless overridden.
+/// The node stage withholds the services in `withheld`.
 #[derive(Default)]
 struct Files {
     overrides: Mutex<BTreeMap<String, Vec<u8>>>,
+    withheld: Mutex<Vec<WithheldService>>,
 }
 
 impl Files {
     fn set(&self, path: &str, bytes: &[u8]) {
         self.overrides.lock().unwrap().insert(path.to_owned(), bytes.to_vec());
+    }
+
+    fn withhold(&self, withheld: &[WithheldService]) {
+        *self.withheld.lock().unwrap() = withheld.to_vec();
     }
 
     fn file(&self, path: &str) -> HostFile {
@@ -70,7 +77,7 @@ impl Files {
 }
 
 impl HostFilesSource for Files {
-    fn files(&self, identity: &HostIdentity, stage: FileStage<'_>) -> Result<HostFileSet, SourceError> {
+    fn files(&self, identity: &HostIdentity, stage: FileStage<'_>) -> Result<StageFiles, SourceError> {
         let phase = match stage {
             FileStage::Bootstrap => ServiceStage::Bootstrap,
             FileStage::Node(_) => ServiceStage::Node,
@@ -87,7 +94,9 @@ impl HostFilesSource for Files {
         }
         paths.sort();
         paths.dedup();
-        Ok(HostFileSet::from_files(paths.iter().map(|path| self.file(path)).collect())?)
+        let files = HostFileSet::from_files(paths.iter().map(|path| self.file(path)).collect())?;
+        let withheld = if phase == ServiceStage::Node { self.withheld.lock().unwrap().clone() } else { Vec::new() };
+        Ok(StageFiles { files, withheld })
     }
 }
 
@@ -201,7 +210,7 @@ async fn fresh_host_is_configured_in_two_phases_in_order() {
     assert_eq!(outcome.state, ConfigureState::WaitingForNode);
     assert_eq!(outcome.node_name, "win-a");
     let identity = HostIdentity::parse(IDENTITY).unwrap();
-    let bootstrap_files = world.files.files(&identity, FileStage::Bootstrap).unwrap();
+    let bootstrap_files = world.files.files(&identity, FileStage::Bootstrap).unwrap().files;
     let mut expected: Vec<String> = [
         "host key",
         "identity",
@@ -283,6 +292,54 @@ async fn fresh_host_is_configured_in_two_phases_in_order() {
     assert_eq!(status.phase, Some(InstancePhase::Ready));
     assert_eq!(status.configured_version.as_deref(), Some(VERSION));
     assert_eq!(status.configuring_since, None);
+}
+
+#[tokio::test]
+async fn a_withheld_service_waits_while_networking_and_the_rest_reach_ready_and_starts_once_released() {
+    let world = World::new().await;
+    let session = world.session();
+    let missing =
+        WithheldService::new("windows_exporter", "Secret wmco/windows-machine-config-operator-tls does not exist");
+    world.files.withhold(std::slice::from_ref(&missing));
+    assert_eq!(world.configure(&session).await.unwrap().withheld, [], "the bootstrap stage withholds nothing");
+    world.register_node(true);
+    let outcome = world.configure(&session).await.unwrap();
+    assert_eq!((outcome.state, outcome.withheld), (ConfigureState::Ready, vec![missing]));
+    let log = summary(&world.host.take_log());
+    // Its binary is part of the payload and uploaded; the service is neither created nor started.
+    assert!(!log.iter().any(|line| line.starts_with("sc ") && line.ends_with(" windows_exporter")), "{log:#?}");
+    for started in ["sc start hybrid-overlay-node", "sc start kube-proxy", "sc start csi-proxy"] {
+        position(&log, started);
+    }
+    assert_eq!(world.record().status.unwrap().phase, Some(InstancePhase::Ready));
+
+    world.files.withhold(&[]);
+    let outcome = world.configure(&session).await.unwrap();
+    assert_eq!((outcome.state, outcome.withheld), (ConfigureState::Ready, vec![]));
+    let log = summary(&world.host.take_log());
+    assert!(position(&log, "sc create windows_exporter") < position(&log, "sc start windows_exporter"), "{log:#?}");
+    assert!(!log.iter().any(|line| line.starts_with("sc stop")), "nothing else restarts: {log:#?}");
+}
+
+#[tokio::test]
+async fn withholding_a_service_withholds_what_depends_on_it() {
+    let world = World::new().await;
+    let session = world.session();
+    let missing = WithheldService::new("hybrid-overlay-node", "an input is missing");
+    world.files.withhold(std::slice::from_ref(&missing));
+    world.configure(&session).await.unwrap();
+    world.register_node(true);
+    let outcome = world.configure(&session).await.unwrap();
+    assert_eq!(
+        outcome.withheld,
+        [missing, WithheldService::new("kube-proxy", "depends on hybrid-overlay-node, withheld: an input is missing")]
+    );
+    let log = summary(&world.host.take_log());
+    let touched = |line: &String| {
+        line.starts_with("sc ") && (line.ends_with(" kube-proxy") || line.ends_with(" hybrid-overlay-node"))
+    };
+    assert!(!log.iter().any(touched), "{log:#?}");
+    position(&log, "sc start windows_exporter");
 }
 
 #[tokio::test]

@@ -13,14 +13,13 @@ use wmco_cluster_client::fake::{FakeDrainer, FakeInstanceRecords, FakeNodes, obj
 use wmco_cluster_client::names::HYBRID_OVERLAY_SUBNET_ANNOTATION;
 use wmco_cluster_client::types::InstancePhase;
 use wmco_cluster_client::{DrainOptions, InstanceRecords};
-use wmco_payload_manifest::HostFileSet;
 use wmco_payload_manifest::render::{HostInputs, OverlayNetwork, RenderedFile, containerd_config, kube_proxy_config};
 use wmco_windows_services::{ServiceStage, WinPath};
 
 use crate::testing::{file_set, sample_service_settings, service_binaries};
 use crate::{
     ClusterAccess, ConfigureInputs, ConfigureState, DeconfigureInputs, FileStage, HYBRID_OVERLAY_NETWORKS,
-    HostFilesSource, HostIdentity, HostSession, SourceError, configure, deconfigure,
+    HostFilesSource, HostIdentity, HostSession, SourceError, StageFiles, configure, deconfigure,
 };
 
 const SUBNET: &str = "10.132.3.0/24";
@@ -30,7 +29,7 @@ const SUBNET: &str = "10.132.3.0/24";
 struct SimFiles;
 
 impl HostFilesSource for SimFiles {
-    fn files(&self, identity: &HostIdentity, stage: FileStage<'_>) -> Result<HostFileSet, SourceError> {
+    fn files(&self, identity: &HostIdentity, stage: FileStage<'_>) -> Result<StageFiles, SourceError> {
         let phase = match stage {
             FileStage::Bootstrap => ServiceStage::Bootstrap,
             FileStage::Node(_) => ServiceStage::Node,
@@ -58,7 +57,7 @@ impl HostFilesSource for SimFiles {
             }
         }
         rendered.extend(service_binaries(&sample_service_settings(), identity, phase)?);
-        file_set(rendered)
+        Ok(file_set(rendered)?.into())
     }
 }
 

@@ -31,6 +31,15 @@ impl ClusterMaterial {
         }
     }
 
+    /// Whether `other` renders registered hosts the same files: both CA bundles and windows_exporter's TLS pair
+    /// (or the reasons they are unusable) are equal. The bootstrap token is left out: only hosts without a Node use
+    /// it, and each of their passes reads the current one.
+    pub fn same_node_files(&self, other: &ClusterMaterial) -> bool {
+        self.api_server_ca == other.api_server_ca
+            && self.kubelet_client_ca == other.kubelet_client_ca
+            && self.exporter_tls == other.exporter_tls
+    }
+
     /// Whether every piece is usable.
     pub fn is_complete(&self) -> bool {
         self.api_server_ca.is_ok()

@@ -1,18 +1,20 @@
 //! [`NodeFiles`]: the payload-backed [`HostFilesSource`]. It renders a host's files from the verified payload, the
 //! [`ClusterSettings`], the latest [`ClusterMaterial`](super::ClusterMaterial) snapshot and, in the node stage, the
 //! Node's hybrid-overlay subnet. It never does IO: the snapshot is kept fresh by the
-//! [`MaterialRefresher`](super::MaterialRefresher).
+//! [`MaterialRefresher`](super::MaterialRefresher). Without windows_exporter's TLS Secret only windows_exporter
+//! waits ([`WithheldService`]); networking and the kubelet never depend on metrics.
 
 use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
 use wmco_cluster_client::names::HYBRID_OVERLAY_SUBNET_ANNOTATION;
-use wmco_node_config::{FileStage, HostFilesSource, HostIdentity, SourceError};
+use wmco_node_config::{FileStage, HostFilesSource, HostIdentity, SourceError, StageFiles, WithheldService};
 use wmco_payload_manifest::render::destinations::BOOTSTRAP_KUBECONFIG;
 use wmco_payload_manifest::render::{
     HostInputs, IpCidr, OverlayNetwork, OverlayNetworkError, RenderError, SecretToken, exporter_tls_files,
     render_host_files,
 };
 use wmco_payload_manifest::{HostFileSet, HostFileSetError, Manifest, Payload};
+use wmco_windows_services::WINDOWS_EXPORTER_SERVICE;
 
 use super::ClusterSettings;
 use super::material::MaterialError;
@@ -76,11 +78,12 @@ impl NodeFiles {
     ///   kubeconfig with the current node-bootstrapper token.
     /// - Node: the same without the bootstrap kubeconfig (so a token refresh or an unusable token never touches a
     ///   registered host), plus the CNI and kube-proxy configuration for the Node's subnet and windows_exporter's
-    ///   TLS files.
+    ///   TLS files. Without a usable TLS Secret only windows_exporter waits: it is withheld (with the reason
+    ///   naming the Secret) and everything else, networking included, goes ahead.
     ///
     /// # Errors
     /// [`FilesError`] naming the missing or unusable object.
-    pub fn file_set(&self, identity: &HostIdentity, stage: FileStage<'_>) -> Result<HostFileSet, FilesError> {
+    pub fn file_set(&self, identity: &HostIdentity, stage: FileStage<'_>) -> Result<StageFiles, FilesError> {
         let material = self.material.current();
         let stage_name = match stage {
             FileStage::Bootstrap => "bootstrap",
@@ -89,31 +92,30 @@ impl NodeFiles {
         let missing = |source: &MaterialError| FilesError::Material { stage: stage_name, source: source.clone() };
         let api_server_ca = material.api_server_ca.as_ref().map_err(missing)?.clone();
         let kubelet_client_ca = material.kubelet_client_ca.as_ref().map_err(missing)?.clone();
-        let (bootstrap_token, overlay, exporter_tls) = match stage {
-            FileStage::Bootstrap => {
-                let token = material.bootstrap_token.as_ref().map_err(missing)?.token.clone();
-                (token, None, None)
-            }
-            FileStage::Node(node) => {
-                let overlay = overlay_network(node, identity)?;
-                let tls = material.exporter_tls.as_ref().map_err(missing)?;
-                // The node stage drops the bootstrap kubeconfig below: its token is never written.
-                (SecretToken::new(String::new()), Some(overlay), Some(tls))
-            }
+        let (bootstrap_token, overlay) = match stage {
+            FileStage::Bootstrap => (material.bootstrap_token.as_ref().map_err(missing)?.token.clone(), None),
+            // The node stage drops the bootstrap kubeconfig below: its token is never written.
+            FileStage::Node(node) => (SecretToken::new(String::new()), Some(overlay_network(node, identity)?)),
         };
+        let node_stage = overlay.is_some();
         let cluster = self.cluster.cluster_inputs(api_server_ca, kubelet_client_ca, bootstrap_token);
         let host = HostInputs { node_name: identity.expected_node_name.clone(), node_ip: identity.node_ip, overlay };
         let mut rendered = render_host_files(&cluster, &host)?;
-        if let Some(tls) = exporter_tls {
+        let mut withheld = Vec::new();
+        if node_stage {
             rendered.retain(|file| file.destination().as_str() != BOOTSTRAP_KUBECONFIG);
-            rendered.extend(exporter_tls_files(tls)?);
+            match &material.exporter_tls {
+                Ok(tls) => rendered.extend(exporter_tls_files(tls)?),
+                Err(reason) => withheld.push(WithheldService::new(WINDOWS_EXPORTER_SERVICE, reason.to_string())),
+            }
         }
-        Ok(HostFileSet::new(&self.manifest, &self.payload, self.cluster.platform, rendered)?)
+        let files = HostFileSet::new(&self.manifest, &self.payload, self.cluster.platform, rendered)?;
+        Ok(StageFiles { files, withheld })
     }
 }
 
 impl HostFilesSource for NodeFiles {
-    fn files(&self, identity: &HostIdentity, stage: FileStage<'_>) -> Result<HostFileSet, SourceError> {
+    fn files(&self, identity: &HostIdentity, stage: FileStage<'_>) -> Result<StageFiles, SourceError> {
         Ok(self.file_set(identity, stage)?)
     }
 }

@@ -91,6 +91,25 @@ impl MaterialSnapshot {
     pub fn current(&self) -> Arc<ClusterMaterial> {
         Arc::clone(&self.receiver.borrow())
     }
+
+    /// One item each time a refresh publishes material that changes registered hosts' files (see
+    /// [`ClusterMaterial::same_node_files`]): a rotated CA, or windows_exporter's TLS Secret created, renewed or
+    /// deleted. The instances controller reconciles every host on it, so the change reaches the fleet at once
+    /// rather than at the next drift check. Ends when the refresher is dropped.
+    pub fn node_file_changes(&self) -> impl futures::Stream<Item = ()> + Send + 'static {
+        let receiver = self.receiver.clone();
+        let seen = self.current();
+        futures::stream::unfold((receiver, seen), |(mut receiver, mut seen)| async move {
+            loop {
+                receiver.changed().await.ok()?;
+                let current = Arc::clone(&receiver.borrow_and_update());
+                if !current.same_node_files(&seen) {
+                    return Some(((), (receiver, current)));
+                }
+                seen = current;
+            }
+        })
+    }
 }
 
 /// Reads the cluster material and publishes each refresh to its [`MaterialSnapshot`]s.

@@ -16,7 +16,7 @@ use wmco_cluster_client::fake::{FakeConfigMaps, FakeSecrets, FakeTokens};
 use wmco_cluster_client::names::HYBRID_OVERLAY_SUBNET_ANNOTATION;
 use wmco_cluster_client::types::{ControllerConfig, ControllerConfigSpec};
 use wmco_cluster_client::{ClusterFacts, ConfigMaps, ControllerConfigs, Platform, ProxySettings, Secrets};
-use wmco_node_config::{FileStage, HostFilesSource, HostIdentity};
+use wmco_node_config::{FileStage, HostFilesSource, HostIdentity, WithheldService};
 use wmco_payload_manifest::{HostFileContent, HostFileSet, Manifest, Payload, SyntheticScale, write_synthetic_payload};
 
 use super::*;
@@ -258,22 +258,31 @@ async fn plain_kubernetes_uses_the_api_server_ca_for_the_kubelet_and_a_missing_c
 }
 
 #[tokio::test]
-async fn a_missing_tls_secret_blocks_the_node_stage_only_and_names_the_secret() {
+async fn a_missing_tls_secret_withholds_windows_exporter_only_and_names_the_secret() {
     let world = World::new(None).await;
     let wait = world.refresher.refresh().await;
     assert_eq!(wait, Duration::from_secs(5), "an unusable piece is read again soon");
     let (_dir, files) = node_files(&world);
-    assert!(files.file_set(&identity(), FileStage::Bootstrap).is_ok());
+    assert!(files.file_set(&identity(), FileStage::Bootstrap).unwrap().withheld.is_empty());
     let node = node_with_subnet(SUBNET);
-    let error = files.files(&identity(), FileStage::Node(&node)).unwrap_err();
+    let waiting = files.files(&identity(), FileStage::Node(&node)).unwrap();
     assert_eq!(
-        error.to_string(),
-        "node files: Secret wmco/windows-machine-config-operator-tls does not exist: OpenShift's service CA fills it \
-         for the windows-exporter Service; elsewhere create it with tls.crt and tls.key"
+        waiting.withheld,
+        [WithheldService::new(
+            "windows_exporter",
+            "Secret wmco/windows-machine-config-operator-tls does not exist: OpenShift's service CA fills it for the \
+             windows-exporter Service; elsewhere create it with tls.crt and tls.key"
+        )]
     );
+    let names: Vec<String> = rendered(&waiting.files).into_keys().collect();
+    assert!(names.contains(&r"C:\k\cni\config\cni.conf".to_owned()), "networking goes ahead: {names:?}");
+    assert!(!names.iter().any(|name| name.starts_with(r"C:\k\tls\certs")), "no TLS file without the Secret: {names:?}");
+
     world.put_tls_secret().await;
     world.refresher.refresh().await;
-    assert!(files.file_set(&identity(), FileStage::Node(&node)).is_ok());
+    let complete = files.file_set(&identity(), FileStage::Node(&node)).unwrap();
+    assert!(complete.withheld.is_empty());
+    assert!(rendered(&complete.files).contains_key(r"C:\k\tls\certs\tls.crt"));
 }
 
 #[tokio::test]
@@ -281,7 +290,7 @@ async fn the_bootstrap_set_carries_the_token_and_no_phase_two_file() {
     let world = World::new(None).await;
     world.refresher.refresh().await;
     let (_dir, files) = node_files(&world);
-    let set = files.file_set(&identity(), FileStage::Bootstrap).unwrap();
+    let set = files.file_set(&identity(), FileStage::Bootstrap).unwrap().files;
     let rendered = rendered(&set);
     let names: Vec<&str> = rendered.keys().map(String::as_str).collect();
     assert_eq!(
@@ -311,7 +320,7 @@ async fn the_node_set_carries_cni_kube_proxy_and_tls_files_and_never_the_bootstr
     world.refresher.refresh().await;
     let (_dir, files) = node_files(&world);
     let node = node_with_subnet(SUBNET);
-    let set = files.file_set(&identity(), FileStage::Node(&node)).unwrap();
+    let set = files.file_set(&identity(), FileStage::Node(&node)).unwrap().files;
     let rendered = rendered(&set);
     let names: Vec<&str> = rendered.keys().map(String::as_str).collect();
     assert_eq!(
@@ -358,7 +367,7 @@ async fn neither_the_token_nor_the_tls_key_reaches_debug_output_errors_or_logs()
     world.advance(SignedDuration::from_mins(31));
     world.refresher.refresh().await;
     let (_dir, files) = node_files(&world);
-    let bootstrap = files.file_set(&identity(), FileStage::Bootstrap).unwrap();
+    let bootstrap = files.file_set(&identity(), FileStage::Bootstrap).unwrap().files;
     let material = world.snapshot.current();
     let debug = format!("{material:?} {bootstrap:?}");
     let logged = logs.contents();
@@ -455,4 +464,23 @@ async fn node_config_configures_a_simulated_host_in_both_phases_from_the_payload
     assert_eq!(world.token(), "fake-token-2");
     let converged = configure_once().await;
     assert_eq!((converged.state, converged.commands, converged.uploads), (ConfigureState::Ready, 1, 0));
+}
+
+#[tokio::test]
+async fn node_file_changes_fire_for_the_tls_secret_and_the_cas_but_not_for_a_new_bootstrap_token() {
+    use futures::{FutureExt as _, StreamExt as _};
+    let world = World::new(None).await;
+    let mut changes = Box::pin(world.snapshot.node_file_changes());
+    let mut fired = || changes.next().now_or_never().is_some();
+    world.refresher.refresh().await;
+    assert!(fired(), "the first read publishes the CAs");
+    world.refresher.refresh().await;
+    assert!(!fired(), "nothing changed");
+    world.advance(SignedDuration::from_mins(31));
+    world.refresher.refresh().await;
+    assert_eq!(world.tokens.issued().len(), 2, "the token was minted again");
+    assert!(!fired(), "a new bootstrap token changes no registered host's files");
+    world.put_tls_secret().await;
+    world.refresher.refresh().await;
+    assert!(fired(), "windows_exporter's TLS Secret appeared");
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use wmco_cluster_client::types::WindowsInstance;
 use wmco_cluster_client::{DrainOptions, Drainer, EventPublisher, InstanceRecords, Nodes, Seams, WindowsInstanceExt};
-use wmco_node_config::{ClusterAccess, HostFilesSource, HostSession, ServiceSettings};
+use wmco_node_config::{ClusterAccess, HostFilesSource, HostSession, ServiceSettings, WithheldService};
 
 use super::{HostConnector, InstancesError};
 use crate::metrics::Metrics;
@@ -54,6 +54,8 @@ pub struct InstancesContext {
     /// used).
     pub metrics: Arc<Metrics>,
     sessions: Mutex<HashMap<String, CachedSession>>,
+    /// Per record, the services its last configure pass withheld (a Warning Event is published when this changes).
+    withheld: Mutex<HashMap<String, Vec<WithheldService>>>,
     retries: RetryBackoff,
 }
 
@@ -95,6 +97,7 @@ impl InstancesContext {
             settings,
             metrics: Arc::new(Metrics::new()),
             sessions: Mutex::default(),
+            withheld: Mutex::default(),
             retries: RetryBackoff::new(FIRST_RETRY, MAX_RETRY),
         }
     }
@@ -133,6 +136,29 @@ impl InstancesContext {
     /// Drops the session of a record that is gone.
     pub(crate) fn forget_session(&self, instance: &WindowsInstance) {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner).remove(&instance.key());
+        self.withheld.lock().unwrap_or_else(PoisonError::into_inner).remove(&instance.key());
+    }
+
+    /// Notes that `instance`'s last pass withheld `withheld`, and returns those not withheld (for the same reason)
+    /// by the pass before: the ones to tell the admin about.
+    pub(crate) fn newly_withheld(
+        &self,
+        instance: &WindowsInstance,
+        withheld: &[WithheldService],
+    ) -> Vec<WithheldService> {
+        let mut reported = self.withheld.lock().unwrap_or_else(PoisonError::into_inner);
+        let key = instance.key();
+        let new = withheld
+            .iter()
+            .filter(|service| !reported.get(&key).is_some_and(|before| before.contains(service)))
+            .cloned()
+            .collect();
+        if withheld.is_empty() {
+            reported.remove(&key);
+        } else {
+            reported.insert(key, withheld.to_vec());
+        }
+        new
     }
 }
 

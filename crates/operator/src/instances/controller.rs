@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{StreamExt, TryStreamExt};
+use futures::{Stream, StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::runtime::controller::{self, Action};
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -46,27 +46,41 @@ const INVENTORY: &str = "inventory";
 
 /// Runs the inventory loop and the instance controller (at most `concurrency` hosts at once) until `shutdown` is
 /// triggered: then the inventory loop stops, no new host reconcile starts, and this returns once the reconciles
-/// in flight finished (the caller bounds that wait).
+/// in flight finished (the caller bounds that wait). Every item of `files_changed` (cluster material that changes
+/// registered hosts' files, see `MaterialSnapshot::node_file_changes`) reconciles every record.
 ///
 /// ```no_run
 /// # async fn run(client: kube::Client, context: std::sync::Arc<wmco_operator::instances::InstancesContext>) {
 /// use wmco_operator::instances::{DEFAULT_CONCURRENCY, controller};
 /// use wmco_operator::shutdown::ShutdownSignal;
-/// controller(client, context, DEFAULT_CONCURRENCY, ShutdownSignal::never()).await;
+/// controller(client, context, DEFAULT_CONCURRENCY, futures::stream::pending(), ShutdownSignal::never()).await;
 /// # }
 /// ```
-pub async fn controller(client: Client, ctx: Arc<InstancesContext>, concurrency: u16, shutdown: ShutdownSignal) {
+pub async fn controller(
+    client: Client,
+    ctx: Arc<InstancesContext>,
+    concurrency: u16,
+    files_changed: impl Stream<Item = ()> + Send + 'static,
+    shutdown: ShutdownSignal,
+) {
     let inventory = shutdown.clone().unless_triggered(inventory_loop(client.clone(), Arc::clone(&ctx)));
-    let instances = instance_controller(client, ctx, concurrency, shutdown);
+    let instances = instance_controller(client, ctx, concurrency, files_changed, shutdown);
     futures::join!(inventory, instances);
 }
 
-async fn instance_controller(client: Client, ctx: Arc<InstancesContext>, concurrency: u16, shutdown: ShutdownSignal) {
+async fn instance_controller(
+    client: Client,
+    ctx: Arc<InstancesContext>,
+    concurrency: u16,
+    files_changed: impl Stream<Item = ()> + Send + 'static,
+    shutdown: ShutdownSignal,
+) {
     let records: Api<WindowsInstance> = Api::namespaced(client.clone(), &ctx.settings.namespace);
     let nodes: Api<Node> = Api::all(client);
     let windows_nodes = watcher::Config::default().labels(&format!("{KUBERNETES_OS_LABEL}=windows"));
     let instances = Controller::new(records, watcher::Config::default())
         .with_config(controller::Config::default().concurrency(concurrency.max(1)))
+        .reconcile_all_on(files_changed)
         .graceful_shutdown_on(shutdown.triggered());
     let store = instances.store();
     instances

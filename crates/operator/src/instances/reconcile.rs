@@ -7,8 +7,8 @@ use wmco_cluster_client::names::INSTANCE_FINALIZER;
 use wmco_cluster_client::types::WindowsInstance;
 use wmco_cluster_client::{NewEvent, Severity, WindowsInstanceExt};
 use wmco_node_config::{
-    ConfigureInputs, ConfigureOutcome, DeconfigureInputs, DeconfigureOutcome, FlowError, HostSession, configure,
-    deconfigure,
+    ConfigureInputs, ConfigureOutcome, DeconfigureInputs, DeconfigureOutcome, FlowError, HostSession, WithheldService,
+    configure, deconfigure,
 };
 
 use super::{InstancesContext, InstancesError};
@@ -91,7 +91,26 @@ async fn configure_pass(
     };
     let pass =
         async { configure(&session, ctx.cluster(), &inputs).await.map_err(|source| flow_error(instance, source)) };
-    counting_traffic(ctx, &session, pass).await
+    let outcome = counting_traffic(ctx, &session, pass).await?;
+    for withheld in ctx.newly_withheld(instance, &outcome.withheld) {
+        tracing::warn!(instance = %instance.key(), service = %withheld.service, reason = %withheld.reason,
+            "service withheld until its input exists; the other services go ahead");
+        publish(instance, ctx, &withheld_event(&withheld)).await;
+    }
+    Ok(outcome)
+}
+
+/// The Warning Event on the record for a service a configure pass left out.
+pub(crate) fn withheld_event(withheld: &WithheldService) -> NewEvent {
+    NewEvent {
+        severity: Severity::Warning,
+        reason: "ServiceWithheld".to_owned(),
+        action: "Configure".to_owned(),
+        note: Some(format!(
+            "{} is not installed until its input exists: {}; the other services go ahead",
+            withheld.service, withheld.reason
+        )),
+    }
 }
 
 async fn release(instance: &WindowsInstance, ctx: &InstancesContext) -> Result<InstanceOutcome, InstancesError> {
@@ -140,8 +159,13 @@ pub(crate) fn failure_event(error: &InstancesError) -> NewEvent {
 }
 
 async fn publish_failure(instance: &WindowsInstance, ctx: &InstancesContext, error: &InstancesError) {
+    publish(instance, ctx, &failure_event(error)).await;
+}
+
+/// Publishes `event` on the record; a failed publish is logged, never an error of the reconcile.
+async fn publish(instance: &WindowsInstance, ctx: &InstancesContext, event: &NewEvent) {
     let regarding = instance.object_ref(&());
-    if let Err(publish_error) = ctx.events.publish(&regarding, &failure_event(error)).await {
-        tracing::warn!(instance = %instance.key(), error = %publish_error, "could not publish the failure Event");
+    if let Err(publish_error) = ctx.events.publish(&regarding, event).await {
+        tracing::warn!(instance = %instance.key(), reason = %event.reason, error = %publish_error, "could not publish an Event");
     }
 }

@@ -16,8 +16,9 @@ use wmco_cluster_client::types::{
 };
 use wmco_cluster_client::{DrainOptions, InstanceRecords, Seams, Severity};
 use wmco_instance_inventory::{StaticResolver, build_inventory, instance_name};
-use wmco_node_config::{FileStage, HostFilesSource, HostIdentity, ServiceSettings, SourceError};
-use wmco_payload_manifest::HostFileSet;
+use wmco_node_config::{
+    FileStage, HostFilesSource, HostIdentity, ServiceSettings, SourceError, StageFiles, WithheldService,
+};
 use wmco_ssh_transport::{HostKey, Output, RemoteCommand, RemoteHost, TransportError, UploadOutcome, UploadRequest};
 use wmco_windows_services::{LogRotation, Platform, Verbosity};
 
@@ -83,7 +84,7 @@ impl HostConnector for FixedConnector {
 struct NoFiles;
 
 impl HostFilesSource for NoFiles {
-    fn files(&self, _identity: &HostIdentity, _stage: FileStage<'_>) -> Result<HostFileSet, SourceError> {
+    fn files(&self, _identity: &HostIdentity, _stage: FileStage<'_>) -> Result<StageFiles, SourceError> {
         Err("no files in these tests".into())
     }
 }
@@ -329,4 +330,40 @@ async fn a_deleted_record_without_the_finalizer_needs_nothing() {
     instance.metadata.deletion_timestamp = Some(Time(Timestamp::UNIX_EPOCH));
 
     assert_eq!(reconcile_instance(&instance, &fx.ctx).await.unwrap(), InstanceOutcome::Gone);
+}
+
+#[test]
+fn a_withheld_service_is_reported_once_per_reason_and_again_after_it_was_released() {
+    let fixture = fixture(unreachable);
+    let instance = record("10.0.0.5", InstanceOrigin::Byoh);
+    let missing =
+        WithheldService::new("windows_exporter", "Secret wmco/windows-machine-config-operator-tls does not exist");
+    let renamed =
+        WithheldService::new("windows_exporter", "Secret wmco/windows-machine-config-operator-tls has no tls.key");
+    let ctx = &fixture.ctx;
+    let reported = ctx.newly_withheld(&instance, std::slice::from_ref(&missing));
+    assert_eq!(reported, std::slice::from_ref(&missing));
+    assert_eq!(ctx.newly_withheld(&instance, std::slice::from_ref(&missing)), []);
+    let reported = ctx.newly_withheld(&instance, std::slice::from_ref(&renamed));
+    assert_eq!(reported, std::slice::from_ref(&renamed));
+    assert_eq!(ctx.newly_withheld(&instance, &[]), []);
+    assert_eq!(ctx.newly_withheld(&instance, std::slice::from_ref(&renamed)), [renamed]);
+    let other = record("10.0.0.6", InstanceOrigin::Byoh);
+    assert_eq!(ctx.newly_withheld(&other, std::slice::from_ref(&missing)), [missing]);
+}
+
+#[test]
+fn the_withheld_event_is_a_warning_naming_the_service_and_what_is_missing() {
+    let event =
+        super::reconcile::withheld_event(&WithheldService::new("windows_exporter", "Secret ns/tls does not exist"));
+    assert_eq!(
+        (event.severity, event.reason.as_str(), event.action.as_str()),
+        (Severity::Warning, "ServiceWithheld", "Configure")
+    );
+    assert_eq!(
+        event.note.as_deref(),
+        Some(
+            "windows_exporter is not installed until its input exists: Secret ns/tls does not exist; the other services go ahead"
+        )
+    );
 }

@@ -218,6 +218,7 @@ async fn run_host_controllers(
                 client.clone(),
                 Arc::new(context),
                 config.flags.concurrency,
+                snapshot.node_file_changes(),
                 shutdown.clone(),
             );
             let upgrades =
