@@ -1,5 +1,5 @@
 //! The `WindowsInstance` CustomResourceDefinition, generated from the Rust type and rendered as the YAML committed
-//! under `manifests/crds/windowsinstances.yaml` (printed by `wmco crd`).
+//! under `manifests/base/crds/windowsinstances.yaml` (printed by `wmco crd`).
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
@@ -31,15 +31,15 @@ pub fn windows_instance_crd_yaml() -> Result<String> {
 mod tests {
     use super::*;
 
-    const COMMITTED: &str = include_str!("../../../manifests/crds/windowsinstances.yaml");
+    const COMMITTED: &str = include_str!("../../../manifests/base/crds/windowsinstances.yaml");
 
     #[test]
     fn committed_crd_matches_the_rust_type() {
         let generated = windows_instance_crd_yaml().unwrap();
         assert!(
             generated == COMMITTED,
-            "manifests/crds/windowsinstances.yaml is stale: regenerate it with \
-             `cargo run -p wmco -- crd > manifests/crds/windowsinstances.yaml`"
+            "manifests/base/crds/windowsinstances.yaml is stale: regenerate it with \
+             `cargo run -p wmco -- crd > manifests/base/crds/windowsinstances.yaml`"
         );
     }
 

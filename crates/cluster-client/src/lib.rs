@@ -1,7 +1,7 @@
 //! Typed access to every Kubernetes and OpenShift object the wmco operator touches.
 //!
 //! - [`types`]: the `WindowsInstance` custom resource and the OpenShift objects the operator reads.
-//! - [`crd`]: the `WindowsInstance` CustomResourceDefinition as YAML (`wmco crd`, `manifests/crds/`).
+//! - [`crd`]: the `WindowsInstance` CustomResourceDefinition as YAML (`wmco crd`, `manifests/base/crds/`).
 //! - [`names`]: the finalizer, annotations, labels and field manager of the cluster-facing contract.
 //! - Accessors in the style of [`kube::ResourceExt`] (re-exported here): [`NodeExt`] (readiness, annotations,
 //!   marks) and [`WindowsInstanceExt`] (the record's `namespace/name` key, recorded Node name, pinned host key).

@@ -46,7 +46,7 @@ const SCENARIO_TIMEOUT: Duration = Duration::from_secs(300);
 /// How long to wait for a controller of the control plane to react (generous: CI machines can be very busy).
 const REACTION_TIMEOUT: Duration = Duration::from_secs(120);
 /// The committed CRD, as `kubectl apply` would read it.
-const CRD_YAML: &str = include_str!("../../../manifests/crds/windowsinstances.yaml");
+const CRD_YAML: &str = include_str!("../../../manifests/base/crds/windowsinstances.yaml");
 
 type Scenario = fn(Arc<ControlPlane>) -> Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send>>;
 

@@ -1,5 +1,5 @@
 //! The OpenShift objects the product reads, installed into every control plane: CRDs (minimal structural schemas
-//! in `fixtures/crds/`), namespaces, the node-bootstrapper identity and the cluster singletons
+//! in `fixtures/crds/`, the Prometheus Operator's monitoring.coreos.com kinds among them), namespaces, the node-bootstrapper identity and the cluster singletons
 //! (`fixtures/cluster/`). Objects are server-side applied in file order; status is applied through the status
 //! subresource when the kind has one.
 
@@ -25,7 +25,7 @@ struct Fixture {
 }
 
 /// CRDs, installed first and awaited until established.
-const CRD_FIXTURES: [Fixture; 4] = [
+const CRD_FIXTURES: [Fixture; 5] = [
     Fixture {
         file: "crds/machine.openshift.io.yaml",
         text: include_str!("../fixtures/crds/machine.openshift.io.yaml"),
@@ -38,6 +38,10 @@ const CRD_FIXTURES: [Fixture; 4] = [
     Fixture {
         file: "crds/machineconfiguration.openshift.io.yaml",
         text: include_str!("../fixtures/crds/machineconfiguration.openshift.io.yaml"),
+    },
+    Fixture {
+        file: "crds/monitoring.coreos.com.yaml",
+        text: include_str!("../fixtures/crds/monitoring.coreos.com.yaml"),
     },
 ];
 

@@ -1,6 +1,8 @@
 //! Proof that `manifests/` installs the operator on the e2e control plane and grants its ServiceAccount least
-//! privilege: `kubectl apply -k` accepts the manifests and the plain-Kubernetes extras, a second apply changes
-//! nothing, the Deployment's pod passes the namespace's `restricted` Pod Security level, and the operator's token can
+//! privilege: `kubectl apply -k` accepts both overlays (OpenShift, then plain Kubernetes over it), a second apply of
+//! each changes nothing, each carries what its flavour needs (service-ca annotation, cluster-monitoring label,
+//! monitoring objects; the cluster-settings ConfigMap and node-bootstrapper binding), the plain-Kubernetes overlay
+//! renders without its monitoring component, the Deployment's pod passes the namespace's `restricted` Pod Security level, and the operator's token can
 //! do exactly what `docs/install.md` says (SelfSubjectAccessReviews for the whole table, real calls for the
 //! sensitive rules: CSR approval per signer, TokenRequest per ServiceAccount, Secrets, the API server CA in
 //! `kube-root-ca.crt`, Node patch, eviction, `WindowsInstance` status).
@@ -17,11 +19,11 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::authorization::v1::{ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec};
 use k8s_openapi::api::certificates::v1::{CertificateSigningRequest, CertificateSigningRequestSpec};
-use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Secret, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Secret, Service, ServiceAccount};
 use kube::api::{Api, DynamicObject, EvictParams, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind, ObjectMeta};
 use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair};
-use serde_json::json;
+use serde_json::{Value, json};
 use wmco_e2e_harness::{ControlPlane, ControlPlaneOptions, eventually_some};
 
 /// The operator's namespace and ServiceAccount.
@@ -139,7 +141,10 @@ async fn manifests_install_the_operator_with_least_privilege() -> anyhow::Result
     let control_plane =
         ControlPlane::start(ControlPlaneOptions::default()).await.context("the e2e control plane did not start")?;
 
-    apply_is_accepted_and_idempotent(&control_plane).await?;
+    openshift_overlay_applies_and_is_idempotent(&control_plane).await?;
+    operator_pod_passes_restricted_pod_security(&control_plane).await?;
+    kubernetes_overlay_applies_and_is_idempotent(&control_plane).await?;
+    kubernetes_overlay_renders_without_the_monitoring_component(&control_plane).await?;
     operator_pod_passes_restricted_pod_security(&control_plane).await?;
 
     let operator = control_plane
@@ -160,6 +165,10 @@ fn manifests_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../manifests")
 }
 
+fn overlay(name: &str) -> PathBuf {
+    manifests_dir().join("overlays").join(name)
+}
+
 /// Runs `kubectl apply -k DIR` as admin; returns stdout's lines as a set.
 async fn kubectl_apply(control_plane: &ControlPlane, kustomization: &Path) -> anyhow::Result<BTreeSet<String>> {
     let output = control_plane.kubectl().arg("apply").arg("-k").arg(kustomization).output().await?;
@@ -173,7 +182,31 @@ async fn kubectl_apply(control_plane: &ControlPlane, kustomization: &Path) -> an
     Ok(stdout.lines().map(str::to_owned).collect())
 }
 
-/// Object names as `kubectl apply` prints them.
+/// `kubectl kustomize DIR`: the rendered objects as JSON values.
+async fn kubectl_kustomize(control_plane: &ControlPlane, kustomization: &Path) -> anyhow::Result<Vec<Value>> {
+    let output = control_plane.kubectl().arg("kustomize").arg(kustomization).output().await?;
+    ensure!(
+        output.status.success(),
+        "kubectl kustomize {} failed: {}",
+        kustomization.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8(output.stdout)?;
+    let documents: Vec<Value> = serde_saphyr::from_multiple(&text)?;
+    Ok(documents.into_iter().filter(|document| !document.is_null()).collect())
+}
+
+/// `kind/name` of each rendered object.
+fn kinds_and_names(objects: &[Value]) -> BTreeSet<String> {
+    objects
+        .iter()
+        .map(|object| {
+            format!("{}/{}", object["kind"].as_str().unwrap_or("?"), object["metadata"]["name"].as_str().unwrap_or("?"))
+        })
+        .collect()
+}
+
+/// Object names as `kubectl apply` prints them: the base.
 const BASE_OBJECTS: &[&str] = &[
     "customresourcedefinition.apiextensions.k8s.io/windowsinstances.windowsmachineconfig.openshift.io",
     "serviceaccount/windows-machine-config-operator",
@@ -188,49 +221,163 @@ const BASE_OBJECTS: &[&str] = &[
     "rolebinding.rbac.authorization.k8s.io/windows-machine-config-operator-events",
     "clusterrolebinding.rbac.authorization.k8s.io/windows-machine-config-operator",
     "service/windows-machine-config-operator-metrics",
+    "service/windows-exporter",
     "deployment.apps/windows-machine-config-operator",
 ];
+/// The monitoring component.
+const MONITORING_OBJECTS: &[&str] = &[
+    "servicemonitor.monitoring.coreos.com/windows-machine-config-operator",
+    "servicemonitor.monitoring.coreos.com/windows-exporter",
+    "prometheusrule.monitoring.coreos.com/windows-prometheus-k8s-rules",
+];
+/// What only the OpenShift overlay adds.
+const OPENSHIFT_OBJECTS: &[&str] =
+    &["role.rbac.authorization.k8s.io/prometheus-k8s", "rolebinding.rbac.authorization.k8s.io/prometheus-k8s"];
 /// The operator namespace already exists: the harness installs OpenShift's namespaces as fixtures.
-const BASE_NAMESPACE: &str = "namespace/openshift-windows-machine-config-operator";
-/// The plain-Kubernetes extras; the namespace and ServiceAccount already exist as harness fixtures (OpenShift).
-const PLAIN_EXISTING: &[&str] = &["namespace/openshift-machine-config-operator", "serviceaccount/node-bootstrapper"];
+const OPERATOR_NAMESPACE_OBJECT: &str = "namespace/openshift-windows-machine-config-operator";
+/// What only the plain-Kubernetes overlay adds; the node-bootstrapper namespace and ServiceAccount already exist as
+/// harness fixtures (OpenShift has them).
 const PLAIN_NEW: &str =
     "clusterrolebinding.rbac.authorization.k8s.io/windows-machine-config-operator-node-bootstrapper";
+const SERVICE_CA_ANNOTATION: &str = "service.beta.openshift.io/serving-cert-secret-name";
+const EXPORTER_TLS_SECRET: &str = "windows-machine-config-operator-tls";
 
 fn with_verb(objects: &[&str], verb: &str) -> Vec<String> {
     objects.iter().map(|object| format!("{object} {verb}")).collect()
 }
 
-async fn apply_is_accepted_and_idempotent(control_plane: &ControlPlane) -> anyhow::Result<()> {
-    let base = manifests_dir();
-    let plain = base.join("plain-kubernetes");
+/// The OpenShift overlay: the first apply creates the base, the monitoring objects and Prometheus' Role (the
+/// namespace exists and is configured), a second apply changes nothing; then what OpenShift needs is there.
+async fn openshift_overlay_applies_and_is_idempotent(control_plane: &ControlPlane) -> anyhow::Result<()> {
+    let openshift = overlay("openshift");
+    let created: Vec<&str> = [BASE_OBJECTS, MONITORING_OBJECTS, OPENSHIFT_OBJECTS].concat();
+    let mut expected: BTreeSet<String> = with_verb(&created, "created").into_iter().collect();
+    expected.insert(format!("{OPERATOR_NAMESPACE_OBJECT} configured"));
+    let first = kubectl_apply(control_plane, &openshift).await?;
+    ensure!(first == expected, "first apply of overlays/openshift said {first:#?}, expected {expected:#?}");
+    let mut unchanged: BTreeSet<String> = with_verb(&created, "unchanged").into_iter().collect();
+    unchanged.insert(format!("{OPERATOR_NAMESPACE_OBJECT} unchanged"));
+    let second = kubectl_apply(control_plane, &openshift).await?;
+    ensure!(second == unchanged, "second apply of overlays/openshift was not a no-op: {second:#?}");
 
-    let mut expected: BTreeSet<String> = with_verb(BASE_OBJECTS, "created").into_iter().collect();
-    expected.insert(format!("{BASE_NAMESPACE} configured"));
-    let first = kubectl_apply(control_plane, &base).await?;
-    ensure!(first == expected, "first apply of manifests/ said {first:#?}, expected {expected:#?}");
-
-    let mut expected: BTreeSet<String> = with_verb(PLAIN_EXISTING, "configured").into_iter().collect();
-    expected.insert(format!("{PLAIN_NEW} created"));
-    let first_plain = kubectl_apply(control_plane, &plain).await?;
+    let client = control_plane.admin_client();
+    let namespace = Api::<Namespace>::all(client.clone()).get(OPERATOR_NAMESPACE).await?;
+    let labels = namespace.metadata.labels.unwrap_or_default();
+    ensure!(labels.get("openshift.io/cluster-monitoring").map(String::as_str) == Some("true"), "{labels:?}");
+    let exporter = Api::<Service>::namespaced(client.clone(), OPERATOR_NAMESPACE).get("windows-exporter").await?;
+    let annotations = exporter.metadata.annotations.unwrap_or_default();
     ensure!(
-        first_plain == expected,
-        "first apply of manifests/plain-kubernetes/ said {first_plain:#?}, expected {expected:#?}"
+        annotations.get(SERVICE_CA_ANNOTATION).map(String::as_str) == Some(EXPORTER_TLS_SECRET),
+        "the windows-exporter Service asks service-ca for no certificate: {annotations:?}"
     );
-
-    let mut unchanged_base: BTreeSet<String> = with_verb(BASE_OBJECTS, "unchanged").into_iter().collect();
-    unchanged_base.insert(format!("{BASE_NAMESPACE} unchanged"));
-    let second = kubectl_apply(control_plane, &base).await?;
-    ensure!(second == unchanged_base, "second apply of manifests/ was not a no-op: {second:#?}");
-
-    let mut unchanged_plain: BTreeSet<String> = with_verb(PLAIN_EXISTING, "unchanged").into_iter().collect();
-    unchanged_plain.insert(format!("{PLAIN_NEW} unchanged"));
-    let second_plain = kubectl_apply(control_plane, &plain).await?;
-    ensure!(
-        second_plain == unchanged_plain,
-        "second apply of manifests/plain-kubernetes/ was not a no-op: {second_plain:#?}"
-    );
+    let ports = exporter.spec.and_then(|spec| spec.ports).unwrap_or_default();
+    ensure!(ports.iter().map(|port| port.port).collect::<Vec<_>>() == [9182], "{ports:?}");
+    let monitor = service_monitor(control_plane, "windows-exporter").await?;
+    let tls = &monitor["spec"]["endpoints"][0]["tlsConfig"];
+    ensure!(tls["caFile"] == "/etc/prometheus/configmaps/serving-certs-ca-bundle/service-ca.crt", "{tls}");
+    ensure!(tls["serverName"] == "windows-exporter.openshift-windows-machine-config-operator.svc", "{tls}");
+    ensure!(tls.get("ca").is_none(), "the service CA replaces the Secret's ca.crt: {tls}");
+    let deployment = Api::<Deployment>::namespaced(client, OPERATOR_NAMESPACE).get(OPERATOR_NAME).await?;
+    let pod = deployment.spec.context("the Deployment has no spec")?.template.spec.context("no pod spec")?;
+    ensure!(pod.priority_class_name.as_deref() == Some("system-cluster-critical"), "{:?}", pod.priority_class_name);
+    ensure!(pod.containers[0].image.as_deref() == Some("quay.io/wmco-rs/wmco:v0.1.0"), "{:?}", pod.containers[0].image);
     Ok(())
+}
+
+/// The plain-Kubernetes overlay over the OpenShift one (as an admin switching flavours would): it applies, a second
+/// apply changes nothing, the Deployment reads `wmco run`'s two cluster facts from the generated ConfigMap, the
+/// node-bootstrapper binding exists and the service-ca annotation is gone.
+async fn kubernetes_overlay_applies_and_is_idempotent(control_plane: &ControlPlane) -> anyhow::Result<()> {
+    let kubernetes = overlay("kubernetes");
+    let first = kubectl_apply(control_plane, &kubernetes).await?;
+    ensure!(first.contains(&format!("{PLAIN_NEW} created")), "first apply of overlays/kubernetes said {first:#?}");
+    let second = kubectl_apply(control_plane, &kubernetes).await?;
+    ensure!(
+        !second.is_empty() && second.iter().all(|line| line.ends_with(" unchanged")),
+        "second apply of overlays/kubernetes was not a no-op: {second:#?}"
+    );
+    let client = control_plane.admin_client();
+    let deployment = Api::<Deployment>::namespaced(client.clone(), OPERATOR_NAMESPACE).get(OPERATOR_NAME).await?;
+    let pod = deployment.spec.context("the Deployment has no spec")?.template.spec.context("no pod spec")?;
+    ensure!(pod.priority_class_name.is_none(), "{:?}", pod.priority_class_name);
+    let env_from = pod.containers[0].env_from.clone().unwrap_or_default();
+    let settings = env_from
+        .iter()
+        .find_map(|source| source.config_map_ref.as_ref())
+        .context("the Deployment takes no environment from a ConfigMap")?;
+    ensure!(settings.name.starts_with("wmco-cluster-settings-"), "{settings:?}");
+    let config_map = Api::<ConfigMap>::namespaced(client.clone(), OPERATOR_NAMESPACE).get(&settings.name).await?;
+    let data = config_map.data.unwrap_or_default();
+    let keys: Vec<&str> = data.keys().map(String::as_str).collect();
+    ensure!(keys == ["WMCO_API_SERVER_URL", "WMCO_SERVICE_CIDR"], "{data:?}");
+    let exporter = Api::<Service>::namespaced(client, OPERATOR_NAMESPACE).get("windows-exporter").await?;
+    let annotations = exporter.metadata.annotations.unwrap_or_default();
+    ensure!(!annotations.contains_key(SERVICE_CA_ANNOTATION), "{annotations:?}");
+    let monitor = service_monitor(control_plane, "windows-exporter").await?;
+    let ca = &monitor["spec"]["endpoints"][0]["tlsConfig"]["ca"]["secret"];
+    ensure!(ca["name"] == EXPORTER_TLS_SECRET && ca["key"] == "ca.crt", "{monitor}");
+    Ok(())
+}
+
+/// An admin on a cluster without the Prometheus Operator deletes the `components:` line of the plain-Kubernetes
+/// overlay: the rest renders unchanged, without a monitoring.coreos.com object.
+async fn kubernetes_overlay_renders_without_the_monitoring_component(
+    control_plane: &ControlPlane,
+) -> anyhow::Result<()> {
+    let copy = tempfile::tempdir()?;
+    copy_tree(&manifests_dir(), &copy.path().join("manifests"))?;
+    let kustomization = copy.path().join("manifests/overlays/kubernetes/kustomization.yaml");
+    let text = std::fs::read_to_string(&kustomization)?;
+    let without: String = text
+        .lines()
+        .filter(|line| !line.starts_with("components:") && !line.contains("components/monitoring"))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    ensure!(without.len() < text.len(), "no components line in {}", kustomization.display());
+    std::fs::write(&kustomization, without)?;
+    let full = kinds_and_names(&kubectl_kustomize(control_plane, &overlay("kubernetes")).await?);
+    let objects = kubectl_kustomize(control_plane, &copy.path().join("manifests/overlays/kubernetes")).await?;
+    ensure!(
+        objects
+            .iter()
+            .all(|object| !object["apiVersion"].as_str().unwrap_or_default().starts_with("monitoring.coreos.com/")),
+        "monitoring objects rendered without the component"
+    );
+    let monitoring: BTreeSet<String> = [
+        "ServiceMonitor/windows-machine-config-operator",
+        "ServiceMonitor/windows-exporter",
+        "PrometheusRule/windows-prometheus-k8s-rules",
+    ]
+    .map(String::from)
+    .into();
+    let expected: BTreeSet<String> = full.difference(&monitoring).cloned().collect();
+    ensure!(kinds_and_names(&objects) == expected, "without the component: {:#?}", kinds_and_names(&objects));
+    Ok(())
+}
+
+fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
+/// A ServiceMonitor in the operator namespace, as JSON.
+async fn service_monitor(control_plane: &ControlPlane, name: &str) -> anyhow::Result<Value> {
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("monitoring.coreos.com", "v1", "ServiceMonitor"),
+        "servicemonitors",
+    );
+    let monitors: Api<DynamicObject> =
+        Api::namespaced_with(control_plane.admin_client(), OPERATOR_NAMESPACE, &resource);
+    Ok(serde_json::to_value(monitors.get(name).await?)?)
 }
 
 /// The control plane runs no Deployment controller, so the pod is built from the Deployment's template and created

@@ -1,8 +1,8 @@
 //! The wmco sandbox: the product's main job on one machine, for `cargo xtask sandbox` and the BYOH e2e scenarios.
 //!
 //! [`Sandbox::start`] starts, in order: the e2e control plane (`wmco-e2e-harness`) with the operator's
-//! `manifests/` applied by kubectl; the admin's inputs (Secret `cloud-private-key` with a fresh Ed25519 key,
-//! Secret `windows-machine-config-operator-tls`, ConfigMap `kube-root-ca.crt`); simulated Windows hosts
+//! `manifests/overlays/openshift` applied by kubectl; the admin's inputs (Secret `cloud-private-key` with a fresh
+//! Ed25519 key, Secret `windows-machine-config-operator-tls` unless told not to, ConfigMap `kube-root-ca.crt`); simulated Windows hosts
 //! (`winhost-sim`, in this process) authorizing that key on one shared SSH port; an OVN stand-in annotating each
 //! Windows Node's hybrid-overlay subnet; and the operator as its own process (`wmco run`, found through `WMCO_BIN`)
 //! with its ServiceAccount's token — the RBAC of `manifests/`, never admin — logging to the sandbox directory.
@@ -42,7 +42,7 @@ pub mod workload;
 pub use credentials::{AdminKey, PRIVATE_KEY_FIELD, PRIVATE_KEY_SECRET, ROOT_CA_CONFIG_MAP, TLS_SECRET};
 pub use error::SandboxError;
 pub use hosts::SandboxHost;
-pub use manifests::{AppliedManifests, manifests_dir};
+pub use manifests::{AppliedManifests, manifests_dir, overlay_dir};
 pub use payload::{
     ALLOW_SYNTHETIC_PAYLOAD_FLAG, REAL_PAYLOAD_ENV, cache_root, cached_synthetic_payload, is_synthetic_payload,
     operator_payload_args, payload_key, real_payload_from_env, workspace_root,

@@ -1,7 +1,7 @@
-//! Installs the operator's manifests the way an admin does: `kubectl apply -k manifests/`, and on a cluster that
-//! does not serve `config.openshift.io` (plain Kubernetes) also `kubectl apply -k manifests/plain-kubernetes/`.
-//! The e2e control plane installs OpenShift's config CRDs as fixtures, so there the extras are not needed (its
-//! fixtures already hold the node-bootstrapper identity).
+//! Installs the operator's manifests the way an admin does: `kubectl apply -k manifests/overlays/openshift` on a
+//! cluster that serves `config.openshift.io` (the e2e control plane does, through its fixtures, which also hold
+//! the node-bootstrapper identity and the monitoring CRDs), `kubectl apply -k manifests/overlays/kubernetes`
+//! elsewhere.
 
 use std::path::{Path, PathBuf};
 
@@ -13,11 +13,11 @@ use crate::payload::workspace_root;
 /// The API group whose presence makes a cluster OpenShift-like.
 const OPENSHIFT_CONFIG_GROUP: &str = "config.openshift.io";
 
-/// Which kustomizations were applied.
+/// Which overlay was applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AppliedManifests {
-    /// The kustomization directories, in the order applied.
-    pub directories: Vec<PathBuf>,
+    /// The overlay directory.
+    pub overlay: PathBuf,
     /// Whether the cluster serves `config.openshift.io`.
     pub openshift_like: bool,
 }
@@ -27,22 +27,21 @@ pub fn manifests_dir() -> PathBuf {
     workspace_root().join("manifests")
 }
 
-/// Applies `manifests/` and, on plain Kubernetes, `manifests/plain-kubernetes/`.
+/// The overlay for a cluster: `manifests/overlays/openshift` or `manifests/overlays/kubernetes`.
+pub fn overlay_dir(openshift_like: bool) -> PathBuf {
+    manifests_dir().join("overlays").join(if openshift_like { "openshift" } else { "kubernetes" })
+}
+
+/// Applies the overlay that fits the cluster.
 ///
 /// # Errors
-/// [`SandboxError::Manifests`] with kubectl's output if an apply fails; [`SandboxError::Kube`] if API discovery
+/// [`SandboxError::Manifests`] with kubectl's output if the apply fails; [`SandboxError::Kube`] if API discovery
 /// fails.
 pub async fn install(control_plane: &ControlPlane) -> Result<AppliedManifests, SandboxError> {
     let openshift_like = serves_group(&control_plane.admin_client(), OPENSHIFT_CONFIG_GROUP).await?;
-    let base = manifests_dir();
-    let mut directories = vec![base.clone()];
-    if !openshift_like {
-        directories.push(base.join("plain-kubernetes"));
-    }
-    for directory in &directories {
-        kubectl_apply(control_plane, directory).await?;
-    }
-    Ok(AppliedManifests { directories, openshift_like })
+    let overlay = overlay_dir(openshift_like);
+    kubectl_apply(control_plane, &overlay).await?;
+    Ok(AppliedManifests { overlay, openshift_like })
 }
 
 async fn serves_group(client: &kube::Client, group: &str) -> Result<bool, SandboxError> {

@@ -1,5 +1,5 @@
 //! `wmco crd`: prints the `WindowsInstance` CustomResourceDefinition generated from the Rust type — YAML by default
-//! (exactly what `manifests/crds/windowsinstances.yaml` holds), one JSON document with `--output json`.
+//! (exactly what `manifests/base/crds/windowsinstances.yaml` holds), one JSON document with `--output json`.
 
 use wmco_cluster_client::crd::{windows_instance_crd, windows_instance_crd_yaml};
 
