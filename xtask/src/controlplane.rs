@@ -48,6 +48,27 @@ pub fn build_command() -> Command {
     command
 }
 
+/// The control plane's `kubectl` (`${WMCO_CACHE:-~/.cache/wmco-rs}/controlplane/<version>/bin/kubectl`, the
+/// version read from `e2e/controlplane/go.mod` as `build.sh` does); build it with [`build_command`] first.
+///
+/// # Errors
+/// `go.mod` names no `k8s.io/kubernetes` version, or `HOME` is unset without `WMCO_CACHE`.
+pub fn kubectl() -> anyhow::Result<std::path::PathBuf> {
+    let go_mod = std::fs::read_to_string(workspace_root().join("e2e/controlplane/go.mod"))
+        .context("cannot read e2e/controlplane/go.mod")?;
+    let version = go_mod
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("k8s.io/kubernetes "))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .find(|version| version.starts_with('v'))
+        .context("e2e/controlplane/go.mod requires no k8s.io/kubernetes version")?;
+    let cache = match std::env::var_os("WMCO_CACHE").filter(|value| !value.is_empty()) {
+        Some(cache) => std::path::PathBuf::from(cache),
+        None => std::path::PathBuf::from(std::env::var_os("HOME").context("HOME is not set")?).join(".cache/wmco-rs"),
+    };
+    Ok(cache.join("controlplane").join(version).join("bin/kubectl"))
+}
+
 fn run_to_success(mut command: Command, what: &str) -> anyhow::Result<()> {
     let status = command.status().with_context(|| format!("{what}: could not start {command:?}"))?;
     if !status.success() {

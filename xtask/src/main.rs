@@ -6,12 +6,17 @@
 //! `cargo xtask bench-ssh` benchmarks the SSH transport against a local sshd; `cargo xtask bench-fleet` the operator on
 //! simulated hosts.
 //! `cargo xtask controlplane build|up` builds or runs the e2e control plane (see `docs/testing.md`);
-//! `cargo xtask payload build|smoke|synthetic` builds, smoke-tests or fakes the Windows payload (`payload/README.md`).
+//! `cargo xtask payload build|smoke|synthetic` builds, smoke-tests or fakes the Windows payload (`payload/README.md`);
+//! `cargo xtask image` builds the operator image (an OCI layout and an oci-archive, no container engine);
+//! `cargo xtask bundle` generates, validates and packs the OLM bundle.
 
 mod bench_fleet;
 mod bench_ssh;
+mod bundle;
 mod controlplane;
 mod deny;
+mod deps;
+mod image;
 mod payload;
 mod repeat;
 mod sandbox;
@@ -50,6 +55,12 @@ enum Task {
     /// The Windows node payload: `build` the real one from pinned Go modules, `smoke` it under Wine, or write a
     /// `synthetic` one for tests.
     Payload(payload::PayloadArgs),
+    /// The operator image, without a container engine: the release `wmco`, the real payload at /payload, user 1001;
+    /// an OCI layout and an oci-archive tarball, the same digest for the same inputs.
+    Image(image::ImageArgs),
+    /// The OLM bundle: generate bundle/ from the manifests (or `--check` it), validate it with the operatorframework
+    /// suite, and build the bundle image.
+    Bundle(bundle::BundleArgs),
 }
 
 fn main() -> ExitCode {
@@ -61,6 +72,8 @@ fn main() -> ExitCode {
         Task::BenchSsh => bench_ssh::run(),
         Task::Controlplane(args) => controlplane::run(&args),
         Task::Payload(args) => payload::run(&args),
+        Task::Image(args) => image::run(&args),
+        Task::Bundle(args) => bundle::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

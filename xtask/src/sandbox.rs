@@ -2,7 +2,8 @@
 //! (once, cached outside the clone) and the `wmco` binary — then runs the `wmco-sandbox` program (`e2e/sandbox`):
 //! the control plane, N simulated Windows hosts, the OVN stand-in and the operator, the `windows-instances`
 //! ConfigMap for every host, and a line per change until all are Ready. `--payload real` serves the real payload
-//! (`cargo xtask payload build`, cached) instead of the small synthetic one.
+//! (`cargo xtask payload build`, cached) instead of the small synthetic one; `--image` runs the operator from its
+//! image (`cargo xtask image`) the way a kubelet runs its pod.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -64,12 +65,18 @@ pub struct SandboxArgs {
     /// Which payload the operator serves: `small` (fast, the default) or `real` (built first if not cached).
     #[arg(long, value_enum, default_value_t = PayloadChoice::Small)]
     pub payload: PayloadChoice,
+    /// Run the operator from its image (`cargo xtask image`, built first if needed) the way a kubelet runs the
+    /// Deployment's pod; the image carries the real payload.
+    #[arg(long, conflicts_with = "payload")]
+    pub image: bool,
 }
 
 /// Builds the control plane and `wmco`, then runs the sandbox program in the foreground.
 pub fn run(args: &SandboxArgs) -> anyhow::Result<()> {
+    run_checked(crate::deps::install_command(), "installing the Debian packages the sandbox needs")?;
     run_checked(controlplane::build_command(), "building the control plane")?;
-    let payload_dir = args.payload.payload_dir()?;
+    let payload_dir = if args.image { None } else { args.payload.payload_dir()? };
+    let image = if args.image { Some(crate::image::build_operator_image(None, None)?.archive) } else { None };
     let wmco = build_wmco()?;
     let mut sandbox = cargo();
     sandbox
@@ -85,6 +92,9 @@ pub fn run(args: &SandboxArgs) -> anyhow::Result<()> {
     }
     if let Some(dir) = payload_dir {
         sandbox.arg("--payload-dir").arg(dir);
+    }
+    if let Some(archive) = image {
+        sandbox.arg("--image").arg(archive);
     }
     run_checked(sandbox, "the sandbox")
 }

@@ -6,10 +6,12 @@ use std::process::Command;
 use anyhow::bail;
 use clap::Args;
 
+use crate::bundle::BundleArgs;
 use crate::controlplane;
+use crate::image::build_operator_image;
 use crate::payload::{build_real_payload, smoke_real_payload};
 use crate::repeat::{Repetition, run_and_parse};
-use crate::sandbox::build_wmco;
+use crate::sandbox::{PayloadChoice, SandboxArgs, build_wmco};
 use crate::stages::{StageClock, cargo, describe};
 
 /// Options of `cargo xtask test`.
@@ -34,6 +36,8 @@ pub fn run(args: &TestArgs) -> anyhow::Result<()> {
 }
 
 fn run_stages(args: &TestArgs, clock: &mut StageClock) -> anyhow::Result<()> {
+    // The Debian packages the build and tests need (a no-op once installed).
+    clock.run("deps", crate::deps::install_command())?;
     if !args.tests_only {
         let mut fmt = cargo();
         fmt.args(["fmt", "--all", "--", "--check"]);
@@ -66,12 +70,30 @@ fn run_stages(args: &TestArgs, clock: &mut StageClock) -> anyhow::Result<()> {
     clock.run("payload verify", verify)?;
     clock.time("payload smoke", || smoke_real_payload(&real_payload.dir))?;
 
+    // The operator image (the release binary and the real payload; reused while its inputs are unchanged) for the
+    // e2e test that runs it as a pod, and the OLM bundle: committed bundle/ up to date, validated, its image built.
+    let image = clock.time("image", || build_operator_image(None, None))?;
+    println!("    image {} {} ({})", image.image.name, image.image.digest, image.archive.display());
+    clock.time("bundle", || crate::bundle::run(&BundleArgs { check: true, image: None }))?;
+
+    // The README's main command, as a newcomer runs it (one host, until it is Ready).
+    let sandbox = SandboxArgs {
+        hosts: 1,
+        exit_when_ready: true,
+        timeout: 600,
+        keep: false,
+        payload: PayloadChoice::Small,
+        image: false,
+    };
+    clock.time("sandbox", || crate::sandbox::run(&sandbox))?;
+
     let test_command = || {
         // Every test binary runs even after one failed (--no-fail-fast), so one CI run lists every failure.
         let mut test = cargo();
         test.args(["test", "--workspace", "--no-fail-fast"])
             .env("WMCO_BIN", &wmco)
-            .env("WMCO_REAL_PAYLOAD", &real_payload.dir);
+            .env("WMCO_REAL_PAYLOAD", &real_payload.dir)
+            .env("WMCO_IMAGE", &image.archive);
         test
     };
     match args.repeat.get() {

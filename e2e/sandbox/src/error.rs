@@ -12,6 +12,12 @@ pub enum SandboxError {
     /// The real payload a test or the sandbox asked for is not there.
     #[error("the real payload: {0}")]
     RealPayload(String),
+    /// The operator image is missing, or its configuration or the pod's refuses a run.
+    #[error("the operator image: {0}")]
+    Image(String),
+    /// A tool the image runs need (skopeo, umoci, runc) failed or is missing.
+    #[error("{0}")]
+    Tool(String),
     /// A file or directory operation failed.
     #[error("cannot {action} {}: {source}", path.display())]
     Io {

@@ -34,6 +34,7 @@ mod manifests;
 pub mod operator;
 pub mod ovn;
 mod payload;
+pub mod pod;
 pub mod replicas;
 mod sandbox;
 pub mod secret_scan;

@@ -44,6 +44,33 @@ pub async fn install(control_plane: &ControlPlane) -> Result<AppliedManifests, S
     Ok(AppliedManifests { overlay, openshift_like })
 }
 
+/// The operator's Deployment as `overlay` renders it (`kubectl kustomize`), as JSON.
+///
+/// # Errors
+/// [`SandboxError::Manifests`] if kubectl fails or renders no Deployment.
+pub async fn render_deployment(
+    control_plane: &ControlPlane,
+    overlay: &Path,
+) -> Result<serde_json::Value, SandboxError> {
+    let output = control_plane
+        .kubectl()
+        .arg("kustomize")
+        .arg(overlay)
+        .output()
+        .await
+        .map_err(SandboxError::io("run kubectl kustomize", overlay))?;
+    let failed = |output: String| SandboxError::Manifests { dir: overlay.to_path_buf(), output };
+    if !output.status.success() {
+        return Err(failed(String::from_utf8_lossy(&output.stderr).into_owned()));
+    }
+    let documents: Vec<serde_json::Value> = serde_saphyr::from_multiple(&String::from_utf8_lossy(&output.stdout))
+        .map_err(|error| failed(format!("kubectl kustomize printed no YAML: {error}")))?;
+    documents
+        .into_iter()
+        .find(|document| document["kind"] == "Deployment")
+        .ok_or_else(|| failed("no Deployment rendered".to_owned()))
+}
+
 async fn serves_group(client: &kube::Client, group: &str) -> Result<bool, SandboxError> {
     let groups = client.list_api_groups().await.map_err(SandboxError::kube("list API groups"))?;
     Ok(groups.groups.iter().any(|candidate| candidate.name == group))

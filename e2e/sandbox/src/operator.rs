@@ -1,8 +1,9 @@
-//! The operator as its own process: the `wmco` binary running `wmco run` with a kubeconfig holding its
-//! ServiceAccount's token, stdout and stderr appended to one log file, its HTTP listener (`/readyz`, `/metrics`) on
-//! a free loopback port. [`OperatorProcess::kill`] sends SIGKILL (a crash, as far as the cluster and the hosts can
-//! tell); dropping the handle does the same. A small `sh` watchdog kills the operator if the process owning the
-//! handle dies without running destructors.
+//! The operator as its own process — the `wmco` binary running `wmco run` with a kubeconfig holding its
+//! ServiceAccount's token, or its image run as a pod ([`crate::pod`]) — stdout and stderr appended to one log
+//! file, its HTTP listener (`/readyz`, `/metrics`) on a free loopback port. [`OperatorProcess::kill`] sends SIGKILL
+//! (a crash, as far as the cluster and the hosts can tell); dropping the handle does the same. A small `sh`
+//! watchdog kills the operator (or removes its container) if the process owning the handle dies without running
+//! destructors.
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
@@ -14,6 +15,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use crate::SandboxError;
+use crate::pod::PodRun;
 
 /// The environment variable naming the `wmco` binary.
 pub const WMCO_BIN_ENV: &str = "WMCO_BIN";
@@ -52,12 +54,16 @@ pub struct OperatorLaunch {
     pub binary: PathBuf,
     /// The arguments after `wmco` (`run --payload-dir ...`), without the extra arguments.
     pub base_args: Vec<OsString>,
-    /// The kubeconfig file the operator uses (`KUBECONFIG`).
+    /// The kubeconfig file the operator uses (`KUBECONFIG`); a pod does not use it (it has in-cluster
+    /// configuration) but the secret scan reads the token from it.
     pub kubeconfig: PathBuf,
     /// The log file (appended to; every start writes a separator line).
     pub log: PathBuf,
-    /// The address of its HTTP listener (also in `base_args` as `--listen`).
+    /// The address of its HTTP listener (in `base_args` as `--listen`, or in a pod's environment).
     pub listen: SocketAddr,
+    /// Run the operator from its image as a pod would run (`base_args` are then the Deployment's), with this
+    /// environment after the Deployment's; `None` runs `binary` as a process.
+    pub pod: Option<(PodRun, Vec<(String, String)>)>,
 }
 
 /// The operator process (or its absence after [`OperatorProcess::kill`]).
@@ -128,11 +134,19 @@ impl OperatorProcess {
         .map_err(SandboxError::io("write the operator log", log_path))?;
         let stderr = log.try_clone().map_err(SandboxError::io("open the operator log", log_path))?;
         let spawn_error = |source| SandboxError::OperatorSpawn { binary: self.launch.binary.clone(), source };
-        let child = Command::new(&self.launch.binary)
-            .args(&args)
-            .env("KUBECONFIG", &self.launch.kubeconfig)
-            // Plain text in the log file: no terminal escape codes.
-            .env("NO_COLOR", "1")
+        let mut command = match &self.launch.pod {
+            Some((pod, env)) => pod.run_command(&args, env)?,
+            None => {
+                let mut command = Command::new(&self.launch.binary);
+                command
+                    .args(&args)
+                    .env("KUBECONFIG", &self.launch.kubeconfig)
+                    // Plain text in the log file: no terminal escape codes.
+                    .env("NO_COLOR", "1");
+                command
+            }
+        };
+        let child = command
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(stderr)
@@ -140,7 +154,10 @@ impl OperatorProcess {
             .process_group(0)
             .spawn()
             .map_err(spawn_error)?;
-        self.watchdog = spawn_watchdog(child.id(), &self.launch.binary).ok();
+        self.watchdog = match &self.launch.pod {
+            Some((pod, _)) => spawn_pod_watchdog(pod).ok(),
+            None => spawn_watchdog(child.id(), &self.launch.binary).ok(),
+        };
         self.child = Some(child);
         Ok(())
     }
@@ -154,9 +171,13 @@ impl OperatorProcess {
         self.start_with(extra_args)
     }
 
-    /// Kills the process with SIGKILL and reaps it (nothing happens if it is not running).
+    /// Kills the process with SIGKILL (a pod's container with it) and reaps it (nothing happens if it is not
+    /// running).
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
+            if let Some((pod, _)) = &self.launch.pod {
+                pod.remove();
+            }
             let _ = child.kill();
             let _ = child.wait();
         }
@@ -291,6 +312,24 @@ case "$(readlink "/proc/$2/exe" 2>/dev/null)" in "$3"*) kill -9 "$2" ;; esac"#;
         .arg(std::process::id().to_string())
         .arg(child.to_string())
         .arg(binary)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+}
+
+/// A `sh` loop (own process group) that kills and removes `pod`'s container once this process is gone.
+fn spawn_pod_watchdog(pod: &PodRun) -> std::io::Result<Child> {
+    let script = r#"while kill -0 "$1" 2>/dev/null; do sleep 1; done
+runc --root "$2" delete --force "$3" >/dev/null 2>&1"#;
+    Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg("wmco-sandbox-pod-watchdog")
+        .arg(std::process::id().to_string())
+        .arg(pod.runc_root())
+        .arg(&pod.id)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())

@@ -67,6 +67,7 @@ impl Replica {
             kubeconfig,
             log: sandbox.directory().join(format!("operator-{identity}.log")),
             listen,
+            pod: None,
         };
         let mut process = OperatorProcess::new(launch);
         process.start_with(extra_args.iter().map(OsString::from).collect())?;

@@ -27,6 +27,7 @@ use crate::credentials::{self, AdminKey};
 use crate::hosts::{FleetPlan, SandboxHost, start_fleet};
 use crate::operator::{OperatorLaunch, OperatorProcess, locate_operator_binary, log_tail};
 use crate::ovn::OvnStandIn;
+use crate::pod::{PodContainer, PodRun, UnpackedImage};
 use crate::secret_scan::{MIN_SECRET_LENGTH, ScanInputs, SecretKind, SecretScan};
 use crate::{OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, SandboxError, manifests};
 
@@ -39,6 +40,8 @@ pub const HOST_USER: &str = "Administrator";
 pub const OPERATOR_IDENTITY: &str = "wmco-sandbox";
 /// How many times (every 500 ms) the new `WindowsInstance` CRD is tried before the start fails.
 const CRD_READY_ATTEMPTS: u32 = 120;
+/// The name of the pod (and runc container) a pod-run operator gets.
+const OPERATOR_POD: &str = "windows-machine-config-operator-0";
 /// How long the operator's ServiceAccount token lives.
 const OPERATOR_TOKEN_LIFETIME: Duration = Duration::from_secs(24 * 3600);
 
@@ -73,6 +76,13 @@ pub struct SandboxOptions {
     /// Whether Secret `windows-machine-config-operator-tls` exists from the start (as OpenShift's service CA makes
     /// it); without it, [`Sandbox::create_exporter_tls_secret`] creates it later.
     pub exporter_tls_secret: bool,
+    /// Whether Secret `cloud-private-key` exists from the start; without it the admin (a test) creates it from
+    /// [`Sandbox::admin_key`] after the operator started, as the user guide says.
+    pub private_key_secret: bool,
+    /// Run the operator from this image (`oci-archive`, built by `cargo xtask image`) the way a kubelet runs the
+    /// Deployment's pod ([`crate::pod`]): the payload is the image's, `payload_dir` is ignored. `None` runs the
+    /// `wmco` binary as a process.
+    pub operator_image: Option<PathBuf>,
 }
 
 impl Default for SandboxOptions {
@@ -88,6 +98,8 @@ impl Default for SandboxOptions {
             payload_dir: None,
             kubelet: winhost_sim::wine_kubelet::KubeletModel::Simulated,
             exporter_tls_secret: true,
+            private_key_secret: true,
+            operator_image: None,
         }
     }
 }
@@ -184,15 +196,23 @@ impl Sandbox {
     /// # Errors
     /// [`SandboxError`] naming the step that failed; a missing `wmco` binary fails before anything starts.
     pub async fn start(options: SandboxOptions) -> Result<Sandbox, SandboxError> {
-        let binary = locate_operator_binary()?;
         let directory = tempfile::Builder::new()
             .prefix("wmco-sandbox-")
             .tempdir()
             .map_err(SandboxError::io("create the sandbox directory in", std::env::temp_dir()))?;
         let directory_path = directory.path().to_path_buf();
-        let payload_dir = match &options.payload_dir {
-            Some(dir) => dir.clone(),
-            None => crate::cached_synthetic_payload()?,
+        let image = match &options.operator_image {
+            Some(archive) => Some(UnpackedImage::unpack(archive, &directory_path.join("image"))?),
+            None => None,
+        };
+        let binary = match &image {
+            Some(image) => image.rootfs().join("usr/bin/wmco"),
+            None => locate_operator_binary()?,
+        };
+        let payload_dir = match (&image, &options.payload_dir) {
+            (Some(image), _) => image.rootfs().join("payload"),
+            (None, Some(dir)) => dir.clone(),
+            (None, None) => crate::cached_synthetic_payload()?,
         };
 
         let mut control_plane_options = ControlPlaneOptions::default();
@@ -200,11 +220,13 @@ impl Sandbox {
             control_plane_options = control_plane_options.node_monitor_grace_period(period);
         }
         let control_plane = ControlPlane::start(control_plane_options).await?;
-        manifests::install(&control_plane).await?;
+        let applied = manifests::install(&control_plane).await?;
         let admin = control_plane.admin_client();
         wait_for_instance_storage(&admin).await?;
         let admin_key = AdminKey::generate()?;
-        credentials::create_private_key_secret(&admin, &admin_key).await?;
+        if options.private_key_secret {
+            credentials::create_private_key_secret(&admin, &admin_key).await?;
+        }
         if options.exporter_tls_secret {
             credentials::create_tls_secret(&admin).await?;
         }
@@ -228,13 +250,32 @@ impl Sandbox {
         let user = format!("system:serviceaccount:{OPERATOR_NAMESPACE}:{OPERATOR_SERVICE_ACCOUNT}");
         write_private_file(&kubeconfig, &control_plane.kubeconfig_for_token(&user, &token))?;
         let listen = free_loopback_address()?;
-        let launch = OperatorLaunch {
-            binary,
-            base_args: operator_base_args(&payload_dir, listen, started.ssh_port),
-            kubeconfig,
-            log: directory_path.join("operator.log"),
-            listen,
+        let (base_args, pod) = match image {
+            None => (operator_base_args(&payload_dir, listen, started.ssh_port), None),
+            Some(image) => {
+                let deployment = manifests::render_deployment(&control_plane, &applied.overlay).await?;
+                let container = PodContainer::from_deployment(&deployment, OPERATOR_NAMESPACE, OPERATOR_POD)?;
+                let service_account = directory_path.join("serviceaccount");
+                PodRun::write_service_account(
+                    &service_account,
+                    &token,
+                    control_plane.ca_certificate_pem(),
+                    OPERATOR_NAMESPACE,
+                )?;
+                let run = PodRun {
+                    image,
+                    id: OPERATOR_POD.to_owned(),
+                    dir: directory_path.join("pod"),
+                    service_account,
+                    api_server: api_server_address(control_plane.api_server_url())?,
+                    container,
+                };
+                let args = run.container.args.iter().map(OsString::from).collect();
+                (args, Some((run, pod_environment(listen, started.ssh_port))))
+            }
         };
+        let launch =
+            OperatorLaunch { binary, base_args, kubeconfig, log: directory_path.join("operator.log"), listen, pod };
         let sandbox = Sandbox {
             operator: Mutex::new(OperatorProcess::new(launch)),
             ovn,
@@ -791,6 +832,11 @@ impl Sandbox {
             .collect())
     }
 
+    /// The pod the operator runs in, when it runs from its image ([`SandboxOptions::operator_image`]).
+    pub fn operator_pod(&self) -> Option<PodRun> {
+        lock_operator(&self.operator).launch().pod.as_ref().map(|(pod, _)| pod.clone())
+    }
+
     /// The operator's process ID while it runs.
     pub fn operator_pid(&self) -> Option<u32> {
         lock_operator(&self.operator).pid()
@@ -864,6 +910,24 @@ fn operator_base_args(payload_dir: &Path, listen: SocketAddr, ssh_port: u16) -> 
         .map(OsString::from),
     );
     args
+}
+
+/// The environment a pod-run operator gets besides the Deployment's: what the sandbox needs and a cluster would
+/// not (its listener on a free loopback port, the hosts' shared SSH port, the identity the hosts' command logs
+/// name), as the environment variables of the same `wmco run` flags.
+fn pod_environment(listen: SocketAddr, ssh_port: u16) -> Vec<(String, String)> {
+    vec![
+        ("WMCO_LISTEN".to_owned(), listen.to_string()),
+        ("WMCO_SSH_PORT".to_owned(), ssh_port.to_string()),
+        ("WMCO_SSH_IDENTITY".to_owned(), OPERATOR_IDENTITY.to_owned()),
+    ]
+}
+
+/// The address of `https://HOST:PORT`, as `KUBERNETES_SERVICE_HOST` and `KUBERNETES_SERVICE_PORT` give it.
+fn api_server_address(url: &str) -> Result<SocketAddr, SandboxError> {
+    url.strip_prefix("https://")
+        .and_then(|address| address.trim_end_matches('/').parse().ok())
+        .ok_or_else(|| SandboxError::Image(format!("the API server URL {url} is not https://IP:PORT")))
 }
 
 /// A free port on 127.0.0.1 (for the operator's listener).

@@ -38,6 +38,11 @@ struct Cli {
     /// (default: the cached small synthetic payload, with which the operator runs with `--allow-synthetic-payload`).
     #[arg(long, value_name = "DIR")]
     payload_dir: Option<PathBuf>,
+    /// Run the operator from this image (the `oci-archive` `cargo xtask image` prints) the way a kubelet runs its
+    /// pod: the Deployment's args and environment, in-cluster configuration, user 1001, read-only root (needs root
+    /// for runc, and skopeo and umoci); the image's own payload is served.
+    #[arg(long, value_name = "ARCHIVE", conflicts_with = "payload_dir")]
+    image: Option<PathBuf>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -54,6 +59,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         latency: Latency::realistic(),
         keep_directory: cli.keep,
         payload_dir: cli.payload_dir.clone(),
+        operator_image: cli.image.clone(),
         ..SandboxOptions::default()
     };
     let sandbox = Sandbox::start(options).await?;
@@ -121,6 +127,9 @@ fn print_facts(sandbox: &Sandbox, startup: Duration) {
     println!("  API server:        {}", sandbox.control_plane().api_server_url());
     println!("  admin kubeconfig:  {}", sandbox.kubeconfig_path().display());
     println!("  operator log:      {}", sandbox.operator_log_path().display());
+    if let Some(pod) = sandbox.operator_pod() {
+        println!("  operator pod:      {} (runc --root {})", pod.id, pod.runc_root().display());
+    }
     let kind = if wmco_sandbox::is_synthetic_payload(sandbox.payload_dir()) { "synthetic" } else { "real" };
     println!("  payload:           {} ({kind})", sandbox.payload_dir().display());
     println!("  winhost-sim control: http://{}", sandbox.control_address());

@@ -184,6 +184,7 @@ impl OwnOperator {
             kubeconfig,
             log: sandbox.directory().join("operator-payload-changed.log"),
             listen,
+            pod: None,
         };
         Ok(OwnOperator { process: OperatorProcess::new(launch), listen })
     }
