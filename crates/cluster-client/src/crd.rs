@@ -63,11 +63,29 @@ mod tests {
             vec![
                 ("Address".to_owned(), ".spec.address".to_owned()),
                 ("Node".to_owned(), ".status.expectedNodeName".to_owned()),
+                ("Ready".to_owned(), ".status.conditions[?(@.type==\"Ready\")].status".to_owned()),
+                ("Reason".to_owned(), ".status.conditions[?(@.type==\"Ready\")].reason".to_owned()),
                 ("Phase".to_owned(), ".status.phase".to_owned()),
                 ("Version".to_owned(), ".status.configuredVersion".to_owned()),
                 ("Age".to_owned(), ".metadata.creationTimestamp".to_owned()),
             ]
         );
+    }
+
+    #[test]
+    fn conditions_are_a_map_list_with_kubernetes_validations() {
+        let crd = windows_instance_crd();
+        let schema = serde_json::to_value(&crd.spec.versions[0].schema).unwrap();
+        let conditions = &schema["openAPIV3Schema"]["properties"]["status"]["properties"]["conditions"];
+        assert_eq!(conditions["x-kubernetes-list-type"], "map");
+        assert_eq!(conditions["x-kubernetes-list-map-keys"], serde_json::json!(["type"]));
+        let item = &conditions["items"]["properties"];
+        assert_eq!(item["status"]["enum"], serde_json::json!(["True", "False", "Unknown"]));
+        assert_eq!((item["type"]["maxLength"].as_u64(), item["reason"]["maxLength"].as_u64()), (Some(316), Some(1024)));
+        assert!(item["reason"]["pattern"].is_string() && item["type"]["pattern"].is_string());
+        let columns = crd.spec.versions[0].additional_printer_columns.as_ref().unwrap();
+        let phase = columns.iter().find(|column| column.name == "Phase").unwrap();
+        assert_eq!(phase.priority, Some(1), "Phase moves to -o wide; Ready and Reason replace it");
     }
 
     #[test]
@@ -90,6 +108,7 @@ mod tests {
                 "hostname",
                 "lastError",
                 "nodeIp",
+                "observedGeneration",
                 "phase",
                 "pinnedHostKey",
                 "resolvedIpv4",

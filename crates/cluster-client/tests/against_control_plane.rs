@@ -213,6 +213,22 @@ async fn crd_validates_objects(control_plane: Arc<ControlPlane>) -> anyhow::Resu
     });
     let code = status_code(raw.patch_status("good", &PatchParams::apply("wmco-e2e"), &Patch::Apply(&bad_phase)).await)?;
     ensure!(code == 422, "unknown phase answered {code}");
+    let condition = |status: &str, reason: &str| {
+        json!({
+            "apiVersion": "windowsmachineconfig.openshift.io/v1alpha1", "kind": "WindowsInstance",
+            "status": {"conditions": [{"type": "Ready", "status": status, "reason": reason, "message": "m",
+                "lastTransitionTime": "2026-11-26T10:00:00Z", "observedGeneration": 1}]},
+        })
+    };
+    for (status, reason, expected) in [("Maybe", "Configured", 422), ("True", "not camel case", 422), ("True", "", 422)]
+    {
+        let patch = condition(status, reason);
+        let code = status_code(raw.patch_status("good", &PatchParams::apply("wmco-e2e"), &Patch::Apply(&patch)).await)?;
+        ensure!(code == expected, "condition status {status:?} reason {reason:?} answered {code}");
+    }
+    raw.patch_status("good", &PatchParams::apply("wmco-e2e"), &Patch::Apply(&condition("True", "Configured")))
+        .await
+        .context("a valid Ready condition")?;
 
     records.delete("cc-crd", "good").await?;
     let deleting = records.get("cc-crd", "good").await?.context("record gone before its finalizer was released")?;

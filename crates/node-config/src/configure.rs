@@ -301,7 +301,8 @@ pub async fn configure(
         Err(error) => {
             if error.is_authentication_failure() {
                 recorder.note_authentication_refused(error.to_string(), Timestamp::now());
-            } else if logged_in {
+            } else if logged_in && !error.is_host_key_mismatch() {
+                // A changed host key ends the connection before any login: it proves nothing about the key.
                 recorder.note_logged_in();
             }
             recorder.save_error(&error).await;

@@ -1,13 +1,14 @@
-//! The flow's progress record: a working copy of one `WindowsInstance` status, written through
-//! [`InstanceRecords::apply_status`] only when it changed, so a converged host causes no write and a crash
-//! resumes from the last saved phase. The approved bootstrap key is the CSR controller's; the flow only clears it,
+//! The flow's progress record: a working copy of one `WindowsInstance` status, its conditions derived from it
+//! ([`WindowsInstanceStatus::summarize`]) before every write, written through [`InstanceRecords::apply_status`]
+//! only when it changed, so a converged host causes no write and a crash resumes from the last saved phase. The approved bootstrap key is the CSR controller's; the flow only clears it,
 //! through [`InstanceRecords::apply_bootstrap_key`], when a new configuration attempt starts (the key of the
 //! previous attempt must not bind the new one).
 
 use jiff::Timestamp;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use wmco_cluster_client::types::{
-    AUTHENTICATION_FAILED_CONDITION, InstancePhase, WindowsInstance, WindowsInstanceStatus,
+    AUTHENTICATION_FAILED_CONDITION, ConditionState, HOST_KEY_MISMATCH_CONDITION, InstancePhase, WindowsInstance,
+    WindowsInstanceStatus,
 };
 use wmco_cluster_client::{InstanceRecords, WindowsInstanceExt};
 
@@ -21,6 +22,8 @@ pub(crate) struct Recorder<'a> {
     /// `namespace/name` of the record, for logs.
     key: String,
     host: String,
+    /// The record's `metadata.generation`, written as the conditions' and the status's `observedGeneration`.
+    generation: Option<i64>,
     saved: WindowsInstanceStatus,
     /// A new attempt started: the previous attempt's bootstrap key is cleared before the next status write.
     clear_bootstrap_key: bool,
@@ -53,6 +56,7 @@ impl<'a> Recorder<'a> {
             name,
             key,
             host: host.to_owned(),
+            generation: instance.metadata.generation,
             saved: status.clone(),
             clear_bootstrap_key: false,
             status,
@@ -76,36 +80,38 @@ impl<'a> Recorder<'a> {
         self.status.phase = Some(phase);
     }
 
-    /// Notes that the host refused the key at `now`: adds the [`AUTHENTICATION_FAILED_CONDITION`] starting `now`, or
-    /// keeps the start of the refusals already recorded (only the message is updated).
+    /// Notes that the host refused the key at `now`: [`AUTHENTICATION_FAILED_CONDITION`] `True` from `now`, or kept
+    /// from the start of the refusals already recorded (only the message is updated).
     pub(crate) fn note_authentication_refused(&mut self, message: String, now: Timestamp) {
-        let conditions = &mut self.status.conditions;
-        match conditions.iter_mut().find(|condition| condition.type_ == AUTHENTICATION_FAILED_CONDITION) {
-            Some(condition) if condition.status == "True" => condition.message = message,
-            _ => {
-                conditions.retain(|condition| condition.type_ != AUTHENTICATION_FAILED_CONDITION);
-                conditions.push(Condition {
-                    type_: AUTHENTICATION_FAILED_CONDITION.to_owned(),
-                    status: "True".to_owned(),
-                    reason: "KeyRefused".to_owned(),
-                    message,
-                    last_transition_time: Time(now),
-                    observed_generation: None,
-                });
-            }
-        }
+        let state = ConditionState::new(AUTHENTICATION_FAILED_CONDITION, true, "KeyRefused", message);
+        self.status.set_condition(state, self.generation, now);
     }
 
-    /// Notes that a login succeeded: removes the [`AUTHENTICATION_FAILED_CONDITION`]. Returns whether it was there.
+    /// Notes that the host presented another host key than the pinned one: [`HOST_KEY_MISMATCH_CONDITION`] `True`.
+    pub(crate) fn note_host_key_mismatch(&mut self, message: String, now: Timestamp) {
+        let state = ConditionState::new(HOST_KEY_MISMATCH_CONDITION, true, "HostKeyChanged", message);
+        self.status.set_condition(state, self.generation, now);
+    }
+
+    /// Notes that a login succeeded (with the pinned host key, since the transport checks it): a `True`
+    /// [`AUTHENTICATION_FAILED_CONDITION`] or [`HOST_KEY_MISMATCH_CONDITION`] becomes `False`. Returns whether one
+    /// changed.
     pub(crate) fn note_logged_in(&mut self) -> bool {
-        let before = self.status.conditions.len();
-        self.status.conditions.retain(|condition| condition.type_ != AUTHENTICATION_FAILED_CONDITION);
-        self.status.conditions.len() != before
+        let now = Timestamp::now();
+        let mut changed = false;
+        for state in [ConditionState::key_accepted(), ConditionState::host_key_as_pinned()] {
+            if self.status.condition_is_true(state.type_) {
+                self.status.set_condition(state, self.generation, now);
+                changed = true;
+            }
+        }
+        changed
     }
 
     /// Writes the status if it differs from the last saved one; first clears the bootstrap key of the previous
     /// attempt when a new one started (so a crash between the two never leaves that key bound to the new attempt).
     pub(crate) async fn save(&mut self) -> Result<(), FlowError> {
+        self.status.summarize(self.generation, Timestamp::now());
         if self.clear_bootstrap_key {
             self.records
                 .apply_bootstrap_key(&self.namespace, &self.name, None)
@@ -128,6 +134,9 @@ impl<'a> Recorder<'a> {
     /// is dropped, since the flow already fails with `error`.
     pub(crate) async fn save_error(&mut self, error: &FlowError) {
         self.status.last_error = Some(error.to_string());
+        if error.is_host_key_mismatch() {
+            self.note_host_key_mismatch(error.to_string(), Timestamp::now());
+        }
         if !error.is_retryable() {
             self.status.phase = Some(InstancePhase::Failed);
         }

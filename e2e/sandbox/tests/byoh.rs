@@ -74,6 +74,7 @@ async fn byoh_hosts_join_as_ready_nodes_and_an_unchanged_fleet_costs_one_probe_p
     }
     let node_names: BTreeSet<String> = ready.iter().filter_map(|ready| ready.node.metadata.name.clone()).collect();
     csrs_are_approved(&sandbox, &node_names).await?;
+    setup_events_name_every_host(&sandbox, &ready).await?;
 
     an_unchanged_fleet_costs_one_probe_per_host(&sandbox).await?;
     sandbox.assert_no_secret_leaked().await?;
@@ -148,6 +149,25 @@ async fn service_states(sandbox: &Sandbox, name: &str) -> anyhow::Result<BTreeMa
     Ok(sandbox.services(name).await?.into_iter().map(|service| (service.name, service.state)).collect())
 }
 
+/// A Normal `InstanceSetup` (the Go operator's reason) on each record and, for each host, on ConfigMap
+/// `windows-instances`, as the Go operator publishes it.
+async fn setup_events_name_every_host(sandbox: &Sandbox, ready: &[ReadyInstance]) -> anyhow::Result<()> {
+    let on_config_map = sandbox.events_about("ConfigMap", "windows-instances").await?;
+    for instance in ready {
+        let record = instance.instance.metadata.name.clone().context("a record without a name")?;
+        let address = &instance.instance.spec.address;
+        let on_record = sandbox.events_about("WindowsInstance", &record).await?;
+        let setup = |events: &[(String, String, String)]| {
+            events.iter().any(|(kind, reason, note)| {
+                kind == "Normal" && reason == "InstanceSetup" && note.starts_with(&format!("host {address} is Node "))
+            })
+        };
+        ensure!(setup(&on_record), "no InstanceSetup on {record}: {on_record:?}");
+        ensure!(setup(&on_config_map), "no InstanceSetup for {address} on the ConfigMap: {on_config_map:?}");
+    }
+    Ok(())
+}
+
 fn ready_for<'a>(ready: &'a [ReadyInstance], host: &SandboxHost) -> anyhow::Result<&'a ReadyInstance> {
     ready
         .iter()
@@ -166,6 +186,11 @@ fn record_matches_host(ready: &ReadyInstance, host: &SandboxHost) -> anyhow::Res
     assert_eq!(status.expected_node_name.as_deref(), Some(host.info.name.as_str()));
     assert_eq!(status.pinned_host_key.as_deref().map(key_identity), Some(key_identity(&host.info.host_key)));
     assert_eq!(status.last_error, None, "{}", host.key);
+    for (condition, expected) in [("Ready", "True"), ("Progressing", "False"), ("Degraded", "False")] {
+        let found = status.condition(condition).with_context(|| format!("no {condition} condition on {}", host.key))?;
+        assert_eq!(found.status, expected, "{condition} of {}: {found:?}", host.key);
+    }
+    assert_eq!(status.observed_generation, ready.instance.metadata.generation, "{}", host.key);
     ensure!(status.configured_version.as_deref().is_some_and(|version| !version.is_empty()), "{status:?}");
     Ok(())
 }

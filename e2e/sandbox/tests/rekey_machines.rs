@@ -8,14 +8,14 @@
 //! data; then the old host is destroyed (as the cloud destroys the instance) and the finalizer removed. One watch
 //! on the Windows Machines and Nodes records how many of the two were away (Machine gone or going, or its Node not
 //! a configured, Ready, schedulable Node) after every change: never more than one, and one at some moment. At the
-//! end both Nodes carry the new key's `pub-key-hash` and each replaced Machine's record got a
-//! `MachineReplacedForKeyRotation` Event.
+//! end both Nodes carry the new key's `pub-key-hash` and each replaced Machine's record got a Normal
+//! `MachineDeleted` Event (the Go operator's reason).
 //!
 //! Then (the operator runs with `--authentication-grace-seconds=10`) a third Machine is backed by a host that never
 //! ran the user data, so it refuses the operator's key: its record goes Failed with the `AuthenticationFailed`
 //! condition, the Machine is deleted no sooner than the grace period after the first refusal, with a Warning
-//! `MachineReplacedAfterAuthenticationFailure` on the record and on the Machine, and its replacement (a host that
-//! ran the user data) becomes a Ready Node.
+//! `MachineSetupFailure` on the record and on the Machine, and its replacement (a host that ran the user data)
+//! becomes a Ready Node.
 //!
 //! Needs the control-plane binaries (`cargo xtask controlplane build`) and the `wmco` binary (`WMCO_BIN`, set by
 //! `cargo xtask test`, or `target/<profile>/wmco`).
@@ -173,7 +173,7 @@ async fn a_rotated_key_replaces_the_machines_one_at_a_time_with_hosts_provisione
     }
     let replacements = replacement_events(&admin).await?;
     let expected: BTreeSet<String> = originals.iter().map(|name| format!("machine-{name}")).collect();
-    assert_eq!(replacements, expected, "one MachineReplacedForKeyRotation per replaced Machine's record");
+    assert_eq!(replacements, expected, "one MachineDeleted per replaced Machine's record");
     drop(watch);
 
     refused_machine_is_replaced(&sandbox, &admin, next_index, &new_user_data).await?;
@@ -286,13 +286,16 @@ async fn rotated(sandbox: &Sandbox, new_hash: &str) -> anyhow::Result<bool> {
         && nodes.iter().all(|node| node_is_available(node) && node_hash(node).as_deref() == Some(new_hash)))
 }
 
-/// The objects (kind, namespace, name) that got a Warning `MachineReplacedAfterAuthenticationFailure`.
+/// The objects (kind, namespace, name) that got the key rotation's Warning `MachineSetupFailure` for a Machine
+/// whose host refused the key past the grace period (the instances controller's own `MachineSetupFailure` for a
+/// refused login, which every host on the old key gets for a while, says nothing of a grace period).
 async fn refused_replacement_events(client: &kube::Client) -> anyhow::Result<BTreeSet<(String, String, String)>> {
     let events = Api::<Event>::all(client.clone()).list(&ListParams::default()).await?;
     Ok(events
         .items
         .into_iter()
-        .filter(|event| event.reason.as_deref() == Some("MachineReplacedAfterAuthenticationFailure"))
+        .filter(|event| event.reason.as_deref() == Some("MachineSetupFailure"))
+        .filter(|event| event.note.as_deref().is_some_and(|note| note.contains("grace period")))
         .filter(|event| event.type_.as_deref() == Some("Warning"))
         .filter_map(|event| {
             let regarding = event.regarding?;
@@ -301,13 +304,13 @@ async fn refused_replacement_events(client: &kube::Client) -> anyhow::Result<BTr
         .collect())
 }
 
-/// The records that got a `MachineReplacedForKeyRotation` Event.
+/// The records that got a `MachineDeleted` Event.
 async fn replacement_events(client: &kube::Client) -> anyhow::Result<BTreeSet<String>> {
     let events = Api::<Event>::namespaced(client.clone(), OPERATOR_NAMESPACE).list(&ListParams::default()).await?;
     Ok(events
         .items
         .into_iter()
-        .filter(|event| event.reason.as_deref() == Some("MachineReplacedForKeyRotation"))
+        .filter(|event| event.reason.as_deref() == Some("MachineDeleted"))
         .filter_map(|event| event.regarding?.name)
         .collect())
 }

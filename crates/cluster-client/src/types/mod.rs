@@ -15,12 +15,17 @@
 //! assert_eq!(instance.spec.address, "10.0.0.5");
 //! ```
 
+mod instance_conditions;
 mod machine;
 mod machineconfiguration;
 mod openshift_config;
 mod operator_network;
 mod windows_instance;
 
+pub use instance_conditions::{
+    AUTHENTICATION_FAILED_CONDITION, ConditionState, DEGRADED_CONDITION, HOST_KEY_MISMATCH_CONDITION,
+    PROGRESSING_CONDITION, READY_CONDITION, UPGRADING_CONDITION,
+};
 pub use machine::{
     Machine, MachineAddress, MachineSet, MachineSetSpec, MachineSetStatus, MachineSpec, MachineStatus, NodeRef,
 };
@@ -33,9 +38,7 @@ pub use openshift_config::{
 pub use operator_network::{
     DefaultNetwork, HybridOverlayConfig, OperatorNetwork, OperatorNetworkSpec, OvnKubernetesConfig,
 };
-pub use windows_instance::{
-    AUTHENTICATION_FAILED_CONDITION, WindowsInstance, WindowsInstanceSpec, WindowsInstanceStatus,
-};
+pub use windows_instance::{WindowsInstance, WindowsInstanceSpec, WindowsInstanceStatus};
 pub use wmco_vocabulary::{InstanceOrigin, InstancePhase};
 
 /// Fields of an object the operator does not use, kept so that a read-modify-write loses nothing.

@@ -23,7 +23,9 @@ use wmco_vocabulary::{InstanceOrigin, InstancePhase};
     doc = "A Windows host the operator turns into a node: one per windows-instances entry or Windows Machine.",
     printcolumn = r#"{"name": "Address", "type": "string", "jsonPath": ".spec.address"}"#,
     printcolumn = r#"{"name": "Node", "type": "string", "jsonPath": ".status.expectedNodeName"}"#,
-    printcolumn = r#"{"name": "Phase", "type": "string", "jsonPath": ".status.phase"}"#,
+    printcolumn = r#"{"name": "Ready", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name": "Reason", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].reason"}"#,
+    printcolumn = r#"{"name": "Phase", "type": "string", "priority": 1, "jsonPath": ".status.phase"}"#,
     printcolumn = r#"{"name": "Version", "type": "string", "jsonPath": ".status.configuredVersion"}"#,
     printcolumn = r#"{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}"#
 )]
@@ -44,14 +46,9 @@ pub struct WindowsInstanceSpec {
     pub expected_node_name: Option<String>,
 }
 
-/// The condition type a record carries (status `True`) while its host refuses the operator's SSH key: its
-/// `lastTransitionTime` is when the refusals began, kept while they go on; it is removed once a login succeeds.
-/// A Machine's record failing longer than the grace period gets its Machine replaced.
-pub const AUTHENTICATION_FAILED_CONDITION: &str = "AuthenticationFailed";
-
 impl WindowsInstanceStatus {
     /// When the host began refusing the operator's key, if it still does (the
-    /// [`AUTHENTICATION_FAILED_CONDITION`] with status `True`).
+    /// [`AUTHENTICATION_FAILED_CONDITION`](super::AUTHENTICATION_FAILED_CONDITION) with status `True`).
     ///
     /// ```
     /// use wmco_cluster_client::types::WindowsInstanceStatus;
@@ -63,9 +60,8 @@ impl WindowsInstanceStatus {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn authentication_failing_since(&self) -> Option<jiff::Timestamp> {
-        self.conditions
-            .iter()
-            .find(|condition| condition.type_ == AUTHENTICATION_FAILED_CONDITION && condition.status == "True")
+        self.condition(super::AUTHENTICATION_FAILED_CONDITION)
+            .filter(|condition| condition.status == "True")
             .map(|condition| condition.last_transition_time.0)
     }
 }
@@ -113,8 +109,64 @@ pub struct WindowsInstanceStatus {
     /// The last error, as a sentence naming the step and what to do.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
-    /// Standard conditions, one per type (a map list, so server-side apply merges them by type).
+    /// The `metadata.generation` this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Standard conditions, one per type, always present once the operator looked at the host (see
+    /// [`READY_CONDITION`](super::READY_CONDITION) and its siblings).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    #[schemars(schema_with = "conditions_schema")]
     pub conditions: Vec<Condition>,
+}
+
+/// The schema of `status.conditions`: `metav1.Condition` with the validations Kubernetes' own types carry (a type
+/// and reason pattern, lengths, the three statuses), as a map list keyed by `type`.
+fn conditions_schema(_generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "description": "Standard conditions, one per type (a map list, so server-side apply merges them by type): \
+            Ready, Progressing, Degraded, AuthenticationFailed, HostKeyMismatch, Upgrading.",
+        "type": "array",
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["type"],
+        "items": {
+            "type": "object",
+            "required": ["lastTransitionTime", "message", "reason", "status", "type"],
+            "properties": {
+                "type": {
+                    "description": "The condition type, in CamelCase.",
+                    "type": "string",
+                    "maxLength": 316,
+                    "pattern": "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+                },
+                "status": {
+                    "description": "True, False or Unknown.",
+                    "type": "string",
+                    "enum": ["True", "False", "Unknown"]
+                },
+                "reason": {
+                    "description": "Why the condition is as it is, in CamelCase.",
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 1024,
+                    "pattern": "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
+                },
+                "message": {
+                    "description": "What it means and what to do.",
+                    "type": "string",
+                    "maxLength": 32768
+                },
+                "lastTransitionTime": {
+                    "description": "When the status last changed.",
+                    "type": "string",
+                    "format": "date-time"
+                },
+                "observedGeneration": {
+                    "description": "The metadata.generation the condition was computed for.",
+                    "type": "integer",
+                    "format": "int64",
+                    "minimum": 0
+                }
+            }
+        }
+    })
 }

@@ -294,6 +294,39 @@ async fn fresh_host_is_configured_in_two_phases_in_order() {
     assert_eq!(status.configuring_since, None);
 }
 
+/// `(Ready, Progressing, Degraded)` of the record, each as `status/reason`.
+fn summary_conditions(world: &World) -> [String; 3] {
+    let status = world.record().status.unwrap();
+    ["Ready", "Progressing", "Degraded"].map(|type_| {
+        let condition = status.condition(type_).unwrap_or_else(|| panic!("no {type_} condition: {status:?}"));
+        format!("{}/{}", condition.status, condition.reason)
+    })
+}
+
+#[tokio::test]
+async fn the_summary_conditions_follow_the_host_from_bootstrap_to_ready_and_removal() {
+    let world = World::new().await;
+    let session = world.session();
+    world.configure(&session).await.unwrap();
+    assert_eq!(summary_conditions(&world), ["False/WaitingForNode", "True/WaitingForNode", "False/AsExpected"]);
+    world.register_node(true);
+    world.configure(&session).await.unwrap();
+    assert_eq!(summary_conditions(&world), ["True/Configured", "False/Configured", "False/AsExpected"]);
+    let ready = world.record().status.unwrap();
+    assert!(ready.condition("Ready").unwrap().message.contains("10.17.0"), "{ready:?}");
+
+    let writes = world.records.status_writes();
+    world.configure(&session).await.unwrap();
+    assert_eq!(world.records.status_writes(), writes, "a converged host writes no condition");
+
+    world.host.set_fault(Fault::Unreachable);
+    world.configure(&world.session()).await.unwrap_err();
+    assert_eq!(summary_conditions(&world), ["True/Configured", "False/Configured", "True/RetryingAfterError"]);
+    world.host.set_fault(Fault::None);
+    world.deconfigure(&session).await.unwrap();
+    assert_eq!(summary_conditions(&world), ["False/Deconfiguring", "True/Deconfiguring", "False/AsExpected"]);
+}
+
 #[tokio::test]
 async fn a_withheld_service_waits_while_networking_and_the_rest_reach_ready_and_starts_once_released() {
     let world = World::new().await;
@@ -486,12 +519,17 @@ async fn a_host_key_mismatch_fails_permanently_and_sends_nothing() {
     assert!(world.host.take_log().is_empty());
     let status = world.record().status.unwrap();
     assert_eq!(status.phase, Some(InstancePhase::Failed));
-    assert!(status.last_error.unwrap().contains("host key changed"));
+    assert!(status.last_error.as_deref().unwrap().contains("host key changed"));
+    let mismatch = status.condition("HostKeyMismatch").unwrap();
+    assert_eq!((mismatch.status.as_str(), mismatch.reason.as_str()), ("True", "HostKeyChanged"));
+    assert!(!status.condition_is_true("Ready") && status.condition_is_true("Degraded"));
 
     // Another attempt writes nothing: a status write per attempt would retrigger the controller forever.
     let writes = world.records.status_writes();
+    let first = world.record().status.unwrap();
     let again = world.configure(&world.session()).await.unwrap_err();
     assert!(again.is_host_key_mismatch());
+    assert_eq!(world.record().status.unwrap(), first);
     assert_eq!(world.records.status_writes(), writes);
     assert_eq!(world.record().status.unwrap().phase, Some(InstancePhase::Failed));
 }
@@ -506,12 +544,11 @@ async fn a_refused_login_records_when_the_refusals_began_until_a_login_succeeds(
     assert!(error.is_authentication_failure());
     let status = world.record().status.unwrap();
     assert_eq!(status.phase, Some(InstancePhase::Failed));
-    let condition = &status.conditions[0];
-    assert_eq!(
-        (status.conditions.len(), condition.type_.as_str(), condition.status.as_str(), condition.reason.as_str()),
-        (1, "AuthenticationFailed", "True", "KeyRefused")
-    );
+    let condition = status.condition("AuthenticationFailed").unwrap();
+    assert_eq!((condition.status.as_str(), condition.reason.as_str()), ("True", "KeyRefused"));
     assert_eq!(condition.message, error.to_string());
+    let degraded = status.condition("Degraded").unwrap();
+    assert_eq!((degraded.status.as_str(), degraded.reason.as_str()), ("True", "AuthenticationFailed"));
     let began = failing_since(&world).unwrap();
     assert!(began >= before && began <= jiff::Timestamp::now());
 
@@ -524,7 +561,14 @@ async fn a_refused_login_records_when_the_refusals_began_until_a_login_succeeds(
     world.host.set_fault(Fault::None);
     world.configure(&world.session()).await.unwrap();
     let status = world.record().status.unwrap();
-    assert_eq!((status.authentication_failing_since(), status.conditions.len()), (None, 0));
+    assert_eq!(status.authentication_failing_since(), None);
+    let condition = status.condition("AuthenticationFailed").unwrap();
+    assert_eq!(
+        (condition.status.as_str(), condition.reason.as_str()),
+        ("False", "KeyAccepted"),
+        "set False, not removed"
+    );
+    assert!(condition.last_transition_time.0 > began);
 }
 
 #[tokio::test]

@@ -1,14 +1,21 @@
 //! One instance reconcile: configure a live record through `wmco-node-config`, or deconfigure a deleted one and
-//! then release its finalizer. A permanent failure publishes a Warning Event on the record (the flow has already
-//! recorded phase Failed and the reason); a retryable one is returned for the controller's backoff.
+//! then release its finalizer. A permanent failure publishes a Warning Event (the flow has already recorded phase
+//! Failed and the reason); a retryable one is returned for the controller's backoff. A host that became Ready
+//! (other than at the end of an upgrade, which the upgrade executor reports) gets a Normal `InstanceSetup` or
+//! `MachineSetup`, a released one a Normal `InstanceTeardown`.
+//!
+//! Every Event goes on the record and, under the Go operator's reason, on the object the Go operator reports on:
+//! ConfigMap `windows-instances` for a BYOH host, the Machine for a Machine's host.
 
+use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Resource;
 use wmco_cluster_client::names::INSTANCE_FINALIZER;
-use wmco_cluster_client::types::WindowsInstance;
+use wmco_cluster_client::types::{InstanceOrigin, InstancePhase, WindowsInstance};
 use wmco_cluster_client::{NewEvent, Severity, WindowsInstanceExt};
+use wmco_machines::names::MACHINE_API_NAMESPACE;
 use wmco_node_config::{
-    ConfigureInputs, ConfigureOutcome, DeconfigureInputs, DeconfigureOutcome, FlowError, HostSession, WithheldService,
-    configure, deconfigure,
+    ConfigureInputs, ConfigureOutcome, ConfigureState, DeconfigureInputs, DeconfigureOutcome, FlowError, HostSession,
+    WithheldService, configure, deconfigure,
 };
 
 use super::{InstancesContext, InstancesError};
@@ -92,6 +99,12 @@ async fn configure_pass(
     let pass =
         async { configure(&session, ctx.cluster(), &inputs).await.map_err(|source| flow_error(instance, source)) };
     let outcome = counting_traffic(ctx, &session, pass).await?;
+    let before = instance.status.as_ref().and_then(|status| status.phase);
+    if outcome.state == ConfigureState::Ready
+        && !matches!(before, Some(InstancePhase::Ready | InstancePhase::Upgrading))
+    {
+        publish_everywhere(instance, ctx, &setup_event(instance, &outcome, &ctx.settings.operator_version)).await;
+    }
     for withheld in ctx.newly_withheld(instance, &outcome.withheld) {
         tracing::warn!(instance = %instance.key(), service = %withheld.service, reason = %withheld.reason,
             "service withheld until its input exists; the other services go ahead");
@@ -137,18 +150,51 @@ async fn release(instance: &WindowsInstance, ctx: &InstancesContext) -> Result<I
         source: Box::new(source),
     })?;
     ctx.forget_session(instance);
+    publish_everywhere(instance, ctx, &teardown_event(instance, &outcome)).await;
     Ok(InstanceOutcome::Released(outcome))
+}
+
+/// The Normal Event for a host that became a Ready Node: `InstanceSetup` for a BYOH host, `MachineSetup` for a
+/// Machine's (the Go operator's reasons).
+pub(crate) fn setup_event(instance: &WindowsInstance, outcome: &ConfigureOutcome, version: &str) -> NewEvent {
+    let reason = match instance.spec.origin {
+        InstanceOrigin::Byoh => "InstanceSetup",
+        InstanceOrigin::Machine => "MachineSetup",
+    };
+    NewEvent {
+        severity: Severity::Normal,
+        reason: reason.to_owned(),
+        action: "Configure".to_owned(),
+        note: Some(format!("host {} is Node {} at version {version}", instance.spec.address, outcome.node_name)),
+    }
+}
+
+/// The Normal Event for a host that was deconfigured and whose record was released.
+pub(crate) fn teardown_event(instance: &WindowsInstance, outcome: &DeconfigureOutcome) -> NewEvent {
+    let skipped = if outcome.forced_past.is_empty() {
+        String::new()
+    } else {
+        format!("; force-remove skipped {} failed step(s)", outcome.forced_past.len())
+    };
+    NewEvent {
+        severity: Severity::Normal,
+        reason: "InstanceTeardown".to_owned(),
+        action: "Deconfigure".to_owned(),
+        note: Some(format!("host {} was drained, cleaned and removed{skipped}", instance.spec.address)),
+    }
 }
 
 fn flow_error(instance: &WindowsInstance, source: FlowError) -> InstancesError {
     InstancesError::Flow { instance: instance.key(), source: Box::new(source) }
 }
 
-/// The Warning Event on the record for a failure that needs an admin.
-pub(crate) fn failure_event(error: &InstancesError) -> NewEvent {
-    let reason = match error {
-        InstancesError::Flow { source, .. } if source.is_host_key_mismatch() => "HostKeyMismatch",
-        _ => "InstanceSetupFailed",
+/// The Warning Event for a failure that needs an admin: `HostKeyMismatch`, or the Go operator's
+/// `InstanceSetupFailure` (BYOH) / `MachineSetupFailure` (Machine).
+pub(crate) fn failure_event(instance: &WindowsInstance, error: &InstancesError) -> NewEvent {
+    let reason = match (error, instance.spec.origin) {
+        (InstancesError::Flow { source, .. }, _) if source.is_host_key_mismatch() => "HostKeyMismatch",
+        (_, InstanceOrigin::Byoh) => "InstanceSetupFailure",
+        (_, InstanceOrigin::Machine) => "MachineSetupFailure",
     };
     NewEvent {
         severity: Severity::Warning,
@@ -159,13 +205,56 @@ pub(crate) fn failure_event(error: &InstancesError) -> NewEvent {
 }
 
 async fn publish_failure(instance: &WindowsInstance, ctx: &InstancesContext, error: &InstancesError) {
-    publish(instance, ctx, &failure_event(error)).await;
+    let event = failure_event(instance, error);
+    if event.reason == "HostKeyMismatch" {
+        publish(instance, ctx, &event).await;
+    } else {
+        publish_everywhere(instance, ctx, &event).await;
+    }
 }
 
 /// Publishes `event` on the record; a failed publish is logged, never an error of the reconcile.
 async fn publish(instance: &WindowsInstance, ctx: &InstancesContext, event: &NewEvent) {
-    let regarding = instance.object_ref(&());
-    if let Err(publish_error) = ctx.events.publish(&regarding, event).await {
-        tracing::warn!(instance = %instance.key(), reason = %event.reason, error = %publish_error, "could not publish an Event");
+    publish_on(instance, ctx, event, [Some(instance.object_ref(&())), None]).await;
+}
+
+/// Publishes an Event the Go operator also publishes on the record and on the object the Go operator reports on
+/// (see the module documentation).
+async fn publish_everywhere(instance: &WindowsInstance, ctx: &InstancesContext, event: &NewEvent) {
+    let go_object = go_reported_object(instance, &ctx.settings.namespace);
+    publish_on(instance, ctx, event, [Some(instance.object_ref(&())), go_object]).await;
+}
+
+async fn publish_on(
+    instance: &WindowsInstance,
+    ctx: &InstancesContext,
+    event: &NewEvent,
+    regarding: [Option<ObjectReference>; 2],
+) {
+    for object in regarding.into_iter().flatten() {
+        if let Err(publish_error) = ctx.events.publish(&object, event).await {
+            tracing::warn!(instance = %instance.key(), reason = %event.reason, error = %publish_error, "could not publish an Event");
+        }
+    }
+}
+
+/// The object the Go operator puts a host's Events on: ConfigMap `windows-instances` in the operator namespace for a
+/// BYOH host, the Machine for a Machine's host (none when the record names no Machine).
+pub(crate) fn go_reported_object(instance: &WindowsInstance, namespace: &str) -> Option<ObjectReference> {
+    match instance.spec.origin {
+        InstanceOrigin::Byoh => Some(ObjectReference {
+            api_version: Some("v1".to_owned()),
+            kind: Some("ConfigMap".to_owned()),
+            name: Some(super::INSTANCES_CONFIG_MAP.to_owned()),
+            namespace: Some(namespace.to_owned()),
+            ..ObjectReference::default()
+        }),
+        InstanceOrigin::Machine => instance.spec.machine_name.as_ref().map(|machine| ObjectReference {
+            api_version: Some("machine.openshift.io/v1beta1".to_owned()),
+            kind: Some("Machine".to_owned()),
+            name: Some(machine.clone()),
+            namespace: Some(MACHINE_API_NAMESPACE.to_owned()),
+            ..ObjectReference::default()
+        }),
     }
 }

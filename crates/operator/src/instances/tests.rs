@@ -367,3 +367,43 @@ fn the_withheld_event_is_a_warning_naming_the_service_and_what_is_missing() {
         )
     );
 }
+
+#[test]
+fn setup_teardown_and_failure_events_carry_the_go_operator_s_reasons_by_origin() {
+    use wmco_node_config::{ConfigureOutcome, ConfigureState, DeconfigureOutcome};
+    let byoh = record("10.0.0.5", InstanceOrigin::Byoh);
+    let mut machine = record("10.0.0.6", InstanceOrigin::Machine);
+    machine.spec.machine_name = Some("win-abc".to_owned());
+    let outcome = ConfigureOutcome {
+        state: ConfigureState::Ready,
+        node_name: "win-a".to_owned(),
+        steps_applied: 0,
+        commands: 1,
+        uploads: 0,
+        bytes_uploaded: 0,
+        withheld: Vec::new(),
+    };
+    let setup = super::reconcile::setup_event(&byoh, &outcome, "0.1.0");
+    assert_eq!((setup.severity, setup.reason.as_str()), (Severity::Normal, "InstanceSetup"));
+    assert_eq!(setup.note.as_deref(), Some("host 10.0.0.5 is Node win-a at version 0.1.0"));
+    assert_eq!(super::reconcile::setup_event(&machine, &outcome, "0.1.0").reason, "MachineSetup");
+
+    let released = DeconfigureOutcome { node_name: Some("win-a".to_owned()), host_cleaned: true, forced_past: vec![] };
+    let teardown = super::reconcile::teardown_event(&byoh, &released);
+    assert_eq!((teardown.severity, teardown.reason.as_str()), (Severity::Normal, "InstanceTeardown"));
+
+    let error = InstancesError::Connector { instance: "wmco/x".to_owned(), reason: "bad".to_owned() };
+    assert_eq!(super::reconcile::failure_event(&byoh, &error).reason, "InstanceSetupFailure");
+    assert_eq!(super::reconcile::failure_event(&machine, &error).reason, "MachineSetupFailure");
+
+    let config_map = super::reconcile::go_reported_object(&byoh, NAMESPACE).unwrap();
+    assert_eq!(
+        (config_map.kind.as_deref(), config_map.name.as_deref(), config_map.namespace.as_deref()),
+        (Some("ConfigMap"), Some("windows-instances"), Some(NAMESPACE))
+    );
+    let machine_object = super::reconcile::go_reported_object(&machine, NAMESPACE).unwrap();
+    assert_eq!(
+        (machine_object.kind.as_deref(), machine_object.name.as_deref(), machine_object.namespace.as_deref()),
+        (Some("Machine"), Some("win-abc"), Some("openshift-machine-api"))
+    );
+}

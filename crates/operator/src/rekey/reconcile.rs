@@ -7,6 +7,7 @@
 
 use futures::future::join_all;
 use jiff::Timestamp;
+use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Resource;
 use wmco_cluster_client::names::PUB_KEY_HASH_ANNOTATION;
 use wmco_cluster_client::{NewEvent, NodeMetadataPatch, Severity, WindowsInstanceExt};
@@ -164,13 +165,34 @@ async fn replace_machine(
         key.pub_key_hash
     );
     tracing::info!(instance = %observed.record.key(), "{note}");
-    publish(ctx, observed, Severity::Normal, "MachineReplacedForKeyRotation", note).await;
+    publish(ctx, observed, Severity::Normal, MACHINE_DELETED, note.clone()).await;
+    publish_on_machine(ctx, machine, Severity::Normal, MACHINE_DELETED, note).await;
     Ok(true)
 }
 
+/// The Go operator's reason for a Machine it deleted (for a key rotation, or after its host refused the key).
+const MACHINE_DELETED: &str = "MachineDeleted";
+/// The Go operator's reason for a Machine whose host could not be configured (here: it refuses the key).
+const MACHINE_SETUP_FAILURE: &str = "MachineSetupFailure";
+
+/// Publishes an Event on Machine `name` in `openshift-machine-api` (where the Go operator reports on Machines).
+async fn publish_on_machine(ctx: &RekeyContext, name: &str, severity: Severity, reason: &str, note: String) {
+    let machine = ObjectReference {
+        api_version: Some("machine.openshift.io/v1beta1".to_owned()),
+        kind: Some("Machine".to_owned()),
+        name: Some(name.to_owned()),
+        namespace: Some(MACHINE_API_NAMESPACE.to_owned()),
+        ..ObjectReference::default()
+    };
+    let event = NewEvent { severity, reason: reason.to_owned(), action: "Replace".to_owned(), note: Some(note) };
+    if let Err(error) = ctx.events.publish(&machine, &event).await {
+        tracing::warn!(machine = %name, error = %error, reason, "could not publish the Event on the Machine");
+    }
+}
+
 /// Deletes the Machine of a record whose host has refused the key since `refused.failing_since`, unless it is
-/// already gone or going, with a Warning Event on the record and on the Machine. `Ok(true)` when this call deleted
-/// it.
+/// already gone or going, with a Warning `MachineSetupFailure` on the record and on the Machine and a Normal
+/// `MachineDeleted` on the Machine (the Go operator's reasons). `Ok(true)` when this call deleted it.
 async fn replace_refused_machine(
     ctx: &RekeyContext,
     observed: &ObservedInstance,
@@ -183,9 +205,9 @@ async fn replace_refused_machine(
         Ok(current) => current,
         Err(error) => return Err(step_failed(ctx, observed, key, &format!("reading Machine {object}"), &error).await),
     };
-    let Some(machine) = current.filter(|machine| machine.metadata.deletion_timestamp.is_none()) else {
+    if current.is_none_or(|machine| machine.metadata.deletion_timestamp.is_some()) {
         return Ok(false);
-    };
+    }
     if let Err(error) = ctx.machines.delete(MACHINE_API_NAMESPACE, &refused.machine).await {
         return Err(step_failed(ctx, observed, key, &format!("deleting Machine {object}"), &error).await);
     }
@@ -202,16 +224,11 @@ async fn replace_refused_machine(
         ctx.settings.authentication_grace.as_secs()
     );
     tracing::warn!(instance = %observed.record.key(), "{note}");
-    publish(ctx, observed, Severity::Warning, "MachineReplacedAfterAuthenticationFailure", note.clone()).await;
-    let event = NewEvent {
-        severity: Severity::Warning,
-        reason: "MachineReplacedAfterAuthenticationFailure".to_owned(),
-        action: "Replace".to_owned(),
-        note: Some(note),
-    };
-    if let Err(error) = ctx.events.publish(&machine.object_ref(&()), &event).await {
-        tracing::warn!(machine = %object, error = %error, "could not publish the Event on the Machine");
-    }
+    publish(ctx, observed, Severity::Warning, MACHINE_SETUP_FAILURE, note.clone()).await;
+    publish_on_machine(ctx, &refused.machine, Severity::Warning, MACHINE_SETUP_FAILURE, note).await;
+    let deleted =
+        format!("Machine {object} deleted after its host refused the operator's SSH key; its MachineSet recreates it");
+    publish_on_machine(ctx, &refused.machine, Severity::Normal, MACHINE_DELETED, deleted).await;
     Ok(true)
 }
 

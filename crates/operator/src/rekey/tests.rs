@@ -237,18 +237,18 @@ async fn machines_on_the_old_key_are_replaced_one_at_a_time_each_after_the_last_
     let first = cluster.reconcile().await;
     assert_eq!(first.replaced, vec!["openshift-machine-api/win-a"]);
     assert_eq!(cluster.machines.deleted(), vec!["openshift-machine-api/win-a"]);
+    let deleted = format!(
+        "Machine openshift-machine-api/win-a was configured with a previous SSH key (pub-key-hash {OLD_HASH}); \
+         deleted so its MachineSet recreates it with the new user data (pub-key-hash {})",
+        new_hash()
+    );
     assert_eq!(
         cluster.events(),
-        vec![(
-            "machine-win-a".to_owned(),
-            Severity::Normal,
-            "MachineReplacedForKeyRotation".to_owned(),
-            format!(
-                "Machine openshift-machine-api/win-a was configured with a previous SSH key (pub-key-hash {OLD_HASH}); \
-                 deleted so its MachineSet recreates it with the new user data (pub-key-hash {})",
-                new_hash()
-            ),
-        )]
+        vec![
+            ("machine-win-a".to_owned(), Severity::Normal, "MachineDeleted".to_owned(), deleted.clone()),
+            ("win-a".to_owned(), Severity::Normal, "MachineDeleted".to_owned(), deleted),
+        ],
+        "the Go operator's reason, on the record and on the Machine"
     );
     let waiting: Vec<&str> = first.plan.waiting.iter().map(|(name, _)| name.as_str()).collect();
     assert_eq!(waiting, vec!["machine-win-b", "machine-win-c"]);
@@ -527,12 +527,16 @@ async fn a_machine_refusing_the_key_past_the_grace_period_is_replaced_with_warni
     assert!(outcome.replaced.is_empty());
     assert_eq!(cluster.machines.deleted(), vec!["openshift-machine-api/win-a"]);
     let note = refused_note("win-a", "10.0.1.2", REFUSED_LONG_AGO, 10);
-    let reason = "MachineReplacedAfterAuthenticationFailure".to_owned();
+    let reason = "MachineSetupFailure".to_owned();
+    let deleted = "Machine openshift-machine-api/win-a deleted after its host refused the operator's SSH key; its \
+                   MachineSet recreates it"
+        .to_owned();
     assert_eq!(
         cluster.events(),
         vec![
             ("machine-win-a".to_owned(), Severity::Warning, reason.clone(), note.clone()),
             ("win-a".to_owned(), Severity::Warning, reason, note),
+            ("win-a".to_owned(), Severity::Normal, "MachineDeleted".to_owned(), deleted),
         ]
     );
     let on_machine = &cluster.events.published()[1].0;

@@ -273,7 +273,7 @@ async fn drain_and_hand_over(ctx: &UpgradesContext, instance: &ObservedInstance)
     enter_upgrading(ctx, instance).await
 }
 
-/// Writes phase `Upgrading` to the record (re-read first, so only the phase changes).
+/// Writes phase `Upgrading` to the record (re-read first, so only the phase and the conditions it implies change).
 async fn enter_upgrading(ctx: &UpgradesContext, instance: &ObservedInstance) -> Result<(), UpgradesError> {
     let namespace = &ctx.settings.namespace;
     let name = instance.name();
@@ -282,8 +282,10 @@ async fn enter_upgrading(ctx: &UpgradesContext, instance: &ObservedInstance) -> 
         .get(namespace, name)
         .await
         .map_err(|source| step_error(instance, "read the record".to_owned(), source))?;
+    let generation = current.as_ref().and_then(|record| record.metadata.generation);
     let mut status = current.and_then(|record| record.status).unwrap_or_default();
     status.phase = Some(InstancePhase::Upgrading);
+    status.summarize(generation, jiff::Timestamp::now());
     ctx.records
         .apply_status(namespace, name, &status)
         .await
