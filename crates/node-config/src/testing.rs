@@ -44,7 +44,7 @@ pub fn sample_service_settings() -> ServiceSettings {
 ///
 /// let identity = HostIdentity::parse(r#"{"hostname":"WIN-A","fqdn":"win-a.lab.example","ip":"203.0.113.7"}"#)?;
 /// let files = BootstrapFiles::default().files(&identity, FileStage::Bootstrap)?;
-/// assert!(files.files().iter().any(|file| file.destination.to_string() == r"C:\k\kubelet.conf"));
+/// assert!(files.files.files().iter().any(|file| file.destination.to_string() == r"C:\k\kubelet.conf"));
 /// # Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
 /// ```
 pub struct BootstrapFiles {
