@@ -6,7 +6,8 @@
 //!   the operator's RBAC: the Role bound in the operator namespace becomes `permissions`; the ClusterRole and the
 //!   Roles bound in other namespaces become `clusterPermissions` (OLM installs namespaced objects into the
 //!   operator namespace only, so those rules are cluster-wide here: docs/install.md lists the difference);
-//! - the CRD, the Services, ServiceMonitors, PrometheusRule and Prometheus' Role, without namespaces;
+//! - the CRD, the Services, ServiceMonitors, PrometheusRule, Prometheus' Role and the metrics reader's ClusterRole
+//!   and binding, without namespaces;
 //! - `metadata/annotations.yaml`.
 //!
 //! The Namespace and the operator's ServiceAccount are left to OLM. `--check` compares the committed `bundle/`
@@ -132,7 +133,12 @@ pub fn generate(rendered: &[Value], settings: &BundleSettings<'_>) -> anyhow::Re
             }
             "RoleBinding" | "ClusterRoleBinding" if binds_operator(object) => bindings.push(object.clone()),
             "Deployment" => deployments.push(object.clone()),
-            "CustomResourceDefinition" | "Service" | "ServiceMonitor" | "PrometheusRule" | "RoleBinding"
+            "CustomResourceDefinition"
+            | "ClusterRoleBinding"
+            | "Service"
+            | "ServiceMonitor"
+            | "PrometheusRule"
+            | "RoleBinding"
                 if namespace.is_empty() || namespace == OPERATOR_NAMESPACE =>
             {
                 others.push(object.clone());
@@ -164,7 +170,7 @@ pub fn generate(rendered: &[Value], settings: &BundleSettings<'_>) -> anyhow::Re
     for ((namespace, name), role) in &roles {
         if !bound.contains(&(namespace.clone(), name.clone())) {
             ensure!(
-                namespace == OPERATOR_NAMESPACE,
+                namespace.is_empty() || namespace == OPERATOR_NAMESPACE,
                 "{} {namespace}/{name} is not bound to the operator and not in its namespace",
                 role["kind"].as_str().unwrap_or("Role")
             );

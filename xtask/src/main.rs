@@ -8,7 +8,8 @@
 //! `cargo xtask controlplane build|up` builds or runs the e2e control plane (see `docs/testing.md`);
 //! `cargo xtask payload build|smoke|synthetic` builds, smoke-tests or fakes the Windows payload (`payload/README.md`);
 //! `cargo xtask image` builds the operator image (an OCI layout and an oci-archive, no container engine);
-//! `cargo xtask bundle` generates, validates and packs the OLM bundle.
+//! `cargo xtask bundle` generates, validates and packs the OLM bundle;
+//! `cargo xtask man` writes the man pages of `wmco`.
 
 mod bench_fleet;
 mod bench_ssh;
@@ -17,6 +18,7 @@ mod controlplane;
 mod deny;
 mod deps;
 mod image;
+mod man;
 mod payload;
 mod repeat;
 mod sandbox;
@@ -61,6 +63,9 @@ enum Task {
     /// The OLM bundle: generate bundle/ from the manifests (or `--check` it), validate it with the operatorframework
     /// suite, and build the bundle image.
     Bundle(bundle::BundleArgs),
+    /// The man pages of `wmco` (`wmco.1` and one page per subcommand), generated from its clap definition, into
+    /// `man` in the cargo target directory (or `--output DIR`).
+    Man(man::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -74,6 +79,7 @@ fn main() -> ExitCode {
         Task::Payload(args) => payload::run(&args),
         Task::Image(args) => image::run(&args),
         Task::Bundle(args) => bundle::run(&args),
+        Task::Man(args) => man::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

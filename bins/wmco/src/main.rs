@@ -3,10 +3,11 @@
 
 mod cli_support;
 mod cmd;
+mod redact;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::cli_support::{LogFormat, OutputFormat};
 
@@ -18,10 +19,6 @@ struct Cli {
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text, env = "WMCO_LOG_FORMAT")]
     log_format: LogFormat,
 
-    /// How results are written to standard output: `human` for people, `json` for programs.
-    #[arg(long, global = true, value_enum, default_value_t = OutputFormat::Human)]
-    output: OutputFormat,
-
     #[command(subcommand)]
     command: Command,
 }
@@ -29,11 +26,11 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Print the version and the git commit this binary was built from.
-    Version,
+    Version(cmd::version::VersionArgs),
     /// Check SSH access to a Windows host: host key, authentication, and a command round trip.
     Ssh(cmd::ssh::SshArgs),
-    /// Print the WindowsInstance CustomResourceDefinition generated from the Rust type (YAML; JSON with --output json).
-    Crd,
+    /// Print the WindowsInstance CustomResourceDefinition generated from the Rust type (YAML; JSON with -o json).
+    Crd(cmd::crd::CrdArgs),
     /// Plan what to do to each Windows instance (configure, upgrade, rekey, deconfigure, wait) from a fleet and a
     /// policy read from a YAML or JSON file.
     Plan(cmd::plan::PlanArgs),
@@ -51,23 +48,39 @@ enum Command {
     UserData(cmd::user_data::UserDataArgs),
     /// Run the operator: serve /healthz, /readyz and /metrics, take part in leader election, and run the
     /// controllers while leading (the Deployment runs `wmco run --payload-dir=/payload`).
-    Run(cmd::run::RunArgs),
+    Run(Box<cmd::run::RunArgs>),
+    /// Show the fleet from the cluster: each WindowsInstance's address, phase, Ready/Progressing/Degraded with
+    /// reasons, Node, version, last error and last Event (`wmco status [-n NAMESPACE]`).
+    Status(cmd::status::StatusArgs),
+    /// Gather what an admin or support needs about one host: the record, its Node, Events, the node's CSRs with the
+    /// approver's verdict, the operator's log lines about it, and with --ssh-key its services (`wmco diagnose
+    /// INSTANCE [--archive FILE.tar.gz]`).
+    Diagnose(Box<cmd::diagnose::DiagnoseArgs>),
+    /// Print the shell completion script for bash, zsh, fish, powershell or elvish.
+    Completion(cmd::completion::CompletionArgs),
+    /// Write the man pages (wmco.1 and one per subcommand) into a directory; `cargo xtask man` runs it.
+    #[command(hide = true)]
+    GenerateManPages(cmd::man::ManArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     cli_support::init_logging(cli.log_format);
     let result = match cli.command {
-        Command::Version => cmd::version::run(cli.output),
-        Command::Ssh(args) => cmd::ssh::run(&args, cli.output),
-        Command::Crd => cmd::crd::run(cli.output),
-        Command::Plan(args) => cmd::plan::run(&args, cli.output),
-        Command::Csr(args) => cmd::csr::run(&args, cli.output),
-        Command::Payload(args) => cmd::payload::run(&args, cli.output),
-        Command::Instances(args) => cmd::instances::run(&args, cli.output),
-        Command::MachineSet(args) => cmd::machineset::run(&args, cli.output),
-        Command::UserData(args) => cmd::user_data::run(&args, cli.output),
-        Command::Run(args) => cmd::run::run(&args, cli.output),
+        Command::Version(args) => cmd::version::run(&args),
+        Command::Ssh(args) => cmd::ssh::run(&args),
+        Command::Crd(args) => cmd::crd::run(&args),
+        Command::Plan(args) => cmd::plan::run(&args),
+        Command::Csr(args) => cmd::csr::run(&args),
+        Command::Payload(args) => cmd::payload::run(&args),
+        Command::Instances(args) => cmd::instances::run(&args),
+        Command::MachineSet(args) => cmd::machineset::run(&args),
+        Command::UserData(args) => cmd::user_data::run(&args),
+        Command::Run(args) => cmd::run::run(&args, OutputFormat::Human),
+        Command::Status(args) => cmd::status::run(&args),
+        Command::Diagnose(args) => cmd::diagnose::run(&args),
+        Command::Completion(args) => cmd::completion::run(&args, Cli::command()),
+        Command::GenerateManPages(args) => cmd::man::run(&args, Cli::command()),
     };
     cli_support::finish(result)
 }
@@ -76,11 +89,66 @@ fn main() -> ExitCode {
 mod tests {
     use super::*;
     use crate::cli_support::Outcome;
-    use clap::CommandFactory;
 
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    /// The leaf subcommands of `command`, by their full name (`wmco ssh check`).
+    fn leaves(command: &clap::Command, prefix: &str, found: &mut Vec<(String, clap::Command)>) {
+        let name = format!("{prefix} {}", command.get_name()).trim().to_owned();
+        let subcommands: Vec<_> = command.get_subcommands().filter(|sub| sub.get_name() != "help").collect();
+        if subcommands.is_empty() {
+            found.push((name.clone(), command.clone()));
+        }
+        for subcommand in subcommands {
+            leaves(subcommand, &name, found);
+        }
+    }
+
+    #[test]
+    fn every_subcommand_that_prints_data_takes_dash_o_and_the_others_do_not() {
+        let mut found = Vec::new();
+        leaves(&Cli::command(), "", &mut found);
+        let without_output = ["wmco run", "wmco completion", "wmco generate-man-pages"];
+        for (name, command) in found {
+            let output = command.get_arguments().find(|argument| argument.get_long() == Some("output"));
+            if without_output.contains(&name.as_str()) {
+                assert!(output.is_none(), "{name} must not take --output");
+            } else {
+                let output = output.unwrap_or_else(|| panic!("{name} takes no --output"));
+                assert_eq!(output.get_short(), Some('o'), "{name}");
+                let values: Vec<String> =
+                    output.get_possible_values().iter().map(|value| value.get_name().to_owned()).collect();
+                assert_eq!(values, ["human", "json", "yaml"], "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_man_page_for_every_visible_subcommand() {
+        let dir = tempfile::tempdir().unwrap();
+        let pages = cmd::man::write_pages(Cli::command(), dir.path()).unwrap();
+        let mut found = Vec::new();
+        leaves(&Cli::command(), "", &mut found);
+        for (name, command) in found.iter().filter(|(_, command)| !command.is_hide_set()) {
+            let page = dir.path().join(format!("{}.1", name.replace(' ', "-")));
+            assert!(pages.contains(&page), "no page for {name}: {pages:?}");
+            let text = std::fs::read_to_string(&page).unwrap();
+            assert!(text.contains(".TH") && text.contains(command.get_name()), "{name}: {text}");
+        }
+        assert!(pages.iter().all(|page| page.is_file()), "{pages:?}");
+        assert!(pages.iter().all(|page| !page.to_string_lossy().contains("generate-man-pages")), "{pages:?}");
+    }
+
+    #[test]
+    fn completion_scripts_are_not_empty() {
+        use clap_complete::Shell;
+        for shell in [Shell::Bash, Shell::Zsh, Shell::Fish, Shell::PowerShell] {
+            let script = cmd::completion::script(shell, Cli::command());
+            assert!(script.contains("machineset"), "{shell}: {script}");
+        }
     }
 
     #[test]

@@ -33,6 +33,8 @@ pub enum Verb {
     Publish,
     /// Ask the API server for its version.
     Discover,
+    /// Read a container's log.
+    ReadLog,
 }
 
 impl fmt::Display for Verb {
@@ -51,6 +53,7 @@ impl fmt::Display for Verb {
             Verb::RequestToken => "request a token for",
             Verb::Publish => "publish an event about",
             Verb::Discover => "discover",
+            Verb::ReadLog => "read the log of",
         })
     }
 }

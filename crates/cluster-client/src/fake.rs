@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use async_trait::async_trait;
 use jiff::Timestamp;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
-use k8s_openapi::api::core::v1::{ConfigMap, Node, ObjectReference, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Node, ObjectReference, Pod, Secret};
 
 use crate::csrs::with_decision;
 use crate::error::{Error, Result, Verb, object_name};
@@ -20,8 +20,9 @@ use crate::nodes::reports_address;
 use crate::types::{ControllerConfig, Machine, WindowsInstance, WindowsInstanceStatus};
 use crate::{
     ClusterFacts, ClusterFactsSource, ClusterVersion, ConfigMaps, ControllerConfigs, CsrDecision, Csrs, DrainOptions,
-    DrainReport, Drainer, EventPublisher, InstanceRecords, Machines, NewEvent, NodeMetadataPatch, Nodes, Seams,
-    Secrets, ServiceAccountTokens, ShortLivedToken, TokenRequestSpec, WindowsMachines, csrs::is_pending,
+    DrainReport, Drainer, EventHistory, EventPublisher, InstanceRecords, Machines, NewEvent, NodeMetadataPatch, Nodes,
+    PodLogs, Seams, Secrets, ServiceAccountTokens, ShortLivedToken, TokenRequestSpec, WindowsMachines,
+    csrs::is_pending,
 };
 
 fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -221,6 +222,127 @@ impl EventPublisher for FakeEvents {
     async fn publish(&self, regarding: &ObjectReference, event: &NewEvent) -> Result<()> {
         locked(&self.published).push((regarding.clone(), event.clone()));
         Ok(())
+    }
+}
+
+/// The published Events read back as core/v1 Events, in publish order (named `event-000000`, `event-000001`, …;
+/// no times), in the namespace of the object they regard (`default` for cluster-scoped objects, as the API server
+/// keeps them).
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// use k8s_openapi::api::core::v1::ObjectReference;
+/// use wmco_cluster_client::{EventHistory, EventPublisher, NewEvent, Severity, fake::FakeEvents};
+///
+/// let events = FakeEvents::default();
+/// let node = ObjectReference { kind: Some("Node".into()), name: Some("win-1".into()), ..Default::default() };
+/// let setup = NewEvent { severity: Severity::Normal, reason: "InstanceSetup".into(), action: "Configure".into(), note: None };
+/// events.publish(&node, &setup).await.unwrap();
+/// let read = events.list_about(None, "Node", Some("win-1")).await.unwrap();
+/// assert_eq!(read[0].reason.as_deref(), Some("InstanceSetup"));
+/// assert!(events.list_about(Some("wmco"), "Node", None).await.unwrap().is_empty());
+/// # });
+/// ```
+#[async_trait]
+impl EventHistory for FakeEvents {
+    async fn list_about(&self, namespace: Option<&str>, kind: &str, name: Option<&str>) -> Result<Vec<Event>> {
+        let published = locked(&self.published);
+        Ok(published
+            .iter()
+            .enumerate()
+            .map(|(index, (regarding, event))| Event {
+                metadata: kube::api::ObjectMeta {
+                    name: Some(format!("event-{index:06}")),
+                    namespace: Some(regarding.namespace.clone().unwrap_or_else(|| "default".to_owned())),
+                    ..kube::api::ObjectMeta::default()
+                },
+                involved_object: regarding.clone(),
+                reason: Some(event.reason.clone()),
+                action: Some(event.action.clone()),
+                message: event.note.clone(),
+                type_: Some(
+                    match event.severity {
+                        crate::Severity::Normal => "Normal",
+                        crate::Severity::Warning => "Warning",
+                    }
+                    .to_owned(),
+                ),
+                ..Event::default()
+            })
+            .filter(|event| namespace.is_none() || event.metadata.namespace.as_deref() == namespace)
+            .filter(|event| event.involved_object.kind.as_deref() == Some(kind))
+            .filter(|event| name.is_none() || event.involved_object.name.as_deref() == name)
+            .collect())
+    }
+}
+
+/// Pods and container logs in memory.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// use wmco_cluster_client::{PodLogs, fake::FakePodLogs};
+///
+/// let pods = FakePodLogs::default();
+/// let pod = k8s_openapi::api::core::v1::Pod {
+///     metadata: kube::api::ObjectMeta {
+///         name: Some("wmco-1".into()),
+///         namespace: Some("wmco".into()),
+///         labels: Some([("app".to_owned(), "wmco".to_owned())].into()),
+///         ..Default::default()
+///     },
+///     ..Default::default()
+/// };
+/// pods.insert(pod, "wmco", "one\ntwo\nthree\n");
+/// assert_eq!(pods.list_pods("wmco", "app=wmco").await.unwrap().len(), 1);
+/// assert_eq!(pods.log("wmco", "wmco-1", "wmco", Some(2)).await.unwrap(), "two\nthree\n");
+/// assert!(pods.log("wmco", "wmco-1", "other", None).await.unwrap_err().is_not_found());
+/// # });
+/// ```
+#[derive(Debug, Default)]
+pub struct FakePodLogs {
+    pods: Mutex<BTreeMap<Key, Pod>>,
+    logs: Mutex<BTreeMap<(String, String, String), String>>,
+}
+
+impl FakePodLogs {
+    /// Adds `pod` whose container `container` has logged `log`.
+    pub fn insert(&self, pod: Pod, container: &str, log: &str) {
+        let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        locked(&self.logs).insert((namespace.clone(), name.clone(), container.to_owned()), log.to_owned());
+        locked(&self.pods).insert((namespace, name), pod);
+    }
+}
+
+/// Whether `labels` satisfy `selector`, a comma-separated list of `key=value` (the only form the fake knows).
+fn matches_labels(labels: Option<&BTreeMap<String, String>>, selector: &str) -> bool {
+    selector.split(',').filter(|term| !term.is_empty()).all(|term| match term.split_once('=') {
+        Some((key, value)) => labels.and_then(|labels| labels.get(key)).map(String::as_str) == Some(value),
+        None => false,
+    })
+}
+
+#[async_trait]
+impl PodLogs for FakePodLogs {
+    async fn list_pods(&self, namespace: &str, label_selector: &str) -> Result<Vec<Pod>> {
+        Ok(locked(&self.pods)
+            .iter()
+            .filter(|((pod_namespace, _), pod)| {
+                pod_namespace == namespace && matches_labels(pod.metadata.labels.as_ref(), label_selector)
+            })
+            .map(|(_, pod)| pod.clone())
+            .collect())
+    }
+
+    async fn log(&self, namespace: &str, pod: &str, container: &str, tail_lines: Option<i64>) -> Result<String> {
+        let key = (namespace.to_owned(), pod.to_owned(), container.to_owned());
+        let log = locked(&self.logs).get(&key).cloned().ok_or_else(|| {
+            not_found(Verb::ReadLog, "Pod", format!("{} container {container}", object_name(Some(namespace), pod)))
+        })?;
+        let Some(tail) = tail_lines.and_then(|tail| usize::try_from(tail).ok()) else { return Ok(log) };
+        let lines: Vec<&str> = log.lines().collect();
+        let kept = &lines[lines.len().saturating_sub(tail)..];
+        Ok(kept.iter().map(|line| format!("{line}\n")).collect())
     }
 }
 
@@ -747,6 +869,8 @@ pub struct FakeCluster {
     pub cluster_version: Arc<FakeClusterVersion>,
     /// ControllerConfigs.
     pub controller_configs: Arc<FakeControllerConfigs>,
+    /// Pods and their logs.
+    pub pod_logs: Arc<FakePodLogs>,
 }
 
 impl FakeCluster {
@@ -764,6 +888,7 @@ impl FakeCluster {
             drainer: Arc::default(),
             cluster_version: Arc::new(FakeClusterVersion::new(version)),
             controller_configs: Arc::default(),
+            pod_logs: Arc::default(),
         }
     }
 

@@ -7,7 +7,10 @@
 //!   marks) and [`WindowsInstanceExt`] (the record's `namespace/name` key, recorded Node name, pinned host key).
 //! - Capability traits, each with a real implementation over [`kube`] and an in-memory fake in `fake` (feature `testing`):
 //!   [`Nodes`], [`Drainer`], [`Csrs`], [`EventPublisher`], [`Secrets`], [`ConfigMaps`], [`ServiceAccountTokens`],
-//!   [`InstanceRecords`], [`Machines`], [`WindowsMachines`], [`ClusterFactsSource`], [`ClusterVersion`], [`ControllerConfigs`].
+//!   [`InstanceRecords`], [`Machines`], [`WindowsMachines`], [`ClusterFactsSource`], [`ClusterVersion`], [`ControllerConfigs`],
+//!   [`AccessReviews`] (TokenReview and SubjectAccessReview, for the metrics endpoint), and the read-only
+//!   [`EventHistory`] and [`PodLogs`] (the Events about an object, the operator's pods and logs: `wmco status` and
+//!   `wmco diagnose`).
 //! - [`Seams`]: all of them as trait objects built once, from a client ([`Seams::for_client`]) or, in tests, from
 //!   one `fake::FakeCluster`.
 //!
@@ -18,6 +21,7 @@ pub mod crd;
 mod csrs;
 mod drain;
 mod error;
+mod event_history;
 mod events;
 mod ext;
 mod facts;
@@ -28,6 +32,8 @@ mod machines;
 pub mod names;
 mod nodes;
 mod objects;
+mod pod_logs;
+mod reviews;
 mod seams;
 mod tokens;
 pub mod types;
@@ -40,6 +46,7 @@ pub use controller_configs::{ControllerConfigs, KubeControllerConfigs};
 pub use csrs::{CsrDecision, Csrs, KubeCsrs, is_pending};
 pub use drain::{DrainOptions, DrainReport, Drainer, KubeDrainer, SkipReason, SkippedPod};
 pub use error::{BlockReason, BlockedPod, Error, Result, Verb};
+pub use event_history::{EventHistory, KubeEventHistory, last_seen};
 pub use events::{EventPublisher, KubeEvents, NewEvent, Severity};
 pub use ext::{NodeExt, WindowsInstanceExt};
 pub use facts::{
@@ -51,6 +58,8 @@ pub use kube::ResourceExt;
 pub use machines::{KubeMachines, Machines, NoWindowsMachines, WindowsMachines, serves_machine_api};
 pub use nodes::{KubeNodes, NodeMetadataPatch, Nodes};
 pub use objects::{ConfigMaps, KubeConfigMaps, KubeSecrets, Secrets};
+pub use pod_logs::{KubePodLogs, PodLogs};
+pub use reviews::{AccessReviews, KubeAccessReviews, ReviewedUser};
 pub use seams::Seams;
 pub use tokens::{KubeServiceAccountTokens, ServiceAccountTokens, ShortLivedToken, TokenRequestSpec};
 pub use version::{ClusterVersion, KubeClusterVersion};

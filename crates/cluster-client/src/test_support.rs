@@ -20,6 +20,7 @@ pub(crate) struct Exchange {
     unanswered: bool,
     status: u16,
     reply: Value,
+    reply_text: Option<String>,
 }
 
 /// Content type of a JSON merge patch.
@@ -40,6 +41,7 @@ impl Exchange {
             unanswered: false,
             status: 200,
             reply: Value::Null,
+            reply_text: None,
         }
     }
 
@@ -83,6 +85,11 @@ impl Exchange {
     pub(crate) fn reply(self, status: u16, reply: Value) -> Self {
         Exchange { status, reply, ..self }
     }
+
+    /// The server answers with `status` and `text` as the body, as is (a container log).
+    pub(crate) fn reply_text(self, status: u16, text: &str) -> Self {
+        Exchange { status, reply_text: Some(text.to_owned()), ..self }
+    }
 }
 
 /// A `Status` body as the API server sends it with an error code.
@@ -125,7 +132,11 @@ where
                 held.push(respond);
                 continue;
             }
-            let body = Body::from(serde_json::to_vec(&exchange.reply).unwrap());
+            let bytes = match exchange.reply_text {
+                Some(text) => text.into_bytes(),
+                None => serde_json::to_vec(&exchange.reply).unwrap(),
+            };
+            let body = Body::from(bytes);
             respond.send_response(Response::builder().status(exchange.status).body(body).unwrap());
         }
         (handle, held)

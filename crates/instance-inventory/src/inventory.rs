@@ -13,8 +13,9 @@ use crate::entry::{ValueError, parse_value};
 use crate::name::instance_name;
 use crate::resolve::Resolver;
 
-/// One BYOH host the admin wants as a Windows node.
+/// One BYOH host the admin wants as a Windows node. Serialized with camelCase keys, like Kubernetes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct DesiredInstance {
     /// The ConfigMap key, as written.
     pub key: String,
@@ -54,7 +55,7 @@ impl fmt::Display for Severity {
 
 /// Why an entry was refused or dropped.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
-#[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
+#[serde(tag = "kind", content = "detail", rename_all = "snake_case", rename_all_fields = "camelCase")]
 pub enum ProblemReason {
     /// The key is not a usable address.
     #[error("{0}")]
@@ -440,7 +441,7 @@ mod tests {
                 "instances": [{
                     "key": "10.1.2.3",
                     "address": {"kind": "ipv4", "ip": "10.1.2.3"},
-                    "resolved_ipv4": "10.1.2.3",
+                    "resolvedIpv4": "10.1.2.3",
                     "username": "a"
                 }],
                 "problems": [{

@@ -1,6 +1,7 @@
-//! The operator's one HTTP listener (the Deployment's port `http`): `/healthz` answers 200 while the process is
-//! alive, `/readyz` answers 200 once [`Readiness::set_ready`] was called (leader election settled, controllers
-//! started or standing by) and 503 before, `/metrics` serves [`Metrics::encode`]. Any other path is 404.
+//! The operator's plain HTTP listener for the kubelet's probes (the Deployment's port `http`): `/healthz` answers
+//! 200 while the process is alive, `/readyz` answers 200 once [`Readiness::set_ready`] was called (leader election
+//! settled, controllers started or standing by) and 503 before. Any other path is 404: `/metrics` is served only
+//! over HTTPS to authorized clients ([`crate::metrics_server`]).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -16,16 +17,11 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
-use crate::metrics::Metrics;
-
-/// The content type of the OpenMetrics text exposition.
-pub const METRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-
 /// Errors of the health server.
 #[derive(Debug, thiserror::Error)]
 pub enum HealthError {
     /// The listen address could not be bound.
-    #[error("cannot listen on {address} for /healthz, /readyz and /metrics")]
+    #[error("cannot listen on {address} for /healthz and /readyz")]
     Bind {
         /// The address.
         address: SocketAddr,
@@ -65,16 +61,15 @@ pub async fn bind(address: SocketAddr) -> Result<TcpListener, HealthError> {
     TcpListener::bind(address).await.map_err(|source| HealthError::Bind { address, source })
 }
 
-/// Serves `/healthz`, `/readyz` and `/metrics` on `listener` until `shutdown` completes.
+/// Serves `/healthz` and `/readyz` on `listener` until `shutdown` completes.
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), wmco_operator::health::HealthError> {
 /// use std::sync::Arc;
 /// use wmco_operator::health::{Readiness, bind, serve};
-/// use wmco_operator::metrics::Metrics;
 /// let listener = bind("0.0.0.0:8080".parse().expect("an address")).await?;
 /// let readiness = Arc::new(Readiness::default());
-/// serve(listener, readiness, Arc::new(Metrics::new()), std::future::pending()).await?;
+/// serve(listener, readiness, std::future::pending()).await?;
 /// # Ok(())
 /// # }
 /// ```
@@ -85,7 +80,6 @@ pub async fn bind(address: SocketAddr) -> Result<TcpListener, HealthError> {
 pub async fn serve(
     listener: TcpListener,
     readiness: Arc<Readiness>,
-    metrics: Arc<Metrics>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), HealthError> {
     tokio::pin!(shutdown);
@@ -95,10 +89,9 @@ pub async fn serve(
             accepted = listener.accept() => accepted.map_err(HealthError::Accept)?,
         };
         let readiness = Arc::clone(&readiness);
-        let metrics = Arc::clone(&metrics);
         tokio::spawn(async move {
             let service = service_fn(move |request| {
-                let response = respond(&request, &readiness, &metrics);
+                let response = respond(&request, &readiness);
                 async move { Ok::<_, Infallible>(response) }
             });
             if let Err(error) = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await {
@@ -108,7 +101,7 @@ pub async fn serve(
     }
 }
 
-fn respond(request: &Request<Incoming>, readiness: &Readiness, metrics: &Metrics) -> Response<Full<Bytes>> {
+fn respond(request: &Request<Incoming>, readiness: &Readiness) -> Response<Full<Bytes>> {
     if request.method() != Method::GET {
         return plain(StatusCode::METHOD_NOT_ALLOWED, "only GET\n");
     }
@@ -116,10 +109,6 @@ fn respond(request: &Request<Incoming>, readiness: &Readiness, metrics: &Metrics
         "/healthz" => plain(StatusCode::OK, "ok\n"),
         "/readyz" if readiness.is_ready() => plain(StatusCode::OK, "ready\n"),
         "/readyz" => plain(StatusCode::SERVICE_UNAVAILABLE, "not ready\n"),
-        "/metrics" => match metrics.encode() {
-            Ok(text) => with_content_type(StatusCode::OK, METRICS_CONTENT_TYPE, text),
-            Err(_) => plain(StatusCode::INTERNAL_SERVER_ERROR, "metrics could not be encoded\n"),
-        },
         _ => plain(StatusCode::NOT_FOUND, "not found\n"),
     }
 }
@@ -159,14 +148,12 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn serves_health_readiness_and_metrics() {
+    async fn serves_health_and_readiness_and_never_the_metrics_in_plain_http() {
         let listener = bind("127.0.0.1:0".parse().expect("address")).await.expect("bound");
         let address = listener.local_addr().expect("local address");
         let readiness = Arc::new(Readiness::default());
-        let metrics = Arc::new(Metrics::new());
-        metrics.record_error("kube_api");
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(serve(listener, Arc::clone(&readiness), metrics, async {
+        let server = tokio::spawn(serve(listener, Arc::clone(&readiness), async {
             let _ = stopped.await;
         }));
 
@@ -176,12 +163,8 @@ mod tests {
         assert_eq!(get(address, "/readyz").await.0, StatusCode::OK);
         assert_eq!(get(address, "/nope").await.0, StatusCode::NOT_FOUND);
 
-        let (status, content_type, body) = get(address, "/metrics").await;
-        assert_eq!(status, StatusCode::OK);
-        assert_eq!(content_type, METRICS_CONTENT_TYPE);
-        assert!(body.contains("# TYPE wmco_errors counter\n"), "{body}");
-        assert!(body.contains("wmco_errors_total{kind=\"kube_api\"} 1\n"), "{body}");
-        assert!(body.ends_with("# EOF\n"), "{body}");
+        let (status, content_type, _) = get(address, "/metrics").await;
+        assert_eq!((status, content_type.as_str()), (StatusCode::NOT_FOUND, "text/plain; charset=utf-8"));
 
         stop.send(()).expect("server still running");
         server.await.expect("joined").expect("clean stop");
@@ -192,6 +175,6 @@ mod tests {
         let taken = bind("127.0.0.1:0".parse().expect("address")).await.expect("bound");
         let address = taken.local_addr().expect("local address");
         let error = bind(address).await.expect_err("address in use");
-        assert_eq!(error.to_string(), format!("cannot listen on {address} for /healthz, /readyz and /metrics"));
+        assert_eq!(error.to_string(), format!("cannot listen on {address} for /healthz and /readyz"));
     }
 }

@@ -1,15 +1,22 @@
 //! The operator's Prometheus metrics: one registry holding every family the operator exports, and a small typed
-//! API the controllers record through. [`Metrics::encode`] renders the OpenMetrics text served at `/metrics`.
+//! API the controllers record through. [`Metrics::encode`] renders the OpenMetrics text served at `/metrics`
+//! (over HTTPS, to authorized clients: see [`crate::metrics_server`]).
 //!
-//! Families (names as exported):
+//! Families (names as exported; units are suffixes, counters end in `_total`):
 //! - `wmco_instances{phase}`: gauge, how many `WindowsInstance` records are in each phase;
 //! - `wmco_configure_duration_seconds`: histogram, how long configuring one host took;
-//! - `wmco_ssh_round_trips_total` and `wmco_ssh_bytes_sent_total`: counters of SSH traffic;
+//! - `wmco_ssh_round_trips_total` and `wmco_ssh_sent_bytes_total`: counters of SSH traffic;
 //! - `wmco_csr_verdicts_total{verdict,rule}`: counter of CSR decisions by rule (`all` for an approval);
-//! - `wmco_errors_total{kind}`: counter of reconcile errors by kind (an error's `metric_label()`);
 //! - `wmco_reconcile_total{controller,result}`: counter of reconciles by controller and result (`success` or
 //!   `error`), for the kube-runtime controllers and the hand-rolled loops alike;
-//! - `wmco_reconcile_duration_seconds{controller}`: histogram, how long one reconcile took.
+//! - `wmco_reconcile_errors_total{controller,kind}`: counter of reconcile errors by controller and kind (an
+//!   error's `metric_label()`);
+//! - `wmco_reconcile_duration_seconds{controller}`: histogram, how long one reconcile took;
+//! - `wmco_leader`: gauge, 1 while this process holds the leader Lease (or runs without leader election);
+//! - `wmco_build_info{version,revision}`: gauge, always 1;
+//! - `process_cpu_seconds_total`, `process_resident_memory_bytes`, `process_virtual_memory_bytes`,
+//!   `process_open_fds`, `process_max_fds`, `process_start_time_seconds`: the process, read from `/proc` on each
+//!   scrape ([`crate::process_metrics`]).
 
 use std::time::Duration;
 
@@ -18,7 +25,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Registry, Unit};
 
 /// Upper bounds (seconds) of the configure-duration buckets: 30 s to about 64 minutes, doubling.
 const CONFIGURE_DURATION_BUCKETS: [f64; 8] = [30.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 3840.0];
@@ -31,7 +38,7 @@ const RECONCILE_DURATION_BUCKETS: [f64; 8] = [0.01, 0.1, 0.5, 1.0, 5.0, 30.0, 12
 pub enum ReconcileResult {
     /// The reconcile returned `Ok`.
     Success,
-    /// The reconcile returned an error (counted by kind in `wmco_errors_total` too).
+    /// The reconcile returned an error (counted by controller and kind in `wmco_reconcile_errors_total` too).
     Error,
 }
 
@@ -73,7 +80,14 @@ struct CsrVerdictLabels {
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct ErrorLabels {
+    controller: String,
     kind: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct BuildLabels {
+    version: String,
+    revision: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -97,8 +111,10 @@ struct ControllerLabels {
 /// metrics.set_instances_in_phase("Configured", 3);
 /// metrics.observe_configure_duration(Duration::from_secs(95));
 /// metrics.record_csr_verdict(CsrVerdictLabel::Approved, "A1");
+/// metrics.set_build_info("0.1.0", "0123456789ab");
 /// let text = metrics.encode()?;
 /// assert!(text.contains("wmco_instances{phase=\"Configured\"} 3"));
+/// assert!(text.contains("wmco_build_info{version=\"0.1.0\",revision=\"0123456789ab\"} 1"));
 /// # Ok::<(), std::fmt::Error>(())
 /// ```
 pub struct Metrics {
@@ -111,6 +127,8 @@ pub struct Metrics {
     errors: Family<ErrorLabels, Counter>,
     reconciles: Family<ReconcileLabels, Counter>,
     reconcile_duration: Family<ControllerLabels, Histogram, fn() -> Histogram>,
+    leader: Gauge,
+    build_info: Family<BuildLabels, Gauge>,
 }
 
 impl Metrics {
@@ -128,11 +146,16 @@ impl Metrics {
         let ssh_round_trips = Counter::default();
         registry.register("wmco_ssh_round_trips", "SSH command round trips to Windows hosts", ssh_round_trips.clone());
         let ssh_bytes_sent = Counter::default();
-        registry.register("wmco_ssh_bytes_sent", "Bytes uploaded to Windows hosts over SSH", ssh_bytes_sent.clone());
+        registry.register_with_unit(
+            "wmco_ssh_sent",
+            "Bytes uploaded to Windows hosts over SSH",
+            Unit::Bytes,
+            ssh_bytes_sent.clone(),
+        );
         let csr_verdicts = Family::<CsrVerdictLabels, Counter>::default();
         registry.register("wmco_csr_verdicts", "Kubelet CSR decisions by verdict and rule", csr_verdicts.clone());
         let errors = Family::<ErrorLabels, Counter>::default();
-        registry.register("wmco_errors", "Reconcile errors by kind", errors.clone());
+        registry.register("wmco_reconcile_errors", "Reconcile errors by controller and kind", errors.clone());
         let reconciles = Family::<ReconcileLabels, Counter>::default();
         registry.register("wmco_reconcile", "Reconciles by controller and result", reconciles.clone());
         let reconcile_duration: Family<ControllerLabels, Histogram, fn() -> Histogram> =
@@ -142,6 +165,15 @@ impl Metrics {
             "Time taken by one reconcile, by controller",
             reconcile_duration.clone(),
         );
+        let leader = Gauge::default();
+        registry.register("wmco_leader", "1 while this process leads (runs the controllers), else 0", leader.clone());
+        let build_info = Family::<BuildLabels, Gauge>::default();
+        registry.register(
+            "wmco_build_info",
+            "The version and git revision of the running operator",
+            build_info.clone(),
+        );
+        registry.register_collector(Box::new(crate::process_metrics::ProcessCollector));
         Self {
             registry,
             instances_by_phase,
@@ -152,7 +184,21 @@ impl Metrics {
             errors,
             reconciles,
             reconcile_duration,
+            leader,
+            build_info,
         }
+    }
+
+    /// Sets whether this process leads.
+    pub fn set_leader(&self, leading: bool) {
+        self.leader.set(i64::from(leading));
+    }
+
+    /// Records the running operator's version and git revision (`wmco_build_info`, value 1).
+    pub fn set_build_info(&self, version: &str, revision: &str) {
+        self.build_info
+            .get_or_create(&BuildLabels { version: version.to_owned(), revision: revision.to_owned() })
+            .set(1);
     }
 
     /// Sets how many `WindowsInstance` records are in `phase` now.
@@ -180,9 +226,9 @@ impl Metrics {
         self.csr_verdicts.get_or_create(&CsrVerdictLabels { verdict, rule: rule.to_owned() }).inc();
     }
 
-    /// Counts one reconcile error of `kind` (an error's `metric_label()`).
-    pub fn record_error(&self, kind: &str) {
-        self.errors.get_or_create(&ErrorLabels { kind: kind.to_owned() }).inc();
+    /// Counts one reconcile error of `controller` of `kind` (an error's `metric_label()`).
+    pub fn record_error(&self, controller: &str, kind: &str) {
+        self.errors.get_or_create(&ErrorLabels { controller: controller.to_owned(), kind: kind.to_owned() }).inc();
     }
 
     /// Counts one reconcile of `controller` that ended with `result` and took `duration`.
@@ -222,14 +268,19 @@ mod tests {
     #[test]
     fn empty_registry_declares_only_unlabelled_families() {
         let text = Metrics::new().encode().expect("encoded");
+        let wmco: Vec<&str> =
+            lines_starting_with(&text, "# TYPE").into_iter().filter(|line| line.contains(" wmco_")).collect();
         assert_eq!(
-            lines_starting_with(&text, "# TYPE"),
+            wmco,
             vec![
                 "# TYPE wmco_configure_duration_seconds histogram",
                 "# TYPE wmco_ssh_round_trips counter",
-                "# TYPE wmco_ssh_bytes_sent counter",
+                "# TYPE wmco_ssh_sent_bytes counter",
+                "# TYPE wmco_leader gauge",
             ]
         );
+        assert!(text.contains("# UNIT wmco_ssh_sent_bytes bytes\n"), "{text}");
+        assert!(text.contains("wmco_leader 0\n"), "{text}");
         assert!(text.ends_with("# EOF\n"));
     }
 
@@ -245,20 +296,25 @@ mod tests {
         metrics.record_csr_verdict(CsrVerdictLabel::Approved, "A1");
         metrics.record_csr_verdict(CsrVerdictLabel::Denied, "D3");
         metrics.record_csr_verdict(CsrVerdictLabel::Ignored, "F2");
-        metrics.record_error("kube_api");
+        metrics.record_error("instances", "kube_api");
+        metrics.set_leader(true);
         let text = metrics.encode().expect("encoded");
 
+        let wmco: Vec<&str> =
+            lines_starting_with(&text, "# TYPE").into_iter().filter(|line| line.contains(" wmco_")).collect();
         assert_eq!(
-            lines_starting_with(&text, "# TYPE"),
+            wmco,
             vec![
                 "# TYPE wmco_instances gauge",
                 "# TYPE wmco_configure_duration_seconds histogram",
                 "# TYPE wmco_ssh_round_trips counter",
-                "# TYPE wmco_ssh_bytes_sent counter",
+                "# TYPE wmco_ssh_sent_bytes counter",
                 "# TYPE wmco_csr_verdicts counter",
-                "# TYPE wmco_errors counter",
+                "# TYPE wmco_reconcile_errors counter",
+                "# TYPE wmco_leader gauge",
             ]
         );
+        assert!(text.contains("wmco_leader 1\n"), "{text}");
         let mut instances = lines_starting_with(&text, "wmco_instances{");
         instances.sort_unstable();
         assert_eq!(
@@ -266,7 +322,7 @@ mod tests {
             vec!["wmco_instances{phase=\"Configured\"} 4", "wmco_instances{phase=\"Configuring\"} 1"]
         );
         assert_eq!(lines_starting_with(&text, "wmco_ssh_round_trips_total"), vec!["wmco_ssh_round_trips_total 7"]);
-        assert_eq!(lines_starting_with(&text, "wmco_ssh_bytes_sent_total"), vec!["wmco_ssh_bytes_sent_total 1024"]);
+        assert_eq!(lines_starting_with(&text, "wmco_ssh_sent_bytes_total"), vec!["wmco_ssh_sent_bytes_total 1024"]);
         let mut verdicts = lines_starting_with(&text, "wmco_csr_verdicts_total{");
         verdicts.sort_unstable();
         assert_eq!(
@@ -277,7 +333,10 @@ mod tests {
                 "wmco_csr_verdicts_total{verdict=\"Ignored\",rule=\"F2\"} 1",
             ]
         );
-        assert_eq!(lines_starting_with(&text, "wmco_errors_total{"), vec!["wmco_errors_total{kind=\"kube_api\"} 1"]);
+        assert_eq!(
+            lines_starting_with(&text, "wmco_reconcile_errors_total{"),
+            vec!["wmco_reconcile_errors_total{controller=\"instances\",kind=\"kube_api\"} 1"]
+        );
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub struct ChecksumList {
 
 /// A line of `sha256sum` that was not used.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct BadChecksumLine {
     /// 1-based line number.
     pub line_number: usize,

@@ -20,6 +20,7 @@ use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::authorization::v1::{ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec};
 use k8s_openapi::api::certificates::v1::{CertificateSigningRequest, CertificateSigningRequestSpec};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Secret, Service, ServiceAccount};
+use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::api::{Api, DynamicObject, EvictParams, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind, ObjectMeta};
 use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair};
@@ -114,6 +115,10 @@ const ACCESS_TABLE: &[AccessCase] = &[
     ("create", "events.k8s.io", "events", "openshift-machine-api", "", true),
     ("delete", "", "events", "openshift-machine-api", "", false),
     ("create", "", "events", "kube-system", "", false),
+    // The metrics endpoint's reviews of bearer tokens.
+    ("create", "authentication.k8s.io", "tokenreviews", "", "", true),
+    ("create", "authorization.k8s.io", "subjectaccessreviews", "", "", true),
+    ("create", "authorization.k8s.io", "localsubjectaccessreviews", "kube-system", "", false),
     // Leader election.
     ("create", "coordination.k8s.io", "leases", OPERATOR_NAMESPACE, "", true),
     ("update", "coordination.k8s.io", "leases", OPERATOR_NAMESPACE, OPERATOR_NAME, true),
@@ -215,6 +220,7 @@ const BASE_OBJECTS: &[&str] = &[
     "role.rbac.authorization.k8s.io/windows-machine-config-operator-bootstrap-token",
     "role.rbac.authorization.k8s.io/windows-machine-config-operator-events",
     "clusterrole.rbac.authorization.k8s.io/windows-machine-config-operator",
+    "clusterrole.rbac.authorization.k8s.io/windows-machine-config-operator-metrics-reader",
     "rolebinding.rbac.authorization.k8s.io/windows-machine-config-operator",
     "rolebinding.rbac.authorization.k8s.io/windows-machine-config-operator-machine-api",
     "rolebinding.rbac.authorization.k8s.io/windows-machine-config-operator-bootstrap-token",
@@ -229,6 +235,7 @@ const MONITORING_OBJECTS: &[&str] = &[
     "servicemonitor.monitoring.coreos.com/windows-machine-config-operator",
     "servicemonitor.monitoring.coreos.com/windows-exporter",
     "prometheusrule.monitoring.coreos.com/windows-prometheus-k8s-rules",
+    "clusterrolebinding.rbac.authorization.k8s.io/windows-machine-config-operator-metrics-reader",
 ];
 /// What only the OpenShift overlay adds.
 const OPENSHIFT_OBJECTS: &[&str] =
@@ -277,6 +284,34 @@ async fn openshift_overlay_applies_and_is_idempotent(control_plane: &ControlPlan
     ensure!(tls["caFile"] == "/etc/prometheus/configmaps/serving-certs-ca-bundle/service-ca.crt", "{tls}");
     ensure!(tls["serverName"] == "windows-exporter.openshift-windows-machine-config-operator.svc", "{tls}");
     ensure!(tls.get("ca").is_none(), "the service CA replaces the Secret's ca.crt: {tls}");
+    let metrics_service = Api::<Service>::namespaced(client.clone(), OPERATOR_NAMESPACE)
+        .get("windows-machine-config-operator-metrics")
+        .await?;
+    let annotations = metrics_service.metadata.annotations.unwrap_or_default();
+    ensure!(
+        annotations.get(SERVICE_CA_ANNOTATION).map(String::as_str)
+            == Some("windows-machine-config-operator-metrics-tls"),
+        "the metrics Service asks service-ca for no certificate: {annotations:?}"
+    );
+    let monitor = service_monitor(control_plane, OPERATOR_NAME).await?;
+    let endpoint = &monitor["spec"]["endpoints"][0];
+    ensure!(endpoint["scheme"] == "https" && endpoint["port"] == "https", "{endpoint}");
+    ensure!(
+        endpoint["tlsConfig"]["caFile"] == "/etc/prometheus/configmaps/serving-certs-ca-bundle/service-ca.crt",
+        "{endpoint}"
+    );
+    ensure!(
+        endpoint["tlsConfig"].get("insecureSkipVerify").is_none(),
+        "OpenShift verifies the certificate: {endpoint}"
+    );
+    let reader =
+        Api::<ClusterRoleBinding>::all(client.clone()).get("windows-machine-config-operator-metrics-reader").await?;
+    let subjects = reader.subjects.unwrap_or_default();
+    ensure!(
+        subjects.iter().map(|subject| (subject.name.as_str(), subject.namespace.as_deref())).collect::<Vec<_>>()
+            == [("prometheus-k8s", Some("openshift-monitoring"))],
+        "the platform Prometheus may not read /metrics: {subjects:?}"
+    );
     let deployment = Api::<Deployment>::namespaced(client, OPERATOR_NAMESPACE).get(OPERATOR_NAME).await?;
     let pod = deployment.spec.context("the Deployment has no spec")?.template.spec.context("no pod spec")?;
     ensure!(pod.priority_class_name.as_deref() == Some("system-cluster-critical"), "{:?}", pod.priority_class_name);
@@ -347,6 +382,7 @@ async fn kubernetes_overlay_renders_without_the_monitoring_component(
         "ServiceMonitor/windows-machine-config-operator",
         "ServiceMonitor/windows-exporter",
         "PrometheusRule/windows-prometheus-k8s-rules",
+        "ClusterRoleBinding/windows-machine-config-operator-metrics-reader",
     ]
     .map(String::from)
     .into();

@@ -2,15 +2,17 @@
 //!
 //! [`Sandbox::start`] starts, in order: the e2e control plane (`wmco-e2e-harness`) with the operator's
 //! `manifests/overlays/openshift` applied by kubectl; the admin's inputs (Secret `cloud-private-key` with a fresh
-//! Ed25519 key, Secret `windows-machine-config-operator-tls` unless told not to, ConfigMap `kube-root-ca.crt`); simulated Windows hosts
-//! (`winhost-sim`, in this process) authorizing that key on one shared SSH port; an OVN stand-in annotating each
+//! Ed25519 key, Secret `windows-machine-config-operator-tls` unless told not to, Secret
+//! `windows-machine-config-operator-metrics-tls` issued by a sandbox CA, ConfigMap `kube-root-ca.crt`, a
+//! ServiceAccount allowed to scrape `/metrics`); simulated Windows hosts (`winhost-sim`, in this process) authorizing that key on one shared SSH port; an OVN stand-in annotating each
 //! Windows Node's hybrid-overlay subnet; and the operator as its own process (`wmco run`, found through `WMCO_BIN`)
 //! with its ServiceAccount's token — the RBAC of `manifests/`, never admin — logging to the sandbox directory.
 //! The `small` synthetic payload is cached under `~/.cache/wmco-rs/payload/`; the operator gets
 //! `--allow-synthetic-payload` because (and only while) its payload is synthetic.
 //!
 //! Then the helpers: write or patch the `windows-instances` ConfigMap, list `WindowsInstance`s and Nodes, read
-//! each host's command log, services and file hashes, kill and restart the operator, read its `/metrics`, and
+//! each host's command log, services and file hashes, kill and restart the operator, read its `/metrics` over TLS with the
+//! scraper's token, and
 //! wait ([`Sandbox::wait_until_ready`], [`Sandbox::wait_for`]) with errors that quote the operator's log. Every
 //! e2e test ends with [`Sandbox::assert_no_secret_leaked`] ([`secret_scan`]).
 //!
@@ -25,7 +27,7 @@
 //! # Ok(()) }
 //! ```
 
-mod credentials;
+pub mod credentials;
 pub mod csr;
 mod error;
 mod hosts;
@@ -40,7 +42,10 @@ mod sandbox;
 pub mod secret_scan;
 pub mod workload;
 
-pub use credentials::{AdminKey, PRIVATE_KEY_FIELD, PRIVATE_KEY_SECRET, ROOT_CA_CONFIG_MAP, TLS_SECRET};
+pub use credentials::{
+    AdminKey, METRICS_TLS_SECRET, MetricsServingCertificate, PRIVATE_KEY_FIELD, PRIVATE_KEY_SECRET, ROOT_CA_CONFIG_MAP,
+    TLS_SECRET,
+};
 pub use error::SandboxError;
 pub use hosts::SandboxHost;
 pub use manifests::{AppliedManifests, manifests_dir, overlay_dir};

@@ -1,6 +1,7 @@
 //! The operator as its own process — the `wmco` binary running `wmco run` with a kubeconfig holding its
 //! ServiceAccount's token, or its image run as a pod ([`crate::pod`]) — stdout and stderr appended to one log
-//! file, its HTTP listener (`/readyz`, `/metrics`) on a free loopback port. [`OperatorProcess::kill`] sends SIGKILL
+//! file, its HTTP listener (`/readyz`) and its HTTPS metrics endpoint (`/metrics`, bearer token, [`metrics`]) on
+//! free loopback ports. [`OperatorProcess::kill`] sends SIGKILL
 //! (a crash, as far as the cluster and the hosts can tell); dropping the handle does the same. A small `sh`
 //! watchdog kills the operator (or removes its container) if the process owning the handle dies without running
 //! destructors.
@@ -10,9 +11,12 @@ use std::net::SocketAddr;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use rustls::pki_types::pem::PemObject as _;
+use rustls::pki_types::{CertificateDer, ServerName};
+use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
 
 use crate::SandboxError;
 use crate::pod::PodRun;
@@ -61,6 +65,9 @@ pub struct OperatorLaunch {
     pub log: PathBuf,
     /// The address of its HTTP listener (in `base_args` as `--listen`, or in a pod's environment).
     pub listen: SocketAddr,
+    /// The address of its HTTPS metrics endpoint (in `base_args` as `--metrics-listen`, or in a pod's
+    /// environment).
+    pub metrics_listen: SocketAddr,
     /// Run the operator from its image as a pod would run (`base_args` are then the Deployment's), with this
     /// environment after the Deployment's; `None` runs `binary` as a process.
     pub pod: Option<(PodRun, Vec<(String, String)>)>,
@@ -241,23 +248,117 @@ pub async fn wait_ready(
     }
 }
 
-/// The operator's `/metrics` text (OpenMetrics).
-///
-/// # Errors
-/// [`SandboxError::OperatorHttp`] if it does not answer 200.
-pub async fn metrics(listen: SocketAddr) -> Result<String, SandboxError> {
-    match http_get(listen, "/metrics").await {
-        Ok((200, body)) => Ok(body),
-        Ok((status, body)) => Err(SandboxError::OperatorHttp {
-            address: listen,
-            path: "/metrics",
-            detail: format!("status {status}: {body}"),
-        }),
-        Err(error) => Err(SandboxError::OperatorHttp { address: listen, path: "/metrics", detail: error.to_string() }),
+/// Where the operator serves `/metrics` and with which certificate: the `wmco run` flags of the metrics endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetricsEndpointArgs {
+    /// `--metrics-listen`.
+    pub listen: SocketAddr,
+    /// `--metrics-tls-cert`.
+    pub certificate: PathBuf,
+    /// `--metrics-tls-key`.
+    pub key: PathBuf,
+}
+
+impl MetricsEndpointArgs {
+    /// The flags.
+    ///
+    /// ```
+    /// let args = wmco_sandbox::operator::MetricsEndpointArgs {
+    ///     listen: "127.0.0.1:8443".parse().unwrap(),
+    ///     certificate: "/tls/tls.crt".into(),
+    ///     key: "/tls/tls.key".into(),
+    /// };
+    /// let flags: Vec<String> = args.to_args().iter().map(|arg| arg.to_string_lossy().into_owned()).collect();
+    /// assert_eq!(flags, ["--metrics-listen", "127.0.0.1:8443", "--metrics-tls-cert", "/tls/tls.crt",
+    ///     "--metrics-tls-key", "/tls/tls.key"]);
+    /// ```
+    pub fn to_args(&self) -> Vec<OsString> {
+        vec![
+            "--metrics-listen".into(),
+            self.listen.to_string().into(),
+            "--metrics-tls-cert".into(),
+            self.certificate.clone().into_os_string(),
+            "--metrics-tls-key".into(),
+            self.key.clone().into_os_string(),
+        ]
     }
 }
 
-/// The value of an unlabelled sample `name` (for example `wmco_ssh_bytes_sent_total`) in metrics text.
+/// How to read the operator's `/metrics`: its HTTPS address, the CA that issued its serving certificate, and a
+/// bearer token allowed `get` on `/metrics` (what Prometheus holds). `Debug` never shows the token.
+#[derive(Clone)]
+pub struct MetricsAccess {
+    /// The metrics endpoint (`--metrics-listen`).
+    pub address: SocketAddr,
+    /// The CA (PEM) the client trusts.
+    pub ca_pem: String,
+    /// The bearer token.
+    pub token: String,
+}
+
+impl std::fmt::Debug for MetricsAccess {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("MetricsAccess")
+            .field("address", &self.address)
+            .field("ca_pem", &self.ca_pem)
+            .field("token", &"<redacted>")
+            .finish()
+    }
+}
+
+/// The operator's `/metrics` text (OpenMetrics), over TLS with the bearer token of `access`.
+///
+/// # Errors
+/// [`SandboxError::OperatorHttp`] if the handshake fails or the answer is not 200.
+pub async fn metrics(access: &MetricsAccess) -> Result<String, SandboxError> {
+    match https_get(access.address, &access.ca_pem, Some(&access.token), "/metrics").await {
+        Ok((200, body)) => Ok(body),
+        Ok((status, body)) => Err(SandboxError::OperatorHttp {
+            address: access.address,
+            path: "/metrics",
+            detail: format!("status {status}: {body}"),
+        }),
+        Err(error) => {
+            Err(SandboxError::OperatorHttp { address: access.address, path: "/metrics", detail: error.to_string() })
+        }
+    }
+}
+
+/// One HTTPS GET of `path` (HTTP/1.0: the server closes the connection after the answer), the server's certificate checked against `ca_pem` for
+/// the name `localhost`, with `Authorization: Bearer <token>` when a token is given: status code and body.
+///
+/// # Errors
+/// An I/O error for a refused connection, a failed handshake (an untrusted certificate) or an answer that is not
+/// HTTP.
+pub async fn https_get(
+    address: SocketAddr,
+    ca_pem: &str,
+    token: Option<&str>,
+    path: &str,
+) -> std::io::Result<(u16, String)> {
+    let invalid = |detail: String| std::io::Error::new(std::io::ErrorKind::InvalidData, detail);
+    let mut roots = rustls::RootCertStore::empty();
+    for certificate in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+        let certificate = certificate.map_err(|error| invalid(format!("the CA bundle: {error}")))?;
+        roots.add(certificate).map_err(|error| invalid(format!("the CA bundle: {error}")))?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|error| invalid(error.to_string()))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect(address).await?;
+    let server_name = ServerName::try_from("localhost").map_err(|error| invalid(error.to_string()))?;
+    let tls = connector.connect(server_name, tcp).await?;
+    let authorization = token.map(|token| format!("Authorization: Bearer {token}\r\n")).unwrap_or_default();
+    let request = format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n{authorization}\r\n");
+    exchange(tls, &request).await
+}
+
+/// The value of an unlabelled sample `name` (for example `wmco_ssh_sent_bytes_total`) in metrics text.
 ///
 /// ```
 /// let text = "# TYPE wmco_ssh_round_trips counter\nwmco_ssh_round_trips_total 42\n";
@@ -268,12 +369,20 @@ pub fn metric_value(text: &str, name: &str) -> Option<f64> {
     text.lines().find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
 }
 
-/// One HTTP/1.0 GET (the server closes the connection after the answer): status code and body.
-async fn http_get(address: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
-    let mut stream = tokio::net::TcpStream::connect(address).await?;
-    stream.write_all(format!("GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n").as_bytes()).await?;
+/// One plain HTTP/1.0 GET (the server closes the connection after the answer): status code and body.
+///
+/// # Errors
+/// An I/O error for a refused connection or an answer that is not HTTP.
+pub async fn http_get(address: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
+    let stream = tokio::net::TcpStream::connect(address).await?;
+    exchange(stream, &format!("GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n")).await
+}
+
+/// Sends `request` and reads the answer to the end of the connection: status code and body.
+async fn exchange(mut stream: impl AsyncRead + AsyncWrite + Unpin, request: &str) -> std::io::Result<(u16, String)> {
+    stream.write_all(request.as_bytes()).await?;
     let mut response = Vec::new();
-    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut response))
+    tokio::time::timeout(Duration::from_secs(10), read_to_close(&mut stream, &mut response))
         .await
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "no complete answer within 10 s"))??;
     let text = String::from_utf8_lossy(&response);
@@ -284,6 +393,15 @@ async fn http_get(address: SocketAddr, path: &str) -> std::io::Result<(u16, Stri
         .and_then(|code| code.parse().ok())
         .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not HTTP: {head:?}")))?;
     Ok((status, body.to_owned()))
+}
+
+/// Reads until the peer closes; a TLS peer closing without `close_notify` after sending its answer counts as the
+/// end too (the answer is complete: HTTP/1.0 delimits it by the close).
+async fn read_to_close(stream: &mut (impl AsyncRead + Unpin), buffer: &mut Vec<u8>) -> std::io::Result<()> {
+    match stream.read_to_end(buffer).await {
+        Err(error) if error.kind() == std::io::ErrorKind::UnexpectedEof && !buffer.is_empty() => Ok(()),
+        other => other.map(drop),
+    }
 }
 
 /// The last lines of a log file (or why it cannot be read).
@@ -340,6 +458,7 @@ runc --root "$2" delete --force "$3" >/dev/null 2>&1"#;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::credentials::MetricsServingCertificate;
 
     #[test]
     fn the_tail_keeps_the_last_lines_indented() {
@@ -373,10 +492,54 @@ mod tests {
             let (mut socket, _) = listener.accept().await.unwrap();
             let mut request = [0u8; 256];
             let read = socket.read(&mut request).await.unwrap();
-            assert!(String::from_utf8_lossy(&request[..read]).starts_with("GET /metrics HTTP/1.0\r\n"));
-            socket.write_all(b"HTTP/1.0 200 OK\r\ncontent-type: text/plain\r\n\r\nwmco_up 1\n").await.unwrap();
+            assert!(String::from_utf8_lossy(&request[..read]).starts_with("GET /readyz HTTP/1.0\r\n"));
+            socket.write_all(b"HTTP/1.0 200 OK\r\ncontent-type: text/plain\r\n\r\nready\n").await.unwrap();
         });
-        assert_eq!(metrics(address).await.unwrap(), "wmco_up 1\n");
+        assert_eq!(http_get(address, "/readyz").await.unwrap(), (200, "ready\n".to_owned()));
+        server.await.unwrap();
+    }
+
+    /// A TLS server on loopback with `serving`'s certificate that answers one request with the request's head.
+    async fn echoing_tls_server(serving: &MetricsServingCertificate) -> (SocketAddr, tokio::task::JoinHandle<()>) {
+        use rustls::pki_types::PrivateKeyDer;
+        let data = serving.secret_data();
+        let chain = CertificateDer::pem_slice_iter(&data["tls.crt"].0).collect::<Result<Vec<_>, _>>().unwrap();
+        let key = PrivateKeyDer::from_pem_slice(&data["tls.key"].0).unwrap();
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let (socket, _) = listener.accept().await.unwrap();
+            let Ok(mut tls) = acceptor.accept(socket).await else { return };
+            let mut request = [0u8; 1024];
+            let read = tls.read(&mut request).await.unwrap();
+            let head = String::from_utf8_lossy(&request[..read]).into_owned();
+            tls.write_all(format!("HTTP/1.0 200 OK\r\n\r\n{head}").as_bytes()).await.unwrap();
+            tls.shutdown().await.unwrap();
+        });
+        (address, server)
+    }
+
+    #[tokio::test]
+    async fn https_get_trusts_only_the_given_ca_and_sends_the_bearer_token() {
+        let serving = MetricsServingCertificate::issue().unwrap();
+        let (address, server) = echoing_tls_server(&serving).await;
+        let (status, echoed) = https_get(address, serving.ca_pem(), Some("t0ken"), "/metrics").await.unwrap();
+        assert_eq!(status, 200);
+        assert!(echoed.starts_with("GET /metrics HTTP/1.0\r\n"), "{echoed}");
+        assert!(echoed.contains("\r\nAuthorization: Bearer t0ken\r\n"), "{echoed}");
+        server.await.unwrap();
+
+        let (address, server) = echoing_tls_server(&serving).await;
+        let stranger = MetricsServingCertificate::issue().unwrap();
+        let error = https_get(address, stranger.ca_pem(), None, "/metrics").await.unwrap_err();
+        assert!(error.to_string().contains("invalid peer certificate"), "{error}");
         server.await.unwrap();
     }
 }

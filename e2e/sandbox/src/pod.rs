@@ -14,12 +14,14 @@
 //! One difference from a pod, on purpose: the container shares the host's network namespace (as a `hostNetwork`
 //! pod does), because the e2e API server and the simulated hosts listen on loopback addresses.
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use k8s_openapi::ByteString;
 use oci_spec::runtime::{Capabilities, LinuxCapabilities, LinuxNamespaceType, Mount, MountBuilder, Spec};
 use serde_json::Value;
 
@@ -141,6 +143,17 @@ fn run_tool(command: &mut Command, package: &str) -> Result<Output, SandboxError
     Ok(output)
 }
 
+/// A `secret` volume mounted into the container (read-only, as the kubelet mounts it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretMount {
+    /// The Secret's name.
+    pub secret: String,
+    /// The mount path.
+    pub path: String,
+    /// `optional: true`: a missing Secret mounts an empty directory instead of keeping the pod from starting.
+    pub optional: bool,
+}
+
 /// What the Deployment says about the operator's container.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodContainer {
@@ -154,6 +167,8 @@ pub struct PodContainer {
     pub run_as_non_root: bool,
     /// The mount paths of `emptyDir` volumes.
     pub empty_dirs: Vec<String>,
+    /// The `secret` volumes the container mounts.
+    pub secret_mounts: Vec<SecretMount>,
     /// `securityContext.capabilities.drop` holds `ALL`.
     pub drops_all_capabilities: bool,
     /// `securityContext.allowPrivilegeEscalation` is false.
@@ -213,6 +228,19 @@ impl PodContainer {
             .filter(|mount| mount["name"].as_str().is_some_and(|name| empty_dir_volumes.contains(&name)))
             .filter_map(|mount| mount["mountPath"].as_str().map(str::to_owned))
             .collect();
+        let secret_mounts = container["volumeMounts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|mount| {
+                let volume = pod["volumes"].as_array()?.iter().find(|volume| volume["name"] == mount["name"])?;
+                Some(SecretMount {
+                    secret: volume["secret"]["secretName"].as_str()?.to_owned(),
+                    path: mount["mountPath"].as_str()?.to_owned(),
+                    optional: volume["secret"]["optional"] == true,
+                })
+            })
+            .collect();
         let security = &container["securityContext"];
         Ok(PodContainer {
             args: strings(&container["args"]),
@@ -220,6 +248,7 @@ impl PodContainer {
             read_only_root: security["readOnlyRootFilesystem"] == true,
             run_as_non_root: security["runAsNonRoot"] == true || pod["securityContext"]["runAsNonRoot"] == true,
             empty_dirs,
+            secret_mounts,
             drops_all_capabilities: security["capabilities"]["drop"]
                 .as_array()
                 .is_some_and(|drop| drop.iter().any(|capability| capability == "ALL")),
@@ -242,6 +271,9 @@ pub struct PodRun {
     pub dir: PathBuf,
     /// The host directory mounted at [`SERVICE_ACCOUNT_DIR`].
     pub service_account: PathBuf,
+    /// The host directory holding one directory per Secret the pod mounts ([`PodRun::write_secret_volume`]), as
+    /// the kubelet materializes them.
+    pub secrets: PathBuf,
     /// The API server, as `KUBERNETES_SERVICE_HOST` and `KUBERNETES_SERVICE_PORT`.
     pub api_server: SocketAddr,
 }
@@ -257,6 +289,21 @@ impl PodRun {
         for (name, contents) in [("token", token), ("ca.crt", ca_pem), ("namespace", namespace)] {
             let path = dir.join(name);
             std::fs::write(&path, contents).map_err(SandboxError::io("write", &path))?;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))
+                .map_err(SandboxError::io("set the permissions of", &path))?;
+        }
+        Ok(())
+    }
+
+    /// Writes a Secret's data as a `secret` volume: one file per key, mode 0644 (the volume's default mode).
+    ///
+    /// # Errors
+    /// [`SandboxError::Io`].
+    pub fn write_secret_volume(dir: &Path, data: &BTreeMap<String, ByteString>) -> Result<(), SandboxError> {
+        std::fs::create_dir_all(dir).map_err(SandboxError::io("create directory", dir))?;
+        for (key, value) in data {
+            let path = dir.join(key);
+            std::fs::write(&path, &value.0).map_err(SandboxError::io("write", &path))?;
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))
                 .map_err(SandboxError::io("set the permissions of", &path))?;
         }
@@ -312,6 +359,19 @@ impl PodRun {
             std::fs::set_permissions(&source, std::fs::Permissions::from_mode(0o777))
                 .map_err(SandboxError::io("set the permissions of", &source))?;
             mounts.push(bind(&source, path, false)?);
+        }
+        for mount in &self.container.secret_mounts {
+            let source = self.secrets.join(&mount.secret);
+            if !source.is_dir() {
+                if !mount.optional {
+                    return Err(SandboxError::Image(format!(
+                        "Secret {} is not there and its volume is not optional: a kubelet would not start the pod",
+                        mount.secret
+                    )));
+                }
+                std::fs::create_dir_all(&source).map_err(SandboxError::io("create directory", &source))?;
+            }
+            mounts.push(bind(&source, &mount.path, true)?);
         }
         spec.set_mounts(Some(mounts));
 

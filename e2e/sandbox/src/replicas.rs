@@ -17,7 +17,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use winhost_sim::host::CommandRecord;
 
-use crate::operator::{OperatorLaunch, OperatorProcess, locate_operator_binary, wait_ready};
+use crate::operator::{MetricsEndpointArgs, OperatorLaunch, OperatorProcess, locate_operator_binary, wait_ready};
 use crate::{OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, Sandbox, SandboxError};
 
 /// The Lease the operator replicas elect their leader with.
@@ -58,15 +58,20 @@ impl Replica {
         let user = format!("system:serviceaccount:{OPERATOR_NAMESPACE}:{OPERATOR_SERVICE_ACCOUNT}");
         let kubeconfig = sandbox.directory().join(format!("operator-{identity}.kubeconfig"));
         write_private_file(&kubeconfig, &control_plane.kubeconfig_for_token(&user, &token))?;
-        let listen = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .map_err(SandboxError::io("find a free port on", "127.0.0.1"))?;
+        let free_port = || {
+            std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|listener| listener.local_addr())
+                .map_err(SandboxError::io("find a free port on", "127.0.0.1"))
+        };
+        let listen = free_port()?;
+        let metrics = sandbox.metrics_endpoint_args(free_port()?);
         let launch = OperatorLaunch {
             binary: locate_operator_binary()?,
-            base_args: replica_args(sandbox.payload_dir(), listen, sandbox.ssh_port(), identity),
+            base_args: replica_args(sandbox.payload_dir(), listen, &metrics, sandbox.ssh_port(), identity),
             kubeconfig,
             log: sandbox.directory().join(format!("operator-{identity}.log")),
             listen,
+            metrics_listen: metrics.listen,
             pod: None,
         };
         let mut process = OperatorProcess::new(launch);
@@ -146,10 +151,17 @@ impl Replica {
 }
 
 /// The arguments of a replica: the sandbox's payload (with `--allow-synthetic-payload` only when it is synthetic)
-/// and SSH port, a listener of its own and `identity`.
-fn replica_args(payload_dir: &Path, listen: std::net::SocketAddr, ssh_port: u16, identity: &str) -> Vec<OsString> {
+/// and SSH port, listeners of its own (the metrics endpoint with the sandbox's serving certificate) and `identity`.
+fn replica_args(
+    payload_dir: &Path,
+    listen: std::net::SocketAddr,
+    metrics: &MetricsEndpointArgs,
+    ssh_port: u16,
+    identity: &str,
+) -> Vec<OsString> {
     let mut args: Vec<OsString> = vec!["run".into()];
     args.extend(crate::operator_payload_args(payload_dir));
+    args.extend(metrics.to_args());
     args.extend(
         ["--listen", &listen.to_string(), "--ssh-port", &ssh_port.to_string(), "--ssh-identity", identity]
             .map(OsString::from),
@@ -241,7 +253,7 @@ mod tests {
     fn a_replica_of_a_synthetic_payload_allows_it() {
         let payload = tempfile::tempdir().unwrap();
         std::fs::write(payload.path().join("SYNTHETIC"), "synthetic").unwrap();
-        let args = replica_args(payload.path(), "127.0.0.1:4243".parse().unwrap(), 2222, "wmco-b");
+        let args = replica_args(payload.path(), "127.0.0.1:4243".parse().unwrap(), &metrics_args(), 2222, "wmco-b");
         let args: Vec<String> = args.iter().map(|arg| arg.to_string_lossy().into_owned()).collect();
         assert_eq!(
             args[..4],
@@ -250,8 +262,14 @@ mod tests {
     }
 
     #[test]
-    fn a_replica_gets_its_own_listener_and_identity() {
-        let args = replica_args(Path::new("/cache/payload"), "127.0.0.1:4243".parse().unwrap(), 2222, "wmco-b");
+    fn a_replica_gets_its_own_listeners_and_identity() {
+        let args = replica_args(
+            Path::new("/cache/payload"),
+            "127.0.0.1:4243".parse().unwrap(),
+            &metrics_args(),
+            2222,
+            "wmco-b",
+        );
         let args: Vec<String> = args.iter().map(|arg| arg.to_string_lossy().into_owned()).collect();
         assert_eq!(
             args,
@@ -259,6 +277,12 @@ mod tests {
                 "run",
                 "--payload-dir",
                 "/cache/payload",
+                "--metrics-listen",
+                "127.0.0.1:4244",
+                "--metrics-tls-cert",
+                "/s/tls.crt",
+                "--metrics-tls-key",
+                "/s/tls.key",
                 "--listen",
                 "127.0.0.1:4243",
                 "--ssh-port",
@@ -267,5 +291,13 @@ mod tests {
                 "wmco-b"
             ]
         );
+    }
+
+    fn metrics_args() -> MetricsEndpointArgs {
+        MetricsEndpointArgs {
+            listen: "127.0.0.1:4244".parse().unwrap(),
+            certificate: PathBuf::from("/s/tls.crt"),
+            key: PathBuf::from("/s/tls.key"),
+        }
     }
 }

@@ -23,9 +23,13 @@ use winhost_sim::ssh::{SshServer, lock};
 use wmco_cluster_client::types::{InstancePhase, WindowsInstance};
 use wmco_e2e_harness::{ControlPlane, ControlPlaneOptions, eventually};
 
-use crate::credentials::{self, AdminKey};
+use crate::credentials::{
+    self, AdminKey, METRICS_READER_CLUSTER_ROLE, METRICS_SCRAPER_SERVICE_ACCOUNT, MetricsServingCertificate,
+};
 use crate::hosts::{FleetPlan, SandboxHost, start_fleet};
-use crate::operator::{OperatorLaunch, OperatorProcess, locate_operator_binary, log_tail};
+use crate::operator::{
+    MetricsAccess, MetricsEndpointArgs, OperatorLaunch, OperatorProcess, locate_operator_binary, log_tail,
+};
 use crate::ovn::OvnStandIn;
 use crate::pod::{PodContainer, PodRun, UnpackedImage};
 use crate::secret_scan::{MIN_SECRET_LENGTH, ScanInputs, SecretKind, SecretScan};
@@ -143,6 +147,9 @@ pub struct Sandbox {
     control_address: SocketAddr,
     payload_dir: PathBuf,
     admin_key: AdminKey,
+    metrics_ca_pem: String,
+    metrics_token: String,
+    metrics_tls_files: (PathBuf, PathBuf),
     operator_ready_timeout: Duration,
     control_plane: ControlPlane,
     keep_directory: AtomicBool,
@@ -231,6 +238,14 @@ impl Sandbox {
             credentials::create_tls_secret(&admin).await?;
         }
         credentials::ensure_root_ca_config_map(&admin, control_plane.ca_certificate_pem()).await?;
+        let metrics_serving = MetricsServingCertificate::issue()?;
+        credentials::create_metrics_tls_secret(&admin, &metrics_serving).await?;
+        let metrics_tls_files = metrics_serving.write_files(&directory_path.join("metrics-tls"))?;
+        credentials::create_service_account(&admin, METRICS_SCRAPER_SERVICE_ACCOUNT, Some(METRICS_READER_CLUSTER_ROLE))
+            .await?;
+        let metrics_token = control_plane
+            .service_account_token(OPERATOR_NAMESPACE, METRICS_SCRAPER_SERVICE_ACCOUNT, OPERATOR_TOKEN_LIFETIME)
+            .await?;
 
         let started = start_fleet(&FleetPlan {
             base: directory_path.join("hosts"),
@@ -250,12 +265,26 @@ impl Sandbox {
         let user = format!("system:serviceaccount:{OPERATOR_NAMESPACE}:{OPERATOR_SERVICE_ACCOUNT}");
         write_private_file(&kubeconfig, &control_plane.kubeconfig_for_token(&user, &token))?;
         let listen = free_loopback_address()?;
+        let metrics_listen = free_loopback_address()?;
         let (base_args, pod) = match image {
-            None => (operator_base_args(&payload_dir, listen, started.ssh_port), None),
+            None => {
+                let metrics = MetricsEndpointArgs {
+                    listen: metrics_listen,
+                    certificate: metrics_tls_files.0.clone(),
+                    key: metrics_tls_files.1.clone(),
+                };
+                (operator_base_args(&payload_dir, listen, &metrics, started.ssh_port), None)
+            }
             Some(image) => {
                 let deployment = manifests::render_deployment(&control_plane, &applied.overlay).await?;
                 let container = PodContainer::from_deployment(&deployment, OPERATOR_NAMESPACE, OPERATOR_POD)?;
                 let service_account = directory_path.join("serviceaccount");
+                let secrets = directory_path.join("pod-secrets");
+                for secret in container.secret_mounts.iter().map(|mount| mount.secret.as_str()) {
+                    if let Some(data) = credentials::secret_data(&control_plane.admin_client(), secret).await? {
+                        PodRun::write_secret_volume(&secrets.join(secret), &data)?;
+                    }
+                }
                 PodRun::write_service_account(
                     &service_account,
                     &token,
@@ -267,15 +296,23 @@ impl Sandbox {
                     id: OPERATOR_POD.to_owned(),
                     dir: directory_path.join("pod"),
                     service_account,
+                    secrets,
                     api_server: api_server_address(control_plane.api_server_url())?,
                     container,
                 };
                 let args = run.container.args.iter().map(OsString::from).collect();
-                (args, Some((run, pod_environment(listen, started.ssh_port))))
+                (args, Some((run, pod_environment(listen, metrics_listen, started.ssh_port))))
             }
         };
-        let launch =
-            OperatorLaunch { binary, base_args, kubeconfig, log: directory_path.join("operator.log"), listen, pod };
+        let launch = OperatorLaunch {
+            binary,
+            base_args,
+            kubeconfig,
+            log: directory_path.join("operator.log"),
+            listen,
+            metrics_listen,
+            pod,
+        };
         let sandbox = Sandbox {
             operator: Mutex::new(OperatorProcess::new(launch)),
             ovn,
@@ -286,6 +323,9 @@ impl Sandbox {
             control_address: started.control_address,
             payload_dir,
             admin_key,
+            metrics_ca_pem: metrics_serving.ca_pem().to_owned(),
+            metrics_token,
+            metrics_tls_files,
             operator_ready_timeout: options.operator_ready_timeout,
             control_plane,
             keep_directory: AtomicBool::new(options.keep_directory),
@@ -745,8 +785,9 @@ impl Sandbox {
     }
 
     /// Looks for the secrets the sandbox planted or the operator minted — the admin SSH key, every
-    /// node-bootstrapper token a host's bootstrap kubeconfig held, the `windows-machine-config-operator-tls` key,
-    /// the operator's ServiceAccount token — in the operator's log, every host's commands (lines, decoded
+    /// node-bootstrapper token a host's bootstrap kubeconfig held, the `windows-machine-config-operator-tls` and
+    /// `windows-machine-config-operator-metrics-tls` keys, the operator's ServiceAccount token, the metrics
+    /// scraper's token — in the operator's log, every host's commands (lines, decoded
     /// `-EncodedCommand` scripts, output) and files under `C:\var\log`, and every Event; see [`crate::secret_scan`].
     ///
     /// # Errors
@@ -761,6 +802,7 @@ impl Sandbox {
             admin_key: &self.admin_key,
             operator_log,
             operator_kubeconfig,
+            scraper_token: &self.metrics_token,
             fleet: &self.fleet,
             hosts_dir: self.directory_path.join("hosts"),
         })
@@ -784,7 +826,9 @@ impl Sandbox {
                 sandbox_dir: self.directory_path.clone(),
             });
         }
-        for kind in [SecretKind::AdminSshKey, SecretKind::OperatorTlsKey, SecretKind::OperatorToken] {
+        for kind in
+            [SecretKind::AdminSshKey, SecretKind::OperatorTlsKey, SecretKind::OperatorToken, SecretKind::ScraperToken]
+        {
             if scan.secrets_of(kind) == 0 {
                 return Err(SandboxError::SecretScan(format!("found no value of {kind} to search for")));
             }
@@ -842,13 +886,38 @@ impl Sandbox {
         lock_operator(&self.operator).pid()
     }
 
-    /// The operator's `/metrics` text.
+    /// The operator's `/metrics` text, read over TLS as the metrics scraper ServiceAccount.
     ///
     /// # Errors
     /// [`SandboxError::OperatorHttp`].
     pub async fn operator_metrics(&self) -> Result<String, SandboxError> {
-        let listen = lock_operator(&self.operator).launch().listen;
-        crate::operator::metrics(listen).await
+        crate::operator::metrics(&self.metrics_access()).await
+    }
+
+    /// The operator's probe listener (plain HTTP: `/healthz`, `/readyz`).
+    pub fn operator_probe_address(&self) -> SocketAddr {
+        lock_operator(&self.operator).launch().listen
+    }
+
+    /// How to reach the operator's metrics endpoint: its address, the CA that issued its serving certificate
+    /// (Secret `windows-machine-config-operator-metrics-tls`), and the token of ServiceAccount
+    /// `wmco-sandbox-metrics-scraper`, bound to ClusterRole `windows-machine-config-operator-metrics-reader`.
+    pub fn metrics_access(&self) -> MetricsAccess {
+        MetricsAccess {
+            address: lock_operator(&self.operator).launch().metrics_listen,
+            ca_pem: self.metrics_ca_pem.clone(),
+            token: self.metrics_token.clone(),
+        }
+    }
+
+    /// The metrics endpoint flags for another operator process of this sandbox listening on `listen` (the serving
+    /// certificate files the sandbox's operator uses).
+    pub fn metrics_endpoint_args(&self, listen: SocketAddr) -> MetricsEndpointArgs {
+        MetricsEndpointArgs {
+            listen,
+            certificate: self.metrics_tls_files.0.clone(),
+            key: self.metrics_tls_files.1.clone(),
+        }
     }
 }
 
@@ -895,9 +964,15 @@ fn describe_rows(rows: &[InstanceRow]) -> String {
 
 /// `run --payload-dir P [--allow-synthetic-payload] --listen A --ssh-port S --ssh-identity wmco-sandbox`, with
 /// `--allow-synthetic-payload` only when `P` is a synthetic payload.
-fn operator_base_args(payload_dir: &Path, listen: SocketAddr, ssh_port: u16) -> Vec<OsString> {
+fn operator_base_args(
+    payload_dir: &Path,
+    listen: SocketAddr,
+    metrics: &MetricsEndpointArgs,
+    ssh_port: u16,
+) -> Vec<OsString> {
     let mut args: Vec<OsString> = vec!["run".into()];
     args.extend(crate::operator_payload_args(payload_dir));
+    args.extend(metrics.to_args());
     args.extend(
         [
             "--listen".to_owned(),
@@ -913,11 +988,12 @@ fn operator_base_args(payload_dir: &Path, listen: SocketAddr, ssh_port: u16) -> 
 }
 
 /// The environment a pod-run operator gets besides the Deployment's: what the sandbox needs and a cluster would
-/// not (its listener on a free loopback port, the hosts' shared SSH port, the identity the hosts' command logs
+/// not (its listeners on free loopback ports, the hosts' shared SSH port, the identity the hosts' command logs
 /// name), as the environment variables of the same `wmco run` flags.
-fn pod_environment(listen: SocketAddr, ssh_port: u16) -> Vec<(String, String)> {
+fn pod_environment(listen: SocketAddr, metrics_listen: SocketAddr, ssh_port: u16) -> Vec<(String, String)> {
     vec![
         ("WMCO_LISTEN".to_owned(), listen.to_string()),
+        ("WMCO_METRICS_LISTEN".to_owned(), metrics_listen.to_string()),
         ("WMCO_SSH_PORT".to_owned(), ssh_port.to_string()),
         ("WMCO_SSH_IDENTITY".to_owned(), OPERATOR_IDENTITY.to_owned()),
     ]
@@ -952,7 +1028,7 @@ mod tests {
     fn a_synthetic_payload_is_allowed_explicitly() {
         let payload = tempfile::tempdir().unwrap();
         std::fs::write(payload.path().join("SYNTHETIC"), "synthetic").unwrap();
-        let args = operator_base_args(payload.path(), "127.0.0.1:4242".parse().unwrap(), 2222);
+        let args = operator_base_args(payload.path(), "127.0.0.1:4242".parse().unwrap(), &metrics_args(), 2222);
         let text: Vec<String> = args.iter().map(|arg| arg.to_string_lossy().into_owned()).collect();
         assert_eq!(
             text[..4],
@@ -962,8 +1038,9 @@ mod tests {
     }
 
     #[test]
-    fn the_operator_runs_with_the_sandbox_listener_port_and_identity() {
-        let args = operator_base_args(Path::new("/cache/payload"), "127.0.0.1:4242".parse().unwrap(), 2222);
+    fn the_operator_runs_with_the_sandbox_listeners_certificate_port_and_identity() {
+        let args =
+            operator_base_args(Path::new("/cache/payload"), "127.0.0.1:4242".parse().unwrap(), &metrics_args(), 2222);
         let text: Vec<String> = args.iter().map(|arg| arg.to_string_lossy().into_owned()).collect();
         assert_eq!(
             text,
@@ -971,6 +1048,12 @@ mod tests {
                 "run",
                 "--payload-dir",
                 "/cache/payload",
+                "--metrics-listen",
+                "127.0.0.1:4243",
+                "--metrics-tls-cert",
+                "/sandbox/metrics-tls/tls.crt",
+                "--metrics-tls-key",
+                "/sandbox/metrics-tls/tls.key",
                 "--listen",
                 "127.0.0.1:4242",
                 "--ssh-port",
@@ -979,6 +1062,14 @@ mod tests {
                 "wmco-sandbox"
             ]
         );
+    }
+
+    fn metrics_args() -> MetricsEndpointArgs {
+        MetricsEndpointArgs {
+            listen: "127.0.0.1:4243".parse().unwrap(),
+            certificate: PathBuf::from("/sandbox/metrics-tls/tls.crt"),
+            key: PathBuf::from("/sandbox/metrics-tls/tls.key"),
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The secret scan of the e2e suite: the secrets a sandbox plants or the operator mints — the admin's SSH private key,
-//! the node-bootstrapper tokens in the bootstrap kubeconfigs the operator writes onto hosts, the key of the
-//! `windows-machine-config-operator-tls` Secret, and the operator's own ServiceAccount token — looked for in
+//! the node-bootstrapper tokens in the bootstrap kubeconfigs the operator writes onto hosts, the keys of the
+//! `windows-machine-config-operator-tls` and `windows-machine-config-operator-metrics-tls` Secrets, the operator's
+//! own ServiceAccount token, and the bearer token the sandbox scrapes `/metrics` with — looked for in
 //! everything the product writes where an admin or a log collector reads: the operator's log, every host command
 //! (its line, the script of an `-EncodedCommand`, its output), the hosts' log files under `C:\var\log`, and every
 //! Event in the cluster.
@@ -26,7 +27,7 @@ use winhost_sim::host::CommandRecord;
 use winhost_sim::ssh::lock;
 use wmco_payload_manifest::render::destinations::BOOTSTRAP_KUBECONFIG;
 
-use crate::credentials::{AdminKey, PRIVATE_KEY_FIELD, PRIVATE_KEY_SECRET, TLS_SECRET};
+use crate::credentials::{AdminKey, METRICS_TLS_SECRET, PRIVATE_KEY_FIELD, PRIVATE_KEY_SECRET, TLS_SECRET};
 use crate::{OPERATOR_NAMESPACE, SandboxError};
 
 /// Values shorter than this are never searched: they could occur in any text.
@@ -39,10 +40,12 @@ pub enum SecretKind {
     AdminSshKey,
     /// A node-bootstrapper token the operator minted for a host's bootstrap kubeconfig.
     NodeBootstrapperToken,
-    /// The private key of Secret `windows-machine-config-operator-tls`.
+    /// The private key of Secret `windows-machine-config-operator-tls` or `windows-machine-config-operator-metrics-tls`.
     OperatorTlsKey,
     /// The operator's own ServiceAccount token (its kubeconfig).
     OperatorToken,
+    /// The bearer token the sandbox scrapes `/metrics` with (the operator reviews it on every new one).
+    ScraperToken,
 }
 
 impl fmt::Display for SecretKind {
@@ -50,8 +53,9 @@ impl fmt::Display for SecretKind {
         formatter.write_str(match self {
             SecretKind::AdminSshKey => "the admin SSH private key",
             SecretKind::NodeBootstrapperToken => "a node-bootstrapper token",
-            SecretKind::OperatorTlsKey => "the windows-machine-config-operator-tls private key",
+            SecretKind::OperatorTlsKey => "an operator TLS private key",
             SecretKind::OperatorToken => "the operator's ServiceAccount token",
+            SecretKind::ScraperToken => "the metrics scraper's bearer token",
         })
     }
 }
@@ -512,6 +516,8 @@ pub struct ScanInputs<'a> {
     pub operator_log: PathBuf,
     /// The operator's kubeconfig.
     pub operator_kubeconfig: PathBuf,
+    /// The bearer token the sandbox scrapes `/metrics` with.
+    pub scraper_token: &'a str,
     /// The fleet (command logs, kept versions of the bootstrap kubeconfigs).
     pub fleet: &'a SharedFleet,
     /// The directory holding every host's disk (`<name>/C`), including hosts removed from the fleet.
@@ -548,8 +554,8 @@ pub async fn scan(inputs: &ScanInputs<'_>) -> Result<SecretScan, SandboxError> {
     Ok(scanner.finish())
 }
 
-/// The admin key (the sandbox's and the one Secret `cloud-private-key` holds now), the TLS key, and the operator's
-/// token.
+/// The admin key (the sandbox's and the one Secret `cloud-private-key` holds now), the TLS keys, the operator's
+/// token and the metrics scraper's token.
 async fn cluster_secrets(inputs: &ScanInputs<'_>) -> Result<Vec<Secret>, SandboxError> {
     // Fresh keys of the same formats, to drop the body lines every such key has.
     let unrelated_admin_key = AdminKey::generate()?;
@@ -560,13 +566,15 @@ async fn cluster_secrets(inputs: &ScanInputs<'_>) -> Result<Vec<Secret>, Sandbox
     };
     let mut secrets = vec![admin_pem("the sandbox's admin key".to_owned(), inputs.admin_key.private_openssh())];
     let api: Api<KubeSecret> = Api::namespaced(inputs.admin.clone(), OPERATOR_NAMESPACE);
-    for (name, field) in [(PRIVATE_KEY_SECRET, PRIVATE_KEY_FIELD), (TLS_SECRET, "tls.key")] {
+    for (name, field) in
+        [(PRIVATE_KEY_SECRET, PRIVATE_KEY_FIELD), (TLS_SECRET, "tls.key"), (METRICS_TLS_SECRET, "tls.key")]
+    {
         let action = format!("read Secret {OPERATOR_NAMESPACE}/{name}");
         let Some(secret) = api.get_opt(name).await.map_err(SandboxError::kube(action))? else { continue };
         if let Some(ByteString(bytes)) = secret.data.as_ref().and_then(|data| data.get(field)) {
             let source = format!("Secret {OPERATOR_NAMESPACE}/{name} ({field})");
             let pem = String::from_utf8_lossy(bytes);
-            secrets.push(if name == TLS_SECRET {
+            secrets.push(if name != PRIVATE_KEY_SECRET {
                 Secret::pem(SecretKind::OperatorTlsKey, source, &pem).without_format_constants(&unrelated_tls_key)
             } else {
                 admin_pem(source, &pem)
@@ -579,6 +587,7 @@ async fn cluster_secrets(inputs: &ScanInputs<'_>) -> Result<Vec<Secret>, Sandbox
     for token in kubeconfig_tokens(&kubeconfig) {
         secrets.push(Secret::token(SecretKind::OperatorToken, source.clone(), &token));
     }
+    secrets.push(Secret::token(SecretKind::ScraperToken, "the metrics scraper's token", inputs.scraper_token));
     Ok(secrets)
 }
 

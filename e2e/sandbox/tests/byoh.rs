@@ -7,6 +7,10 @@
 //!    hash; no host saw an unknown command.
 //! 2. A second reconcile of the unchanged fleet (the operator restarted, so every record is reconciled again) sends
 //!    no file and costs one round trip per reconcile: the state probe.
+//! 3. The metrics endpoint (issue 19) serves `/metrics` only over TLS with the certificate of Secret
+//!    `windows-machine-config-operator-metrics-tls`: no token is 401, a ServiceAccount without the
+//!    `windows-machine-config-operator-metrics-reader` ClusterRole is 403, the scraper bound to it reads the
+//!    metrics, and the probe listener does not serve them.
 //!
 //! And, on a sandbox of its own, networking never waits for metrics (issue 15): without Secret
 //! `windows-machine-config-operator-tls` a host still becomes a Ready Node with hybrid-overlay, kube-proxy and its
@@ -34,8 +38,8 @@ use wmco_cluster_client::names::{
 use wmco_cluster_client::types::InstancePhase;
 use wmco_payload_manifest::render::destinations::{CNI_CONFIG, EXPORTER_TLS_CERT};
 use wmco_payload_manifest::{Manifest, Source};
-use wmco_sandbox::operator::metric_value;
-use wmco_sandbox::{ReadyInstance, Sandbox, SandboxHost, SandboxOptions};
+use wmco_sandbox::operator::{http_get, https_get, metric_value};
+use wmco_sandbox::{OPERATOR_NAMESPACE, ReadyInstance, Sandbox, SandboxHost, SandboxOptions};
 
 /// Generous upper bounds for a loaded 2-core machine (never timed assertions).
 const READY_TIMEOUT: Duration = Duration::from_secs(900);
@@ -77,6 +81,7 @@ async fn byoh_hosts_join_as_ready_nodes_and_an_unchanged_fleet_costs_one_probe_p
     setup_events_name_every_host(&sandbox, &ready).await?;
 
     an_unchanged_fleet_costs_one_probe_per_host(&sandbox).await?;
+    the_metrics_endpoint_serves_only_metrics_readers(&sandbox).await?;
     sandbox.assert_no_secret_leaked().await?;
     Ok(())
 }
@@ -145,6 +150,32 @@ async fn networking_goes_ahead_without_the_exporter_tls_secret_and_windows_expor
 }
 
 /// The services on host `name` and their states.
+/// Scenario 3: TokenReview and SubjectAccessReview decide who reads `/metrics`; the serving certificate is the
+/// mounted one (the sandbox CA issued it: a self-signed fallback would fail the handshake).
+async fn the_metrics_endpoint_serves_only_metrics_readers(sandbox: &Sandbox) -> anyhow::Result<()> {
+    let access = sandbox.metrics_access();
+    let (status, body) = https_get(access.address, &access.ca_pem, None, "/metrics").await?;
+    ensure!(status == 401, "no token: status {status}: {body}");
+    let (status, body) = https_get(access.address, &access.ca_pem, Some("not-a-token"), "/metrics").await?;
+    ensure!(status == 401, "an invalid token: status {status}: {body}");
+
+    let stranger = "wmco-e2e-metrics-stranger";
+    wmco_sandbox::credentials::create_service_account(&sandbox.admin_client(), stranger, None).await?;
+    let token =
+        sandbox.control_plane().service_account_token(OPERATOR_NAMESPACE, stranger, Duration::from_secs(600)).await?;
+    let (status, body) = https_get(access.address, &access.ca_pem, Some(&token), "/metrics").await?;
+    ensure!(status == 403, "a ServiceAccount without the metrics-reader ClusterRole: status {status}: {body}");
+
+    let metrics = sandbox.operator_metrics().await?;
+    for family in ["wmco_build_info{", "wmco_leader ", "wmco_instances{", "process_resident_memory_bytes "] {
+        ensure!(metrics.contains(family), "/metrics lacks {family}: {metrics}");
+    }
+    ensure!(metrics.ends_with("# EOF\n"), "not OpenMetrics: {metrics}");
+    let (status, _) = http_get(sandbox.operator_probe_address(), "/metrics").await?;
+    ensure!(status == 404, "the plain-HTTP probe listener answers /metrics with {status}");
+    Ok(())
+}
+
 async fn service_states(sandbox: &Sandbox, name: &str) -> anyhow::Result<BTreeMap<String, State>> {
     Ok(sandbox.services(name).await?.into_iter().map(|service| (service.name, service.state)).collect())
 }
@@ -340,7 +371,7 @@ async fn an_unchanged_fleet_costs_one_probe_per_host(sandbox: &Sandbox) -> anyho
         assert_eq!(after, trees[name], "files under C:\\k on {name} changed: something was uploaded");
     }
     let metrics = sandbox.operator_metrics().await?;
-    assert_eq!(metric_value(&metrics, "wmco_ssh_bytes_sent_total"), Some(0.0), "{metrics}");
+    assert_eq!(metric_value(&metrics, "wmco_ssh_sent_bytes_total"), Some(0.0), "{metrics}");
     assert_eq!(metric_value(&metrics, "wmco_ssh_round_trips_total"), Some(probes as f64), "{metrics}");
     Ok(())
 }

@@ -8,7 +8,9 @@
 //!    `wmco payload verify /payload` accepts the real payload.
 //! 3. The operator starts from the image the way a kubelet starts the Deployment's pod (in-cluster configuration
 //!    from the ServiceAccount files, the Deployment's args and environment, read-only root, user 1001, no
-//!    capability) against the e2e control plane, and configures a simulated host until it is a Ready Node.
+//!    capability) against the e2e control plane, and configures a simulated host until it is a Ready Node. Its
+//!    metrics endpoint serves the certificate of the mounted Secret `windows-machine-config-operator-metrics-tls`
+//!    (the Deployment's `secret` volume) to the scraper's token.
 //!
 //! 4. `podman load` and containerd's `ctr image import` take the archive and name the image as it was built.
 //!
@@ -55,6 +57,12 @@ async fn the_image_runs_the_operator_the_way_a_kubelet_runs_its_pod_until_a_host
     );
     let log = std::fs::read_to_string(sandbox.operator_log_path())?;
     ensure!(log.contains("\"payload verified\""), "the operator logged no payload check in JSON:\n{log}");
+    ensure!(
+        log.contains("/etc/wmco/metrics-tls/tls.crt"),
+        "the operator did not serve the mounted metrics certificate:\n{log}"
+    );
+    let metrics = sandbox.operator_metrics().await.context("reading /metrics over TLS as the scraper")?;
+    ensure!(metrics.contains("wmco_leader 1\n"), "the pod does not lead: {metrics}");
     sandbox.assert_no_secret_leaked().await?;
     Ok(())
 }

@@ -92,7 +92,7 @@ async fn a_host_configured_from_the_real_payload_holds_every_file_of_its_platfor
     ensure!(unknown.is_empty(), "host {} saw unknown commands: {unknown:?}", host.info.name);
 
     let metrics = sandbox.operator_metrics().await?;
-    let sent = metric_value(&metrics, "wmco_ssh_bytes_sent_total");
+    let sent = metric_value(&metrics, "wmco_ssh_sent_bytes_total");
     if let Some(sent) = sent {
         ensure!(
             sent >= checked_bytes as f64,

@@ -1,13 +1,16 @@
 //! `wmco csr check --csr FILE --world FILE`: decides one CertificateSigningRequest (as `kubectl get csr NAME -o yaml`
 //! prints it) against a serialized World, offline, and prints the verdict, the deciding rule and the reason.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use serde::Serialize;
 use serde::de::DeserializeOwned;
-use wmco_csr_approver::{CsrFacts, CsrManifest, Verdict, World, decide};
+use wmco_csr_approver::{CsrFacts, CsrManifest, Verdict, VerdictReport, World, decide};
 
-use crate::cli_support::{Outcome, OutputFormat, UnusableInput};
+use crate::cli_support::{Outcome, OutputArgs, UnusableInput, parse_document, print_stdout, render};
+
+/// The `kind` of the document `wmco csr check -o json|yaml` prints.
+pub const KIND: &str = "CsrCheck";
 
 /// Arguments of `wmco csr`.
 #[derive(Debug, clap::Args)]
@@ -33,27 +36,35 @@ pub struct CheckArgs {
     /// The World (instances, Nodes, other CSRs, networks, time), YAML or JSON; schema in docs/csr-approval.md.
     #[arg(long, value_name = "FILE")]
     pub world: PathBuf,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// The result of `wmco csr check`, as printed with `-o json|yaml`: the CSR's name and the verdict.
+#[derive(Debug, Serialize)]
+struct CheckReport<'a> {
+    /// The CSR's `metadata.name`.
+    name: &'a str,
+    #[serde(flatten)]
+    verdict: VerdictReport,
 }
 
 /// Runs a `wmco csr` subcommand. A verdict that was reached exits 0, whatever it is.
-pub fn run(args: &CsrArgs, output: OutputFormat) -> anyhow::Result<Outcome> {
+pub fn run(args: &CsrArgs) -> anyhow::Result<Outcome> {
     match &args.command {
-        CsrCommand::Check(check_args) => check(check_args, output),
+        CsrCommand::Check(check_args) => check(check_args),
     }
 }
 
-fn check(args: &CheckArgs, output: OutputFormat) -> anyhow::Result<Outcome> {
+fn check(args: &CheckArgs) -> anyhow::Result<Outcome> {
     let manifest: CsrManifest =
         read_document(&args.csr, "CSR manifest", "as `kubectl get csr NAME -o yaml` prints it")?;
     let facts = CsrFacts::from_manifest(&manifest)
         .map_err(|error| UnusableInput(format!("{}: {error}", args.csr.display())))?;
     let world: World = read_document(&args.world, "World", "schema in docs/csr-approval.md")?;
     let verdict = decide(&facts, &world);
-    let rendered = match output {
-        OutputFormat::Human => render_human(&facts.name, &verdict),
-        OutputFormat::Json => format!("{}\n", serde_json::to_string(&verdict.report())?),
-    };
-    std::io::stdout().lock().write_all(rendered.as_bytes())?;
+    let report = CheckReport { name: &facts.name, verdict: verdict.report() };
+    print_stdout(&render(args.output.format, KIND, &report, || render_human(&facts.name, &verdict))?)?;
     Ok(Outcome::Clean)
 }
 
@@ -62,16 +73,7 @@ fn check(args: &CheckArgs, output: OutputFormat) -> anyhow::Result<Outcome> {
 fn read_document<T: DeserializeOwned>(path: &Path, what: &str, hint: &str) -> Result<T, UnusableInput> {
     let text = std::fs::read_to_string(path)
         .map_err(|error| UnusableInput(format!("cannot read {what} {}: {error}", path.display())))?;
-    let is_json = path.extension().is_some_and(|extension| extension == "json") || text.trim_start().starts_with('{');
-    let parsed = if is_json {
-        serde_json::from_str(&text).map_err(|error| error.to_string())
-    } else {
-        serde_saphyr::from_str(&text).map_err(|error| error.to_string())
-    };
-    parsed.map_err(|problem| {
-        let format = if is_json { "JSON" } else { "YAML" };
-        UnusableInput(format!("{} is not a valid {what} ({format}, {hint}): {problem}", path.display()))
-    })
+    parse_document(&text, path, what, hint)
 }
 
 /// One line: `NAME: VERDICT [RULE]: REASON`.
@@ -85,6 +87,7 @@ fn render_human(csr_name: &str, verdict: &Verdict) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli_support::OutputFormat;
     use wmco_csr_approver::RuleId;
 
     fn fixture(name: &str) -> PathBuf {
@@ -92,13 +95,15 @@ mod tests {
     }
 
     fn check_args(csr: PathBuf, world: PathBuf) -> CsrArgs {
-        CsrArgs { command: CsrCommand::Check(CheckArgs { csr, world }) }
+        CsrArgs {
+            command: CsrCommand::Check(CheckArgs { csr, world, output: OutputArgs { format: OutputFormat::Json } }),
+        }
     }
 
     #[test]
     fn documented_example_is_decided_and_exits_0() {
         let args = check_args(fixture("csr-example.yaml"), fixture("world-example.yaml"));
-        assert_eq!(run(&args, OutputFormat::Json).unwrap(), Outcome::Clean);
+        assert_eq!(run(&args).unwrap(), Outcome::Clean);
     }
 
     #[test]
@@ -119,12 +124,12 @@ mod tests {
     #[test]
     fn unreadable_inputs_are_unusable_input() {
         let missing = check_args(fixture("no-such-file.yaml"), fixture("world-example.yaml"));
-        let error = run(&missing, OutputFormat::Human).unwrap_err();
+        let error = run(&missing).unwrap_err();
         assert!(error.is::<UnusableInput>());
         assert!(error.to_string().contains("cannot read CSR manifest"), "{error}");
 
         let world_as_csr = check_args(fixture("world-example.yaml"), fixture("world-example.yaml"));
-        let error = run(&world_as_csr, OutputFormat::Human).unwrap_err();
+        let error = run(&world_as_csr).unwrap_err();
         assert!(error.is::<UnusableInput>());
         assert!(
             error
@@ -134,7 +139,7 @@ mod tests {
         );
 
         let csr_as_world = check_args(fixture("csr-example.yaml"), fixture("csr-example.yaml"));
-        let error = run(&csr_as_world, OutputFormat::Human).unwrap_err();
+        let error = run(&csr_as_world).unwrap_err();
         assert!(error.is::<UnusableInput>());
         assert!(error.to_string().contains("is not a valid World (YAML, schema in docs/csr-approval.md)"), "{error}");
     }

@@ -8,7 +8,10 @@ use wmco_instance_inventory::{
     DesiredInstance, EntryProblem, Inventory, ManifestError, Severity, SystemResolver, build_inventory, load_config_map,
 };
 
-use crate::cli_support::{Outcome, OutputFormat, UnusableInput};
+use crate::cli_support::{Outcome, OutputArgs, UnusableInput, print_stdout, render};
+
+/// The `kind` of the document `wmco instances validate -o json|yaml` prints.
+pub const KIND: &str = "InstancesValidation";
 
 /// Arguments of `wmco instances`.
 #[derive(Debug, clap::Args)]
@@ -34,10 +37,13 @@ pub struct ValidateArgs {
     /// The ConfigMap manifest.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
-/// One valid entry, as printed with `--output json`.
+/// One valid entry, as printed with `-o json|yaml`.
 #[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 struct InstanceReport<'a> {
     /// The name its `WindowsInstance` gets.
     instance_name: String,
@@ -45,7 +51,7 @@ struct InstanceReport<'a> {
     instance: &'a DesiredInstance,
 }
 
-/// The result of `wmco instances validate`, as printed with `--output json`.
+/// The result of `wmco instances validate`, as printed with `-o json|yaml`.
 #[derive(Debug, Serialize)]
 struct ValidateReport<'a> {
     file: &'a PathBuf,
@@ -55,18 +61,16 @@ struct ValidateReport<'a> {
 }
 
 /// Runs the subcommand.
-pub fn run(args: &InstancesArgs, output: OutputFormat) -> anyhow::Result<Outcome> {
+pub fn run(args: &InstancesArgs) -> anyhow::Result<Outcome> {
     match &args.command {
-        InstancesCommand::Validate(validate_args) => validate(validate_args, output),
+        InstancesCommand::Validate(validate_args) => validate(validate_args),
     }
 }
 
-fn validate(args: &ValidateArgs, output: OutputFormat) -> anyhow::Result<Outcome> {
+fn validate(args: &ValidateArgs) -> anyhow::Result<Outcome> {
     let inventory = validate_file(args)?;
-    match output {
-        OutputFormat::Human => print!("{}", render_human(&inventory)),
-        OutputFormat::Json => println!("{}", serde_json::to_string(&json_report(&args.file, &inventory))?),
-    }
+    let report = json_report(&args.file, &inventory);
+    print_stdout(&render(args.output.format, KIND, &report, || render_human(&inventory))?)?;
     Ok(if inventory.has_errors() { Outcome::Findings } else { Outcome::Clean })
 }
 
@@ -103,7 +107,7 @@ fn render_human(inventory: &Inventory) -> String {
         lines.push((
             &instance.key,
             format!(
-                "OK {} user={} → ipv4 {} (WindowsInstance {})",
+                "OK {} username={} → ipv4 {} (WindowsInstance {})",
                 instance.key,
                 instance.username,
                 instance.resolved_ipv4,
@@ -129,18 +133,18 @@ fn render_human(inventory: &Inventory) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli_support::UnusableInput;
+    use crate::cli_support::{OutputFormat, UnusableInput};
 
     fn write_manifest(text: &str) -> (tempfile::TempDir, ValidateArgs) {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("windows-instances.yaml");
         std::fs::write(&file, text).unwrap();
-        (dir, ValidateArgs { file })
+        (dir, ValidateArgs { file, output: OutputArgs { format: OutputFormat::Json } })
     }
 
     fn run_validate(args: ValidateArgs) -> anyhow::Result<Outcome> {
         let args = InstancesArgs { command: InstancesCommand::Validate(args) };
-        run(&args, OutputFormat::Json)
+        run(&args)
     }
 
     const GOOD: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: windows-instances\ndata:\n  \
@@ -154,8 +158,8 @@ mod tests {
         let text = render_human(&inventory);
         assert_eq!(
             text,
-            "OK 10.1.2.3 user=Administrator → ipv4 10.1.2.3 (WindowsInstance byoh-10-1-2-3)\n\
-             OK localhost user=capi → ipv4 127.0.0.1 (WindowsInstance byoh-localhost)\n\
+            "OK 10.1.2.3 username=Administrator → ipv4 10.1.2.3 (WindowsInstance byoh-10-1-2-3)\n\
+             OK localhost username=capi → ipv4 127.0.0.1 (WindowsInstance byoh-localhost)\n\
              2 entries: 2 ok, 0 error(s), 0 warning(s)\n"
         );
         assert_eq!(run_validate(args).unwrap(), Outcome::Clean);
@@ -170,7 +174,7 @@ mod tests {
         let inventory = validate_file(&args).unwrap();
         assert_eq!(
             render_human(&inventory),
-            "OK 127.0.0.1 user=a → ipv4 127.0.0.1 (WindowsInstance byoh-127-0-0-1)\n\
+            "OK 127.0.0.1 username=a → ipv4 127.0.0.1 (WindowsInstance byoh-127-0-0-1)\n\
              WARNING localhost: same host as \"127.0.0.1\" (both reach 127.0.0.1); only \"127.0.0.1\" is used\n\
              2 entries: 1 ok, 0 error(s), 1 warning(s)\n"
         );
@@ -186,13 +190,14 @@ mod tests {
         let inventory = validate_file(&args).unwrap();
         assert_eq!(
             render_human(&inventory),
-            "OK 10.1.2.3 user=Administrator → ipv4 10.1.2.3 (WindowsInstance byoh-10-1-2-3)\n\
+            "OK 10.1.2.3 username=Administrator → ipv4 10.1.2.3 (WindowsInstance byoh-10-1-2-3)\n\
              ERROR 10.1.2.4: unknown field \"password\"; the value must be exactly `username=<name>`\n\
              2 entries: 1 ok, 1 error(s), 0 warning(s)\n"
         );
         let json = serde_json::to_value(json_report(&args.file, &inventory)).unwrap();
         assert_eq!(json["valid"], false);
-        assert_eq!(json["instances"][0]["instance_name"], "byoh-10-1-2-3");
+        assert_eq!(json["instances"][0]["instanceName"], "byoh-10-1-2-3");
+        assert_eq!(json["instances"][0]["resolvedIpv4"], "10.1.2.3");
         assert_eq!(json["instances"][0]["username"], "Administrator");
         assert_eq!(json["problems"][0]["key"], "10.1.2.4");
         assert_eq!(json["problems"][0]["severity"], "error");
@@ -201,7 +206,10 @@ mod tests {
 
     #[test]
     fn unreadable_or_wrong_files_exit_2() {
-        let missing = ValidateArgs { file: PathBuf::from("/nonexistent/windows-instances.yaml") };
+        let missing = ValidateArgs {
+            file: PathBuf::from("/nonexistent/windows-instances.yaml"),
+            output: OutputArgs { format: OutputFormat::Json },
+        };
         let error = run_validate(missing).unwrap_err();
         assert!(error.is::<UnusableInput>(), "{error:#}");
         assert!(error.to_string().starts_with("cannot read /nonexistent/windows-instances.yaml: "), "{error}");

@@ -1,16 +1,16 @@
 //! `wmco machineset generate`: prints a Windows MachineSet for AWS, Azure, GCP, vSphere or Nutanix. Fields not given
 //! as flags (the infrastructure ID, and per platform the region, project, resource groups or vCenter placement) are
-//! read from the cluster's `Infrastructure cluster`; a vSphere or Azure name longer than 9 characters exits 1.
+//! read from the cluster's `Infrastructure cluster` (`--kubeconfig`, `--context`); a vSphere or Azure name longer
+//! than 9 characters exits 1. It prints the MachineSet itself (YAML, or JSON with `-o json`), ready for
+//! `oc apply -f`: a Kubernetes object with its own `apiVersion` and `kind`, never wrapped.
 
 use std::error::Error;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::ValueEnum;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Api, Client, Config};
+use kube::{Api, Client};
 use wmco_cluster_client::types::Infrastructure;
 use wmco_machines::{
     ClusterDefaults, Field, MachineSetDocument, MachineSetError, MachineSetOptions, MachineSetPlatform, generate,
@@ -18,7 +18,7 @@ use wmco_machines::{
 };
 use wmco_vocabulary::Platform;
 
-use crate::cli_support::{Outcome, OutputFormat, UnusableInput};
+use crate::cli_support::{KubeArgs, Outcome, OutputArgs, OutputFormat, UnusableInput, print_stdout, to_machine_text};
 
 /// How long reading the Infrastructure object may take before the cluster counts as unreachable.
 const CLUSTER_TIMEOUT: Duration = Duration::from_secs(15);
@@ -34,9 +34,9 @@ pub struct MachineSetArgs {
 /// The `wmco machineset` subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum MachineSetCommand {
-    /// Print a Windows MachineSet (YAML; JSON with --output json) labelled for the operator, using the
-    /// `windows-user-data` Secret. Flags not given are read from the cluster's `Infrastructure cluster` (current
-    /// kubeconfig); exit 2 naming the flags to pass when the cluster cannot be read, exit 1 when a vSphere or
+    /// Print a Windows MachineSet (YAML; JSON with -o json) labelled for the operator, using the
+    /// `windows-user-data` Secret. Flags not given are read from the cluster's `Infrastructure cluster`
+    /// (`--kubeconfig`, `--context`); exit 2 naming the flags to pass when the cluster cannot be read, exit 1 when a vSphere or
     /// Azure name is longer than 9 characters (Windows machine names are limited to 15).
     Generate(Box<GenerateArgs>),
 }
@@ -127,9 +127,11 @@ pub struct GenerateArgs {
     /// Nutanix subnet name.
     #[arg(long)]
     pub subnet: Option<String>,
-    /// The kubeconfig to read the cluster with (default: `KUBECONFIG`, `~/.kube/config` or in-cluster).
-    #[arg(long)]
-    pub kubeconfig: Option<PathBuf>,
+    /// The cluster to read `Infrastructure cluster` from, for the fields not given as flags.
+    #[command(flatten)]
+    pub kube: KubeArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 impl GenerateArgs {
@@ -167,14 +169,15 @@ impl GenerateArgs {
 }
 
 /// Runs the subcommand.
-pub fn run(args: &MachineSetArgs, output: OutputFormat) -> anyhow::Result<Outcome> {
+pub fn run(args: &MachineSetArgs) -> anyhow::Result<Outcome> {
     match &args.command {
         MachineSetCommand::Generate(generate_args) => {
             let document = generate_document(generate_args, |platform| read_cluster_defaults(generate_args, platform))?;
-            match output {
-                OutputFormat::Human => print!("{}", document.to_yaml()?),
-                OutputFormat::Json => println!("{}", serde_json::to_string(document.as_json())?),
-            }
+            let text = match generate_args.output.format {
+                OutputFormat::Human | OutputFormat::Yaml => document.to_yaml()?,
+                OutputFormat::Json => to_machine_text(OutputFormat::Json, document.as_json())?,
+            };
+            print_stdout(&text)?;
             Ok(Outcome::Clean)
         }
     }
@@ -231,21 +234,15 @@ fn classify(error: MachineSetError) -> anyhow::Error {
 fn read_cluster_defaults(args: &GenerateArgs, platform: MachineSetPlatform) -> anyhow::Result<ClusterDefaults> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let infrastructure = runtime.block_on(async {
-        tokio::time::timeout(CLUSTER_TIMEOUT, read_infrastructure(args.kubeconfig.as_deref()))
+        tokio::time::timeout(CLUSTER_TIMEOUT, read_infrastructure(&args.kube))
             .await
             .map_err(|_| anyhow::anyhow!("no answer within {} s", CLUSTER_TIMEOUT.as_secs()))?
     })?;
     Ok(ClusterDefaults::from_infrastructure(&infrastructure, platform))
 }
 
-async fn read_infrastructure(kubeconfig: Option<&Path>) -> anyhow::Result<Infrastructure> {
-    let mut config = match kubeconfig {
-        Some(path) => {
-            let kubeconfig = Kubeconfig::read_from(path).with_context(|| format!("cannot read {}", path.display()))?;
-            Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?
-        }
-        None => Config::infer().await.context("no kubeconfig or in-cluster configuration")?,
-    };
+async fn read_infrastructure(kube: &KubeArgs) -> anyhow::Result<Infrastructure> {
+    let mut config = kube.config().await?;
     config.connect_timeout = Some(CLUSTER_TIMEOUT);
     let client = Client::try_from(config)?;
     let infrastructures: Api<Infrastructure> = Api::all(client);
@@ -254,6 +251,8 @@ async fn read_infrastructure(kubeconfig: Option<&Path>) -> anyhow::Result<Infras
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use clap::Parser;
 
     use super::*;
@@ -380,10 +379,10 @@ mod tests {
     fn a_kubeconfig_that_does_not_exist_is_an_unreachable_cluster() {
         let args = GenerateArgs {
             infrastructure_id: None,
-            kubeconfig: Some(PathBuf::from("/nonexistent/kubeconfig")),
+            kube: KubeArgs { kubeconfig: Some(PathBuf::from("/nonexistent/kubeconfig")), context: None },
             ..aws_args()
         };
         let error = read_cluster_defaults(&args, MachineSetPlatform::Aws).unwrap_err();
-        assert!(format!("{error:#}").starts_with("cannot read /nonexistent/kubeconfig"), "{error:#}");
+        assert!(format!("{error:#}").starts_with("cannot read --kubeconfig /nonexistent/kubeconfig"), "{error:#}");
     }
 }

@@ -10,7 +10,10 @@ use wmco_payload_manifest::{
     IdentityMismatch, Manifest, Payload, PayloadBinaryCheck, PayloadError, PayloadProblem, check_payload_binaries,
 };
 
-use crate::cli_support::{Outcome, OutputFormat, UnusableInput};
+use crate::cli_support::{Outcome, OutputArgs, UnusableInput, print_stdout, render};
+
+/// The `kind` of the document `wmco payload verify -o json|yaml` prints.
+pub const KIND: &str = "PayloadVerification";
 
 /// Arguments of `wmco payload`.
 #[derive(Debug, clap::Args)]
@@ -40,10 +43,13 @@ pub struct VerifyArgs {
     /// A manifest to verify against instead of the product manifest built into this binary.
     #[arg(long, value_name = "FILE")]
     pub manifest: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
-/// The result of `wmco payload verify`, as printed with `--output json`.
+/// The result of `wmco payload verify`, as printed with `-o json|yaml`.
 #[derive(Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
 pub struct VerifyReport {
     /// The payload directory.
     pub dir: PathBuf,
@@ -52,6 +58,8 @@ pub struct VerifyReport {
     /// Whether it carries the `SYNTHETIC` marker (test payloads only).
     pub synthetic: bool,
     /// `real` or `synthetic` once the files verified; `null` when they did not (the binaries were not inspected).
+    /// Named `payloadKind` in the document, whose `kind` names the document.
+    #[serde(rename = "payloadKind")]
     pub kind: Option<PayloadKind>,
     /// How many manifest files were verified.
     pub files: usize,
@@ -83,19 +91,16 @@ impl VerifyReport {
 }
 
 /// Runs the subcommand.
-pub fn run(args: &PayloadArgs, output: OutputFormat) -> anyhow::Result<Outcome> {
+pub fn run(args: &PayloadArgs) -> anyhow::Result<Outcome> {
     match &args.command {
-        PayloadCommand::Verify(verify_args) => verify(verify_args, output),
+        PayloadCommand::Verify(verify_args) => verify(verify_args),
     }
 }
 
-fn verify(args: &VerifyArgs, output: OutputFormat) -> anyhow::Result<Outcome> {
+fn verify(args: &VerifyArgs) -> anyhow::Result<Outcome> {
     let manifest = load_manifest(args.manifest.as_deref())?;
     let report = verify_report(&args.dir, &manifest)?;
-    match output {
-        OutputFormat::Human => print!("{}", render_human(&report)),
-        OutputFormat::Json => println!("{}", serde_json::to_string(&report)?),
-    }
+    print_stdout(&render(args.output.format, KIND, &report, || render_human(&report))?)?;
     Ok(if report.is_clean() { Outcome::Clean } else { Outcome::Findings })
 }
 
@@ -200,7 +205,7 @@ mod tests {
         assert!(report.complete && report.synthetic && report.is_clean());
         assert_eq!((report.kind, report.binaries_checked), (Some(PayloadKind::Synthetic), 0));
         assert_eq!(report.files, manifest.files().count());
-        assert_eq!(serde_json::to_value(&report).unwrap()["kind"], "synthetic");
+        assert_eq!(serde_json::to_value(&report).unwrap()["payloadKind"], "synthetic");
         let text = render_human(&report);
         assert!(text.starts_with(&format!("payload {} is complete: {} files", dir.path().display(), report.files)));
         assert!(text.ends_with("(SYNTHETIC: for tests only)\n"), "{text}");
@@ -249,12 +254,12 @@ components:
         assert!(lines[3].starts_with("  - bin/tool.exe: Go build information: expected Go build information"));
         assert_eq!(lines.len(), 4, "{text}");
         let json = serde_json::to_value(&report).unwrap();
-        assert_eq!(json["kind"], "real");
-        assert_eq!(json["binaries_checked"], 1);
-        assert_eq!(json["binary_mismatches"][0]["path"], "bin/tool.exe");
-        assert_eq!(json["binary_mismatches"][0]["check"], "pe_image");
-        assert_eq!(json["binary_mismatches"][1]["check"], "go_build_info");
-        assert!(json["binary_mismatches"][1]["found"].as_str().unwrap().starts_with("no Go build information"));
+        assert_eq!(json["payloadKind"], "real");
+        assert_eq!(json["binariesChecked"], 1);
+        assert_eq!(json["binaryMismatches"][0]["path"], "bin/tool.exe");
+        assert_eq!(json["binaryMismatches"][0]["check"], "pe_image");
+        assert_eq!(json["binaryMismatches"][1]["check"], "go_build_info");
+        assert!(json["binaryMismatches"][1]["found"].as_str().unwrap().starts_with("no Go build information"));
     }
 
     #[test]
@@ -279,7 +284,7 @@ components:
         );
         let json = serde_json::to_value(&report).unwrap();
         assert_eq!(json["complete"], false);
-        assert_eq!(json["kind"], serde_json::Value::Null);
+        assert_eq!(json["payloadKind"], serde_json::Value::Null);
         assert_eq!(json["problems"][1]["kind"], "missing_required");
         assert_eq!(json["problems"][1]["path"], "kube-node/kube-proxy.exe");
     }

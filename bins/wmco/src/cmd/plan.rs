@@ -1,13 +1,15 @@
 //! `wmco plan --input FILE`: reads a fleet and a policy (YAML or JSON, schema in `docs/upgrades.md`), runs the
 //! upgrade planner and prints what it would do to each instance and why.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use wmco_upgrade_planner::{Fleet, Plan, Policy};
 
-use crate::cli_support::{Outcome, OutputFormat, UnusableInput};
+use crate::cli_support::{Outcome, OutputArgs, UnusableInput, parse_document, print_stdout, render};
+
+/// The `kind` of the document `wmco plan -o json|yaml` prints.
+pub const KIND: &str = "Plan";
 
 /// Arguments of `wmco plan`.
 #[derive(Debug, clap::Args)]
@@ -16,6 +18,8 @@ pub struct PlanArgs {
     /// extension or a leading `{`.
     #[arg(long, value_name = "FILE")]
     pub input: PathBuf,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// The document `wmco plan` reads.
@@ -29,35 +33,19 @@ pub struct PlanInput {
 }
 
 /// Reads the input file, plans and prints the plan. A plan that was produced exits 0, whatever it says.
-pub fn run(args: &PlanArgs, output: OutputFormat) -> anyhow::Result<Outcome> {
+pub fn run(args: &PlanArgs) -> anyhow::Result<Outcome> {
     let text = std::fs::read_to_string(&args.input)
         .map_err(|error| UnusableInput(format!("cannot read plan input {}: {error}", args.input.display())))?;
     let input = parse_input(&text, &args.input)?;
     let plan = wmco_upgrade_planner::plan(&input.fleet, &input.policy);
-    let rendered = match output {
-        OutputFormat::Human => render_human(&plan),
-        OutputFormat::Json => format!("{}\n", serde_json::to_string(&plan)?),
-    };
-    std::io::stdout().lock().write_all(rendered.as_bytes())?;
+    print_stdout(&render(args.output.format, KIND, &plan, || render_human(&plan))?)?;
     Ok(Outcome::Clean)
 }
 
 /// Parses `text` (read from `source`) as JSON when `source` ends in `.json` or the text starts with `{`, as YAML
 /// otherwise.
 pub fn parse_input(text: &str, source: &Path) -> Result<PlanInput, UnusableInput> {
-    let is_json = source.extension().is_some_and(|extension| extension == "json") || text.trim_start().starts_with('{');
-    let parsed = if is_json {
-        serde_json::from_str(text).map_err(|error| error.to_string())
-    } else {
-        serde_saphyr::from_str(text).map_err(|error| error.to_string())
-    };
-    parsed.map_err(|problem| {
-        let format = if is_json { "JSON" } else { "YAML" };
-        UnusableInput(format!(
-            "{} is not a valid plan input ({format}, schema in docs/upgrades.md): {problem}",
-            source.display()
-        ))
-    })
+    parse_document(text, source, "plan input", "schema in docs/upgrades.md")
 }
 
 /// One line per instance (name, kind, action, reason), then one line per warning, then the summary.
@@ -128,6 +116,13 @@ mod tests {
             error.0
         );
         assert!(error.0.contains("maxUnavailabel"), "{}", error.0);
+    }
+
+    #[test]
+    fn a_yaml_syntax_error_says_error_once() {
+        let error = parse_input("fleet: [\n", Path::new("fleet.yaml")).expect_err("broken YAML is rejected");
+        assert!(!error.0.contains("error:"), "{}", error.0);
+        assert!(error.0.starts_with("fleet.yaml is not a valid plan input (YAML, "), "{}", error.0);
     }
 
     #[test]

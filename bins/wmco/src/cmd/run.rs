@@ -1,6 +1,7 @@
 //! `wmco run`: the operator process. Parses the flags, verifies the payload, and hands both to
-//! `wmco_operator::process::run`, which serves `/healthz`, `/readyz` and `/metrics`, connects to the cluster, takes
-//! part in leader election through a Lease and runs the controllers while it leads. Losing the lease stops every
+//! `wmco_operator::process::run`, which serves `/healthz` and `/readyz` (plain HTTP, for the probes) and `/metrics`
+//! (HTTPS, to authorized clients), connects to the cluster, takes part in leader election through a Lease and runs
+//! the controllers while it leads. Losing the lease stops every
 //! controller at once and exits non-zero (another replica may already lead). SIGTERM or Ctrl-C stops taking work,
 //! lets the host reconciles in flight finish for at most [`SHUTDOWN_GRACE`], releases the lease and exits 0. The
 //! admin's input errors (a flag, a payload, the cluster's facts) exit 2.
@@ -10,7 +11,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use wmco_operator::process::{CONTROLLER_NAME, OperatorFlags, PlainKubernetesFlags, RunOptions};
+use wmco_operator::process::{
+    BuildInfo, CONTROLLER_NAME, MetricsEndpointOptions, OperatorFlags, PlainKubernetesFlags, RunOptions,
+};
 use wmco_operator::shutdown::termination_requested;
 use wmco_payload_manifest::{Manifest, Payload, PayloadError, check_payload_binaries};
 use wmco_vocabulary::IpCidr;
@@ -37,9 +40,20 @@ pub struct RunArgs {
     /// exits 2.
     #[arg(long, env = "WMCO_ALLOW_SYNTHETIC_PAYLOAD")]
     pub allow_synthetic_payload: bool,
-    /// The address of the one HTTP listener serving `/healthz`, `/readyz` and `/metrics`.
+    /// The address of the plain HTTP listener of the kubelet's probes: `/healthz` and `/readyz`.
     #[arg(long, env = "WMCO_LISTEN", default_value = "0.0.0.0:8080", value_name = "ADDRESS:PORT")]
     pub listen: SocketAddr,
+    /// The address of the HTTPS listener serving `/metrics` to clients whose bearer token may `get` the
+    /// non-resource URL `/metrics` (TokenReview and SubjectAccessReview).
+    #[arg(long, env = "WMCO_METRICS_LISTEN", default_value = "0.0.0.0:8443", value_name = "ADDRESS:PORT")]
+    pub metrics_listen: SocketAddr,
+    /// The metrics endpoint's serving certificate chain (PEM), re-read when it changes; with the key missing
+    /// or either file absent, a self-signed certificate is served instead.
+    #[arg(long, env = "WMCO_METRICS_TLS_CERT", value_name = "FILE")]
+    pub metrics_tls_cert: Option<PathBuf>,
+    /// The private key of `--metrics-tls-cert` (PEM).
+    #[arg(long, env = "WMCO_METRICS_TLS_KEY", value_name = "FILE")]
+    pub metrics_tls_key: Option<PathBuf>,
     /// The SSH port of Windows hosts.
     #[arg(long, env = "WMCO_SSH_PORT", default_value_t = 22)]
     pub ssh_port: u16,
@@ -157,6 +171,15 @@ async fn operate(args: &RunArgs, manifest: Manifest, payload: Payload) -> anyhow
             api_server_url: args.api_server_url.clone(),
         },
         listen: args.listen,
+        metrics_endpoint: MetricsEndpointOptions {
+            listen: args.metrics_listen,
+            certificate: args.metrics_tls_cert.clone(),
+            key: args.metrics_tls_key.clone(),
+        },
+        build: BuildInfo {
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            revision: env!("WMCO_GIT_COMMIT").to_owned(),
+        },
         lease: args.leader_election.then(|| args.lease_name.clone()),
         shutdown_grace: SHUTDOWN_GRACE,
         manifest,
@@ -199,6 +222,7 @@ fn log_settings(args: &RunArgs, identity: &str) {
     tracing::info!(
         namespace = %args.namespace,
         listen = %args.listen,
+        metrics_listen = %args.metrics_listen,
         ssh_port = args.ssh_port,
         max_concurrent_configurations = args.max_concurrent_configurations,
         max_unavailable = args.max_unavailable,
@@ -238,6 +262,8 @@ mod tests {
         let args = parse(&[]).expect("parsed");
         assert_eq!(args.payload_dir, PathBuf::from("/payload"));
         assert_eq!(args.listen, "0.0.0.0:8080".parse::<SocketAddr>().expect("address"));
+        assert_eq!(args.metrics_listen, "0.0.0.0:8443".parse::<SocketAddr>().expect("address"));
+        assert_eq!((args.metrics_tls_cert, args.metrics_tls_key), (None, None));
         assert_eq!(args.ssh_port, 22);
         assert_eq!(args.max_concurrent_configurations, 8);
         assert_eq!(args.max_unavailable, 1);

@@ -14,7 +14,10 @@ use wmco_ssh_transport::{
     TransportError,
 };
 
-use crate::cli_support::{Outcome, OutputFormat, UnusableInput};
+use crate::cli_support::{Outcome, OutputArgs, UnusableInput, print_stdout, render};
+
+/// The `kind` of the document `wmco ssh check -o json|yaml` prints.
+pub const KIND: &str = "SshCheck";
 
 /// Arguments of `wmco ssh`.
 #[derive(Debug, clap::Args)]
@@ -50,23 +53,22 @@ pub struct CheckArgs {
     /// Seconds allowed for connecting and for the command each.
     #[arg(long, value_name = "SECS", default_value_t = 15)]
     timeout: u64,
+    #[command(flatten)]
+    output: OutputArgs,
 }
 
 /// Dispatches `wmco ssh` subcommands.
-pub fn run(args: &SshArgs, output: OutputFormat) -> anyhow::Result<Outcome> {
+pub fn run(args: &SshArgs) -> anyhow::Result<Outcome> {
     match &args.command {
-        SshCommand::Check(check_args) => run_check(check_args, output),
+        SshCommand::Check(check_args) => run_check(check_args),
     }
 }
 
-fn run_check(args: &CheckArgs, output: OutputFormat) -> anyhow::Result<Outcome> {
+fn run_check(args: &CheckArgs) -> anyhow::Result<Outcome> {
     let config = host_config(args)?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let report = runtime.block_on(check(config, Duration::from_secs(args.timeout)));
-    match output {
-        OutputFormat::Human => print!("{}", report.render_human()),
-        OutputFormat::Json => println!("{}", serde_json::to_string(&report)?),
-    }
+    print_stdout(&render(args.output.format, KIND, &report, || report.render_human())?)?;
     Ok(if report.failure.is_none() { Outcome::Clean } else { Outcome::Findings })
 }
 
@@ -93,6 +95,7 @@ fn host_config(args: &CheckArgs) -> Result<HostConfig, UnusableInput> {
 
 /// What `wmco ssh check` found.
 #[derive(Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
 pub struct CheckReport {
     /// `user@address:port`.
     host: String,
@@ -287,6 +290,7 @@ mod tests {
             port: 22,
             host_key: None,
             timeout: 5,
+            output: OutputArgs::default(),
         };
         let error = host_config(&args).unwrap_err();
         assert_eq!(
@@ -310,6 +314,7 @@ mod tests {
             port: 22,
             host_key: Some("ssh-ed25519".into()),
             timeout: 5,
+            output: OutputArgs::default(),
         };
         assert_eq!(
             host_config(&args).unwrap_err().0,

@@ -7,7 +7,11 @@ use std::path::PathBuf;
 use serde::Serialize;
 use wmco_user_data::{KeyError, Platform, PublicKey, Weakness, render_user_data};
 
-use crate::cli_support::{Outcome, OutputFormat, UnusableInput};
+use crate::cli_support::{Outcome, OutputArgs, OutputFormat, UnusableInput, print_stdout, render};
+
+/// The `kind` of the document `wmco user-data -o json|yaml` prints: the script and the key's facts, or (exit 1)
+/// the file and `weakKey`, the reason the key was refused.
+pub const KIND: &str = "UserData";
 
 /// Arguments of `wmco user-data`.
 #[derive(Debug, clap::Args)]
@@ -21,13 +25,16 @@ pub struct UserDataArgs {
     /// `<persist>` tags.
     #[arg(long, default_value = "none", value_parser = parse_platform)]
     pub platform: Platform,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 fn parse_platform(name: &str) -> Result<Platform, String> {
     name.parse().map_err(|error: wmco_user_data::UnknownPlatform| error.to_string())
 }
 
-/// The result with `--output json`.
+/// The result with `-o json|yaml`.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct UserDataReport {
@@ -38,7 +45,7 @@ struct UserDataReport {
     user_data: String,
 }
 
-/// A refused key with `--output json`.
+/// A refused key with `-o json|yaml`.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct WeakKeyReport<'a> {
@@ -47,25 +54,23 @@ struct WeakKeyReport<'a> {
 }
 
 /// Runs the subcommand.
-pub fn run(args: &UserDataArgs, output: OutputFormat) -> anyhow::Result<Outcome> {
+pub fn run(args: &UserDataArgs) -> anyhow::Result<Outcome> {
+    let format = args.output.format;
     let key = match read_key(args)? {
         Ok(key) => key,
         Err(weakness) => {
-            match output {
-                OutputFormat::Human => eprintln!("{}", weak_key_message(args, weakness)),
-                OutputFormat::Json => println!(
-                    "{}",
-                    serde_json::to_string(&WeakKeyReport { file: &args.public_key, weak_key: weakness.to_string() })?
-                ),
+            if format == OutputFormat::Human {
+                eprintln!("{}", weak_key_message(args, weakness));
+            } else {
+                let refusal = WeakKeyReport { file: &args.public_key, weak_key: weakness.to_string() };
+                print_stdout(&render(format, KIND, &refusal, String::new)?)?;
             }
             return Ok(Outcome::Findings);
         }
     };
     let user_data = render_user_data(&key, args.platform);
-    match output {
-        OutputFormat::Human => print!("{user_data}"),
-        OutputFormat::Json => println!("{}", serde_json::to_string(&report(&key, args.platform, user_data))?),
-    }
+    let report = report(&key, args.platform, user_data);
+    print_stdout(&render(format, KIND, &report, || report.user_data.clone())?)?;
     Ok(Outcome::Clean)
 }
 
@@ -109,13 +114,13 @@ mod tests {
     }
 
     fn args(file: PathBuf, platform: Platform) -> UserDataArgs {
-        UserDataArgs { public_key: file, platform }
+        UserDataArgs { public_key: file, platform, output: OutputArgs { format: OutputFormat::Json } }
     }
 
     #[test]
     fn a_good_key_exits_0() {
         for name in ["ed25519-openssh.pem", "ed25519-openssh.pem.pub", "rsa-2048-pkcs1.pem"] {
-            let outcome = run(&args(fixture(name), Platform::Aws), OutputFormat::Json).unwrap();
+            let outcome = run(&args(fixture(name), Platform::Aws)).unwrap();
             assert_eq!(outcome, Outcome::Clean, "{name}");
         }
     }
@@ -142,7 +147,7 @@ mod tests {
             ("ecdsa-p224-pkcs8.pem", "ECDSA keys on curve P-224 are not accepted"),
         ] {
             let file_args = args(fixture(name), Platform::None);
-            assert_eq!(run(&file_args, OutputFormat::Json).unwrap(), Outcome::Findings, "{name}");
+            assert_eq!(run(&file_args).unwrap(), Outcome::Findings, "{name}");
             let found = read_key(&file_args).unwrap().unwrap_err();
             let message = weak_key_message(&file_args, found);
             assert!(message.contains(&format!("{name}: weak key refused: {weakness}")), "{message}");
@@ -151,13 +156,12 @@ mod tests {
 
     #[test]
     fn unreadable_and_non_key_files_are_unusable_input() {
-        let missing = run(&args(fixture("no-such-file"), Platform::None), OutputFormat::Human).unwrap_err();
+        let missing = run(&args(fixture("no-such-file"), Platform::None)).unwrap_err();
         assert!(missing.is::<UnusableInput>(), "{missing:#}");
         assert!(missing.to_string().starts_with("cannot read "), "{missing}");
-        let not_a_key = run(&args(fixture("make.sh"), Platform::None), OutputFormat::Human).unwrap_err();
+        let not_a_key = run(&args(fixture("make.sh"), Platform::None)).unwrap_err();
         assert!(not_a_key.is::<UnusableInput>(), "{not_a_key:#}");
-        let encrypted =
-            run(&args(fixture("rsa-2048-encrypted-pkcs8.pem"), Platform::None), OutputFormat::Human).unwrap_err();
+        let encrypted = run(&args(fixture("rsa-2048-encrypted-pkcs8.pem"), Platform::None)).unwrap_err();
         assert!(encrypted.to_string().ends_with("is encrypted with a passphrase; provide an unencrypted key"));
     }
 

@@ -2,7 +2,17 @@
 
 use serde::Serialize;
 
-use crate::cli_support::{Outcome, OutputFormat};
+use crate::cli_support::{Outcome, OutputArgs, print_stdout, render};
+
+/// The `kind` of the document `wmco version -o json|yaml` prints.
+pub const KIND: &str = "Version";
+
+/// Arguments of `wmco version`.
+#[derive(Debug, clap::Args)]
+pub struct VersionArgs {
+    #[command(flatten)]
+    output: OutputArgs,
+}
 
 /// The version facts printed by `wmco version`.
 #[derive(Debug, Serialize, PartialEq, Eq)]
@@ -19,18 +29,18 @@ pub fn current() -> VersionInfo {
 }
 
 /// Prints the version in the requested format.
-pub fn run(output: OutputFormat) -> anyhow::Result<Outcome> {
+pub fn run(args: &VersionArgs) -> anyhow::Result<Outcome> {
     let info = current();
-    match output {
-        OutputFormat::Human => println!("wmco {} (commit {})", info.version, info.commit),
-        OutputFormat::Json => println!("{}", serde_json::to_string(&info)?),
-    }
+    print_stdout(&render(args.output.format, KIND, &info, || {
+        format!("wmco {} (commit {})\n", info.version, info.commit)
+    })?)?;
     Ok(Outcome::Clean)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli_support::OutputFormat;
 
     #[test]
     fn version_is_semver() {
@@ -40,9 +50,22 @@ mod tests {
     }
 
     #[test]
-    fn json_has_version_and_commit() {
-        let json = serde_json::to_value(current()).expect("serializes");
+    fn json_has_version_and_commit_after_api_version_and_kind() {
+        let text = render(OutputFormat::Json, KIND, &current(), String::new).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(json["apiVersion"], "cli.wmco-rs.io/v1alpha1");
+        assert_eq!(json["kind"], "Version");
         assert!(json["version"].is_string());
         assert!(json["commit"].is_string());
+        assert!(text.starts_with(r#"{"apiVersion":"cli.wmco-rs.io/v1alpha1","kind":"Version","version":"#), "{text}");
+    }
+
+    #[test]
+    fn yaml_is_the_same_document() {
+        let text = render(OutputFormat::Yaml, KIND, &current(), String::new).unwrap();
+        let yaml: serde_json::Value = serde_saphyr::from_str(&text).unwrap();
+        let json: serde_json::Value =
+            serde_json::from_str(&render(OutputFormat::Json, KIND, &current(), String::new).unwrap()).unwrap();
+        assert_eq!(yaml, json);
     }
 }

@@ -5,6 +5,8 @@
 //! - [`reconcile_csr`] is one decision: observe, decide, act through `/approval`, record the bootstrap key, and
 //!   publish one Event on the `WindowsInstance` involved.
 //! - [`controller`] runs it under kube-runtime.
+//! - [`managed_instance`], [`machine_instance`] and [`node_record`] turn records, Machines and Nodes into the
+//!   approver's World records (`wmco diagnose` builds its World with them too).
 //!
 //! BYOH records feed the World directly. A Machine-backed record that expects the CSR's node name feeds it with its
 //! Machine (creation time, addresses, nodeRef), read through the `Machines` given with
@@ -25,6 +27,7 @@ pub use context::{Clock, CsrContext, CsrSettings, system_clock};
 pub use controller::{STATE_RECHECK, controller};
 pub use error::CsrControllerError;
 pub use reconcile::{APPROVED_CONDITION_REASON, CsrOutcome, KUBELET_SIGNERS, reconcile_csr};
+pub use world::{machine_instance, managed_instance, node_record};
 
 /// The scenarios in `tests.rs` read errors' metric labels through `use super::*`.
 #[cfg(test)]

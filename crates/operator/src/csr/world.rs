@@ -1,6 +1,6 @@
 //! Conversions from cluster objects to the approver's World records: `WindowsInstance` → BYOH instance,
 //! `WindowsInstance` + its Machine → Machine instance, Node → Node record. Pure functions; the reconcile gathers the
-//! objects.
+//! objects, and so does `wmco diagnose`, which explains a node's CSRs with the same World.
 
 use std::net::IpAddr;
 
@@ -16,7 +16,15 @@ use wmco_csr_approver::{
 ///
 /// The recorded bootstrap key belongs to the current configuration attempt, so its approval time is taken as the
 /// attempt's start (`configuringSince`): rule F2 then treats it as approved within the attempt.
-pub(crate) fn managed_instance(instance: &WindowsInstance) -> Option<ManagedInstance> {
+///
+/// ```
+/// use wmco_cluster_client::fake::objects;
+/// use wmco_csr_approver::ManagedInstance;
+/// let record = objects::record("byoh-10-0-0-5").byoh("10.0.0.5").build();
+/// let Some(ManagedInstance::Byoh(instance)) = wmco_operator::csr::managed_instance(&record) else { panic!() };
+/// assert_eq!((instance.name.as_str(), instance.address.as_str()), ("byoh-10-0-0-5", "10.0.0.5"));
+/// ```
+pub fn managed_instance(instance: &WindowsInstance) -> Option<ManagedInstance> {
     if instance.spec.origin != InstanceOrigin::Byoh {
         return None;
     }
@@ -40,7 +48,15 @@ pub(crate) fn managed_instance(instance: &WindowsInstance) -> Option<ManagedInst
 /// The approver's record of a Machine-backed `WindowsInstance` and its `machine`: creation time, addresses and
 /// nodeRef from the Machine; the expected Node name (recorded, else decided in the spec) and the bootstrap approval
 /// from the record. `None` for a BYOH record or a Machine without a creation timestamp.
-pub(crate) fn machine_instance(instance: &WindowsInstance, machine: &Machine) -> Option<ManagedInstance> {
+///
+/// ```
+/// use wmco_cluster_client::fake::objects;
+/// let byoh = objects::record("byoh-10-0-0-5").byoh("10.0.0.5").build();
+/// let machine = objects::machine("win-a").created_at("2026-11-22T11:00:00Z".parse()?).build();
+/// assert_eq!(wmco_operator::csr::machine_instance(&byoh, &machine), None);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn machine_instance(instance: &WindowsInstance, machine: &Machine) -> Option<ManagedInstance> {
     if instance.spec.origin != InstanceOrigin::Machine {
         return None;
     }
@@ -73,7 +89,13 @@ fn bootstrap_approval(status: &WindowsInstanceStatus) -> Option<BootstrapApprova
 }
 
 /// The approver's record of a Node: name, labels, the addresses of known types, deletion timestamp.
-pub(crate) fn node_record(node: &Node) -> NodeRecord {
+///
+/// ```
+/// use wmco_cluster_client::fake::objects;
+/// let node = wmco_operator::csr::node_record(&objects::windows_node("win-1").build());
+/// assert_eq!(node.name, "win-1");
+/// ```
+pub fn node_record(node: &Node) -> NodeRecord {
     let addresses = node
         .status
         .iter()

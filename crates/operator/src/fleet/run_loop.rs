@@ -16,8 +16,8 @@ use crate::runtime::{ReconcilerError, RetryBackoff, timed};
 /// the first reconcile runs at once. Returns when `triggers` ends (the watches ended: the process shuts down).
 ///
 /// `name` labels the reconcile metrics and is the one key of `retries`: a failed reconcile is counted in
-/// `wmco_errors_total` by its [`ReconcilerError::metric_label`] and retried after `retries`' next wait, a success
-/// resets it. Each loop logs its own outcome (and its error) inside `reconcile`.
+/// `wmco_reconcile_errors_total` by `name` and its [`ReconcilerError::metric_label`] and retried after `retries`' next
+/// wait, a success resets it. Each loop logs its own outcome (and its error) inside `reconcile`.
 ///
 /// ```no_run
 /// use std::time::Duration;
@@ -61,7 +61,7 @@ pub async fn run_loop<Wake, WakeFuture, Reconcile, ReconcileFuture, E>(
                 wait = next_wait;
             }
             Err(error) => {
-                metrics.record_error(error.metric_label());
+                metrics.record_error(name, error.metric_label());
                 wait = retries.on_failure(name);
             }
         }

@@ -180,7 +180,7 @@ async fn reconcile_inventory_until_done(config_map: Option<&ConfigMap>, ctx: &In
             }
             Err(error) => {
                 tracing::warn!(kind = error.metric_label(), error = %error, "windows-instances reconcile failed");
-                ctx.metrics.record_error(error.metric_label());
+                ctx.metrics.record_error(INVENTORY, error.metric_label());
                 tokio::time::sleep(retries.on_failure(INSTANCES_CONFIG_MAP)).await;
             }
         }

@@ -19,7 +19,7 @@ use wmco_node_config::{
 };
 
 use super::{InstancesContext, InstancesError};
-use crate::runtime::ReconcilerError;
+use crate::runtime::{Controlled, ReconcilerError};
 
 /// What one instance reconcile did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,7 +62,7 @@ pub async fn reconcile_instance(
         configure_pass(instance, ctx).await.map(InstanceOutcome::Configured)
     };
     if let Err(error) = &result {
-        ctx.metrics.record_error(error.metric_label());
+        ctx.metrics.record_error(InstancesContext::NAME, error.metric_label());
         if !error.is_retryable() {
             publish_failure(instance, ctx, error).await;
         }

@@ -83,7 +83,7 @@ async fn a_fresh_host_is_bootstrapped_and_a_second_reconcile_costs_one_probe_on_
     assert_eq!((second.state, second.commands, second.uploads), (ConfigureState::WaitingForNode, 1, 0));
     let metrics = ctx.metrics.encode().unwrap();
     let round_trips = format!("wmco_ssh_round_trips_total {}\n", first.commands + second.commands);
-    let bytes = format!("wmco_ssh_bytes_sent_total {}\n", first.bytes_uploaded);
+    let bytes = format!("wmco_ssh_sent_bytes_total {}\n", first.bytes_uploaded);
     assert!(metrics.contains(&round_trips) && metrics.contains(&bytes), "{metrics}");
     assert_eq!(*connector.connects.lock().unwrap(), 1);
 }

@@ -282,7 +282,10 @@ async fn an_unreachable_host_is_retried_without_an_event() {
     assert!(error.is_retryable());
     assert_eq!(error.metric_label(), "unreachable");
     let metrics = fx.ctx.metrics.encode().unwrap();
-    assert!(metrics.contains("wmco_errors_total{kind=\"unreachable\"} 1\n"), "{metrics}");
+    assert!(
+        metrics.contains("wmco_reconcile_errors_total{controller=\"instances\",kind=\"unreachable\"} 1\n"),
+        "{metrics}"
+    );
     let status = fx.records.record(NAMESPACE, &instance_name("10.0.0.5")).unwrap().status.unwrap();
     assert!(status.last_error.unwrap().contains("unreachable"));
     assert_ne!(status.phase, Some(InstancePhase::Failed));

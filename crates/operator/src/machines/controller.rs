@@ -88,7 +88,7 @@ async fn sweep_until_done(ctx: &MachinesContext) {
             }
             Err(error) => {
                 tracing::warn!(kind = error.metric_label(), error = %error, "Machine record sweep failed");
-                ctx.metrics.record_error(error.metric_label());
+                ctx.metrics.record_error("machine-sweep", error.metric_label());
                 tokio::time::sleep(retries.on_failure(SWEEP)).await;
             }
         }
@@ -129,7 +129,10 @@ mod tests {
         let second = error_policy(Arc::new(machine), &error(), Arc::clone(&ctx));
         assert_eq!((first, second), (Action::requeue(FIRST_RETRY), Action::requeue(FIRST_RETRY * 2)));
         let metrics = ctx.metrics.encode().unwrap();
-        assert!(metrics.contains("wmco_errors_total{kind=\"machine_read\"} 2\n"), "{metrics}");
+        assert!(
+            metrics.contains("wmco_reconcile_errors_total{controller=\"machines\",kind=\"machine_read\"} 2\n"),
+            "{metrics}"
+        );
     }
 
     #[test]

@@ -60,6 +60,7 @@ pub(crate) async fn lead_then_run(
                     (true, false) => {
                         tracing::info!(lease = %lease.name, identity, "acquired the lease: starting controllers");
                         controllers = Some(start_controllers(operator));
+                        operator.metrics.set_leader(true);
                     }
                     (false, true) => break Err(RunError::LeaseLost { name: lease.name.clone() }),
                     _ => {}
@@ -73,6 +74,7 @@ pub(crate) async fn lead_then_run(
             Err(_) => controllers.abort().await,
         }
     }
+    operator.metrics.set_leader(false);
     release_lease(leading, lease_task).await;
     outcome
 }

@@ -1,5 +1,5 @@
-//! [`run`]: the operator process after its flags are parsed and its payload verified. It serves `/healthz`,
-//! `/readyz` and `/metrics`, connects to the cluster, learns what the cluster is (OpenShift or plain Kubernetes,
+//! [`run`]: the operator process after its flags are parsed and its payload verified. It serves `/healthz` and
+//! `/readyz`, connects to the cluster, serves `/metrics` over HTTPS to authorized clients, learns what the cluster is (OpenShift or plain Kubernetes,
 //! machine API or not) and its facts, decides the [`OperatorConfig`] and builds the [`Seams`] once, then runs the
 //! controllers: as leader of a Lease, or at once when leader election is off.
 
@@ -18,9 +18,11 @@ use wmco_vocabulary::IpCidr;
 
 use super::config::{CONTROLLER_NAME, ClusterShape, ConfigError, OperatorConfig, OperatorFlags};
 use super::leader::{LeaseSettings, lead_then_run};
+use super::metrics_endpoint::{self, MetricsEndpointOptions};
 use super::supervisor::{Operator, start_controllers};
 use crate::health::{self, HealthError, Readiness};
 use crate::metrics::Metrics;
+use crate::metrics_server::MetricsServerError;
 
 /// The plain Kubernetes settings the admin passes as flags (on OpenShift they are read from config objects).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -63,8 +65,12 @@ pub struct RunOptions {
     pub flags: OperatorFlags,
     /// The plain Kubernetes flags (ignored on OpenShift).
     pub plain_kubernetes: PlainKubernetesFlags,
-    /// The address of the one HTTP listener (`/healthz`, `/readyz`, `/metrics`).
+    /// The address of the plain HTTP listener of the probes (`/healthz`, `/readyz`).
     pub listen: SocketAddr,
+    /// The secure metrics endpoint.
+    pub metrics_endpoint: MetricsEndpointOptions,
+    /// This build's version and git revision (`wmco_build_info`).
+    pub build: BuildInfo,
     /// The Lease to take part in leader election on; `None` runs the controllers at once (one process only).
     pub lease: Option<String>,
     /// How long a graceful stop lets the host reconciles in flight finish.
@@ -75,12 +81,24 @@ pub struct RunOptions {
     pub payload: Payload,
 }
 
+/// The running binary's version and git revision.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BuildInfo {
+    /// The version (`0.1.0`).
+    pub version: String,
+    /// The git commit it was built from.
+    pub revision: String,
+}
+
 /// Why the operator stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// The health listener cannot be bound.
     #[error("--listen")]
     Listen(#[source] HealthError),
+    /// The metrics endpoint cannot start (its address, its certificate files).
+    #[error("--metrics-listen, --metrics-tls-cert, --metrics-tls-key")]
+    MetricsEndpoint(#[source] MetricsServerError),
     /// No Kubernetes configuration was found.
     #[error("cannot find a Kubernetes configuration (in-cluster or kubeconfig)")]
     KubeConfig(#[source] kube::config::InferConfigError),
@@ -130,7 +148,10 @@ pub enum RunError {
 impl RunError {
     /// Whether the error is the admin's input (a flag, the cluster's facts): `wmco run` exits 2 on those.
     pub fn is_unusable_input(&self) -> bool {
-        matches!(self, RunError::Listen(_) | RunError::PlainKubernetesFlags | RunError::Config(_))
+        matches!(
+            self,
+            RunError::Listen(_) | RunError::MetricsEndpoint(_) | RunError::PlainKubernetesFlags | RunError::Config(_)
+        )
     }
 }
 
@@ -148,9 +169,10 @@ impl RunError {
 pub async fn run(options: RunOptions, shutdown: impl Future<Output = ()>) -> Result<(), RunError> {
     let readiness = Arc::new(Readiness::default());
     let metrics = Arc::new(Metrics::new());
+    metrics.set_build_info(&options.build.version, &options.build.revision);
     let listener = health::bind(options.listen).await.map_err(RunError::Listen)?;
     let (stop_health, health_stopped) = tokio::sync::oneshot::channel::<()>();
-    let health_server = tokio::spawn(health::serve(listener, Arc::clone(&readiness), Arc::clone(&metrics), async {
+    let health_server = tokio::spawn(health::serve(listener, Arc::clone(&readiness), async {
         let _ = health_stopped.await;
     }));
     let outcome = operate(options, metrics, &readiness, shutdown).await;
@@ -172,6 +194,32 @@ async fn operate(
     let drain_config = kube::Config::infer().await.map_err(RunError::KubeConfig)?;
     let client = Client::try_from(drain_config.clone()).map_err(RunError::Client)?;
     let (facts, shape) = discover(&client, &options.plain_kubernetes).await?;
+    let endpoint = metrics_endpoint::start(
+        &client,
+        &options.metrics_endpoint,
+        shape.openshift,
+        &options.flags.namespace,
+        Arc::clone(&metrics),
+    )
+    .await
+    .map_err(RunError::MetricsEndpoint)?;
+    let outcome = operate_with(options, client, drain_config, facts, shape, metrics, readiness, shutdown).await;
+    endpoint.stop();
+    outcome
+}
+
+/// The rest of [`operate`] once the client, the facts and the metrics endpoint are there.
+#[expect(clippy::too_many_arguments, reason = "the process's pieces, assembled once in `operate`")]
+async fn operate_with(
+    options: RunOptions,
+    client: Client,
+    drain_config: kube::Config,
+    facts: ClusterFacts,
+    shape: ClusterShape,
+    metrics: Arc<Metrics>,
+    readiness: &Readiness,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), RunError> {
     let config = Arc::new(OperatorConfig::new(options.flags, &facts, shape, &options.manifest)?);
     let seams =
         Seams::for_client(&client, drain_config, CONTROLLER_NAME, shape.machine_api).map_err(RunError::Seams)?;
@@ -190,6 +238,7 @@ async fn operate(
         }
         None => {
             let controllers = start_controllers(&operator);
+            operator.metrics.set_leader(true);
             readiness.set_ready(true);
             tracing::info!("leader election off: controllers started");
             shutdown.await;

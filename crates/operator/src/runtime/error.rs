@@ -20,7 +20,7 @@
 /// assert!(Gone.is_retryable());
 /// ```
 pub trait ReconcilerError: std::error::Error {
-    /// A short, stable label: the `kind` of `wmco_errors_total` and of the log line.
+    /// A short, stable label: the `kind` of `wmco_reconcile_errors_total` and of the log line.
     fn metric_label(&self) -> &'static str;
 
     /// Whether trying again can succeed without an admin changing something (a requeue with backoff); `false`

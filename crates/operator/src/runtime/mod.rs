@@ -7,8 +7,8 @@
 //! that outcome to a kube `Action`, and its retry timing as data (`first`, `max`) in its context. What it shares
 //! lives here:
 //!
-//! - every error enum implements [`ReconcilerError`]: a stable `metric_label` for `wmco_errors_total{kind}` and
-//!   `is_retryable` for the retry decision;
+//! - every error enum implements [`ReconcilerError`]: a stable `metric_label` for the `kind` of
+//!   `wmco_reconcile_errors_total{controller,kind}` and `is_retryable` for the retry decision;
 //! - every context of a kube `Controller` implements [`Controlled`] (its name, metrics, backoff and the key of an
 //!   object), which gives it [`error_policy`] and [`tracked`] for free;
 //! - the hand-rolled loops (upgrades, key rotation, the `windows-instances` loop, the Machine sweep) use

@@ -1,7 +1,7 @@
 //! What every controller does around its reconciles, written once: time and count each reconcile
 //! (`wmco_reconcile_total`, `wmco_reconcile_duration_seconds`), forget a key's failures after a success, and on a
-//! failure log it, count it by kind (`wmco_errors_total`) and requeue with the controller's backoff, or wait for
-//! a change when retrying cannot help. [`report`] drains a kube `Controller`'s result stream.
+//! failure log it, count it by controller and kind (`wmco_reconcile_errors_total`) and requeue with the controller's
+//! backoff, or wait for a change when retrying cannot help. [`report`] drains a kube `Controller`'s result stream.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -36,10 +36,10 @@ pub trait Controlled<K>: Send + Sync {
         error.is_retryable()
     }
 
-    /// Counts `error` in `wmco_errors_total`. A controller whose public `reconcile_*` counts its own errors (so
-    /// that callers outside the controller count them too) overrides this with nothing.
+    /// Counts `error` in `wmco_reconcile_errors_total`. A controller whose public `reconcile_*` counts its own
+    /// errors (so that callers outside the controller count them too) overrides this with nothing.
     fn count_error(&self, error: &Self::Error) {
-        self.metrics().record_error(error.metric_label());
+        self.metrics().record_error(Self::NAME, error.metric_label());
     }
 }
 
@@ -147,7 +147,7 @@ mod tests {
         assert_eq!(waits, [Action::requeue(Duration::from_secs(1)), Action::requeue(Duration::from_secs(2))]);
         assert_eq!(policy(&ctx, "b", &Failure::Unreachable), Action::requeue(Duration::from_secs(1)));
         let text = ctx.metrics.encode().unwrap();
-        assert!(text.contains("wmco_errors_total{kind=\"unreachable\"} 3\n"), "{text}");
+        assert!(text.contains("wmco_reconcile_errors_total{controller=\"test\",kind=\"unreachable\"} 3\n"), "{text}");
     }
 
     #[test]
@@ -155,7 +155,12 @@ mod tests {
         let ctx = context();
         assert_eq!(policy(&ctx, "a", &Failure::Unreadable), Action::await_change());
         assert_eq!(policy(&ctx, "a", &Failure::Unreachable), Action::requeue(Duration::from_secs(1)));
-        assert!(ctx.metrics.encode().unwrap().contains("wmco_errors_total{kind=\"unreadable\"} 1\n"));
+        assert!(
+            ctx.metrics
+                .encode()
+                .unwrap()
+                .contains("wmco_reconcile_errors_total{controller=\"test\",kind=\"unreadable\"} 1\n")
+        );
     }
 
     #[tokio::test]

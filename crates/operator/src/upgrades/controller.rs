@@ -26,7 +26,7 @@ pub const RESYNC: Duration = Duration::from_secs(60);
 /// The first retry after a failed reconcile (API server unreachable); doubled up to [`RESYNC`].
 const FIRST_RETRY: Duration = Duration::from_secs(1);
 /// The loop's name in the reconcile metrics (and its one key in the backoff).
-const UPGRADES: &str = "upgrades";
+pub(crate) const UPGRADES: &str = "upgrades";
 /// The loop's name in its log lines.
 const LOOP: &str = "upgrade executor";
 

@@ -13,6 +13,7 @@ use wmco_cluster_client::types::InstancePhase;
 use wmco_cluster_client::{NewEvent, NodeExt, NodeMetadataPatch, Severity, WindowsInstanceExt};
 use wmco_upgrade_planner::{Action, Plan, Policy, Reason, WaitReason, plan};
 
+use super::controller::UPGRADES;
 use super::{ObservedFleet, UpgradesContext, UpgradesError, observe_fleet};
 use crate::fleet::{ApiServerVersionError, ObservedInstance, machines_away};
 use crate::runtime::ReconcilerError;
@@ -78,7 +79,7 @@ pub async fn reconcile_fleet(ctx: &Arc<UpgradesContext>, now: Timestamp) -> Resu
                 Ok(()) => finished.push(instance.record.key()),
                 Err(error) => {
                     let message = error_chain(&error);
-                    ctx.metrics.record_error(error.metric_label());
+                    ctx.metrics.record_error(UPGRADES, error.metric_label());
                     tracing::warn!(instance = %instance.record.key(), error = %message, "finishing the upgrade failed");
                     failed.push((instance.record.key(), message));
                 }
@@ -225,7 +226,7 @@ async fn step_failed(
     at: Timestamp,
 ) -> String {
     let message = error_chain(error);
-    ctx.metrics.record_error(error.metric_label());
+    ctx.metrics.record_error(UPGRADES, error.metric_label());
     let retry_after = ctx.note_failure(instance.name(), message.clone(), at);
     tracing::warn!(instance = %instance.record.key(), %retry_after, error = %message, "upgrade step failed");
     let note = format!("{message}; the Node stays marked and cordoned, retried after {retry_after}");

@@ -298,7 +298,10 @@ async fn a_failed_drain_leaves_the_node_marked_and_is_retried_after_backoff() {
     assert!(note.starts_with("WindowsInstance wmco/a: drain Node a failed: "), "{note}");
     assert!(note.contains("; the Node stays marked and cordoned, retried after 2026-11-22T04:00:30"), "{note}");
     let metrics = executor.metrics.encode().unwrap();
-    assert!(metrics.contains("wmco_errors_total{kind=\"upgrade_step\"} 1\n"), "{metrics}");
+    assert!(
+        metrics.contains("wmco_reconcile_errors_total{controller=\"upgrades\",kind=\"upgrade_step\"} 1\n"),
+        "{metrics}"
+    );
 
     let during_backoff = settled(&executor, at("2026-11-22T04:00:20Z")).await;
     assert_eq!(

@@ -116,7 +116,7 @@ struct CostPerHost {
     commands: (f64, usize, usize),
     /// `wmco_ssh_round_trips_total` / hosts (exec and SFTP, as the operator counts them).
     metric_round_trips: Option<f64>,
-    /// `wmco_ssh_bytes_sent_total` / hosts.
+    /// `wmco_ssh_sent_bytes_total` / hosts.
     metric_bytes: Option<f64>,
 }
 
@@ -240,7 +240,7 @@ fn cost(commands: &BTreeMap<String, usize>, metrics: &str, hosts: usize) -> Cost
             counts.iter().copied().max().unwrap_or(0),
         ),
         metric_round_trips: metric(metrics, "wmco_ssh_round_trips_total").map(per_host),
-        metric_bytes: metric(metrics, "wmco_ssh_bytes_sent_total").map(per_host),
+        metric_bytes: metric(metrics, "wmco_ssh_sent_bytes_total").map(per_host),
     }
 }
 
@@ -361,10 +361,10 @@ mod tests {
     #[test]
     fn metrics_are_read_by_exact_name() {
         let text = "# TYPE wmco_ssh_round_trips counter\nwmco_ssh_round_trips_total 42\n\
-                    wmco_ssh_bytes_sent_total 1024\nwmco_ssh_bytes_sent_total_other 9\n";
+                    wmco_ssh_sent_bytes_total 1024\nwmco_ssh_sent_bytes_total_other 9\n";
         assert_eq!(metric(text, "wmco_ssh_round_trips_total"), Some(42.0));
-        assert_eq!(metric(text, "wmco_ssh_bytes_sent_total"), Some(1024.0));
-        assert_eq!(metric(text, "wmco_errors_total"), None);
+        assert_eq!(metric(text, "wmco_ssh_sent_bytes_total"), Some(1024.0));
+        assert_eq!(metric(text, "wmco_reconcile_errors_total"), None);
     }
 
     #[test]

@@ -30,7 +30,9 @@ use sha2::{Digest as _, Sha256};
 use wmco_cluster_client::names::{UPGRADING_LABEL, VERSION_ANNOTATION};
 use wmco_cluster_client::types::InstancePhase;
 use wmco_e2e_harness::eventually_true;
-use wmco_sandbox::operator::{OperatorLaunch, OperatorProcess, locate_operator_binary, metric_value as metric};
+use wmco_sandbox::operator::{
+    MetricsAccess, OperatorLaunch, OperatorProcess, locate_operator_binary, metric_value as metric,
+};
 use wmco_sandbox::{
     OPERATOR_IDENTITY, OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, Sandbox, node_is_ready, operator_payload_args,
 };
@@ -70,7 +72,7 @@ pub struct UpgradeFigures {
     pub commands: (f64, usize, usize),
     /// `wmco_ssh_round_trips_total` of the restarted operator / hosts.
     pub metric_round_trips: Option<f64>,
-    /// `wmco_ssh_bytes_sent_total` of the restarted operator / hosts.
+    /// `wmco_ssh_sent_bytes_total` of the restarted operator / hosts.
     pub metric_bytes: Option<f64>,
 }
 
@@ -148,6 +150,7 @@ impl BenchOperator for SandboxOperator<'_> {
 struct OwnOperator {
     process: OperatorProcess,
     listen: SocketAddr,
+    metrics: MetricsAccess,
 }
 
 impl OwnOperator {
@@ -161,12 +164,17 @@ impl OwnOperator {
         let user = format!("system:serviceaccount:{OPERATOR_NAMESPACE}:{OPERATOR_SERVICE_ACCOUNT}");
         let kubeconfig = sandbox.directory().join("operator-payload-changed.kubeconfig");
         write_private_file(&kubeconfig, &control_plane.kubeconfig_for_token(&user, &token))?;
-        let listen = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .and_then(|listener| listener.local_addr())
-            .context("a free port for the operator's listener")?;
+        let free_port = || {
+            std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+                .and_then(|listener| listener.local_addr())
+                .context("a free port for the operator's listeners")
+        };
+        let listen = free_port()?;
+        let metrics_endpoint = sandbox.metrics_endpoint_args(free_port()?);
         // `--allow-synthetic-payload` only when the changed copy is synthetic (it keeps the sandbox payload's marker).
         let mut base_args = vec![OsString::from("run")];
         base_args.extend(operator_payload_args(payload_dir));
+        base_args.extend(metrics_endpoint.to_args());
         base_args.extend(
             [
                 "--listen",
@@ -184,9 +192,11 @@ impl OwnOperator {
             kubeconfig,
             log: sandbox.directory().join("operator-payload-changed.log"),
             listen,
+            metrics_listen: metrics_endpoint.listen,
             pod: None,
         };
-        Ok(OwnOperator { process: OperatorProcess::new(launch), listen })
+        let metrics = MetricsAccess { address: metrics_endpoint.listen, ..sandbox.metrics_access() };
+        Ok(OwnOperator { process: OperatorProcess::new(launch), listen, metrics })
     }
 }
 
@@ -203,7 +213,7 @@ impl BenchOperator for OwnOperator {
     }
 
     async fn metrics(&self) -> anyhow::Result<String> {
-        Ok(wmco_sandbox::operator::metrics(self.listen).await?)
+        Ok(wmco_sandbox::operator::metrics(&self.metrics).await?)
     }
 }
 
@@ -273,7 +283,7 @@ async fn upgrade(
             new.iter().copied().max().unwrap_or(0),
         ),
         metric_round_trips: metric(&metrics, "wmco_ssh_round_trips_total").map(per_host_value),
-        metric_bytes: metric(&metrics, "wmco_ssh_bytes_sent_total").map(per_host_value),
+        metric_bytes: metric(&metrics, "wmco_ssh_sent_bytes_total").map(per_host_value),
     })
 }
 
