@@ -106,6 +106,23 @@ impl KubeEvents {
     }
 }
 
+/// The API server refuses an Event whose note is longer than this many bytes.
+const NOTE_LIMIT_BYTES: usize = 1024;
+
+/// `note` cut on a character boundary to fit [`NOTE_LIMIT_BYTES`], ending in `…` when cut: a long error (a host
+/// that printed a long line) still makes an Event rather than a refused one.
+fn fit_note(note: &str) -> String {
+    if note.len() <= NOTE_LIMIT_BYTES {
+        return note.to_owned();
+    }
+    let marker = "…";
+    let mut cut = NOTE_LIMIT_BYTES - marker.len();
+    while !note.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}{marker}", &note[..cut])
+}
+
 #[async_trait]
 impl EventPublisher for KubeEvents {
     async fn publish(&self, regarding: &ObjectReference, event: &NewEvent) -> Result<()> {
@@ -115,7 +132,7 @@ impl EventPublisher for KubeEvents {
                 Severity::Warning => EventType::Warning,
             },
             reason: event.reason.clone(),
-            note: event.note.clone(),
+            note: event.note.as_deref().map(fit_note),
             action: event.action.clone(),
             secondary: None,
         };
@@ -132,6 +149,15 @@ impl EventPublisher for KubeEvents {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_note_longer_than_the_api_allows_is_cut_on_a_character_boundary() {
+        assert_eq!(fit_note("host 10.0.0.5: unreachable"), "host 10.0.0.5: unreachable");
+        let long = format!("a{}", "é".repeat(2000));
+        let fitted = fit_note(&long);
+        assert!(fitted.len() <= NOTE_LIMIT_BYTES && fitted.ends_with('…'), "{} bytes", fitted.len());
+        assert!(long.starts_with(fitted.trim_end_matches('…')));
+    }
     use crate::test_support::{Exchange, scenario};
     use serde_json::json;
 

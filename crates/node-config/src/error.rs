@@ -217,7 +217,9 @@ pub enum FlowError {
 
 impl FlowError {
     /// Whether trying again later may succeed. Authentication failures, host key mismatches, unusable identities
-    /// and inconsistent desired states are permanent: they need an admin.
+    /// (a hostname that makes no node name, no IPv4 default route) and inconsistent desired states are permanent:
+    /// they need an admin. Output that cannot be read (a probe printing no or malformed JSON) is retried: a host
+    /// may print garbage once (a profile message, a reboot under way) and be fine the next time.
     pub fn is_retryable(&self) -> bool {
         match self {
             FlowError::Transport { source, .. } | FlowError::Upload { source, .. } => match source.as_ref() {
@@ -227,9 +229,10 @@ impl FlowError {
             FlowError::Command { .. }
             | FlowError::DesiredFiles { .. }
             | FlowError::Cluster { .. }
-            | FlowError::StopTimedOut { .. } => true,
-            FlowError::Probe { .. }
-            | FlowError::Plan { .. }
+            | FlowError::StopTimedOut { .. }
+            | FlowError::Probe { .. }
+            | FlowError::Identity { source: IdentityError::Output { .. }, .. } => true,
+            FlowError::Plan { .. }
             | FlowError::Render { .. }
             | FlowError::NodeServices { .. }
             | FlowError::Identity { .. }

@@ -7,6 +7,7 @@ use std::net::Ipv4Addr;
 
 use serde::Deserialize;
 use wmco_cluster_client::types::{WindowsInstanceSpec, WindowsInstanceStatus};
+use wmco_vocabulary::excerpt;
 
 /// A host's identity as read over SSH, plus the Node name decided from it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,7 +30,7 @@ pub enum IdentityError {
     Output {
         /// What was wrong.
         reason: String,
-        /// The output, trimmed.
+        /// An excerpt of the output ([`wmco_vocabulary::excerpt`]).
         output: String,
     },
     /// No IPv4 address was found on the default-route interface.
@@ -85,7 +86,7 @@ impl HostIdentity {
     /// [`IdentityError`] when the output is not the document, the address is missing or not IPv4, or the hostname
     /// does not give a valid node name.
     pub fn parse(stdout: &str) -> Result<HostIdentity, IdentityError> {
-        let output_error = |reason: String| IdentityError::Output { reason, output: stdout.trim().to_owned() };
+        let output_error = |reason: String| IdentityError::Output { reason, output: excerpt(stdout) };
         let json = stdout
             .lines()
             .rev()
@@ -102,7 +103,7 @@ impl HostIdentity {
             Some(other) => other.to_string(),
         };
         let node_ip: Ipv4Addr =
-            address.trim().parse().map_err(|_| IdentityError::BadAddress { address: address.clone() })?;
+            address.trim().parse().map_err(|_| IdentityError::BadAddress { address: excerpt(&address) })?;
         let expected_node_name = expected_node_name(&hostname)?;
         Ok(HostIdentity { hostname, fqdn, node_ip, expected_node_name })
     }
@@ -172,7 +173,7 @@ pub fn expected_node_name(hostname: &str) -> Result<String, IdentityError> {
     if is_dns_label(&short) {
         Ok(short)
     } else {
-        Err(IdentityError::NodeName { hostname: hostname.to_owned(), node_name: short })
+        Err(IdentityError::NodeName { hostname: excerpt(hostname), node_name: excerpt(&short) })
     }
 }
 

@@ -136,25 +136,38 @@ impl HostSession {
     /// Runs a rendered command and returns its output, whatever its exit code. A command with a script file the
     /// session has not seen yet is first run as is (the content-addressed file may be on the host from an earlier
     /// operator process); only if that fails is the script uploaded and the command run again. Once known, a
-    /// script is never uploaded again by this session.
+    /// script is not uploaded again by this session until a run of it fails: then the session forgets it, so the
+    /// next run checks again (the file may have left the host: a directory removed by hand, a restored image, or an
+    /// earlier answer that only looked like success).
     pub(crate) async fn run(&self, step: FlowStep, command: &RenderedCommand) -> Result<Output, FlowError> {
         let Some(script_file) = &command.script_file else {
             return self.exec(step, command).await;
         };
         let known = self.scripts_present.lock().unwrap_or_else(PoisonError::into_inner).contains(&script_file.sha256);
-        if !known {
-            let optimistic = self.exec(step, command).await?;
-            if optimistic.success() {
-                self.remember_script(script_file);
-                return Ok(optimistic);
+        if known {
+            let output = self.exec(step, command).await?;
+            if !output.success() {
+                self.forget_script(script_file);
             }
-            self.upload_script(step, script_file).await?;
+            return Ok(output);
         }
+        let optimistic = self.exec(step, command).await?;
+        if optimistic.success() {
+            self.remember_script(script_file);
+            return Ok(optimistic);
+        }
+        self.upload_script(step, script_file).await?;
         self.exec(step, command).await
     }
 
     fn remember_script(&self, script_file: &ScriptFile) {
         self.scripts_present.lock().unwrap_or_else(PoisonError::into_inner).insert(script_file.sha256.clone());
+    }
+
+    /// Forgets one script file and whether the script directory exists (it may have gone with the file).
+    fn forget_script(&self, script_file: &ScriptFile) {
+        self.scripts_present.lock().unwrap_or_else(PoisonError::into_inner).remove(&script_file.sha256);
+        self.script_directory_present.store(false, Ordering::Relaxed);
     }
 
     /// Uploads a content-addressed script file (creating the script directory once per session).

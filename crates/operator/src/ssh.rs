@@ -2,18 +2,36 @@
 //! into a `wmco-ssh-transport` [`HostConfig`], shared by the instances controller's connector and the key
 //! rotation's key check (trust on first use while the record has no pinned key, pinned afterwards).
 
+use std::time::Duration;
+
 use wmco_cluster_client::WindowsInstanceExt;
 use wmco_cluster_client::types::WindowsInstance;
 use wmco_ssh_transport::{HostConfig, HostKey, HostKeyParseError, HostKeyPolicy, PrivateKey};
 
 /// The operator's SSH settings for every host.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SshSettings {
     /// The port sshd listens on (the `--ssh-port` flag, 22 by default).
     pub port: u16,
     /// Added to the SSH client version string (the operator process's identity), so a host's logs tell two
     /// operator processes apart.
     pub client_version_suffix: Option<String>,
+    /// How long one remote command may run (`--ssh-command-timeout`, 120 s by default).
+    pub command_timeout: Duration,
+    /// How long one blocking SSH step may take: a handshake, one SFTP write (`--ssh-io-timeout`, 60 s by default).
+    pub io_timeout: Duration,
+}
+
+impl Default for SshSettings {
+    /// Port 22, no identity, 120 s per command, 60 s per SSH step.
+    fn default() -> Self {
+        SshSettings {
+            port: 22,
+            client_version_suffix: None,
+            command_timeout: Duration::from_secs(120),
+            io_timeout: Duration::from_secs(60),
+        }
+    }
 }
 
 /// The record's pinned host key cannot be read.
@@ -40,8 +58,10 @@ pub struct UnreadablePinnedKey {
 ///     "metadata": {"name": "byoh-10-0-0-5", "namespace": "wmco"},
 ///     "spec": {"address": "10.0.0.5", "username": "admin", "origin": "Byoh"}
 /// }))?;
-/// let config = host_config(&record, &key, &SshSettings { port: 2222, client_version_suffix: None })?;
+/// let settings = SshSettings { port: 2222, io_timeout: std::time::Duration::from_secs(20), ..SshSettings::default() };
+/// let config = host_config(&record, &key, &settings)?;
 /// assert_eq!((config.address.as_str(), config.port, config.user.as_str()), ("10.0.0.5", 2222, "admin"));
+/// assert_eq!(config.io_timeout, std::time::Duration::from_secs(20));
 /// # Ok(())
 /// # }
 /// ```
@@ -52,6 +72,7 @@ pub fn host_config(
 ) -> Result<HostConfig, UnreadablePinnedKey> {
     let mut config = HostConfig::new(&instance.spec.address, &instance.spec.username, key.clone());
     config.port = settings.port;
+    config.io_timeout = settings.io_timeout;
     config.client_version_suffix.clone_from(&settings.client_version_suffix);
     if let Some(line) = instance.pinned_host_key() {
         let pinned = HostKey::from_openssh(line).map_err(|source| UnreadablePinnedKey { source })?;
@@ -80,7 +101,8 @@ mod tests {
     #[test]
     fn a_record_without_a_pinned_key_trusts_on_first_use_and_one_with_a_key_pins_it() {
         let key = PrivateKey::from_pem(KEY).unwrap();
-        let settings = SshSettings { port: 2222, client_version_suffix: Some("wmco-0".into()) };
+        let settings =
+            SshSettings { port: 2222, client_version_suffix: Some("wmco-0".into()), ..SshSettings::default() };
         let first = host_config(&record(None), &key, &settings).unwrap();
         assert_eq!((first.address.as_str(), first.user.as_str(), first.port), ("10.0.0.5", "admin", 2222));
         assert_eq!(first.client_version_suffix.as_deref(), Some("wmco-0"));

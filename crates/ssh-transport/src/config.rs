@@ -7,6 +7,12 @@ use crate::host_key::HostKeyPolicy;
 use crate::key::PrivateKey;
 use crate::retry::RetryPolicy;
 
+/// The default cap on one command's output (standard output and standard error together): 4 MiB, far above what
+/// any command of the product prints (the state probe of a configured host prints a few kilobytes), and small
+/// enough that a fleet of hostile hosts cannot grow the operator's memory by more than the cap times the
+/// configuration concurrency.
+pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 4 * 1024 * 1024;
+
 /// Everything needed to open an SSH connection to one host.
 #[derive(Debug, Clone)]
 pub struct HostConfig {
@@ -28,6 +34,10 @@ pub struct HostConfig {
     pub io_timeout: Duration,
     /// Close the connection after this long without use (`None`: keep it until the handle is dropped).
     pub idle_timeout: Option<Duration>,
+    /// The most a command may print (standard output and error together); more ends the command with
+    /// [`crate::TransportError::OutputTooLarge`] and drops the connection, so a host printing without end costs
+    /// the operator this much memory at most.
+    pub max_output_bytes: usize,
     /// Added to the client's SSH version string (`SSH-2.0-wmco_<version> <suffix>`), so a host's logs tell two
     /// operator processes apart. Printable ASCII without spaces.
     pub client_version_suffix: Option<String>,
@@ -35,7 +45,8 @@ pub struct HostConfig {
 
 impl HostConfig {
     /// A configuration with defaults: port 22, trust on first use, 15 s connect timeout, connection retries for up
-    /// to 2 minutes, 60 s IO timeout, idle connections kept.
+    /// to 2 minutes, 60 s IO timeout, idle connections kept, at most [`DEFAULT_MAX_OUTPUT_BYTES`] of output per
+    /// command.
     pub fn new(address: impl Into<String>, user: impl Into<String>, key: PrivateKey) -> HostConfig {
         HostConfig {
             address: address.into(),
@@ -47,6 +58,7 @@ impl HostConfig {
             connect_retry: RetryPolicy::default(),
             io_timeout: Duration::from_secs(60),
             idle_timeout: None,
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             client_version_suffix: None,
         }
     }

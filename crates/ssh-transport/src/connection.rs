@@ -77,6 +77,8 @@ pub(crate) struct Connection {
     pub(crate) host_key: HostKey,
     /// The blocking-call timeout restored after a command's own deadline.
     pub(crate) io_timeout_ms: u32,
+    /// The cap on one command's output.
+    pub(crate) max_output_bytes: usize,
 }
 
 impl Connection {
@@ -167,7 +169,7 @@ fn connect_once(config: &HostConfig, known_key: Option<&HostKey>) -> Result<Conn
     let io_timeout_ms = millis(config.io_timeout);
     session.set_timeout(io_timeout_ms);
     tracing::debug!(host = %host, key = %host_key, "connected");
-    Ok(Connection { session, socket, sftp: None, host_key, io_timeout_ms })
+    Ok(Connection { session, socket, sftp: None, host_key, io_timeout_ms, max_output_bytes: config.max_output_bytes })
 }
 
 fn resolve(config: &HostConfig) -> Result<SocketAddr, String> {

@@ -58,8 +58,21 @@ pub enum TransportError {
         command: String,
         /// The exit code.
         exit_code: u32,
-        /// Standard error, trimmed.
+        /// Standard error, trimmed, at most [`wmco_vocabulary::EXCERPT_CHARS`] characters of it.
         stderr: String,
+    },
+    /// A command printed more than the configured cap; the connection was dropped. Retryable (a later run may
+    /// print less), but a host that always does stays failing.
+    #[error(
+        "host {host}: command `{command}` printed more than {limit} bytes; output discarded and the connection closed"
+    )]
+    OutputTooLarge {
+        /// The host.
+        host: String,
+        /// The start of the command line.
+        command: String,
+        /// The cap in bytes.
+        limit: usize,
     },
     /// A file transfer failed at a step.
     #[error("host {host}: transfer of {path} failed at {step}: {reason}")]
@@ -111,6 +124,8 @@ pub enum ErrorClass {
     HostKeyMismatch,
     /// [`TransportError::CommandFailed`].
     CommandFailed,
+    /// [`TransportError::OutputTooLarge`].
+    OutputTooLarge,
     /// [`TransportError::Transfer`].
     Transfer,
     /// [`TransportError::Protocol`].
@@ -130,6 +145,7 @@ impl ErrorClass {
             ErrorClass::Authentication => "authentication",
             ErrorClass::HostKeyMismatch => "host_key_mismatch",
             ErrorClass::CommandFailed => "command_failed",
+            ErrorClass::OutputTooLarge => "output_too_large",
             ErrorClass::Transfer => "transfer",
             ErrorClass::Protocol => "protocol",
             ErrorClass::Worker => "worker",
@@ -147,6 +163,7 @@ impl TransportError {
             TransportError::Authentication { .. } => ErrorClass::Authentication,
             TransportError::HostKeyMismatch { .. } => ErrorClass::HostKeyMismatch,
             TransportError::CommandFailed { .. } => ErrorClass::CommandFailed,
+            TransportError::OutputTooLarge { .. } => ErrorClass::OutputTooLarge,
             TransportError::Transfer { .. } => ErrorClass::Transfer,
             TransportError::Protocol { .. } => ErrorClass::Protocol,
             TransportError::Worker { .. } => ErrorClass::Worker,
@@ -154,11 +171,13 @@ impl TransportError {
         }
     }
 
-    /// Whether trying again later may succeed: unreachable, timed out, or a transfer cut by a lost connection.
-    /// Authentication failures and host key mismatches are never retryable.
+    /// Whether trying again later may succeed: unreachable, timed out, too much output, or a transfer cut by a
+    /// lost connection. Authentication failures and host key mismatches are never retryable.
     pub fn is_retryable(&self) -> bool {
         match self {
-            TransportError::Unreachable { .. } | TransportError::TimedOut { .. } => true,
+            TransportError::Unreachable { .. }
+            | TransportError::TimedOut { .. }
+            | TransportError::OutputTooLarge { .. } => true,
             TransportError::Transfer { connection_lost, .. } => *connection_lost,
             _ => false,
         }

@@ -40,6 +40,16 @@ fn run_until_deadline(connection: &Connection, command: &RemoteCommand, host: &s
     let (stdout, stderr) = match drained {
         Ok(streams) => streams,
         Err(DrainError::Deadline) => return Err(timed_out(host, command)),
+        Err(DrainError::TooLarge) => {
+            return Err(OpError {
+                error: TransportError::OutputTooLarge {
+                    host: host.to_owned(),
+                    command: command.summary(),
+                    limit: connection.max_output_bytes,
+                },
+                poisoned: true,
+            });
+        }
         Err(DrainError::Io(error)) => {
             return Err(OpError {
                 error: TransportError::Unreachable {
@@ -69,19 +79,29 @@ fn exit_code(channel: &Channel) -> Result<u32, ssh2::Error> {
 
 enum DrainError {
     Deadline,
+    TooLarge,
     Io(std::io::Error),
 }
 
-/// Reads stdout and stderr in non-blocking mode until the server's EOF.
+/// Reads stdout and stderr in non-blocking mode until the server's EOF, or until together they pass the
+/// connection's output cap.
 fn drain(connection: &Connection, channel: &mut Channel, deadline: Instant) -> Result<(Vec<u8>, Vec<u8>), DrainError> {
     let mut stdout = Vec::new();
     let mut stderr = Vec::new();
     let mut buffer = vec![0u8; 64 * 1024];
     loop {
-        let stdout_read = read_available(channel, &mut buffer, &mut stdout)?;
+        let cap = connection.max_output_bytes;
+        let stdout_read = read_available(channel, &mut buffer, &mut stdout, cap.saturating_sub(stderr.len()))?;
         let mut stderr_stream = channel.stderr();
-        let stderr_read = read_available(&mut stderr_stream, &mut buffer, &mut stderr)?;
+        let stderr_read =
+            read_available(&mut stderr_stream, &mut buffer, &mut stderr, cap.saturating_sub(stdout.len()))?;
+        if stdout.len() + stderr.len() > cap {
+            return Err(DrainError::TooLarge);
+        }
         if stdout_read || stderr_read {
+            if remaining(deadline).is_zero() {
+                return Err(DrainError::Deadline);
+            }
             continue;
         }
         if channel.eof() {
@@ -95,10 +115,16 @@ fn drain(connection: &Connection, channel: &mut Channel, deadline: Instant) -> R
     }
 }
 
-/// Appends whatever `stream` has now to `sink`; true when something was read.
-fn read_available(stream: &mut impl Read, buffer: &mut [u8], sink: &mut Vec<u8>) -> Result<bool, DrainError> {
+/// Appends whatever `stream` has now to `sink`, stopping once `sink` holds more than `cap` bytes; true when
+/// something was read.
+fn read_available(
+    stream: &mut impl Read,
+    buffer: &mut [u8],
+    sink: &mut Vec<u8>,
+    cap: usize,
+) -> Result<bool, DrainError> {
     let mut read_any = false;
-    loop {
+    while sink.len() <= cap {
         match stream.read(buffer) {
             Ok(0) => return Ok(read_any),
             Ok(count) => {
@@ -109,6 +135,7 @@ fn read_available(stream: &mut impl Read, buffer: &mut [u8], sink: &mut Vec<u8>)
             Err(error) => return Err(DrainError::Io(error)),
         }
     }
+    Ok(read_any)
 }
 
 /// Waits until the socket is ready in the direction libssh2 is blocked on, or `limit` passes.

@@ -28,7 +28,7 @@ pub trait RemoteHost: Send + Sync {
                 host: self.label().to_owned(),
                 command: command.summary(),
                 exit_code: output.exit_code,
-                stderr: output.stderr_text().trim().to_owned(),
+                stderr: wmco_vocabulary::excerpt(&output.stderr_text()),
             })
         }
     }

@@ -159,7 +159,8 @@ async fn exit_codes_stdout_and_stderr_come_back() -> Result<()> {
 
 #[tokio::test]
 async fn ten_mebibytes_of_stdout_with_stderr_do_not_deadlock() -> Result<()> {
-    let (_sshd, config) = server()?;
+    let (_sshd, mut config) = server()?;
+    config.max_output_bytes = 16 * 1024 * 1024;
     let host = SshHost::new(config)?;
     let line = "head -c 10485760 /dev/zero | tr '\\0' a; head -c 3145728 /dev/zero | tr '\\0' b >&2; \
                 head -c 1048576 /dev/zero | tr '\\0' c";
@@ -170,6 +171,31 @@ async fn ten_mebibytes_of_stdout_with_stderr_do_not_deadlock() -> Result<()> {
     assert!(output.stdout[10 * 1024 * 1024..].iter().all(|byte| *byte == b'c'));
     assert_eq!(output.stderr.len(), 3 * 1024 * 1024);
     assert!(output.stderr.iter().all(|byte| *byte == b'b'));
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_command_printing_without_end_is_cut_at_the_cap_and_the_host_stays_usable() -> Result<()> {
+    let (_sshd, mut config) = server()?;
+    config.max_output_bytes = 1024 * 1024;
+    let host = SshHost::new(config)?;
+    let error = host
+        .run(&RemoteCommand::new("yes 0123456789abcdef", Duration::from_secs(60)))
+        .await
+        .expect_err("an endless output cannot fit 1 MiB");
+    match &error {
+        TransportError::OutputTooLarge { command, limit, .. } => {
+            assert_eq!((command.as_str(), *limit), ("yes 0123456789abcdef", 1024 * 1024));
+        }
+        other => panic!("expected the output cap, got {other}"),
+    }
+    assert_eq!(error.class(), ErrorClass::OutputTooLarge);
+    assert!(error.is_retryable());
+    let fits = host.run(&command("head -c 1048576 /dev/zero")).await?;
+    assert_eq!(fits.stdout.len(), 1024 * 1024, "exactly the cap fits");
+    let over = host.run(&command("head -c 1048577 /dev/zero")).await.expect_err("one byte over the cap");
+    assert_eq!(over.class(), ErrorClass::OutputTooLarge);
+    assert_eq!(host.run(&command("echo again")).await?.stdout, b"again\n");
     Ok(())
 }
 

@@ -1,6 +1,7 @@
 //! The words every wmco crate shares, defined once: the cluster's [`Platform`] (and [`PlatformName`] for platforms
 //! this product does not know), a host record's [`InstancePhase`] and [`InstanceOrigin`], a network in CIDR
-//! notation ([`IpCidr`]), an image mirror's [`MirrorKind`] and a file's [`Sha256Digest`].
+//! notation ([`IpCidr`]), an image mirror's [`MirrorKind`], a file's [`Sha256Digest`], and the bounded
+//! [`excerpt`] of a host's text that error messages quote.
 //!
 //! This crate is the ground floor: it depends on serde, `sha2` and `hex` only (plus `clap` and `schemars` behind the
 //! features of those names), so that the pure crates keep reading `kubectl -o yaml` input without k8s-openapi or
@@ -17,12 +18,14 @@
 
 mod cidr;
 mod digest;
+mod excerpt;
 mod instance;
 mod mirror;
 mod platform;
 
 pub use cidr::{CidrError, IpCidr};
 pub use digest::{DigestParseError, Sha256Digest};
+pub use excerpt::{EXCERPT_CHARS, excerpt};
 pub use instance::{InstanceOrigin, InstancePhase};
 pub use mirror::MirrorKind;
 pub use platform::{Platform, PlatformName, UnknownPlatform};

@@ -29,6 +29,7 @@ use wmco_operator::rekey::{
     ADMINISTRATORS_AUTHORIZED_KEYS, RekeyContext, RekeyOutcome, RekeySettings, SshKeyChecker, not_authorized_note,
     reconcile_rotation,
 };
+use wmco_operator::ssh::SshSettings;
 use wmco_operator::upgrades::payload_kubelet_version;
 use wmco_payload_manifest::Manifest;
 use wmco_sandbox::{
@@ -75,7 +76,12 @@ async fn a_rotated_key_rekeys_the_host_that_authorized_it_and_tells_the_admin_wh
     let kubeconfig = kube::config::Kubeconfig::read_from(sandbox.kubeconfig_path())?;
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
     let seams = Seams::for_client(&client, config, "e2e-rekey", true)?;
-    let checker = Arc::new(SshKeyChecker::new(sandbox.ssh_port(), Some("e2e-rekey".into())));
+    let ssh = SshSettings {
+        port: sandbox.ssh_port(),
+        client_version_suffix: Some("e2e-rekey".into()),
+        ..SshSettings::default()
+    };
+    let checker = Arc::new(SshKeyChecker::new(ssh));
     let context = RekeyContext::new(&seams, checker, settings);
     let records: BTreeMap<String, String> = sandbox
         .windows_instances()

@@ -6,7 +6,7 @@
 //! | `POST /hosts` | `{"name"?, "authorized_key"?, "build"?, "address"?}` | the new host's facts |
 //! | `DELETE /hosts/<name>` | | 204 |
 //! | `POST /hosts/<name>/provision` | `{"user_data": "<PowerShell>"}` | `{"stdout","stderr","code"}` |
-//! | `POST /hosts/<name>/faults` | `{"drop_connections","refuse_connections","hang_commands","fail_next"}` | the faults |
+//! | `POST /hosts/<name>/faults` | `{"drop_connections","refuse_connections","hang_commands","fail_next","rules"}` (rules: [`crate::faults`]) | the faults |
 //! | `POST /hosts/<name>/throttle` | `{"bytes_per_second": n}` (0 = none) | 204 |
 //! | `POST /hosts/<name>/host-key` | | `{"host_key"}` (a new key) |
 //! | `POST /hosts/<name>/reboot` | | 204 once the host is back |

@@ -195,6 +195,8 @@ pub struct Host {
     pub process_events: Vec<ProcessEvent>,
     /// The host was asked to reboot (`Restart-Computer`); the server applies it after the command.
     pub reboot_requested: bool,
+    /// How many reboots began: a connection opened before the latest one is dead.
+    pub boots: u64,
     /// Latencies.
     pub latency: Latency,
     /// Which kubelet the host runs when its `kubelet` service starts.
@@ -232,6 +234,7 @@ impl Host {
             unknown_commands: Vec::new(),
             process_events: Vec::new(),
             reboot_requested: false,
+            boots: 0,
             latency,
             kubelet_model: crate::wine_kubelet::KubeletModel::Simulated,
             identity,

@@ -25,6 +25,7 @@ pub mod cmd;
 pub mod control;
 pub mod disk;
 pub mod driver;
+pub mod faults;
 pub mod fleet;
 pub mod host;
 pub mod native;

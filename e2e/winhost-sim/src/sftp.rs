@@ -1,7 +1,8 @@
 //! Win32-OpenSSH's SFTP server over a host's disk (windows-commands.md §5): the path forms it accepts (`/C:/k/x`,
 //! `C:/k/x`, `C:\k\x`, profile-relative), realpath in the `/C:/...` form, a plain rename that fails onto an existing
 //! file, `posix-rename@openssh.com` that deletes then renames, the executable of a running service locked against
-//! overwrite, delete and rename, and an optional bandwidth limit on reads and writes.
+//! overwrite, delete and rename, an optional bandwidth limit on reads and writes, and the upload faults of
+//! [`crate::faults`] (a dropped connection, a failed or never-answered write, a full disk, a reboot).
 
 use std::collections::HashMap;
 use std::fs::OpenOptions;
@@ -14,7 +15,9 @@ use russh_sftp::protocol::{
 };
 
 use crate::disk::{Disk, Entry, WinPath};
+use crate::faults::{DISK_FULL_MESSAGE, FaultAction, Request};
 use crate::host::Host;
+use crate::ssh::Faults;
 
 /// The profile directory relative paths resolve against.
 const PROFILE: &str = r"C:\Users\Administrator";
@@ -35,13 +38,63 @@ pub struct SftpSession {
     throttle: Throttle,
     handles: HashMap<String, Opened>,
     next_handle: u64,
+    faults: Option<SessionFaults>,
+}
+
+/// Starts a reboot of the host a session belongs to.
+pub type RebootTrigger = Box<dyn Fn() + Send + Sync>;
+
+/// What a session of a served host needs for faults: the rules, the boot it belongs to, its connection (to drop
+/// it) and how to reboot the host.
+struct SessionFaults {
+    faults: Arc<Mutex<Faults>>,
+    boot: u64,
+    connection: russh::server::Handle,
+    reboot: RebootTrigger,
 }
 
 impl SftpSession {
     /// A session on `host`.
     pub fn new(host: Arc<Mutex<Host>>, throttle: Throttle) -> SftpSession {
         let disk = lock(&host).disk.clone();
-        SftpSession { host, disk, throttle, handles: HashMap::new(), next_handle: 0 }
+        SftpSession { host, disk, throttle, handles: HashMap::new(), next_handle: 0, faults: None }
+    }
+
+    /// The session of `connection`, opened at boot `boot`, subject to `faults`; `reboot` reboots the host.
+    pub fn with_faults(
+        mut self,
+        faults: Arc<Mutex<Faults>>,
+        boot: u64,
+        connection: russh::server::Handle,
+        reboot: RebootTrigger,
+    ) -> Self {
+        self.faults = Some(SessionFaults { faults, boot, connection, reboot });
+        self
+    }
+
+    /// The upload fault for a write to `path`, if any; a dead connection (rebooted host, dropped connections)
+    /// counts as [`FaultAction::Drop`].
+    fn upload_fault(&self, path: &WinPath) -> Option<FaultAction> {
+        let session = self.faults.as_ref()?;
+        let (dropped, action) = {
+            let mut faults = session.faults.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let dropped = faults.drop_connections || faults.rebooting;
+            (dropped, faults.take_rule(&Request::Upload(&path.to_string())))
+        };
+        if dropped || lock(&self.host).boots != session.boot {
+            return Some(FaultAction::Drop);
+        }
+        action
+    }
+
+    /// Drops the connection this session runs on.
+    async fn drop_connection(&self) {
+        if let Some(session) = &self.faults {
+            let _ = session
+                .connection
+                .disconnect(russh::Disconnect::ByApplication, "winhost-sim: connection dropped".into(), "en-US".into())
+                .await;
+        }
     }
 
     fn is_locked(&self, path: &WinPath) -> bool {
@@ -198,6 +251,26 @@ impl russh_sftp::server::Handler for SftpSession {
 
     async fn write(&mut self, id: u32, handle: String, offset: u64, data: Vec<u8>) -> Result<Status, StatusCode> {
         let path = self.file_of(&handle)?;
+        match self.upload_fault(&path) {
+            Some(action @ (FaultAction::Drop | FaultAction::Reboot)) => {
+                if let (FaultAction::Reboot, Some(session)) = (&action, &self.faults) {
+                    (session.reboot)();
+                }
+                self.drop_connection().await;
+                return Err(StatusCode::ConnectionLost);
+            }
+            Some(FaultAction::Hang) => std::future::pending::<()>().await,
+            Some(FaultAction::DiskFull) => {
+                return Ok(Status {
+                    id,
+                    status_code: StatusCode::Failure,
+                    error_message: DISK_FULL_MESSAGE.into(),
+                    language_tag: "en-US".into(),
+                });
+            }
+            Some(_) => return Err(StatusCode::Failure),
+            None => {}
+        }
         if self.is_locked(&path) {
             return Err(StatusCode::PermissionDenied);
         }

@@ -1,7 +1,8 @@
 //! One host's SSH server (russh): public-key authentication against `administrators_authorized_keys` on the
 //! simulated disk (read at each authentication, refused when its ACL grants anyone but SYSTEM and Administrators,
 //! as sshd's StrictModes does), exec requests run through cmd.exe, the `sftp` subsystem, and injected faults
-//! (dropped or refused connections, hanging or failing commands, host-key change, SFTP throttling, reboot).
+//! (dropped or refused connections, hanging or failing commands, host-key change, SFTP throttling, reboot, and the
+//! targeted rules of [`crate::faults`]). A reboot kills every connection opened before it.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -14,6 +15,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::disk::WinPath;
+use crate::faults::{DISK_FULL_MESSAGE, FaultAction, FaultRule, Request, hostile_output};
 use crate::host::{ADMIN_AUTHORIZED_KEYS, Host, Output};
 use crate::sftp::{SftpSession, Throttle};
 
@@ -35,6 +37,23 @@ pub struct Faults {
     /// The host is rebooting (connections refused).
     #[serde(default)]
     pub rebooting: bool,
+    /// Targeted faults ([`crate::faults`]), tried in order.
+    #[serde(default)]
+    pub rules: Vec<FaultRule>,
+    /// How many requests a rule has answered so far (read-only for clients: a test sees its fault was hit).
+    #[serde(default)]
+    pub rule_hits: u64,
+}
+
+impl Faults {
+    /// The action of the first rule matching `request` ([`FaultRule::take`]), counted in [`Faults::rule_hits`].
+    pub fn take_rule(&mut self, request: &Request<'_>) -> Option<FaultAction> {
+        let action = FaultRule::take(&mut self.rules, request);
+        if action.is_some() {
+            self.rule_hits += 1;
+        }
+        action
+    }
 }
 
 /// Locks a mutex, recovering from poisoning (state stays usable after a panicking test thread).
@@ -159,6 +178,7 @@ async fn accept(listener: TcpListener, shared: Shared) {
         }
         let config = Arc::clone(&lock(&shared.config));
         let handler = Connection {
+            boot: lock(&shared.host).boots,
             shared: shared.clone(),
             channels: std::collections::HashMap::new(),
             shell: crate::host::ExecShell::Cmd,
@@ -174,6 +194,8 @@ async fn accept(listener: TcpListener, shared: Shared) {
 
 /// One client connection.
 struct Connection {
+    /// The host's boot count when the connection was accepted.
+    boot: u64,
     shared: Shared,
     channels: std::collections::HashMap<ChannelId, Channel<Msg>>,
     /// The default shell as configured when the client authenticated.
@@ -211,6 +233,15 @@ fn acl_is_strict(entries: &[String]) -> bool {
 }
 
 impl Connection {
+    /// Whether the connection is dead: dropped by a fault, or opened before the host's latest reboot.
+    fn is_dead(&self) -> bool {
+        let dropped = {
+            let faults = lock(&self.shared.faults);
+            faults.drop_connections || faults.rebooting
+        };
+        dropped || lock(&self.shared.host).boots != self.boot
+    }
+
     fn authorized(&self, offered: &str) -> bool {
         let host = lock(&self.shared.host);
         let Ok(path) = WinPath::parse(ADMIN_AUTHORIZED_KEYS) else { return false };
@@ -268,22 +299,35 @@ impl russh::server::Handler for Connection {
         let line = String::from_utf8_lossy(data).into_owned();
         let client = String::from_utf8_lossy(session.remote_sshid()).trim_end().to_owned();
         self.channels.remove(&channel);
-        let (drop_connection, hang, fail) = {
+        if self.is_dead() {
+            return Err(ConnectionError::Dropped);
+        }
+        let (hang, fail, rule) = {
             let mut faults = lock(&self.shared.faults);
             let fail = faults.fail_next > 0;
             if fail {
                 faults.fail_next -= 1;
             }
-            (faults.drop_connections, faults.hang_commands, fail)
+            let rule = faults.take_rule(&Request::Command(&line));
+            (faults.hang_commands, fail, rule)
         };
-        if drop_connection {
-            return Err(ConnectionError::Dropped);
+        match rule {
+            Some(FaultAction::Drop) => return Err(ConnectionError::Dropped),
+            Some(FaultAction::Reboot) => {
+                tokio::spawn(reboot_host(self.shared.clone()));
+                return Err(ConnectionError::Dropped);
+            }
+            _ => {}
         }
         session.channel_success(channel)?;
-        if hang {
+        if hang || rule == Some(FaultAction::Hang) {
             return Ok(());
         }
         let handle = session.handle();
+        if let Some(action) = rule {
+            tokio::spawn(answer_with_fault(handle, channel, action));
+            return Ok(());
+        }
         let shared = self.shared.clone();
         let shell = self.shell;
         tokio::spawn(async move {
@@ -326,13 +370,16 @@ impl russh::server::Handler for Connection {
         name: &str,
         session: &mut Session,
     ) -> Result<(), ConnectionError> {
-        if lock(&self.shared.faults).drop_connections {
+        if self.is_dead() {
             return Err(ConnectionError::Dropped);
         }
         match (name, self.channels.remove(&channel)) {
             ("sftp", Some(stream)) => {
                 session.channel_success(channel)?;
-                let sftp = SftpSession::new(Arc::clone(&self.shared.host), Arc::clone(&self.shared.throttle));
+                let shared = self.shared.clone();
+                let reboot = Box::new(move || drop(tokio::spawn(reboot_host(shared.clone()))));
+                let sftp = SftpSession::new(Arc::clone(&self.shared.host), Arc::clone(&self.shared.throttle))
+                    .with_faults(Arc::clone(&self.shared.faults), self.boot, session.handle(), reboot);
                 tokio::spawn(russh_sftp::server::run(stream.into_stream(), sftp));
             }
             _ => session.channel_failure(channel)?,
@@ -341,8 +388,30 @@ impl russh::server::Handler for Connection {
     }
 }
 
-/// Reboots: connections are refused for a moment, then the host comes back with its automatic services started.
+/// Answers a command with what a targeted fault says instead of running it.
+async fn answer_with_fault(handle: russh::server::Handle, channel: ChannelId, action: FaultAction) {
+    let (stdout, stderr, code) = match (&action, hostile_output(&action)) {
+        (_, Some(stdout)) => (stdout, Vec::new(), 0),
+        (FaultAction::DiskFull, None) => (Vec::new(), format!("{DISK_FULL_MESSAGE}\r\n").into_bytes(), 1),
+        _ => (Vec::new(), b"winhost-sim: injected command failure\r\n".to_vec(), 1),
+    };
+    for chunk in stdout.chunks(256 * 1024) {
+        if handle.data(channel, chunk.to_vec()).await.is_err() {
+            return;
+        }
+    }
+    if !stderr.is_empty() {
+        let _ = handle.extended_data(channel, 1, stderr).await;
+    }
+    let _ = handle.exit_status_request(channel, code).await;
+    let _ = handle.eof(channel).await;
+    let _ = handle.close(channel).await;
+}
+
+/// Reboots: every open connection dies, new ones are refused for a moment, then the host comes back with its
+/// automatic services started.
 async fn reboot_host(shared: Shared) {
+    lock(&shared.host).boots += 1;
     lock(&shared.faults).rebooting = true;
     let pause = lock(&shared.host).latency.service_transition * 2;
     tokio::time::sleep(pause).await;

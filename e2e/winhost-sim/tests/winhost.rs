@@ -406,3 +406,102 @@ async fn injected_faults_and_reboot() -> anyhow::Result<()> {
     .await??;
     Ok(())
 }
+
+/// Standard output as bytes, and the exit status.
+fn run_bytes(session: &ssh2::Session, line: &str) -> anyhow::Result<(Vec<u8>, i32)> {
+    use std::io::Read;
+    let mut channel = session.channel_session()?;
+    channel.exec(line)?;
+    channel.send_eof()?;
+    let mut stdout = Vec::new();
+    channel.read_to_end(&mut stdout)?;
+    channel.wait_close()?;
+    Ok((stdout, channel.exit_status()?))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn targeted_rules_break_one_step_and_hostile_answers_arrive_as_sent() -> anyhow::Result<()> {
+    let state = tempfile::tempdir()?;
+    let key = winhost_sim::ssh::generate_key()?;
+    let public = key.public_key().to_openssh()?;
+    let pem = key.to_openssh(russh::keys::ssh_key::LineEnding::LF)?.to_string();
+    let fleet = std::sync::Arc::new(tokio::sync::Mutex::new(winhost_sim::fleet::Fleet::new(
+        state.path().to_path_buf(),
+        0,
+        Latency::zero(),
+    )));
+    let control = winhost_sim::control::start(0, std::sync::Arc::clone(&fleet)).await?;
+    let request = winhost_sim::fleet::NewHost { authorized_key: Some(public), ..Default::default() };
+    let info = fleet.lock().await.add(request).await?;
+    let server = fleet.lock().await.server(&info.name)?;
+    let (address, name) = (info.ssh_address, info.name.clone());
+    let connect = move || -> anyhow::Result<ssh2::Session> {
+        let mut session = ssh2::Session::new()?;
+        session.set_tcp_stream(std::net::TcpStream::connect(address)?);
+        session.set_timeout(2000);
+        session.handshake()?;
+        session.userauth_pubkey_memory("Administrator", None, &pem, None)?;
+        Ok(session)
+    };
+    let rules = r#"{"rules": [
+        {"at": {"command": "SC.EXE QUERY"}, "action": "fail", "times": 1},
+        {"at": {"command": "echo huge"}, "action": {"huge_output": {"bytes": 1048576}}, "times": 1},
+        {"at": {"command": "echo text"}, "action": "invalid_text", "times": 1},
+        {"at": {"command": "echo json"}, "action": {"deep_json": {"depth": 10000}}, "times": 1},
+        {"at": {"command": "echo full"}, "action": "disk_full", "times": 1},
+        {"at": {"upload": "full.bin"}, "action": "disk_full", "times": 1},
+        {"at": {"upload": "cut.bin"}, "action": "drop", "times": 1},
+        {"at": {"command": "echo reboot"}, "action": "reboot", "times": 1}
+    ]}"#;
+    let (status, body) = http(control, "POST", &format!("/hosts/{name}/faults"), rules)?;
+    assert_eq!(status, 200, "{body}");
+    let boots_before = winhost_sim::ssh::lock(&server.host).boots;
+    tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+        let session = connect()?;
+        let (_, stderr, code) = run(&session, "sc.exe query agent")?;
+        assert_eq!((stderr.as_str(), code), ("winhost-sim: injected command failure\r\n", 1));
+        assert_eq!(run(&session, "sc.exe query agent")?.2, 1060, "the rule is spent: the command runs");
+        let (stdout, code) = run_bytes(&session, "echo huge")?;
+        assert_eq!((stdout.len(), code), (1024 * 1024, 0));
+        let (stdout, _) = run_bytes(&session, "echo text")?;
+        assert!(std::str::from_utf8(&stdout).is_err(), "{stdout:?}");
+        let (stdout, _) = run_bytes(&session, "echo json")?;
+        assert_eq!((stdout.len(), &stdout[..5]), (60_001, &b"{\"a\":"[..]), "objects nested 10,000 deep");
+        let (_, stderr, code) = run(&session, "echo full")?;
+        assert_eq!((stderr.as_str(), code), ("There is not enough space on the disk.\r\n", 1));
+
+        let sftp = session.sftp()?;
+        sftp.mkdir(std::path::Path::new("C:/k"), 0o755)?;
+        let mut file = sftp.create(std::path::Path::new("C:/k/full.bin"))?;
+        let error = std::io::Write::write_all(&mut file, b"data").and_then(|()| std::io::Write::flush(&mut file));
+        assert!(error.is_err(), "a full disk refuses the write");
+        drop(file);
+        let mut file = sftp.create(std::path::Path::new("C:/k/cut.bin"))?;
+        let error = std::io::Write::write_all(&mut file, b"data").and_then(|()| std::io::Write::flush(&mut file));
+        assert!(error.is_err(), "the connection drops at the write");
+        drop(file);
+        drop(sftp);
+        assert!(run(&session, "hostname").is_err(), "the dropped connection is gone");
+
+        let session = connect()?;
+        let before_reboot = connect()?;
+        assert!(run(&session, "echo reboot").is_err(), "the rebooting host drops the connection");
+        let mut again = connect();
+        for _ in 0..40 {
+            if again.is_ok() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            again = connect();
+        }
+        assert_eq!(run(&again?, "hostname")?.2, 0, "the host is back");
+        assert!(run(&before_reboot, "hostname").is_err(), "a connection from before the reboot is dead");
+        Ok(())
+    })
+    .await??;
+    assert_eq!(winhost_sim::ssh::lock(&server.host).boots, boots_before + 1);
+    let faults = winhost_sim::ssh::lock(&server.faults).clone();
+    assert!(faults.rules.is_empty(), "every rule was spent");
+    assert_eq!(faults.rule_hits, 8, "each of the 8 rules answered once");
+    Ok(())
+}

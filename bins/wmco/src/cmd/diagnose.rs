@@ -525,7 +525,11 @@ pub fn is_about(line: &str, key: &str) -> bool {
 /// The node services on the record's host, read over SSH with `key` (the record's pinned host key is required to
 /// match): one state probe per service (a small inline PowerShell script each; nothing is uploaded).
 pub async fn probe_services(record: &WindowsInstance, key: &PrivateKey, port: u16) -> ServicesReport {
-    let settings = wmco_operator::ssh::SshSettings { port, client_version_suffix: Some("wmco-diagnose".to_owned()) };
+    let settings = wmco_operator::ssh::SshSettings {
+        port,
+        client_version_suffix: Some("wmco-diagnose".to_owned()),
+        ..wmco_operator::ssh::SshSettings::default()
+    };
     let mut report = ServicesReport {
         host: format!("{}@{}:{port}", record.spec.username, record.spec.address),
         services: Vec::new(),

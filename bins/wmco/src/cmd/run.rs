@@ -57,6 +57,15 @@ pub struct RunArgs {
     /// The SSH port of Windows hosts.
     #[arg(long, env = "WMCO_SSH_PORT", default_value_t = 22)]
     pub ssh_port: u16,
+    /// How long one command on a host may run before it counts as hung (the host's record then shows the step
+    /// that timed out, and the reconcile is retried with backoff).
+    #[arg(long, env = "WMCO_SSH_COMMAND_TIMEOUT_SECONDS", default_value_t = 120, value_name = "SECONDS",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub ssh_command_timeout_seconds: u64,
+    /// How long one blocking SSH step may take: the handshake, one SFTP write to a stalled host.
+    #[arg(long, env = "WMCO_SSH_IO_TIMEOUT_SECONDS", default_value_t = 60, value_name = "SECONDS",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub ssh_io_timeout_seconds: u64,
     /// How many hosts are configured at once.
     #[arg(long, env = "WMCO_MAX_CONCURRENT_CONFIGURATIONS", default_value_t = 8,
           value_parser = clap::value_parser!(u16).range(1..))]
@@ -200,6 +209,8 @@ fn operator_flags(args: &RunArgs, identity: String) -> OperatorFlags {
         namespace: args.namespace.clone(),
         identity,
         ssh_port: args.ssh_port,
+        ssh_command_timeout: Duration::from_secs(args.ssh_command_timeout_seconds),
+        ssh_io_timeout: Duration::from_secs(args.ssh_io_timeout_seconds),
         concurrency: args.max_concurrent_configurations,
         max_unavailable: args.max_unavailable,
         authentication_grace: Duration::from_secs(args.authentication_grace_seconds),
@@ -265,6 +276,7 @@ mod tests {
         assert_eq!(args.metrics_listen, "0.0.0.0:8443".parse::<SocketAddr>().expect("address"));
         assert_eq!((args.metrics_tls_cert, args.metrics_tls_key), (None, None));
         assert_eq!(args.ssh_port, 22);
+        assert_eq!((args.ssh_command_timeout_seconds, args.ssh_io_timeout_seconds), (120, 60));
         assert_eq!(args.max_concurrent_configurations, 8);
         assert_eq!(args.max_unavailable, 1);
         assert_eq!(args.authentication_grace_seconds, 300);
@@ -302,9 +314,15 @@ mod tests {
             "--authentication-grace-seconds=20",
             "--version-override=10.18.0-e2e",
             "--cluster-cidr=10.128.0.0/14",
+            "--ssh-command-timeout-seconds=15",
+            "--ssh-io-timeout-seconds=5",
         ])
         .expect("parsed");
         let flags = operator_flags(&args, "wmco-0".into());
+        assert_eq!(
+            (flags.ssh_command_timeout, flags.ssh_io_timeout),
+            (Duration::from_secs(15), Duration::from_secs(5))
+        );
         assert_eq!(
             (flags.ssh_port, flags.concurrency, flags.identity.as_str(), flags.verbosity, flags.max_unavailable),
             (2222, 3, "wmco-0", Verbosity::Debug, 4)
@@ -314,6 +332,13 @@ mod tests {
         assert_eq!(flags.version_override.as_deref(), Some("10.18.0-e2e"));
         assert_eq!(flags.cluster_networks.iter().map(ToString::to_string).collect::<Vec<_>>(), ["10.128.0.0/14"]);
         assert_eq!(operator_flags(&parse(&[]).expect("parsed"), "wmco-0".into()).verbosity, Verbosity::Normal);
+    }
+
+    #[test]
+    fn a_zero_ssh_time_limit_is_a_usage_error_naming_the_flag() {
+        let error = parse(&["--ssh-command-timeout-seconds=0"]).expect_err("rejected");
+        assert_eq!(error.exit_code(), 2);
+        assert!(error.to_string().contains("--ssh-command-timeout-seconds"), "{error}");
     }
 
     #[test]

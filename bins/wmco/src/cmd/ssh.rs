@@ -171,7 +171,7 @@ fn connect_failure(error: &TransportError) -> Failure {
         ErrorClass::Unreachable | ErrorClass::TimedOut => "unreachable",
         ErrorClass::Authentication | ErrorClass::Key => "authentication",
         ErrorClass::HostKeyMismatch => "host key mismatch",
-        ErrorClass::CommandFailed | ErrorClass::Transfer => "command failed",
+        ErrorClass::CommandFailed | ErrorClass::Transfer | ErrorClass::OutputTooLarge => "command failed",
         ErrorClass::Protocol | ErrorClass::Worker => "protocol",
     };
     Failure { class, message: error.to_string() }

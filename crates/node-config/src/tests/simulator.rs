@@ -167,6 +167,23 @@ async fn the_simulator_understands_every_command_of_both_phases_and_deconfigurat
     assert_eq!((converged.state, converged.commands, converged.uploads), (ConfigureState::Ready, 1, 0));
     assert_eq!(records.record("wmco", "win-3").unwrap().status.unwrap().phase, Some(InstancePhase::Ready));
 
+    // The probe's script and its directory leave the host behind the session's back: one attempt fails
+    // (retryable, naming the probe), the next puts the script back.
+    sim.host().disk.remove(&SimPath::parse(r"C:\k\wmco").unwrap()).unwrap();
+    let instance = records.record("wmco", "win-3").unwrap();
+    let inputs = ConfigureInputs {
+        instance: &instance,
+        settings: &settings,
+        files: &SimFiles,
+        operator_version: "10.17.0",
+        pub_key_hash: "ab",
+    };
+    let error = configure(&session, cluster, &inputs).await.unwrap_err();
+    assert!(error.is_retryable() && error.to_string().contains("state probe"), "{error}");
+    let healed = configure_once().await;
+    report("pass after the probe script was removed", &healed);
+    assert_eq!((healed.state, healed.uploads), (ConfigureState::Ready, 1), "the script was uploaded again");
+
     let before = session.counters();
     let instance = records.record("wmco", "win-3").unwrap();
     let drain = DrainOptions::default();

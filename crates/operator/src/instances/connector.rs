@@ -20,7 +20,7 @@ pub trait HostConnector: Send + Sync {
 }
 
 /// [`HostConnector`] over SSH: one pooled [`wmco_ssh_transport::SshHost`] per host, logging in with the operator's
-/// private key on `port`.
+/// private key under the operator's [`SshSettings`].
 pub struct SshConnector {
     pool: HostPool,
     key: PrivateKey,
@@ -28,16 +28,9 @@ pub struct SshConnector {
 }
 
 impl SshConnector {
-    /// A connector using `pool`, logging in with `key` on `port` (the `--ssh-port` flag, 22 by default).
-    pub fn new(pool: HostPool, key: PrivateKey, port: u16) -> SshConnector {
-        SshConnector { pool, key, settings: SshSettings { port, client_version_suffix: None } }
-    }
-
-    /// Adds `suffix` (the operator process's identity) to the SSH client version string, so a host's logs tell
-    /// two operator processes apart.
-    pub fn with_client_version_suffix(mut self, suffix: impl Into<String>) -> SshConnector {
-        self.settings.client_version_suffix = Some(suffix.into());
-        self
+    /// A connector using `pool`, logging in with `key` under `settings` (port, identity, time limits).
+    pub fn new(pool: HostPool, key: PrivateKey, settings: SshSettings) -> SshConnector {
+        SshConnector { pool, key, settings }
     }
 }
 

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use wmco_cluster_client::types::WindowsInstance;
 use wmco_cluster_client::{DrainOptions, Drainer, EventPublisher, InstanceRecords, Nodes, Seams, WindowsInstanceExt};
-use wmco_node_config::{ClusterAccess, HostFilesSource, HostSession, ServiceSettings, WithheldService};
+use wmco_node_config::{
+    ClusterAccess, HostFilesSource, HostSession, ServiceSettings, SessionSettings, WithheldService,
+};
 
 use super::{HostConnector, InstancesError};
 use crate::metrics::Metrics;
@@ -32,6 +34,8 @@ pub struct InstancesSettings {
     pub pub_key_hash: String,
     /// How deconfiguration drains a Node.
     pub drain: DrainOptions,
+    /// How long one remote command may run.
+    pub command_timeout: Duration,
 }
 
 /// Everything one instances reconcile needs (`Arc<InstancesContext>` is shared by all reconciles).
@@ -123,7 +127,9 @@ impl InstancesContext {
         {
             return Ok(Arc::clone(&cached.session));
         }
-        let session = Arc::new(HostSession::new(self.connector.connect(instance)?));
+        let session_settings =
+            SessionSettings { command_timeout: self.settings.command_timeout, ..SessionSettings::default() };
+        let session = Arc::new(HostSession::with_settings(self.connector.connect(instance)?, session_settings));
         let cached = CachedSession {
             address: instance.spec.address.clone(),
             username: instance.spec.username.clone(),

@@ -63,7 +63,7 @@ pub async fn reconcile_instance(
     };
     if let Err(error) = &result {
         ctx.metrics.record_error(InstancesContext::NAME, error.metric_label());
-        if !error.is_retryable() {
+        if !error.is_retryable() || matches!(error, InstancesError::Flow { .. }) {
             publish_failure(instance, ctx, error).await;
         }
     }
@@ -188,20 +188,19 @@ fn flow_error(instance: &WindowsInstance, source: FlowError) -> InstancesError {
     InstancesError::Flow { instance: instance.key(), source: Box::new(source) }
 }
 
-/// The Warning Event for a failure that needs an admin: `HostKeyMismatch`, or the Go operator's
-/// `InstanceSetupFailure` (BYOH) / `MachineSetupFailure` (Machine).
+/// The Warning Event for a failure of the host or one that needs an admin: `HostKeyMismatch`, or the Go operator's
+/// `InstanceSetupFailure` (BYOH) / `MachineSetupFailure` (Machine). The note names the step and says whether the
+/// operator retries; repeats of one failure fold into one Event series.
 pub(crate) fn failure_event(instance: &WindowsInstance, error: &InstancesError) -> NewEvent {
     let reason = match (error, instance.spec.origin) {
         (InstancesError::Flow { source, .. }, _) if source.is_host_key_mismatch() => "HostKeyMismatch",
         (_, InstanceOrigin::Byoh) => "InstanceSetupFailure",
         (_, InstanceOrigin::Machine) => "MachineSetupFailure",
     };
-    NewEvent {
-        severity: Severity::Warning,
-        reason: reason.to_owned(),
-        action: "Configure".to_owned(),
-        note: Some(error.to_string()),
-    }
+    let action = if instance.metadata.deletion_timestamp.is_some() { "Deconfigure" } else { "Configure" };
+    let note =
+        if error.is_retryable() { format!("{error}; the operator retries with backoff") } else { error.to_string() };
+    NewEvent { severity: Severity::Warning, reason: reason.to_owned(), action: action.to_owned(), note: Some(note) }
 }
 
 async fn publish_failure(instance: &WindowsInstance, ctx: &InstancesContext, error: &InstancesError) {

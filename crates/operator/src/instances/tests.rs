@@ -114,6 +114,7 @@ fn fixture(fail: fn(&str) -> TransportError) -> Fixture {
         operator_version: "10.17.0".to_owned(),
         pub_key_hash: "ab12".to_owned(),
         drain: DrainOptions::default(),
+        command_timeout: std::time::Duration::from_secs(120),
     };
     let seams = Seams {
         records: records.clone(),
@@ -273,7 +274,7 @@ async fn a_changed_host_key_fails_the_record_with_a_warning_event() {
 }
 
 #[tokio::test]
-async fn an_unreachable_host_is_retried_without_an_event() {
+async fn an_unreachable_host_is_retried_with_a_warning_naming_the_step() {
     let fx = fixture(unreachable);
     let instance = stored_record(&fx).await;
 
@@ -289,7 +290,13 @@ async fn an_unreachable_host_is_retried_without_an_event() {
     let status = fx.records.record(NAMESPACE, &instance_name("10.0.0.5")).unwrap().status.unwrap();
     assert!(status.last_error.unwrap().contains("unreachable"));
     assert_ne!(status.phase, Some(InstancePhase::Failed));
-    assert!(fx.events.published().is_empty());
+    let published = fx.events.published();
+    assert!(!published.is_empty(), "a Warning on the record and on the ConfigMap");
+    for (_, event) in &published {
+        assert_eq!((event.severity, event.reason.as_str()), (Severity::Warning, "InstanceSetupFailure"));
+        let note = event.note.as_deref().unwrap_or_default();
+        assert!(note.contains("unreachable") && note.ends_with("the operator retries with backoff"), "{note}");
+    }
 }
 
 #[tokio::test]
@@ -398,6 +405,26 @@ fn setup_teardown_and_failure_events_carry_the_go_operator_s_reasons_by_origin()
     let error = InstancesError::Connector { instance: "wmco/x".to_owned(), reason: "bad".to_owned() };
     assert_eq!(super::reconcile::failure_event(&byoh, &error).reason, "InstanceSetupFailure");
     assert_eq!(super::reconcile::failure_event(&machine, &error).reason, "MachineSetupFailure");
+
+    let hostile = InstancesError::Flow {
+        instance: "wmco/byoh-10-0-0-5".to_owned(),
+        source: Box::new(wmco_node_config::FlowError::Transport {
+            host: "admin@10.0.0.5:22".to_owned(),
+            step: wmco_node_config::FlowStep::Probe,
+            source: Box::new(wmco_ssh_transport::TransportError::OutputTooLarge {
+                host: "admin@10.0.0.5:22".to_owned(),
+                command: "powershell.exe".to_owned(),
+                limit: 4096,
+            }),
+        }),
+    };
+    let retried = super::reconcile::failure_event(&byoh, &hostile);
+    assert_eq!(
+        (retried.severity, retried.reason.as_str(), retried.action.as_str()),
+        (Severity::Warning, "InstanceSetupFailure", "Configure")
+    );
+    let note = retried.note.unwrap_or_default();
+    assert!(note.contains("probe failed") && note.ends_with("; the operator retries with backoff"), "{note}");
 
     let config_map = super::reconcile::go_reported_object(&byoh, NAMESPACE).unwrap();
     assert_eq!(

@@ -69,6 +69,7 @@ async fn a_vsphere_machine_becomes_a_kubelet_named_after_the_machine() {
             operator_version: "10.17.0".to_owned(),
             pub_key_hash: "ab".to_owned(),
             drain: DrainOptions::default(),
+            command_timeout: std::time::Duration::from_secs(120),
         },
     );
     let stored = records.record(NAMESPACE, "machine-winworker-7xk2p").unwrap();

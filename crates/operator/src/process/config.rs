@@ -15,6 +15,7 @@ use crate::files::{ClusterSettings, ClusterSettingsError};
 use crate::instances::InstancesSettings;
 use crate::machines::MachinesSettings;
 use crate::rekey::RekeySettings;
+use crate::ssh::SshSettings;
 use crate::upgrades::{UpgradeSettings, UpgradesError, operator_version, payload_kubelet_version};
 use crate::user_data::UserDataSettings;
 
@@ -30,6 +31,10 @@ pub struct OperatorFlags {
     pub identity: String,
     /// The SSH port of every host.
     pub ssh_port: u16,
+    /// How long one remote command may run.
+    pub ssh_command_timeout: Duration,
+    /// How long one blocking SSH step (handshake, one SFTP write) may take.
+    pub ssh_io_timeout: Duration,
     /// How many hosts are configured at once.
     pub concurrency: u16,
     /// How many Windows nodes may be unavailable at once (BYOH and Machines together).
@@ -81,6 +86,8 @@ pub enum ConfigError {
 ///     namespace: "wmco".into(),
 ///     identity: "wmco-0".into(),
 ///     ssh_port: 22,
+///     ssh_command_timeout: Duration::from_secs(120),
+///     ssh_io_timeout: Duration::from_secs(60),
 ///     concurrency: 8,
 ///     max_unavailable: 1,
 ///     authentication_grace: Duration::from_secs(300),
@@ -160,6 +167,18 @@ impl OperatorConfig {
             operator_version: self.operator_version.to_string(),
             pub_key_hash,
             drain: DrainOptions::default(),
+            command_timeout: self.flags.ssh_command_timeout,
+        }
+    }
+
+    /// How the operator reaches every host: the port, this process's identity in the client version string, and
+    /// the time limits.
+    pub fn ssh_settings(&self) -> SshSettings {
+        SshSettings {
+            port: self.flags.ssh_port,
+            client_version_suffix: Some(self.flags.identity.clone()),
+            command_timeout: self.flags.ssh_command_timeout,
+            io_timeout: self.flags.ssh_io_timeout,
         }
     }
 
@@ -210,6 +229,8 @@ mod tests {
             namespace: "openshift-windows-machine-config-operator".into(),
             identity: "wmco-0".into(),
             ssh_port: 2222,
+            ssh_command_timeout: Duration::from_secs(30),
+            ssh_io_timeout: Duration::from_secs(10),
             concurrency: 3,
             max_unavailable: 4,
             authentication_grace: Duration::from_secs(20),
@@ -257,6 +278,12 @@ mod tests {
         let instances = config.instances_settings("hash".into());
         assert_eq!(instances.operator_version, config.operator_version.to_string());
         assert_eq!(instances.services.verbosity, Verbosity::Debug);
+        assert_eq!(instances.command_timeout, Duration::from_secs(30));
+        let ssh = config.ssh_settings();
+        assert_eq!(
+            (ssh.port, ssh.client_version_suffix.as_deref(), ssh.command_timeout, ssh.io_timeout),
+            (2222, Some("wmco-0"), Duration::from_secs(30), Duration::from_secs(10))
+        );
         let overridden = OperatorFlags { version_override: Some("10.18.0-e2e+build.7".into()), ..flags() };
         let config = OperatorConfig::new(overridden, &facts(), OPENSHIFT, &manifest).expect("config");
         assert_eq!(config.operator_version.to_string(), "10.18.0-e2e");

@@ -126,7 +126,7 @@ pub(crate) fn start_controllers(operator: &Operator) -> Controllers {
     immediate.push(("operator-key", tokio::spawn(key_watcher.run(key_secret_changes(client, config), KEY_RESYNC))));
     // One budget for the key rotation and every upgrade executor (rebuilt on a key change).
     let budget = SharedBudget::new(Arc::clone(&seams.windows_machines));
-    let key_checker = SshKeyChecker::new(config.flags.ssh_port, Some(config.flags.identity.clone()));
+    let key_checker = SshKeyChecker::new(config.ssh_settings());
     let rekey = RekeyContext::new(seams, Arc::new(key_checker), config.rekey_settings())
         .with_budget_lock(Arc::clone(&budget.lock))
         .with_metrics(Arc::clone(metrics));
@@ -159,8 +159,7 @@ pub fn max_ssh_connections(concurrency: u16) -> usize {
 /// The SSH connector of one key: a fresh pool, `key`, the port and the process identity.
 fn connector(config: &OperatorConfig, key: OperatorKey) -> SshConnector {
     let pool = HostPool::new(max_ssh_connections(config.flags.concurrency), SSH_IDLE_TIMEOUT);
-    SshConnector::new(pool, key.private_key, config.flags.ssh_port)
-        .with_client_version_suffix(config.flags.identity.clone())
+    SshConnector::new(pool, key.private_key, config.ssh_settings())
 }
 
 /// Runs the instances controller and the upgrade executor until `shutdown` is triggered (or the task is aborted):

@@ -119,9 +119,9 @@ pub struct SshKeyChecker {
 }
 
 impl SshKeyChecker {
-    /// Checks on `port` (the `--ssh-port` flag), sending `client_version_suffix` (the process identity).
-    pub fn new(port: u16, client_version_suffix: Option<String>) -> Self {
-        SshKeyChecker { settings: SshSettings { port, client_version_suffix } }
+    /// Checks under `settings` (the `--ssh-port` flag, the process identity, the time limits).
+    pub fn new(settings: SshSettings) -> Self {
+        SshKeyChecker { settings }
     }
 }
 
