@@ -700,6 +700,16 @@ fn f2_pending_bootstrap_with_another_key_is_ignored() {
 }
 
 #[test]
+fn f2_pending_bootstrap_from_before_the_attempt_does_not_compete() {
+    // T0 is 30 minutes ago: the kubelet of the host's previous configuration filed this one, then was removed.
+    let mut world = world();
+    world.csrs.push(client_summary("csr-stale", key_sha256(&client_pem("win-1")), CsrState::Pending, BOOTSTRAPPER, 31));
+    assert_approve(&Csr::bootstrap(client_pem("win-1")).decide_in(&world));
+    world.csrs[0].creation_timestamp = minutes_ago(29);
+    assert_ignore(&Csr::bootstrap(client_pem("win-1")).decide_in(&world), RuleId::F2);
+}
+
+#[test]
 fn f2_approved_bootstrap_with_another_key_is_ignored() {
     let mut world = world();
     world.csrs.push(bootstrap_summary("csr-other", key_sha256(&client_pem("win-1")), CsrState::Approved));

@@ -88,9 +88,12 @@ fn check_bootstrap_window(facts: &CsrFacts, scope: &InScope<'_>, world: &World) 
 /// - Any client CSR for the node created since T0 − 10 s and approved (issued or not, by anyone: the operator, an
 ///   admin, another approver) with another or an unreadable key → IGNORE: a client certificate for the node may
 ///   already exist, whatever the record says.
-/// - A pending bootstrap CSR for the node with another or an unreadable key → IGNORE (two kubelets, or a kubelet and
-///   an impostor; neither is chosen) — unless this CSR carries the key recorded for the attempt: the choice was made
-///   then, and the other CSR can never be approved in this attempt.
+/// - A pending bootstrap CSR for the node created since T0 − 10 s with another or an unreadable key → IGNORE (two
+///   kubelets, or a kubelet and an impostor; neither is chosen) — unless this CSR carries the key recorded for the
+///   attempt: the choice was made then, and the other CSR can never be approved in this attempt. A pending CSR from
+///   before the attempt does not compete: F1 keeps it from ever being approved in this attempt (it is typically
+///   the kubelet of the host's previous configuration, stopped and removed by the deconfigure; left pending until
+///   kube-controller-manager's cleaner removes it, it would otherwise block the host for a day).
 ///
 /// Denied and failed CSRs do not count: no certificate comes from them.
 fn check_single_bootstrap_key(
@@ -132,7 +135,11 @@ fn check_single_bootstrap_key(
                     ),
                 ));
             }
-            CsrState::Pending if other.username == NODE_BOOTSTRAPPER_USERNAME && !bound_to_this_key => {
+            CsrState::Pending
+                if other.username == NODE_BOOTSTRAPPER_USERNAME
+                    && !bound_to_this_key
+                    && other.creation_timestamp >= earliest =>
+            {
                 pending_competitor = pending_competitor.or(Some(other));
             }
             CsrState::Approved | CsrState::Pending | CsrState::Denied | CsrState::Failed => {}

@@ -57,6 +57,9 @@ pub struct InstancesContext {
     /// Where SSH traffic and errors are counted (a private registry unless [`InstancesContext::with_metrics`] is
     /// used).
     pub metrics: Arc<Metrics>,
+    /// Signalled after a record's finalizer was released: the inventory runs again, so an entry added back while
+    /// its old record was still being deleted gets a new record (nothing else would announce it).
+    pub released: Arc<tokio::sync::Notify>,
     sessions: Mutex<HashMap<String, CachedSession>>,
     /// Per record, the services its last configure pass withheld (a Warning Event is published when this changes).
     withheld: Mutex<HashMap<String, Vec<WithheldService>>>,
@@ -100,6 +103,7 @@ impl InstancesContext {
             files,
             settings,
             metrics: Arc::new(Metrics::new()),
+            released: Arc::new(tokio::sync::Notify::new()),
             sessions: Mutex::default(),
             withheld: Mutex::default(),
             retries: RetryBackoff::new(FIRST_RETRY, MAX_RETRY),

@@ -136,14 +136,26 @@ fn action_after(outcome: &InstanceOutcome) -> Action {
 }
 
 /// Follows the ConfigMap's watch: every applied version and every deletion (or its absence once the initial
-/// listing is done) is reconciled, retrying with backoff until it succeeds (later events wait meanwhile).
+/// listing is done) is reconciled, retrying with backoff until it succeeds (later events wait meanwhile). After a
+/// record was released the last state is reconciled again: an entry added back while its old record was still
+/// being deleted was applied to the terminating record, and needs a new one now.
 async fn inventory_loop(client: Client, ctx: Arc<InstancesContext>) {
     let config_maps: Api<ConfigMap> = Api::namespaced(client, &ctx.settings.namespace);
     let config = watcher::Config::default().fields(&format!("metadata.name={INSTANCES_CONFIG_MAP}"));
     let mut seen_in_listing = false;
     let mut events = watcher(config_maps, config).default_backoff().boxed();
+    let mut last: Option<Option<ConfigMap>> = None;
     loop {
-        let desired = match events.try_next().await {
+        let next = tokio::select! {
+            event = events.try_next() => event,
+            () = ctx.released.notified() => {
+                if let Some(desired) = &last {
+                    reconcile_inventory_until_done(desired.as_ref(), &ctx).await;
+                }
+                continue;
+            }
+        };
+        let desired = match next {
             Ok(Some(watcher::Event::Apply(config_map) | watcher::Event::InitApply(config_map))) => {
                 seen_in_listing = true;
                 Some(config_map)
@@ -162,6 +174,7 @@ async fn inventory_loop(client: Client, ctx: Arc<InstancesContext>) {
             }
         };
         reconcile_inventory_until_done(desired.as_ref(), &ctx).await;
+        last = Some(desired);
     }
 }
 

@@ -150,6 +150,7 @@ async fn release(instance: &WindowsInstance, ctx: &InstancesContext) -> Result<I
         source: Box::new(source),
     })?;
     ctx.forget_session(instance);
+    ctx.released.notify_one();
     publish_everywhere(instance, ctx, &teardown_event(instance, &outcome)).await;
     Ok(InstanceOutcome::Released(outcome))
 }

@@ -331,6 +331,8 @@ async fn force_remove_deconfigures_past_an_unreachable_host_then_releases_the_fi
     assert!(fx.nodes.node("win-5").is_none());
     let stored = fx.records.record(NAMESPACE, &instance_name("10.0.0.5")).unwrap();
     assert_eq!(stored.metadata.finalizers, Some(vec![]));
+    let rerun = tokio::time::timeout(std::time::Duration::from_millis(100), fx.ctx.released.notified()).await;
+    assert!(rerun.is_ok(), "the inventory is told to run again (an entry may have come back meanwhile)");
 }
 
 #[tokio::test]
