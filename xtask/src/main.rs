@@ -4,7 +4,8 @@
 //! runs the tests N times and lists every test that was not green every time);
 //! `cargo xtask sandbox` runs the product on the embedded default: a local control plane with simulated Windows hosts.
 //! `cargo xtask bench-ssh` benchmarks the SSH transport against a local sshd; `cargo xtask bench-fleet` the operator on
-//! simulated hosts.
+//! simulated hosts; `cargo xtask fault-campaign` breaks every step of the flows in turn and prints how each converged;
+//! `cargo xtask soak` churns a fleet for a bounded time and prints the operator's memory, Events and reconciles.
 //! `cargo xtask controlplane build|up` builds or runs the e2e control plane (see `docs/testing.md`);
 //! `cargo xtask payload build|smoke|synthetic` builds, smoke-tests or fakes the Windows payload (`payload/README.md`);
 //! `cargo xtask image` builds the operator image (an OCI layout and an oci-archive, no container engine);
@@ -17,11 +18,13 @@ mod bundle;
 mod controlplane;
 mod deny;
 mod deps;
+mod fault_campaign;
 mod image;
 mod man;
 mod payload;
 mod repeat;
 mod sandbox;
+mod soak;
 mod stages;
 mod test;
 
@@ -52,6 +55,13 @@ enum Task {
     BenchFleet(bench_fleet::BenchFleetArgs),
     /// Benchmark ssh-transport against a local sshd: upload throughput versus OpenSSH sftp, commands/s, connect time.
     BenchSsh,
+    /// The fault campaign: every step of a configure and a deconfigure broken by each fault (drop, fail, hang or
+    /// stall, reboot, disk full) beside a healthy neighbour, then operator SIGKILLs and API-server restarts at
+    /// seeded random moments; prints outcomes and times to converge.
+    FaultCampaign(fault_campaign::FaultCampaignArgs),
+    /// The soak: `--hosts` simulated hosts churned for `--minutes`, one API-server and one operator restart; prints
+    /// the operator's resident set, Events and reconciles per minute, and fails if a host did not converge.
+    Soak(soak::SoakArgs),
     /// Build (`build`) or run (`up`) the e2e control plane: etcd, kube-apiserver and kube-controller-manager.
     Controlplane(controlplane::ControlPlaneArgs),
     /// The Windows node payload: `build` the real one from pinned Go modules, `smoke` it under Wine, or write a
@@ -75,6 +85,8 @@ fn main() -> ExitCode {
         Task::Sandbox(args) => sandbox::run(&args),
         Task::BenchFleet(args) => bench_fleet::run(&args),
         Task::BenchSsh => bench_ssh::run(),
+        Task::FaultCampaign(args) => fault_campaign::run(&args),
+        Task::Soak(args) => soak::run(&args),
         Task::Controlplane(args) => controlplane::run(&args),
         Task::Payload(args) => payload::run(&args),
         Task::Image(args) => image::run(&args),

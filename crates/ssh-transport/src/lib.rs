@@ -60,7 +60,7 @@ mod worker;
 pub mod testing;
 
 pub use command::{Output, RemoteCommand};
-pub use config::HostConfig;
+pub use config::{DEFAULT_MAX_OUTPUT_BYTES, HostConfig};
 pub use error::{ErrorClass, TransferStep, TransportError};
 pub use host::SshHost;
 pub use host_key::{Fingerprint, HostKey, HostKeyParseError, HostKeyPolicy};

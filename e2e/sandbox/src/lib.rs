@@ -14,7 +14,9 @@
 //! each host's command log, services and file hashes, kill and restart the operator, read its `/metrics` over TLS with the
 //! scraper's token, and
 //! wait ([`Sandbox::wait_until_ready`], [`Sandbox::wait_for`]) with errors that quote the operator's log. Every
-//! e2e test ends with [`Sandbox::assert_no_secret_leaked`] ([`secret_scan`]).
+//! e2e test ends with [`Sandbox::assert_no_secret_leaked`] ([`secret_scan`]). [`campaign`] breaks each step of
+//! the flows in turn on hosts it adds (the fault campaign of `wmco-fault-campaign`); [`soak`] churns a fleet for a
+//! bounded time (`wmco-soak`).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), wmco_sandbox::SandboxError> {
@@ -27,6 +29,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod campaign;
 pub mod credentials;
 pub mod csr;
 mod error;
@@ -40,6 +43,7 @@ pub mod pod;
 pub mod replicas;
 mod sandbox;
 pub mod secret_scan;
+pub mod soak;
 pub mod workload;
 
 pub use credentials::{
