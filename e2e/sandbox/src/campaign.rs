@@ -224,6 +224,12 @@ pub struct Report {
 }
 
 impl Report {
+    /// Adds a cell's result and prints it.
+    fn push(&mut self, result: CellResult) {
+        eprintln!("campaign: {} × {}: {}", result.step, result.fault, result.failure.as_deref().unwrap_or("converged"));
+        self.cells.push(result);
+    }
+
     /// The cells that failed.
     pub fn failures(&self) -> Vec<&CellResult> {
         self.cells.iter().filter(|cell| cell.failure.is_some()).collect()
@@ -323,24 +329,12 @@ impl<'a> Campaign<'a> {
             let flow = format!("{:?}", cell.step.flow).to_lowercase();
             let baseline = report.baselines.get(&flow).map(|(_, neighbour)| *neighbour);
             let result = self.run_cell(cell, baseline).await?;
-            eprintln!(
-                "campaign: {} × {}: {}",
-                result.step,
-                result.fault,
-                result.failure.as_deref().unwrap_or("converged")
-            );
-            report.cells.push(result);
+            report.push(result);
         }
         let baseline = report.baselines.get("configure").map(|(_, neighbour)| *neighbour);
         for number in 1..=chaos {
             let result = self.run_chaos(number, baseline).await?;
-            eprintln!(
-                "campaign: {} × {}: {}",
-                result.step,
-                result.fault,
-                result.failure.as_deref().unwrap_or("converged")
-            );
-            report.cells.push(result);
+            report.push(result);
         }
         Ok(report)
     }

@@ -40,6 +40,7 @@ pub mod operator;
 pub mod ovn;
 mod payload;
 pub mod pod;
+pub mod program;
 pub mod replicas;
 mod sandbox;
 pub mod secret_scan;

@@ -321,8 +321,31 @@ async fn kubelet_refusals_stop_the_service_and_are_logged() -> anyhow::Result<()
     Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn injected_faults_and_reboot() -> anyhow::Result<()> {
+/// One simulated host with the control interface, authorizing a fresh key.
+struct ControlledHost {
+    /// Keeps the host's `C:` directory until the test ends.
+    _state: tempfile::TempDir,
+    /// The private key, PEM.
+    pem: String,
+    /// The control interface's address.
+    control: std::net::SocketAddr,
+    /// The host.
+    info: winhost_sim::fleet::HostInfo,
+    /// Its SSH server (faults, host state).
+    server: std::sync::Arc<winhost_sim::ssh::SshServer>,
+}
+
+/// An `ssh2` session to `address` as Administrator with the key `pem` (2 s timeout).
+fn administrator_session(address: std::net::SocketAddr, pem: &str) -> anyhow::Result<ssh2::Session> {
+    let mut session = ssh2::Session::new()?;
+    session.set_tcp_stream(std::net::TcpStream::connect(address)?);
+    session.set_timeout(2000);
+    session.handshake()?;
+    session.userauth_pubkey_memory("Administrator", None, pem, None)?;
+    Ok(session)
+}
+
+async fn controlled_host() -> anyhow::Result<ControlledHost> {
     let state = tempfile::tempdir()?;
     let key = winhost_sim::ssh::generate_key()?;
     let public = key.public_key().to_openssh()?;
@@ -336,6 +359,12 @@ async fn injected_faults_and_reboot() -> anyhow::Result<()> {
     let request = winhost_sim::fleet::NewHost { authorized_key: Some(public), ..Default::default() };
     let info = fleet.lock().await.add(request).await?;
     let server = fleet.lock().await.server(&info.name)?;
+    Ok(ControlledHost { _state: state, pem, control, info, server })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn injected_faults_and_reboot() -> anyhow::Result<()> {
+    let ControlledHost { _state, pem, control, info, server } = controlled_host().await?;
     {
         let mut host = winhost_sim::ssh::lock(&server.host);
         put(&host, r"C:\k\agent.exe", b"MZ")?;
@@ -344,14 +373,7 @@ async fn injected_faults_and_reboot() -> anyhow::Result<()> {
     let (address, name) = (info.ssh_address, info.name.clone());
     let faults =
         move |body: &str| http(control, "POST", &format!("/hosts/{name}/faults"), body).map(|(status, _)| status);
-    let connect = move || -> anyhow::Result<ssh2::Session> {
-        let mut session = ssh2::Session::new()?;
-        session.set_tcp_stream(std::net::TcpStream::connect(address)?);
-        session.set_timeout(2000);
-        session.handshake()?;
-        session.userauth_pubkey_memory("Administrator", None, &pem, None)?;
-        Ok(session)
-    };
+    let connect = move || administrator_session(address, &pem);
     let name = info.name.clone();
     tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
         assert_eq!(faults(r#"{"fail_next":1}"#)?, 200);
@@ -421,28 +443,9 @@ fn run_bytes(session: &ssh2::Session, line: &str) -> anyhow::Result<(Vec<u8>, i3
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn targeted_rules_break_one_step_and_hostile_answers_arrive_as_sent() -> anyhow::Result<()> {
-    let state = tempfile::tempdir()?;
-    let key = winhost_sim::ssh::generate_key()?;
-    let public = key.public_key().to_openssh()?;
-    let pem = key.to_openssh(russh::keys::ssh_key::LineEnding::LF)?.to_string();
-    let fleet = std::sync::Arc::new(tokio::sync::Mutex::new(winhost_sim::fleet::Fleet::new(
-        state.path().to_path_buf(),
-        0,
-        Latency::zero(),
-    )));
-    let control = winhost_sim::control::start(0, std::sync::Arc::clone(&fleet)).await?;
-    let request = winhost_sim::fleet::NewHost { authorized_key: Some(public), ..Default::default() };
-    let info = fleet.lock().await.add(request).await?;
-    let server = fleet.lock().await.server(&info.name)?;
+    let ControlledHost { _state, pem, control, info, server } = controlled_host().await?;
     let (address, name) = (info.ssh_address, info.name.clone());
-    let connect = move || -> anyhow::Result<ssh2::Session> {
-        let mut session = ssh2::Session::new()?;
-        session.set_tcp_stream(std::net::TcpStream::connect(address)?);
-        session.set_timeout(2000);
-        session.handshake()?;
-        session.userauth_pubkey_memory("Administrator", None, &pem, None)?;
-        Ok(session)
-    };
+    let connect = move || administrator_session(address, &pem);
     let rules = r#"{"rules": [
         {"at": {"command": "SC.EXE QUERY"}, "action": "fail", "times": 1},
         {"at": {"command": "echo huge"}, "action": {"huge_output": {"bytes": 1048576}}, "times": 1},

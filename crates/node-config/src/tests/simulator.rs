@@ -77,7 +77,7 @@ async fn the_simulator_understands_every_command_of_both_phases_and_deconfigurat
     records.apply(&instance).await.unwrap();
     let settings = sample_service_settings();
     let session = HostSession::new(sim.clone());
-    let configure_once = || async {
+    let configure_attempt = || async {
         let instance = records.record("wmco", "win-3").unwrap();
         let inputs = ConfigureInputs {
             instance: &instance,
@@ -86,8 +86,9 @@ async fn the_simulator_understands_every_command_of_both_phases_and_deconfigurat
             operator_version: "10.17.0",
             pub_key_hash: "ab",
         };
-        configure(&session, cluster, &inputs).await.unwrap()
+        configure(&session, cluster, &inputs).await
     };
+    let configure_once = || async { configure_attempt().await.unwrap() };
 
     let first = configure_once().await;
     report("bootstrap pass (fresh host)", &first);
@@ -170,15 +171,7 @@ async fn the_simulator_understands_every_command_of_both_phases_and_deconfigurat
     // The probe's script and its directory leave the host behind the session's back: one attempt fails
     // (retryable, naming the probe), the next puts the script back.
     sim.host().disk.remove(&SimPath::parse(r"C:\k\wmco").unwrap()).unwrap();
-    let instance = records.record("wmco", "win-3").unwrap();
-    let inputs = ConfigureInputs {
-        instance: &instance,
-        settings: &settings,
-        files: &SimFiles,
-        operator_version: "10.17.0",
-        pub_key_hash: "ab",
-    };
-    let error = configure(&session, cluster, &inputs).await.unwrap_err();
+    let error = configure_attempt().await.unwrap_err();
     assert!(error.is_retryable() && error.to_string().contains("state probe"), "{error}");
     let healed = configure_once().await;
     report("pass after the probe script was removed", &healed);

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Parser;
+use wmco_sandbox::program::{exit_code, seed_or_clock};
 use wmco_sandbox::soak::{SoakOptions, run as soak};
 use wmco_sandbox::{Sandbox, SandboxOptions};
 
@@ -33,20 +34,11 @@ struct Cli {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> ExitCode {
-    match run(Cli::parse()).await {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(error) => {
-            eprintln!("wmco-soak: error: {error:#}");
-            ExitCode::from(2)
-        }
-    }
+    exit_code("wmco-soak", run(Cli::parse()).await)
 }
 
 async fn run(cli: Cli) -> anyhow::Result<bool> {
-    let seed = cli.seed.unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs())
-    });
+    let seed = seed_or_clock(cli.seed);
     println!("seed {seed}");
     let sandbox = Sandbox::start(SandboxOptions {
         hosts: cli.hosts,
