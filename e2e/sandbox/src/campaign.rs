@@ -182,17 +182,14 @@ pub fn all_cells() -> Vec<Cell> {
 
 /// A few cells CI runs on every change: one of each fault, on both flows and an upload.
 pub fn smoke_cells() -> Vec<Cell> {
-    let pick = |name: &str, fault: Fault| {
-        let step = steps().into_iter().find(|step| step.name == name).expect("a step of the campaign");
-        Cell { step, fault }
-    };
-    vec![
-        pick("probe", Fault::Drop),
-        pick("upload kubelet.exe", Fault::DiskFull),
-        pick("start kubelet", Fault::Reboot),
-        pick("delete kubelet", Fault::Fail),
-        pick("upload bootstrap-kubeconfig", Fault::Hang),
-    ]
+    const SMOKE: [(&str, Fault); 5] = [
+        ("probe", Fault::Drop),
+        ("upload kubelet.exe", Fault::DiskFull),
+        ("upload bootstrap-kubeconfig", Fault::Hang),
+        ("start kubelet", Fault::Reboot),
+        ("delete kubelet", Fault::Fail),
+    ];
+    all_cells().into_iter().filter(|cell| SMOKE.contains(&(cell.step.name, cell.fault))).collect()
 }
 
 /// What happened to a cell.
@@ -689,4 +686,19 @@ async fn clean_host(sandbox: &Sandbox, host: &CellHost) -> anyhow::Result<()> {
         host.key
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_smoke_cells_are_five_cells_of_the_matrix_with_every_fault_once() {
+        let smoke = smoke_cells();
+        let faults: BTreeSet<Fault> = smoke.iter().map(|cell| cell.fault).collect();
+        assert_eq!((smoke.len(), faults.len()), (5, Fault::ALL.len()));
+        assert!(smoke.iter().any(|cell| cell.step.flow == Flow::Deconfigure));
+        assert!(smoke.iter().any(|cell| cell.step.is_upload()));
+        assert_eq!(all_cells().len(), steps().len() * Fault::ALL.len());
+    }
 }
