@@ -1,5 +1,5 @@
 //! Cluster facts the node configuration needs — service CIDR, the API server URL nodes use, platform, proxy,
-//! Kubernetes version, image mirror sets — gathered into one typed [`ClusterFacts`], from OpenShift's config
+//! Kubernetes version, image mirror sets, the pod network's type and hybrid overlay — gathered into one typed [`ClusterFacts`], from OpenShift's config
 //! objects ([`OpenShiftFacts`]) or, on plain Kubernetes, from the operator's own configuration
 //! ([`PlainKubernetesFacts`]).
 
@@ -12,7 +12,19 @@ use serde::{Deserialize, Serialize};
 use wmco_vocabulary::{IpCidr, MirrorKind, Platform, PlatformName};
 
 use crate::error::{Error, Result, Verb};
-use crate::types::{ImageDigestMirrorSet, ImageTagMirrorSet, Infrastructure, Network, Proxy};
+use crate::types::{ImageDigestMirrorSet, ImageTagMirrorSet, Infrastructure, Network, OperatorNetwork, Proxy};
+
+/// How an OpenShift cluster networks pods, as far as Windows nodes care: they join only OVN-Kubernetes with hybrid
+/// overlay (wmco-anchor.md §2).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodNetworking {
+    /// `spec.networkType` of config Network `cluster` (`OVNKubernetes`), if set.
+    pub network_type: Option<String>,
+    /// Whether operator Network `cluster` gives OVN-Kubernetes a hybrid cluster network.
+    pub hybrid_overlay: bool,
+    /// Its `hybridOverlayVXLANPort`, when set.
+    pub hybrid_overlay_vxlan_port: Option<u16>,
+}
 
 /// The cluster-wide proxy, as given to services on the hosts.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,6 +71,8 @@ pub struct ClusterFacts {
     pub kubernetes_version: semver::Version,
     /// Image mirrors, digest sets first, each in source order.
     pub mirror_sets: Vec<MirrorSet>,
+    /// The pod network (OpenShift; `None` on plain Kubernetes, where the operator cannot tell).
+    pub pod_networking: Option<PodNetworking>,
 }
 
 /// Where cluster facts come from.
@@ -144,6 +158,7 @@ pub(crate) fn facts_from_openshift(
     proxy: &Proxy,
     digest_sets: &[ImageDigestMirrorSet],
     tag_sets: &[ImageTagMirrorSet],
+    operator_network: Option<&OperatorNetwork>,
     kubernetes_version: semver::Version,
 ) -> Result<ClusterFacts> {
     let service_cidr = network.spec.service_network.first().ok_or(Error::MissingField {
@@ -194,6 +209,32 @@ pub(crate) fn facts_from_openshift(
         proxy,
         kubernetes_version,
         mirror_sets: digest_mirrors.chain(tag_mirrors).collect(),
+        pod_networking: Some(pod_networking(network, operator_network)?),
+    })
+}
+
+/// The pod network type and hybrid overlay settings of the config and operator Networks.
+fn pod_networking(network: &Network, operator_network: Option<&OperatorNetwork>) -> Result<PodNetworking> {
+    let hybrid = operator_network
+        .and_then(|network| network.spec.default_network.as_ref())
+        .and_then(|default| default.ovn_kubernetes_config.as_ref())
+        .and_then(|ovn| ovn.hybrid_overlay_config.as_ref());
+    let vxlan_port = hybrid
+        .and_then(|hybrid| hybrid.hybrid_overlay_vxlan_port)
+        .map(|port| {
+            u16::try_from(port).ok().filter(|port| *port > 0).ok_or_else(|| Error::InvalidField {
+                kind: "operator Network",
+                name: "cluster".into(),
+                field: "spec.defaultNetwork.ovnKubernetesConfig.hybridOverlayConfig.hybridOverlayVXLANPort",
+                value: port.to_string(),
+                expected: "a UDP port from 1 to 65535",
+            })
+        })
+        .transpose()?;
+    Ok(PodNetworking {
+        network_type: network.spec.network_type.clone().filter(|value| !value.is_empty()),
+        hybrid_overlay: hybrid.is_some_and(|hybrid| !hybrid.hybrid_cluster_network.is_empty()),
+        hybrid_overlay_vxlan_port: vxlan_port,
     })
 }
 
@@ -227,8 +268,20 @@ impl ClusterFactsSource for OpenShiftFacts {
         let proxy: Proxy = get_cluster_object(&self.client, "Proxy").await?;
         let digest_sets: Vec<ImageDigestMirrorSet> = list_cluster_objects(&self.client, "ImageDigestMirrorSet").await?;
         let tag_sets: Vec<ImageTagMirrorSet> = list_cluster_objects(&self.client, "ImageTagMirrorSet").await?;
+        let operator_network = Api::<OperatorNetwork>::all(self.client.clone())
+            .get_opt("cluster")
+            .await
+            .map_err(|source| Error::api(Verb::Get, "operator Network", "cluster", source))?;
         let version = kubernetes_version(&self.client).await?;
-        facts_from_openshift(&network, &infrastructure, &proxy, &digest_sets, &tag_sets, version)
+        facts_from_openshift(
+            &network,
+            &infrastructure,
+            &proxy,
+            &digest_sets,
+            &tag_sets,
+            operator_network.as_ref(),
+            version,
+        )
     }
 }
 
@@ -256,6 +309,7 @@ impl ClusterFactsSource for PlainKubernetesFacts {
             proxy: self.config.proxy.clone(),
             kubernetes_version: kubernetes_version(&self.client).await?,
             mirror_sets: self.config.mirror_sets.clone(),
+            pod_networking: None,
         })
     }
 }
@@ -295,6 +349,11 @@ mod tests {
             Exchange::get("/apis/config.openshift.io/v1/imagetagmirrorsets?").reply(200, list("ImageTagMirrorSet", vec![json!({
                 "apiVersion": "config.openshift.io/v1", "kind": "ImageTagMirrorSet", "metadata": {"name": "t"},
                 "spec": {"imageTagMirrors": [{"source": "docker.io", "mirrors": ["tags.example"]}]}})])),
+            Exchange::get("/apis/operator.openshift.io/v1/networks/cluster").reply(200, json!({
+                "apiVersion": "operator.openshift.io/v1", "kind": "Network", "metadata": {"name": "cluster"},
+                "spec": {"defaultNetwork": {"type": "OVNKubernetes", "ovnKubernetesConfig": {"hybridOverlayConfig": {
+                    "hybridClusterNetwork": [{"cidr": "10.132.0.0/14", "hostPrefix": 23}],
+                    "hybridOverlayVXLANPort": 9898}}}}})),
             Exchange::get("/version").reply(200, version()),
         ];
         let facts =
@@ -325,6 +384,11 @@ mod tests {
                         never_contact_source: false,
                     },
                 ],
+                pod_networking: Some(PodNetworking {
+                    network_type: Some("OVNKubernetes".into()),
+                    hybrid_overlay: true,
+                    hybrid_overlay_vxlan_port: Some(9898),
+                }),
             }
         );
     }

@@ -51,7 +51,7 @@ pub use events::{EventPublisher, KubeEvents, NewEvent, Severity};
 pub use ext::{NodeExt, WindowsInstanceExt};
 pub use facts::{
     ClusterFacts, ClusterFactsSource, MirrorSet, OpenShiftFacts, PlainKubernetesConfig, PlainKubernetesFacts,
-    ProxySettings, serves_openshift_config,
+    PodNetworking, ProxySettings, serves_openshift_config,
 };
 pub use instances::{InstanceRecords, KubeInstanceRecords};
 pub use kube::ResourceExt;

@@ -29,8 +29,8 @@ use wmco_cluster_client::{Drainer, InstanceRecords, NodeExt, NodeMetadataPatch, 
 use wmco_payload_manifest::render::destinations::BOOTSTRAP_KUBECONFIG;
 use wmco_payload_manifest::{HostFile, HostFileSet};
 use wmco_windows_services::{
-    HostState, LogRotation, NodeInputs, ObservedHost, Platform, ProbeRequest, ServiceStage, ServiceState, Sha256Hex,
-    Verbosity, WinPath, node_host_state, plan,
+    HostState, LogRotation, NodeInputs, NodeProxy, ObservedHost, Platform, ProbeRequest, ServiceStage, ServiceState,
+    Sha256Hex, Verbosity, WinPath, node_host_state, plan,
 };
 
 use crate::error::{FlowError, FlowStep, SourceError};
@@ -56,6 +56,8 @@ pub struct ServiceSettings {
     pub cloud_provider: Option<String>,
     /// kubelet `--cloud-config` file on the host.
     pub cloud_config: Option<WinPath>,
+    /// The cluster-wide egress proxy: machine variables and the own environment of containerd and the kubelet.
+    pub proxy: NodeProxy,
 }
 
 impl ServiceSettings {
@@ -71,6 +73,7 @@ impl ServiceSettings {
             hybrid_overlay_vxlan_port: self.hybrid_overlay_vxlan_port,
             cloud_provider: self.cloud_provider.clone(),
             cloud_config: self.cloud_config.clone(),
+            proxy: self.proxy.clone(),
         }
     }
 }

@@ -211,6 +211,7 @@ mod tests {
             hybrid_overlay_vxlan_port: None,
             cloud_provider: None,
             cloud_config: None,
+            proxy: Default::default(),
         }
     }
 

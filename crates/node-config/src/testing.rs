@@ -31,6 +31,7 @@ pub fn sample_service_settings() -> ServiceSettings {
         hybrid_overlay_vxlan_port: None,
         cloud_provider: None,
         cloud_config: None,
+        proxy: Default::default(),
     }
 }
 

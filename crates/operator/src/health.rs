@@ -1,13 +1,14 @@
 //! The operator's plain HTTP listener for the kubelet's probes (the Deployment's port `http`): `/healthz` answers
 //! 200 while the process is alive, `/readyz` answers 200 once [`Readiness::set_ready`] was called (leader election
-//! settled, controllers started or standing by) and 503 before. Any other path is 404: `/metrics` is served only
+//! settled, controllers started or standing by) and 503 before, or 503 with the reason while the cluster does not
+//! let Windows nodes join ([`Readiness::set_refusal`]). Any other path is 404: `/metrics` is served only
 //! over HTTPS to authorized clients ([`crate::metrics_server`]).
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
@@ -34,13 +35,24 @@ pub enum HealthError {
     Accept(#[source] std::io::Error),
 }
 
-/// Whether the operator is ready: false until startup settles, then true.
+/// Whether the operator is ready: false until startup settles, then true unless the cluster refuses Windows nodes.
 #[derive(Debug, Default)]
 pub struct Readiness {
     ready: AtomicBool,
+    refusal: Mutex<Option<String>>,
 }
 
 impl Readiness {
+    /// Records why the cluster does not let Windows nodes join (`None`: it does); `/readyz` says it.
+    pub fn set_refusal(&self, reason: Option<String>) {
+        *self.refusal.lock().unwrap_or_else(PoisonError::into_inner) = reason;
+    }
+
+    /// Why the cluster does not let Windows nodes join, if it does not.
+    pub fn refusal(&self) -> Option<String> {
+        self.refusal.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
     /// Marks the operator ready or not ready.
     pub fn set_ready(&self, ready: bool) {
         self.ready.store(ready, Ordering::Release);
@@ -107,8 +119,15 @@ fn respond(request: &Request<Incoming>, readiness: &Readiness) -> Response<Full<
     }
     match request.uri().path() {
         "/healthz" => plain(StatusCode::OK, "ok\n"),
-        "/readyz" if readiness.is_ready() => plain(StatusCode::OK, "ready\n"),
-        "/readyz" => plain(StatusCode::SERVICE_UNAVAILABLE, "not ready\n"),
+        "/readyz" => match readiness.refusal() {
+            Some(reason) => with_content_type(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "text/plain; charset=utf-8",
+                format!("not ready: {reason}\n"),
+            ),
+            None if readiness.is_ready() => plain(StatusCode::OK, "ready\n"),
+            None => plain(StatusCode::SERVICE_UNAVAILABLE, "not ready\n"),
+        },
         _ => plain(StatusCode::NOT_FOUND, "not found\n"),
     }
 }
@@ -160,6 +179,11 @@ mod tests {
         assert_eq!(get(address, "/healthz").await.0, StatusCode::OK);
         assert_eq!(get(address, "/readyz").await.0, StatusCode::SERVICE_UNAVAILABLE);
         readiness.set_ready(true);
+        assert_eq!(get(address, "/readyz").await.0, StatusCode::OK);
+        readiness.set_refusal(Some("no hybrid overlay".into()));
+        let (status, _, body) = get(address, "/readyz").await;
+        assert_eq!((status, body.as_str()), (StatusCode::SERVICE_UNAVAILABLE, "not ready: no hybrid overlay\n"));
+        readiness.set_refusal(None);
         assert_eq!(get(address, "/readyz").await.0, StatusCode::OK);
         assert_eq!(get(address, "/nope").await.0, StatusCode::NOT_FOUND);
 

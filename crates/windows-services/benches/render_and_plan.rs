@@ -21,6 +21,7 @@ fn inputs() -> NodeInputs {
         hybrid_overlay_vxlan_port: None,
         cloud_provider: None,
         cloud_config: None,
+        proxy: Default::default(),
     }
 }
 

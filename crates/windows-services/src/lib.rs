@@ -26,13 +26,14 @@
 //!     hybrid_overlay_vxlan_port: None,
 //!     cloud_provider: None,
 //!     cloud_config: None,
+//!     proxy: Default::default(),
 //! };
 //! let desired = node_host_state(&inputs, ServiceStage::Bootstrap)?;
 //! let request = ProbeRequest::for_state(&desired);
 //! let probe = request.script().render()?; // run `probe.line` (after uploading `probe.script_file`, if any)
 //! assert!(probe.line.starts_with("powershell.exe -NoLogo"));
 //! // What a fresh host answers: nothing exists yet.
-//! let stdout = r#"{"services":[{"key":false},{"key":false},{"key":false}],"files":[],"dirs":[false,false,false,false,false,false,false,false,false,false,false,false,false,false,false],"env":[],"firewall":[{"exists":false}],"registry":[]}"#;
+//! let stdout = r#"{"services":[{"key":false},{"key":false},{"key":false}],"files":[],"dirs":[false,false,false,false,false,false,false,false,false,false,false,false,false,false,false],"env":[null,null,null],"firewall":[{"exists":false}],"registry":[]}"#;
 //! let observed = request.parse_output(stdout)?;
 //! let steps = plan(&desired, &observed)?;
 //! assert!(matches!(steps[0], Step::EnsureDirectories(_)));
@@ -63,8 +64,9 @@ pub use host::{
     RegistryValueName, Sha256Hex,
 };
 pub use node::{
-    LEGACY_DAEMON_SERVICE, LogRotation, NodeError, NodeInputs, NodeService, SERVICE_LOG_DIRECTORIES, ServiceStage,
-    Verbosity, WINDOWS_EXPORTER_SERVICE, node_host_state, node_services,
+    LEGACY_DAEMON_SERVICE, LogRotation, NodeError, NodeInputs, NodeProxy, NodeService, PROXY_SERVICES, PROXY_VARIABLES,
+    SERVICE_LOG_DIRECTORIES, ServiceStage, Verbosity, WINDOWS_EXPORTER_SERVICE, go_duration, node_host_state,
+    node_services,
 };
 pub use path::{MAX_PATH_CHARS, PathError, WinPath};
 pub use plan::{PlanError, Reconfiguration, Step, plan};

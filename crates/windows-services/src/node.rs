@@ -9,13 +9,14 @@
 //! recognises), automatic start, and recovery that restarts it after 10 s, 30 s, 60 s and 120 s (in milliseconds;
 //! the Go operator passed these numbers as milliseconds by mistake), resetting after 300 s without failure.
 
+use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use wmco_vocabulary::Platform;
 
-use crate::host::{Direction, FirewallRule, HostState, HostValueError, Protocol};
+use crate::host::{Direction, EnvVarName, FirewallRule, HostState, HostValueError, Protocol};
 use crate::path::{PathError, WinPath};
 use crate::service::{FailureActions, Millis, ServiceCommand, ServiceName, ServiceNameError, ServiceSpec, StartType};
 
@@ -66,6 +67,59 @@ pub struct NodeInputs {
     pub cloud_provider: Option<String>,
     /// kubelet `--cloud-config` file on the host.
     pub cloud_config: Option<WinPath>,
+    /// The cluster-wide egress proxy.
+    #[serde(default)]
+    pub proxy: NodeProxy,
+}
+
+/// The node services that reach past the cluster and so get the proxy variables in their own environment:
+/// containerd pulls images, the kubelet runs credential providers and talks to cloud APIs.
+pub const PROXY_SERVICES: [&str; 2] = ["containerd", "kubelet"];
+
+/// The variables the cluster-wide egress proxy is given to a host as (wmco-anchor.md §8.4).
+pub const PROXY_VARIABLES: [&str; 3] = ["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"];
+
+/// The cluster-wide egress proxy as a node sees it. Each value that is set becomes the variable of the same name
+/// (`HTTP_PROXY`, `HTTPS_PROXY`, `NO_PROXY`): a machine variable (for sessions and processes started later) and a
+/// variable of each of [`PROXY_SERVICES`]' own environment (effective at the service's next start, which the plan
+/// brings about; machine variables would reach services only after a reboot, windows-commands.md §4.1). A value
+/// that is not set removes its variable from both.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct NodeProxy {
+    /// Proxy of plain HTTP (`HTTP_PROXY`).
+    pub http_proxy: Option<String>,
+    /// Proxy of HTTPS (`HTTPS_PROXY`).
+    pub https_proxy: Option<String>,
+    /// Destinations reached directly, comma-separated (`NO_PROXY`).
+    pub no_proxy: Option<String>,
+}
+
+impl NodeProxy {
+    /// Every proxy variable with its value, `None` for one that is not set (or set to an empty value).
+    ///
+    /// ```
+    /// use wmco_windows_services::NodeProxy;
+    /// let proxy = NodeProxy { http_proxy: Some("http://proxy:3128".into()), ..NodeProxy::default() };
+    /// let variables: Vec<(String, Option<String>)> =
+    ///     proxy.variables().into_iter().map(|(name, value)| (name.to_string(), value)).collect();
+    /// assert_eq!(variables[0], ("HTTPS_PROXY".to_owned(), None));
+    /// assert_eq!(variables[1], ("HTTP_PROXY".to_owned(), Some("http://proxy:3128".to_owned())));
+    /// ```
+    pub fn variables(&self) -> BTreeMap<EnvVarName, Option<String>> {
+        [&self.http_proxy, &self.https_proxy, &self.no_proxy]
+            .into_iter()
+            .zip(PROXY_VARIABLES)
+            .filter_map(|(value, name)| {
+                let name = EnvVarName::new(name).ok()?;
+                Some((name, value.clone().filter(|value| !value.is_empty())))
+            })
+            .collect()
+    }
+
+    /// The variables that are set, as a service environment holds them.
+    pub fn service_environment(&self) -> BTreeMap<EnvVarName, String> {
+        self.variables().into_iter().filter_map(|(name, value)| Some((name, value?))).collect()
+    }
 }
 
 /// The configuration stage a service belongs to.
@@ -109,6 +163,12 @@ pub enum NodeError {
         /// The name given.
         name: String,
     },
+    /// A proxy value holds a control character (a multi-string registry value cannot hold it intact).
+    #[error("proxy variable {name} holds a control character; the cluster's proxy setting must be one line of text")]
+    ProxyValue {
+        /// The variable.
+        name: String,
+    },
     /// A fixed path failed validation (a defect of this crate).
     #[error("node path: {0}")]
     Path(#[from] PathError),
@@ -135,6 +195,7 @@ pub enum NodeError {
 ///     hybrid_overlay_vxlan_port: None,
 ///     cloud_provider: None,
 ///     cloud_config: None,
+///     proxy: Default::default(),
 /// };
 /// let services = node_services(&inputs)?;
 /// let names: Vec<&str> = services.iter().map(|service| service.spec.name.as_str()).collect();
@@ -149,7 +210,7 @@ pub fn node_services(inputs: &NodeInputs) -> Result<Vec<NodeService>, NodeError>
     validate(inputs)?;
     let k = WinPath::parse(r"C:\k")?;
     let logs = WinPath::parse(r"C:\var\log")?;
-    let mut services = vec![
+    let mut services: Vec<NodeService> = vec![
         NodeService { spec: containerd(inputs, &k, &logs)?, priority: 0, phase: ServiceStage::Bootstrap },
         NodeService { spec: kubelet(inputs, &k, &logs)?, priority: 1, phase: ServiceStage::Bootstrap },
         NodeService { spec: windows_exporter(inputs, &k, &logs)?, priority: 2, phase: ServiceStage::Node },
@@ -159,6 +220,12 @@ pub fn node_services(inputs: &NodeInputs) -> Result<Vec<NodeService>, NodeError>
     ];
     if inputs.platform == Platform::Azure {
         services.push(NodeService { spec: cloud_node_manager(inputs, &k)?, priority: 3, phase: ServiceStage::Node });
+    }
+    let environment = inputs.proxy.service_environment();
+    for service in &mut services {
+        if PROXY_SERVICES.iter().any(|name| service.spec.name.as_str() == *name) {
+            service.spec.environment = environment.clone();
+        }
     }
     services.sort_by(|a, b| (a.priority, &a.spec.name).cmp(&(b.priority, &b.spec.name)));
     Ok(services)
@@ -175,7 +242,7 @@ pub const SERVICE_LOG_DIRECTORIES: [&str; 6] = [
 ];
 
 /// The desired host state for `phase`: the services of that phase and the earlier one, the node's directories,
-/// its firewall rules, and the Go operator's daemon listed for removal. Payload files are added by the caller.
+/// the proxy's machine variables, its firewall rules, and the Go operator's daemon listed for removal. Payload files are added by the caller.
 ///
 /// # Errors
 /// As [`node_services`].
@@ -206,6 +273,7 @@ pub fn node_host_state(inputs: &NodeInputs, phase: ServiceStage) -> Result<HostS
         services,
         removed_services: [ServiceName::new(LEGACY_DAEMON_SERVICE)?].into(),
         directories,
+        machine_env: inputs.proxy.variables(),
         firewall_rules,
         ..HostState::default()
     })
@@ -235,6 +303,14 @@ fn validate(inputs: &NodeInputs) -> Result<(), NodeError> {
     {
         return Err(NodeError::CloudProvider { name: provider.clone() });
     }
+    if let Some((name, _)) = inputs
+        .proxy
+        .variables()
+        .into_iter()
+        .find(|(_, value)| value.as_deref().is_some_and(|text| text.chars().any(char::is_control)))
+    {
+        return Err(NodeError::ProxyValue { name: name.to_string() });
+    }
     Ok(())
 }
 
@@ -256,6 +332,7 @@ fn service(
         recovery: FailureActions::restart_after(300, &delays),
         failure_flag: true,
         extra_binaries,
+        environment: BTreeMap::new(),
     })
 }
 
@@ -274,7 +351,14 @@ fn klog_verbosity(inputs: &NodeInputs) -> &'static str {
 }
 
 /// A Go duration string: whole seconds as `Ns`, otherwise milliseconds as `Nms`.
-fn go_duration(duration: Duration) -> String {
+/// `duration` as a Go duration string (`90s`, `1500ms`), as kube-log-runner and the kubelet's configuration read it.
+///
+/// ```
+/// use std::time::Duration;
+/// assert_eq!(wmco_windows_services::go_duration(Duration::from_secs(90)), "90s");
+/// assert_eq!(wmco_windows_services::go_duration(Duration::from_millis(1500)), "1500ms");
+/// ```
+pub fn go_duration(duration: Duration) -> String {
     if duration.subsec_nanos() == 0 {
         format!("{}s", duration.as_secs())
     } else {
@@ -442,6 +526,7 @@ mod tests {
             hybrid_overlay_vxlan_port: None,
             cloud_provider: None,
             cloud_config: None,
+            proxy: Default::default(),
         }
     }
 
@@ -533,6 +618,7 @@ mod tests {
             hybrid_overlay_vxlan_port: Some(9898),
             cloud_provider: Some("external".into()),
             cloud_config: Some(WinPath::parse(r"C:\k\cloud.conf").unwrap()),
+            proxy: Default::default(),
             ..inputs()
         };
         let paths: std::collections::BTreeMap<String, String> = image_paths(&inputs).into_iter().collect();
@@ -605,6 +691,47 @@ mod tests {
         let create = ScCommand::Create(Box::new(kubelet.clone())).render().unwrap();
         assert!(create.line.starts_with(r#"sc.exe create kubelet binPath= "C:\k\kube-log-runner.exe -log-file="#));
         assert!(create.line.ends_with(r#"--node-ip=203.0.113.7" start= auto depend= containerd DisplayName= kubelet"#));
+    }
+
+    #[test]
+    fn the_proxy_reaches_machine_variables_and_the_outward_services_only() {
+        let without = node_host_state(&inputs(), ServiceStage::Node).unwrap();
+        let removed: Vec<(String, Option<String>)> =
+            without.machine_env.iter().map(|(name, value)| (name.to_string(), value.clone())).collect();
+        assert_eq!(
+            removed,
+            [("HTTPS_PROXY".to_owned(), None), ("HTTP_PROXY".to_owned(), None), ("NO_PROXY".to_owned(), None)]
+        );
+        assert!(without.services.iter().all(|spec| spec.environment.is_empty()));
+        let proxy = NodeProxy {
+            http_proxy: Some("http://proxy.example:3128".into()),
+            https_proxy: Some(String::new()),
+            no_proxy: Some(".cluster.local,172.30.0.0/16".into()),
+        };
+        let with = node_host_state(&NodeInputs { proxy, ..inputs() }, ServiceStage::Node).unwrap();
+        assert_eq!(
+            with.machine_env[&EnvVarName::new("HTTP_PROXY").unwrap()].as_deref(),
+            Some("http://proxy.example:3128")
+        );
+        assert_eq!(with.machine_env[&EnvVarName::new("HTTPS_PROXY").unwrap()], None, "an empty value removes it");
+        for spec in &with.services {
+            let entries = spec.environment_entries();
+            if PROXY_SERVICES.contains(&spec.name.as_str()) {
+                assert_eq!(
+                    entries,
+                    ["HTTP_PROXY=http://proxy.example:3128", "NO_PROXY=.cluster.local,172.30.0.0/16"],
+                    "{}",
+                    spec.name
+                );
+            } else {
+                assert!(entries.is_empty(), "{}", spec.name);
+            }
+        }
+        let broken = NodeProxy { no_proxy: Some("a\nb".into()), ..NodeProxy::default() };
+        assert_eq!(
+            node_services(&NodeInputs { proxy: broken, ..inputs() }),
+            Err(NodeError::ProxyValue { name: "NO_PROXY".into() })
+        );
     }
 
     #[test]

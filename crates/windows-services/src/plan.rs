@@ -9,9 +9,11 @@
 //! plans.
 //!
 //! A service is stopped (and started again afterwards) when a binary it holds open is replaced, or when its
-//! command line or dependencies change, which only take effect at the next start. Changes of description, display
-//! name, start type or recovery settings are applied without a restart. Machine environment changes do not
-//! restart services; running services keep their old environment until they restart.
+//! command line, dependencies or own `Environment` value change, which only take effect at the next start.
+//! Changes of description, display name, start type or recovery settings are applied without a restart. Machine
+//! environment changes do not restart services: the service control manager hands services the machine
+//! environment it read at boot (windows-commands.md §4.1), so only a service's own `Environment` value reaches it
+//! without a reboot.
 //!
 //! The executor runs the steps in order and waits for STOPPED after each [`Step::StopService`] (sc.exe returns at
 //! STOP_PENDING). A service observed in STOP_PENDING gets no stop step (sc.exe would fail with 1061); if its binary
@@ -46,6 +48,9 @@ pub struct Reconfiguration {
     pub recovery: Option<FailureActions>,
     /// New failure flag, if it differs.
     pub failure_flag: Option<bool>,
+    /// New `Environment` entries (`NAME=value`; empty removes the value), if they differ. They take effect at the
+    /// service's next start, so the plan restarts a running service.
+    pub environment: Option<Vec<String>>,
 }
 
 /// One action of a plan.
@@ -136,9 +141,13 @@ fn create_commands(spec: &ServiceSpec) -> Result<Vec<RenderedCommand>, CommandEr
         commands.push(ScCommand::Failure { name: name.clone(), actions: spec.recovery.clone() });
     }
     if spec.failure_flag {
-        commands.push(ScCommand::FailureFlag { name, enabled: true });
+        commands.push(ScCommand::FailureFlag { name: name.clone(), enabled: true });
     }
-    commands.iter().map(ScCommand::render).collect()
+    let mut rendered = commands.iter().map(ScCommand::render).collect::<Result<Vec<_>, _>>()?;
+    if !spec.environment.is_empty() {
+        rendered.push(PowerShellScript::set_service_environment(&name, &spec.environment_entries()).render()?);
+    }
+    Ok(rendered)
 }
 
 /// `sc.exe config` for the changed options, then whichever of description, recovery and failure flag changed.
@@ -157,7 +166,11 @@ fn reconfigure_commands(change: &Reconfiguration) -> Result<Vec<RenderedCommand>
     if let Some(enabled) = change.failure_flag {
         commands.push(ScCommand::FailureFlag { name: name.clone(), enabled });
     }
-    commands.iter().map(ScCommand::render).collect()
+    let mut rendered = commands.iter().map(ScCommand::render).collect::<Result<Vec<_>, _>>()?;
+    if let Some(entries) = &change.environment {
+        rendered.push(PowerShellScript::set_service_environment(name, entries).render()?);
+    }
+    Ok(rendered)
 }
 
 /// Why no plan can be made.
@@ -224,6 +237,7 @@ fn cycle_text(cycle: &[ServiceName]) -> String {
 ///     recovery: FailureActions::restart_after(300, &[]),
 ///     failure_flag: false,
 ///     extra_binaries: vec![],
+///     environment: Default::default(),
 /// };
 /// let desired = HostState { services: vec![containerd.clone()], ..HostState::default() };
 /// let steps = plan(&desired, &ObservedHost::default())?;
@@ -260,7 +274,8 @@ pub fn plan(desired: &HostState, observed: &ObservedHost) -> Result<Vec<Step>, P
         }
         let change = reconfiguration(spec, service);
         let binary_replaced = spec.binaries().any(|binary| changed_files.contains(binary));
-        let restart = binary_replaced || change.as_ref().is_some_and(|change| change.config.needs_restart());
+        let restart = binary_replaced
+            || change.as_ref().is_some_and(|change| change.config.needs_restart() || change.environment.is_some());
         if service.is_stoppable() && (restart || !spec.should_run()) {
             must_stop.insert(name.clone());
         }
@@ -406,17 +421,20 @@ fn reconfiguration(spec: &ServiceSpec, service: &ObservedService) -> Option<Reco
         Some(found) => *found == spec.recovery,
         None => spec.recovery.actions.is_empty(),
     };
+    let environment = spec.environment_entries();
     let change = Reconfiguration {
         name: spec.name.clone(),
         config,
         description: description_differs.then(|| spec.description.clone()),
         recovery: (!recovery_matches).then(|| spec.recovery.clone()),
         failure_flag: (service.failure_flag != spec.failure_flag).then_some(spec.failure_flag),
+        environment: (service.environment != environment).then_some(environment),
     };
     let unchanged = change.config.is_empty()
         && change.description.is_none()
         && change.recovery.is_none()
-        && change.failure_flag.is_none();
+        && change.failure_flag.is_none()
+        && change.environment.is_none();
     (!unchanged).then_some(change)
 }
 

@@ -17,6 +17,7 @@ use crate::command::{CommandError, MAX_COMMAND_LINE_CHARS, RenderedCommand, Scri
 use crate::host::{EnvVarName, FirewallRule, RegistryData, RegistryValue};
 use crate::path::WinPath;
 use crate::quote::powershell_literal;
+use crate::service::ServiceName;
 
 /// The fixed start of every PowerShell command line (windows-commands.md §3).
 pub const POWERSHELL_PREFIX: &str = "powershell.exe -NoLogo -NonInteractive -NoProfile -ExecutionPolicy Bypass";
@@ -72,6 +73,36 @@ impl PowerShellScript {
             ));
         }
         Ok(PowerShellScript::from_statements(&statements))
+    }
+
+    /// Writes `service`'s own `Environment` value (REG_MULTI_SZ, one `NAME=value` per entry, windows-commands.md
+    /// §4.1) under its key in `HKLM\SYSTEM\CurrentControlSet\Services`, or removes the value when `entries` is
+    /// empty. The service sees it from its next start.
+    ///
+    /// ```
+    /// use wmco_windows_services::{PowerShellScript, ServiceName};
+    /// let script = PowerShellScript::set_service_environment(&ServiceName::new("kubelet")?, &["NO_PROXY=.svc".into()]);
+    /// assert!(script.text().contains(
+    ///     "New-ItemProperty -Path 'HKLM:\\SYSTEM\\CurrentControlSet\\Services\\kubelet' -Name Environment \
+    ///      -PropertyType MultiString -Value @('NO_PROXY=.svc') -Force | Out-Null"
+    /// ));
+    /// # Ok::<(), wmco_windows_services::ServiceNameError>(())
+    /// ```
+    pub fn set_service_environment(service: &ServiceName, entries: &[String]) -> PowerShellScript {
+        let key = powershell_literal(&format!(r"HKLM:\SYSTEM\CurrentControlSet\Services\{}", service.as_str()));
+        let statement = if entries.is_empty() {
+            format!(
+                "$service = Get-ItemProperty {key}; if ($null -ne $service.Environment) {{ Remove-ItemProperty -Path \
+                 {key} -Name Environment }}"
+            )
+        } else {
+            let values: Vec<String> = entries.iter().map(|entry| powershell_literal(entry)).collect();
+            format!(
+                "New-ItemProperty -Path {key} -Name Environment -PropertyType MultiString -Value @({}) -Force | Out-Null",
+                values.join(", ")
+            )
+        };
+        PowerShellScript::from_statements(&[statement])
     }
 
     /// Sets (`Some`) or removes (`None`) machine environment variables.

@@ -5,8 +5,8 @@
 //!
 //! Service configuration comes from the service's registry key (`HKLM\SYSTEM\CurrentControlSet\Services\<name>`:
 //! `ImagePath`, `DisplayName`, `Description`, `Start`, `DelayedAutostart`, `DependOnService`, `FailureActions`,
-//! `FailureActionsOnNonCrashFailures`, `DeleteFlag`), the run state from `Win32_Service`. Results are positional
-//! (arrays in request order), so the output never echoes names back through the console code page.
+//! `FailureActionsOnNonCrashFailures`, `DeleteFlag`, `Environment`), the run state from `Win32_Service`. Results are
+//! positional (arrays in request order), so the output never echoes names back through the console code page.
 //!
 //! The parser honours the Windows PowerShell 5.1 `ConvertTo-Json` quirks of windows-commands.md §4: a one-element
 //! list may arrive as a bare value (or as `{"value": [...], "Count": n}`), enums arrive as numbers, a byte array
@@ -97,7 +97,7 @@ impl ProbeRequest {
                  image = $s{index}.ImagePath; display = $s{index}.DisplayName; description = $s{index}.Description; \
                  start = $s{index}.Start; delayed = $s{index}.DelayedAutostart; depends = $s{index}.DependOnService; \
                  failure = $s{index}.FailureActions; failureFlag = $s{index}.FailureActionsOnNonCrashFailures; \
-                 deleteFlag = $s{index}.DeleteFlag }}"
+                 deleteFlag = $s{index}.DeleteFlag; environment = $s{index}.Environment }}"
             ));
         }
         let mut file_entries = Vec::new();
@@ -265,6 +265,8 @@ pub struct ObservedService {
     pub failure_flag: bool,
     /// Whether the service is marked for deletion (it disappears once stopped and all handles are closed).
     pub marked_for_deletion: bool,
+    /// The entries of the service's own `Environment` value (`NAME=value`), empty when it has none.
+    pub environment: Vec<String>,
 }
 
 impl ObservedService {
@@ -338,6 +340,8 @@ struct RawService {
     failure: Value,
     failure_flag: Option<u32>,
     delete_flag: Option<u32>,
+    #[serde(default)]
+    environment: Value,
 }
 
 /// Reads a JSON list the way 5.1 may print it: `null` is empty, a bare value is a one-element list, and an object
@@ -394,6 +398,7 @@ fn observed_service(name: &ServiceName, value: Value) -> Result<Option<ObservedS
         recovery: failure_bytes(raw.failure).as_deref().and_then(decode_failure_actions),
         failure_flag: raw.failure_flag == Some(1),
         marked_for_deletion: raw.delete_flag == Some(1),
+        environment: list(raw.environment).iter().filter_map(Value::as_str).map(str::to_owned).collect(),
     }))
 }
 
@@ -562,6 +567,7 @@ mod tests {
                 recovery: Some(FailureActions::restart_after(300, &[Millis(10_000), Millis(30_000)])),
                 failure_flag: true,
                 marked_for_deletion: false,
+                environment: Vec::new(),
             }
         );
         assert_eq!(

@@ -263,6 +263,7 @@ mod tests {
             recovery: FailureActions::restart_after(300, &[Millis(10_000)]),
             failure_flag: false,
             extra_binaries: vec![],
+            environment: Default::default(),
         }
     }
 

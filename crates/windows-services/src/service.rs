@@ -3,11 +3,13 @@
 //! their units in the types ([`Millis`] for action delays, seconds for the reset period).
 
 use std::cmp::Ordering;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 
 use serde::{Deserialize, Serialize};
 
+use crate::host::EnvVarName;
 use crate::path::WinPath;
 use crate::quote::{quote_argument, quote_program};
 
@@ -413,9 +415,20 @@ pub struct ServiceSpec {
     /// Further binaries the running service holds open besides its executable (e.g. the program a wrapper
     /// starts); replacing any of them requires stopping the service first.
     pub extra_binaries: Vec<WinPath>,
+    /// Variables added to the service's process environment at each start: the service's own `Environment`
+    /// registry value (REG_MULTI_SZ of `NAME=value`, windows-commands.md §4.1). The service control manager reads
+    /// it at every start, so a change takes a restart of this service, never a reboot (machine variables reach
+    /// services only after a reboot).
+    #[serde(default)]
+    pub environment: BTreeMap<EnvVarName, String>,
 }
 
 impl ServiceSpec {
+    /// [`ServiceSpec::environment`] as the registry value holds it: `NAME=value` strings in name order.
+    pub fn environment_entries(&self) -> Vec<String> {
+        self.environment.iter().map(|(name, value)| format!("{name}={value}")).collect()
+    }
+
     /// Every binary the running service holds open: its executable, then [`ServiceSpec::extra_binaries`].
     pub fn binaries(&self) -> impl Iterator<Item = &WinPath> {
         std::iter::once(&self.command.executable).chain(&self.extra_binaries)

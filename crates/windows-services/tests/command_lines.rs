@@ -184,6 +184,7 @@ fn spec(name: ServiceName, executable: WinPath, arguments: Vec<String>, display_
         recovery: FailureActions::restart_after(300, &[Millis(10_000)]),
         failure_flag: false,
         extra_binaries: vec![],
+        environment: Default::default(),
     }
 }
 

@@ -69,6 +69,7 @@ fn kubelet_args(api_server_url: &str) -> anyhow::Result<Vec<String>> {
         hybrid_overlay_vxlan_port: None,
         cloud_provider: None,
         cloud_config: None,
+        proxy: Default::default(),
     };
     let kubelet = node_services(&inputs)?
         .into_iter()

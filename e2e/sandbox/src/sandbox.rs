@@ -510,6 +510,16 @@ impl Sandbox {
         Ok(host.scm.services().cloned().collect())
     }
 
+    /// Machine environment variable `variable` of host `name`, as the registry holds it now.
+    ///
+    /// # Errors
+    /// [`SandboxError::Fleet`] if there is no such host.
+    pub async fn machine_env(&self, name: &str, variable: &str) -> Result<Option<String>, SandboxError> {
+        let server = self.server(name).await?;
+        let value = lock(&server.host).machine_env(variable);
+        Ok(value)
+    }
+
     /// SHA-256 (lower-case hex) of the file at Windows path `path` on host `name`, if it exists.
     ///
     /// # Errors

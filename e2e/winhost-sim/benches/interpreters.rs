@@ -34,6 +34,7 @@ fn interpreters(criterion: &mut Criterion) {
         hybrid_overlay_vxlan_port: None,
         cloud_provider: None,
         cloud_config: None,
+        proxy: Default::default(),
     };
     let mut request = ProbeRequest::default();
     for service in node_services(&inputs).expect("services") {

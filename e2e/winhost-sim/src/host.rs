@@ -201,8 +201,13 @@ pub struct Host {
     pub latency: Latency,
     /// Which kubelet the host runs when its `kubelet` service starts.
     pub kubelet_model: crate::wine_kubelet::KubeletModel,
+    /// The machine environment the service control manager read when it started (at boot): services get this
+    /// block, not the current machine variables, until the next reboot (windows-commands.md §4.1).
+    pub scm_environment: BTreeMap<String, String>,
 }
 
+/// The registry key under which the service control manager keeps each service's configuration.
+pub const SERVICES_KEY: &str = r"HKLM\SYSTEM\CurrentControlSet\Services";
 /// The registry key holding machine environment variables.
 pub const MACHINE_ENVIRONMENT_KEY: &str = r"HKLM\SYSTEM\CurrentControlSet\Control\Session Manager\Environment";
 /// The registry key of the Windows version.
@@ -237,6 +242,7 @@ impl Host {
             boots: 0,
             latency,
             kubelet_model: crate::wine_kubelet::KubeletModel::Simulated,
+            scm_environment: BTreeMap::new(),
             identity,
         };
         let (product, display, release) = if host.identity.build >= 20348 {
@@ -255,6 +261,7 @@ impl Host {
         }
         host.ensure_registry_key(r"HKLM\SOFTWARE\OpenSSH");
         host.set_registry_value(MACHINE_ENVIRONMENT_KEY, "Path", RegValue::String(r"C:\Windows\system32".into()));
+        host.scm_environment = host.machine_environment();
         Ok(host)
     }
 
@@ -299,7 +306,7 @@ impl Host {
         output
     }
 
-    /// Advances service states to `now`.
+    /// Advances service states to `now`; the registry key of a service that is gone goes with it.
     pub fn refresh(&mut self) {
         let now = Instant::now();
         for name in self.scm.advance(now) {
@@ -308,6 +315,42 @@ impl Host {
         for name in self.scm.due_restarts(now) {
             let _ = self.start_service(&name);
         }
+        let prefix = format!("{}\\", SERVICES_KEY.to_lowercase());
+        let scm = &self.scm;
+        self.registry.retain(|key, _| {
+            key.strip_prefix(&prefix)
+                .and_then(|rest| rest.split('\\').next())
+                .is_none_or(|service| scm.get(service).is_some())
+        });
+    }
+
+    /// The machine environment variables as the registry holds them now.
+    pub fn machine_environment(&self) -> BTreeMap<String, String> {
+        let Some(key) = self.registry.get(&MACHINE_ENVIRONMENT_KEY.to_lowercase()) else { return BTreeMap::new() };
+        key.values
+            .values()
+            .filter_map(|(name, value)| match value {
+                RegValue::String(text) => Some((name.clone(), text.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The environment a process of service `name` starts with: the service control manager's boot-time block,
+    /// then each `NAME=value` entry of the service's own `Environment` value (windows-commands.md §4.1).
+    pub fn service_start_environment(&self, name: &str) -> BTreeMap<String, String> {
+        let mut environment = self.scm_environment.clone();
+        let key = format!("{SERVICES_KEY}\\{name}").to_lowercase();
+        let own = self.registry.get(&key).and_then(|key| key.values.get("environment")).map(|(_, value)| value);
+        if let Some(RegValue::MultiString(entries)) = own {
+            for entry in entries {
+                if let Some((variable, value)) = entry.split_once('=') {
+                    environment.retain(|existing, _| !existing.eq_ignore_ascii_case(variable));
+                    environment.insert(variable.to_owned(), value.to_owned());
+                }
+            }
+        }
+        environment
     }
 
     /// Records a command no shell knew.
@@ -394,6 +437,8 @@ impl Host {
             process::write_refusal_log(&self.disk, &service, &image_path, &reason);
         }
         for entry in started {
+            let environment = self.service_start_environment(&entry.name);
+            self.scm.set_process_environment(&entry.name, environment);
             self.process_events.push(ProcessEvent::Started { service: entry.name, image_path: entry.image_path });
         }
     }
@@ -414,6 +459,7 @@ impl Host {
         for service in self.scm.services().filter(|service| service.state != State::Stopped) {
             self.process_events.push(ProcessEvent::Stopped { service: service.name.clone() });
         }
+        self.scm_environment = self.machine_environment();
         let view = process::HostView::capture(self);
         let mut refusals = Vec::new();
         let started = self.scm.reboot(Instant::now(), &mut |service| {

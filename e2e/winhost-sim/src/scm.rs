@@ -205,6 +205,8 @@ pub struct Service {
     pub exit_code: u32,
     /// Process id while not stopped (0 when stopped).
     pub pid: u32,
+    /// The environment its latest process started with (empty before the first start).
+    pub environment: BTreeMap<String, String>,
     /// When the pending state ends.
     #[serde(skip)]
     pending_until: Option<Instant>,
@@ -337,6 +339,13 @@ impl ServiceManager {
         self.services.get(&name.to_lowercase())
     }
 
+    /// Records the environment the process of service `name` started with.
+    pub fn set_process_environment(&mut self, name: &str, environment: BTreeMap<String, String>) {
+        if let Ok(service) = self.existing(name) {
+            service.environment = environment;
+        }
+    }
+
     /// All services, by lower-cased name.
     pub fn services(&self) -> impl Iterator<Item = &Service> {
         self.services.values()
@@ -377,6 +386,7 @@ impl ServiceManager {
             state: State::Stopped,
             exit_code: ERROR_SERVICE_NEVER_STARTED,
             pid: 0,
+            environment: BTreeMap::new(),
             pending_until: None,
             start_fails: false,
             failure_count: 0,

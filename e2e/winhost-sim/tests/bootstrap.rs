@@ -151,6 +151,7 @@ fn services(info: &HostInfo, api_server_url: &str) -> anyhow::Result<Vec<wmco_wi
         hybrid_overlay_vxlan_port: None,
         cloud_provider: None,
         cloud_config: None,
+        proxy: Default::default(),
     };
     let wanted = ["containerd", "kubelet"];
     let specs: Vec<_> = node_services(&inputs)?

@@ -601,6 +601,7 @@ fn node_service_names() -> Vec<ServiceName> {
         hybrid_overlay_vxlan_port: None,
         cloud_provider: None,
         cloud_config: None,
+        proxy: Default::default(),
     };
     let mut names: Vec<ServiceName> =
         node_services(&inputs).into_iter().flatten().map(|service| service.spec.name).collect();

@@ -13,11 +13,12 @@ use std::time::Duration;
 use anyhow::Context as _;
 use wmco_operator::process::{
     BuildInfo, CONTROLLER_NAME, MetricsEndpointOptions, OperatorFlags, PlainKubernetesFlags, RunOptions,
+    parse_log_duration, parse_log_file_size,
 };
 use wmco_operator::shutdown::termination_requested;
 use wmco_payload_manifest::{Manifest, Payload, PayloadError, check_payload_binaries};
 use wmco_vocabulary::IpCidr;
-use wmco_windows_services::Verbosity;
+use wmco_windows_services::{LogRotation, Verbosity};
 
 use crate::cli_support::{Outcome, OutputFormat, UnusableInput};
 
@@ -108,6 +109,16 @@ pub struct RunArgs {
     #[arg(long, env = "WMCO_DEBUG_NODE_SERVICES", default_value_t = false, action = clap::ArgAction::Set,
           value_name = "true|false")]
     pub debug_node_services: bool,
+    /// Rotate the kubelet's and kube-proxy's logs when a file reaches this size: a Kubernetes quantity (`100Mi`,
+    /// `500M`); unset, kube-log-runner's default.
+    #[arg(long, env = "SERVICES_LOG_FILE_SIZE", value_name = "QUANTITY", value_parser = parse_log_file_size)]
+    pub services_log_file_size: Option<u64>,
+    /// Delete the kubelet's and kube-proxy's rotated logs older than this Go duration (`168h`).
+    #[arg(long, env = "SERVICES_LOG_FILE_AGE", value_name = "DURATION", value_parser = parse_log_duration)]
+    pub services_log_file_age: Option<Duration>,
+    /// How often the kubelet and kube-proxy flush their logs, a Go duration (`5s`).
+    #[arg(long, env = "SERVICES_LOG_FLUSH_INTERVAL", value_name = "DURATION", value_parser = parse_log_duration)]
+    pub services_log_flush_interval: Option<Duration>,
 }
 
 /// Runs the operator until it is told to stop (exit 0) or loses its lease (an error, exit 1).
@@ -217,6 +228,11 @@ fn operator_flags(args: &RunArgs, identity: String) -> OperatorFlags {
         version_override: args.version_override.clone(),
         verbosity: if args.debug_node_services { Verbosity::Debug } else { Verbosity::Normal },
         cluster_networks: args.cluster_cidr.clone(),
+        log_rotation: LogRotation {
+            max_size_bytes: args.services_log_file_size,
+            max_age: args.services_log_file_age,
+            flush_interval: args.services_log_flush_interval,
+        },
     }
 }
 
@@ -332,6 +348,31 @@ mod tests {
         assert_eq!(flags.version_override.as_deref(), Some("10.18.0-e2e"));
         assert_eq!(flags.cluster_networks.iter().map(ToString::to_string).collect::<Vec<_>>(), ["10.128.0.0/14"]);
         assert_eq!(operator_flags(&parse(&[]).expect("parsed"), "wmco-0".into()).verbosity, Verbosity::Normal);
+    }
+
+    #[test]
+    fn log_rotation_takes_the_go_operator_values_and_refuses_unusable_ones_naming_the_flag() {
+        let args = parse(&[
+            "--services-log-file-size=100Mi",
+            "--services-log-file-age=168h",
+            "--services-log-flush-interval=5s",
+        ])
+        .expect("parsed");
+        let rotation = operator_flags(&args, "wmco-0".into()).log_rotation;
+        assert_eq!(rotation.max_size_bytes, Some(100 * 1024 * 1024));
+        assert_eq!(rotation.max_age, Some(Duration::from_secs(168 * 3600)));
+        assert_eq!(rotation.flush_interval, Some(Duration::from_secs(5)));
+        assert_eq!(operator_flags(&parse(&[]).expect("parsed"), "wmco-0".into()).log_rotation, LogRotation::default());
+        for (flag, bad, expected) in [
+            ("--services-log-file-size", "-1M", "Kubernetes quantity"),
+            ("--services-log-file-age", "a week", "Go duration"),
+            ("--services-log-flush-interval", "-5s", "Go duration"),
+        ] {
+            let error = parse(&[&format!("{flag}={bad}")]).expect_err("refused");
+            assert_eq!(error.exit_code(), 2);
+            let text = error.to_string();
+            assert!(text.contains(flag) && text.contains(expected), "{text}");
+        }
     }
 
     #[test]

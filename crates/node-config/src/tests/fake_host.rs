@@ -345,7 +345,7 @@ impl FakeWindowsHost {
 
     /// Answers the probe from the model, in the order the script asks.
     fn probe(&self, model: &Model, text: &str) -> String {
-        let (mut services, mut files, mut dirs, mut firewall) = (vec![], vec![], vec![], vec![]);
+        let (mut services, mut files, mut dirs, mut env, mut firewall) = (vec![], vec![], vec![], vec![], vec![]);
         for line in text.lines() {
             if let Some(start) = line.find(r"Services\").filter(|_| line.starts_with("if (Test-Path")) {
                 let name = &line[start + r"Services\".len()..];
@@ -376,6 +376,9 @@ impl FakeWindowsHost {
             } else if line.starts_with("$d") && line.contains("-PathType Container") {
                 let path = quoted_after(line, "-LiteralPath ").unwrap();
                 dirs.push(json!(model.dirs.contains(&key(path))));
+            } else if line.contains("[Environment]::GetEnvironmentVariable(") {
+                // The fake host has no machine variables.
+                env.push(Value::Null);
             } else if let Some(name) = quoted_after(line, "Get-NetFirewallRule -Name ") {
                 firewall.push(if model.firewall.contains(name) {
                     json!({"exists": true, "direction": 1, "enabled": 1, "action": 2})
@@ -384,7 +387,7 @@ impl FakeWindowsHost {
                 });
             }
         }
-        json!({"services": services, "files": files, "dirs": dirs, "env": [], "firewall": firewall, "registry": []})
+        json!({"services": services, "files": files, "dirs": dirs, "env": env, "firewall": firewall, "registry": []})
             .to_string()
     }
 }

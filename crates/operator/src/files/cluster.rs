@@ -1,19 +1,26 @@
 //! The cluster-wide, non-secret inputs of the rendered files and node services, derived once from
 //! [`ClusterFacts`]: API server URL, service network and cluster DNS (the network's 10th address, as the Go
-//! operator), platform, proxy and image mirrors.
+//! operator), platform, proxy, image mirrors, hybrid overlay, and whether Windows nodes may join at all
+//! ([`ClusterSettings::refusal`]).
 
 use std::net::Ipv4Addr;
 
-use wmco_cluster_client::ClusterFacts;
+use semver::Version;
+use wmco_cluster_client::{ClusterFacts, PodNetworking};
 use wmco_node_config::ServiceSettings;
 use wmco_payload_manifest::render::{
     ClusterInputs, ImageMirrorRule, LogRotation, MirrorSourcePolicy, PemBundle, Proxy, SecretToken,
 };
 use wmco_vocabulary::{IpCidr, Platform};
-use wmco_windows_services::{LogRotation as ServiceLogRotation, Verbosity};
+use wmco_windows_services::NodeProxy;
+use wmco_windows_services::{LogRotation as ServiceLogRotation, Verbosity, go_duration};
 
 /// The index of the cluster DNS Service's address in the service network.
 pub const CLUSTER_DNS_INDEX: u32 = 10;
+/// The only pod network Windows nodes join (with hybrid overlay).
+pub const OVN_KUBERNETES: &str = "OVNKubernetes";
+/// How many minor versions a kubelet may be older than the API server (Kubernetes' version skew policy).
+pub const MAX_KUBELET_MINOR_SKEW: u64 = 3;
 /// The cluster's DNS domain.
 pub const CLUSTER_DOMAIN: &str = "cluster.local";
 
@@ -49,6 +56,15 @@ pub struct ClusterSettings {
     pub proxy: Option<Proxy>,
     /// Registry mirror rules.
     pub image_mirrors: Vec<ImageMirrorRule>,
+    /// hybrid-overlay's VXLAN port, when the cluster sets one other than the default 4789.
+    pub hybrid_overlay_vxlan_port: Option<u16>,
+    /// The pod network (OpenShift; `None` on plain Kubernetes).
+    pub pod_networking: Option<PodNetworking>,
+    /// The API server's version.
+    pub kubernetes_version: Version,
+    /// Rotation of the kubelet and kube-proxy logs: the operator's own setting (its `SERVICES_LOG_*` environment),
+    /// not read from the cluster, kept across refreshes.
+    pub log_rotation: ServiceLogRotation,
 }
 
 impl ClusterSettings {
@@ -65,6 +81,7 @@ impl ClusterSettings {
     ///     proxy: ProxySettings::default(),
     ///     kubernetes_version: semver::Version::new(1, 36, 3),
     ///     mirror_sets: vec![],
+    ///     pod_networking: None,
     /// };
     /// let settings = ClusterSettings::from_facts(&facts).unwrap();
     /// assert_eq!(settings.cluster_dns.to_string(), "172.30.0.10");
@@ -109,7 +126,19 @@ impl ClusterSettings {
             platform: facts.platform.known_or_none(),
             proxy,
             image_mirrors,
+            hybrid_overlay_vxlan_port: facts
+                .pod_networking
+                .as_ref()
+                .and_then(|network| network.hybrid_overlay_vxlan_port),
+            pod_networking: facts.pod_networking.clone(),
+            kubernetes_version: facts.kubernetes_version.clone(),
+            log_rotation: ServiceLogRotation::default(),
         })
+    }
+
+    /// These settings with the operator's log rotation.
+    pub fn with_log_rotation(self, log_rotation: ServiceLogRotation) -> Self {
+        Self { log_rotation, ..self }
     }
 
     /// The render inputs with the given secret material.
@@ -129,7 +158,11 @@ impl ClusterSettings {
             cluster_domain: CLUSTER_DOMAIN.to_owned(),
             platform: self.platform,
             proxy: self.proxy.clone(),
-            log_rotation: LogRotation::default(),
+            log_rotation: LogRotation {
+                file_size: self.log_rotation.max_size_bytes.map(|bytes| bytes.to_string()),
+                file_age: self.log_rotation.max_age.map(go_duration),
+                flush_interval: self.log_rotation.flush_interval.map(go_duration),
+            },
             image_mirrors: self.image_mirrors.clone(),
             pull_secret: None,
             registry_cas: Vec::new(),
@@ -142,10 +175,114 @@ impl ClusterSettings {
             api_server_url: self.api_server_url.clone(),
             platform: self.platform,
             verbosity,
-            log_rotation: ServiceLogRotation::default(),
-            hybrid_overlay_vxlan_port: None,
+            log_rotation: self.log_rotation,
+            hybrid_overlay_vxlan_port: self.hybrid_overlay_vxlan_port,
             cloud_provider: None,
             cloud_config: None,
+            proxy: self.node_proxy(),
         }
+    }
+
+    /// Why no host may be configured in this cluster, if none may (wmco-anchor.md §2): the pod network is not
+    /// OVN-Kubernetes with hybrid overlay (hosts would wait for a subnet forever), or the payload's kubelet
+    /// (`payload_kubelet`) is newer than the API server or more than [`MAX_KUBELET_MINOR_SKEW`] minors older.
+    ///
+    /// ```
+    /// # use wmco_cluster_client::{ClusterFacts, PlatformName, PodNetworking, ProxySettings};
+    /// # use wmco_operator::files::ClusterSettings;
+    /// # use wmco_vocabulary::Platform;
+    /// let facts = ClusterFacts {
+    ///     service_cidr: "172.30.0.0/16".parse().unwrap(),
+    ///     api_server_internal_url: "https://api-int.example:6443".into(),
+    ///     platform: PlatformName::Known(Platform::None),
+    ///     proxy: ProxySettings::default(),
+    ///     kubernetes_version: semver::Version::new(1, 36, 3),
+    ///     mirror_sets: vec![],
+    ///     pod_networking: Some(PodNetworking {
+    ///         network_type: Some("OpenShiftSDN".into()),
+    ///         hybrid_overlay: false,
+    ///         hybrid_overlay_vxlan_port: None,
+    ///     }),
+    /// };
+    /// let settings = ClusterSettings::from_facts(&facts).unwrap();
+    /// let reason = settings.refusal(&semver::Version::new(1, 36, 1)).unwrap();
+    /// assert!(reason.contains("OpenShiftSDN"));
+    /// ```
+    pub fn refusal(&self, payload_kubelet: &Version) -> Option<String> {
+        if let Some(networking) = &self.pod_networking {
+            let network_type = networking.network_type.as_deref().unwrap_or("unset");
+            if network_type != OVN_KUBERNETES {
+                return Some(format!(
+                    "the cluster's network type (Network cluster spec.networkType) is {network_type}: Windows nodes \
+                     join only {OVN_KUBERNETES} with hybrid overlay"
+                ));
+            }
+            if !networking.hybrid_overlay {
+                return Some(
+                    "OVN-Kubernetes has no hybrid overlay (operator Network cluster \
+                     spec.defaultNetwork.ovnKubernetesConfig.hybridOverlayConfig.hybridClusterNetwork is empty): \
+                     Windows nodes would never get a pod subnet"
+                        .to_owned(),
+                );
+            }
+        }
+        let server = &self.kubernetes_version;
+        let too_new = payload_kubelet.minor > server.minor;
+        let too_old = server.minor > payload_kubelet.minor + MAX_KUBELET_MINOR_SKEW;
+        (server.major != payload_kubelet.major || too_new || too_old).then(|| {
+            format!(
+                "the payload's kubelet {payload_kubelet} is outside the supported skew of the API server \
+                 {server}: a kubelet may be at most {MAX_KUBELET_MINOR_SKEW} minor versions older than the API \
+                 server and never newer"
+            )
+        })
+    }
+
+    /// The proxy as the node's services get it (no proxy: every proxy variable removed).
+    pub fn node_proxy(&self) -> NodeProxy {
+        self.proxy.as_ref().map_or_else(NodeProxy::default, |proxy| NodeProxy {
+            http_proxy: proxy.http_proxy.clone(),
+            https_proxy: proxy.https_proxy.clone(),
+            no_proxy: proxy.no_proxy.clone(),
+        })
+    }
+
+    /// The names of the fields whose values differ in `other`, for a log line that must not show the values (a
+    /// proxy URL may carry credentials).
+    ///
+    /// ```
+    /// # use wmco_cluster_client::{ClusterFacts, PlatformName, ProxySettings};
+    /// # use wmco_operator::files::ClusterSettings;
+    /// # use wmco_vocabulary::Platform;
+    /// # let facts = ClusterFacts {
+    /// #     service_cidr: "172.30.0.0/16".parse().unwrap(),
+    /// #     api_server_internal_url: "https://api-int.example:6443".into(),
+    /// #     platform: PlatformName::Known(Platform::None),
+    /// #     proxy: ProxySettings::default(),
+    /// #     kubernetes_version: semver::Version::new(1, 36, 3),
+    /// #     mirror_sets: vec![],
+    /// #     pod_networking: None,
+    /// # };
+    /// let before = ClusterSettings::from_facts(&facts).unwrap();
+    /// let mut after = before.clone();
+    /// after.api_server_url = "https://api-int.other:6443".into();
+    /// assert_eq!(before.changed_fields(&after), ["api_server_url"]);
+    /// ```
+    pub fn changed_fields(&self, other: &ClusterSettings) -> Vec<&'static str> {
+        [
+            ("api_server_url", self.api_server_url != other.api_server_url),
+            ("service_cidr", self.service_cidr != other.service_cidr),
+            ("cluster_dns", self.cluster_dns != other.cluster_dns),
+            ("platform", self.platform != other.platform),
+            ("proxy", self.proxy != other.proxy),
+            ("image_mirrors", self.image_mirrors != other.image_mirrors),
+            ("hybrid_overlay_vxlan_port", self.hybrid_overlay_vxlan_port != other.hybrid_overlay_vxlan_port),
+            ("pod_networking", self.pod_networking != other.pod_networking),
+            ("kubernetes_version", self.kubernetes_version != other.kubernetes_version),
+            ("log_rotation", self.log_rotation != other.log_rotation),
+        ]
+        .into_iter()
+        .filter_map(|(name, changed)| changed.then_some(name))
+        .collect()
     }
 }

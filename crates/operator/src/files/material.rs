@@ -1,11 +1,15 @@
 //! The cluster material a host's files are rendered from — the API server CA, the kubelet client CA, the
-//! node-bootstrapper token and windows_exporter's TLS pair — as one immutable snapshot. Each piece is either
-//! usable or the reason it is not, so a missing TLS Secret blocks only the node stage, never a bootstrap.
+//! node-bootstrapper token and windows_exporter's TLS pair — and the cluster-wide settings (proxy, mirrors, …), as
+//! one immutable snapshot. Each piece of material is either usable or the reason it is not, so a missing TLS Secret
+//! blocks only the node stage, never a bootstrap; the settings are always those last read successfully.
 
 use std::fmt;
+use std::sync::Arc;
 
 use jiff::Timestamp;
 use wmco_payload_manifest::render::{PemBundle, SecretToken, ServingTls};
+
+use super::ClusterSettings;
 
 /// A snapshot of the cluster material, as last read by the [`MaterialRefresher`](super::MaterialRefresher).
 #[derive(Clone, Debug)]
@@ -18,12 +22,16 @@ pub struct ClusterMaterial {
     pub bootstrap_token: Result<BootstrapToken, MaterialError>,
     /// windows_exporter's serving certificate and key (`C:\k\tls\certs`).
     pub exporter_tls: Result<ServingTls, MaterialError>,
+    /// The cluster-wide settings last read: API server URL, networks, platform, proxy, image mirrors.
+    pub settings: Arc<ClusterSettings>,
 }
 
 impl ClusterMaterial {
-    /// The snapshot before the first refresh: every piece is [`MaterialError::NotReadYet`].
-    pub fn not_read_yet() -> Self {
+    /// The snapshot before the first refresh: every piece is [`MaterialError::NotReadYet`], the settings those the
+    /// operator read at startup.
+    pub fn not_read_yet(settings: Arc<ClusterSettings>) -> Self {
         Self {
+            settings,
             api_server_ca: Err(MaterialError::NotReadYet { what: "the API server CA" }),
             kubelet_client_ca: Err(MaterialError::NotReadYet { what: "the kubelet client CA" }),
             bootstrap_token: Err(MaterialError::NotReadYet { what: "the node-bootstrapper token" }),
@@ -31,11 +39,12 @@ impl ClusterMaterial {
         }
     }
 
-    /// Whether `other` renders registered hosts the same files: both CA bundles and windows_exporter's TLS pair
-    /// (or the reasons they are unusable) are equal. The bootstrap token is left out: only hosts without a Node use
-    /// it, and each of their passes reads the current one.
+    /// Whether `other` renders registered hosts the same files and services: both CA bundles, windows_exporter's
+    /// TLS pair (or the reasons they are unusable) and the cluster settings are equal. The bootstrap token is left
+    /// out: only hosts without a Node use it, and each of their passes reads the current one.
     pub fn same_node_files(&self, other: &ClusterMaterial) -> bool {
-        self.api_server_ca == other.api_server_ca
+        self.settings == other.settings
+            && self.api_server_ca == other.api_server_ca
             && self.kubelet_client_ca == other.kubelet_client_ca
             && self.exporter_tls == other.exporter_tls
     }

@@ -1,5 +1,5 @@
 //! [`NodeFiles`]: the payload-backed [`HostFilesSource`]. It renders a host's files from the verified payload, the
-//! [`ClusterSettings`], the latest [`ClusterMaterial`](super::ClusterMaterial) snapshot and, in the node stage, the
+//! latest [`ClusterMaterial`](super::ClusterMaterial) snapshot (material and [`ClusterSettings`]) and, in the node stage, the
 //! Node's hybrid-overlay subnet. It never does IO: the snapshot is kept fresh by the
 //! [`MaterialRefresher`](super::MaterialRefresher). Without windows_exporter's TLS Secret only windows_exporter
 //! waits ([`WithheldService`]); networking and the kubelet never depend on metrics.
@@ -61,15 +61,14 @@ pub enum FilesError {
 pub struct NodeFiles {
     manifest: Manifest,
     payload: Payload,
-    cluster: ClusterSettings,
     material: MaterialSnapshot,
 }
 
 impl NodeFiles {
-    /// A source over the verified `payload` of `manifest`, for the cluster `cluster`, reading secret material
-    /// from `material`.
-    pub fn new(manifest: Manifest, payload: Payload, cluster: ClusterSettings, material: MaterialSnapshot) -> Self {
-        Self { manifest, payload, cluster, material }
+    /// A source over the verified `payload` of `manifest`, reading the cluster's material and settings from
+    /// `material`.
+    pub fn new(manifest: Manifest, payload: Payload, material: MaterialSnapshot) -> Self {
+        Self { manifest, payload, material }
     }
 
     /// The file set of `identity`'s host at `stage`.
@@ -98,7 +97,8 @@ impl NodeFiles {
             FileStage::Node(node) => (SecretToken::new(String::new()), Some(overlay_network(node, identity)?)),
         };
         let node_stage = overlay.is_some();
-        let cluster = self.cluster.cluster_inputs(api_server_ca, kubelet_client_ca, bootstrap_token);
+        let settings: &ClusterSettings = &material.settings;
+        let cluster = settings.cluster_inputs(api_server_ca, kubelet_client_ca, bootstrap_token);
         let host = HostInputs { node_name: identity.expected_node_name.clone(), node_ip: identity.node_ip, overlay };
         let mut rendered = render_host_files(&cluster, &host)?;
         let mut withheld = Vec::new();
@@ -109,7 +109,7 @@ impl NodeFiles {
                 Err(reason) => withheld.push(WithheldService::new(WINDOWS_EXPORTER_SERVICE, reason.to_string())),
             }
         }
-        let files = HostFileSet::new(&self.manifest, &self.payload, self.cluster.platform, rendered)?;
+        let files = HostFileSet::new(&self.manifest, &self.payload, settings.platform, rendered)?;
         Ok(StageFiles { files, withheld })
     }
 }

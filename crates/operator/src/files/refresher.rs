@@ -9,6 +9,9 @@
 //! - node-bootstrapper token: TokenRequest for `openshift-machine-config-operator/node-bootstrapper`, minted again
 //!   at half its lifetime; a failed mint keeps the previous token while it is valid.
 //! - windows_exporter TLS: Secret `windows-machine-config-operator-tls` (`tls.crt`, `tls.key`).
+//! - cluster settings: the cluster's facts read again (on OpenShift the `Network`, `Infrastructure` and `Proxy`
+//!   objects and the image mirror sets), so a proxy or mirror change reaches hosts without restarting the
+//!   operator. Facts that cannot be read or used keep the previous settings, with a warning.
 //!
 //! A piece that cannot be read keeps its reason in the snapshot and is logged as a warning once per change.
 
@@ -20,11 +23,17 @@ use jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
 use tokio::sync::watch;
 use wmco_cluster_client::names::{NODE_BOOTSTRAPPER_NAMESPACE, NODE_BOOTSTRAPPER_SERVICE_ACCOUNT};
-use wmco_cluster_client::{ConfigMaps, ControllerConfigs, Secrets, ServiceAccountTokens, TokenRequestSpec};
+use wmco_cluster_client::{
+    ClusterFactsSource, ConfigMaps, ControllerConfigs, Secrets, ServiceAccountTokens, TokenRequestSpec,
+};
 use wmco_payload_manifest::render::{PemBundle, SecretToken, ServingTls};
 
+use super::ClusterSettings;
 use super::material::{BootstrapToken, ClusterMaterial, MaterialError};
 use crate::csr::Clock;
+
+/// How long a refresh waits after a trigger for the rest of its burst.
+const TRIGGER_SETTLE: Duration = Duration::from_secs(1);
 
 /// The ConfigMap kube-controller-manager publishes in every namespace with the API server's CA bundle.
 pub const ROOT_CA_CONFIG_MAP: &str = "kube-root-ca.crt";
@@ -53,6 +62,9 @@ pub struct MaterialSources {
     pub tokens: Arc<dyn ServiceAccountTokens>,
     /// The kubelet client CA's origin.
     pub kubelet_ca: KubeletCaSource,
+    /// Where the cluster settings are read again from; `None` keeps the startup settings (plain Kubernetes, whose
+    /// settings are the operator's flags).
+    pub facts: Option<Arc<dyn ClusterFactsSource>>,
 }
 
 /// How the refresher behaves.
@@ -87,6 +99,12 @@ pub struct MaterialSnapshot {
 }
 
 impl MaterialSnapshot {
+    /// A snapshot that always holds `material` (nothing refreshes it): for tests and tools.
+    pub fn fixed(material: ClusterMaterial) -> Self {
+        let (_sender, receiver) = watch::channel(Arc::new(material));
+        Self { receiver }
+    }
+
     /// The latest material.
     pub fn current(&self) -> Arc<ClusterMaterial> {
         Arc::clone(&self.receiver.borrow())
@@ -121,21 +139,27 @@ pub struct MaterialRefresher {
 }
 
 impl MaterialRefresher {
-    /// A refresher and the snapshot handle it publishes to (holding [`ClusterMaterial::not_read_yet`] until the
-    /// first refresh).
+    /// A refresher and the snapshot handle it publishes to (holding [`ClusterMaterial::not_read_yet`] with the
+    /// startup `cluster` settings until the first refresh).
     ///
     /// ```no_run
-    /// # async fn example(sources: wmco_operator::files::MaterialSources) {
+    /// # async fn example(sources: wmco_operator::files::MaterialSources, cluster: wmco_operator::files::ClusterSettings) {
     /// use wmco_operator::csr::system_clock;
     /// use wmco_operator::files::{MaterialRefresher, RefreshSettings};
     ///
-    /// let (refresher, snapshot) = MaterialRefresher::new(sources, RefreshSettings::new("wmco"), system_clock());
+    /// let (refresher, snapshot) =
+    ///     MaterialRefresher::new(sources, RefreshSettings::new("wmco"), cluster, system_clock());
     /// tokio::spawn(refresher.run());
     /// let material = snapshot.current();
     /// # }
     /// ```
-    pub fn new(sources: MaterialSources, settings: RefreshSettings, clock: Clock) -> (Self, MaterialSnapshot) {
-        let (sender, receiver) = watch::channel(Arc::new(ClusterMaterial::not_read_yet()));
+    pub fn new(
+        sources: MaterialSources,
+        settings: RefreshSettings,
+        cluster: ClusterSettings,
+        clock: Clock,
+    ) -> (Self, MaterialSnapshot) {
+        let (sender, receiver) = watch::channel(Arc::new(ClusterMaterial::not_read_yet(Arc::new(cluster))));
         (Self { sources, settings, clock, sender }, MaterialSnapshot { receiver })
     }
 
@@ -156,7 +180,8 @@ impl MaterialRefresher {
         };
         let bootstrap_token = self.bootstrap_token(&previous.bootstrap_token, now).await;
         let exporter_tls = self.exporter_tls().await;
-        let material = ClusterMaterial { api_server_ca, kubelet_client_ca, bootstrap_token, exporter_tls };
+        let settings = self.cluster_settings(&previous.settings).await;
+        let material = ClusterMaterial { api_server_ca, kubelet_client_ca, bootstrap_token, exporter_tls, settings };
         log_changes(&previous, &material);
         let wait = self.next_wait(&material, now);
         self.sender.send_replace(Arc::new(material));
@@ -165,9 +190,24 @@ impl MaterialRefresher {
 
     /// Refreshes forever (spawn it; abort the task to stop).
     pub async fn run(self) {
+        self.run_with_triggers(futures::stream::pending()).await;
+    }
+
+    /// Refreshes forever, and also soon after each item of `triggers` (watch events of the objects the settings
+    /// come from), so a change reaches hosts in seconds rather than at the next resync. A burst of triggers
+    /// costs one refresh.
+    pub async fn run_with_triggers(self, triggers: impl futures::Stream<Item = ()> + Send) {
+        use futures::{FutureExt as _, StreamExt as _};
+        let mut triggers = std::pin::pin!(triggers.fuse());
         loop {
             let wait = self.refresh().await;
-            tokio::time::sleep(wait).await;
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                Some(()) = triggers.next() => {
+                    tokio::time::sleep(TRIGGER_SETTLE).await;
+                    while let Some(Some(())) = triggers.next().now_or_never() {}
+                }
+            }
         }
     }
 
@@ -185,6 +225,32 @@ impl MaterialRefresher {
     fn refresh_due(&self, token: &BootstrapToken) -> Timestamp {
         let half = SignedDuration::try_from(self.settings.token_lifetime / 2).unwrap_or(SignedDuration::ZERO);
         token.expires_at.checked_sub(half).unwrap_or(Timestamp::MIN)
+    }
+
+    /// The cluster settings read again; the `previous` ones when the facts cannot be read or used.
+    async fn cluster_settings(&self, previous: &Arc<ClusterSettings>) -> Arc<ClusterSettings> {
+        let Some(facts) = &self.sources.facts else { return Arc::clone(previous) };
+        let read = match facts.gather().await {
+            Ok(facts) => ClusterSettings::from_facts(&facts)
+                .map(|settings| settings.with_log_rotation(previous.log_rotation))
+                .map_err(|error| error.to_string()),
+            Err(error) => Err(format!("cannot read the cluster facts: {error}")),
+        };
+        match read {
+            Ok(settings) if settings == **previous => Arc::clone(previous),
+            Ok(settings) => {
+                // Names only: a proxy URL may carry credentials, and mirror hosts are the admin's business.
+                tracing::info!(
+                    changed = ?previous.changed_fields(&settings),
+                    "cluster settings changed; every host is reconciled with them"
+                );
+                Arc::new(settings)
+            }
+            Err(error) => {
+                tracing::warn!(error = %error, "keeping the previous cluster settings");
+                Arc::clone(previous)
+            }
+        }
     }
 
     async fn api_server_ca(&self) -> Result<PemBundle, MaterialError> {

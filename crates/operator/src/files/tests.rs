@@ -15,13 +15,16 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use wmco_cluster_client::fake::{FakeConfigMaps, FakeSecrets, FakeTokens};
 use wmco_cluster_client::names::HYBRID_OVERLAY_SUBNET_ANNOTATION;
 use wmco_cluster_client::types::{ControllerConfig, ControllerConfigSpec};
-use wmco_cluster_client::{ClusterFacts, ConfigMaps, ControllerConfigs, Platform, ProxySettings, Secrets};
+use wmco_cluster_client::{
+    ClusterFacts, ClusterFactsSource, ConfigMaps, ControllerConfigs, Platform, ProxySettings, Secrets,
+};
 use wmco_node_config::{FileStage, HostFilesSource, HostIdentity, WithheldService};
 use wmco_payload_manifest::{HostFileContent, HostFileSet, Manifest, Payload, SyntheticScale, write_synthetic_payload};
 
 use super::*;
 use crate::csr::Clock;
 use crate::test_logs::{CapturedLogs, LogFormat};
+use wmco_windows_services::{NodeProxy, Verbosity};
 
 const NAMESPACE: &str = "wmco";
 const API_CA: &str = "-----BEGIN CERTIFICATE-----\nQVBJLUNB\n-----END CERTIFICATE-----\n";
@@ -63,6 +66,23 @@ struct World {
     now: Arc<Mutex<Timestamp>>,
     refresher: MaterialRefresher,
     snapshot: MaterialSnapshot,
+    facts: Arc<FakeFacts>,
+}
+
+/// Cluster facts the test sets: `Err` is a read failure.
+struct FakeFacts(Mutex<Result<ClusterFacts, String>>);
+
+#[async_trait]
+impl ClusterFactsSource for FakeFacts {
+    async fn gather(&self) -> wmco_cluster_client::Result<ClusterFacts> {
+        self.0.lock().unwrap().clone().map_err(|value| wmco_cluster_client::Error::InvalidField {
+            kind: "Network",
+            name: "cluster".into(),
+            field: "status.serviceNetwork",
+            value,
+            expected: "a CIDR",
+        })
+    }
 }
 
 impl World {
@@ -71,6 +91,7 @@ impl World {
         let secrets = Arc::new(FakeSecrets::default());
         let tokens = Arc::new(FakeTokens::new(t0()));
         let now = Arc::new(Mutex::new(t0()));
+        let facts_source = Arc::new(FakeFacts(Mutex::new(Ok(facts()))));
         let kubelet_ca = kubelet_ca.unwrap_or_else(|| {
             KubeletCaSource::ControllerConfigs(Arc::new(FakeControllerConfigs(vec![
                 controller_config("a-empty", None),
@@ -82,11 +103,13 @@ impl World {
             secrets: secrets.clone(),
             tokens: tokens.clone(),
             kubelet_ca,
+            facts: Some(facts_source.clone()),
         };
         let clock_now = Arc::clone(&now);
         let clock: Clock = Arc::new(move || *clock_now.lock().unwrap());
-        let (refresher, snapshot) = MaterialRefresher::new(sources, RefreshSettings::new(NAMESPACE), clock);
-        let world = World { config_maps, secrets, tokens, now, refresher, snapshot };
+        let cluster = ClusterSettings::from_facts(&facts()).unwrap();
+        let (refresher, snapshot) = MaterialRefresher::new(sources, RefreshSettings::new(NAMESPACE), cluster, clock);
+        let world = World { config_maps, secrets, tokens, now, refresher, snapshot, facts: facts_source };
         world.put_root_ca().await;
         world
     }
@@ -138,6 +161,7 @@ fn facts() -> ClusterFacts {
         proxy: ProxySettings::default(),
         kubernetes_version: semver::Version::new(1, 36, 3),
         mirror_sets: vec![],
+        pod_networking: None,
     }
 }
 
@@ -181,8 +205,7 @@ fn payload() -> (tempfile::TempDir, Manifest, Payload) {
 
 fn node_files(world: &World) -> (tempfile::TempDir, NodeFiles) {
     let (dir, manifest, payload) = payload();
-    let cluster = ClusterSettings::from_facts(&facts()).unwrap();
-    (dir, NodeFiles::new(manifest, payload, cluster, world.snapshot.clone()))
+    (dir, NodeFiles::new(manifest, payload, world.snapshot.clone()))
 }
 
 /// Destination → rendered text of every rendered file in `set`.
@@ -483,4 +506,111 @@ async fn node_file_changes_fire_for_the_tls_secret_and_the_cas_but_not_for_a_new
     world.put_tls_secret().await;
     world.refresher.refresh().await;
     assert!(fired(), "windows_exporter's TLS Secret appeared");
+}
+
+#[tokio::test]
+async fn a_proxy_change_is_read_again_reaches_the_service_settings_and_fires_without_logging_the_url() {
+    use futures::{FutureExt as _, StreamExt as _};
+    let logs = CapturedLogs::start(LogFormat::Text, tracing::Level::TRACE);
+    let world = World::new(None).await;
+    let services = ServiceSettingsSource::Cluster {
+        snapshot: world.snapshot.clone(),
+        verbosity: Verbosity::Normal,
+        payload_kubelet_version: semver::Version::new(1, 36, 1),
+    };
+    let mut changes = Box::pin(world.snapshot.node_file_changes());
+    let mut fired = || changes.next().now_or_never().is_some();
+    world.refresher.refresh().await;
+    assert!(fired(), "the first read publishes the CAs");
+    assert_eq!(services.current().proxy, NodeProxy::default());
+
+    let secret_url = "http://user:s3cret@proxy.example:3128";
+    let proxied = ProxySettings {
+        http_proxy: Some(secret_url.into()),
+        https_proxy: Some(secret_url.into()),
+        no_proxy: Some(".cluster.local,172.30.0.0/16".into()),
+    };
+    *world.facts.0.lock().unwrap() = Ok(ClusterFacts { proxy: proxied, ..facts() });
+    world.refresher.refresh().await;
+    assert!(fired(), "a proxy change reaches every registered host");
+    let proxy = services.current().proxy;
+    assert_eq!(proxy.http_proxy.as_deref(), Some(secret_url));
+    assert_eq!(proxy.no_proxy.as_deref(), Some(".cluster.local,172.30.0.0/16"));
+
+    *world.facts.0.lock().unwrap() = Err("fd00::/112".into());
+    world.refresher.refresh().await;
+    assert!(!fired(), "unreadable facts keep the previous settings");
+    assert_eq!(services.current().proxy.http_proxy.as_deref(), Some(secret_url));
+
+    *world.facts.0.lock().unwrap() = Ok(facts());
+    world.refresher.refresh().await;
+    assert!(fired(), "clearing the proxy reaches every host too");
+    assert_eq!(services.current().proxy, NodeProxy::default());
+
+    let logged = logs.contents();
+    assert!(logged.contains("cluster settings changed"), "{logged}");
+    assert!(logged.contains("proxy"), "{logged}");
+    assert!(logged.contains("keeping the previous cluster settings"), "{logged}");
+    assert!(!logged.contains("s3cret"), "{logged}");
+}
+
+#[test]
+fn the_hybrid_overlay_vxlan_port_and_the_log_rotation_reach_the_service_settings() {
+    let networking = wmco_cluster_client::PodNetworking {
+        network_type: Some("OVNKubernetes".into()),
+        hybrid_overlay: true,
+        hybrid_overlay_vxlan_port: Some(9898),
+    };
+    let rotation = wmco_windows_services::LogRotation {
+        max_size_bytes: Some(100 << 20),
+        max_age: Some(Duration::from_secs(168 * 3600)),
+        flush_interval: Some(Duration::from_secs(5)),
+    };
+    let settings = ClusterSettings::from_facts(&ClusterFacts { pod_networking: Some(networking), ..facts() })
+        .unwrap()
+        .with_log_rotation(rotation);
+    let services = settings.service_settings(Verbosity::Normal);
+    assert_eq!(services.hybrid_overlay_vxlan_port, Some(9898));
+    assert_eq!(services.log_rotation, rotation);
+    let inputs = settings.cluster_inputs(
+        API_CA.parse().unwrap(),
+        KUBELET_CA.parse().unwrap(),
+        wmco_payload_manifest::render::SecretToken::new("t"),
+    );
+    assert_eq!(inputs.log_rotation.file_size.as_deref(), Some("104857600"));
+    assert_eq!(inputs.log_rotation.file_age.as_deref(), Some("604800s"));
+    assert_eq!(inputs.log_rotation.flush_interval.as_deref(), Some("5s"));
+    let default = ClusterSettings::from_facts(&facts()).unwrap();
+    assert_eq!(default.service_settings(Verbosity::Normal).hybrid_overlay_vxlan_port, None);
+    assert_eq!(default.changed_fields(&settings), ["hybrid_overlay_vxlan_port", "pod_networking", "log_rotation"]);
+}
+
+#[test]
+fn windows_nodes_join_only_ovn_kubernetes_with_hybrid_overlay_within_the_version_skew() {
+    let kubelet = semver::Version::new(1, 36, 1);
+    let networking = |network_type: Option<&str>, hybrid_overlay: bool| {
+        Some(wmco_cluster_client::PodNetworking {
+            network_type: network_type.map(str::to_owned),
+            hybrid_overlay,
+            hybrid_overlay_vxlan_port: None,
+        })
+    };
+    let refusal = |pod_networking, version: semver::Version| {
+        let facts = ClusterFacts { pod_networking, kubernetes_version: version, ..facts() };
+        ClusterSettings::from_facts(&facts).unwrap().refusal(&kubelet)
+    };
+    let v1_36 = semver::Version::new(1, 36, 3);
+    assert_eq!(refusal(networking(Some("OVNKubernetes"), true), v1_36.clone()), None);
+    assert_eq!(refusal(None, v1_36.clone()), None, "plain Kubernetes: the operator cannot tell");
+    let sdn = refusal(networking(Some("OpenShiftSDN"), false), v1_36.clone()).unwrap();
+    assert!(sdn.contains("spec.networkType) is OpenShiftSDN"), "{sdn}");
+    let unset = refusal(networking(None, false), v1_36.clone()).unwrap();
+    assert!(unset.contains("is unset"), "{unset}");
+    let no_hybrid = refusal(networking(Some("OVNKubernetes"), false), v1_36.clone()).unwrap();
+    assert!(no_hybrid.contains("hybridClusterNetwork is empty"), "{no_hybrid}");
+    let ovn = networking(Some("OVNKubernetes"), true);
+    assert_eq!(refusal(ovn.clone(), semver::Version::new(1, 39, 0)), None, "three minors older is allowed");
+    let too_old = refusal(ovn.clone(), semver::Version::new(1, 40, 0)).unwrap();
+    assert!(too_old.contains("kubelet 1.36.1 is outside the supported skew of the API server 1.40.0"), "{too_old}");
+    assert!(refusal(ovn, semver::Version::new(1, 35, 9)).is_some(), "a kubelet newer than the API server");
 }

@@ -7,11 +7,10 @@ use std::time::Duration;
 
 use wmco_cluster_client::types::WindowsInstance;
 use wmco_cluster_client::{DrainOptions, Drainer, EventPublisher, InstanceRecords, Nodes, Seams, WindowsInstanceExt};
-use wmco_node_config::{
-    ClusterAccess, HostFilesSource, HostSession, ServiceSettings, SessionSettings, WithheldService,
-};
+use wmco_node_config::{ClusterAccess, HostFilesSource, HostSession, SessionSettings, WithheldService};
 
 use super::{HostConnector, InstancesError};
+use crate::files::ServiceSettingsSource;
 use crate::metrics::Metrics;
 use crate::runtime::{Controlled, ReconcilerError, RetryBackoff};
 
@@ -26,8 +25,8 @@ pub(super) const MAX_RETRY: Duration = Duration::from_secs(300);
 pub struct InstancesSettings {
     /// The operator namespace, holding the ConfigMap and the `WindowsInstance` records.
     pub namespace: String,
-    /// Host-independent node service settings.
-    pub services: ServiceSettings,
+    /// Where each pass reads the host-independent node service settings from.
+    pub services: ServiceSettingsSource,
     /// The operator version written to configured Nodes.
     pub operator_version: String,
     /// SHA-256 of the operator's public key (the `pub-key-hash` Node annotation).

@@ -35,6 +35,16 @@ pub enum InstancesError {
         #[source]
         source: Box<wmco_cluster_client::Error>,
     },
+    /// The cluster does not let Windows nodes join (wrong pod network, no hybrid overlay, version skew); nothing
+    /// was done on the host. Retried, since an admin fixes the cluster, and every host is reconciled again when its
+    /// settings change.
+    #[error("WindowsInstance {instance}: not configured: {reason}")]
+    ClusterUnsupported {
+        /// `namespace/name` of the record.
+        instance: String,
+        /// Why the cluster is not supported.
+        reason: String,
+    },
     /// Listing the records in the operator namespace failed.
     #[error("listing WindowsInstances in namespace {namespace} failed")]
     ListRecords {
@@ -60,6 +70,7 @@ impl ReconcilerError for InstancesError {
             Self::Connector { .. } => "instance_connector",
             Self::Flow { source, .. } => source.metric_label(),
             Self::Record { .. } => "instance_record",
+            Self::ClusterUnsupported { .. } => "cluster_unsupported",
             Self::ListRecords { .. } => "instance_list",
         }
     }
@@ -70,7 +81,7 @@ impl ReconcilerError for InstancesError {
         match self {
             Self::Connector { .. } => false,
             Self::Flow { source, .. } => source.is_retryable(),
-            Self::Record { .. } | Self::ListRecords { .. } => true,
+            Self::Record { .. } | Self::ListRecords { .. } | Self::ClusterUnsupported { .. } => true,
         }
     }
 }

@@ -63,7 +63,9 @@ pub async fn reconcile_instance(
     };
     if let Err(error) = &result {
         ctx.metrics.record_error(InstancesContext::NAME, error.metric_label());
-        if !error.is_retryable() || matches!(error, InstancesError::Flow { .. }) {
+        if !error.is_retryable()
+            || matches!(error, InstancesError::Flow { .. } | InstancesError::ClusterUnsupported { .. })
+        {
             publish_failure(instance, ctx, error).await;
         }
     }
@@ -88,10 +90,14 @@ async fn configure_pass(
     instance: &WindowsInstance,
     ctx: &InstancesContext,
 ) -> Result<ConfigureOutcome, InstancesError> {
+    if let Some(reason) = ctx.settings.services.refusal() {
+        return Err(InstancesError::ClusterUnsupported { instance: instance.key(), reason });
+    }
     let session = ctx.session(instance)?;
+    let services = ctx.settings.services.current();
     let inputs = ConfigureInputs {
         instance,
-        settings: &ctx.settings.services,
+        settings: &services,
         files: ctx.files.as_ref(),
         operator_version: &ctx.settings.operator_version,
         pub_key_hash: &ctx.settings.pub_key_hash,
@@ -195,6 +201,7 @@ fn flow_error(instance: &WindowsInstance, source: FlowError) -> InstancesError {
 pub(crate) fn failure_event(instance: &WindowsInstance, error: &InstancesError) -> NewEvent {
     let reason = match (error, instance.spec.origin) {
         (InstancesError::Flow { source, .. }, _) if source.is_host_key_mismatch() => "HostKeyMismatch",
+        (InstancesError::ClusterUnsupported { .. }, _) => "ClusterUnsupported",
         (_, InstanceOrigin::Byoh) => "InstanceSetupFailure",
         (_, InstanceOrigin::Machine) => "MachineSetupFailure",
     };
@@ -206,7 +213,7 @@ pub(crate) fn failure_event(instance: &WindowsInstance, error: &InstancesError) 
 
 async fn publish_failure(instance: &WindowsInstance, ctx: &InstancesContext, error: &InstancesError) {
     let event = failure_event(instance, error);
-    if event.reason == "HostKeyMismatch" {
+    if matches!(event.reason.as_str(), "HostKeyMismatch" | "ClusterUnsupported") {
         publish(instance, ctx, &event).await;
     } else {
         publish_everywhere(instance, ctx, &event).await;

@@ -38,7 +38,7 @@ async fn a_fresh_host_is_bootstrapped_and_a_second_reconcile_costs_one_probe_on_
         Arc::new(SimConnector { host: Arc::new(InProcessHost::sample(4).unwrap()), connects: Mutex::new(0) });
     let settings = InstancesSettings {
         namespace: NAMESPACE.to_owned(),
-        services: sample_service_settings(),
+        services: crate::files::ServiceSettingsSource::Fixed(sample_service_settings()),
         operator_version: "10.17.0".to_owned(),
         pub_key_hash: "ab".to_owned(),
         drain: DrainOptions::default(),

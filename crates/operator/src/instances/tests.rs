@@ -23,6 +23,7 @@ use wmco_ssh_transport::{HostKey, Output, RemoteCommand, RemoteHost, TransportEr
 use wmco_windows_services::{LogRotation, Platform, Verbosity};
 
 use super::*;
+use crate::files::ServiceSettingsSource;
 use crate::runtime::ReconcilerError;
 
 const NAMESPACE: &str = "openshift-windows-machine-config-operator";
@@ -102,7 +103,7 @@ fn fixture(fail: fn(&str) -> TransportError) -> Fixture {
     let events = Arc::new(FakeEvents::default());
     let settings = InstancesSettings {
         namespace: NAMESPACE.to_owned(),
-        services: ServiceSettings {
+        services: ServiceSettingsSource::Fixed(ServiceSettings {
             api_server_url: "https://api.example:6443".to_owned(),
             platform: Platform::None,
             verbosity: Verbosity::Normal,
@@ -110,7 +111,8 @@ fn fixture(fail: fn(&str) -> TransportError) -> Fixture {
             hybrid_overlay_vxlan_port: None,
             cloud_provider: None,
             cloud_config: None,
-        },
+            proxy: Default::default(),
+        }),
         operator_version: "10.17.0".to_owned(),
         pub_key_hash: "ab12".to_owned(),
         drain: DrainOptions::default(),
@@ -297,6 +299,56 @@ async fn an_unreachable_host_is_retried_with_a_warning_naming_the_step() {
         let note = event.note.as_deref().unwrap_or_default();
         assert!(note.contains("unreachable") && note.ends_with("the operator retries with backoff"), "{note}");
     }
+}
+
+/// A cluster whose OVN-Kubernetes has no hybrid overlay.
+fn cluster_without_hybrid_overlay() -> ServiceSettingsSource {
+    let facts = wmco_cluster_client::ClusterFacts {
+        service_cidr: "172.30.0.0/16".parse().unwrap(),
+        api_server_internal_url: "https://api-int.example:6443".into(),
+        platform: Platform::None.into(),
+        proxy: Default::default(),
+        kubernetes_version: semver::Version::new(1, 36, 3),
+        mirror_sets: vec![],
+        pod_networking: Some(wmco_cluster_client::PodNetworking {
+            network_type: Some("OVNKubernetes".into()),
+            hybrid_overlay: false,
+            hybrid_overlay_vxlan_port: None,
+        }),
+    };
+    let settings = crate::files::ClusterSettings::from_facts(&facts).unwrap();
+    let material = crate::files::ClusterMaterial::not_read_yet(Arc::new(settings));
+    ServiceSettingsSource::Cluster {
+        snapshot: crate::files::MaterialSnapshot::fixed(material),
+        verbosity: Verbosity::Normal,
+        payload_kubelet_version: semver::Version::new(1, 36, 1),
+    }
+}
+
+#[tokio::test]
+async fn an_unsupported_cluster_configures_no_host_and_warns_on_the_record_until_it_is_fixed() {
+    let mut fx = fixture(unreachable);
+    fx.ctx.settings.services = cluster_without_hybrid_overlay();
+    let instance = stored_record(&fx).await;
+
+    let error = reconcile_instance(&instance, &fx.ctx).await.unwrap_err();
+
+    assert!(error.is_retryable(), "an admin fixes the cluster");
+    assert_eq!(error.metric_label(), "cluster_unsupported");
+    assert!(error.to_string().contains("no hybrid overlay"), "{error}");
+    let published = fx.events.published();
+    assert_eq!(published.len(), 1, "on the record only: {published:?}");
+    assert_eq!(published[0].0.kind.as_deref(), Some("WindowsInstance"));
+    assert_eq!((published[0].1.severity, published[0].1.reason.as_str()), (Severity::Warning, "ClusterUnsupported"));
+    let status = fx.records.record(NAMESPACE, &instance_name("10.0.0.5")).unwrap().status.unwrap();
+    assert_eq!(status.phase, Some(InstancePhase::Ready), "the record is left as it was");
+
+    // Deleting the record still deconfigures: the refusal only stops configuring.
+    let mut deleting = instance.clone();
+    deleting.metadata.deletion_timestamp = Some(Time(Timestamp::UNIX_EPOCH));
+    deleting.metadata.finalizers = Some(vec![INSTANCE_FINALIZER.to_owned()]);
+    let error = reconcile_instance(&deleting, &fx.ctx).await.unwrap_err();
+    assert_eq!(error.metric_label(), "unreachable", "the deconfigure went to the host: {error}");
 }
 
 #[tokio::test]

@@ -15,6 +15,7 @@ use wmco_node_config::{ConfigureState, ServiceSettings};
 use wmco_ssh_transport::RemoteHost;
 
 use super::*;
+use crate::files::ServiceSettingsSource;
 use crate::instances::{
     HostConnector, InstanceOutcome, InstancesContext, InstancesError, InstancesSettings, reconcile_instance,
 };
@@ -65,7 +66,7 @@ async fn a_vsphere_machine_becomes_a_kubelet_named_after_the_machine() {
         Arc::new(BootstrapFiles::new(services())),
         InstancesSettings {
             namespace: NAMESPACE.to_owned(),
-            services: services(),
+            services: ServiceSettingsSource::Fixed(services()),
             operator_version: "10.17.0".to_owned(),
             pub_key_hash: "ab".to_owned(),
             drain: DrainOptions::default(),

@@ -8,10 +8,10 @@ use semver::Version;
 use wmco_cluster_client::{ClusterFacts, DrainOptions};
 use wmco_payload_manifest::Manifest;
 use wmco_vocabulary::{IpCidr, Platform};
-use wmco_windows_services::Verbosity;
+use wmco_windows_services::{LogRotation, Verbosity};
 
 use crate::csr::{CsrSettings, system_clock};
-use crate::files::{ClusterSettings, ClusterSettingsError};
+use crate::files::{ClusterSettings, ClusterSettingsError, MaterialSnapshot, ServiceSettingsSource};
 use crate::instances::InstancesSettings;
 use crate::machines::MachinesSettings;
 use crate::rekey::RekeySettings;
@@ -47,6 +47,9 @@ pub struct OperatorFlags {
     pub verbosity: Verbosity,
     /// The pod networks kubelet serving CSRs must not claim addresses in.
     pub cluster_networks: Vec<IpCidr>,
+    /// Rotation of the kubelet and kube-proxy logs (`SERVICES_LOG_FILE_SIZE`, `SERVICES_LOG_FILE_AGE`,
+    /// `SERVICES_LOG_FLUSH_INTERVAL`).
+    pub log_rotation: LogRotation,
 }
 
 /// What the cluster is, as discovered at startup.
@@ -81,6 +84,7 @@ pub enum ConfigError {
 /// #     proxy: Default::default(),
 /// #     kubernetes_version: semver::Version::new(1, 36, 0),
 /// #     mirror_sets: Vec::new(),
+/// #     pod_networking: None,
 /// # };
 /// let flags = OperatorFlags {
 ///     namespace: "wmco".into(),
@@ -94,6 +98,7 @@ pub enum ConfigError {
 ///     version_override: Some("10.18.0".into()),
 ///     verbosity: wmco_windows_services::Verbosity::Normal,
 ///     cluster_networks: Vec::new(),
+///     log_rotation: Default::default(),
 /// };
 /// let manifest = wmco_payload_manifest::Manifest::product().unwrap();
 /// let shape = ClusterShape { openshift: false, machine_api: false };
@@ -132,7 +137,7 @@ impl OperatorConfig {
     ) -> Result<Self, ConfigError> {
         let operator_version = operator_version(flags.version_override.as_deref())?;
         let payload_kubelet_version = payload_kubelet_version(manifest)?;
-        let cluster = ClusterSettings::from_facts(facts)?;
+        let cluster = ClusterSettings::from_facts(facts)?.with_log_rotation(flags.log_rotation);
         Ok(OperatorConfig {
             flags,
             shape,
@@ -159,11 +164,16 @@ impl OperatorConfig {
         }
     }
 
-    /// The instances controller's settings for the operator key whose public key hashes to `pub_key_hash`.
-    pub fn instances_settings(&self, pub_key_hash: String) -> InstancesSettings {
+    /// The instances controller's settings for the operator key whose public key hashes to `pub_key_hash`, with
+    /// the node service settings read from `snapshot` at each pass.
+    pub fn instances_settings(&self, pub_key_hash: String, snapshot: MaterialSnapshot) -> InstancesSettings {
         InstancesSettings {
             namespace: self.flags.namespace.clone(),
-            services: self.cluster.service_settings(self.flags.verbosity),
+            services: ServiceSettingsSource::Cluster {
+                snapshot,
+                verbosity: self.flags.verbosity,
+                payload_kubelet_version: self.payload_kubelet_version.clone(),
+            },
             operator_version: self.operator_version.to_string(),
             pub_key_hash,
             drain: DrainOptions::default(),
@@ -222,7 +232,10 @@ impl OperatorConfig {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
+    use crate::files::ClusterMaterial;
 
     fn flags() -> OperatorFlags {
         OperatorFlags {
@@ -237,6 +250,7 @@ mod tests {
             version_override: None,
             verbosity: Verbosity::Debug,
             cluster_networks: Vec::new(),
+            log_rotation: LogRotation::default(),
         }
     }
 
@@ -248,6 +262,7 @@ mod tests {
             proxy: Default::default(),
             kubernetes_version: Version::new(1, 33, 0),
             mirror_sets: Vec::new(),
+            pod_networking: None,
         }
     }
 
@@ -275,9 +290,11 @@ mod tests {
         );
         let upgrades = config.upgrade_settings("hash".into());
         assert_eq!((upgrades.max_unavailable, upgrades.pub_key_hash.as_str()), (4, "hash"));
-        let instances = config.instances_settings("hash".into());
+        let snapshot = MaterialSnapshot::fixed(ClusterMaterial::not_read_yet(Arc::new(config.cluster.clone())));
+        let instances = config.instances_settings("hash".into(), snapshot);
         assert_eq!(instances.operator_version, config.operator_version.to_string());
-        assert_eq!(instances.services.verbosity, Verbosity::Debug);
+        assert_eq!(instances.services.current().verbosity, Verbosity::Debug);
+        assert_eq!(instances.services.current().api_server_url, config.cluster.api_server_url);
         assert_eq!(instances.command_timeout, Duration::from_secs(30));
         let ssh = config.ssh_settings();
         assert_eq!(

@@ -5,12 +5,14 @@
 
 mod config;
 mod leader;
+mod log_rotation;
 mod metrics_endpoint;
 mod run;
 mod supervisor;
 
 pub use config::{CONTROLLER_NAME, ClusterShape, ConfigError, OperatorConfig, OperatorFlags};
 pub use leader::LeaseSettings;
+pub use log_rotation::{parse_log_duration, parse_log_file_size};
 pub use metrics_endpoint::{METRICS_SERVICE, MetricsEndpointOptions};
 pub use run::{BuildInfo, PlainKubernetesFlags, RunError, RunOptions, run};
 pub use supervisor::{KEY_RESYNC, SSH_IDLE_TIMEOUT, max_ssh_connections};

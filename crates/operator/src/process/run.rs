@@ -175,7 +175,7 @@ pub async fn run(options: RunOptions, shutdown: impl Future<Output = ()>) -> Res
     let health_server = tokio::spawn(health::serve(listener, Arc::clone(&readiness), async {
         let _ = health_stopped.await;
     }));
-    let outcome = operate(options, metrics, &readiness, shutdown).await;
+    let outcome = operate(options, metrics, Arc::clone(&readiness), shutdown).await;
     let _ = stop_health.send(());
     match health_server.await {
         Ok(Ok(())) => {}
@@ -188,7 +188,7 @@ pub async fn run(options: RunOptions, shutdown: impl Future<Output = ()>) -> Res
 async fn operate(
     options: RunOptions,
     metrics: Arc<Metrics>,
-    readiness: &Readiness,
+    readiness: Arc<Readiness>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), RunError> {
     let drain_config = kube::Config::infer().await.map_err(RunError::KubeConfig)?;
@@ -217,7 +217,7 @@ async fn operate_with(
     facts: ClusterFacts,
     shape: ClusterShape,
     metrics: Arc<Metrics>,
-    readiness: &Readiness,
+    readiness: Arc<Readiness>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), RunError> {
     let config = Arc::new(OperatorConfig::new(options.flags, &facts, shape, &options.manifest)?);
@@ -230,11 +230,12 @@ async fn operate_with(
         manifest: options.manifest,
         payload: options.payload,
         metrics,
+        readiness: Arc::clone(&readiness),
     };
     match options.lease {
         Some(name) => {
             let lease = LeaseSettings { name, grace: options.shutdown_grace };
-            lead_then_run(&client, &lease, &operator, readiness, shutdown).await
+            lead_then_run(&client, &lease, &operator, &readiness, shutdown).await
         }
         None => {
             let controllers = start_controllers(&operator);

@@ -10,19 +10,26 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Secret;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 use tokio::task::JoinHandle;
-use wmco_cluster_client::Seams;
+use wmco_cluster_client::types::{
+    ControllerConfig, ImageDigestMirrorSet, ImageTagMirrorSet, Network, OperatorNetwork, Proxy,
+};
+use wmco_cluster_client::{ClusterFactsSource, OpenShiftFacts, Seams};
 use wmco_payload_manifest::{Manifest, Payload};
 use wmco_ssh_transport::HostPool;
 
 use super::config::OperatorConfig;
 use crate::csr::{CsrContext, system_clock};
-use crate::files::{KubeletCaSource, MaterialRefresher, MaterialSources, NodeFiles, RefreshSettings};
+use crate::files::{
+    KubeletCaSource, MaterialRefresher, MaterialSources, NodeFiles, RefreshSettings, ServiceSettingsSource,
+};
 use crate::fleet::{SharedBudget, watch_triggers};
 use crate::fleet_metrics::run_fleet_metrics;
+use crate::health::Readiness;
 use crate::instances::{InstancesContext, SshConnector};
 use crate::machines::MachinesContext;
 use crate::metrics::Metrics;
@@ -52,6 +59,8 @@ pub(crate) struct Operator {
     pub payload: Payload,
     /// The registry `/metrics` serves.
     pub metrics: Arc<Metrics>,
+    /// What `/readyz` answers.
+    pub readiness: Arc<Readiness>,
 }
 
 /// The running controllers of one leadership term.
@@ -151,6 +160,67 @@ fn key_secret_changes(client: &Client, config: &OperatorConfig) -> impl futures:
     watch_triggers(watcher(secrets, key_secret).default_backoff(), "operator key", "the key Secret")
 }
 
+/// Keeps `/readyz` saying why the cluster does not let Windows nodes join, checked at start and at each change of
+/// the cluster settings, and logs each new reason (the instances controller then configures no host, and the
+/// upgrade executor starts no upgrade).
+async fn report_refusals(
+    gate: ServiceSettingsSource,
+    changes: impl futures::Stream<Item = ()>,
+    readiness: Arc<Readiness>,
+) {
+    let mut changes = std::pin::pin!(changes);
+    let mut reported: Option<String> = None;
+    loop {
+        let refusal = gate.refusal();
+        if refusal != reported {
+            match &refusal {
+                Some(reason) => tracing::warn!(reason = %reason, "no Windows host is configured in this cluster"),
+                None if reported.is_some() => tracing::info!("the cluster supports Windows nodes again"),
+                None => {}
+            }
+            readiness.set_refusal(refusal.clone());
+            reported = refusal;
+        }
+        if changes.next().await.is_none() {
+            return;
+        }
+    }
+}
+
+/// One trigger per watch event of the OpenShift objects the cluster settings and the kubelet client CA come
+/// from: Proxy, the config and operator Networks, the image mirror sets and ControllerConfigs (the material refresher reads them again at once).
+fn cluster_setting_changes(client: &Client) -> impl futures::Stream<Item = ()> + Send + 'static {
+    use futures::StreamExt as _;
+    let cluster = || watcher::Config::default().fields("metadata.name=cluster");
+    let proxies = Api::<Proxy>::all(client.clone());
+    let digest_sets = Api::<ImageDigestMirrorSet>::all(client.clone());
+    let tag_sets = Api::<ImageTagMirrorSet>::all(client.clone());
+    let controller_configs = Api::<ControllerConfig>::all(client.clone());
+    let networks = Api::<Network>::all(client.clone());
+    let operator_networks = Api::<OperatorNetwork>::all(client.clone());
+    let what = "the cluster settings";
+    futures::stream::select_all([
+        watch_triggers(watcher(proxies, cluster()).default_backoff(), what, "Proxy cluster").boxed(),
+        watch_triggers(watcher(networks, cluster()).default_backoff(), what, "Network cluster").boxed(),
+        watch_triggers(watcher(operator_networks, cluster()).default_backoff(), what, "operator Network cluster")
+            .boxed(),
+        watch_triggers(
+            watcher(digest_sets, watcher::Config::default()).default_backoff(),
+            what,
+            "ImageDigestMirrorSets",
+        )
+        .boxed(),
+        watch_triggers(watcher(tag_sets, watcher::Config::default()).default_backoff(), what, "ImageTagMirrorSets")
+            .boxed(),
+        watch_triggers(
+            watcher(controller_configs, watcher::Config::default()).default_backoff(),
+            what,
+            "ControllerConfigs",
+        )
+        .boxed(),
+    ])
+}
+
 /// How many SSH connections may be open at once: two per concurrent configuration, at least 16.
 pub fn max_ssh_connections(concurrency: u16) -> usize {
     usize::from(concurrency).saturating_mul(2).max(16)
@@ -175,7 +245,7 @@ async fn run_host_controllers(
     budget: SharedBudget,
     shutdown: ShutdownSignal,
 ) {
-    let Operator { client, seams, config, manifest, payload, metrics } = operator;
+    let Operator { client, seams, config, manifest, payload, metrics, readiness } = operator;
     let kubelet_ca = if config.shape.openshift {
         KubeletCaSource::ControllerConfigs(Arc::clone(&seams.controller_configs))
     } else {
@@ -186,9 +256,22 @@ async fn run_host_controllers(
         secrets: Arc::clone(&seams.secrets),
         tokens: Arc::clone(&seams.tokens),
         kubelet_ca,
+        facts: config
+            .shape
+            .openshift
+            .then(|| Arc::new(OpenShiftFacts::new(client.clone())) as Arc<dyn ClusterFactsSource>),
     };
-    let (refresher, snapshot) =
-        MaterialRefresher::new(sources, RefreshSettings::new(config.namespace()), system_clock());
+    let setting_changes = if config.shape.openshift {
+        cluster_setting_changes(&client).boxed()
+    } else {
+        futures::stream::pending().boxed()
+    };
+    let (refresher, snapshot) = MaterialRefresher::new(
+        sources,
+        RefreshSettings::new(config.namespace()),
+        config.cluster.clone(),
+        system_clock(),
+    );
     let namespace = config.namespace().to_owned();
     let instances = async {
         let Some(Some(mut key)) = shutdown.clone().unless_triggered(keys.clone().usable()).await else {
@@ -196,15 +279,16 @@ async fn run_host_controllers(
         };
         loop {
             let current_hash = key.pub_key_hash.clone();
-            let files = NodeFiles::new(manifest.clone(), payload.clone(), config.cluster.clone(), snapshot.clone());
+            let files = NodeFiles::new(manifest.clone(), payload.clone(), snapshot.clone());
             let context = InstancesContext::new(
                 &seams,
                 Arc::new(connector(&config, key)),
                 Arc::new(files),
-                config.instances_settings(current_hash.clone()),
+                config.instances_settings(current_hash.clone(), snapshot.clone()),
             )
             .with_metrics(Arc::clone(&metrics));
             let upgrades = UpgradesContext::new(&seams, config.upgrade_settings(current_hash.clone()))
+                .with_cluster_gate(config.instances_settings(current_hash.clone(), snapshot.clone()).services)
                 .with_shared_budget(&budget)
                 .with_metrics(Arc::clone(&metrics));
             tracing::info!(
@@ -233,10 +317,13 @@ async fn run_host_controllers(
         }
     };
     let fleet_metrics = run_fleet_metrics(client.clone(), namespace.clone(), Arc::clone(&metrics));
+    let gate = config.instances_settings(String::new(), snapshot.clone()).services;
+    let refusals = report_refusals(gate, snapshot.node_file_changes(), readiness);
     tokio::select! {
-        () = refresher.run() => {}
+        () = refresher.run_with_triggers(setting_changes) => {}
         () = instances => {}
         () = fleet_metrics => {}
+        () = refusals => {}
     }
 }
 

@@ -15,6 +15,7 @@ use wmco_cluster_client::{
 };
 use wmco_upgrade_planner::{Failure, Policy};
 
+use crate::files::ServiceSettingsSource;
 use crate::fleet::SharedBudget;
 use crate::metrics::Metrics;
 use crate::runtime::RetryBackoff;
@@ -60,6 +61,9 @@ pub struct UpgradesContext {
     pub windows_machines: Arc<dyn WindowsMachines>,
     /// Where errors are counted (a private registry unless [`UpgradesContext::with_metrics`] is used).
     pub metrics: Arc<Metrics>,
+    /// Whether the cluster lets Windows nodes be configured at all; while it does not, no upgrade starts (a drained
+    /// Node could not be configured again). Always by default.
+    pub cluster_gate: Option<ServiceSettingsSource>,
     budget_lock: Arc<AsyncMutex<()>>,
     failures: Mutex<HashMap<String, StepFailure>>,
     step_retries: RetryBackoff,
@@ -111,6 +115,7 @@ impl UpgradesContext {
             settings,
             windows_machines: Arc::clone(&seams.windows_machines),
             metrics: Arc::new(Metrics::new()),
+            cluster_gate: None,
             budget_lock: Arc::default(),
             failures: Mutex::default(),
             step_retries: RetryBackoff::new(FIRST_RETRY, MAX_RETRY),
@@ -118,6 +123,18 @@ impl UpgradesContext {
             drain_ended: Notify::new(),
             skew_warned: Mutex::default(),
         }
+    }
+
+    /// Starts no upgrade while `gate` refuses the cluster ([`ServiceSettingsSource::refusal`]).
+    #[must_use]
+    pub fn with_cluster_gate(mut self, gate: ServiceSettingsSource) -> Self {
+        self.cluster_gate = Some(gate);
+        self
+    }
+
+    /// Why no upgrade may start now, if none may.
+    pub fn cluster_refusal(&self) -> Option<String> {
+        self.cluster_gate.as_ref().and_then(ServiceSettingsSource::refusal)
     }
 
     /// Counts errors in `metrics` (the registry `/metrics` serves): failed reconciles by their kind, failed upgrade

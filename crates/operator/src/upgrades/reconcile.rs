@@ -92,11 +92,17 @@ pub async fn reconcile_fleet(ctx: &Arc<UpgradesContext>, now: Timestamp) -> Resu
         current = plan(&observed.fleet, &policy);
     }
 
+    let refusal = ctx.cluster_refusal();
+    if let Some(reason) = &refusal {
+        tracing::debug!(reason = %reason, "the cluster does not support Windows nodes: no upgrade starts");
+    }
     let admitted: Vec<&ObservedInstance> = current
         .decisions
         .iter()
         .filter(|decision| {
-            decision.action == Action::Upgrade && matches!(decision.reason, Reason::VersionOutdated { .. })
+            refusal.is_none()
+                && decision.action == Action::Upgrade
+                && matches!(decision.reason, Reason::VersionOutdated { .. })
         })
         .filter_map(|decision| observed.instance(&decision.name))
         .collect();

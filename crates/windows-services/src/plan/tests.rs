@@ -28,6 +28,7 @@ fn spec(service: &str, dependencies: &[&str]) -> ServiceSpec {
         recovery: FailureActions::restart_after(300, &[Millis(10_000)]),
         failure_flag: true,
         extra_binaries: vec![],
+        environment: Default::default(),
     }
 }
 
@@ -55,6 +56,7 @@ fn installed(spec: &ServiceSpec, state: ServiceState) -> ObservedService {
         recovery: Some(spec.recovery.clone()),
         failure_flag: spec.failure_flag,
         marked_for_deletion: false,
+        environment: spec.environment_entries(),
     }
 }
 
@@ -206,6 +208,7 @@ fn description_recovery_and_flag_changes_reconfigure_without_a_restart() {
         description: Some("OpenShift managed csi-proxy".into()),
         recovery: Some(FailureActions::restart_after(300, &[Millis(10_000)])),
         failure_flag: Some(true),
+        environment: None,
     };
     assert_eq!(steps, vec![Step::ReconfigureService(Box::new(expected.clone()))]);
     let lines: Vec<String> = steps[0].commands().unwrap().into_iter().map(|command| command.line).collect();
@@ -243,6 +246,7 @@ fn a_changed_command_line_restarts_the_service_and_its_running_dependents() {
                 description: None,
                 recovery: None,
                 failure_flag: None,
+                environment: None,
             })),
             start("hybrid-overlay-node"),
             start("kube-proxy"),
@@ -252,6 +256,92 @@ fn a_changed_command_line_restarts_the_service_and_its_running_dependents() {
         steps[2].commands().unwrap()[0].line,
         r#"sc.exe config hybrid-overlay-node binPath= "C:\k\hybrid-overlay-node.exe --windows-service --loglevel 5""#
     );
+}
+
+/// The script of a `powershell.exe ... -EncodedCommand <base64>` line.
+fn script_of(line: &str) -> String {
+    crate::powershell::decode_encoded_command(line.rsplit(' ').next().unwrap()).unwrap()
+}
+
+fn proxy_environment() -> BTreeMap<EnvVarName, String> {
+    BTreeMap::from([
+        (EnvVarName::new("HTTPS_PROXY").unwrap(), "http://proxy.example:3128".to_owned()),
+        (EnvVarName::new("NO_PROXY").unwrap(), ".svc,10.0.0.0/8".to_owned()),
+    ])
+}
+
+#[test]
+fn a_changed_own_environment_is_written_and_restarts_the_service_and_its_running_dependents() {
+    let mut desired = node_state();
+    let observed = converged(&desired);
+    desired.services.iter_mut().filter(|spec| spec.name.as_str() == "hybrid-overlay-node").for_each(|spec| {
+        spec.environment = proxy_environment();
+    });
+    let steps = plan(&desired, &observed).unwrap();
+    let entries = vec!["HTTPS_PROXY=http://proxy.example:3128".to_owned(), "NO_PROXY=.svc,10.0.0.0/8".to_owned()];
+    assert_eq!(
+        steps,
+        vec![
+            stop("kube-proxy"),
+            stop("hybrid-overlay-node"),
+            Step::ReconfigureService(Box::new(Reconfiguration {
+                name: name("hybrid-overlay-node"),
+                config: ConfigChanges::default(),
+                description: None,
+                recovery: None,
+                failure_flag: None,
+                environment: Some(entries),
+            })),
+            start("hybrid-overlay-node"),
+            start("kube-proxy"),
+        ]
+    );
+    let commands = steps[2].commands().unwrap();
+    assert_eq!(commands.len(), 1, "only the environment changes: no sc.exe config");
+    let script = script_of(&commands[0].line);
+    assert!(
+        script.contains(
+            "New-ItemProperty -Path 'HKLM:\\SYSTEM\\CurrentControlSet\\Services\\hybrid-overlay-node' -Name \
+             Environment -PropertyType MultiString -Value @('HTTPS_PROXY=http://proxy.example:3128', \
+             'NO_PROXY=.svc,10.0.0.0/8') -Force | Out-Null"
+        ),
+        "{script}"
+    );
+    // Once written, the same environment is converged.
+    assert!(plan(&desired, &converged(&desired)).unwrap().is_empty());
+}
+
+#[test]
+fn an_own_environment_no_longer_wanted_is_removed_with_a_restart() {
+    let desired = node_state();
+    let mut observed = converged(&desired);
+    observed.services.get_mut(&name("csi-proxy")).unwrap().environment = vec!["HTTP_PROXY=http://old:3128".into()];
+    let steps = plan(&desired, &observed).unwrap();
+    assert_eq!(steps.len(), 3, "{steps:?}");
+    assert_eq!(steps[0], stop("csi-proxy"));
+    let Step::ReconfigureService(change) = &steps[1] else { panic!("{steps:?}") };
+    assert_eq!(change.environment, Some(Vec::new()));
+    let script = script_of(&steps[1].commands().unwrap()[0].line);
+    assert!(
+        script.contains(
+            "Remove-ItemProperty -Path 'HKLM:\\SYSTEM\\CurrentControlSet\\Services\\csi-proxy' -Name Environment"
+        ),
+        "{script}"
+    );
+    assert_eq!(steps[2], start("csi-proxy"));
+}
+
+#[test]
+fn a_new_service_gets_its_own_environment_after_sc_create() {
+    let mut containerd = spec("containerd", &[]);
+    containerd.environment = proxy_environment();
+    let desired = HostState { services: vec![containerd.clone()], ..HostState::default() };
+    let steps = plan(&desired, &ObservedHost::default()).unwrap();
+    assert_eq!(steps, vec![create(&containerd), start("containerd")]);
+    let commands = steps[0].commands().unwrap();
+    assert!(commands[0].line.starts_with("sc.exe create containerd"), "{}", commands[0].line);
+    let last = script_of(&commands.last().unwrap().line);
+    assert!(last.contains("-Name Environment -PropertyType MultiString"), "{last}");
 }
 
 #[test]

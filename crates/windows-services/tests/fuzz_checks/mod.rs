@@ -134,6 +134,7 @@ fn node_state() -> HostState {
         hybrid_overlay_vxlan_port: None,
         cloud_provider: None,
         cloud_config: None,
+        proxy: Default::default(),
     };
     let mut state = node_host_state(&inputs, ServiceStage::Bootstrap).expect("valid node inputs");
     let digest = Sha256Hex::new(&"ab".repeat(32)).expect("valid digest");

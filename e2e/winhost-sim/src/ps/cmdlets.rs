@@ -8,7 +8,7 @@ use sha2::Digest;
 use super::eval::{Arguments, ErrorAction, Flow, PsError, Session, collect, wildcard};
 use super::value::{Object, ObjectKind, Value, to_json};
 use crate::disk::{Entry, WinPath};
-use crate::host::{FirewallRule, Host, RegValue, normalize_key};
+use crate::host::{FirewallRule, Host, RegValue, SERVICES_KEY, normalize_key};
 use crate::process::{ProcessEvent, executables, stem};
 use crate::scm::{StartType, State};
 
@@ -54,6 +54,7 @@ pub fn invoke(
         "remove-hnsnetwork" => remove_hns_network(session, &call, input),
         "get-itemproperty" => get_item_property(session, &call),
         "new-itemproperty" | "set-itemproperty" => set_item_property(session, &call, lowered == "new-itemproperty"),
+        "remove-itemproperty" => remove_item_property(session, &call),
         "get-windowsoptionalfeature" => get_optional_feature(session, &call),
         "add-windowscapability" => add_capability(session, &call),
         "get-acl" => get_acl(session, &call),
@@ -287,8 +288,6 @@ fn registry_key_exists(host: &Host, key: &str) -> bool {
     lowered == SERVICES_KEY.to_lowercase()
         || host.registry.keys().any(|stored| *stored == lowered || stored.starts_with(&format!("{lowered}\\")))
 }
-
-const SERVICES_KEY: &str = r"HKLM\SYSTEM\CurrentControlSet\Services";
 
 /// `HKLM\SYSTEM\CurrentControlSet\Services\<name>` → `name`.
 fn service_key_name(key: &str) -> Option<String> {
@@ -1162,6 +1161,34 @@ fn set_item_property(session: &mut Session<'_>, call: &Call, create: bool) -> Re
             kind: ObjectKind::Custom,
             properties: vec![(name, registry_value(&stored))],
         }))]);
+    }
+    Ok(Vec::new())
+}
+
+/// `Remove-ItemProperty -Path <key> -Name <value>`: deletes a stored value; a value that does not exist is the
+/// `PSArgumentException` Windows PowerShell raises.
+fn remove_item_property(session: &mut Session<'_>, call: &Call) -> Result<Vec<Value>, Flow> {
+    let Some(path_text) = call.path() else { return Err(call.missing_argument("Path")) };
+    let Some(name) = call.arguments.text("name", Some(1)) else { return Err(call.missing_argument("Name")) };
+    let key = normalize_key(&path_text);
+    if !is_registry_path(&path_text) || !registry_key_exists(session.host, &key) {
+        return fail(session, call, call.missing_path(&path_text));
+    }
+    let removed = session
+        .host
+        .registry
+        .get_mut(&key.to_lowercase())
+        .and_then(|stored| stored.values.remove(&name.to_lowercase()))
+        .is_some();
+    if !removed {
+        let error = call.error(
+            format!("Property {name} does not exist at path {path_text}."),
+            "InvalidArgument",
+            "PSArgumentException",
+            "System.Management.Automation.PSArgumentException",
+            &name,
+        );
+        return fail(session, call, error);
     }
     Ok(Vec::new())
 }

@@ -285,3 +285,55 @@ fn powershell_as_default_shell_takes_later_exec_lines() {
     assert_eq!(output.code, 0, "sc is Set-Content in PowerShell: {output:?}");
     assert_eq!(host.disk.read(&WinPath::parse(r"C:\alias.txt").unwrap()).unwrap(), b"x\r\n");
 }
+
+#[test]
+fn services_get_the_boot_time_machine_environment_plus_their_own_environment_value() {
+    let (_root, mut host) = test_host();
+    put(&host, r"C:\k\svc.exe", b"MZ");
+    assert_eq!(host.exec("c", r"sc.exe create svc binPath= C:\k\svc.exe").code, 0);
+    let key = "'HKLM:\\SYSTEM\\CurrentControlSet\\Services\\svc'";
+    let output = ps(
+        &mut host,
+        &format!(
+            "$ErrorActionPreference = 'Stop'\n\
+             [Environment]::SetEnvironmentVariable('HTTP_PROXY', 'http://machine:3128', 'Machine')\n\
+             New-ItemProperty -Path {key} -Name Environment -PropertyType MultiString -Value @('HTTPS_PROXY=http://own:3128', 'NO_PROXY=.svc') -Force | Out-Null\n\
+             (Get-ItemProperty {key}).Environment | ConvertTo-Json -Compress -Depth 2"
+        ),
+    );
+    assert_eq!((output.code, output.stderr.as_str()), (0, ""));
+    assert_eq!(output.stdout, "[\"HTTPS_PROXY=http://own:3128\",\"NO_PROXY=.svc\"]\r\n");
+    assert_eq!(host.exec("c", "sc.exe start svc").code, 0);
+    let environment = &host.scm.get("svc").unwrap().environment;
+    assert_eq!(environment.get("HTTPS_PROXY").map(String::as_str), Some("http://own:3128"));
+    assert_eq!(environment.get("NO_PROXY").map(String::as_str), Some(".svc"));
+    assert_eq!(environment.get("HTTP_PROXY"), None, "a machine variable set after boot does not reach services");
+    assert_eq!(environment.get("Path").map(String::as_str), Some(r"C:\Windows\system32"));
+
+    // Removing the own value takes effect at the next start; a reboot hands services the new machine block.
+    let output =
+        ps(&mut host, &format!("$ErrorActionPreference = 'Stop'\nRemove-ItemProperty -Path {key} -Name Environment"));
+    assert_eq!((output.code, output.stderr.as_str()), (0, ""));
+    assert!(host.scm.get("svc").unwrap().environment.contains_key("HTTPS_PROXY"), "the running process keeps it");
+    let output = ps(&mut host, &format!("Remove-ItemProperty -Path {key} -Name Environment"));
+    assert!(output.stderr.contains("Property Environment does not exist at path"), "{}", output.stderr);
+    assert_eq!(host.exec("c", "sc.exe config svc start= auto").code, 0);
+    host.reboot();
+    let environment = &host.scm.get("svc").unwrap().environment;
+    assert_eq!(environment.get("HTTP_PROXY").map(String::as_str), Some("http://machine:3128"));
+    assert_eq!(environment.get("HTTPS_PROXY"), None);
+
+    // The key and its values go with the service.
+    let output = ps(
+        &mut host,
+        &format!(
+            "New-ItemProperty -Path {key} -Name Environment -PropertyType MultiString -Value @('A=1') -Force | Out-Null"
+        ),
+    );
+    assert_eq!(output.code, 0);
+    host.stop_service("svc").unwrap();
+    assert_eq!(host.exec("c", "sc.exe delete svc").code, 0);
+    assert_eq!(host.exec("c", r"sc.exe create svc binPath= C:\k\svc.exe").code, 0);
+    let output = ps(&mut host, &format!("(Get-ItemProperty {key}).Environment | ConvertTo-Json -Compress -Depth 2"));
+    assert_eq!(output.stdout, "null\r\n", "a service created again starts without the old value");
+}

@@ -1,0 +1,176 @@
+//! Cluster-wide settings reach every host and follow every change, without an operator restart (issue 17), on one
+//! sandbox with two hosts (the operator as its own process, the e2e control plane, the `small` synthetic payload).
+//!
+//! Proxy: once Proxy `cluster`'s status names a proxy, every host's machine environment carries `HTTP_PROXY`,
+//! `HTTPS_PROXY` and `NO_PROXY`, and containerd and the kubelet run again with them in their own environment
+//! (their `Environment` registry value: the simulator hands services the machine environment of the last boot only,
+//! as Windows does), while the other services do not get them; the Nodes stay Ready. Clearing the proxy removes
+//! the variables from both. The proxy URL's password never reaches the operator's log.
+//!
+//! Refusal: on a cluster whose OVN-Kubernetes has no hybrid overlay no host is touched (not one command), each
+//! record gets a Warning `ClusterUnsupported` Event naming the reason and `/readyz` answers 503 with it; once hybrid
+//! overlay is configured the host joins and `/readyz` answers 200, without an operator restart.
+//!
+//! Needs the control-plane binaries (`cargo xtask controlplane build`) and the `wmco` binary (`WMCO_BIN`, set by
+//! `cargo xtask test`, or `target/<profile>/wmco`).
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, ensure};
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use winhost_sim::scm::State;
+use wmco_cluster_client::types::{OperatorNetwork, Proxy};
+use wmco_sandbox::operator::http_get;
+use wmco_sandbox::{Sandbox, SandboxOptions, node_is_ready};
+
+/// Generous upper bounds for a loaded 2-core machine (never timed assertions).
+const READY_TIMEOUT: Duration = Duration::from_secs(900);
+const SETTINGS_TIMEOUT: Duration = Duration::from_secs(240);
+
+/// The proxy variables and the services that get them in their own environment (windows-services `node.rs`).
+const PROXY_VARIABLES: [&str; 3] = ["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"];
+const PROXY_SERVICES: [&str; 2] = ["containerd", "kubelet"];
+
+const HTTP_PROXY: &str = "http://proxy.example:3128";
+const HTTPS_PROXY: &str = "http://wmco:pr0xy-s3cret@proxy.example:3129";
+const NO_PROXY: &str = ".cluster.local,.svc,172.30.0.0/16,10.128.0.0/14";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_proxy_reaches_every_host_and_leaves_when_cleared_without_an_operator_restart() -> anyhow::Result<()>
+{
+    let sandbox = Sandbox::start(SandboxOptions { hosts: 2, ..SandboxOptions::default() })
+        .await
+        .context("the sandbox did not start")?;
+    sandbox.write_instances(&sandbox.entries_for_all_hosts()).await?;
+    sandbox.wait_until_ready(2, READY_TIMEOUT).await?;
+    let operator_pid = sandbox.operator_pid();
+    for host in sandbox.hosts() {
+        proxy_is(&sandbox, &host.info.name, None).await?;
+    }
+
+    let set = Instant::now();
+    set_proxy_status(&sandbox, HTTP_PROXY, HTTPS_PROXY, NO_PROXY).await?;
+    let wanted = [HTTP_PROXY, HTTPS_PROXY, NO_PROXY];
+    sandbox
+        .wait_for("the proxy on every host", SETTINGS_TIMEOUT, || async {
+            for host in sandbox.hosts() {
+                proxy_is(&sandbox, &host.info.name, Some(wanted)).await?;
+            }
+            Ok(())
+        })
+        .await?;
+    println!("proxy set: on every host after {:.1} s", set.elapsed().as_secs_f64());
+    nodes_ready(&sandbox).await?;
+
+    let cleared = Instant::now();
+    set_proxy_status(&sandbox, "", "", "").await?;
+    sandbox
+        .wait_for("no proxy on any host", SETTINGS_TIMEOUT, || async {
+            for host in sandbox.hosts() {
+                proxy_is(&sandbox, &host.info.name, None).await?;
+            }
+            Ok(())
+        })
+        .await?;
+    println!("proxy cleared: gone from every host after {:.1} s", cleared.elapsed().as_secs_f64());
+    nodes_ready(&sandbox).await?;
+
+    ensure!(sandbox.operator_pid() == operator_pid, "the operator restarted");
+    let log = std::fs::read_to_string(sandbox.operator_log_path()).context("reading the operator log")?;
+    ensure!(log.contains("cluster settings changed"), "the operator did not log the settings change");
+    ensure!(!log.contains("pr0xy-s3cret"), "the proxy password reached the operator log");
+    for host in sandbox.hosts() {
+        let unknown = sandbox.unknown_commands(&host.info.name).await?;
+        ensure!(unknown.is_empty(), "host {} saw unknown commands: {unknown:?}", host.info.name);
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_without_hybrid_overlay_gets_no_host_touched_and_says_why_until_it_is_fixed() -> anyhow::Result<()> {
+    let sandbox = Sandbox::start(SandboxOptions { hosts: 1, ..SandboxOptions::default() })
+        .await
+        .context("the sandbox did not start")?;
+    let networks = Api::<OperatorNetwork>::all(sandbox.admin_client());
+    let without =
+        serde_json::json!({"spec": {"defaultNetwork": {"ovnKubernetesConfig": {"hybridOverlayConfig": null}}}});
+    networks.patch("cluster", &PatchParams::default(), &Patch::Merge(&without)).await?;
+    let probe = sandbox.operator_probe_address();
+    let (status, body) = sandbox
+        .wait_for("/readyz to say why", SETTINGS_TIMEOUT, || async {
+            let (status, body) = http_get(probe, "/readyz").await?;
+            ensure!(status == 503 && body.contains("no hybrid overlay"), "/readyz: {status} {body}");
+            Ok((status, body))
+        })
+        .await?;
+    println!("/readyz: {status} {}", body.trim());
+
+    sandbox.write_instances(&sandbox.entries_for_all_hosts()).await?;
+    let host = &sandbox.hosts()[0];
+    let record = wmco_instance_inventory::instance_name(&host.key);
+    sandbox
+        .wait_for("a ClusterUnsupported Warning on the record", SETTINGS_TIMEOUT, || async {
+            let events = sandbox.events_about("WindowsInstance", &record).await?;
+            ensure!(
+                events.iter().any(|(kind, reason, note)| kind == "Warning"
+                    && reason == "ClusterUnsupported"
+                    && note.contains("hybridClusterNetwork is empty")),
+                "events of {record}: {events:?}"
+            );
+            Ok(())
+        })
+        .await?;
+    let commands = sandbox.operator_commands(&host.info.name).await?;
+    ensure!(commands.is_empty(), "the operator ran {} command(s) on the host", commands.len());
+
+    let with = serde_json::json!({"spec": {"defaultNetwork": {"ovnKubernetesConfig": {"hybridOverlayConfig": {
+        "hybridClusterNetwork": [{"cidr": "10.132.0.0/14", "hostPrefix": 23}]}}}}});
+    networks.patch("cluster", &PatchParams::default(), &Patch::Merge(&with)).await?;
+    sandbox.wait_until_ready(1, READY_TIMEOUT).await?;
+    let (status, body) = http_get(probe, "/readyz").await?;
+    ensure!(status == 200, "/readyz after the fix: {status} {body}");
+    Ok(())
+}
+
+/// Writes Proxy `cluster`'s status as the cluster's network operator would (empty strings: no proxy).
+async fn set_proxy_status(sandbox: &Sandbox, http: &str, https: &str, no_proxy: &str) -> anyhow::Result<()> {
+    let proxies = Api::<Proxy>::all(sandbox.admin_client());
+    let status = serde_json::json!({"status": {"httpProxy": http, "httpsProxy": https, "noProxy": no_proxy}});
+    proxies.patch_status("cluster", &PatchParams::default(), &Patch::Merge(&status)).await?;
+    Ok(())
+}
+
+/// Host `name` has exactly the proxy `wanted` (`HTTP_PROXY`, `HTTPS_PROXY`, `NO_PROXY`; `None`: no proxy) as
+/// machine variables and in the running processes of containerd and the kubelet, and no other service process
+/// has a proxy variable.
+async fn proxy_is(sandbox: &Sandbox, name: &str, wanted: Option<[&str; 3]>) -> anyhow::Result<()> {
+    for (index, variable) in PROXY_VARIABLES.iter().enumerate() {
+        let expected = wanted.map(|values| values[index].to_owned());
+        let found = sandbox.machine_env(name, variable).await?;
+        ensure!(found == expected, "host {name}: machine variable {variable} is {found:?}, expected {expected:?}");
+    }
+    for service in sandbox.services(name).await? {
+        ensure!(service.state == State::Running, "host {name}: service {} is {:?}", service.name, service.state);
+        let outward = PROXY_SERVICES.contains(&service.name.as_str());
+        for (index, variable) in PROXY_VARIABLES.iter().enumerate() {
+            let expected = wanted.filter(|_| outward).map(|values| values[index]);
+            let found = service.environment.get(*variable).map(String::as_str);
+            ensure!(
+                found == expected,
+                "host {name}: service {} runs with {variable}={found:?}, expected {expected:?}",
+                service.name
+            );
+        }
+    }
+    Ok(())
+}
+
+async fn nodes_ready(sandbox: &Sandbox) -> anyhow::Result<()> {
+    let nodes = sandbox.windows_nodes().await?;
+    ensure!(nodes.len() == 2, "{} Windows Nodes", nodes.len());
+    for node in &nodes {
+        ensure!(node_is_ready(node), "Node {:?} is not Ready", node.metadata.name);
+    }
+    Ok(())
+}
