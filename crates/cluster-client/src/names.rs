@@ -59,6 +59,11 @@ pub const KUBELET_CLIENT_SIGNER: &str = "kubernetes.io/kube-apiserver-client-kub
 /// Signer of kubelet serving certificates.
 pub const KUBELET_SERVING_SIGNER: &str = "kubernetes.io/kubelet-serving";
 
+/// The namespace of the cluster's global pull secret (OpenShift).
+pub const PULL_SECRET_NAMESPACE: &str = "openshift-config";
+/// The cluster's global pull secret (`.dockerconfigjson`): credentials of image mirrors reach hosts' `hosts.toml`.
+pub const PULL_SECRET: &str = "pull-secret";
+
 /// Namespace of the ServiceAccount whose short-lived tokens bootstrap kubelets.
 pub const NODE_BOOTSTRAPPER_NAMESPACE: &str = "openshift-machine-config-operator";
 /// ServiceAccount whose short-lived tokens bootstrap kubelets.

@@ -85,6 +85,10 @@ const ACCESS_TABLE: &[AccessCase] = &[
     ("list", "", "secrets", "", "", false),
     ("get", "", "secrets", "kube-system", "", false),
     ("get", "", "secrets", BOOTSTRAPPER_NAMESPACE, "node-bootstrapper-token", false),
+    ("get", "", "secrets", "openshift-config", "pull-secret", true),
+    ("watch", "", "secrets", "openshift-config", "pull-secret", true),
+    ("get", "", "secrets", "openshift-config", "etcd-client", false),
+    ("list", "", "secrets", "openshift-config", "", false),
     ("create", "", "secrets", "openshift-machine-api", "", true),
     ("update", "", "secrets", "openshift-machine-api", "windows-user-data", true),
     ("get", "", "secrets", "openshift-machine-api", "windows-user-data", true),
@@ -238,8 +242,12 @@ const MONITORING_OBJECTS: &[&str] = &[
     "clusterrolebinding.rbac.authorization.k8s.io/windows-machine-config-operator-metrics-reader",
 ];
 /// What only the OpenShift overlay adds.
-const OPENSHIFT_OBJECTS: &[&str] =
-    &["role.rbac.authorization.k8s.io/prometheus-k8s", "rolebinding.rbac.authorization.k8s.io/prometheus-k8s"];
+const OPENSHIFT_OBJECTS: &[&str] = &[
+    "role.rbac.authorization.k8s.io/prometheus-k8s",
+    "rolebinding.rbac.authorization.k8s.io/prometheus-k8s",
+    "role.rbac.authorization.k8s.io/windows-machine-config-operator-pull-secret",
+    "rolebinding.rbac.authorization.k8s.io/windows-machine-config-operator-pull-secret",
+];
 /// The operator namespace already exists: the harness installs OpenShift's namespaces as fixtures.
 const OPERATOR_NAMESPACE_OBJECT: &str = "namespace/openshift-windows-machine-config-operator";
 /// What only the plain-Kubernetes overlay adds; the node-bootstrapper namespace and ServiceAccount already exist as

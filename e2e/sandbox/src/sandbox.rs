@@ -510,6 +510,17 @@ impl Sandbox {
         Ok(host.scm.services().cloned().collect())
     }
 
+    /// The contents of the file at Windows path `path` on host `name`, if it exists.
+    ///
+    /// # Errors
+    /// [`SandboxError::Fleet`] if there is no such host.
+    pub async fn read_file(&self, name: &str, path: &str) -> Result<Option<Vec<u8>>, SandboxError> {
+        let server = self.server(name).await?;
+        let Ok(parsed) = winhost_sim::disk::WinPath::parse(path) else { return Ok(None) };
+        let contents = lock(&server.host).disk.read(&parsed).ok();
+        Ok(contents)
+    }
+
     /// Machine environment variable `variable` of host `name`, as the registry holds it now.
     ///
     /// # Errors

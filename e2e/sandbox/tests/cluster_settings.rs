@@ -7,6 +7,10 @@
 //! as Windows does), while the other services do not get them; the Nodes stay Ready. Clearing the proxy removes
 //! the variables from both. The proxy URL's password never reaches the operator's log.
 //!
+//! Mirrors: an ImageDigestMirrorSet rule and a credential for its mirror in Secret `openshift-config/pull-secret`
+//! reach every host's containerd `hosts.toml` (the mirror, then its `Authorization` header), and a changed
+//! credential replaces the old one, all without an operator restart.
+//!
 //! Refusal: on a cluster whose OVN-Kubernetes has no hybrid overlay no host is touched (not one command), each
 //! record gets a Warning `ClusterUnsupported` Event naming the reason and `/readyz` answers 503 with it; once hybrid
 //! overlay is configured the host joins and `/readyz` answers 200, without an operator restart.
@@ -17,10 +21,12 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, ensure};
+use base64::Engine as _;
+use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
-use kube::api::{Patch, PatchParams};
+use kube::api::{Patch, PatchParams, PostParams};
 use winhost_sim::scm::State;
-use wmco_cluster_client::types::{OperatorNetwork, Proxy};
+use wmco_cluster_client::types::{ImageDigestMirrorSet, OperatorNetwork, Proxy};
 use wmco_sandbox::operator::http_get;
 use wmco_sandbox::{Sandbox, SandboxOptions, node_is_ready};
 
@@ -76,10 +82,14 @@ async fn a_cluster_proxy_reaches_every_host_and_leaves_when_cleared_without_an_o
     println!("proxy cleared: gone from every host after {:.1} s", cleared.elapsed().as_secs_f64());
     nodes_ready(&sandbox).await?;
 
+    mirrors_and_their_credentials_reach_every_host(&sandbox).await?;
+
     ensure!(sandbox.operator_pid() == operator_pid, "the operator restarted");
     let log = std::fs::read_to_string(sandbox.operator_log_path()).context("reading the operator log")?;
     ensure!(log.contains("cluster settings changed"), "the operator did not log the settings change");
-    ensure!(!log.contains("pr0xy-s3cret"), "the proxy password reached the operator log");
+    for secret in ["pr0xy-s3cret", "first-s3cret", "second-s3cret"] {
+        ensure!(!log.contains(secret), "{secret} reached the operator log");
+    }
     for host in sandbox.hosts() {
         let unknown = sandbox.unknown_commands(&host.info.name).await?;
         ensure!(unknown.is_empty(), "host {} saw unknown commands: {unknown:?}", host.info.name);
@@ -130,6 +140,58 @@ async fn a_cluster_without_hybrid_overlay_gets_no_host_touched_and_says_why_unti
     sandbox.wait_until_ready(1, READY_TIMEOUT).await?;
     let (status, body) = http_get(probe, "/readyz").await?;
     ensure!(status == 200, "/readyz after the fix: {status} {body}");
+    Ok(())
+}
+
+/// The hosts.toml containerd reads for `quay.io`.
+const QUAY_HOSTS_TOML: &str = r"C:\k\containerd\registries\quay.io\hosts.toml";
+
+async fn mirrors_and_their_credentials_reach_every_host(sandbox: &Sandbox) -> anyhow::Result<()> {
+    let admin = sandbox.admin_client();
+    let rule: ImageDigestMirrorSet = serde_json::from_value(serde_json::json!({
+        "apiVersion": "config.openshift.io/v1", "kind": "ImageDigestMirrorSet", "metadata": {"name": "release"},
+        "spec": {"imageDigestMirrors": [{"source": "quay.io/openshift-release-dev",
+                                         "mirrors": ["mirror.example:5000/openshift-release-dev"]}]}}))?;
+    Api::<ImageDigestMirrorSet>::all(admin.clone()).create(&PostParams::default(), &rule).await?;
+    let started = Instant::now();
+    hosts_toml_everywhere(sandbox, &["https://mirror.example:5000"], &["Authorization"]).await?;
+    println!("mirror rule: in every host's hosts.toml after {:.1} s", started.elapsed().as_secs_f64());
+
+    let secrets = Api::<Secret>::namespaced(admin, "openshift-config");
+    let pull_secret = |auth: &str| -> anyhow::Result<Secret> {
+        let document = serde_json::json!({"auths": {"mirror.example:5000": {"auth": auth}}}).to_string();
+        Ok(serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
+            "metadata": {"name": "pull-secret", "namespace": "openshift-config"},
+            "stringData": {".dockerconfigjson": document}}))?)
+    };
+    let first = base64::engine::general_purpose::STANDARD.encode("mirror:first-s3cret");
+    secrets.create(&PostParams::default(), &pull_secret(&first)?).await?;
+    let started = Instant::now();
+    hosts_toml_everywhere(sandbox, &[&format!("Basic {first}")], &[]).await?;
+    println!("pull secret: credential in every host's hosts.toml after {:.1} s", started.elapsed().as_secs_f64());
+    let second = base64::engine::general_purpose::STANDARD.encode("mirror:second-s3cret");
+    secrets.replace("pull-secret", &PostParams::default(), &pull_secret(&second)?).await?;
+    hosts_toml_everywhere(sandbox, &[&format!("Basic {second}")], &[&first]).await
+}
+
+/// Waits until every host's `quay.io` hosts.toml holds each of `present` and none of `absent`.
+async fn hosts_toml_everywhere(sandbox: &Sandbox, present: &[&str], absent: &[&str]) -> anyhow::Result<()> {
+    sandbox
+        .wait_for("the mirror configuration on every host", SETTINGS_TIMEOUT, || async {
+            for host in sandbox.hosts() {
+                let contents = sandbox.read_file(&host.info.name, QUAY_HOSTS_TOML).await?;
+                let text = String::from_utf8(contents.unwrap_or_default())?;
+                ensure!(
+                    present.iter().all(|wanted| text.contains(wanted))
+                        && absent.iter().all(|unwanted| !text.contains(unwanted)),
+                    "host {}: {QUAY_HOSTS_TOML} is {text:?}",
+                    host.info.name
+                );
+            }
+            Ok(())
+        })
+        .await?;
     Ok(())
 }
 

@@ -27,7 +27,7 @@ pub use cluster::{
 pub use material::{BootstrapToken, ClusterMaterial, MaterialError};
 pub use node_files::{FilesError, NodeFiles};
 pub use refresher::{
-    EXPORTER_TLS_SECRET, KubeletCaSource, MaterialRefresher, MaterialSnapshot, MaterialSources, ROOT_CA_CONFIG_MAP,
-    ROOT_CA_KEY, RefreshSettings,
+    EXPORTER_TLS_SECRET, KubeletCaSource, MaterialRefresher, MaterialSnapshot, MaterialSources, PULL_SECRET_KEY,
+    ROOT_CA_CONFIG_MAP, ROOT_CA_KEY, RefreshSettings,
 };
 pub use service_settings::ServiceSettingsSource;

@@ -98,7 +98,9 @@ impl NodeFiles {
         };
         let node_stage = overlay.is_some();
         let settings: &ClusterSettings = &material.settings;
-        let cluster = settings.cluster_inputs(api_server_ca, kubelet_client_ca, bootstrap_token);
+        let mut cluster = settings.cluster_inputs(api_server_ca, kubelet_client_ca, bootstrap_token);
+        // An unusable pull secret is logged by the refresher; mirrors are then written without credentials.
+        cluster.pull_secret = material.pull_secret.as_ref().ok().cloned().flatten();
         let host = HostInputs { node_name: identity.expected_node_name.clone(), node_ip: identity.node_ip, overlay };
         let mut rendered = render_host_files(&cluster, &host)?;
         let mut withheld = Vec::new();

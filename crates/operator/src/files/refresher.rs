@@ -9,6 +9,8 @@
 //! - node-bootstrapper token: TokenRequest for `openshift-machine-config-operator/node-bootstrapper`, minted again
 //!   at half its lifetime; a failed mint keeps the previous token while it is valid.
 //! - windows_exporter TLS: Secret `windows-machine-config-operator-tls` (`tls.crt`, `tls.key`).
+//! - pull secret (OpenShift): Secret `openshift-config/pull-secret` (`.dockerconfigjson`), whose credentials for
+//!   image mirrors go into `hosts.toml`; none where the Secret does not exist.
 //! - cluster settings: the cluster's facts read again (on OpenShift the `Network`, `Infrastructure` and `Proxy`
 //!   objects and the image mirror sets), so a proxy or mirror change reaches hosts without restarting the
 //!   operator. Facts that cannot be read or used keep the previous settings, with a warning.
@@ -22,11 +24,13 @@ use base64::Engine as _;
 use jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
 use tokio::sync::watch;
-use wmco_cluster_client::names::{NODE_BOOTSTRAPPER_NAMESPACE, NODE_BOOTSTRAPPER_SERVICE_ACCOUNT};
+use wmco_cluster_client::names::{
+    NODE_BOOTSTRAPPER_NAMESPACE, NODE_BOOTSTRAPPER_SERVICE_ACCOUNT, PULL_SECRET, PULL_SECRET_NAMESPACE,
+};
 use wmco_cluster_client::{
     ClusterFactsSource, ConfigMaps, ControllerConfigs, Secrets, ServiceAccountTokens, TokenRequestSpec,
 };
-use wmco_payload_manifest::render::{PemBundle, SecretToken, ServingTls};
+use wmco_payload_manifest::render::{PemBundle, PullSecret, SecretToken, ServingTls};
 
 use super::ClusterSettings;
 use super::material::{BootstrapToken, ClusterMaterial, MaterialError};
@@ -34,6 +38,9 @@ use crate::csr::Clock;
 
 /// How long a refresh waits after a trigger for the rest of its burst.
 const TRIGGER_SETTLE: Duration = Duration::from_secs(1);
+
+/// The key of the pull secret holding the `.dockerconfigjson` document.
+pub const PULL_SECRET_KEY: &str = ".dockerconfigjson";
 
 /// The ConfigMap kube-controller-manager publishes in every namespace with the API server's CA bundle.
 pub const ROOT_CA_CONFIG_MAP: &str = "kube-root-ca.crt";
@@ -65,6 +72,8 @@ pub struct MaterialSources {
     /// Where the cluster settings are read again from; `None` keeps the startup settings (plain Kubernetes, whose
     /// settings are the operator's flags).
     pub facts: Option<Arc<dyn ClusterFactsSource>>,
+    /// Whether to read the cluster's pull secret (`openshift-config/pull-secret`, OpenShift only).
+    pub read_pull_secret: bool,
 }
 
 /// How the refresher behaves.
@@ -181,7 +190,9 @@ impl MaterialRefresher {
         let bootstrap_token = self.bootstrap_token(&previous.bootstrap_token, now).await;
         let exporter_tls = self.exporter_tls().await;
         let settings = self.cluster_settings(&previous.settings).await;
-        let material = ClusterMaterial { api_server_ca, kubelet_client_ca, bootstrap_token, exporter_tls, settings };
+        let pull_secret = self.pull_secret().await;
+        let material =
+            ClusterMaterial { api_server_ca, kubelet_client_ca, bootstrap_token, exporter_tls, pull_secret, settings };
         log_changes(&previous, &material);
         let wait = self.next_wait(&material, now);
         self.sender.send_replace(Arc::new(material));
@@ -251,6 +262,35 @@ impl MaterialRefresher {
                 Arc::clone(previous)
             }
         }
+    }
+
+    /// The cluster's pull secret: `None` when not asked to read it or when the Secret does not exist.
+    async fn pull_secret(&self) -> Result<Option<PullSecret>, MaterialError> {
+        if !self.sources.read_pull_secret {
+            return Ok(None);
+        }
+        let object = format!("{PULL_SECRET_NAMESPACE}/{PULL_SECRET}");
+        let Some(secret) = self
+            .sources
+            .secrets
+            .get(PULL_SECRET_NAMESPACE, PULL_SECRET)
+            .await
+            .map_err(|error| MaterialError::Read { what: format!("Secret {object}"), reason: error.to_string() })?
+        else {
+            return Ok(None);
+        };
+        let data = secret.data.unwrap_or_default();
+        let bytes = data.get(PULL_SECRET_KEY).ok_or_else(|| MaterialError::MissingKey {
+            kind: "Secret",
+            object: object.clone(),
+            key: PULL_SECRET_KEY,
+        })?;
+        PullSecret::from_docker_config_json(&bytes.0).map(Some).map_err(|error| MaterialError::Invalid {
+            kind: "Secret",
+            object,
+            key: PULL_SECRET_KEY,
+            reason: error.to_string(),
+        })
     }
 
     async fn api_server_ca(&self) -> Result<PemBundle, MaterialError> {
@@ -397,6 +437,7 @@ fn log_changes(previous: &ClusterMaterial, current: &ClusterMaterial) {
         current.bootstrap_token.as_ref().err(),
     );
     log_change("windows_exporter TLS pair", previous.exporter_tls.as_ref().err(), current.exporter_tls.as_ref().err());
+    log_change("pull secret", previous.pull_secret.as_ref().err(), current.pull_secret.as_ref().err());
 }
 
 fn log_change(piece: &str, previous: Option<&MaterialError>, current: Option<&MaterialError>) {

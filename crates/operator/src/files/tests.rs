@@ -104,6 +104,7 @@ impl World {
             tokens: tokens.clone(),
             kubelet_ca,
             facts: Some(facts_source.clone()),
+            read_pull_secret: true,
         };
         let clock_now = Arc::clone(&now);
         let clock: Clock = Arc::new(move || *clock_now.lock().unwrap());
@@ -613,4 +614,52 @@ fn windows_nodes_join_only_ovn_kubernetes_with_hybrid_overlay_within_the_version
     let too_old = refusal(ovn.clone(), semver::Version::new(1, 40, 0)).unwrap();
     assert!(too_old.contains("kubelet 1.36.1 is outside the supported skew of the API server 1.40.0"), "{too_old}");
     assert!(refusal(ovn, semver::Version::new(1, 35, 9)).is_some(), "a kubelet newer than the API server");
+}
+
+#[tokio::test]
+async fn the_pull_secret_gives_mirrors_their_credentials_and_a_change_reaches_every_host() {
+    use futures::{FutureExt as _, StreamExt as _};
+    let world = World::new(None).await;
+    let mirrored = ClusterFacts {
+        mirror_sets: vec![wmco_cluster_client::MirrorSet {
+            source: "quay.io/openshift-release-dev".into(),
+            mirrors: vec!["mirror.example:5000/openshift-release-dev".into()],
+            kind: wmco_vocabulary::MirrorKind::Digest,
+            never_contact_source: false,
+        }],
+        ..facts()
+    };
+    *world.facts.0.lock().unwrap() = Ok(mirrored);
+    let mut changes = Box::pin(world.snapshot.node_file_changes());
+    let mut fired = || changes.next().now_or_never().is_some();
+    world.refresher.refresh().await;
+    assert!(fired());
+    assert_eq!(world.snapshot.current().pull_secret, Ok(None), "no Secret: mirrors without credentials");
+    let hosts_toml = r"C:\k\containerd\registries\quay.io\hosts.toml";
+    let (_dir, files) = node_files(&world);
+    let text = rendered(&files.file_set(&identity(), FileStage::Bootstrap).unwrap().files)[hosts_toml].clone();
+    assert!(text.contains("mirror.example:5000") && !text.contains("Authorization"), "{text}");
+
+    let put = |json: &str| Secret {
+        metadata: ObjectMeta {
+            name: Some("pull-secret".into()),
+            namespace: Some("openshift-config".into()),
+            ..ObjectMeta::default()
+        },
+        data: Some(BTreeMap::from([(PULL_SECRET_KEY.to_owned(), ByteString(json.as_bytes().to_vec()))])),
+        ..Secret::default()
+    };
+    world.secrets.apply(&put(r#"{"auths":{"mirror.example:5000":{"auth":"bWlycm9yOnMzY3JldA=="}}}"#)).await.unwrap();
+    world.refresher.refresh().await;
+    assert!(fired(), "a new credential reaches every registered host");
+    let text = rendered(&files.file_set(&identity(), FileStage::Bootstrap).unwrap().files)[hosts_toml].clone();
+    assert!(text.contains("Basic bWlycm9yOnMzY3JldA=="), "{text}");
+    assert!(!format!("{:?}", world.snapshot.current()).contains("bWlycm9yOnMzY3JldA"), "Debug hides the credential");
+
+    world.secrets.apply(&put("not json")).await.unwrap();
+    world.refresher.refresh().await;
+    let error = world.snapshot.current().pull_secret.clone().unwrap_err();
+    assert!(error.to_string().contains("openshift-config/pull-secret"), "{error}");
+    let text = rendered(&files.file_set(&identity(), FileStage::Bootstrap).unwrap().files)[hosts_toml].clone();
+    assert!(!text.contains("Authorization"), "an unusable pull secret gives no credentials: {text}");
 }

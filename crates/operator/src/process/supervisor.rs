@@ -15,6 +15,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 use tokio::task::JoinHandle;
+use wmco_cluster_client::names::{PULL_SECRET, PULL_SECRET_NAMESPACE};
 use wmco_cluster_client::types::{
     ControllerConfig, ImageDigestMirrorSet, ImageTagMirrorSet, Network, OperatorNetwork, Proxy,
 };
@@ -188,7 +189,7 @@ async fn report_refusals(
 }
 
 /// One trigger per watch event of the OpenShift objects the cluster settings and the kubelet client CA come
-/// from: Proxy, the config and operator Networks, the image mirror sets and ControllerConfigs (the material refresher reads them again at once).
+/// from: Proxy, the config and operator Networks, the image mirror sets, the pull secret and ControllerConfigs (the material refresher reads them again at once).
 fn cluster_setting_changes(client: &Client) -> impl futures::Stream<Item = ()> + Send + 'static {
     use futures::StreamExt as _;
     let cluster = || watcher::Config::default().fields("metadata.name=cluster");
@@ -198,10 +199,13 @@ fn cluster_setting_changes(client: &Client) -> impl futures::Stream<Item = ()> +
     let controller_configs = Api::<ControllerConfig>::all(client.clone());
     let networks = Api::<Network>::all(client.clone());
     let operator_networks = Api::<OperatorNetwork>::all(client.clone());
+    let pull_secrets = Api::<Secret>::namespaced(client.clone(), PULL_SECRET_NAMESPACE);
+    let pull_secret = watcher::Config::default().fields(&format!("metadata.name={PULL_SECRET}"));
     let what = "the cluster settings";
     futures::stream::select_all([
         watch_triggers(watcher(proxies, cluster()).default_backoff(), what, "Proxy cluster").boxed(),
         watch_triggers(watcher(networks, cluster()).default_backoff(), what, "Network cluster").boxed(),
+        watch_triggers(watcher(pull_secrets, pull_secret).default_backoff(), what, "the pull secret").boxed(),
         watch_triggers(watcher(operator_networks, cluster()).default_backoff(), what, "operator Network cluster")
             .boxed(),
         watch_triggers(
@@ -260,6 +264,7 @@ async fn run_host_controllers(
             .shape
             .openshift
             .then(|| Arc::new(OpenShiftFacts::new(client.clone())) as Arc<dyn ClusterFactsSource>),
+        read_pull_secret: config.shape.openshift,
     };
     let setting_changes = if config.shape.openshift {
         cluster_setting_changes(&client).boxed()
