@@ -196,7 +196,7 @@ mod tests {
         }
         let crd_count = kinds.iter().filter(|kind| *kind == "CustomResourceDefinition").count();
         assert_eq!(crd_count, 13);
-        assert_eq!(kinds.len(), 13 + 3 + 3 + 6);
+        assert_eq!(kinds.len(), 13 + 4 + 3 + 6);
     }
 
     #[test]
