@@ -26,7 +26,7 @@ use wmco_cluster_client::names::{
 };
 use wmco_cluster_client::types::{InstanceOrigin, InstancePhase, WindowsInstance};
 use wmco_cluster_client::{Drainer, InstanceRecords, NodeExt, NodeMetadataPatch, Nodes};
-use wmco_payload_manifest::render::destinations::BOOTSTRAP_KUBECONFIG;
+use wmco_payload_manifest::render::destinations::{BOOTSTRAP_KUBECONFIG, REGISTRIES_DIR, REGISTRIES_INDEX};
 use wmco_payload_manifest::{HostFile, HostFileSet};
 use wmco_windows_services::{
     HostState, LogRotation, NodeInputs, NodeProxy, ObservedHost, Platform, ProbeRequest, ServiceStage, ServiceState,
@@ -504,8 +504,8 @@ fn parse_fixed(session: &HostSession, text: &str) -> Result<WinPath, FlowError> 
     })
 }
 
-/// The host state to converge to: the node's services for `phase`, its directories plus those of the files, and
-/// the files' hashes.
+/// The host state to converge to: the node's services for `phase`, its directories plus those of the files, the
+/// files' hashes, and containerd's registry directory as an owned one (indexed by `wmco-registries.txt`).
 fn desired_state(
     session: &HostSession,
     settings: &ServiceSettings,
@@ -521,6 +521,11 @@ fn desired_state(
         let digest = Sha256Hex::new(&file.sha256.to_string())
             .map_err(|_| FlowError::Record { instance: session.label().to_owned(), what: "a file digest in hex" })?;
         desired.files.insert(path.clone(), digest);
+    }
+    // containerd's registry directory is the operator's: a registry whose mirror rules are gone loses its hosts.toml.
+    let index = parse_fixed(session, REGISTRIES_INDEX)?;
+    if desired.files.contains_key(&index) {
+        desired.owned_directories.insert(parse_fixed(session, REGISTRIES_DIR)?, index);
     }
     Ok(desired)
 }

@@ -263,7 +263,8 @@ impl HostSession {
                 | Step::SetMachineEnv(_)
                 | Step::SetRegistryValue(_)
                 | Step::RemoveFirewallRule(_)
-                | Step::CreateFirewallRule(_) => {
+                | Step::CreateFirewallRule(_)
+                | Step::ResetDirectory { .. } => {
                     for command in
                         step.commands().map_err(|source| self.render_error(FlowStep::Prerequisites, source))?
                     {

@@ -316,6 +316,11 @@ pub struct HostState {
     pub directories: BTreeSet<WinPath>,
     /// Files that must hold the given content; the caller uploads those whose observed hash differs.
     pub files: BTreeMap<WinPath, Sha256Hex>,
+    /// Directories the desired state owns entirely, each with its index file (one of [`HostState::files`]): when
+    /// the host holds an index that differs from the desired one, the directory is emptied before the files are
+    /// replaced, so files that are no longer desired go. A host without the index is left alone (a fresh host has
+    /// nothing there).
+    pub owned_directories: BTreeMap<WinPath, WinPath>,
     /// Machine environment variables: `Some(value)` to set, `None` (or an empty value) to remove.
     pub machine_env: BTreeMap<EnvVarName, Option<String>>,
     /// Firewall rules that must exist.

@@ -188,6 +188,25 @@ impl WinPath {
         self.canonical.len() == 3
     }
 
+    /// Whether this path lies inside `directory` (at any depth; case-insensitive, as Windows compares).
+    ///
+    /// ```
+    /// use wmco_windows_services::WinPath;
+    /// let file = WinPath::parse(r"C:\k\containerd\registries\quay.io\hosts.toml")?;
+    /// assert!(file.is_within(&WinPath::parse(r"C:\K\Containerd\Registries")?));
+    /// assert!(!file.is_within(&WinPath::parse(r"C:\k\containerd\reg")?));
+    /// assert!(!file.is_within(&file));
+    /// # Ok::<(), wmco_windows_services::PathError>(())
+    /// ```
+    pub fn is_within(&self, directory: &WinPath) -> bool {
+        let prefix = if directory.is_root() {
+            directory.canonical.to_lowercase()
+        } else {
+            format!("{}\\", directory.canonical.to_lowercase())
+        };
+        self.canonical.len() > prefix.len() && self.canonical.to_lowercase().starts_with(&prefix)
+    }
+
     /// Whether both paths name the same location under Windows' case-insensitive comparison.
     ///
     /// ```

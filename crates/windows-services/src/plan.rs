@@ -3,7 +3,8 @@
 //!
 //! Order of the plan: host prerequisites (directories, machine environment, registry values, firewall rules);
 //! stops, dependents before their dependencies (the SCM refuses to stop a service with running dependents,
-//! error 1051); deletions of removed services, dependents first; the file replacements the caller performs
+//! error 1051); deletions of removed services, dependents first; the emptying of owned directories whose index
+//! changed; the file replacements the caller performs
 //! ([`Step::ReplaceFiles`], after the services that hold those binaries stopped); creations and reconfigurations
 //! in dependency order; starts in dependency order. Ties are broken by service name, so equal inputs give equal
 //! plans.
@@ -62,6 +63,14 @@ pub enum Step {
     SetMachineEnv(BTreeMap<EnvVarName, Option<String>>),
     /// Write a registry value.
     SetRegistryValue(RegistryValue),
+    /// Empty an owned directory whose index changed and create it again with its desired subdirectories (the
+    /// desired files under it follow in [`Step::ReplaceFiles`]).
+    ResetDirectory {
+        /// The owned directory.
+        directory: WinPath,
+        /// Its desired subdirectories.
+        subdirectories: Vec<WinPath>,
+    },
     /// Remove a firewall rule whose settings differ (it is created again by a following step).
     RemoveFirewallRule(String),
     /// Create a firewall rule.
@@ -101,6 +110,9 @@ impl Step {
             Step::SetMachineEnv(variables) => Ok(vec![PowerShellScript::set_machine_env(variables).render()?]),
             Step::SetRegistryValue(value) => Ok(vec![PowerShellScript::set_registry_value(value).render()?]),
             Step::RemoveFirewallRule(name) => Ok(vec![PowerShellScript::remove_firewall_rule(name).render()?]),
+            Step::ResetDirectory { directory, subdirectories } => {
+                Ok(vec![PowerShellScript::reset_directory(directory, subdirectories)?.render()?])
+            }
             Step::CreateFirewallRule(rule) => Ok(vec![PowerShellScript::new_firewall_rule(rule).render()?]),
             Step::StopService(name) => Ok(vec![ScCommand::Stop(name.clone()).render()?]),
             Step::DeleteService(name) => Ok(vec![ScCommand::Delete(name.clone()).render()?]),
@@ -119,6 +131,7 @@ impl fmt::Display for Step {
             Step::SetMachineEnv(variables) => write!(f, "set {} machine environment variables", variables.len()),
             Step::SetRegistryValue(value) => write!(f, r"set registry value {}\{}", value.key, value.name),
             Step::RemoveFirewallRule(name) => write!(f, "remove firewall rule {name}"),
+            Step::ResetDirectory { directory, .. } => write!(f, "empty directory {directory}"),
             Step::CreateFirewallRule(rule) => write!(f, "create firewall rule {}", rule.name),
             Step::StopService(name) => write!(f, "stop service {name}"),
             Step::DeleteService(name) => write!(f, "delete service {name}"),
@@ -258,12 +271,18 @@ pub fn plan(desired: &HostState, observed: &ObservedHost) -> Result<Vec<Step>, P
         dependency_order(&desired_names, desired_dependencies).map_err(|cycle| PlanError::DependencyCycle { cycle })?;
 
     let mut steps = host_steps(desired, observed);
-    let changed_files: BTreeSet<&WinPath> = desired
+    let mut changed_files: BTreeSet<&WinPath> = desired
         .files
         .iter()
         .filter(|(path, digest)| observed.files.get(*path).and_then(Option::as_ref) != Some(*digest))
         .map(|(path, _)| path)
         .collect();
+    let resets = directory_resets(desired, observed);
+    for reset in &resets {
+        if let Step::ResetDirectory { directory, .. } = reset {
+            changed_files.extend(desired.files.keys().filter(|path| path.is_within(directory)));
+        }
+    }
 
     let mut reconfigurations = BTreeMap::new();
     let mut must_stop = BTreeSet::new();
@@ -307,6 +326,7 @@ pub fn plan(desired: &HostState, observed: &ObservedHost) -> Result<Vec<Step>, P
         .map_err(|cycle| PlanError::ObservedDependencyCycle { cycle })?;
     steps.extend(delete_order.into_iter().rev().map(Step::DeleteService));
 
+    steps.extend(resets);
     if !changed_files.is_empty() {
         steps.push(Step::ReplaceFiles(changed_files.into_iter().cloned().collect()));
     }
@@ -347,6 +367,22 @@ fn desired_services(desired: &HostState) -> Result<BTreeMap<ServiceName, &Servic
         }
     }
     Ok(specs)
+}
+
+/// A [`Step::ResetDirectory`] for each owned directory whose index the host holds with other content.
+fn directory_resets(desired: &HostState, observed: &ObservedHost) -> Vec<Step> {
+    desired
+        .owned_directories
+        .iter()
+        .filter(|(_, index)| {
+            let found = observed.files.get(*index).and_then(Option::as_ref);
+            found.is_some() && found != desired.files.get(*index)
+        })
+        .map(|(directory, _)| Step::ResetDirectory {
+            directory: directory.clone(),
+            subdirectories: desired.directories.iter().filter(|path| path.is_within(directory)).cloned().collect(),
+        })
+        .collect()
 }
 
 /// Steps for directories, machine environment, registry values and firewall rules.

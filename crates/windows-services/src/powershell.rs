@@ -105,6 +105,24 @@ impl PowerShellScript {
         PowerShellScript::from_statements(&[statement])
     }
 
+    /// Empties `directory`: removes it with everything in it, then creates it again with `subdirectories`.
+    ///
+    /// # Errors
+    /// [`CommandError::WildcardInPath`] for a path holding `[` or `]`.
+    pub fn reset_directory(directory: &WinPath, subdirectories: &[WinPath]) -> Result<PowerShellScript, CommandError> {
+        let mut statements = vec![format!(
+            "Remove-Item -LiteralPath {} -Recurse -Force -ErrorAction SilentlyContinue",
+            powershell_literal(directory.as_str())
+        )];
+        for path in std::iter::once(directory).chain(subdirectories) {
+            statements.push(format!(
+                "New-Item -ItemType Directory -Force -Path {} | Out-Null",
+                wildcard_free_literal(path.as_str())?
+            ));
+        }
+        Ok(PowerShellScript::from_statements(&statements))
+    }
+
     /// Sets (`Some`) or removes (`None`) machine environment variables.
     pub fn set_machine_env(variables: &BTreeMap<EnvVarName, Option<String>>) -> PowerShellScript {
         let statements: Vec<String> = variables

@@ -9,7 +9,8 @@
 //!
 //! Mirrors: an ImageDigestMirrorSet rule and a credential for its mirror in Secret `openshift-config/pull-secret`
 //! reach every host's containerd `hosts.toml` (the mirror, then its `Authorization` header), and a changed
-//! credential replaces the old one, all without an operator restart.
+//! credential replaces the old one; deleting the rule removes the registry's `hosts.toml` from every host; all without
+//! an operator restart.
 //!
 //! Refusal: on a cluster whose OVN-Kubernetes has no hybrid overlay no host is touched (not one command), each
 //! record gets a Warning `ClusterUnsupported` Event naming the reason and `/readyz` answers 503 with it; once hybrid
@@ -24,7 +25,7 @@ use anyhow::{Context as _, ensure};
 use base64::Engine as _;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use winhost_sim::scm::State;
 use wmco_cluster_client::types::{ImageDigestMirrorSet, OperatorNetwork, Proxy};
 use wmco_sandbox::operator::http_get;
@@ -172,7 +173,21 @@ async fn mirrors_and_their_credentials_reach_every_host(sandbox: &Sandbox) -> an
     println!("pull secret: credential in every host's hosts.toml after {:.1} s", started.elapsed().as_secs_f64());
     let second = base64::engine::general_purpose::STANDARD.encode("mirror:second-s3cret");
     secrets.replace("pull-secret", &PostParams::default(), &pull_secret(&second)?).await?;
-    hosts_toml_everywhere(sandbox, &[&format!("Basic {second}")], &[&first]).await
+    hosts_toml_everywhere(sandbox, &[&format!("Basic {second}")], &[&first]).await?;
+
+    Api::<ImageDigestMirrorSet>::all(sandbox.admin_client()).delete("release", &DeleteParams::default()).await?;
+    let started = Instant::now();
+    sandbox
+        .wait_for("no quay.io hosts.toml on any host", SETTINGS_TIMEOUT, || async {
+            for host in sandbox.hosts() {
+                let contents = sandbox.read_file(&host.info.name, QUAY_HOSTS_TOML).await?;
+                ensure!(contents.is_none(), "host {}: {QUAY_HOSTS_TOML} is still there", host.info.name);
+            }
+            Ok(())
+        })
+        .await?;
+    println!("mirror rule deleted: hosts.toml gone from every host after {:.1} s", started.elapsed().as_secs_f64());
+    Ok(())
 }
 
 /// Waits until every host's `quay.io` hosts.toml holds each of `present` and none of `absent`.

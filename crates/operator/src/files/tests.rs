@@ -324,6 +324,7 @@ async fn the_bootstrap_set_carries_the_token_and_no_phase_two_file() {
             r"C:\k\bootstrap-kubeconfig",
             r"C:\k\ca-bundle.crt",
             r"C:\k\containerd\containerd_conf.toml",
+            r"C:\k\containerd\registries\wmco-registries.txt",
             r"C:\k\kubelet-ca.crt",
             r"C:\k\kubelet.conf",
         ]
@@ -354,6 +355,7 @@ async fn the_node_set_carries_cni_kube_proxy_and_tls_files_and_never_the_bootstr
             r"C:\k\ca-bundle.crt",
             r"C:\k\cni\config\cni.conf",
             r"C:\k\containerd\containerd_conf.toml",
+            r"C:\k\containerd\registries\wmco-registries.txt",
             r"C:\k\kube-proxy.conf",
             r"C:\k\kubelet-ca.crt",
             r"C:\k\kubelet.conf",

@@ -21,6 +21,10 @@ pub const CA_BUNDLE: &str = r"C:\k\ca-bundle.crt";
 pub const CONTAINERD_CONFIG: &str = r"C:\k\containerd\containerd_conf.toml";
 /// The directory of containerd's per-registry `hosts.toml` files.
 pub const REGISTRIES_DIR: &str = r"C:\k\containerd\registries";
+/// The index of [`REGISTRIES_DIR`]: the directory names of the rendered `hosts.toml` files, one per line. The
+/// operator owns the directory: when the index on a host differs, the directory is emptied before the files are
+/// written, so a registry whose mirror rules are gone loses its `hosts.toml`.
+pub const REGISTRIES_INDEX: &str = r"C:\k\containerd\registries\wmco-registries.txt";
 /// The directory holding the CNI plugin binaries.
 pub const CNI_BIN_DIR: &str = r"C:\k\cni";
 /// The directory holding the CNI network configuration.
@@ -64,6 +68,7 @@ mod tests {
             CA_BUNDLE,
             CONTAINERD_CONFIG,
             REGISTRIES_DIR,
+            REGISTRIES_INDEX,
             CNI_BIN_DIR,
             CNI_CONFIG_DIR,
             CNI_CONFIG,

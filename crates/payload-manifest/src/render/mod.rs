@@ -161,7 +161,8 @@ pub enum RenderError {
 /// let files = render::render_host_files(&cluster, &host).unwrap();
 /// let names: Vec<&str> = files.iter().map(|file| file.destination().as_str()).collect();
 /// assert_eq!(names, [r"C:\k\bootstrap-ca.crt", r"C:\k\bootstrap-kubeconfig", r"C:\k\ca-bundle.crt",
-///                    r"C:\k\containerd\containerd_conf.toml", r"C:\k\kubelet-ca.crt", r"C:\k\kubelet.conf"]);
+///                    r"C:\k\containerd\containerd_conf.toml", r"C:\k\containerd\registries\wmco-registries.txt",
+///                    r"C:\k\kubelet-ca.crt", r"C:\k\kubelet.conf"]);
 /// ```
 pub fn render_host_files(cluster: &ClusterInputs, host: &HostInputs) -> Result<Vec<RenderedFile>, RenderError> {
     let mut files = vec![kubelet_config(cluster)?, bootstrap_kubeconfig(cluster)?, containerd_config()?];

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde::ser::SerializeMap;
 
-use super::destinations::{REGISTRIES_DIR, destination};
+use super::destinations::{REGISTRIES_DIR, REGISTRIES_INDEX, destination};
 use super::{ImageMirrorRule, MirrorKind, MirrorSourcePolicy, PullSecret, RenderError, RenderedFile, SecretToken};
 
 /// The merged mirror configuration of one source registry host.
@@ -107,12 +107,18 @@ pub fn plan_registry_hosts(
     Ok(by_host.into_values().filter(|hosts| !hosts.mirrors.is_empty()).collect())
 }
 
-/// One `hosts.toml` per source registry host, at `C:\k\containerd\registries\<host dir>\hosts.toml`.
+/// One `hosts.toml` per source registry host, at `C:\k\containerd\registries\<host dir>\hosts.toml`, and the
+/// directory's index ([`REGISTRIES_INDEX`]: the host directory names, one per line, always written).
 pub fn registry_hosts_files(
     rules: &[ImageMirrorRule],
     pull_secret: Option<&PullSecret>,
 ) -> Result<Vec<RenderedFile>, RenderError> {
-    plan_registry_hosts(rules, pull_secret)?.iter().map(hosts_file).collect()
+    let plan = plan_registry_hosts(rules, pull_secret)?;
+    let mut files = plan.iter().map(hosts_file).collect::<Result<Vec<_>, _>>()?;
+    let index: String = plan.iter().map(|hosts| format!("{}\r\n", host_directory_name(&hosts.source_host))).collect();
+    let index_path = destination(REGISTRIES_INDEX, "the registries index")?;
+    files.push(RenderedFile::new(index_path, index.into_bytes()));
+    Ok(files)
 }
 
 fn hosts_file(hosts: &RegistryHosts) -> Result<RenderedFile, RenderError> {

@@ -680,3 +680,45 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn an_owned_directory_is_emptied_when_its_index_changed_and_every_file_under_it_is_written_again() {
+    let registries = path(r"C:\k\containerd\registries");
+    let index = path(r"C:\k\containerd\registries\wmco-registries.txt");
+    let quay = path(r"C:\k\containerd\registries\quay.io\hosts.toml");
+    let desired = HostState {
+        files: [(index.clone(), digest('a')), (quay.clone(), digest('b')), (path(r"C:\k\kubelet.conf"), digest('c'))]
+            .into(),
+        directories: [registries.clone(), path(r"C:\k\containerd\registries\quay.io")].into(),
+        owned_directories: [(registries.clone(), index.clone())].into(),
+        ..HostState::default()
+    };
+    assert!(plan(&desired, &converged(&desired)).unwrap().is_empty(), "the same index: nothing to do");
+
+    let mut fresh = converged(&desired);
+    fresh.files.insert(index.clone(), None);
+    assert_eq!(plan(&desired, &fresh).unwrap(), [Step::ReplaceFiles(vec![index.clone()])], "no index: no reset");
+
+    let mut changed = converged(&desired);
+    changed.files.insert(index.clone(), Some(digest('f')));
+    let steps = plan(&desired, &changed).unwrap();
+    assert_eq!(
+        steps,
+        [
+            Step::ResetDirectory {
+                directory: registries.clone(),
+                subdirectories: vec![path(r"C:\k\containerd\registries\quay.io")],
+            },
+            Step::ReplaceFiles(vec![quay.clone(), index.clone()]),
+        ]
+    );
+    let script = script_of(&steps[0].commands().unwrap()[0].line);
+    assert!(
+        script.contains(
+            "Remove-Item -LiteralPath 'C:\\k\\containerd\\registries' -Recurse -Force -ErrorAction SilentlyContinue\n\
+             New-Item -ItemType Directory -Force -Path 'C:\\k\\containerd\\registries' | Out-Null\n\
+             New-Item -ItemType Directory -Force -Path 'C:\\k\\containerd\\registries\\quay.io' | Out-Null"
+        ),
+        "{script}"
+    );
+}
