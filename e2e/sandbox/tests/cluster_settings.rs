@@ -9,8 +9,8 @@
 //!
 //! Mirrors: an ImageDigestMirrorSet rule and a credential for its mirror in Secret `openshift-config/pull-secret`
 //! reach every host's containerd `hosts.toml` (the mirror, then its `Authorization` header), and a changed
-//! credential replaces the old one; deleting the rule removes the registry's `hosts.toml` from every host; all without
-//! an operator restart.
+//! credential replaces the old one; deleting the rule removes the registry's `hosts.toml` from every host; a registry
+//! CA added to the ControllerConfig reaches every host's `C:\k\ca-bundle.crt`; all without an operator restart.
 //!
 //! Refusal: on a cluster whose OVN-Kubernetes has no hybrid overlay no host is touched (not one command), each
 //! record gets a Warning `ClusterUnsupported` Event naming the reason and `/readyz` answers 503 with it; once hybrid
@@ -27,7 +27,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use winhost_sim::scm::State;
-use wmco_cluster_client::types::{ImageDigestMirrorSet, OperatorNetwork, Proxy};
+use wmco_cluster_client::types::{ControllerConfig, ImageDigestMirrorSet, OperatorNetwork, Proxy};
 use wmco_sandbox::operator::http_get;
 use wmco_sandbox::{Sandbox, SandboxOptions, node_is_ready};
 
@@ -84,6 +84,7 @@ async fn a_cluster_proxy_reaches_every_host_and_leaves_when_cleared_without_an_o
     nodes_ready(&sandbox).await?;
 
     mirrors_and_their_credentials_reach_every_host(&sandbox).await?;
+    registry_cas_reach_every_host(&sandbox).await?;
 
     ensure!(sandbox.operator_pid() == operator_pid, "the operator restarted");
     let log = std::fs::read_to_string(sandbox.operator_log_path()).context("reading the operator log")?;
@@ -141,6 +142,30 @@ async fn a_cluster_without_hybrid_overlay_gets_no_host_touched_and_says_why_unti
     sandbox.wait_until_ready(1, READY_TIMEOUT).await?;
     let (status, body) = http_get(probe, "/readyz").await?;
     ensure!(status == 200, "/readyz after the fix: {status} {body}");
+    Ok(())
+}
+
+/// A registry CA added to the ControllerConfig reaches every host's trusted bundle.
+async fn registry_cas_reach_every_host(sandbox: &Sandbox) -> anyhow::Result<()> {
+    const REGISTRY_CA: &str = "-----BEGIN CERTIFICATE-----\nUkVHSVNUUlk=\n-----END CERTIFICATE-----\n";
+    let configs = Api::<ControllerConfig>::all(sandbox.admin_client());
+    let bundle = base64::engine::general_purpose::STANDARD.encode(REGISTRY_CA);
+    let patch = serde_json::json!({"spec": {"imageRegistryBundleUserData": [
+        {"file": "registry.example..5000", "data": bundle}]}});
+    configs.patch("machine-config-controller", &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    let started = Instant::now();
+    let wanted = format!("# registry.example:5000\n{REGISTRY_CA}");
+    sandbox
+        .wait_for("the registry CA on every host", SETTINGS_TIMEOUT, || async {
+            for host in sandbox.hosts() {
+                let contents = sandbox.read_file(&host.info.name, r"C:\k\ca-bundle.crt").await?.unwrap_or_default();
+                let text = String::from_utf8(contents)?;
+                ensure!(text.contains(&wanted), "host {}: ca-bundle.crt is {text:?}", host.info.name);
+            }
+            Ok(())
+        })
+        .await?;
+    println!("registry CA: in every host's ca-bundle.crt after {:.1} s", started.elapsed().as_secs_f64());
     Ok(())
 }
 

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
+use wmco_cluster_client::ProxySettings;
 use wmco_operator::process::{
     BuildInfo, CONTROLLER_NAME, MetricsEndpointOptions, OperatorFlags, PlainKubernetesFlags, RunOptions,
     parse_log_duration, parse_log_file_size,
@@ -104,6 +105,15 @@ pub struct RunArgs {
     /// `Infrastructure` config).
     #[arg(long, env = "WMCO_API_SERVER_URL", value_name = "URL")]
     pub api_server_url: Option<String>,
+    /// The HTTP proxy Windows nodes use, on plain Kubernetes (on OpenShift it is read from Proxy `cluster`).
+    #[arg(long, env = "WMCO_NODE_HTTP_PROXY", value_name = "URL")]
+    pub node_http_proxy: Option<String>,
+    /// The HTTPS proxy Windows nodes use, on plain Kubernetes.
+    #[arg(long, env = "WMCO_NODE_HTTPS_PROXY", value_name = "URL")]
+    pub node_https_proxy: Option<String>,
+    /// The destinations Windows nodes reach without the proxy, comma-separated, on plain Kubernetes.
+    #[arg(long, env = "WMCO_NODE_NO_PROXY", value_name = "LIST")]
+    pub node_no_proxy: Option<String>,
     /// Debug verbosity for the node services (kubelet `--v=4`, containerd and windows_exporter `debug`,
     /// hybrid-overlay `--loglevel 5`).
     #[arg(long, env = "WMCO_DEBUG_NODE_SERVICES", default_value_t = false, action = clap::ArgAction::Set,
@@ -189,6 +199,11 @@ async fn operate(args: &RunArgs, manifest: Manifest, payload: Payload) -> anyhow
         plain_kubernetes: PlainKubernetesFlags {
             service_cidr: args.service_cidr,
             api_server_url: args.api_server_url.clone(),
+            proxy: ProxySettings {
+                http_proxy: args.node_http_proxy.clone().filter(|value| !value.is_empty()),
+                https_proxy: args.node_https_proxy.clone().filter(|value| !value.is_empty()),
+                no_proxy: args.node_no_proxy.clone().filter(|value| !value.is_empty()),
+            },
         },
         listen: args.listen,
         metrics_endpoint: MetricsEndpointOptions {
@@ -309,6 +324,8 @@ mod tests {
             "--service-cidr=10.96.0.0/12",
             "--cluster-cidr=10.244.0.0/16,fd00:10:244::/56",
             "--api-server-url=https://10.0.0.1:6443",
+            "--node-http-proxy=http://proxy.lan:3128",
+            "--node-no-proxy=.svc,10.96.0.0/12",
             "--leader-election=false",
             "--namespace=wmco",
         ])
@@ -318,6 +335,11 @@ mod tests {
         assert_eq!(cluster, vec!["10.244.0.0/16", "fd00:10:244::/56"]);
         assert!(!args.leader_election);
         assert_eq!(args.namespace, "wmco");
+        assert_eq!(args.node_http_proxy.as_deref(), Some("http://proxy.lan:3128"));
+        assert_eq!(
+            (args.node_https_proxy.as_deref(), args.node_no_proxy.as_deref()),
+            (None, Some(".svc,10.96.0.0/12"))
+        );
     }
 
     #[test]

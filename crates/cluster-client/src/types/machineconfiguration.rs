@@ -13,9 +13,24 @@ pub struct ControllerConfigSpec {
     /// Base64 PEM bundle of the CAs that sign the API server's serving certificate (the kubelet's CA file).
     #[serde(rename = "kubeAPIServerServingCAData", default, skip_serializing_if = "Option::is_none")]
     pub kube_api_server_serving_ca_data: Option<String>,
+    /// The additional trusted CAs of image registries from the cluster's image configuration.
+    #[serde(rename = "imageRegistryBundleData", default, skip_serializing_if = "Vec::is_empty")]
+    pub image_registry_bundle_data: Vec<ImageRegistryBundle>,
+    /// The additional trusted CAs of image registries the admin gave (`image.config` `additionalTrustedCA`).
+    #[serde(rename = "imageRegistryBundleUserData", default, skip_serializing_if = "Vec::is_empty")]
+    pub image_registry_bundle_user_data: Vec<ImageRegistryBundle>,
     /// Every other field, preserved.
     #[serde(flatten)]
     pub other: OtherFields,
+}
+
+/// One registry's CA bundle in a ControllerConfig.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageRegistryBundle {
+    /// The registry, `host` or `host..port` (`..` stands for `:`).
+    pub file: String,
+    /// Base64 of the PEM bundle.
+    pub data: String,
 }
 
 /// A MachineConfig; the operator reads the ignition config of the newest `rendered-worker-*`.

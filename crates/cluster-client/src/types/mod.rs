@@ -29,7 +29,9 @@ pub use instance_conditions::{
 pub use machine::{
     Machine, MachineAddress, MachineSet, MachineSetSpec, MachineSetStatus, MachineSpec, MachineStatus, NodeRef,
 };
-pub use machineconfiguration::{ControllerConfig, ControllerConfigSpec, MachineConfig, MachineConfigSpec};
+pub use machineconfiguration::{
+    ControllerConfig, ControllerConfigSpec, ImageRegistryBundle, MachineConfig, MachineConfigSpec,
+};
 pub use openshift_config::{
     ApiServer, ApiServerSpec, ImageDigestMirrorSet, ImageDigestMirrorSetSpec, ImageDigestMirrors, ImageTagMirrorSet,
     ImageTagMirrorSetSpec, ImageTagMirrors, Infrastructure, InfrastructureSpec, InfrastructureStatus, Network,

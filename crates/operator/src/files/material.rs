@@ -7,7 +7,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use wmco_payload_manifest::render::{PemBundle, PullSecret, SecretToken, ServingTls};
+use wmco_payload_manifest::render::{PemBundle, PullSecret, RegistryCa, SecretToken, ServingTls};
 
 use super::ClusterSettings;
 
@@ -25,6 +25,9 @@ pub struct ClusterMaterial {
     /// The cluster's global pull secret (OpenShift's `openshift-config/pull-secret`; `None` where there is none):
     /// the credentials of image mirrors in `hosts.toml`. `Debug` shows its registries only.
     pub pull_secret: Result<Option<PullSecret>, MaterialError>,
+    /// The additional trusted CAs of image registries (ControllerConfig; none on plain Kubernetes), written into
+    /// `C:\k\ca-bundle.crt`.
+    pub registry_cas: Result<Vec<RegistryCa>, MaterialError>,
     /// The cluster-wide settings last read: API server URL, networks, platform, proxy, image mirrors.
     pub settings: Arc<ClusterSettings>,
 }
@@ -36,6 +39,7 @@ impl ClusterMaterial {
         Self {
             settings,
             pull_secret: Err(MaterialError::NotReadYet { what: "the cluster's pull secret" }),
+            registry_cas: Err(MaterialError::NotReadYet { what: "the registry CAs" }),
             api_server_ca: Err(MaterialError::NotReadYet { what: "the API server CA" }),
             kubelet_client_ca: Err(MaterialError::NotReadYet { what: "the kubelet client CA" }),
             bootstrap_token: Err(MaterialError::NotReadYet { what: "the node-bootstrapper token" }),
@@ -44,11 +48,12 @@ impl ClusterMaterial {
     }
 
     /// Whether `other` renders registered hosts the same files and services: both CA bundles, windows_exporter's
-    /// TLS pair, the pull secret (or the reasons they are unusable) and the cluster settings are equal. The bootstrap token is left
+    /// TLS pair, the pull secret, the registry CAs (or the reasons they are unusable) and the cluster settings are equal. The bootstrap token is left
     /// out: only hosts without a Node use it, and each of their passes reads the current one.
     pub fn same_node_files(&self, other: &ClusterMaterial) -> bool {
         self.settings == other.settings
             && self.pull_secret == other.pull_secret
+            && self.registry_cas == other.registry_cas
             && self.api_server_ca == other.api_server_ca
             && self.kubelet_client_ca == other.kubelet_client_ca
             && self.exporter_tls == other.exporter_tls
@@ -61,6 +66,7 @@ impl ClusterMaterial {
             && self.bootstrap_token.is_ok()
             && self.exporter_tls.is_ok()
             && self.pull_secret.is_ok()
+            && self.registry_cas.is_ok()
     }
 }
 

@@ -99,8 +99,9 @@ impl NodeFiles {
         let node_stage = overlay.is_some();
         let settings: &ClusterSettings = &material.settings;
         let mut cluster = settings.cluster_inputs(api_server_ca, kubelet_client_ca, bootstrap_token);
-        // An unusable pull secret is logged by the refresher; mirrors are then written without credentials.
+        // An unusable pull secret or registry CA is logged by the refresher; the files go without it.
         cluster.pull_secret = material.pull_secret.as_ref().ok().cloned().flatten();
+        cluster.registry_cas = material.registry_cas.clone().unwrap_or_default();
         let host = HostInputs { node_name: identity.expected_node_name.clone(), node_ip: identity.node_ip, overlay };
         let mut rendered = render_host_files(&cluster, &host)?;
         let mut withheld = Vec::new();

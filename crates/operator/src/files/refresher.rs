@@ -6,6 +6,8 @@
 //!   namespace by kube-controller-manager.
 //! - kubelet client CA: the first ControllerConfig's `kubeAPIServerServingCAData` on OpenShift (as the Go
 //!   operator), the API server CA on plain Kubernetes.
+//! - registry CAs: the ControllerConfig's `imageRegistryBundleUserData` and `imageRegistryBundleData` (OpenShift),
+//!   written into `C:\k\ca-bundle.crt`.
 //! - node-bootstrapper token: TokenRequest for `openshift-machine-config-operator/node-bootstrapper`, minted again
 //!   at half its lifetime; a failed mint keeps the previous token while it is valid.
 //! - windows_exporter TLS: Secret `windows-machine-config-operator-tls` (`tls.crt`, `tls.key`).
@@ -27,10 +29,11 @@ use tokio::sync::watch;
 use wmco_cluster_client::names::{
     NODE_BOOTSTRAPPER_NAMESPACE, NODE_BOOTSTRAPPER_SERVICE_ACCOUNT, PULL_SECRET, PULL_SECRET_NAMESPACE,
 };
+use wmco_cluster_client::types::ControllerConfig;
 use wmco_cluster_client::{
     ClusterFactsSource, ConfigMaps, ControllerConfigs, Secrets, ServiceAccountTokens, TokenRequestSpec,
 };
-use wmco_payload_manifest::render::{PemBundle, PullSecret, SecretToken, ServingTls};
+use wmco_payload_manifest::render::{PemBundle, PullSecret, RegistryCa, SecretToken, ServingTls};
 
 use super::ClusterSettings;
 use super::material::{BootstrapToken, ClusterMaterial, MaterialError};
@@ -183,16 +186,23 @@ impl MaterialRefresher {
         let previous = self.sender.borrow().clone();
         let now = (self.clock)();
         let api_server_ca = self.api_server_ca().await;
-        let kubelet_client_ca = match &self.sources.kubelet_ca {
-            KubeletCaSource::ControllerConfigs(configs) => controller_config_ca(configs.as_ref()).await,
-            KubeletCaSource::ApiServerCa => api_server_ca.clone(),
+        let (kubelet_client_ca, registry_cas) = match &self.sources.kubelet_ca {
+            KubeletCaSource::ControllerConfigs(configs) => controller_config_material(configs.as_ref()).await,
+            KubeletCaSource::ApiServerCa => (api_server_ca.clone(), Ok(Vec::new())),
         };
         let bootstrap_token = self.bootstrap_token(&previous.bootstrap_token, now).await;
         let exporter_tls = self.exporter_tls().await;
         let settings = self.cluster_settings(&previous.settings).await;
         let pull_secret = self.pull_secret().await;
-        let material =
-            ClusterMaterial { api_server_ca, kubelet_client_ca, bootstrap_token, exporter_tls, pull_secret, settings };
+        let material = ClusterMaterial {
+            api_server_ca,
+            kubelet_client_ca,
+            bootstrap_token,
+            exporter_tls,
+            pull_secret,
+            registry_cas,
+            settings,
+        };
         log_changes(&previous, &material);
         let wait = self.next_wait(&material, now);
         self.sender.send_replace(Arc::new(material));
@@ -398,25 +408,54 @@ fn api_reason(error: &wmco_cluster_client::Error) -> String {
     std::error::Error::source(error).map_or_else(|| error.to_string(), ToString::to_string)
 }
 
-/// The first ControllerConfig's `kubeAPIServerServingCAData` (base64 PEM).
-async fn controller_config_ca(configs: &dyn ControllerConfigs) -> Result<PemBundle, MaterialError> {
-    let items = configs
-        .list()
-        .await
-        .map_err(|error| MaterialError::Read { what: "ControllerConfigs".to_owned(), reason: api_reason(&error) })?;
-    let (name, encoded) = items
+/// From the ControllerConfigs: the first one's `kubeAPIServerServingCAData` (base64 PEM), and the registry CAs of
+/// the first one carrying any (`imageRegistryBundleUserData`, then `imageRegistryBundleData`; `host..port` names
+/// `host:port`).
+async fn controller_config_material(
+    configs: &dyn ControllerConfigs,
+) -> (Result<PemBundle, MaterialError>, Result<Vec<RegistryCa>, MaterialError>) {
+    let items = match configs.list().await {
+        Ok(items) => items,
+        Err(error) => {
+            let error = MaterialError::Read { what: "ControllerConfigs".to_owned(), reason: api_reason(&error) };
+            return (Err(error.clone()), Err(error));
+        }
+    };
+    let kubelet_ca = items
         .iter()
         .find_map(|config| {
             let data = config.spec.kube_api_server_serving_ca_data.as_ref().filter(|data| !data.is_empty())?;
             Some((config.name_any(), data))
         })
-        .ok_or(MaterialError::NoControllerConfigCa)?;
-    let invalid = |reason: String| MaterialError::Invalid {
-        kind: "ControllerConfig",
-        object: name.clone(),
-        key: "spec.kubeAPIServerServingCAData",
-        reason,
-    };
+        .ok_or(MaterialError::NoControllerConfigCa)
+        .and_then(|(name, encoded)| decode_pem(&name, "spec.kubeAPIServerServingCAData", encoded));
+    let registry_cas = items
+        .iter()
+        .find(|config| {
+            !config.spec.image_registry_bundle_user_data.is_empty()
+                || !config.spec.image_registry_bundle_data.is_empty()
+        })
+        .map_or_else(|| Ok(Vec::new()), registry_cas);
+    (kubelet_ca, registry_cas)
+}
+
+/// The registry CAs of `config`, the admin's (`imageRegistryBundleUserData`) before the cluster's.
+fn registry_cas(config: &ControllerConfig) -> Result<Vec<RegistryCa>, MaterialError> {
+    let name = config.name_any();
+    let user =
+        config.spec.image_registry_bundle_user_data.iter().map(|bundle| ("spec.imageRegistryBundleUserData", bundle));
+    let cluster = config.spec.image_registry_bundle_data.iter().map(|bundle| ("spec.imageRegistryBundleData", bundle));
+    user.chain(cluster)
+        .map(|(key, bundle)| {
+            Ok(RegistryCa { registry: bundle.file.replace("..", ":"), bundle: decode_pem(&name, key, &bundle.data)? })
+        })
+        .collect()
+}
+
+/// A base64 PEM bundle of ControllerConfig `name`'s field `key`.
+fn decode_pem(name: &str, key: &'static str, encoded: &str) -> Result<PemBundle, MaterialError> {
+    let invalid =
+        |reason: String| MaterialError::Invalid { kind: "ControllerConfig", object: name.to_owned(), key, reason };
     let bytes =
         base64::engine::general_purpose::STANDARD.decode(encoded).map_err(|error| invalid(error.to_string()))?;
     let text = String::from_utf8(bytes).map_err(|_| invalid("not UTF-8 text".to_owned()))?;
@@ -438,6 +477,7 @@ fn log_changes(previous: &ClusterMaterial, current: &ClusterMaterial) {
     );
     log_change("windows_exporter TLS pair", previous.exporter_tls.as_ref().err(), current.exporter_tls.as_ref().err());
     log_change("pull secret", previous.pull_secret.as_ref().err(), current.pull_secret.as_ref().err());
+    log_change("registry CAs", previous.registry_cas.as_ref().err(), current.registry_cas.as_ref().err());
 }
 
 fn log_change(piece: &str, previous: Option<&MaterialError>, current: Option<&MaterialError>) {

@@ -665,3 +665,37 @@ async fn the_pull_secret_gives_mirrors_their_credentials_and_a_change_reaches_ev
     let text = rendered(&files.file_set(&identity(), FileStage::Bootstrap).unwrap().files)[hosts_toml].clone();
     assert!(!text.contains("Authorization"), "an unusable pull secret gives no credentials: {text}");
 }
+
+#[tokio::test]
+async fn registry_cas_of_the_controller_config_reach_the_trusted_bundle() {
+    const REGISTRY_CA: &str = "-----BEGIN CERTIFICATE-----\nUkVHSVNUUlk=\n-----END CERTIFICATE-----\n";
+    let encode = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
+    let mut config = controller_config("machine-config-controller", Some(KUBELET_CA));
+    config.spec.image_registry_bundle_user_data = vec![wmco_cluster_client::types::ImageRegistryBundle {
+        file: "registry.example..5000".into(),
+        data: encode(REGISTRY_CA),
+    }];
+    config.spec.image_registry_bundle_data = vec![wmco_cluster_client::types::ImageRegistryBundle {
+        file: "image-registry.openshift-image-registry.svc..5000".into(),
+        data: "not base64!".into(),
+    }];
+    let world =
+        World::new(Some(KubeletCaSource::ControllerConfigs(Arc::new(FakeControllerConfigs(vec![config]))))).await;
+    world.refresher.refresh().await;
+    let error = world.snapshot.current().registry_cas.clone().unwrap_err();
+    assert!(error.to_string().contains("spec.imageRegistryBundleData"), "{error}");
+    assert!(world.snapshot.current().kubelet_client_ca.is_ok(), "a bad registry CA never blocks the kubelet CA");
+
+    let mut fixed = controller_config("machine-config-controller", Some(KUBELET_CA));
+    fixed.spec.image_registry_bundle_user_data = vec![wmco_cluster_client::types::ImageRegistryBundle {
+        file: "registry.example..5000".into(),
+        data: encode(REGISTRY_CA),
+    }];
+    let world =
+        World::new(Some(KubeletCaSource::ControllerConfigs(Arc::new(FakeControllerConfigs(vec![fixed]))))).await;
+    world.refresher.refresh().await;
+    let (_dir, files) = node_files(&world);
+    let bundle =
+        rendered(&files.file_set(&identity(), FileStage::Bootstrap).unwrap().files)[r"C:\k\ca-bundle.crt"].clone();
+    assert_eq!(bundle, format!("# registry.example:5000\n{REGISTRY_CA}"));
+}

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use kube::Client;
 use wmco_cluster_client::{
-    ClusterFacts, ClusterFactsSource, OpenShiftFacts, PlainKubernetesConfig, PlainKubernetesFacts, Seams,
-    serves_machine_api, serves_openshift_config,
+    ClusterFacts, ClusterFactsSource, OpenShiftFacts, PlainKubernetesConfig, PlainKubernetesFacts, ProxySettings,
+    Seams, serves_machine_api, serves_openshift_config,
 };
 use wmco_payload_manifest::{Manifest, Payload};
 use wmco_vocabulary::IpCidr;
@@ -31,6 +31,8 @@ pub struct PlainKubernetesFlags {
     pub service_cidr: Option<IpCidr>,
     /// The URL Windows nodes reach the API server at (`--api-server-url`).
     pub api_server_url: Option<String>,
+    /// The egress proxy Windows nodes use (`--node-http-proxy`, `--node-https-proxy`, `--node-no-proxy`).
+    pub proxy: ProxySettings,
 }
 
 impl PlainKubernetesFlags {
@@ -38,7 +40,11 @@ impl PlainKubernetesFlags {
     ///
     /// ```
     /// use wmco_operator::process::PlainKubernetesFlags;
-    /// let flags = PlainKubernetesFlags { service_cidr: Some("10.96.0.0/12".parse()?), api_server_url: None };
+    /// let flags = PlainKubernetesFlags {
+    ///     service_cidr: Some("10.96.0.0/12".parse()?),
+    ///     api_server_url: None,
+    ///     proxy: Default::default(),
+    /// };
     /// assert!(flags.config().is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -52,7 +58,7 @@ impl PlainKubernetesFlags {
         Ok(PlainKubernetesConfig {
             service_cidr: service_cidr.to_string(),
             api_server_internal_url: api_server_url.clone(),
-            proxy: Default::default(),
+            proxy: self.proxy.clone(),
             mirror_sets: Vec::new(),
         })
     }
@@ -280,8 +286,11 @@ mod tests {
 
     #[test]
     fn plain_kubernetes_needs_both_flags_and_says_which() {
-        let only_cidr =
-            PlainKubernetesFlags { service_cidr: Some("10.96.0.0/12".parse().expect("cidr")), api_server_url: None };
+        let only_cidr = PlainKubernetesFlags {
+            service_cidr: Some("10.96.0.0/12".parse().expect("cidr")),
+            api_server_url: None,
+            proxy: ProxySettings::default(),
+        };
         let error = only_cidr.config().expect_err("api server url missing");
         assert!(error.is_unusable_input());
         assert_eq!(
