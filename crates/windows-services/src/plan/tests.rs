@@ -223,6 +223,17 @@ fn description_recovery_and_flag_changes_reconfigure_without_a_restart() {
     );
 }
 
+/// hybrid-overlay-node reconfigured with `change` while it and its running dependent kube-proxy are stopped.
+fn hybrid_overlay_restarted_with(change: Reconfiguration) -> Vec<Step> {
+    vec![
+        stop("kube-proxy"),
+        stop("hybrid-overlay-node"),
+        Step::ReconfigureService(Box::new(change)),
+        start("hybrid-overlay-node"),
+        start("kube-proxy"),
+    ]
+}
+
 #[test]
 fn a_changed_command_line_restarts_the_service_and_its_running_dependents() {
     let mut desired = node_state();
@@ -237,20 +248,14 @@ fn a_changed_command_line_restarts_the_service_and_its_running_dependents() {
     let new_command = spec_named(&desired.services, "hybrid-overlay-node").command.clone();
     assert_eq!(
         steps,
-        vec![
-            stop("kube-proxy"),
-            stop("hybrid-overlay-node"),
-            Step::ReconfigureService(Box::new(Reconfiguration {
-                name: name("hybrid-overlay-node"),
-                config: ConfigChanges { command: Some(new_command), ..ConfigChanges::default() },
-                description: None,
-                recovery: None,
-                failure_flag: None,
-                environment: None,
-            })),
-            start("hybrid-overlay-node"),
-            start("kube-proxy"),
-        ]
+        hybrid_overlay_restarted_with(Reconfiguration {
+            name: name("hybrid-overlay-node"),
+            config: ConfigChanges { command: Some(new_command), ..ConfigChanges::default() },
+            description: None,
+            recovery: None,
+            failure_flag: None,
+            environment: None,
+        })
     );
     assert_eq!(
         steps[2].commands().unwrap()[0].line,
@@ -281,20 +286,14 @@ fn a_changed_own_environment_is_written_and_restarts_the_service_and_its_running
     let entries = vec!["HTTPS_PROXY=http://proxy.example:3128".to_owned(), "NO_PROXY=.svc,10.0.0.0/8".to_owned()];
     assert_eq!(
         steps,
-        vec![
-            stop("kube-proxy"),
-            stop("hybrid-overlay-node"),
-            Step::ReconfigureService(Box::new(Reconfiguration {
-                name: name("hybrid-overlay-node"),
-                config: ConfigChanges::default(),
-                description: None,
-                recovery: None,
-                failure_flag: None,
-                environment: Some(entries),
-            })),
-            start("hybrid-overlay-node"),
-            start("kube-proxy"),
-        ]
+        hybrid_overlay_restarted_with(Reconfiguration {
+            name: name("hybrid-overlay-node"),
+            config: ConfigChanges::default(),
+            description: None,
+            recovery: None,
+            failure_flag: None,
+            environment: Some(entries),
+        })
     );
     let commands = steps[2].commands().unwrap();
     assert_eq!(commands.len(), 1, "only the environment changes: no sc.exe config");

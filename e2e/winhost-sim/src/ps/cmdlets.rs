@@ -1098,14 +1098,7 @@ fn get_item_property(session: &mut Session<'_>, call: &Call) -> Result<Vec<Value
     if let Some(name) = call.arguments.text("name", Some(1)) {
         properties.retain(|(existing, _)| existing.eq_ignore_ascii_case(&name));
         if properties.is_empty() {
-            let error = call.error(
-                format!("Property {name} does not exist at path {path_text}."),
-                "InvalidArgument",
-                "PSArgumentException",
-                "System.Management.Automation.PSArgumentException",
-                &name,
-            );
-            return fail(session, call, error);
+            return fail(session, call, missing_property(call, &name, &path_text));
         }
     }
     let child = key.rsplit('\\').next().unwrap_or_default().to_owned();
@@ -1165,6 +1158,17 @@ fn set_item_property(session: &mut Session<'_>, call: &Call, create: bool) -> Re
     Ok(Vec::new())
 }
 
+/// The `PSArgumentException` Windows PowerShell raises for a registry value `name` that key `path_text` lacks.
+fn missing_property(call: &Call, name: &str, path_text: &str) -> PsError {
+    call.error(
+        format!("Property {name} does not exist at path {path_text}."),
+        "InvalidArgument",
+        "PSArgumentException",
+        "System.Management.Automation.PSArgumentException",
+        name,
+    )
+}
+
 /// `Remove-ItemProperty -Path <key> -Name <value>`: deletes a stored value; a value that does not exist is the
 /// `PSArgumentException` Windows PowerShell raises.
 fn remove_item_property(session: &mut Session<'_>, call: &Call) -> Result<Vec<Value>, Flow> {
@@ -1181,14 +1185,7 @@ fn remove_item_property(session: &mut Session<'_>, call: &Call) -> Result<Vec<Va
         .and_then(|stored| stored.values.remove(&name.to_lowercase()))
         .is_some();
     if !removed {
-        let error = call.error(
-            format!("Property {name} does not exist at path {path_text}."),
-            "InvalidArgument",
-            "PSArgumentException",
-            "System.Management.Automation.PSArgumentException",
-            &name,
-        );
-        return fail(session, call, error);
+        return fail(session, call, missing_property(call, &name, &path_text));
     }
     Ok(Vec::new())
 }
