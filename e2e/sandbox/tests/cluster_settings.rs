@@ -4,8 +4,9 @@
 //! Proxy: once Proxy `cluster`'s status names a proxy, every host's machine environment carries `HTTP_PROXY`,
 //! `HTTPS_PROXY` and `NO_PROXY`, and containerd and the kubelet run again with them in their own environment
 //! (their `Environment` registry value: the simulator hands services the machine environment of the last boot only,
-//! as Windows does), while the other services do not get them; the Nodes stay Ready. Clearing the proxy removes
-//! the variables from both. The proxy URL's password never reaches the operator's log.
+//! as Windows does), while the other services do not get them; the Nodes stay Ready. A host removed meanwhile
+//! keeps none of the variables, and gets them again when added back. Clearing the proxy removes the variables from
+//! both. The proxy URL's password never reaches the operator's log.
 //!
 //! Mirrors: an ImageDigestMirrorSet rule and a credential for its mirror in Secret `openshift-config/pull-secret`
 //! reach every host's containerd `hosts.toml` (the mirror, then its `Authorization` header), and a changed
@@ -69,6 +70,28 @@ async fn a_cluster_proxy_reaches_every_host_and_leaves_when_cleared_without_an_o
         .await?;
     println!("proxy set: on every host after {:.1} s", set.elapsed().as_secs_f64());
     nodes_ready(&sandbox).await?;
+
+    // A host removed while the proxy is set keeps none of its variables; added back, it gets them again.
+    let leaving = &sandbox.hosts()[1];
+    sandbox.remove_instance_entry(&leaving.key).await?;
+    sandbox
+        .wait_for("the removed host without the proxy", SETTINGS_TIMEOUT, || async {
+            ensure!(sandbox.windows_instances().await?.len() == 1, "the record is still there");
+            for variable in PROXY_VARIABLES {
+                let found = sandbox.machine_env(&leaving.info.name, variable).await?;
+                ensure!(found.is_none(), "host {}: {variable} is still {found:?}", leaving.info.name);
+            }
+            ensure!(sandbox.services(&leaving.info.name).await?.is_empty(), "services left");
+            Ok(())
+        })
+        .await?;
+    sandbox.write_instances(&sandbox.entries_for_all_hosts()).await?;
+    sandbox.wait_until_ready(2, READY_TIMEOUT).await?;
+    sandbox
+        .wait_for("the proxy on the host added back", SETTINGS_TIMEOUT, || async {
+            proxy_is(&sandbox, &leaving.info.name, Some(wanted)).await
+        })
+        .await?;
 
     let cleared = Instant::now();
     set_proxy_status(&sandbox, "", "", "").await?;
