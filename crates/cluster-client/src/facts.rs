@@ -1,6 +1,6 @@
-//! Cluster facts the node configuration needs — service CIDR, the API server URL nodes use, platform, proxy,
-//! Kubernetes version, image mirror sets, the pod network's type and hybrid overlay — gathered into one typed [`ClusterFacts`], from OpenShift's config
-//! objects ([`OpenShiftFacts`]) or, on plain Kubernetes, from the operator's own configuration
+//! Cluster facts the node configuration needs — service CIDR, the API server URL nodes use, platform, proxy, Kubernetes
+//! version, image mirror sets, the pod network's type and hybrid overlay — gathered into one typed [`ClusterFacts`],
+//! from OpenShift's config objects ([`OpenShiftFacts`]) or, on plain Kubernetes, from the operator's own configuration
 //! ([`PlainKubernetesFacts`]).
 
 use std::fmt;

@@ -241,8 +241,9 @@ pub const SERVICE_LOG_DIRECTORIES: [&str; 6] = [
     r"C:\var\log\windows_exporter",
 ];
 
-/// The desired host state for `phase`: the services of that phase and the earlier one, the node's directories,
-/// the proxy's machine variables, its firewall rules, and the Go operator's daemon listed for removal. Payload files are added by the caller.
+/// The desired host state for `phase`: the services of that phase and the earlier one, the node's directories, the
+/// proxy's machine variables, its firewall rules, and the Go operator's daemon listed for removal. Payload files are
+/// added by the caller.
 ///
 /// # Errors
 /// As [`node_services`].

@@ -47,9 +47,10 @@ impl ClusterMaterial {
         }
     }
 
-    /// Whether `other` renders registered hosts the same files and services: both CA bundles, windows_exporter's
-    /// TLS pair, the pull secret, the registry CAs (or the reasons they are unusable) and the cluster settings are equal. The bootstrap token is left
-    /// out: only hosts without a Node use it, and each of their passes reads the current one.
+    /// Whether `other` renders registered hosts the same files and services: both CA bundles, windows_exporter's TLS
+    /// pair, the pull secret, the registry CAs (or the reasons they are unusable) and the cluster settings are equal.
+    /// The bootstrap token is left out: only hosts without a Node use it, and each of their passes reads the current
+    /// one.
     pub fn same_node_files(&self, other: &ClusterMaterial) -> bool {
         self.settings == other.settings
             && self.pull_secret == other.pull_secret

@@ -1,8 +1,8 @@
 //! [`NodeFiles`]: the payload-backed [`HostFilesSource`]. It renders a host's files from the verified payload, the
-//! latest [`ClusterMaterial`](super::ClusterMaterial) snapshot (material and [`ClusterSettings`]) and, in the node stage, the
-//! Node's hybrid-overlay subnet. It never does IO: the snapshot is kept fresh by the
-//! [`MaterialRefresher`](super::MaterialRefresher). Without windows_exporter's TLS Secret only windows_exporter
-//! waits ([`WithheldService`]); networking and the kubelet never depend on metrics.
+//! latest [`ClusterMaterial`](super::ClusterMaterial) snapshot (material and [`ClusterSettings`]) and, in the node
+//! stage, the Node's hybrid-overlay subnet. It never does IO: the snapshot is kept fresh by the
+//! [`MaterialRefresher`](super::MaterialRefresher). Without windows_exporter's TLS Secret only windows_exporter waits
+//! ([`WithheldService`]); networking and the kubelet never depend on metrics.
 
 use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;

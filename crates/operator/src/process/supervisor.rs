@@ -189,9 +189,9 @@ async fn report_refusals(
 }
 
 /// One trigger per watch event of the OpenShift objects the cluster settings and the kubelet client CA come
-/// from: Proxy, the config and operator Networks, the image mirror sets, the pull secret and ControllerConfigs (the material refresher reads them again at once).
+/// from: Proxy, the config and operator Networks, the image mirror sets, the pull secret and ControllerConfigs (the
+/// material refresher reads them again at once).
 fn cluster_setting_changes(client: &Client) -> impl futures::Stream<Item = ()> + Send + 'static {
-    use futures::StreamExt as _;
     let cluster = || watcher::Config::default().fields("metadata.name=cluster");
     let proxies = Api::<Proxy>::all(client.clone());
     let digest_sets = Api::<ImageDigestMirrorSet>::all(client.clone());

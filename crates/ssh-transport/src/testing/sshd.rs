@@ -93,13 +93,22 @@ impl Sshd {
             fs::create_dir_all("/run/sshd")?;
         }
         let dir = tempfile::Builder::new().prefix("wmco-sshd-").tempdir()?;
-        let port = free_port()?;
-        let mut sshd = Sshd { dir, port, child: None, key_counter: 0 };
+        let mut sshd = Sshd { dir, port: free_port()?, child: None, key_counter: 0 };
         sshd.generate_host_key()?;
         fs::write(sshd.authorized_keys_path(), "")?;
-        sshd.write_config()?;
-        sshd.spawn()?;
-        Ok(sshd)
+        // The free port is released before sshd binds it, so another process may take it in between: try another.
+        for attempt in 1..=PORT_ATTEMPTS {
+            sshd.write_config()?;
+            match sshd.spawn() {
+                Ok(()) => return Ok(sshd),
+                Err(error) if attempt < PORT_ATTEMPTS && error.to_string().contains("Address already in use") => {
+                    sshd.kill();
+                    sshd.port = free_port()?;
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Err(io::Error::other("sshd found no free port"))
     }
 
     /// The TCP port sshd listens on (on 127.0.0.1).
@@ -298,6 +307,9 @@ fn run(command: &mut Command) -> io::Result<()> {
 fn is_root() -> bool {
     getuid().is_root()
 }
+
+/// How many free ports [`Sshd::start`] tries.
+const PORT_ATTEMPTS: u32 = 5;
 
 fn free_port() -> io::Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
