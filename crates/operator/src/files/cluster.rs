@@ -56,8 +56,6 @@ pub struct ClusterSettings {
     pub proxy: Option<Proxy>,
     /// Registry mirror rules.
     pub image_mirrors: Vec<ImageMirrorRule>,
-    /// hybrid-overlay's VXLAN port, when the cluster sets one other than the default 4789.
-    pub hybrid_overlay_vxlan_port: Option<u16>,
     /// The pod network (OpenShift; `None` on plain Kubernetes).
     pub pod_networking: Option<PodNetworking>,
     /// The API server's version.
@@ -126,10 +124,6 @@ impl ClusterSettings {
             platform: facts.platform.known_or_none(),
             proxy,
             image_mirrors,
-            hybrid_overlay_vxlan_port: facts
-                .pod_networking
-                .as_ref()
-                .and_then(|network| network.hybrid_overlay_vxlan_port),
             pod_networking: facts.pod_networking.clone(),
             kubernetes_version: facts.kubernetes_version.clone(),
             log_rotation: ServiceLogRotation::default(),
@@ -176,7 +170,7 @@ impl ClusterSettings {
             platform: self.platform,
             verbosity,
             log_rotation: self.log_rotation,
-            hybrid_overlay_vxlan_port: self.hybrid_overlay_vxlan_port,
+            hybrid_overlay_vxlan_port: self.hybrid_overlay_vxlan_port(),
             cloud_provider: None,
             cloud_config: None,
             proxy: self.node_proxy(),
@@ -238,6 +232,11 @@ impl ClusterSettings {
         })
     }
 
+    /// hybrid-overlay's VXLAN port, when the cluster sets one other than the default 4789.
+    pub fn hybrid_overlay_vxlan_port(&self) -> Option<u16> {
+        self.pod_networking.as_ref().and_then(|networking| networking.hybrid_overlay_vxlan_port)
+    }
+
     /// The proxy as the node's services get it (no proxy: every proxy variable removed).
     pub fn node_proxy(&self) -> NodeProxy {
         self.proxy.as_ref().map_or_else(NodeProxy::default, |proxy| NodeProxy {
@@ -276,7 +275,7 @@ impl ClusterSettings {
             ("platform", self.platform != other.platform),
             ("proxy", self.proxy != other.proxy),
             ("image_mirrors", self.image_mirrors != other.image_mirrors),
-            ("hybrid_overlay_vxlan_port", self.hybrid_overlay_vxlan_port != other.hybrid_overlay_vxlan_port),
+            ("hybrid_overlay_vxlan_port", self.hybrid_overlay_vxlan_port() != other.hybrid_overlay_vxlan_port()),
             ("pod_networking", self.pod_networking != other.pod_networking),
             ("kubernetes_version", self.kubernetes_version != other.kubernetes_version),
             ("log_rotation", self.log_rotation != other.log_rotation),

@@ -169,15 +169,20 @@ impl OperatorConfig {
     pub fn instances_settings(&self, pub_key_hash: String, snapshot: MaterialSnapshot) -> InstancesSettings {
         InstancesSettings {
             namespace: self.flags.namespace.clone(),
-            services: ServiceSettingsSource::Cluster {
-                snapshot,
-                verbosity: self.flags.verbosity,
-                payload_kubelet_version: self.payload_kubelet_version.clone(),
-            },
+            services: self.service_settings_source(snapshot),
             operator_version: self.operator_version.to_string(),
             pub_key_hash,
             drain: DrainOptions::default(),
             command_timeout: self.flags.ssh_command_timeout,
+        }
+    }
+
+    /// The node service settings and the cluster gate of each host pass, read from `snapshot`.
+    pub fn service_settings_source(&self, snapshot: MaterialSnapshot) -> ServiceSettingsSource {
+        ServiceSettingsSource::Cluster {
+            snapshot,
+            verbosity: self.flags.verbosity,
+            payload_kubelet_version: self.payload_kubelet_version.clone(),
         }
     }
 

@@ -293,7 +293,7 @@ async fn run_host_controllers(
             )
             .with_metrics(Arc::clone(&metrics));
             let upgrades = UpgradesContext::new(&seams, config.upgrade_settings(current_hash.clone()))
-                .with_cluster_gate(config.instances_settings(current_hash.clone(), snapshot.clone()).services)
+                .with_cluster_gate(config.service_settings_source(snapshot.clone()))
                 .with_shared_budget(&budget)
                 .with_metrics(Arc::clone(&metrics));
             tracing::info!(
@@ -322,7 +322,7 @@ async fn run_host_controllers(
         }
     };
     let fleet_metrics = run_fleet_metrics(client.clone(), namespace.clone(), Arc::clone(&metrics));
-    let gate = config.instances_settings(String::new(), snapshot.clone()).services;
+    let gate = config.service_settings_source(snapshot.clone());
     let refusals = report_refusals(gate, snapshot.node_file_changes(), readiness);
     tokio::select! {
         () = refresher.run_with_triggers(setting_changes) => {}
