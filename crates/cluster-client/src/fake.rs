@@ -379,10 +379,23 @@ impl Secrets for FakeSecrets {
     }
 }
 
-/// ConfigMaps in memory; apply replaces the stored object.
+/// ConfigMaps in memory; apply merges as a server-side apply does, [`FakeConfigMaps::replace`] stands for another
+/// client's update.
 #[derive(Debug, Default)]
 pub struct FakeConfigMaps {
     config_maps: Mutex<BTreeMap<Key, ConfigMap>>,
+}
+
+impl FakeConfigMaps {
+    /// Stores `config_map` as it is, as another client's full update would (labels it lacks are gone).
+    ///
+    /// # Errors
+    /// [`Error::MissingField`] when the name or namespace is missing.
+    pub fn replace(&self, config_map: ConfigMap) -> Result<()> {
+        let key = key_of("ConfigMap", &config_map.metadata)?;
+        locked(&self.config_maps).insert(key, config_map);
+        Ok(())
+    }
 }
 
 #[async_trait]
@@ -391,10 +404,34 @@ impl ConfigMaps for FakeConfigMaps {
         Ok(locked(&self.config_maps).get(&(namespace.to_owned(), name.to_owned())).cloned())
     }
 
+    /// Like a server-side apply by one field manager: what the applied object sets replaces (labels and
+    /// annotations key by key, `data` and `binaryData` as a whole); what it leaves out keeps its value.
     async fn apply(&self, config_map: &ConfigMap) -> Result<ConfigMap> {
         let key = key_of("ConfigMap", &config_map.metadata)?;
-        locked(&self.config_maps).insert(key, config_map.clone());
-        Ok(config_map.clone())
+        let mut stored = locked(&self.config_maps);
+        let merged = match stored.get(&key) {
+            None => config_map.clone(),
+            Some(existing) => {
+                let mut merged = existing.clone();
+                for (target, applied) in [
+                    (&mut merged.metadata.labels, &config_map.metadata.labels),
+                    (&mut merged.metadata.annotations, &config_map.metadata.annotations),
+                ] {
+                    if let Some(applied) = applied {
+                        target.get_or_insert_default().extend(applied.clone());
+                    }
+                }
+                if config_map.data.is_some() {
+                    merged.data = config_map.data.clone();
+                }
+                if config_map.binary_data.is_some() {
+                    merged.binary_data = config_map.binary_data.clone();
+                }
+                merged
+            }
+        };
+        stored.insert(key, merged.clone());
+        Ok(merged)
     }
 }
 

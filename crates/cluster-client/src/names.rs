@@ -64,6 +64,14 @@ pub const PULL_SECRET_NAMESPACE: &str = "openshift-config";
 /// The cluster's global pull secret (`.dockerconfigjson`): credentials of image mirrors reach hosts' `hosts.toml`.
 pub const PULL_SECRET: &str = "pull-secret";
 
+/// The ConfigMap in the operator namespace holding the cluster's trusted CA bundle; the operator keeps it with
+/// [`INJECT_TRUSTED_CA_BUNDLE_LABEL`] so OpenShift's network operator fills it.
+pub const TRUSTED_CA_CONFIG_MAP: &str = "trusted-ca";
+/// The label asking OpenShift's network operator to inject the cluster's trusted CA bundle into a ConfigMap.
+pub const INJECT_TRUSTED_CA_BUNDLE_LABEL: &str = "config.openshift.io/inject-trusted-cabundle";
+/// The key of [`TRUSTED_CA_CONFIG_MAP`] holding the PEM bundle.
+pub const TRUSTED_CA_KEY: &str = "ca-bundle.crt";
+
 /// Namespace of the ServiceAccount whose short-lived tokens bootstrap kubelets.
 pub const NODE_BOOTSTRAPPER_NAMESPACE: &str = "openshift-machine-config-operator";
 /// ServiceAccount whose short-lived tokens bootstrap kubelets.

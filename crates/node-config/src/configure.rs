@@ -26,11 +26,14 @@ use wmco_cluster_client::names::{
 };
 use wmco_cluster_client::types::{InstanceOrigin, InstancePhase, WindowsInstance};
 use wmco_cluster_client::{Drainer, InstanceRecords, NodeExt, NodeMetadataPatch, Nodes};
-use wmco_payload_manifest::render::destinations::{BOOTSTRAP_KUBECONFIG, REGISTRIES_DIR, REGISTRIES_INDEX};
+use wmco_payload_manifest::render::destinations::{
+    BOOTSTRAP_KUBECONFIG, IMPORTED_ROOTS_RECORD, REGISTRIES_DIR, REGISTRIES_INDEX, TRUSTED_CERTIFICATES_DIR,
+    TRUSTED_CERTIFICATES_INDEX,
+};
 use wmco_payload_manifest::{HostFile, HostFileSet};
 use wmco_windows_services::{
     HostState, LogRotation, NodeInputs, NodeProxy, ObservedHost, Platform, ProbeRequest, ServiceStage, ServiceState,
-    Sha256Hex, Verbosity, WinPath, node_host_state, plan,
+    Sha256Hex, Thumbprint, TrustedRoots, Verbosity, WinPath, node_host_state, plan,
 };
 
 use crate::error::{FlowError, FlowStep, SourceError};
@@ -505,7 +508,8 @@ fn parse_fixed(session: &HostSession, text: &str) -> Result<WinPath, FlowError> 
 }
 
 /// The host state to converge to: the node's services for `phase`, its directories plus those of the files, the
-/// files' hashes, and containerd's registry directory as an owned one (indexed by `wmco-registries.txt`).
+/// files' hashes, containerd's registry directory and the trusted certificates' directory as owned ones (indexed by
+/// `wmco-registries.txt` and `wmco-certs.txt`), and the root store trusting each certificate of that directory.
 fn desired_state(
     session: &HostSession,
     settings: &ServiceSettings,
@@ -527,7 +531,29 @@ fn desired_state(
     if desired.files.contains_key(&index) {
         desired.owned_directories.insert(parse_fixed(session, REGISTRIES_DIR)?, index);
     }
+    let certificates_index = parse_fixed(session, TRUSTED_CERTIFICATES_INDEX)?;
+    if desired.files.contains_key(&certificates_index) {
+        let directory = parse_fixed(session, TRUSTED_CERTIFICATES_DIR)?;
+        desired.trusted_roots = Some(TrustedRoots {
+            certificates: trusted_certificates(&desired, &directory),
+            record: parse_fixed(session, IMPORTED_ROOTS_RECORD)?,
+        });
+        desired.owned_directories.insert(directory, certificates_index);
+    }
     Ok(desired)
+}
+
+/// The certificates among the desired files: `<thumbprint>.crt` directly in `directory`.
+fn trusted_certificates(desired: &HostState, directory: &WinPath) -> BTreeMap<Thumbprint, WinPath> {
+    desired
+        .files
+        .keys()
+        .filter(|path| path.parent().is_some_and(|parent| parent.same_location(directory)))
+        .filter_map(|path| {
+            let stem = path.file_name()?.strip_suffix(".crt")?;
+            Some((Thumbprint::new(stem).ok()?, path.clone()))
+        })
+        .collect()
 }
 
 /// Leaves the `withheld` services out of `desired`, and with them every service that depends on one (it could not

@@ -11,8 +11,10 @@
 use wmco_cluster_client::DrainOptions;
 use wmco_cluster_client::names::FORCE_REMOVE_ANNOTATION;
 use wmco_cluster_client::types::{InstanceOrigin, InstancePhase, WindowsInstance};
+use wmco_payload_manifest::render::destinations::IMPORTED_ROOTS_RECORD;
 use wmco_windows_services::{
-    HostState, LEGACY_DAEMON_SERVICE, NodeProxy, ProbeRequest, SERVICE_LOG_DIRECTORIES, ServiceName, WinPath, plan,
+    HostState, LEGACY_DAEMON_SERVICE, NodeProxy, ProbeRequest, SERVICE_LOG_DIRECTORIES, ServiceName, TrustedRoots,
+    WinPath, plan,
 };
 
 use crate::configure::ClusterAccess;
@@ -162,7 +164,7 @@ async fn deconfigure_pass(
     Ok(DeconfigureOutcome { node_name: node.and(node_name), host_cleaned, forced_past })
 }
 
-/// Removes the proxy's machine variables, stops and deletes the managed services, then removes the directories and
+/// Removes the proxy's machine variables and the imported root certificates, stops and deletes the managed services, then removes the directories and
 /// the HNS networks.
 async fn clean_host(session: &HostSession) -> Result<(), FlowError> {
     let render_error = |step, source| FlowError::Render { host: session.label().to_owned(), step, source };
@@ -170,9 +172,17 @@ async fn clean_host(session: &HostSession) -> Result<(), FlowError> {
         MANAGED_SERVICES.iter().map(|name| ServiceName::new(name)).collect::<Result<_, _>>().map_err(|_| {
             FlowError::Record { instance: session.label().to_owned(), what: "a valid managed service name" }
         })?;
-    // The proxy's machine variables go too (the operator set them; `None` removes each).
-    let desired =
-        HostState { removed_services: removed, machine_env: NodeProxy::default().variables(), ..HostState::default() };
+    // The proxy's machine variables go too (the operator set them; `None` removes each), and so do the root
+    // certificates the operator imported.
+    let record = WinPath::parse(IMPORTED_ROOTS_RECORD).map_err(|source| {
+        render_error(FlowStep::TrustCertificates, wmco_windows_services::CommandError::ScriptPath { source })
+    })?;
+    let desired = HostState {
+        removed_services: removed,
+        machine_env: NodeProxy::default().variables(),
+        trusted_roots: Some(TrustedRoots::none(record)),
+        ..HostState::default()
+    };
     let request = ProbeRequest::for_state(&desired);
     let observed = session.probe(&request).await?;
     let steps =

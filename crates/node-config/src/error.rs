@@ -26,6 +26,8 @@ pub enum FlowStep {
     Prerequisites,
     /// Uploading payload and rendered files.
     UploadFiles,
+    /// Importing the trusted root certificates and removing those no longer trusted.
+    TrustCertificates,
     /// Stopping, creating, reconfiguring, starting or deleting services.
     Services,
     /// Deleting the bootstrap kubeconfig once the Node exists.
@@ -61,6 +63,7 @@ impl FlowStep {
             FlowStep::UploadScript => "upload_script",
             FlowStep::Prerequisites => "prerequisites",
             FlowStep::UploadFiles => "upload_files",
+            FlowStep::TrustCertificates => "trust_certificates",
             FlowStep::Services => "services",
             FlowStep::RemoveBootstrapKubeconfig => "remove_bootstrap_kubeconfig",
             FlowStep::VerifyServices => "verify_services",

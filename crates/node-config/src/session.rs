@@ -271,6 +271,13 @@ impl HostSession {
                         self.run_powershell(FlowStep::Prerequisites, &step.to_string(), &command).await?;
                     }
                 }
+                Step::SyncRootCertificates(_) => {
+                    for command in
+                        step.commands().map_err(|source| self.render_error(FlowStep::TrustCertificates, source))?
+                    {
+                        self.run_powershell(FlowStep::TrustCertificates, &step.to_string(), &command).await?;
+                    }
+                }
                 Step::DeleteService(_)
                 | Step::CreateService(_)
                 | Step::ReconfigureService(_)

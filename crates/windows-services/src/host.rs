@@ -1,5 +1,5 @@
 //! The desired state of a whole host ([`HostState`]): services, directories, files (by hash), machine environment
-//! variables, firewall rules and registry values, with the small validated types they are made of.
+//! variables, firewall rules, registry values and trusted root certificates, with the small validated types they are made of.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::path::WinPath;
 use crate::service::{ServiceName, ServiceSpec};
+use crate::trust::TrustedRoots;
 
 /// Why a host-level name or value is not acceptable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -33,6 +34,12 @@ pub enum HostValueError {
     /// Not 64 hex digits.
     #[error("{text:?} is not a SHA-256 digest (64 hex digits)")]
     Sha256 {
+        /// The text given.
+        text: String,
+    },
+    /// Not 40 hex digits.
+    #[error("{text:?} is not a certificate thumbprint (40 hex digits)")]
+    Thumbprint {
         /// The text given.
         text: String,
     },
@@ -327,6 +334,8 @@ pub struct HostState {
     pub firewall_rules: BTreeSet<FirewallRule>,
     /// Registry values that must hold.
     pub registry_values: BTreeSet<RegistryValue>,
+    /// The machine's trusted root certificates, when the desired state manages them.
+    pub trusted_roots: Option<TrustedRoots>,
 }
 
 #[cfg(test)]

@@ -57,6 +57,7 @@ mod quote;
 mod sc;
 mod sc_output;
 mod service;
+mod trust;
 
 pub use command::{CommandError, MAX_COMMAND_LINE_CHARS, RenderedCommand, ScriptFile, Shell};
 pub use host::{
@@ -82,4 +83,5 @@ pub use service::{
     FailureAction, FailureActionKind, FailureActions, Millis, ResetPeriod, ServiceCommand, ServiceName,
     ServiceNameError, ServiceSpec, ServiceState, StartType,
 };
+pub use trust::{ObservedRoots, ROOT_STORE, RootSync, Thumbprint, TrustedRoots};
 pub use wmco_vocabulary::Platform;

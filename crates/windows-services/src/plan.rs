@@ -30,6 +30,7 @@ use crate::powershell::PowerShellScript;
 use crate::probe::{ObservedFirewallRule, ObservedHost, ObservedService};
 use crate::sc::{ConfigChanges, ScCommand};
 use crate::service::{FailureActions, ServiceName, ServiceSpec};
+use crate::trust::RootSync;
 
 /// `Enabled` value of an enabled firewall rule.
 const FIREWALL_ENABLED: u32 = 1;
@@ -81,6 +82,9 @@ pub enum Step {
     DeleteService(ServiceName),
     /// The caller uploads these files (over SFTP, hash-verified); no command line.
     ReplaceFiles(Vec<WinPath>),
+    /// Import the missing trusted root certificates (from files uploaded by [`Step::ReplaceFiles`]) and remove those
+    /// the operator imported that are no longer trusted.
+    SyncRootCertificates(Box<RootSync>),
     /// Create a missing service with its description and recovery settings.
     CreateService(Box<ServiceSpec>),
     /// Change an existing service.
@@ -117,6 +121,7 @@ impl Step {
             Step::StopService(name) => Ok(vec![ScCommand::Stop(name.clone()).render()?]),
             Step::DeleteService(name) => Ok(vec![ScCommand::Delete(name.clone()).render()?]),
             Step::ReplaceFiles(_) => Ok(Vec::new()),
+            Step::SyncRootCertificates(sync) => Ok(vec![sync.script()?.render()?]),
             Step::CreateService(spec) => create_commands(spec),
             Step::ReconfigureService(change) => reconfigure_commands(change),
             Step::StartService(name) => Ok(vec![ScCommand::Start(name.clone()).render()?]),
@@ -136,6 +141,7 @@ impl fmt::Display for Step {
             Step::StopService(name) => write!(f, "stop service {name}"),
             Step::DeleteService(name) => write!(f, "delete service {name}"),
             Step::ReplaceFiles(files) => write!(f, "replace {} files", files.len()),
+            Step::SyncRootCertificates(sync) => sync.fmt(f),
             Step::CreateService(spec) => write!(f, "create service {}", spec.name),
             Step::ReconfigureService(change) => write!(f, "reconfigure service {}", change.name),
             Step::StartService(name) => write!(f, "start service {name}"),
@@ -329,6 +335,10 @@ pub fn plan(desired: &HostState, observed: &ObservedHost) -> Result<Vec<Step>, P
     steps.extend(resets);
     if !changed_files.is_empty() {
         steps.push(Step::ReplaceFiles(changed_files.into_iter().cloned().collect()));
+    }
+    if let Some(roots) = &desired.trusted_roots {
+        let found = observed.trusted_roots.clone().unwrap_or_default();
+        steps.extend(RootSync::between(roots, &found).map(|sync| Step::SyncRootCertificates(Box::new(sync))));
     }
     for name in &start_order {
         if !observed.services.contains_key(name) {

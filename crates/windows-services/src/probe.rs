@@ -1,7 +1,7 @@
 //! The batched state probe: one PowerShell script (of the §8 subset) that reads everything `plan` diffs —
 //! the configuration and state of listed services, SHA-256 of listed files, which listed directories exist, listed
-//! machine environment variables, firewall rules and registry values — and prints it as one compact JSON document;
-//! plus the parser of that document into an [`ObservedHost`].
+//! machine environment variables, firewall rules, registry values and the trusted root store — and prints it as one
+//! compact JSON document; plus the parser of that document into an [`ObservedHost`].
 //!
 //! Service configuration comes from the service's registry key (`HKLM\SYSTEM\CurrentControlSet\Services\<name>`:
 //! `ImagePath`, `DisplayName`, `Description`, `Start`, `DelayedAutostart`, `DependOnService`, `FailureActions`,
@@ -26,6 +26,7 @@ use crate::quote::powershell_literal;
 use crate::service::{
     FailureAction, FailureActionKind, FailureActions, Millis, ResetPeriod, ServiceName, ServiceState, StartType,
 };
+use crate::trust::{ObservedRoots, ROOT_STORE, Thumbprint};
 
 /// Registry key under which the SCM keeps each service's configuration.
 const SERVICES_KEY: &str = r"HKLM:\SYSTEM\CurrentControlSet\Services";
@@ -45,6 +46,8 @@ pub struct ProbeRequest {
     pub firewall_rules: BTreeSet<String>,
     /// Registry values to read.
     pub registry_values: BTreeSet<(RegistryKey, RegistryValueName)>,
+    /// The record file of imported root certificates, when the root store is to be read.
+    pub trusted_roots: Option<WinPath>,
 }
 
 impl ProbeRequest {
@@ -66,6 +69,7 @@ impl ProbeRequest {
                 .iter()
                 .map(|value| (value.key.clone(), value.name.clone()))
                 .collect(),
+            trusted_roots: desired.trusted_roots.as_ref().map(|roots| roots.record.clone()),
         }
     }
 
@@ -146,8 +150,21 @@ impl ProbeRequest {
             ));
             registry_entries.push(format!("$r{index}"));
         }
+        let mut trust_entry = String::new();
+        if let Some(record) = &self.trusted_roots {
+            let record = powershell_literal(record.as_str());
+            statements.push(format!(
+                "$t = @(Get-ChildItem -Path {} | Select-Object -ExpandProperty Thumbprint)",
+                powershell_literal(ROOT_STORE)
+            ));
+            statements.push("$ti = @()".to_owned());
+            statements.push(format!(
+                "if (Test-Path -LiteralPath {record} -PathType Leaf) {{ $ti = @(Get-Content -LiteralPath {record}) }}"
+            ));
+            trust_entry = "; trust = [ordered]@{ store = $t; imported = $ti }".to_owned();
+        }
         statements.push(format!(
-            "[ordered]@{{ services = @({}); files = @({}); dirs = @({}); env = @({}); firewall = @({}); registry = @({}) }} \
+            "[ordered]@{{ services = @({}); files = @({}); dirs = @({}); env = @({}); firewall = @({}); registry = @({}){trust_entry} }} \
              | ConvertTo-Json -Compress -Depth 8",
             service_entries.join(", "),
             file_entries.join(", "),
@@ -206,6 +223,14 @@ impl ProbeRequest {
                 other => return Err(bad("registry", name.as_str(), &other.to_string())),
             };
             observed.registry_values.insert((key.clone(), name.clone()), data);
+        }
+        if self.trusted_roots.is_some() {
+            let trust: RawTrust = serde_json::from_value(raw.trust.clone())
+                .map_err(|_| bad("trust", "root store", &raw.trust.to_string()))?;
+            observed.trusted_roots = Some(ObservedRoots {
+                store: thumbprints("store", trust.store)?,
+                imported: thumbprints("imported", trust.imported)?,
+            });
         }
         Ok(observed)
     }
@@ -303,6 +328,8 @@ pub struct ObservedHost {
     pub firewall_rules: BTreeMap<String, Option<ObservedFirewallRule>>,
     /// Registry values (`None`: no such value or key).
     pub registry_values: BTreeMap<(RegistryKey, RegistryValueName), Option<RegistryData>>,
+    /// The root store and the record of imported certificates, when requested.
+    pub trusted_roots: Option<ObservedRoots>,
 }
 
 /// The document as printed; each section may suffer the 5.1 array quirks, so they are read as raw values.
@@ -320,6 +347,29 @@ struct RawProbe {
     firewall: Value,
     #[serde(default)]
     registry: Value,
+    #[serde(default)]
+    trust: Value,
+}
+
+/// The root store section: thumbprint lists, each with the 5.1 array quirks.
+#[derive(Deserialize)]
+struct RawTrust {
+    #[serde(default)]
+    store: Value,
+    #[serde(default)]
+    imported: Value,
+}
+
+/// The thumbprints of a list; blank lines (an empty record file) are skipped.
+fn thumbprints(item: &'static str, value: Value) -> Result<BTreeSet<Thumbprint>, ProbeError> {
+    list(value)
+        .into_iter()
+        .filter(|entry| entry.as_str().is_none_or(|text| !text.trim().is_empty()))
+        .map(|entry| match entry.as_str() {
+            Some(text) => Thumbprint::new(text.trim()).map_err(|_| bad("trust", item, text)),
+            None => Err(bad("trust", item, &entry.to_string())),
+        })
+        .collect()
 }
 
 /// One service entry.
@@ -640,5 +690,31 @@ mod tests {
             ["windows-instance-config-daemon"]
         );
         assert_eq!(request.directories.len(), 1);
+    }
+
+    #[test]
+    fn the_root_store_and_record_are_read_with_the_5_1_quirks() {
+        let record = WinPath::parse(r"C:\k\wmco\imported-root-certificates.txt").unwrap();
+        let request = ProbeRequest { trusted_roots: Some(record), ..ProbeRequest::default() };
+        let script = request.script();
+        assert!(script.text().contains(
+            "$t = @(Get-ChildItem -Path 'Cert:\\LocalMachine\\Root' | Select-Object -ExpandProperty Thumbprint)"
+        ));
+        assert!(script.text().contains("trust = [ordered]@{ store = $t; imported = $ti }"));
+        let a = "a".repeat(40);
+        let b = "B".repeat(40);
+        // One thumbprint arrives bare; the record has a blank last line.
+        let output = format!(
+            r#"{{"services":[],"files":[],"dirs":[],"env":[],"firewall":[],"registry":[],"trust":{{"store":"{b}","imported":["{a}",""]}}}}"#
+        );
+        let observed = request.parse_output(&output).unwrap().trusted_roots.unwrap();
+        assert_eq!(observed.store, [Thumbprint::new(&b).unwrap()].into());
+        assert_eq!(observed.imported, [Thumbprint::new(&a).unwrap()].into());
+        let bad =
+            r#"{"services":[],"files":[],"dirs":[],"env":[],"firewall":[],"registry":[],"trust":{"store":["xyz"]}}"#;
+        assert!(matches!(request.parse_output(bad), Err(ProbeError::BadValue { section: "trust", .. })));
+        // Not requested: not read.
+        let plain = ProbeRequest::default().parse_output(r#"{"services":[]}"#).unwrap();
+        assert_eq!(plain.trusted_roots, None);
     }
 }

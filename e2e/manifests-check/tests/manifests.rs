@@ -94,8 +94,13 @@ const ACCESS_TABLE: &[AccessCase] = &[
     ("get", "", "secrets", "openshift-machine-api", "windows-user-data", true),
     ("get", "", "secrets", "openshift-machine-api", "some-other-secret", false),
     ("list", "", "secrets", "openshift-machine-api", "", false),
-    // ConfigMaps: its own namespace, read only.
+    // ConfigMaps: its own namespace, read only but for keeping trusted-ca.
     ("watch", "", "configmaps", OPERATOR_NAMESPACE, "", true),
+    ("create", "", "configmaps", OPERATOR_NAMESPACE, "", true),
+    ("patch", "", "configmaps", OPERATOR_NAMESPACE, "trusted-ca", true),
+    ("patch", "", "configmaps", OPERATOR_NAMESPACE, "windows-instances", false),
+    ("delete", "", "configmaps", OPERATOR_NAMESPACE, "trusted-ca", false),
+    ("create", "", "configmaps", "default", "", false),
     ("get", "", "configmaps", OPERATOR_NAMESPACE, "kube-root-ca.crt", true),
     ("get", "", "configmaps", "default", "kube-root-ca.crt", false),
     ("update", "", "configmaps", OPERATOR_NAMESPACE, "windows-instances", false),

@@ -531,6 +531,16 @@ impl Sandbox {
         Ok(value)
     }
 
+    /// The thumbprints in host `name`'s `Cert:\LocalMachine\Root`.
+    ///
+    /// # Errors
+    /// [`SandboxError::Fleet`] if there is no such host.
+    pub async fn root_certificates(&self, name: &str) -> Result<Vec<String>, SandboxError> {
+        let server = self.server(name).await?;
+        let thumbprints = lock(&server.host).root_certificates.keys().cloned().collect();
+        Ok(thumbprints)
+    }
+
     /// SHA-256 (lower-case hex) of the file at Windows path `path` on host `name`, if it exists.
     ///
     /// # Errors

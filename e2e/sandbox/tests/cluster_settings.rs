@@ -13,9 +13,16 @@
 //! credential replaces the old one; deleting the rule removes the registry's `hosts.toml` from every host; a registry
 //! CA added to the ControllerConfig reaches every host's `C:\k\ca-bundle.crt`; all without an operator restart.
 //!
+//! Trust: the operator creates ConfigMap `trusted-ca` with the injection label; with a proxy set, each certificate
+//! of its bundle reaches every host's `Cert:\LocalMachine\Root` (beside the host's own roots, never touched), a
+//! certificate that leaves the bundle leaves the stores, a removed host keeps none, and clearing the proxy removes
+//! them all; a registry CA is imported too. A kubelet client CA rotated in the ControllerConfig reaches every
+//! host's `kubelet-ca.crt`.
+//!
 //! Refusal: on a cluster whose OVN-Kubernetes has no hybrid overlay no host is touched (not one command), each
 //! record gets a Warning `ClusterUnsupported` Event naming the reason and `/readyz` answers 503 with it; once hybrid
-//! overlay is configured the host joins and `/readyz` answers 200, without an operator restart.
+//! overlay is configured the host joins and `/readyz` answers 200, without an operator restart. That operator runs
+//! with log rotation on: the kubelet and kube-proxy run under kube-log-runner with the rotation flags.
 //!
 //! Needs the control-plane binaries (`cargo xtask controlplane build`) and the `wmco` binary (`WMCO_BIN`, set by
 //! `cargo xtask test`, or `target/<profile>/wmco`).
@@ -24,9 +31,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, ensure};
 use base64::Engine as _;
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use winhost_sim::host::BUILTIN_ROOT_THUMBPRINT;
 use winhost_sim::scm::State;
 use wmco_cluster_client::types::{ControllerConfig, ImageDigestMirrorSet, OperatorNetwork, Proxy};
 use wmco_sandbox::operator::http_get;
@@ -39,6 +47,10 @@ const SETTINGS_TIMEOUT: Duration = Duration::from_secs(240);
 /// The proxy variables and the services that get them in their own environment (windows-services `node.rs`).
 const PROXY_VARIABLES: [&str; 3] = ["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"];
 const PROXY_SERVICES: [&str; 2] = ["containerd", "kubelet"];
+
+/// The operator's namespace, and the label that has the network operator inject the trusted bundle.
+const OPERATOR_NAMESPACE: &str = "openshift-windows-machine-config-operator";
+const INJECT_LABEL: &str = "config.openshift.io/inject-trusted-cabundle";
 
 const HTTP_PROXY: &str = "http://proxy.example:3128";
 const HTTPS_PROXY: &str = "http://wmco:pr0xy-s3cret@proxy.example:3129";
@@ -71,6 +83,19 @@ async fn a_cluster_proxy_reaches_every_host_and_leaves_when_cleared_without_an_o
     println!("proxy set: on every host after {:.1} s", set.elapsed().as_secs_f64());
     nodes_ready(&sandbox).await?;
 
+    // The operator keeps trusted-ca labelled for injection; the bundle put there (as the network operator would)
+    // reaches every host's root store, beside the roots the host trusted before.
+    let config_maps = Api::<ConfigMap>::namespaced(sandbox.admin_client(), OPERATOR_NAMESPACE);
+    let trusted_ca = config_maps.get("trusted-ca").await.context("the operator did not create trusted-ca")?;
+    let label = trusted_ca.metadata.labels.unwrap_or_default().get(INJECT_LABEL).cloned();
+    ensure!(label.as_deref() == Some("true"), "trusted-ca is labelled {label:?}");
+    let (proxy_ca, proxy_ca_thumbprint) = certificate_authority("proxy-ca")?;
+    let (other_ca, other_ca_thumbprint) = certificate_authority("inspection-ca")?;
+    set_trusted_ca(&sandbox, &format!("{proxy_ca}{other_ca}")).await?;
+    let trusted = Instant::now();
+    roots_everywhere(&sandbox, &[&proxy_ca_thumbprint, &other_ca_thumbprint], &[]).await?;
+    println!("trusted CA: both certificates in every host's root store after {:.1} s", trusted.elapsed().as_secs_f64());
+
     // A host removed while the proxy is set keeps none of its variables; added back, it gets them again.
     let leaving = &sandbox.hosts()[1];
     sandbox.remove_instance_entry(&leaving.key).await?;
@@ -82,6 +107,8 @@ async fn a_cluster_proxy_reaches_every_host_and_leaves_when_cleared_without_an_o
                 ensure!(found.is_none(), "host {}: {variable} is still {found:?}", leaving.info.name);
             }
             ensure!(sandbox.services(&leaving.info.name).await?.is_empty(), "services left");
+            let roots = sandbox.root_certificates(&leaving.info.name).await?;
+            ensure!(roots == [BUILTIN_ROOT_THUMBPRINT], "host {}: root store {roots:?}", leaving.info.name);
             Ok(())
         })
         .await?;
@@ -92,6 +119,13 @@ async fn a_cluster_proxy_reaches_every_host_and_leaves_when_cleared_without_an_o
             proxy_is(&sandbox, &leaving.info.name, Some(wanted)).await
         })
         .await?;
+    roots_everywhere(&sandbox, &[&proxy_ca_thumbprint, &other_ca_thumbprint], &[]).await?;
+
+    // A certificate that leaves the bundle leaves every root store.
+    set_trusted_ca(&sandbox, &proxy_ca).await?;
+    let removed = Instant::now();
+    roots_everywhere(&sandbox, &[&proxy_ca_thumbprint], &[&other_ca_thumbprint]).await?;
+    println!("trusted CA: removed certificate gone from every host after {:.1} s", removed.elapsed().as_secs_f64());
 
     let cleared = Instant::now();
     set_proxy_status(&sandbox, "", "", "").await?;
@@ -105,9 +139,12 @@ async fn a_cluster_proxy_reaches_every_host_and_leaves_when_cleared_without_an_o
         .await?;
     println!("proxy cleared: gone from every host after {:.1} s", cleared.elapsed().as_secs_f64());
     nodes_ready(&sandbox).await?;
+    // Without a proxy the trusted-ca bundle does not count (as in the Go operator).
+    roots_everywhere(&sandbox, &[], &[&proxy_ca_thumbprint]).await?;
 
     mirrors_and_their_credentials_reach_every_host(&sandbox).await?;
     registry_cas_reach_every_host(&sandbox).await?;
+    a_rotated_kubelet_ca_reaches_every_host(&sandbox).await?;
 
     ensure!(sandbox.operator_pid() == operator_pid, "the operator restarted");
     let log = std::fs::read_to_string(sandbox.operator_log_path()).context("reading the operator log")?;
@@ -124,9 +161,15 @@ async fn a_cluster_proxy_reaches_every_host_and_leaves_when_cleared_without_an_o
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_without_hybrid_overlay_gets_no_host_touched_and_says_why_until_it_is_fixed() -> anyhow::Result<()> {
-    let sandbox = Sandbox::start(SandboxOptions { hosts: 1, ..SandboxOptions::default() })
-        .await
-        .context("the sandbox did not start")?;
+    let log_rotation =
+        ["--services-log-file-size=10Mi", "--services-log-file-age=24h", "--services-log-flush-interval=5s"];
+    let sandbox = Sandbox::start(SandboxOptions {
+        hosts: 1,
+        operator_args: log_rotation.iter().map(|arg| (*arg).to_owned()).collect(),
+        ..SandboxOptions::default()
+    })
+    .await
+    .context("the sandbox did not start")?;
     let networks = Api::<OperatorNetwork>::all(sandbox.admin_client());
     let without =
         serde_json::json!({"spec": {"defaultNetwork": {"ovnKubernetesConfig": {"hybridOverlayConfig": null}}}});
@@ -165,19 +208,29 @@ async fn a_cluster_without_hybrid_overlay_gets_no_host_touched_and_says_why_unti
     sandbox.wait_until_ready(1, READY_TIMEOUT).await?;
     let (status, body) = http_get(probe, "/readyz").await?;
     ensure!(status == 200, "/readyz after the fix: {status} {body}");
+
+    // Log rotation turned on for the operator: the kubelet and kube-proxy run under kube-log-runner with its flags.
+    for service in sandbox.services(&host.info.name).await? {
+        let rotated = service.image_path.contains("kube-log-runner.exe")
+            && service.image_path.contains("-log-file-size=10485760")
+            && service.image_path.contains("-log-file-age=86400s")
+            && service.image_path.contains("-flush-interval=5s");
+        let wanted = ["kubelet", "kube-proxy"].contains(&service.name.as_str());
+        ensure!(rotated == wanted, "service {} runs {}", service.name, service.image_path);
+    }
     Ok(())
 }
 
 /// A registry CA added to the ControllerConfig reaches every host's trusted bundle.
 async fn registry_cas_reach_every_host(sandbox: &Sandbox) -> anyhow::Result<()> {
-    const REGISTRY_CA: &str = "-----BEGIN CERTIFICATE-----\nUkVHSVNUUlk=\n-----END CERTIFICATE-----\n";
+    let (registry_ca, registry_ca_thumbprint) = certificate_authority("registry-ca")?;
     let configs = Api::<ControllerConfig>::all(sandbox.admin_client());
-    let bundle = base64::engine::general_purpose::STANDARD.encode(REGISTRY_CA);
+    let bundle = base64::engine::general_purpose::STANDARD.encode(&registry_ca);
     let patch = serde_json::json!({"spec": {"imageRegistryBundleUserData": [
         {"file": "registry.example..5000", "data": bundle}]}});
     configs.patch("machine-config-controller", &PatchParams::default(), &Patch::Merge(&patch)).await?;
     let started = Instant::now();
-    let wanted = format!("# registry.example:5000\n{REGISTRY_CA}");
+    let wanted = format!("# registry.example:5000\n{registry_ca}");
     sandbox
         .wait_for("the registry CA on every host", SETTINGS_TIMEOUT, || async {
             for host in sandbox.hosts() {
@@ -189,6 +242,72 @@ async fn registry_cas_reach_every_host(sandbox: &Sandbox) -> anyhow::Result<()> 
         })
         .await?;
     println!("registry CA: in every host's ca-bundle.crt after {:.1} s", started.elapsed().as_secs_f64());
+    roots_everywhere(sandbox, &[&registry_ca_thumbprint], &[]).await?;
+    Ok(())
+}
+
+/// A kubelet client CA rotated in the ControllerConfig (the new CA appended, as a rotation does) reaches every
+/// host's `kubelet-ca.crt` (the refresher reads the ControllerConfig again on its watch event).
+async fn a_rotated_kubelet_ca_reaches_every_host(sandbox: &Sandbox) -> anyhow::Result<()> {
+    let configs = Api::<ControllerConfig>::all(sandbox.admin_client());
+    let current = configs.get("machine-config-controller").await?;
+    let engine = base64::engine::general_purpose::STANDARD;
+    let old =
+        String::from_utf8(engine.decode(current.spec.kube_api_server_serving_ca_data.as_deref().unwrap_or_default())?)?;
+    let (next, _) = certificate_authority("kubelet-ca-next")?;
+    let rotated = format!("{}\n{next}", old.trim_end());
+    let patch = serde_json::json!({"spec": {"kubeAPIServerServingCAData": engine.encode(&rotated)}});
+    configs.patch("machine-config-controller", &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    let started = Instant::now();
+    sandbox
+        .wait_for("the rotated kubelet CA on every host", SETTINGS_TIMEOUT, || async {
+            for host in sandbox.hosts() {
+                let contents = sandbox.read_file(&host.info.name, r"C:\k\kubelet-ca.crt").await?.unwrap_or_default();
+                let text = String::from_utf8(contents)?;
+                ensure!(text.contains(&next), "host {}: kubelet-ca.crt lacks the new CA", host.info.name);
+            }
+            Ok(())
+        })
+        .await?;
+    println!("kubelet CA rotated: in every host's kubelet-ca.crt after {:.1} s", started.elapsed().as_secs_f64());
+    nodes_ready(sandbox).await
+}
+
+/// A self-signed CA certificate (PEM) named `name`, and its thumbprint as Windows prints it.
+fn certificate_authority(name: &str) -> anyhow::Result<(String, String)> {
+    let key = rcgen::KeyPair::generate()?;
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new())?;
+    params.distinguished_name.push(rcgen::DnType::CommonName, name);
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let certificate = params.self_signed(&key)?;
+    let thumbprint = hex::encode_upper(<sha1::Sha1 as sha1::Digest>::digest(certificate.der()));
+    Ok((certificate.pem(), thumbprint))
+}
+
+/// Writes `bundle` into trusted-ca's `ca-bundle.crt`, as the network operator's injection would.
+async fn set_trusted_ca(sandbox: &Sandbox, bundle: &str) -> anyhow::Result<()> {
+    let config_maps = Api::<ConfigMap>::namespaced(sandbox.admin_client(), OPERATOR_NAMESPACE);
+    let patch = serde_json::json!({"data": {"ca-bundle.crt": bundle}});
+    config_maps.patch("trusted-ca", &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    Ok(())
+}
+
+/// Waits until every host's root store holds each of `present`, none of `absent`, and still the built-in root.
+async fn roots_everywhere(sandbox: &Sandbox, present: &[&str], absent: &[&str]) -> anyhow::Result<()> {
+    sandbox
+        .wait_for("the trusted roots on every host", SETTINGS_TIMEOUT, || async {
+            for host in sandbox.hosts() {
+                let roots = sandbox.root_certificates(&host.info.name).await?;
+                let holds = |thumbprint: &&str| roots.iter().any(|root| root == thumbprint);
+                ensure!(
+                    present.iter().all(holds) && !absent.iter().any(holds) && holds(&BUILTIN_ROOT_THUMBPRINT),
+                    "host {}: root store {roots:?}",
+                    host.info.name
+                );
+            }
+            Ok(())
+        })
+        .await?;
     Ok(())
 }
 

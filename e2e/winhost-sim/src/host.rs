@@ -204,7 +204,21 @@ pub struct Host {
     /// The machine environment the service control manager read when it started (at boot): services get this
     /// block, not the current machine variables, until the next reboot (windows-commands.md §4.1).
     pub scm_environment: BTreeMap<String, String>,
+    /// `Cert:\LocalMachine\Root`, by thumbprint (40 upper-case hex digits); a fresh host holds
+    /// [`BUILTIN_ROOT_THUMBPRINT`].
+    pub root_certificates: BTreeMap<String, RootCertificate>,
 }
+
+/// A certificate in the machine's root store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RootCertificate {
+    /// The subject's distinguished name, as `Cert:\` prints it.
+    pub subject: String,
+}
+
+/// The thumbprint of the root certificate every simulated host trusts from the start (a stand-in for the roots
+/// Windows ships), so tests can show the operator never removes what it did not import.
+pub const BUILTIN_ROOT_THUMBPRINT: &str = "CDD4EEAE6000AC7F40C3802C171E30148030C072";
 
 /// The registry key under which the service control manager keeps each service's configuration.
 pub const SERVICES_KEY: &str = r"HKLM\SYSTEM\CurrentControlSet\Services";
@@ -243,6 +257,10 @@ impl Host {
             latency,
             kubelet_model: crate::wine_kubelet::KubeletModel::Simulated,
             scm_environment: BTreeMap::new(),
+            root_certificates: BTreeMap::from([(
+                BUILTIN_ROOT_THUMBPRINT.to_owned(),
+                RootCertificate { subject: "CN=Microsoft Root Certificate Authority, DC=microsoft, DC=com".to_owned() },
+            )]),
             identity,
         };
         let (product, display, release) = if host.identity.build >= 20348 {

@@ -158,6 +158,60 @@ fn encoded_probe_reads_environment_firewall_and_registry() -> anyhow::Result<()>
     Ok(())
 }
 
+/// Runs `script` the way the product does: uploads its script file when the line refers to one.
+fn run_script(host: &mut Host, script: &wmco_windows_services::PowerShellScript) -> anyhow::Result<String> {
+    let rendered = script.render()?;
+    if let Some(file) = &rendered.script_file {
+        put(host, file.path.as_str(), &file.contents)?;
+    }
+    let output = host.exec("test", &rendered.line);
+    anyhow::ensure!(output.code == 0 && output.stderr.is_empty(), "{}: {}", output.code, output.stderr);
+    Ok(output.stdout)
+}
+
+#[test]
+fn root_certificates_are_imported_recorded_and_only_ours_removed() -> anyhow::Result<()> {
+    use wmco_windows_services::{RootSync, Thumbprint, TrustedRoots};
+    let (_root, mut host) = host()?;
+    let record = WinPath::parse(r"C:\k\wmco\imported-root-certificates.txt")?;
+    let mut certificates = std::collections::BTreeMap::new();
+    for name in ["proxy-ca", "registry-ca"] {
+        let pem = rcgen::generate_simple_self_signed(vec![name.to_owned()])?.cert.pem();
+        let der = pem::parse(&pem)?.into_contents();
+        let thumbprint = Thumbprint::new(&hex::encode(<sha1::Sha1 as sha1::Digest>::digest(&der)))?;
+        let file = WinPath::parse(&format!(r"C:\k\certs\{thumbprint}.crt"))?;
+        put(&host, file.as_str(), pem.as_bytes())?;
+        certificates.insert(thumbprint, file);
+    }
+    let builtin = Thumbprint::new(winhost_sim::host::BUILTIN_ROOT_THUMBPRINT)?;
+    let request = ProbeRequest { trusted_roots: Some(record.clone()), ..ProbeRequest::default() };
+    let probe = |host: &mut Host| -> anyhow::Result<wmco_windows_services::ObservedRoots> {
+        request.parse_output(&run_script(host, &request.script())?)?.trusted_roots.context("no trust section")
+    };
+
+    // A fresh host trusts only its built-in root and has no record.
+    let fresh = probe(&mut host)?;
+    assert_eq!(fresh.store, [builtin.clone()].into());
+    assert!(fresh.imported.is_empty());
+
+    // Both certificates are imported and recorded; a second sync has nothing to do.
+    let desired = TrustedRoots { certificates: certificates.clone(), record: record.clone() };
+    let sync = RootSync::between(&desired, &fresh).context("a sync is due")?;
+    run_script(&mut host, &sync.script()?)?;
+    let synced = probe(&mut host)?;
+    assert_eq!(synced.store.len(), 3);
+    assert_eq!(synced.imported, certificates.keys().cloned().collect());
+    assert_eq!(RootSync::between(&desired, &synced), None);
+
+    // Nothing trusted any more (a deconfigure): what the operator imported goes, the built-in root stays.
+    let cleared = RootSync::between(&TrustedRoots::none(record), &synced).context("a removal is due")?;
+    run_script(&mut host, &cleared.script()?)?;
+    let after = probe(&mut host)?;
+    assert_eq!(after.store, [builtin].into());
+    assert!(after.imported.is_empty());
+    Ok(())
+}
+
 /// Minimal HTTP/1.1 client for the control interface.
 fn http(address: std::net::SocketAddr, method: &str, path: &str, body: &str) -> anyhow::Result<(u16, String)> {
     use std::io::{Read, Write};
@@ -491,7 +545,7 @@ async fn targeted_rules_break_one_step_and_hostile_answers_arrive_as_sent() -> a
         let before_reboot = connect()?;
         assert!(run(&session, "echo reboot").is_err(), "the rebooting host drops the connection");
         let mut again = connect();
-        for _ in 0..40 {
+        for _ in 0..200 {
             if again.is_ok() {
                 break;
             }

@@ -58,6 +58,8 @@ struct Model {
     services: BTreeMap<String, (ServiceSpec, bool)>,
     firewall: BTreeSet<String>,
     hns_networks: BTreeSet<String>,
+    /// The root store's thumbprints (all imported by the flow; the record lists the same).
+    roots: BTreeSet<String>,
 }
 
 /// The fake host.
@@ -313,6 +315,16 @@ impl FakeWindowsHost {
         if text.contains("GetHostName") {
             return ("identity".into(), output(0, self.identity_json.clone()));
         }
+        if text.contains("Import-Certificate") || text.contains(r"Cert:\LocalMachine\Root\") {
+            for file in text.lines().filter_map(|line| quoted_after(line, "Import-Certificate -FilePath ")) {
+                let name = file.rsplit('\\').next().unwrap_or(file);
+                model.roots.insert(name.trim_end_matches(".crt").to_owned());
+            }
+            for item in text.lines().filter_map(|line| quoted_after(line, "Remove-Item -LiteralPath ")) {
+                model.roots.remove(item.rsplit('\\').next().unwrap_or(item));
+            }
+            return ("trust-roots".into(), output(0, ""));
+        }
         if text.contains("New-Item -ItemType Directory") {
             for line in text.lines().filter_map(|line| quoted_after(line, "-Path ")) {
                 add_directory(&mut model, line);
@@ -370,6 +382,8 @@ impl FakeWindowsHost {
                         })
                     }
                 });
+            } else if line.starts_with("if (Test-Path -LiteralPath") && line.contains("$ti = ") {
+                // The root store record: answered with the trust section below.
             } else if line.starts_with("if (Test-Path -LiteralPath") && line.contains("-PathType Leaf") {
                 let path = quoted_after(line, "-LiteralPath ").unwrap();
                 files.push(model.files.get(&key(path)).map_or(Value::Null, |(hash, _)| json!(hash.to_uppercase())));
@@ -387,8 +401,11 @@ impl FakeWindowsHost {
                 });
             }
         }
-        json!({"services": services, "files": files, "dirs": dirs, "env": env, "firewall": firewall, "registry": []})
-            .to_string()
+        let roots: Vec<&String> = model.roots.iter().collect();
+        let trust = text.contains("trust = ").then(|| json!({"store": roots, "imported": roots}));
+        json!({"services": services, "files": files, "dirs": dirs, "env": env, "firewall": firewall, "registry": [],
+               "trust": trust})
+        .to_string()
     }
 }
 

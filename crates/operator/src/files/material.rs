@@ -28,6 +28,10 @@ pub struct ClusterMaterial {
     /// The additional trusted CAs of image registries (ControllerConfig; none on plain Kubernetes), written into
     /// `C:\k\ca-bundle.crt`.
     pub registry_cas: Result<Vec<RegistryCa>, MaterialError>,
+    /// The cluster's trusted CA bundle (ConfigMap `trusted-ca` in the operator namespace, key `ca-bundle.crt`;
+    /// `None` while it holds none). With a proxy it joins `C:\k\ca-bundle.crt`, and each certificate the host's root
+    /// store.
+    pub trusted_ca: Result<Option<PemBundle>, MaterialError>,
     /// The cluster-wide settings last read: API server URL, networks, platform, proxy, image mirrors.
     pub settings: Arc<ClusterSettings>,
 }
@@ -40,6 +44,7 @@ impl ClusterMaterial {
             settings,
             pull_secret: Err(MaterialError::NotReadYet { what: "the cluster's pull secret" }),
             registry_cas: Err(MaterialError::NotReadYet { what: "the registry CAs" }),
+            trusted_ca: Err(MaterialError::NotReadYet { what: "the trusted CA bundle" }),
             api_server_ca: Err(MaterialError::NotReadYet { what: "the API server CA" }),
             kubelet_client_ca: Err(MaterialError::NotReadYet { what: "the kubelet client CA" }),
             bootstrap_token: Err(MaterialError::NotReadYet { what: "the node-bootstrapper token" }),
@@ -48,13 +53,14 @@ impl ClusterMaterial {
     }
 
     /// Whether `other` renders registered hosts the same files and services: both CA bundles, windows_exporter's TLS
-    /// pair, the pull secret, the registry CAs (or the reasons they are unusable) and the cluster settings are equal.
-    /// The bootstrap token is left out: only hosts without a Node use it, and each of their passes reads the current
-    /// one.
+    /// pair, the pull secret, the registry CAs, the trusted CA bundle (or the reasons they are unusable) and the
+    /// cluster settings are equal. The bootstrap token is left out: only hosts without a Node use it, and each of
+    /// their passes reads the current one.
     pub fn same_node_files(&self, other: &ClusterMaterial) -> bool {
         self.settings == other.settings
             && self.pull_secret == other.pull_secret
             && self.registry_cas == other.registry_cas
+            && self.trusted_ca == other.trusted_ca
             && self.api_server_ca == other.api_server_ca
             && self.kubelet_client_ca == other.kubelet_client_ca
             && self.exporter_tls == other.exporter_tls
@@ -68,6 +74,7 @@ impl ClusterMaterial {
             && self.exporter_tls.is_ok()
             && self.pull_secret.is_ok()
             && self.registry_cas.is_ok()
+            && self.trusted_ca.is_ok()
     }
 }
 

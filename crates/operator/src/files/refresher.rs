@@ -13,6 +13,9 @@
 //! - windows_exporter TLS: Secret `windows-machine-config-operator-tls` (`tls.crt`, `tls.key`).
 //! - pull secret (OpenShift): Secret `openshift-config/pull-secret` (`.dockerconfigjson`), whose credentials for
 //!   image mirrors go into `hosts.toml`; none where the Secret does not exist.
+//! - trusted CA bundle: ConfigMap `trusted-ca` (`ca-bundle.crt`) in the operator namespace, which the refresher keeps
+//!   labelled for OpenShift's network operator to fill; with a proxy it joins `C:\k\ca-bundle.crt` and the hosts'
+//!   root stores.
 //! - cluster settings: the cluster's facts read again (on OpenShift the `Network`, `Infrastructure` and `Proxy`
 //!   objects and the image mirror sets), so a proxy or mirror change reaches hosts without restarting the
 //!   operator. Facts that cannot be read or used keep the previous settings, with a warning.
@@ -24,10 +27,13 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
 use tokio::sync::watch;
 use wmco_cluster_client::names::{
-    NODE_BOOTSTRAPPER_NAMESPACE, NODE_BOOTSTRAPPER_SERVICE_ACCOUNT, PULL_SECRET, PULL_SECRET_NAMESPACE,
+    INJECT_TRUSTED_CA_BUNDLE_LABEL, NODE_BOOTSTRAPPER_NAMESPACE, NODE_BOOTSTRAPPER_SERVICE_ACCOUNT, PULL_SECRET,
+    PULL_SECRET_NAMESPACE, TRUSTED_CA_CONFIG_MAP, TRUSTED_CA_KEY,
 };
 use wmco_cluster_client::types::ControllerConfig;
 use wmco_cluster_client::{
@@ -194,6 +200,7 @@ impl MaterialRefresher {
         let exporter_tls = self.exporter_tls().await;
         let settings = self.cluster_settings(&previous.settings).await;
         let pull_secret = self.pull_secret().await;
+        let trusted_ca = self.trusted_ca().await;
         let material = ClusterMaterial {
             api_server_ca,
             kubelet_client_ca,
@@ -201,6 +208,7 @@ impl MaterialRefresher {
             exporter_tls,
             pull_secret,
             registry_cas,
+            trusted_ca,
             settings,
         };
         log_changes(&previous, &material);
@@ -299,6 +307,56 @@ impl MaterialRefresher {
             kind: "Secret",
             object,
             key: PULL_SECRET_KEY,
+            reason: error.to_string(),
+        })
+    }
+
+    /// The trusted CA bundle of ConfigMap `trusted-ca` in the operator namespace (`None` while it holds none). The
+    /// operator owns the ConfigMap: a missing one is created, and a missing injection label put back, by a
+    /// server-side apply of the label alone, which leaves the data to whoever fills it (OpenShift's network
+    /// operator, or the admin on plain Kubernetes).
+    async fn trusted_ca(&self) -> Result<Option<PemBundle>, MaterialError> {
+        let namespace = &self.settings.namespace;
+        let object = format!("{namespace}/{TRUSTED_CA_CONFIG_MAP}");
+        let read_error = |error: wmco_cluster_client::Error| MaterialError::Read {
+            what: format!("ConfigMap {object}"),
+            reason: error.to_string(),
+        };
+        let found = self.sources.config_maps.get(namespace, TRUSTED_CA_CONFIG_MAP).await.map_err(read_error)?;
+        let labelled = found
+            .as_ref()
+            .is_some_and(|map| map.labels().get(INJECT_TRUSTED_CA_BUNDLE_LABEL).is_some_and(|v| v == "true"));
+        if !labelled {
+            let owned = ConfigMap {
+                metadata: ObjectMeta {
+                    name: Some(TRUSTED_CA_CONFIG_MAP.to_owned()),
+                    namespace: Some(namespace.clone()),
+                    labels: Some([(INJECT_TRUSTED_CA_BUNDLE_LABEL.to_owned(), "true".to_owned())].into()),
+                    ..ObjectMeta::default()
+                },
+                ..ConfigMap::default()
+            };
+            match self.sources.config_maps.apply(&owned).await {
+                Ok(_) => tracing::info!(
+                    config_map = %object,
+                    label = INJECT_TRUSTED_CA_BUNDLE_LABEL,
+                    "the trusted CA ConfigMap was missing or unlabelled; created or labelled it"
+                ),
+                Err(error) => {
+                    tracing::warn!(config_map = %object, error = %error, "cannot keep the trusted CA ConfigMap")
+                }
+            }
+        }
+        let Some(text) = found.and_then(|map| map.data).and_then(|mut data| data.remove(TRUSTED_CA_KEY)) else {
+            return Ok(None);
+        };
+        if text.trim().is_empty() {
+            return Ok(None);
+        }
+        text.parse().map(Some).map_err(|error: wmco_payload_manifest::render::PemBundleError| MaterialError::Invalid {
+            kind: "ConfigMap",
+            object,
+            key: TRUSTED_CA_KEY,
             reason: error.to_string(),
         })
     }
@@ -478,6 +536,7 @@ fn log_changes(previous: &ClusterMaterial, current: &ClusterMaterial) {
     log_change("windows_exporter TLS pair", previous.exporter_tls.as_ref().err(), current.exporter_tls.as_ref().err());
     log_change("pull secret", previous.pull_secret.as_ref().err(), current.pull_secret.as_ref().err());
     log_change("registry CAs", previous.registry_cas.as_ref().err(), current.registry_cas.as_ref().err());
+    log_change("trusted CA bundle", previous.trusted_ca.as_ref().err(), current.trusted_ca.as_ref().err());
 }
 
 fn log_change(piece: &str, previous: Option<&MaterialError>, current: Option<&MaterialError>) {

@@ -323,6 +323,7 @@ async fn the_bootstrap_set_carries_the_token_and_no_phase_two_file() {
             r"C:\k\bootstrap-ca.crt",
             r"C:\k\bootstrap-kubeconfig",
             r"C:\k\ca-bundle.crt",
+            r"C:\k\certs\wmco-certs.txt",
             r"C:\k\containerd\containerd_conf.toml",
             r"C:\k\containerd\registries\wmco-registries.txt",
             r"C:\k\kubelet-ca.crt",
@@ -353,6 +354,7 @@ async fn the_node_set_carries_cni_kube_proxy_and_tls_files_and_never_the_bootstr
         [
             r"C:\k\bootstrap-ca.crt",
             r"C:\k\ca-bundle.crt",
+            r"C:\k\certs\wmco-certs.txt",
             r"C:\k\cni\config\cni.conf",
             r"C:\k\containerd\containerd_conf.toml",
             r"C:\k\containerd\registries\wmco-registries.txt",
@@ -698,4 +700,72 @@ async fn registry_cas_of_the_controller_config_reach_the_trusted_bundle() {
     let bundle =
         rendered(&files.file_set(&identity(), FileStage::Bootstrap).unwrap().files)[r"C:\k\ca-bundle.crt"].clone();
     assert_eq!(bundle, format!("# registry.example:5000\n{REGISTRY_CA}"));
+}
+
+#[tokio::test]
+async fn the_trusted_ca_config_map_is_kept_labelled_and_its_bundle_reaches_hosts_only_with_a_proxy() {
+    use wmco_cluster_client::names::{INJECT_TRUSTED_CA_BUNDLE_LABEL, TRUSTED_CA_CONFIG_MAP, TRUSTED_CA_KEY};
+    const PROXY_CA: &str = "-----BEGIN CERTIFICATE-----\nUFJPWFktQ0E=\n-----END CERTIFICATE-----\n";
+    const OTHER_CA: &str = "-----BEGIN CERTIFICATE-----\nT1RIRVItQ0E=\n-----END CERTIFICATE-----\n";
+    let world = World::new(None).await;
+    let stored = || async { world.config_maps.get(NAMESPACE, TRUSTED_CA_CONFIG_MAP).await.unwrap() };
+    let label = |map: &ConfigMap| {
+        map.metadata.labels.as_ref().and_then(|labels| labels.get(INJECT_TRUSTED_CA_BUNDLE_LABEL)).cloned()
+    };
+
+    // Missing: created with the injection label and no data; nothing trusted yet.
+    world.refresher.refresh().await;
+    let created = stored().await.expect("the operator creates trusted-ca");
+    assert_eq!(label(&created).as_deref(), Some("true"));
+    assert_eq!(world.snapshot.current().trusted_ca, Ok(None));
+
+    // Filled (as the network operator does) and stripped of its label by someone: the label comes back, the data
+    // stays, and the bundle is read.
+    let filled = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(TRUSTED_CA_CONFIG_MAP.into()),
+            namespace: Some(NAMESPACE.into()),
+            ..ObjectMeta::default()
+        },
+        data: Some(BTreeMap::from([(TRUSTED_CA_KEY.to_owned(), format!("{PROXY_CA}{OTHER_CA}"))])),
+        ..ConfigMap::default()
+    };
+    world.config_maps.replace(filled.clone()).unwrap();
+    world.refresher.refresh().await;
+    let kept = stored().await.unwrap();
+    assert_eq!(label(&kept).as_deref(), Some("true"));
+    assert!(kept.data.unwrap()[TRUSTED_CA_KEY].contains("UFJPWFktQ0E="));
+    assert_eq!(world.snapshot.current().trusted_ca.clone().unwrap().unwrap().certificate_count(), 2);
+
+    // Without a proxy the bundle stays off the hosts (as in the Go operator).
+    let (_dir, files) = node_files(&world);
+    let set = rendered(&files.file_set(&identity(), FileStage::Bootstrap).unwrap().files);
+    assert_eq!(set[r"C:\k\ca-bundle.crt"], "");
+    assert_eq!(set[r"C:\k\certs\wmco-certs.txt"], "");
+
+    // With a proxy: in the bundle, and each certificate alone in C:\k\certs under its thumbprint.
+    let proxied = ProxySettings { http_proxy: Some("http://proxy.example:3128".into()), ..ProxySettings::default() };
+    *world.facts.0.lock().unwrap() = Ok(ClusterFacts { proxy: proxied, ..facts() });
+    world.refresher.refresh().await;
+    let set = rendered(&files.file_set(&identity(), FileStage::Bootstrap).unwrap().files);
+    assert_eq!(set[r"C:\k\ca-bundle.crt"], format!("# proxy trusted CA\n{PROXY_CA}{OTHER_CA}"));
+    let index: Vec<&str> = set[r"C:\k\certs\wmco-certs.txt"].lines().collect();
+    assert_eq!(index.len(), 2);
+    for thumbprint in index {
+        assert_eq!(thumbprint.len(), 40);
+        let certificate = &set[&format!(r"C:\k\certs\{thumbprint}.crt")];
+        assert!(certificate == PROXY_CA || certificate == OTHER_CA, "{certificate}");
+    }
+
+    // A damaged bundle is named, and the hosts go without it.
+    let damaged = ConfigMap {
+        data: Some(BTreeMap::from([(TRUSTED_CA_KEY.to_owned(), "-----BEGIN CERTIFICATE-----\n".to_owned())])),
+        ..filled
+    };
+    world.config_maps.apply(&damaged).await.unwrap();
+    world.refresher.refresh().await;
+    let error = world.snapshot.current().trusted_ca.clone().unwrap_err();
+    assert!(error.to_string().contains("wmco/trusted-ca"), "{error}");
+    let set = rendered(&files.file_set(&identity(), FileStage::Bootstrap).unwrap().files);
+    assert_eq!(set[r"C:\k\certs\wmco-certs.txt"], "");
 }

@@ -11,11 +11,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt as _;
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 use tokio::task::JoinHandle;
-use wmco_cluster_client::names::{PULL_SECRET, PULL_SECRET_NAMESPACE};
+use wmco_cluster_client::names::{PULL_SECRET, PULL_SECRET_NAMESPACE, TRUSTED_CA_CONFIG_MAP};
 use wmco_cluster_client::types::{
     ControllerConfig, ImageDigestMirrorSet, ImageTagMirrorSet, Network, OperatorNetwork, Proxy,
 };
@@ -266,10 +266,15 @@ async fn run_host_controllers(
             .then(|| Arc::new(OpenShiftFacts::new(client.clone())) as Arc<dyn ClusterFactsSource>),
         read_pull_secret: config.shape.openshift,
     };
+    let trusted_ca_changes = {
+        let config_maps = Api::<ConfigMap>::namespaced(client.clone(), config.namespace());
+        let trusted_ca = watcher::Config::default().fields(&format!("metadata.name={TRUSTED_CA_CONFIG_MAP}"));
+        watch_triggers(watcher(config_maps, trusted_ca).default_backoff(), "the cluster settings", "the trusted CA")
+    };
     let setting_changes = if config.shape.openshift {
-        cluster_setting_changes(&client).boxed()
+        futures::stream::select(cluster_setting_changes(&client), trusted_ca_changes).boxed()
     } else {
-        futures::stream::pending().boxed()
+        trusted_ca_changes.boxed()
     };
     let (refresher, snapshot) = MaterialRefresher::new(
         sources,

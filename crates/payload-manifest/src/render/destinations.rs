@@ -17,6 +17,15 @@ pub const BOOTSTRAP_CA: &str = r"C:\k\bootstrap-ca.crt";
 pub const KUBELET_CLIENT_CA: &str = r"C:\k\kubelet-ca.crt";
 /// The trusted CA bundle (registry CAs and the proxy's CA).
 pub const CA_BUNDLE: &str = r"C:\k\ca-bundle.crt";
+/// The directory of the trusted certificates, one per file named `<thumbprint>.crt`, each imported into the
+/// machine's root store.
+pub const TRUSTED_CERTIFICATES_DIR: &str = r"C:\k\certs";
+/// The index of [`TRUSTED_CERTIFICATES_DIR`]: the thumbprints of its certificates, one per line. The operator owns
+/// the directory: when the index on a host differs, the directory is emptied before the files are written.
+pub const TRUSTED_CERTIFICATES_INDEX: &str = r"C:\k\certs\wmco-certs.txt";
+/// The record of the root certificates the operator imported (thumbprints, one per line), written on the host by
+/// the import itself, so only those are ever removed.
+pub const IMPORTED_ROOTS_RECORD: &str = r"C:\k\wmco\imported-root-certificates.txt";
 /// The containerd configuration (`--config`).
 pub const CONTAINERD_CONFIG: &str = r"C:\k\containerd\containerd_conf.toml";
 /// The directory of containerd's per-registry `hosts.toml` files.
@@ -66,6 +75,9 @@ mod tests {
             BOOTSTRAP_CA,
             KUBELET_CLIENT_CA,
             CA_BUNDLE,
+            TRUSTED_CERTIFICATES_DIR,
+            TRUSTED_CERTIFICATES_INDEX,
+            IMPORTED_ROOTS_RECORD,
             CONTAINERD_CONFIG,
             REGISTRIES_DIR,
             REGISTRIES_INDEX,

@@ -9,6 +9,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use wmco_vocabulary::{IpCidr, MirrorKind};
+use wmco_windows_services::Thumbprint;
 
 use crate::Platform;
 
@@ -213,9 +214,12 @@ pub struct RegistryCa {
 #[derive(Clone, PartialEq, Eq)]
 pub struct PemBundle(String);
 
-/// The text holds no PEM certificate.
+/// The text holds no PEM certificate, or a certificate block is damaged.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the text holds no PEM certificate (`-----BEGIN CERTIFICATE-----` … `-----END CERTIFICATE-----`)")]
+#[error(
+    "the text holds no PEM certificate (`-----BEGIN CERTIFICATE-----` … `-----END CERTIFICATE-----`), or a \
+     certificate block is not complete base64"
+)]
 pub struct PemBundleError;
 
 impl PemBundle {
@@ -228,6 +232,47 @@ impl PemBundle {
     pub fn certificate_count(&self) -> usize {
         self.0.matches("-----BEGIN CERTIFICATE-----").count()
     }
+
+    /// Each certificate of the bundle once (the first occurrence), in bundle order, with its thumbprint.
+    ///
+    /// ```
+    /// use wmco_payload_manifest::render::PemBundle;
+    /// let one = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+    /// let bundle: PemBundle = format!("{one}# again\n{one}").parse().unwrap();
+    /// let certificates = bundle.certificates();
+    /// assert_eq!(certificates.len(), 1);
+    /// assert_eq!(certificates[0].pem, one);
+    /// assert_eq!(certificates[0].thumbprint.as_str().len(), 40);
+    /// ```
+    pub fn certificates(&self) -> Vec<BundleCertificate> {
+        let mut seen = std::collections::BTreeSet::new();
+        // The text was checked at parse time; a failure here would mean no certificates, never a panic.
+        pem::parse_many(&self.0)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|block| block.tag() == CERTIFICATE_TAG)
+            .filter_map(|block| {
+                let digest = <sha1::Sha1 as sha1::Digest>::digest(block.contents());
+                let thumbprint = Thumbprint::new(&hex::encode(digest)).ok()?;
+                seen.insert(thumbprint.clone()).then(|| BundleCertificate {
+                    thumbprint,
+                    pem: pem::encode_config(&block, pem::EncodeConfig::new().set_line_ending(pem::LineEnding::LF)),
+                })
+            })
+            .collect()
+    }
+}
+
+/// The PEM label of a certificate.
+const CERTIFICATE_TAG: &str = "CERTIFICATE";
+
+/// One certificate of a [`PemBundle`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BundleCertificate {
+    /// Its thumbprint (SHA-1 of the DER), as Windows names it in `Cert:\`.
+    pub thumbprint: Thumbprint,
+    /// The certificate alone, PEM-encoded.
+    pub pem: String,
 }
 
 impl FromStr for PemBundle {
@@ -241,6 +286,10 @@ impl FromStr for PemBundle {
         let begins = trimmed.matches("-----BEGIN CERTIFICATE-----").count();
         let ends = trimmed.matches("-----END CERTIFICATE-----").count();
         if begins == 0 || begins != ends {
+            return Err(PemBundleError);
+        }
+        let blocks = pem::parse_many(trimmed).map_err(|_| PemBundleError)?;
+        if blocks.iter().filter(|block| block.tag() == CERTIFICATE_TAG).count() != begins {
             return Err(PemBundleError);
         }
         Ok(Self(format!("{trimmed}\n")))

@@ -40,8 +40,8 @@ pub use ca::ca_files;
 pub use cni::cni_config;
 pub use containerd::containerd_config;
 pub use inputs::{
-    ClusterInputs, HostInputs, ImageMirrorRule, LogRotation, MirrorSourcePolicy, OverlayNetwork, OverlayNetworkError,
-    PemBundle, PemBundleError, Proxy, PullSecret, PullSecretError, RegistryCa, SecretToken,
+    BundleCertificate, ClusterInputs, HostInputs, ImageMirrorRule, LogRotation, MirrorSourcePolicy, OverlayNetwork,
+    OverlayNetworkError, PemBundle, PemBundleError, Proxy, PullSecret, PullSecretError, RegistryCa, SecretToken,
 };
 pub use kube_proxy::kube_proxy_config;
 pub use kubeconfig::bootstrap_kubeconfig;
@@ -161,7 +161,7 @@ pub enum RenderError {
 /// let files = render::render_host_files(&cluster, &host).unwrap();
 /// let names: Vec<&str> = files.iter().map(|file| file.destination().as_str()).collect();
 /// assert_eq!(names, [r"C:\k\bootstrap-ca.crt", r"C:\k\bootstrap-kubeconfig", r"C:\k\ca-bundle.crt",
-///                    r"C:\k\containerd\containerd_conf.toml", r"C:\k\containerd\registries\wmco-registries.txt",
+///                    r"C:\k\certs\wmco-certs.txt", r"C:\k\containerd\containerd_conf.toml", r"C:\k\containerd\registries\wmco-registries.txt",
 ///                    r"C:\k\kubelet-ca.crt", r"C:\k\kubelet.conf"]);
 /// ```
 pub fn render_host_files(cluster: &ClusterInputs, host: &HostInputs) -> Result<Vec<RenderedFile>, RenderError> {

@@ -721,3 +721,27 @@ fn an_owned_directory_is_emptied_when_its_index_changed_and_every_file_under_it_
         "{script}"
     );
 }
+
+#[test]
+fn root_certificates_are_synced_right_after_their_files_are_uploaded_and_only_when_they_differ() {
+    let thumbprint = crate::trust::Thumbprint::new(&"C".repeat(40)).unwrap();
+    let file = path(&format!(r"C:\k\certs\{thumbprint}.crt"));
+    let mut desired = node_state();
+    desired.files.insert(file.clone(), digest('c'));
+    desired.trusted_roots = Some(crate::trust::TrustedRoots {
+        certificates: [(thumbprint.clone(), file.clone())].into(),
+        record: path(r"C:\k\wmco\imported-root-certificates.txt"),
+    });
+    let mut observed = converged(&desired);
+    observed.files.insert(file.clone(), None);
+    observed.trusted_roots = Some(Default::default());
+    let steps = plan(&desired, &observed).unwrap();
+    assert_eq!(steps.len(), 2, "{steps:?}");
+    assert_eq!(steps[0], Step::ReplaceFiles(vec![file]));
+    assert!(matches!(&steps[1], Step::SyncRootCertificates(sync) if sync.import.len() == 1));
+
+    observed = converged(&desired);
+    observed.trusted_roots =
+        Some(crate::trust::ObservedRoots { store: [thumbprint.clone()].into(), imported: [thumbprint].into() });
+    assert_eq!(plan(&desired, &observed).unwrap(), []);
+}

@@ -36,6 +36,8 @@ pub fn invoke(
         "test-path" => test_path(session, &call),
         "new-item" => new_item(session, &call),
         "remove-item" => remove_item(session, &call),
+        "get-childitem" | "dir" | "ls" | "gci" => get_child_item(session, &call),
+        "import-certificate" => import_certificate(session, &call),
         "move-item" => move_item(session, &call),
         "get-content" => get_content(session, &call),
         "set-content" | "sc" => set_content(session, &call),
@@ -69,8 +71,10 @@ pub fn invoke(
 
 /// Cmdlet names as PowerShell spells them in error records.
 fn canonical_name(lowered: &str) -> Option<&'static str> {
-    const NAMES: [&str; 31] = [
+    const NAMES: [&str; 33] = [
         "Get-FileHash",
+        "Get-ChildItem",
+        "Import-Certificate",
         "Test-Path",
         "New-Item",
         "Remove-Item",
@@ -388,6 +392,12 @@ fn in_use(call: &Call, verb: &str, path: &WinPath) -> PsError {
 
 fn remove_item(session: &mut Session<'_>, call: &Call) -> Result<Vec<Value>, Flow> {
     let Some(path_text) = call.path() else { return Err(call.missing_argument("Path")) };
+    if let Some(thumbprint) = root_store_item(&path_text) {
+        return match session.host.root_certificates.remove(&thumbprint) {
+            Some(_) => Ok(Vec::new()),
+            None => fail(session, call, call.missing_path(&path_text)),
+        };
+    }
     let path = match parse_path(call, &path_text) {
         Ok(path) => path,
         Err(error) => return fail(session, call, *error),
@@ -414,6 +424,94 @@ fn remove_item(session: &mut Session<'_>, call: &Call) -> Result<Vec<Value>, Flo
         Ok(()) => Ok(Vec::new()),
         Err(_) => fail(session, call, in_use(call, "remove", &path)),
     }
+}
+
+/// The store path `Cert:\LocalMachine\Root` (any case, an optional trailing backslash).
+fn is_root_store(path: &str) -> bool {
+    path.trim_end_matches('\\').eq_ignore_ascii_case(r"Cert:\LocalMachine\Root")
+}
+
+/// The thumbprint named by `Cert:\LocalMachine\Root\<thumbprint>`, upper-cased.
+fn root_store_item(path: &str) -> Option<String> {
+    let (store, item) = path.rsplit_once('\\')?;
+    (is_root_store(store) && !item.is_empty()).then(|| item.to_ascii_uppercase())
+}
+
+fn root_certificate_object(thumbprint: &str, certificate: &crate::host::RootCertificate) -> Value {
+    Value::Object(Box::new(Object {
+        kind: ObjectKind::Custom,
+        properties: vec![
+            ("Thumbprint".to_owned(), Value::str(thumbprint.to_owned())),
+            ("Subject".to_owned(), Value::str(certificate.subject.clone())),
+        ],
+    }))
+}
+
+/// `Get-ChildItem` of the machine's root store (the only location the subset lists).
+fn get_child_item(session: &mut Session<'_>, call: &Call) -> Result<Vec<Value>, Flow> {
+    let Some(path_text) = call.path() else { return Err(call.missing_argument("Path")) };
+    if !is_root_store(&path_text) {
+        let error = call.error(
+            format!("the simulator lists only Cert:\\LocalMachine\\Root, not '{path_text}'"),
+            "NotImplemented",
+            "NotSupportedException",
+            "GetChildItemNotSupported",
+            &path_text,
+        );
+        return fail(session, call, error);
+    }
+    Ok(session
+        .host
+        .root_certificates
+        .iter()
+        .map(|(thumbprint, certificate)| root_certificate_object(thumbprint, certificate))
+        .collect())
+}
+
+/// `Import-Certificate -FilePath F -CertStoreLocation Cert:\LocalMachine\Root`: the file's first certificate (PEM or
+/// DER; a bundle is not split, windows-commands.md §4.1) joins the store, once; prints the imported certificate.
+fn import_certificate(session: &mut Session<'_>, call: &Call) -> Result<Vec<Value>, Flow> {
+    let Some(file_text) = call.arguments.text("filepath", Some(0)) else {
+        return Err(call.missing_argument("FilePath"));
+    };
+    let store = call.arguments.text("certstorelocation", None).unwrap_or_default();
+    if !is_root_store(&store) {
+        let error = call.error(
+            format!("the simulator imports only into Cert:\\LocalMachine\\Root, not '{store}'"),
+            "NotImplemented",
+            "NotSupportedException",
+            "ImportCertificateNotSupported",
+            &store,
+        );
+        return fail(session, call, error);
+    }
+    let path = match parse_path(call, &file_text) {
+        Ok(path) => path,
+        Err(error) => return fail(session, call, *error),
+    };
+    let Ok(bytes) = session.host.disk.read(&path) else {
+        return fail(session, call, call.missing_path(&file_text));
+    };
+    let der = match pem::parse(&bytes) {
+        Ok(block) if block.tag() == "CERTIFICATE" => block.into_contents(),
+        Ok(_) => Vec::new(),
+        Err(_) => bytes,
+    };
+    let Ok((_, certificate)) = x509_parser::parse_x509_certificate(&der) else {
+        let error = call.error(
+            "Cannot find the requested object. 0x80092004 (-2146885628 CRYPT_E_NOT_FOUND)".to_owned(),
+            "NotSpecified",
+            "Exception",
+            "System.Runtime.InteropServices.COMException,Microsoft.CertificateServices.Commands.ImportCertificateCommand",
+            &file_text,
+        );
+        return fail(session, call, error);
+    };
+    let thumbprint = hex::encode_upper(<sha1::Sha1 as sha1::Digest>::digest(&der));
+    let entry = crate::host::RootCertificate { subject: certificate.subject().to_string() };
+    let printed = root_certificate_object(&thumbprint, &entry);
+    session.host.root_certificates.entry(thumbprint).or_insert(entry);
+    Ok(vec![printed])
 }
 
 fn move_item(session: &mut Session<'_>, call: &Call) -> Result<Vec<Value>, Flow> {
