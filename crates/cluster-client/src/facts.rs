@@ -6,13 +6,16 @@
 use std::fmt;
 
 use async_trait::async_trait;
-use kube::Client;
 use kube::api::{Api, ListParams};
+use kube::{Client, ResourceExt};
 use serde::{Deserialize, Serialize};
 use wmco_vocabulary::{IpCidr, MirrorKind, Platform, PlatformName};
 
 use crate::error::{Error, Result, Verb};
-use crate::types::{ImageDigestMirrorSet, ImageTagMirrorSet, Infrastructure, Network, OperatorNetwork, Proxy};
+use crate::ignition::{KubeletCloud, RENDERED_WORKER_PREFIX, kubelet_cloud};
+use crate::types::{
+    ImageDigestMirrorSet, ImageTagMirrorSet, Infrastructure, MachineConfig, Network, OperatorNetwork, Proxy,
+};
 
 /// How an OpenShift cluster networks pods, as far as Windows nodes care: they join only OVN-Kubernetes with hybrid
 /// overlay (wmco-anchor.md §2).
@@ -73,6 +76,9 @@ pub struct ClusterFacts {
     pub mirror_sets: Vec<MirrorSet>,
     /// The pod network (OpenShift; `None` on plain Kubernetes, where the operator cannot tell).
     pub pod_networking: Option<PodNetworking>,
+    /// The Linux workers' kubelet cloud settings (OpenShift: the newest `rendered-worker-*` MachineConfig; none on
+    /// plain Kubernetes).
+    pub kubelet_cloud: KubeletCloud,
 }
 
 /// Where cluster facts come from.
@@ -210,6 +216,34 @@ pub(crate) fn facts_from_openshift(
         kubernetes_version,
         mirror_sets: digest_mirrors.chain(tag_mirrors).collect(),
         pod_networking: Some(pod_networking(network, operator_network)?),
+        kubelet_cloud: KubeletCloud::default(),
+    })
+}
+
+/// The kubelet cloud settings of the newest `rendered-worker-*` MachineConfig (by creation time, then name); none
+/// when there is none. Only metadata is listed: rendered configs are large, and only the newest is read whole.
+async fn newest_rendered_worker_cloud(client: &Client) -> Result<KubeletCloud> {
+    let configs = Api::<MachineConfig>::all(client.clone());
+    let listed = configs
+        .list_metadata(&ListParams::default())
+        .await
+        .map_err(|source| Error::api(Verb::List, "MachineConfig", "all", source))?;
+    let newest = listed
+        .items
+        .iter()
+        .filter(|config| config.name_any().starts_with(RENDERED_WORKER_PREFIX))
+        .max_by_key(|config| (config.metadata.creation_timestamp.clone().map(|time| time.0), config.name_any()))
+        .map(ResourceExt::name_any);
+    let Some(name) = newest else { return Ok(KubeletCloud::default()) };
+    let config = configs.get(&name).await.map_err(|source| Error::api(Verb::Get, "MachineConfig", &name, source))?;
+    kubelet_cloud(config.spec.config.as_ref().unwrap_or(&serde_json::Value::Null)).map_err(|error| {
+        Error::InvalidField {
+            kind: "MachineConfig",
+            name,
+            field: "spec.config",
+            value: error.to_string(),
+            expected: "MCO's rendered ignition config: the kubelet unit's --cloud-config file in storage.files",
+        }
     })
 }
 
@@ -273,7 +307,8 @@ impl ClusterFactsSource for OpenShiftFacts {
             .await
             .map_err(|source| Error::api(Verb::Get, "operator Network", "cluster", source))?;
         let version = kubernetes_version(&self.client).await?;
-        facts_from_openshift(
+        let kubelet_cloud = newest_rendered_worker_cloud(&self.client).await?;
+        let facts = facts_from_openshift(
             &network,
             &infrastructure,
             &proxy,
@@ -281,7 +316,8 @@ impl ClusterFactsSource for OpenShiftFacts {
             &tag_sets,
             operator_network.as_ref(),
             version,
-        )
+        )?;
+        Ok(ClusterFacts { kubelet_cloud, ..facts })
     }
 }
 
@@ -310,6 +346,7 @@ impl ClusterFactsSource for PlainKubernetesFacts {
             kubernetes_version: kubernetes_version(&self.client).await?,
             mirror_sets: self.config.mirror_sets.clone(),
             pod_networking: None,
+            kubelet_cloud: KubeletCloud::default(),
         })
     }
 }
@@ -355,6 +392,19 @@ mod tests {
                     "hybridClusterNetwork": [{"cidr": "10.132.0.0/14", "hostPrefix": 23}],
                     "hybridOverlayVXLANPort": 9898}}}}})),
             Exchange::get("/version").reply(200, version()),
+            Exchange::get_metadata("/apis/machineconfiguration.openshift.io/v1/machineconfigs?").reply(200, list("MachineConfig", vec![
+                json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+                       "metadata": {"name": "rendered-worker-old", "creationTimestamp": "2026-01-01T00:00:00Z"}}),
+                json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+                       "metadata": {"name": "rendered-worker-new", "creationTimestamp": "2026-02-01T00:00:00Z"}}),
+                json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+                       "metadata": {"name": "rendered-master-newest", "creationTimestamp": "2026-03-01T00:00:00Z"}}),
+            ])),
+            Exchange::get("/apis/machineconfiguration.openshift.io/v1/machineconfigs/rendered-worker-new").reply(200, json!({
+                "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+                "metadata": {"name": "rendered-worker-new"},
+                "spec": {"config": {"ignition": {"version": "3.5.0"}, "systemd": {"units": [{"name": "kubelet.service",
+                    "contents": "[Service]\nExecStart=/usr/bin/kubelet \\\n  --cloud-provider=external \\\n  --v=2\n"}]}}}})),
         ];
         let facts =
             scenario(exchanges, |client| async move { OpenShiftFacts::new(client).gather().await.unwrap() }).await;
@@ -389,6 +439,7 @@ mod tests {
                     hybrid_overlay: true,
                     hybrid_overlay_vxlan_port: Some(9898),
                 }),
+                kubelet_cloud: KubeletCloud { provider: Some("external".into()), cloud_config: None },
             }
         );
     }

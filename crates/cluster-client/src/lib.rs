@@ -27,6 +27,7 @@ mod ext;
 mod facts;
 #[cfg(feature = "testing")]
 pub mod fake;
+mod ignition;
 mod instances;
 mod machines;
 pub mod names;
@@ -53,6 +54,7 @@ pub use facts::{
     ClusterFacts, ClusterFactsSource, MirrorSet, OpenShiftFacts, PlainKubernetesConfig, PlainKubernetesFacts,
     PodNetworking, ProxySettings, serves_openshift_config,
 };
+pub use ignition::{IgnitionError, KubeletCloud, RENDERED_WORKER_PREFIX, kubelet_cloud};
 pub use instances::{InstanceRecords, KubeInstanceRecords};
 pub use kube::ResourceExt;
 pub use machines::{KubeMachines, Machines, NoWindowsMachines, WindowsMachines, serves_machine_api};

@@ -50,6 +50,11 @@ impl Exchange {
         Exchange::new(Method::GET, uri)
     }
 
+    /// Expects a metadata-only GET of `uri` (kube sends it with a JSON content type).
+    pub(crate) fn get_metadata(uri: &str) -> Self {
+        Exchange { content_type: Some(JSON), ..Exchange::new(Method::GET, uri) }
+    }
+
     /// Expects a DELETE of `uri` with default delete options.
     pub(crate) fn delete(uri: &str) -> Self {
         Exchange { content_type: Some(JSON), body: Some(serde_json::json!({})), ..Exchange::new(Method::DELETE, uri) }

@@ -40,6 +40,7 @@ fn cluster() -> Option<ClusterInputs> {
         image_mirrors: mirrors,
         pull_secret: None,
         registry_cas: vec![],
+        cloud_config: None,
     })
 }
 

@@ -190,6 +190,7 @@ fn minimal_cluster() -> ClusterInputs {
         image_mirrors: vec![],
         pull_secret: None,
         registry_cas: vec![],
+        cloud_config: None,
     }
 }
 
@@ -239,6 +240,7 @@ fn full_cluster() -> ClusterInputs {
             RegistryCa { registry: "registry.fixture.example:8443".into(), bundle: CERT_C.parse().unwrap() },
             RegistryCa { registry: "mirror.fixture.example:5000".into(), bundle: CERT_A.parse().unwrap() },
         ],
+        cloud_config: Some("[Global]\nsecret-name = vsphere-creds\nsecret-namespace = kube-system\n".into()),
         ..minimal_cluster()
     }
 }

@@ -37,6 +37,7 @@ fn lay_out_host(drive: &Drive, control_plane: &ControlPlane, token: &str, rotate
         image_mirrors: vec![],
         pull_secret: None,
         registry_cas: vec![],
+        cloud_config: None,
     };
     let mut files = render::ca_files(&cluster)?;
     files.push(render::bootstrap_kubeconfig(&cluster)?);

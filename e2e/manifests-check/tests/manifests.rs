@@ -94,6 +94,10 @@ const ACCESS_TABLE: &[AccessCase] = &[
     ("get", "", "secrets", "openshift-machine-api", "windows-user-data", true),
     ("get", "", "secrets", "openshift-machine-api", "some-other-secret", false),
     ("list", "", "secrets", "openshift-machine-api", "", false),
+    // The workers' rendered MachineConfigs: read only.
+    ("list", "machineconfiguration.openshift.io", "machineconfigs", "", "", true),
+    ("get", "machineconfiguration.openshift.io", "machineconfigs", "", "rendered-worker-abc", true),
+    ("update", "machineconfiguration.openshift.io", "machineconfigs", "", "rendered-worker-abc", false),
     // ConfigMaps: its own namespace, read only but for keeping trusted-ca.
     ("watch", "", "configmaps", OPERATOR_NAMESPACE, "", true),
     ("create", "", "configmaps", OPERATOR_NAMESPACE, "", true),
@@ -141,7 +145,7 @@ const ACCESS_TABLE: &[AccessCase] = &[
     ("get", "machineconfiguration.openshift.io", "controllerconfigs", "", "machine-config-controller", true),
     ("list", "machineconfiguration.openshift.io", "controllerconfigs", "", "", true),
     ("update", "machineconfiguration.openshift.io", "controllerconfigs", "", "machine-config-controller", false),
-    ("get", "machineconfiguration.openshift.io", "machineconfigs", "", "", false),
+    ("delete", "machineconfiguration.openshift.io", "machineconfigs", "", "rendered-worker-abc", false),
     // No way to grow its own rights.
     ("create", "rbac.authorization.k8s.io", "clusterrolebindings", "", "", false),
     ("escalate", "rbac.authorization.k8s.io", "roles", OPERATOR_NAMESPACE, "", false),

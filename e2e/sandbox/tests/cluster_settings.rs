@@ -17,7 +17,8 @@
 //! of its bundle reaches every host's `Cert:\LocalMachine\Root` (beside the host's own roots, never touched), a
 //! certificate that leaves the bundle leaves the stores, a removed host keeps none, and clearing the proxy removes
 //! them all; a registry CA is imported too. A kubelet client CA rotated in the ControllerConfig reaches every
-//! host's `kubelet-ca.crt`.
+//! host's `kubelet-ca.crt`. A rendered worker MachineConfig whose kubelet has `--cloud-provider=external` and a
+//! `--cloud-config` file gives every Windows kubelet the same flags and `C:\k\cloud.conf`; deleting it drops them.
 //!
 //! Refusal: on a cluster whose OVN-Kubernetes has no hybrid overlay no host is touched (not one command), each
 //! record gets a Warning `ClusterUnsupported` Event naming the reason and `/readyz` answers 503 with it; once hybrid
@@ -36,7 +37,7 @@ use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use winhost_sim::host::BUILTIN_ROOT_THUMBPRINT;
 use winhost_sim::scm::State;
-use wmco_cluster_client::types::{ControllerConfig, ImageDigestMirrorSet, OperatorNetwork, Proxy};
+use wmco_cluster_client::types::{ControllerConfig, ImageDigestMirrorSet, MachineConfig, OperatorNetwork, Proxy};
 use wmco_sandbox::operator::http_get;
 use wmco_sandbox::{Sandbox, SandboxOptions, node_is_ready};
 
@@ -145,6 +146,7 @@ async fn a_cluster_proxy_reaches_every_host_and_leaves_when_cleared_without_an_o
     mirrors_and_their_credentials_reach_every_host(&sandbox).await?;
     registry_cas_reach_every_host(&sandbox).await?;
     a_rotated_kubelet_ca_reaches_every_host(&sandbox).await?;
+    the_workers_cloud_settings_reach_every_kubelet(&sandbox).await?;
 
     ensure!(sandbox.operator_pid() == operator_pid, "the operator restarted");
     let log = std::fs::read_to_string(sandbox.operator_log_path()).context("reading the operator log")?;
@@ -271,6 +273,61 @@ async fn a_rotated_kubelet_ca_reaches_every_host(sandbox: &Sandbox) -> anyhow::R
         .await?;
     println!("kubelet CA rotated: in every host's kubelet-ca.crt after {:.1} s", started.elapsed().as_secs_f64());
     nodes_ready(sandbox).await
+}
+
+/// A rendered worker config whose kubelet runs with `--cloud-provider=external --cloud-config=…` gives every Windows
+/// kubelet the same flags, with the file copied to `C:\k\cloud.conf`; once it is gone, the flags go.
+async fn the_workers_cloud_settings_reach_every_kubelet(sandbox: &Sandbox) -> anyhow::Result<()> {
+    const CLOUD_CONF: &str = "[Global]\nsecret-name = vsphere-creds\n";
+    let unit = "[Service]\nExecStart=/usr/bin/kubelet \\\n  --config=/etc/kubernetes/kubelet.conf \\\n  \
+                --cloud-provider=external \\\n  --cloud-config=/etc/kubernetes/cloud.conf \\\n  --v=2\n";
+    let rendered: MachineConfig = serde_json::from_value(serde_json::json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+        "metadata": {"name": "rendered-worker-0123456789abcdef"},
+        "spec": {"config": {"ignition": {"version": "3.5.0"},
+            "systemd": {"units": [{"name": "kubelet.service", "enabled": true, "contents": unit}]},
+            "storage": {"files": [{"path": "/etc/kubernetes/cloud.conf", "mode": 420,
+                "contents": {"source": "data:,%5BGlobal%5D%0Asecret-name%20%3D%20vsphere-creds%0A"}}]}}}}))?;
+    let configs = Api::<MachineConfig>::all(sandbox.admin_client());
+    configs.create(&PostParams::default(), &rendered).await?;
+    let started = Instant::now();
+    let flags = r"--cloud-provider=external --cloud-config=C:\k\cloud.conf";
+    kubelets_everywhere(sandbox, Some(flags)).await?;
+    for host in sandbox.hosts() {
+        let contents = sandbox.read_file(&host.info.name, r"C:\k\cloud.conf").await?.unwrap_or_default();
+        ensure!(contents == CLOUD_CONF.as_bytes(), "host {}: cloud.conf is {contents:?}", host.info.name);
+    }
+    println!("cloud settings: on every kubelet after {:.1} s", started.elapsed().as_secs_f64());
+    nodes_ready(sandbox).await?;
+
+    configs.delete("rendered-worker-0123456789abcdef", &DeleteParams::default()).await?;
+    kubelets_everywhere(sandbox, None).await?;
+    nodes_ready(sandbox).await
+}
+
+/// Waits until every host's kubelet runs, with `flags` on its command line (`None`: no `--cloud-` flag at all).
+async fn kubelets_everywhere(sandbox: &Sandbox, flags: Option<&str>) -> anyhow::Result<()> {
+    sandbox
+        .wait_for("the kubelet's cloud flags on every host", SETTINGS_TIMEOUT, || async {
+            for host in sandbox.hosts() {
+                let services = sandbox.services(&host.info.name).await?;
+                let kubelet = services.iter().find(|service| service.name == "kubelet").context("no kubelet")?;
+                let command = &kubelet.image_path;
+                let wanted = match flags {
+                    Some(flags) => command.contains(flags),
+                    None => !command.contains("--cloud-"),
+                };
+                ensure!(
+                    wanted && kubelet.state == State::Running,
+                    "host {}: kubelet {:?} runs {command}",
+                    host.info.name,
+                    kubelet.state
+                );
+            }
+            Ok(())
+        })
+        .await?;
+    Ok(())
 }
 
 /// A self-signed CA certificate (PEM) named `name`, and its thumbprint as Windows prints it.

@@ -127,6 +127,7 @@ fn host_files(control_plane: &ControlPlane, token: &str) -> anyhow::Result<Vec<(
         image_mirrors: vec![],
         pull_secret: None,
         registry_cas: vec![],
+        cloud_config: None,
     };
     let mut files: Vec<(String, Vec<u8>)> = render::ca_files(&cluster)?.iter().map(rendered).collect();
     files.push(rendered(&render::bootstrap_kubeconfig(&cluster)?));

@@ -1,19 +1,20 @@
 //! The cluster-wide, non-secret inputs of the rendered files and node services, derived once from
 //! [`ClusterFacts`]: API server URL, service network and cluster DNS (the network's 10th address, as the Go
-//! operator), platform, proxy, image mirrors, hybrid overlay, and whether Windows nodes may join at all
-//! ([`ClusterSettings::refusal`]).
+//! operator), platform, proxy, image mirrors, hybrid overlay, the Linux workers' kubelet cloud settings, and
+//! whether Windows nodes may join at all ([`ClusterSettings::refusal`]).
 
 use std::net::Ipv4Addr;
 
 use semver::Version;
-use wmco_cluster_client::{ClusterFacts, PodNetworking};
+use wmco_cluster_client::{ClusterFacts, KubeletCloud, PodNetworking};
 use wmco_node_config::ServiceSettings;
+use wmco_payload_manifest::render::destinations::CLOUD_CONFIG;
 use wmco_payload_manifest::render::{
     ClusterInputs, ImageMirrorRule, LogRotation, MirrorSourcePolicy, PemBundle, Proxy, SecretToken,
 };
 use wmco_vocabulary::{IpCidr, Platform};
-use wmco_windows_services::NodeProxy;
 use wmco_windows_services::{LogRotation as ServiceLogRotation, Verbosity, go_duration};
+use wmco_windows_services::{NodeProxy, WinPath};
 
 /// The index of the cluster DNS Service's address in the service network.
 pub const CLUSTER_DNS_INDEX: u32 = 10;
@@ -60,6 +61,8 @@ pub struct ClusterSettings {
     pub pod_networking: Option<PodNetworking>,
     /// The API server's version.
     pub kubernetes_version: Version,
+    /// The Linux workers' kubelet cloud settings (`--cloud-provider`, and the `--cloud-config` file's contents).
+    pub kubelet_cloud: KubeletCloud,
     /// Rotation of the kubelet and kube-proxy logs: the operator's own setting (its `SERVICES_LOG_*` environment),
     /// not read from the cluster, kept across refreshes.
     pub log_rotation: ServiceLogRotation,
@@ -80,6 +83,7 @@ impl ClusterSettings {
     ///     kubernetes_version: semver::Version::new(1, 36, 3),
     ///     mirror_sets: vec![],
     ///     pod_networking: None,
+    ///     kubelet_cloud: Default::default(),
     /// };
     /// let settings = ClusterSettings::from_facts(&facts).unwrap();
     /// assert_eq!(settings.cluster_dns.to_string(), "172.30.0.10");
@@ -126,6 +130,7 @@ impl ClusterSettings {
             image_mirrors,
             pod_networking: facts.pod_networking.clone(),
             kubernetes_version: facts.kubernetes_version.clone(),
+            kubelet_cloud: facts.kubelet_cloud.clone(),
             log_rotation: ServiceLogRotation::default(),
         })
     }
@@ -160,6 +165,7 @@ impl ClusterSettings {
             image_mirrors: self.image_mirrors.clone(),
             pull_secret: None,
             registry_cas: Vec::new(),
+            cloud_config: self.kubelet_cloud.cloud_config.clone(),
         }
     }
 
@@ -171,8 +177,8 @@ impl ClusterSettings {
             verbosity,
             log_rotation: self.log_rotation,
             hybrid_overlay_vxlan_port: self.hybrid_overlay_vxlan_port(),
-            cloud_provider: None,
-            cloud_config: None,
+            cloud_provider: self.kubelet_cloud.provider.clone(),
+            cloud_config: self.kubelet_cloud.cloud_config.as_ref().and_then(|_| WinPath::parse(CLOUD_CONFIG).ok()),
             proxy: self.node_proxy(),
         }
     }
@@ -197,6 +203,7 @@ impl ClusterSettings {
     ///         hybrid_overlay: false,
     ///         hybrid_overlay_vxlan_port: None,
     ///     }),
+    ///     kubelet_cloud: Default::default(),
     /// };
     /// let settings = ClusterSettings::from_facts(&facts).unwrap();
     /// let reason = settings.refusal(&semver::Version::new(1, 36, 1)).unwrap();
@@ -261,6 +268,7 @@ impl ClusterSettings {
     /// #     kubernetes_version: semver::Version::new(1, 36, 3),
     /// #     mirror_sets: vec![],
     /// #     pod_networking: None,
+    /// #     kubelet_cloud: Default::default(),
     /// # };
     /// let before = ClusterSettings::from_facts(&facts).unwrap();
     /// let mut after = before.clone();
@@ -278,6 +286,7 @@ impl ClusterSettings {
             ("hybrid_overlay_vxlan_port", self.hybrid_overlay_vxlan_port() != other.hybrid_overlay_vxlan_port()),
             ("pod_networking", self.pod_networking != other.pod_networking),
             ("kubernetes_version", self.kubernetes_version != other.kubernetes_version),
+            ("kubelet_cloud", self.kubelet_cloud != other.kubelet_cloud),
             ("log_rotation", self.log_rotation != other.log_rotation),
         ]
         .into_iter()

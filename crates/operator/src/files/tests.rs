@@ -163,6 +163,7 @@ fn facts() -> ClusterFacts {
         kubernetes_version: semver::Version::new(1, 36, 3),
         mirror_sets: vec![],
         pod_networking: None,
+        kubelet_cloud: Default::default(),
     }
 }
 
@@ -768,4 +769,25 @@ async fn the_trusted_ca_config_map_is_kept_labelled_and_its_bundle_reaches_hosts
     assert!(error.to_string().contains("wmco/trusted-ca"), "{error}");
     let set = rendered(&files.file_set(&identity(), FileStage::Bootstrap).unwrap().files);
     assert_eq!(set[r"C:\k\certs\wmco-certs.txt"], "");
+}
+
+#[tokio::test]
+async fn the_workers_cloud_provider_and_cloud_config_reach_the_kubelet_and_c_k_cloud_conf() {
+    let world = World::new(None).await;
+    let (_dir, files) = node_files(&world);
+    world.refresher.refresh().await;
+    let plain = rendered(&files.file_set(&identity(), FileStage::Bootstrap).unwrap().files);
+    assert!(!plain.contains_key(r"C:\k\cloud.conf"), "no cloud config without one on the workers");
+
+    let cloud = wmco_cluster_client::KubeletCloud {
+        provider: Some("external".into()),
+        cloud_config: Some("[Global]\nsecret-name = vsphere-creds\n".into()),
+    };
+    *world.facts.0.lock().unwrap() = Ok(ClusterFacts { kubelet_cloud: cloud, ..facts() });
+    world.refresher.refresh().await;
+    let set = rendered(&files.file_set(&identity(), FileStage::Bootstrap).unwrap().files);
+    assert_eq!(set[r"C:\k\cloud.conf"], "[Global]\nsecret-name = vsphere-creds\n");
+    let services = world.snapshot.current().settings.service_settings(Verbosity::Normal);
+    assert_eq!(services.cloud_provider.as_deref(), Some("external"));
+    assert_eq!(services.cloud_config.map(|path| path.to_string()).as_deref(), Some(r"C:\k\cloud.conf"));
 }

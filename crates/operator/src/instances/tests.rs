@@ -315,6 +315,7 @@ fn cluster_without_hybrid_overlay() -> ServiceSettingsSource {
             hybrid_overlay: false,
             hybrid_overlay_vxlan_port: None,
         }),
+        kubelet_cloud: Default::default(),
     };
     let settings = crate::files::ClusterSettings::from_facts(&facts).unwrap();
     let material = crate::files::ClusterMaterial::not_read_yet(Arc::new(settings));

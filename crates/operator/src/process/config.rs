@@ -85,6 +85,7 @@ pub enum ConfigError {
 /// #     kubernetes_version: semver::Version::new(1, 36, 0),
 /// #     mirror_sets: Vec::new(),
 /// #     pod_networking: None,
+/// #     kubelet_cloud: Default::default(),
 /// # };
 /// let flags = OperatorFlags {
 ///     namespace: "wmco".into(),
@@ -268,6 +269,7 @@ mod tests {
             kubernetes_version: Version::new(1, 33, 0),
             mirror_sets: Vec::new(),
             pod_networking: None,
+            kubelet_cloud: Default::default(),
         }
     }
 

@@ -12,12 +12,13 @@ use std::time::Duration;
 
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::PartialObjectMeta;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 use tokio::task::JoinHandle;
 use wmco_cluster_client::names::{PULL_SECRET, PULL_SECRET_NAMESPACE, TRUSTED_CA_CONFIG_MAP};
 use wmco_cluster_client::types::{
-    ControllerConfig, ImageDigestMirrorSet, ImageTagMirrorSet, Network, OperatorNetwork, Proxy,
+    ControllerConfig, ImageDigestMirrorSet, ImageTagMirrorSet, MachineConfig, Network, OperatorNetwork, Proxy,
 };
 use wmco_cluster_client::{ClusterFactsSource, OpenShiftFacts, Seams};
 use wmco_payload_manifest::{Manifest, Payload};
@@ -189,8 +190,8 @@ async fn report_refusals(
 }
 
 /// One trigger per watch event of the OpenShift objects the cluster settings and the kubelet client CA come
-/// from: Proxy, the config and operator Networks, the image mirror sets, the pull secret and ControllerConfigs (the
-/// material refresher reads them again at once).
+/// from: Proxy, the config and operator Networks, the image mirror sets, the pull secret, ControllerConfigs and
+/// MachineConfigs (the material refresher reads them again at once).
 fn cluster_setting_changes(client: &Client) -> impl futures::Stream<Item = ()> + Send + 'static {
     let cluster = || watcher::Config::default().fields("metadata.name=cluster");
     let proxies = Api::<Proxy>::all(client.clone());
@@ -201,6 +202,7 @@ fn cluster_setting_changes(client: &Client) -> impl futures::Stream<Item = ()> +
     let operator_networks = Api::<OperatorNetwork>::all(client.clone());
     let pull_secrets = Api::<Secret>::namespaced(client.clone(), PULL_SECRET_NAMESPACE);
     let pull_secret = watcher::Config::default().fields(&format!("metadata.name={PULL_SECRET}"));
+    let machine_configs = Api::<PartialObjectMeta<MachineConfig>>::all(client.clone());
     let what = "the cluster settings";
     futures::stream::select_all([
         watch_triggers(watcher(proxies, cluster()).default_backoff(), what, "Proxy cluster").boxed(),
@@ -222,6 +224,9 @@ fn cluster_setting_changes(client: &Client) -> impl futures::Stream<Item = ()> +
             "ControllerConfigs",
         )
         .boxed(),
+        // Metadata only: rendered configs are large, and the refresher reads the newest one itself.
+        watch_triggers(watcher(machine_configs, watcher::Config::default()).default_backoff(), what, "MachineConfigs")
+            .boxed(),
     ])
 }
 

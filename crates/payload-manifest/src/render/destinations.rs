@@ -42,6 +42,8 @@ pub const CNI_CONFIG_DIR: &str = r"C:\k\cni\config";
 pub const CNI_CONFIG: &str = r"C:\k\cni\config\cni.conf";
 /// The KubeProxyConfiguration file (`--config`).
 pub const KUBE_PROXY_CONFIG: &str = r"C:\k\kube-proxy.conf";
+/// The cloud provider configuration (`--cloud-config`), copied from the Linux workers' rendered config.
+pub const CLOUD_CONFIG: &str = r"C:\k\cloud.conf";
 /// The kubelet's image credential provider configuration (AWS).
 pub const CREDENTIAL_PROVIDER_CONFIG: &str = r"C:\k\credential-provider-config.yaml";
 /// The directory the kubelet looks up credential provider binaries in (AWS).
@@ -86,6 +88,7 @@ mod tests {
             CNI_CONFIG,
             KUBE_PROXY_CONFIG,
             CREDENTIAL_PROVIDER_CONFIG,
+            CLOUD_CONFIG,
             CREDENTIAL_PROVIDER_BIN_DIR,
             EXPORTER_TLS_CERT,
             EXPORTER_TLS_KEY,

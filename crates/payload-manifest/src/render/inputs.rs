@@ -43,6 +43,9 @@ pub struct ClusterInputs {
     pub pull_secret: Option<PullSecret>,
     /// Additional trusted CAs for image registries (OpenShift `image.config` `additionalTrustedCA`), by registry.
     pub registry_cas: Vec<RegistryCa>,
+    /// The cloud provider configuration the Linux workers' kubelet reads (`--cloud-config`), copied to
+    /// `C:\k\cloud.conf`; `None` when their kubelet names none.
+    pub cloud_config: Option<String>,
 }
 
 /// Everything about one host the rendered files depend on.

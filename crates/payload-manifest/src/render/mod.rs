@@ -156,6 +156,7 @@ pub enum RenderError {
 ///     image_mirrors: vec![],
 ///     pull_secret: None,
 ///     registry_cas: vec![],
+///     cloud_config: None,
 /// };
 /// let host = HostInputs { node_name: "win-a".into(), node_ip: "10.0.0.5".parse().unwrap(), overlay: None };
 /// let files = render::render_host_files(&cluster, &host).unwrap();
@@ -170,6 +171,12 @@ pub fn render_host_files(cluster: &ClusterInputs, host: &HostInputs) -> Result<V
     files.extend(registry_hosts_files(&cluster.image_mirrors, cluster.pull_secret.as_ref())?);
     if cluster.platform == Platform::Aws {
         files.push(credential_provider_config()?);
+    }
+    if let Some(cloud_config) = &cluster.cloud_config {
+        files.push(RenderedFile::new(
+            destinations::destination(destinations::CLOUD_CONFIG, "cloud provider configuration")?,
+            cloud_config.clone().into_bytes(),
+        ));
     }
     if let Some(overlay) = &host.overlay {
         files.push(cni_config(cluster, overlay)?);
