@@ -67,6 +67,7 @@ mod tests {
                 ("Reason".to_owned(), ".status.conditions[?(@.type==\"Ready\")].reason".to_owned()),
                 ("Phase".to_owned(), ".status.phase".to_owned()),
                 ("Version".to_owned(), ".status.configuredVersion".to_owned()),
+                ("Settings".to_owned(), ".status.settingsGeneration".to_owned()),
                 ("Age".to_owned(), ".metadata.creationTimestamp".to_owned()),
             ]
         );
@@ -112,6 +113,7 @@ mod tests {
                 "phase",
                 "pinnedHostKey",
                 "resolvedIpv4",
+                "settingsGeneration",
                 "sshUser",
             ]
         );

@@ -19,7 +19,7 @@ use crate::types::{
 
 /// How an OpenShift cluster networks pods, as far as Windows nodes care: they join only OVN-Kubernetes with hybrid
 /// overlay (wmco-anchor.md §2).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct PodNetworking {
     /// `spec.networkType` of config Network `cluster` (`OVNKubernetes`), if set.
     pub network_type: Option<String>,

@@ -12,7 +12,7 @@ pub const RENDERED_WORKER_PREFIX: &str = "rendered-worker-";
 const KUBELET_UNIT: &str = "kubelet.service";
 
 /// The kubelet's cloud settings on the Linux workers.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct KubeletCloud {
     /// `--cloud-provider` (`external` on current OpenShift releases); `None` when the unit has none or it is empty.
     pub provider: Option<String>,

@@ -136,12 +136,15 @@ pub struct StageFiles {
     pub files: HostFileSet,
     /// The services left out of this stage, each with the reason naming the missing input.
     pub withheld: Vec<WithheldService>,
+    /// The settings generation the files were rendered from, recorded on the host's record once it is Ready
+    /// (`None` when the source has none).
+    pub settings_generation: Option<String>,
 }
 
 impl From<HostFileSet> for StageFiles {
     /// Every service's files are there: nothing withheld.
     fn from(files: HostFileSet) -> Self {
-        StageFiles { files, withheld: Vec::new() }
+        StageFiles { files, withheld: Vec::new(), settings_generation: None }
     }
 }
 
@@ -374,9 +377,12 @@ async fn configure_pass(
         Stage::Node(node) => (FileStage::Node(node), ServiceStage::Node),
     };
     let node_exists = !matches!(stage, Stage::Bootstrap);
-    let StageFiles { files, withheld } = inputs.files.files(&identity, file_stage).map_err(|source| {
-        FlowError::DesiredFiles { host: session.label().to_owned(), stage: file_stage.name(), source }
-    })?;
+    let StageFiles { files, withheld, settings_generation } =
+        inputs.files.files(&identity, file_stage).map_err(|source| FlowError::DesiredFiles {
+            host: session.label().to_owned(),
+            stage: file_stage.name(),
+            source,
+        })?;
     let bootstrap_kubeconfig = parse_fixed(session, BOOTSTRAP_KUBECONFIG)?;
     let wanted_files: BTreeMap<WinPath, &HostFile> = files
         .files()
@@ -441,6 +447,7 @@ async fn configure_pass(
     let state = if ready {
         recorder.set_phase(InstancePhase::Ready);
         recorder.status.configured_version = Some(inputs.operator_version.to_owned());
+        recorder.status.settings_generation = settings_generation;
         recorder.status.configuring_since = None;
         recorder.status.last_error = None;
         ConfigureState::Ready

@@ -36,7 +36,7 @@ pub enum Verbosity {
 
 /// Rotation of the kubelet and kube-proxy logs by `kube-log-runner` (wmco-anchor.md §8.7); `None` leaves the
 /// runner's default.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, Hash)]
 pub struct LogRotation {
     /// Rotate when the file reaches this many bytes (`-log-file-size`).
     pub max_size_bytes: Option<u64>,

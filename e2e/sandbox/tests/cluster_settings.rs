@@ -1,6 +1,9 @@
 //! Cluster-wide settings reach every host and follow every change, without an operator restart (issue 17), on one
 //! sandbox with two hosts (the operator as its own process, the e2e control plane, the `small` synthetic payload).
 //!
+//! Every record shows the settings generation its host converged to: one for the fleet before the proxy, another
+//! once the proxy reached every host.
+//!
 //! Proxy: once Proxy `cluster`'s status names a proxy, every host's machine environment carries `HTTP_PROXY`,
 //! `HTTPS_PROXY` and `NO_PROXY`, and containerd and the kubelet run again with them in their own environment
 //! (their `Environment` registry value: the simulator hands services the machine environment of the last boot only,
@@ -69,6 +72,7 @@ async fn a_cluster_proxy_reaches_every_host_and_leaves_when_cleared_without_an_o
     for host in sandbox.hosts() {
         proxy_is(&sandbox, &host.info.name, None).await?;
     }
+    let before = one_settings_generation(&sandbox, None).await?;
 
     let set = Instant::now();
     set_proxy_status(&sandbox, HTTP_PROXY, HTTPS_PROXY, NO_PROXY).await?;
@@ -83,6 +87,8 @@ async fn a_cluster_proxy_reaches_every_host_and_leaves_when_cleared_without_an_o
         .await?;
     println!("proxy set: on every host after {:.1} s", set.elapsed().as_secs_f64());
     nodes_ready(&sandbox).await?;
+    let proxied = one_settings_generation(&sandbox, Some(&before)).await?;
+    println!("settings generation: {before} before the proxy, {proxied} on every record after");
 
     // The operator keeps trusted-ca labelled for injection; the bundle put there (as the network operator would)
     // reaches every host's root store, beside the roots the host trusted before.
@@ -339,6 +345,25 @@ fn certificate_authority(name: &str) -> anyhow::Result<(String, String)> {
     let certificate = params.self_signed(&key)?;
     let thumbprint = hex::encode_upper(<sha1::Sha1 as sha1::Digest>::digest(certificate.der()));
     Ok((certificate.pem(), thumbprint))
+}
+
+/// Waits until every record shows one settings generation other than `other_than`, and returns it.
+async fn one_settings_generation(sandbox: &Sandbox, other_than: Option<&str>) -> anyhow::Result<String> {
+    sandbox
+        .wait_for("one settings generation on every record", SETTINGS_TIMEOUT, || async {
+            let records = sandbox.windows_instances().await?;
+            let generations: std::collections::BTreeSet<Option<String>> = records
+                .iter()
+                .map(|record| record.status.as_ref().and_then(|status| status.settings_generation.clone()))
+                .collect();
+            let [Some(generation)] = generations.iter().collect::<Vec<_>>()[..] else {
+                anyhow::bail!("records show the generations {generations:?}");
+            };
+            ensure!(Some(generation.as_str()) != other_than, "still generation {generation}");
+            Ok(generation.clone())
+        })
+        .await
+        .map_err(Into::into)
 }
 
 /// Writes `bundle` into trusted-ca's `ca-bundle.crt`, as the network operator's injection would.

@@ -27,6 +27,7 @@ use wmco_vocabulary::{InstanceOrigin, InstancePhase};
     printcolumn = r#"{"name": "Reason", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].reason"}"#,
     printcolumn = r#"{"name": "Phase", "type": "string", "priority": 1, "jsonPath": ".status.phase"}"#,
     printcolumn = r#"{"name": "Version", "type": "string", "jsonPath": ".status.configuredVersion"}"#,
+    printcolumn = r#"{"name": "Settings", "type": "string", "priority": 1, "jsonPath": ".status.settingsGeneration"}"#,
     printcolumn = r#"{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
@@ -106,6 +107,11 @@ pub struct WindowsInstanceStatus {
     /// The operator version the host is configured with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub configured_version: Option<String>,
+    /// The settings generation the host last converged to: a short digest of the cluster-wide inputs of its files
+    /// and services (proxy, mirrors, CAs, …). After a cluster setting changes, hosts still showing the previous
+    /// generation have not applied it yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings_generation: Option<String>,
     /// The last error, as a sentence naming the step and what to do.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,

@@ -96,7 +96,7 @@ impl HostFilesSource for Files {
         paths.dedup();
         let files = HostFileSet::from_files(paths.iter().map(|path| self.file(path)).collect())?;
         let withheld = if phase == ServiceStage::Node { self.withheld.lock().unwrap().clone() } else { Vec::new() };
-        Ok(StageFiles { files, withheld })
+        Ok(StageFiles { files, withheld, settings_generation: Some("fixed".into()) })
     }
 }
 
@@ -174,8 +174,11 @@ impl World {
     /// Configures a fresh host to Ready (node registered with its subnet after the first pass).
     async fn configure_to_ready(&self, session: &HostSession) {
         assert_eq!(self.configure(session).await.unwrap().state, ConfigureState::WaitingForNode);
+        assert_eq!(self.record().status.unwrap_or_default().settings_generation, None, "not before Ready");
         self.register_node(true);
         assert_eq!(self.configure(session).await.unwrap().state, ConfigureState::Ready);
+        let generation = self.record().status.unwrap_or_default().settings_generation;
+        assert_eq!(generation.as_deref(), Some("fixed"), "the generation of the files the host converged to");
     }
 }
 

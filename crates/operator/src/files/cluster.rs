@@ -43,7 +43,7 @@ pub enum ClusterSettingsError {
 }
 
 /// What the rendered files and node services take from the cluster, apart from the secret material.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ClusterSettings {
     /// The URL nodes reach the API server at.
     pub api_server_url: String,

@@ -66,6 +66,34 @@ impl ClusterMaterial {
             && self.exporter_tls == other.exporter_tls
     }
 
+    /// The settings generation: a short digest of everything registered hosts' files and services are rendered
+    /// from (what [`ClusterMaterial::same_node_files`] compares), so two snapshots that render the same have the same
+    /// generation. A host's record carries the generation it last converged to; hosts behind a cluster setting
+    /// change show an older one. Stable for one build of the operator (it hashes the values as Rust sees them).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use wmco_operator::files::{ClusterMaterial, ClusterSettings};
+    /// # fn example(settings: ClusterSettings) {
+    /// let material = ClusterMaterial::not_read_yet(Arc::new(settings));
+    /// assert_eq!(material.settings_generation().len(), 12);
+    /// assert_eq!(material.settings_generation(), material.clone().settings_generation());
+    /// # }
+    /// ```
+    pub fn settings_generation(&self) -> String {
+        use std::hash::Hash as _;
+        let mut hasher = DigestHasher::default();
+        self.settings.hash(&mut hasher);
+        self.pull_secret.hash(&mut hasher);
+        self.registry_cas.hash(&mut hasher);
+        self.trusted_ca.hash(&mut hasher);
+        self.api_server_ca.hash(&mut hasher);
+        self.kubelet_client_ca.hash(&mut hasher);
+        self.exporter_tls.hash(&mut hasher);
+        let digest = sha2::Digest::finalize(hasher.0);
+        hex::encode(&digest[..6])
+    }
+
     /// Whether every piece is usable.
     pub fn is_complete(&self) -> bool {
         self.api_server_ca.is_ok()
@@ -75,6 +103,21 @@ impl ClusterMaterial {
             && self.pull_secret.is_ok()
             && self.registry_cas.is_ok()
             && self.trusted_ca.is_ok()
+    }
+}
+
+/// Feeds [`std::hash::Hash`] output into SHA-256, so a digest of many values needs no serialization.
+#[derive(Default)]
+struct DigestHasher(sha2::Sha256);
+
+impl std::hash::Hasher for DigestHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        sha2::Digest::update(&mut self.0, bytes);
+    }
+
+    /// Unused: the digest is read from the SHA-256 state.
+    fn finish(&self) -> u64 {
+        0
     }
 }
 
@@ -94,7 +137,7 @@ impl fmt::Debug for BootstrapToken {
 }
 
 /// Why a piece of cluster material is not usable. Every variant names the object to create or fix.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, Hash)]
 pub enum MaterialError {
     /// The refresher has not read it yet (the operator is starting).
     #[error("{what} has not been read from the cluster yet")]

@@ -118,7 +118,7 @@ impl NodeFiles {
             }
         }
         let files = HostFileSet::new(&self.manifest, &self.payload, settings.platform, rendered)?;
-        Ok(StageFiles { files, withheld })
+        Ok(StageFiles { files, withheld, settings_generation: Some(material.settings_generation()) })
     }
 }
 

@@ -529,6 +529,9 @@ async fn a_proxy_change_is_read_again_reaches_the_service_settings_and_fires_wit
     world.refresher.refresh().await;
     assert!(fired(), "the first read publishes the CAs");
     assert_eq!(services.current().proxy, NodeProxy::default());
+    let unproxied = world.snapshot.current().settings_generation();
+    world.refresher.refresh().await;
+    assert_eq!(world.snapshot.current().settings_generation(), unproxied, "nothing changed, same generation");
 
     let secret_url = "http://user:s3cret@proxy.example:3128";
     let proxied = ProxySettings {
@@ -539,6 +542,8 @@ async fn a_proxy_change_is_read_again_reaches_the_service_settings_and_fires_wit
     *world.facts.0.lock().unwrap() = Ok(ClusterFacts { proxy: proxied, ..facts() });
     world.refresher.refresh().await;
     assert!(fired(), "a proxy change reaches every registered host");
+    let proxied = world.snapshot.current().settings_generation();
+    assert_ne!(proxied, unproxied, "a proxy change is a new settings generation");
     let proxy = services.current().proxy;
     assert_eq!(proxy.http_proxy.as_deref(), Some(secret_url));
     assert_eq!(proxy.no_proxy.as_deref(), Some(".cluster.local,172.30.0.0/16"));
@@ -552,6 +557,7 @@ async fn a_proxy_change_is_read_again_reaches_the_service_settings_and_fires_wit
     world.refresher.refresh().await;
     assert!(fired(), "clearing the proxy reaches every host too");
     assert_eq!(services.current().proxy, NodeProxy::default());
+    assert_eq!(world.snapshot.current().settings_generation(), unproxied, "back to the first generation");
 
     let logged = logs.contents();
     assert!(logged.contains("cluster settings changed"), "{logged}");

@@ -123,7 +123,7 @@ impl OverlayNetwork {
 }
 
 /// The cluster's egress proxy.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Proxy {
     /// `HTTP_PROXY`.
     pub http_proxy: Option<String>,
@@ -181,7 +181,7 @@ impl LogRotation {
 }
 
 /// Whether the source registry may still be contacted when the mirrors fail.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, Hash)]
 pub enum MirrorSourcePolicy {
     /// Fall back to the source (the default).
     #[default]
@@ -191,7 +191,7 @@ pub enum MirrorSourcePolicy {
 }
 
 /// One `imageDigestMirrors` / `imageTagMirrors` entry: a source repository and its mirrors, in priority order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Hash)]
 pub struct ImageMirrorRule {
     /// The source, `host[:port][/path]`, e.g. `quay.io/openshift-release-dev/ocp-release`.
     pub source: String,
@@ -205,7 +205,7 @@ pub struct ImageMirrorRule {
 }
 
 /// A registry's additional trusted CA bundle.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct RegistryCa {
     /// The registry, `host[:port]` (OpenShift's ConfigMap key with `..` standing for `:`, already converted).
     pub registry: String,
@@ -214,7 +214,7 @@ pub struct RegistryCa {
 }
 
 /// One or more PEM-encoded certificates.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct PemBundle(String);
 
 /// The text holds no PEM certificate, or a certificate block is damaged.
@@ -306,7 +306,7 @@ impl fmt::Debug for PemBundle {
 }
 
 /// A bearer token. `Debug` and `Display` print `<redacted>`; [`SecretToken::expose`] is the only way to read it.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct SecretToken(String);
 
 impl SecretToken {
@@ -329,7 +329,7 @@ impl fmt::Debug for SecretToken {
 
 /// The cluster's pull secret: registry (`host[:port][/path]`) → base64 `user:password`, as in a
 /// `.dockerconfigjson`'s `auths`. `Debug` prints the registries only.
-#[derive(Clone, PartialEq, Eq, Default)]
+#[derive(Clone, PartialEq, Eq, Default, Hash)]
 pub struct PullSecret {
     auths: Vec<(String, SecretToken)>,
 }

@@ -8,7 +8,7 @@ use super::destinations::{EXPORTER_TLS_CERT, EXPORTER_TLS_KEY, destination};
 use super::{PemBundle, RenderError, RenderedFile};
 
 /// A serving certificate chain and its private key. `Debug` prints the certificate count only, never the key.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct ServingTls {
     certificate_chain: PemBundle,
     private_key: String,
