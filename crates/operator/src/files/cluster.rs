@@ -10,7 +10,8 @@ use wmco_cluster_client::{ClusterFacts, KubeletCloud, PodNetworking};
 use wmco_node_config::ServiceSettings;
 use wmco_payload_manifest::render::destinations::CLOUD_CONFIG;
 use wmco_payload_manifest::render::{
-    ClusterInputs, ImageMirrorRule, LogRotation, MirrorSourcePolicy, PemBundle, Proxy, SecretToken,
+    ClusterInputs, ImageMirrorRule, LogRotation, MirrorSourcePolicy, PemBundle, Proxy, PullSecret, RegistryCa,
+    SecretToken,
 };
 use wmco_vocabulary::{IpCidr, Platform};
 use wmco_windows_services::{LogRotation as ServiceLogRotation, Verbosity, go_duration};
@@ -24,6 +25,24 @@ pub const OVN_KUBERNETES: &str = "OVNKubernetes";
 pub const MAX_KUBELET_MINOR_SKEW: u64 = 3;
 /// The cluster's DNS domain.
 pub const CLUSTER_DOMAIN: &str = "cluster.local";
+
+/// The cluster material the files are rendered from besides the settings: CAs, the bootstrap token and the
+/// registry credentials. Pieces that are not usable are left out by the caller (`None` or empty).
+#[derive(Debug, Clone)]
+pub struct RenderMaterial {
+    /// The CA bundle that verifies the API server.
+    pub api_server_ca: PemBundle,
+    /// The CA bundle of the clients the kubelet accepts.
+    pub kubelet_client_ca: PemBundle,
+    /// The node-bootstrapper token (empty in the node stage, whose files carry no bootstrap kubeconfig).
+    pub bootstrap_token: SecretToken,
+    /// The cluster's pull secret.
+    pub pull_secret: Option<PullSecret>,
+    /// The registries' additional CAs.
+    pub registry_cas: Vec<RegistryCa>,
+    /// The cluster's trusted CA bundle (ConfigMap `trusted-ca`).
+    pub trusted_ca: Option<PemBundle>,
+}
 
 /// The facts cannot be turned into render inputs.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -53,7 +72,8 @@ pub struct ClusterSettings {
     pub cluster_dns: Ipv4Addr,
     /// The platform whose behaviour applies (a platform this product does not know counts as `None`).
     pub platform: Platform,
-    /// The egress proxy.
+    /// The egress proxy, without its trusted CA bundle (cluster material, joined in
+    /// [`ClusterSettings::cluster_inputs`]).
     pub proxy: Option<Proxy>,
     /// Registry mirror rules.
     pub image_mirrors: Vec<ImageMirrorRule>,
@@ -140,13 +160,11 @@ impl ClusterSettings {
         Self { log_rotation, ..self }
     }
 
-    /// The render inputs with the given secret material.
-    pub fn cluster_inputs(
-        &self,
-        api_server_ca: PemBundle,
-        kubelet_client_ca: PemBundle,
-        bootstrap_token: SecretToken,
-    ) -> ClusterInputs {
+    /// The render inputs: these settings with the cluster's `material`. The trusted CA bundle joins the proxy (it
+    /// counts only while there is one, as in the Go operator).
+    pub fn cluster_inputs(&self, material: RenderMaterial) -> ClusterInputs {
+        let RenderMaterial { api_server_ca, kubelet_client_ca, bootstrap_token, pull_secret, registry_cas, trusted_ca } =
+            material;
         ClusterInputs {
             api_server_url: self.api_server_url.clone(),
             api_server_ca,
@@ -156,15 +174,15 @@ impl ClusterSettings {
             cluster_dns: self.cluster_dns,
             cluster_domain: CLUSTER_DOMAIN.to_owned(),
             platform: self.platform,
-            proxy: self.proxy.clone(),
+            proxy: self.proxy.clone().map(|proxy| Proxy { trusted_ca, ..proxy }),
             log_rotation: LogRotation {
                 file_size: self.log_rotation.max_size_bytes.map(|bytes| bytes.to_string()),
                 file_age: self.log_rotation.max_age.map(go_duration),
                 flush_interval: self.log_rotation.flush_interval.map(go_duration),
             },
             image_mirrors: self.image_mirrors.clone(),
-            pull_secret: None,
-            registry_cas: Vec::new(),
+            pull_secret,
+            registry_cas,
             cloud_config: self.kubelet_cloud.cloud_config.clone(),
         }
     }

@@ -23,6 +23,7 @@ mod tests;
 
 pub use cluster::{
     CLUSTER_DNS_INDEX, CLUSTER_DOMAIN, ClusterSettings, ClusterSettingsError, MAX_KUBELET_MINOR_SKEW, OVN_KUBERNETES,
+    RenderMaterial,
 };
 pub use material::{BootstrapToken, ClusterMaterial, MaterialError};
 pub use node_files::{FilesError, NodeFiles};

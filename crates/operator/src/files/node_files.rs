@@ -16,9 +16,9 @@ use wmco_payload_manifest::render::{
 use wmco_payload_manifest::{HostFileSet, HostFileSetError, Manifest, Payload};
 use wmco_windows_services::WINDOWS_EXPORTER_SERVICE;
 
-use super::ClusterSettings;
 use super::material::MaterialError;
 use super::refresher::MaterialSnapshot;
+use super::{ClusterSettings, RenderMaterial};
 
 /// Why a host's files cannot be built now. Every variant is worth retrying once the named object is fixed.
 #[derive(Debug, thiserror::Error)]
@@ -98,15 +98,16 @@ impl NodeFiles {
         };
         let node_stage = overlay.is_some();
         let settings: &ClusterSettings = &material.settings;
-        let mut cluster = settings.cluster_inputs(api_server_ca, kubelet_client_ca, bootstrap_token);
         // An unusable pull secret, registry CA or trusted CA bundle is logged by the refresher; the files go
         // without it.
-        cluster.pull_secret = material.pull_secret.as_ref().ok().cloned().flatten();
-        cluster.registry_cas = material.registry_cas.clone().unwrap_or_default();
-        // The cluster's trusted bundle counts with a proxy, as in the Go operator (wmco-anchor.md §2.2).
-        if let Some(proxy) = cluster.proxy.as_mut() {
-            proxy.trusted_ca = material.trusted_ca.as_ref().ok().cloned().flatten();
-        }
+        let cluster = settings.cluster_inputs(RenderMaterial {
+            api_server_ca,
+            kubelet_client_ca,
+            bootstrap_token,
+            pull_secret: material.pull_secret.as_ref().ok().cloned().flatten(),
+            registry_cas: material.registry_cas.clone().unwrap_or_default(),
+            trusted_ca: material.trusted_ca.as_ref().ok().cloned().flatten(),
+        });
         let host = HostInputs { node_name: identity.expected_node_name.clone(), node_ip: identity.node_ip, overlay };
         let mut rendered = render_host_files(&cluster, &host)?;
         let mut withheld = Vec::new();

@@ -584,11 +584,14 @@ fn the_hybrid_overlay_vxlan_port_and_the_log_rotation_reach_the_service_settings
     let services = settings.service_settings(Verbosity::Normal);
     assert_eq!(services.hybrid_overlay_vxlan_port, Some(9898));
     assert_eq!(services.log_rotation, rotation);
-    let inputs = settings.cluster_inputs(
-        API_CA.parse().unwrap(),
-        KUBELET_CA.parse().unwrap(),
-        wmco_payload_manifest::render::SecretToken::new("t"),
-    );
+    let inputs = settings.cluster_inputs(RenderMaterial {
+        api_server_ca: API_CA.parse().unwrap(),
+        kubelet_client_ca: KUBELET_CA.parse().unwrap(),
+        bootstrap_token: wmco_payload_manifest::render::SecretToken::new("t"),
+        pull_secret: None,
+        registry_cas: Vec::new(),
+        trusted_ca: None,
+    });
     assert_eq!(inputs.log_rotation.file_size.as_deref(), Some("104857600"));
     assert_eq!(inputs.log_rotation.file_age.as_deref(), Some("604800s"));
     assert_eq!(inputs.log_rotation.flush_interval.as_deref(), Some("5s"));
