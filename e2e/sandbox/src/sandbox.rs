@@ -265,7 +265,14 @@ impl Sandbox {
         let user = format!("system:serviceaccount:{OPERATOR_NAMESPACE}:{OPERATOR_SERVICE_ACCOUNT}");
         write_private_file(&kubeconfig, &control_plane.kubeconfig_for_token(&user, &token))?;
         let listen = free_loopback_address()?;
-        let metrics_listen = free_loopback_address()?;
+        // A closed probe socket's port may come back at once: the two listeners must differ.
+        let mut metrics_listen = free_loopback_address()?;
+        for _ in 0..8 {
+            if metrics_listen != listen {
+                break;
+            }
+            metrics_listen = free_loopback_address()?;
+        }
         let (base_args, pod) = match image {
             None => {
                 let metrics = MetricsEndpointArgs {
