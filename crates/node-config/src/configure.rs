@@ -16,6 +16,12 @@
 //! while its record is in phase `Upgrading`, which the upgrade executor writes once the Node is marked, cordoned
 //! and drained; until then a pass stops at [`ConfigureState::WaitingForUpgrade`] after one Node read, without any
 //! SSH round trip or record write. An upgrade keeps the phase `Upgrading` until the host is Ready again.
+//!
+//! **Disruption gate.** A pass whose plan stops a service on a Node in service (Ready, schedulable, unmarked, at
+//! the operator's version: a cluster setting that restarts containerd and the kubelet, a changed file a service
+//! reads at start) claims one unit of the unavailability budget from [`crate::DisruptionGate`] first, and records
+//! phase `Upgrading` until the host is Ready again (the upgrade executor then unmarks the Node); without budget it
+//! stops at [`ConfigureState::WaitingForBudget`] after the probe, changing nothing.
 
 use std::collections::BTreeMap;
 
@@ -36,6 +42,7 @@ use wmco_windows_services::{
     Sha256Hex, Thumbprint, TrustedRoots, Verbosity, WinPath, node_host_state, plan,
 };
 
+use crate::disruption::{Admission, DisruptionGate, DisruptionRequest, needs_budget, same_release, stopped_services};
 use crate::error::{FlowError, FlowStep, SourceError};
 use crate::identity::HostIdentity;
 use crate::record::Recorder;
@@ -188,6 +195,8 @@ pub struct ConfigureInputs<'a> {
     pub operator_version: &'a str,
     /// SHA-256 of the public key the operator configures with (the `pub-key-hash` annotation).
     pub pub_key_hash: &'a str,
+    /// Hands out the unavailability budget before a pass stops a service on a Node in service.
+    pub disruptions: &'a dyn DisruptionGate,
 }
 
 /// Where a host stands after a configure pass.
@@ -205,6 +214,9 @@ pub enum ConfigureState {
     /// The Node is configured at another version and the upgrade executor has not yet marked, cordoned and
     /// drained it (the record is not in phase `Upgrading`): nothing was done. Call again when the record changes.
     WaitingForUpgrade,
+    /// The pass would stop services on a Node in service (a changed cluster setting or file) and the
+    /// [`DisruptionGate`] has no budget left: nothing was changed on the host. Call again after a short delay.
+    WaitingForBudget,
 }
 
 /// The result of a configure pass.
@@ -264,9 +276,11 @@ enum Stage {
 /// #     instance: &wmco_cluster_client::types::WindowsInstance,
 /// #     settings: &ServiceSettings,
 /// #     files: &dyn HostFilesSource,
+/// #     disruptions: &dyn wmco_node_config::DisruptionGate,
 /// # ) -> Result<(), wmco_node_config::FlowError> {
 /// let session = HostSession::new(host); // keep it per host across reconciles
-/// let inputs = ConfigureInputs { instance, settings, files, operator_version: "10.17.0", pub_key_hash: "ab12" };
+/// let inputs =
+///     ConfigureInputs { instance, settings, files, operator_version: "10.17.0", pub_key_hash: "ab12", disruptions };
 /// let outcome = configure(&session, cluster, &inputs).await?;
 /// match outcome.state {
 ///     ConfigureState::Ready => {}                 // done; requeue for drift checks
@@ -274,6 +288,7 @@ enum Stage {
 ///     | ConfigureState::WaitingForSubnet
 ///     | ConfigureState::WaitingForReady => {}     // the Node watch triggers the next pass
 ///     ConfigureState::WaitingForUpgrade => {}     // the upgrade executor's phase change triggers the next pass
+///     ConfigureState::WaitingForBudget => {}      // call again shortly: another host holds the budget
 /// }
 /// # Ok(())
 /// # }
@@ -404,6 +419,12 @@ async fn configure_pass(
     let observed = session.probe(&request).await?;
     let steps =
         plan(&desired, &observed).map_err(|source| FlowError::Plan { host: session.label().to_owned(), source })?;
+    if let Stage::Node(node) = &stage
+        && needs_budget(&steps, node, recorder.status.phase, inputs.operator_version)
+        && !claim_budget(session, inputs, recorder, &node_name, &steps).await?
+    {
+        return Ok(PassResult::new(ConfigureState::WaitingForBudget, node_name, 0));
+    }
     for step in &steps {
         tracing::info!(host = session.label(), step = %step, "applying");
     }
@@ -472,18 +493,45 @@ async fn read_node(
     })
 }
 
+/// Asks the disruption gate for the budget to apply `steps`; granted, records phase `Upgrading` before the claim is
+/// dropped and returns `true`.
+async fn claim_budget(
+    session: &HostSession,
+    inputs: &ConfigureInputs<'_>,
+    recorder: &mut Recorder<'_>,
+    node_name: &str,
+    steps: &[wmco_windows_services::Step],
+) -> Result<bool, FlowError> {
+    let services = stopped_services(steps);
+    let request = DisruptionRequest { instance: inputs.instance, node_name, services: &services };
+    let admission = inputs.disruptions.admit(&request).await.map_err(|source| FlowError::Cluster {
+        host: session.label().to_owned(),
+        step: FlowStep::ClaimBudget,
+        source,
+    })?;
+    match admission {
+        Admission::Granted(claim) => {
+            tracing::info!(host = session.label(), node = node_name, services = ?services,
+                "budget claimed: Node marked upgrading for the restart");
+            recorder.set_phase(InstancePhase::Upgrading);
+            recorder.save().await?;
+            drop(claim);
+            Ok(true)
+        }
+        Admission::Denied { unavailable, max_unavailable } => {
+            tracing::info!(host = session.label(), node = node_name, services = ?services, unavailable,
+                max_unavailable, "restart waits for the budget");
+            Ok(false)
+        }
+    }
+}
+
 /// Whether the upgrade gate holds the pass back: the Node is configured at another version than the operator's
 /// (build metadata ignored) and the record is not in phase `Upgrading`.
 fn awaits_upgrade(node: &Node, phase: Option<InstancePhase>, operator_version: &str) -> bool {
     let configured = node.annotation(VERSION_ANNOTATION);
     phase != Some(InstancePhase::Upgrading)
-        && configured
-            .is_some_and(|configured| without_build_metadata(configured) != without_build_metadata(operator_version))
-}
-
-/// `version` without its `+build` suffix.
-fn without_build_metadata(version: &str) -> &str {
-    version.split_once('+').map_or(version, |(release, _)| release)
+        && configured.is_some_and(|configured| !same_release(configured, operator_version))
 }
 
 /// Enters the waiting phase `WaitingForNode`, except during an upgrade, which stays `Upgrading` until Ready (the

@@ -36,6 +36,8 @@ pub enum FlowStep {
     VerifyServices,
     /// Reading the Node.
     ReadNode,
+    /// Claiming the unavailability budget before a restart on a Node in service.
+    ClaimBudget,
     /// Labelling and annotating the Node.
     LabelNode,
     /// Writing the `WindowsInstance` status.
@@ -68,6 +70,7 @@ impl FlowStep {
             FlowStep::RemoveBootstrapKubeconfig => "remove_bootstrap_kubeconfig",
             FlowStep::VerifyServices => "verify_services",
             FlowStep::ReadNode => "read_node",
+            FlowStep::ClaimBudget => "claim_budget",
             FlowStep::LabelNode => "label_node",
             FlowStep::Record => "record",
             FlowStep::Cordon => "cordon",

@@ -13,6 +13,8 @@
 //!   costs one probe round trip and no upload.
 //! - [`deconfigure`]: cordon, drain, stop and delete services (dependents first), remove directories and HNS
 //!   networks, delete the Node — never deleting the Node of an unreachable host unless force-remove is set.
+//! - [`DisruptionGate`]: a pass that would stop services on a Node in service first claims one unit of the fleet's
+//!   unavailability budget through it, or waits ([`ConfigureState::WaitingForBudget`]).
 //! - [`FlowError`]: names host, step and file; [`FlowError::is_retryable`] and [`FlowError::metric_label`].
 //!
 //! - `testing` (feature `testing`): the sample service settings and bootstrap files shared by flow and controller
@@ -23,6 +25,7 @@
 
 mod configure;
 mod deconfigure;
+mod disruption;
 mod error;
 mod identity;
 mod record;
@@ -41,6 +44,7 @@ pub use configure::{
 pub use deconfigure::{
     DeconfigureInputs, DeconfigureOutcome, MANAGED_SERVICES, REMOVED_DIRECTORIES, deconfigure, force_remove_requested,
 };
+pub use disruption::{Admission, DisruptionGate, DisruptionRequest};
 pub use error::{FlowError, FlowStep, SourceError};
 pub use identity::{HostIdentity, IdentityError, expected_node_name};
 pub use script::HYBRID_OVERLAY_NETWORKS;

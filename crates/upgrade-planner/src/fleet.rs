@@ -43,6 +43,35 @@ pub struct Instance {
     pub last_failure: Option<Failure>,
 }
 
+impl Instance {
+    /// `true` when a desired instance is unavailable because of the operator: marked upgrading, in the `Upgrading`
+    /// phase, cordoned by the operator, or configured but not Ready. These count against `max_unavailable`.
+    ///
+    /// ```
+    /// use wmco_upgrade_planner::{Instance, InstanceOrigin, InstancePhase};
+    /// let instance = Instance {
+    ///     name: "10.0.0.5".into(),
+    ///     kind: InstanceOrigin::Byoh,
+    ///     desired: true,
+    ///     phase: InstancePhase::Upgrading,
+    ///     node: None,
+    ///     last_failure: None,
+    /// };
+    /// assert!(instance.is_unavailable_by_operator());
+    /// ```
+    pub fn is_unavailable_by_operator(&self) -> bool {
+        if !self.desired {
+            return false;
+        }
+        let node_disrupted = self.node.as_ref().is_some_and(|node| {
+            node.upgrading
+                || node.cordoned_by == Some(CordonedBy::Operator)
+                || (node.configured_version.is_some() && !node.ready)
+        });
+        node_disrupted || self.phase == InstancePhase::Upgrading
+    }
+}
+
 fn default_desired() -> bool {
     true
 }

@@ -57,7 +57,7 @@ pub fn plan(fleet: &Fleet, policy: &Policy) -> Plan {
         .map(|instance| {
             let need = need_of(instance, fleet, policy);
             let blocker = blocker_of(instance, &need, fleet, skew);
-            Assessed { instance, already_unavailable: is_unavailable_by_operator(instance), need, blocker }
+            Assessed { instance, already_unavailable: instance.is_unavailable_by_operator(), need, blocker }
         })
         .collect();
 
@@ -97,20 +97,6 @@ fn compare_versions(left: Option<&Version>, right: Option<&Version>) -> Ordering
 
 fn configured_version(instance: &Instance) -> Option<&Version> {
     instance.node.as_ref().and_then(|node| node.configured_version.as_ref())
-}
-
-/// `true` when a desired instance is unavailable because of the operator: marked upgrading, in the `Upgrading`
-/// phase, cordoned by the operator, or configured but not Ready.
-fn is_unavailable_by_operator(instance: &Instance) -> bool {
-    if !instance.desired {
-        return false;
-    }
-    let node_disrupted = instance.node.as_ref().is_some_and(|node| {
-        node.upgrading
-            || node.cordoned_by == Some(CordonedBy::Operator)
-            || (node.configured_version.is_some() && !node.ready)
-    });
-    node_disrupted || instance.phase == InstancePhase::Upgrading
 }
 
 /// What an instance needs, before backoff, skew, budget and concurrency are considered.

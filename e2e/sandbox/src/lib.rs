@@ -32,6 +32,7 @@
 pub mod campaign;
 pub mod credentials;
 pub mod csr;
+pub mod disruption;
 mod error;
 mod hosts;
 pub mod machine_api;

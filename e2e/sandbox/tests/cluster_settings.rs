@@ -7,7 +7,9 @@
 //! Proxy: once Proxy `cluster`'s status names a proxy, every host's machine environment carries `HTTP_PROXY`,
 //! `HTTPS_PROXY` and `NO_PROXY`, and containerd and the kubelet run again with them in their own environment
 //! (their `Environment` registry value: the simulator hands services the machine environment of the last boot only,
-//! as Windows does), while the other services do not get them; the Nodes stay Ready. A host removed meanwhile
+//! as Windows does), while the other services do not get them; the Nodes stay Ready. Each restart takes its Node out
+//! of service, so it claims the `--max-unavailable` budget (1 here): a watch on the Nodes sees each marked
+//! `upgrading` in turn, never two at once, and each record gets a `Reconfigured` Event. A host removed meanwhile
 //! keeps none of the variables, and gets them again when added back. Clearing the proxy removes the variables from
 //! both. The proxy URL's password never reaches the operator's log.
 //!
@@ -31,6 +33,7 @@
 //! Needs the control-plane binaries (`cargo xtask controlplane build`) and the `wmco` binary (`WMCO_BIN`, set by
 //! `cargo xtask test`, or `target/<profile>/wmco`).
 
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, ensure};
@@ -41,6 +44,7 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use winhost_sim::host::BUILTIN_ROOT_THUMBPRINT;
 use winhost_sim::scm::State;
 use wmco_cluster_client::types::{ControllerConfig, ImageDigestMirrorSet, MachineConfig, OperatorNetwork, Proxy};
+use wmco_sandbox::disruption::{DisruptionWatch, disruption_of};
 use wmco_sandbox::operator::http_get;
 use wmco_sandbox::{Sandbox, SandboxOptions, node_is_ready};
 
@@ -74,19 +78,43 @@ async fn a_cluster_proxy_reaches_every_host_and_leaves_when_cleared_without_an_o
     }
     let before = one_settings_generation(&sandbox, None).await?;
 
+    let disruption = DisruptionWatch::start(sandbox.admin_client());
+    sandbox
+        .wait_for("the Node watch listing", SETTINGS_TIMEOUT, || async {
+            ensure!(disruption.is_listening(), "still listing");
+            Ok(())
+        })
+        .await?;
     let set = Instant::now();
     set_proxy_status(&sandbox, HTTP_PROXY, HTTPS_PROXY, NO_PROXY).await?;
     let wanted = [HTTP_PROXY, HTTPS_PROXY, NO_PROXY];
     sandbox
-        .wait_for("the proxy on every host", SETTINGS_TIMEOUT, || async {
+        .wait_for("the proxy on every host, every Node unmarked", SETTINGS_TIMEOUT, || async {
             for host in sandbox.hosts() {
                 proxy_is(&sandbox, &host.info.name, Some(wanted)).await?;
             }
-            Ok(())
+            restarts_finished(&sandbox).await
         })
         .await?;
     println!("proxy set: on every host after {:.1} s", set.elapsed().as_secs_f64());
     nodes_ready(&sandbox).await?;
+    // Restarting containerd and the kubelet takes a Node out of service: one at a time (`--max-unavailable=1`),
+    // each marked for its restart and unmarked with a `Reconfigured` Event.
+    ensure!(disruption.errors().is_empty(), "the Node watch re-listed: {:?}", disruption.errors());
+    println!("Windows Nodes marked or unschedulable, after each change: {:?}", disruption.history());
+    ensure!(disruption.most_unavailable() == 1, "at most one Node at once: {:?}", disruption.history());
+    let nodes: BTreeSet<String> =
+        sandbox.windows_nodes().await?.into_iter().filter_map(|node| node.metadata.name).collect();
+    ensure!(disruption.disrupted() == nodes, "marked {:?} of {nodes:?}", disruption.disrupted());
+    for instance in sandbox.windows_instances().await? {
+        let name = instance.metadata.name.unwrap_or_default();
+        let events = sandbox.events_about("WindowsInstance", &name).await?;
+        ensure!(
+            events.iter().any(|(_, reason, _)| reason == "Reconfigured"),
+            "{name} has no Reconfigured Event: {events:?}"
+        );
+    }
+    drop(disruption);
     let proxied = one_settings_generation(&sandbox, Some(&before)).await?;
     println!("settings generation: {before} before the proxy, {proxied} on every record after");
 
@@ -488,6 +516,15 @@ async fn proxy_is(sandbox: &Sandbox, name: &str, wanted: Option<[&str; 3]>) -> a
                 service.name
             );
         }
+    }
+    Ok(())
+}
+
+/// No Windows Node is marked upgrading or unschedulable (the restarts for a setting are over).
+async fn restarts_finished(sandbox: &Sandbox) -> anyhow::Result<()> {
+    for node in sandbox.windows_nodes().await? {
+        let (marked, unschedulable) = disruption_of(&node);
+        ensure!(!marked && !unschedulable, "Node {:?} is still marked or unschedulable", node.metadata.name);
     }
     Ok(())
 }

@@ -10,18 +10,15 @@
 //! Needs the control-plane binaries (`cargo xtask controlplane build`) and the `wmco` binary (`WMCO_BIN`, set by
 //! `cargo xtask test`, or `target/<profile>/wmco`).
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, ensure};
-use futures::StreamExt as _;
-use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams};
-use kube::runtime::{WatchStreamExt as _, watcher};
-use wmco_cluster_client::names::{UPGRADING_LABEL, VERSION_ANNOTATION};
+use wmco_cluster_client::names::VERSION_ANNOTATION;
 use wmco_cluster_client::types::InstancePhase;
+use wmco_sandbox::disruption::{DisruptionWatch, disruption_of};
 use wmco_sandbox::workload::{Scheduler, Workload, WorkloadSpec};
 use wmco_sandbox::{OPERATOR_NAMESPACE, Sandbox, SandboxOptions};
 
@@ -193,18 +190,6 @@ async fn upgraded_records(sandbox: &Sandbox, target: &str) -> anyhow::Result<Vec
         .collect())
 }
 
-/// `(marked upgrading, unschedulable)` of a Node.
-fn disruption_of(node: &Node) -> (bool, bool) {
-    let marked = node
-        .metadata
-        .labels
-        .as_ref()
-        .and_then(|labels| labels.get(UPGRADING_LABEL))
-        .is_some_and(|value| value == "true");
-    let unschedulable = node.spec.as_ref().and_then(|spec| spec.unschedulable).unwrap_or(false);
-    (marked, unschedulable)
-}
-
 /// One `Upgraded` Event per record.
 async fn upgraded_events(client: &kube::Client, sandbox: &Sandbox) -> anyhow::Result<()> {
     let events: Api<Event> = Api::namespaced(client.clone(), OPERATOR_NAMESPACE);
@@ -218,95 +203,6 @@ async fn upgraded_events(client: &kube::Client, sandbox: &Sandbox) -> anyhow::Re
         sandbox.windows_instances().await?.into_iter().filter_map(|instance| instance.metadata.name).collect();
     assert_eq!(upgraded, records);
     Ok(())
-}
-
-/// What the Node watch saw.
-#[derive(Debug, Default)]
-struct Disruption {
-    /// Per Node: marked upgrading or unschedulable.
-    nodes: BTreeMap<String, bool>,
-    /// The number of disrupted Nodes after every change that altered it, from the initial listing on.
-    history: Vec<usize>,
-    listed: bool,
-    errors: Vec<String>,
-}
-
-impl Disruption {
-    fn record(&mut self) {
-        if !self.listed {
-            return;
-        }
-        let count = self.nodes.values().filter(|disrupted| **disrupted).count();
-        if self.history.last() != Some(&count) {
-            self.history.push(count);
-        }
-    }
-}
-
-/// One watch on the Windows Nodes (one resource, so every state in etcd's order) recording how many were
-/// unschedulable or marked upgrading at once. Stops when dropped.
-struct DisruptionWatch {
-    task: tokio::task::JoinHandle<()>,
-    state: Arc<Mutex<Disruption>>,
-}
-
-impl DisruptionWatch {
-    fn start(client: kube::Client) -> Self {
-        let state = Arc::new(Mutex::new(Disruption::default()));
-        let nodes: Api<Node> = Api::all(client);
-        let config = watcher::Config::default().labels("kubernetes.io/os=windows");
-        let recorder = Arc::clone(&state);
-        let task = tokio::spawn(async move {
-            let mut events = watcher(nodes, config).default_backoff().boxed();
-            while let Some(event) = events.next().await {
-                let mut state = recorder.lock().unwrap_or_else(PoisonError::into_inner);
-                match event {
-                    Ok(watcher::Event::Init) => state.nodes.clear(),
-                    Ok(watcher::Event::InitApply(node) | watcher::Event::Apply(node)) => {
-                        let (marked, unschedulable) = disruption_of(&node);
-                        state.nodes.insert(node.metadata.name.clone().unwrap_or_default(), marked || unschedulable);
-                        state.record();
-                    }
-                    Ok(watcher::Event::Delete(node)) => {
-                        state.nodes.remove(node.metadata.name.as_deref().unwrap_or_default());
-                        state.record();
-                    }
-                    Ok(watcher::Event::InitDone) => {
-                        state.listed = true;
-                        state.record();
-                    }
-                    Err(error) => state.errors.push(error.to_string()),
-                }
-            }
-        });
-        DisruptionWatch { task, state }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Disruption> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn is_listening(&self) -> bool {
-        self.lock().listed
-    }
-
-    fn most_unavailable(&self) -> usize {
-        self.lock().history.iter().copied().max().unwrap_or(0)
-    }
-
-    fn history(&self) -> Vec<usize> {
-        self.lock().history.clone()
-    }
-
-    fn errors(&self) -> Vec<String> {
-        self.lock().errors.clone()
-    }
-}
-
-impl Drop for DisruptionWatch {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
 }
 
 #[test]

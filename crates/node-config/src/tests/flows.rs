@@ -21,9 +21,9 @@ use wmco_windows_services::{ServiceSpec, ServiceStage, WinPath, node_services};
 use super::fake_host::{FakeWindowsHost, Fault, HOST_KEY, Op};
 use crate::testing::sample_service_settings;
 use crate::{
-    ClusterAccess, ConfigureInputs, ConfigureState, DeconfigureInputs, FileStage, FlowError, HYBRID_OVERLAY_NETWORKS,
-    HostFilesSource, HostIdentity, HostSession, SessionSettings, SourceError, StageFiles, WithheldService, configure,
-    deconfigure,
+    Admission, ClusterAccess, ConfigureInputs, ConfigureState, DeconfigureInputs, DisruptionGate, DisruptionRequest,
+    FileStage, FlowError, HYBRID_OVERLAY_NETWORKS, HostFilesSource, HostIdentity, HostSession, SessionSettings,
+    SourceError, StageFiles, WithheldService, configure, deconfigure,
 };
 
 const IDENTITY: &str = r#"{"hostname":"WIN-A","fqdn":"win-a.lab.example","ip":"203.0.113.7"}"#;
@@ -100,22 +100,59 @@ impl HostFilesSource for Files {
     }
 }
 
+/// A disruption gate that grants (or, once told, denies) and notes every request as `node: services`, and the
+/// record's phase when each granted claim is dropped.
+#[derive(Default)]
+struct Gate {
+    denied: Mutex<Option<(u32, u32)>>,
+    requests: Mutex<Vec<String>>,
+    records: Option<Arc<FakeInstanceRecords>>,
+    phases_at_release: Arc<Mutex<Vec<Option<InstancePhase>>>>,
+}
+
+/// A granted claim: notes the record's phase when dropped.
+struct Claim {
+    records: Option<Arc<FakeInstanceRecords>>,
+    phases_at_release: Arc<Mutex<Vec<Option<InstancePhase>>>>,
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        let phase = self.records.as_ref().and_then(|records| records.record(NAMESPACE, NAME)?.status?.phase);
+        self.phases_at_release.lock().unwrap().push(phase);
+    }
+}
+
+#[async_trait::async_trait]
+impl DisruptionGate for Gate {
+    async fn admit(&self, request: &DisruptionRequest<'_>) -> wmco_cluster_client::Result<Admission> {
+        self.requests.lock().unwrap().push(format!("{}: {}", request.node_name, request.services.join(",")));
+        if let Some((unavailable, max_unavailable)) = *self.denied.lock().unwrap() {
+            return Ok(Admission::Denied { unavailable, max_unavailable });
+        }
+        let claim = Claim { records: self.records.clone(), phases_at_release: Arc::clone(&self.phases_at_release) };
+        Ok(Admission::Granted(Box::new(claim)))
+    }
+}
+
 struct World {
-    nodes: FakeNodes,
-    records: FakeInstanceRecords,
+    nodes: Arc<FakeNodes>,
+    records: Arc<FakeInstanceRecords>,
     drainer: FakeDrainer,
     files: Files,
     host: Arc<FakeWindowsHost>,
+    gate: Gate,
 }
 
 impl World {
     async fn new() -> World {
         let world = World {
-            nodes: FakeNodes::default(),
-            records: FakeInstanceRecords::default(),
+            nodes: Arc::default(),
+            records: Arc::default(),
             drainer: FakeDrainer::default(),
             files: Files::default(),
             host: Arc::new(FakeWindowsHost::new(IDENTITY, catalog())),
+            gate: Gate::default(),
         };
         let instance = objects::record(NAME).in_namespace(NAMESPACE).byoh("10.0.0.5").build();
         world.records.apply(&instance).await.unwrap();
@@ -128,7 +165,7 @@ impl World {
     }
 
     fn cluster(&self) -> ClusterAccess<'_> {
-        ClusterAccess { nodes: &self.nodes, records: &self.records, drainer: &self.drainer }
+        ClusterAccess { nodes: self.nodes.as_ref(), records: self.records.as_ref(), drainer: &self.drainer }
     }
 
     fn record(&self) -> WindowsInstance {
@@ -144,6 +181,7 @@ impl World {
             files: &self.files,
             operator_version: VERSION,
             pub_key_hash: KEY_HASH,
+            disruptions: &self.gate,
         };
         configure(session, self.cluster(), &inputs).await
     }
@@ -856,4 +894,73 @@ async fn build_metadata_alone_is_no_upgrade() {
 
     assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Ready);
     assert_eq!(summary(&world.host.take_log()), ["probe"]);
+}
+
+/// The kubelet restarts a changed `kubelet.conf` needs, dependents first.
+const KUBELET_RESTART: &str = "win-a: kube-proxy,hybrid-overlay-node,kubelet";
+
+#[tokio::test]
+async fn a_restart_on_a_node_in_service_claims_the_budget_and_records_upgrading_before_releasing_the_claim() {
+    let mut world = World::new().await;
+    world.gate.records = Some(Arc::clone(&world.records));
+    let session = world.session();
+    world.configure_to_ready(&session).await;
+    assert!(world.gate.requests.lock().unwrap().is_empty(), "a first configuration needs no budget");
+    world.host.take_log();
+
+    world.files.set(r"C:\k\kubelet.conf", b"{\"kind\":\"KubeletConfiguration\"}");
+    assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Ready);
+    assert_eq!(*world.gate.requests.lock().unwrap(), [KUBELET_RESTART]);
+    assert_eq!(*world.gate.phases_at_release.lock().unwrap(), [Some(InstancePhase::Upgrading)]);
+    assert_eq!(world.record().status.unwrap().phase, Some(InstancePhase::Ready));
+    assert!(summary(&world.host.take_log()).contains(&"sc stop kubelet".to_owned()));
+}
+
+#[tokio::test]
+async fn a_restart_already_counted_as_upgrading_asks_for_no_more_budget() {
+    let world = World::new().await;
+    let session = world.session();
+    world.configure_to_ready(&session).await;
+    enter_phase(&world, InstancePhase::Upgrading).await;
+
+    world.files.set(r"C:\k\kubelet.conf", b"{\"kind\":\"KubeletConfiguration\"}");
+    assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Ready);
+    assert!(world.gate.requests.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn without_budget_a_restart_waits_and_changes_nothing() {
+    let world = World::new().await;
+    let session = world.session();
+    world.configure_to_ready(&session).await;
+    world.host.take_log();
+    let status_before = world.record().status;
+    *world.gate.denied.lock().unwrap() = Some((1, 1));
+
+    world.files.set(r"C:\k\kubelet.conf", b"{\"kind\":\"KubeletConfiguration\"}");
+    let outcome = world.configure(&session).await.unwrap();
+    assert_eq!((outcome.state, outcome.steps_applied, outcome.uploads), (ConfigureState::WaitingForBudget, 0, 0));
+    assert_eq!(summary(&world.host.take_log()), ["probe"]);
+    assert_eq!(world.record().status, status_before);
+
+    *world.gate.denied.lock().unwrap() = None;
+    assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Ready);
+    assert_eq!(*world.gate.requests.lock().unwrap(), [KUBELET_RESTART, KUBELET_RESTART]);
+    let log = summary(&world.host.take_log());
+    assert!(log.contains(&r"upload C:\k\kubelet.conf".to_owned()), "{log:#?}");
+}
+
+#[tokio::test]
+async fn a_cordoned_node_is_restarted_without_asking_for_budget() {
+    let world = World::new().await;
+    let session = world.session();
+    world.configure_to_ready(&session).await;
+    let mut node = world.nodes.node(NAME).unwrap();
+    node.spec.get_or_insert_default().unschedulable = Some(true);
+    world.nodes.insert(node);
+    *world.gate.denied.lock().unwrap() = Some((1, 1));
+
+    world.files.set(r"C:\k\kubelet.conf", b"{\"kind\":\"KubeletConfiguration\"}");
+    assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Ready);
+    assert!(world.gate.requests.lock().unwrap().is_empty());
 }

@@ -85,6 +85,7 @@ async fn the_simulator_understands_every_command_of_both_phases_and_deconfigurat
             files: &SimFiles,
             operator_version: "10.17.0",
             pub_key_hash: "ab",
+            disruptions: &crate::testing::AdmitEvery::default(),
         };
         configure(&session, cluster, &inputs).await
     };

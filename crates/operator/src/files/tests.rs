@@ -439,6 +439,7 @@ async fn node_config_configures_a_simulated_host_in_both_phases_from_the_payload
             files: &files,
             operator_version: "10.17.0",
             pub_key_hash: "ab",
+            disruptions: &wmco_node_config::testing::AdmitEvery::default(),
         };
         configure(&session, cluster, &inputs).await.unwrap()
     };

@@ -43,6 +43,7 @@ async fn a_fresh_host_is_bootstrapped_and_a_second_reconcile_costs_one_probe_on_
         pub_key_hash: "ab".to_owned(),
         drain: DrainOptions::default(),
         command_timeout: std::time::Duration::from_secs(120),
+        max_unavailable: 1,
     };
     let seams = Seams { records: records.clone(), ..FakeCluster::default().seams() };
     let ctx = InstancesContext::new(&seams, connector.clone(), Arc::new(BootstrapFiles::default()), settings);

@@ -175,6 +175,7 @@ impl OperatorConfig {
             pub_key_hash,
             drain: DrainOptions::default(),
             command_timeout: self.flags.ssh_command_timeout,
+            max_unavailable: self.flags.max_unavailable,
         }
     }
 

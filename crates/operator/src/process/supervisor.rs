@@ -29,7 +29,7 @@ use crate::csr::{CsrContext, system_clock};
 use crate::files::{
     KubeletCaSource, MaterialRefresher, MaterialSources, NodeFiles, RefreshSettings, ServiceSettingsSource,
 };
-use crate::fleet::{SharedBudget, watch_triggers};
+use crate::fleet::{BudgetedDisruptions, SharedBudget, watch_triggers};
 use crate::fleet_metrics::run_fleet_metrics;
 use crate::health::Readiness;
 use crate::instances::{InstancesContext, SshConnector};
@@ -301,6 +301,12 @@ async fn run_host_controllers(
                 Arc::new(files),
                 config.instances_settings(current_hash.clone(), snapshot.clone()),
             )
+            .with_disruptions(Arc::new(BudgetedDisruptions::new(
+                &seams,
+                budget.clone(),
+                namespace.clone(),
+                config.flags.max_unavailable,
+            )))
             .with_metrics(Arc::clone(&metrics));
             let upgrades = UpgradesContext::new(&seams, config.upgrade_settings(current_hash.clone()))
                 .with_cluster_gate(config.service_settings_source(snapshot.clone()))

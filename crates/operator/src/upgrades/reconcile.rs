@@ -156,13 +156,17 @@ fn is_finished(instance: &ObservedInstance, ctx: &UpgradesContext) -> bool {
 }
 
 /// Uncordons the Node, then removes the mark (in that order, so a crash in between leaves a marked Node that the
-/// next reconcile finishes, never a cordoned Node that looks like an admin's).
+/// next reconcile finishes, never a cordoned Node that looks like an admin's). A Node marked but never cordoned
+/// was restarted in place for a cluster setting (the instances controller's disruption gate): its Event says
+/// `Reconfigured`, an upgrade's `Upgraded`.
 async fn finish(ctx: &UpgradesContext, instance: &ObservedInstance) -> Result<(), UpgradesError> {
     let Some(node) = &instance.node else {
         return Ok(());
     };
     let node_name = instance.node_name().unwrap_or_default();
-    if node.is_unschedulable() {
+    // An upgrade always cordons; a restart for a cluster setting (the disruption gate's mark) never does.
+    let upgraded = node.is_unschedulable();
+    if upgraded {
         ctx.nodes
             .uncordon(node_name)
             .await
@@ -176,9 +180,18 @@ async fn finish(ctx: &UpgradesContext, instance: &ObservedInstance) -> Result<()
             .map_err(|source| step_error(instance, format!("unmark Node {node_name}"), source))?;
     }
     ctx.clear_failures(instance.name());
-    let note = format!("upgraded to {}; Node {node_name} uncordoned and unmarked", ctx.settings.operator_version);
+    let (reason, note) = if upgraded {
+        ("Upgraded", format!("upgraded to {}; Node {node_name} uncordoned and unmarked", ctx.settings.operator_version))
+    } else {
+        let generation = instance.record.status.as_ref().and_then(|status| status.settings_generation.as_deref());
+        let note = format!(
+            "services restarted for settings generation {}; Node {node_name} unmarked",
+            generation.unwrap_or("unknown")
+        );
+        ("Reconfigured", note)
+    };
     tracing::info!(instance = %instance.record.key(), "{note}");
-    publish(ctx, instance, Severity::Normal, "Upgraded", note).await;
+    publish(ctx, instance, Severity::Normal, reason, note).await;
     Ok(())
 }
 
