@@ -78,7 +78,7 @@ async fn a_cluster_proxy_reaches_every_host_and_leaves_when_cleared_without_an_o
     }
     let before = one_settings_generation(&sandbox, None).await?;
 
-    let disruption = DisruptionWatch::start(sandbox.admin_client());
+    let disruption = DisruptionWatch::start(sandbox.admin_client(), None);
     sandbox
         .wait_for("the Node watch listing", SETTINGS_TIMEOUT, || async {
             ensure!(disruption.is_listening(), "still listing");

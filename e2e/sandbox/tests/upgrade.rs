@@ -104,7 +104,7 @@ async fn upgrade(
     max_unavailable: u32,
     kill_midway: bool,
 ) -> anyhow::Result<(usize, f64)> {
-    let disruption = DisruptionWatch::start(sandbox.admin_client());
+    let disruption = DisruptionWatch::start(sandbox.admin_client(), None);
     sandbox
         .wait_for("the Node watch listing", WORKLOAD_TIMEOUT, || async {
             ensure!(disruption.is_listening(), "still listing");

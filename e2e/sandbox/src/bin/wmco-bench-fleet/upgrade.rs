@@ -12,30 +12,22 @@
 //! so that run kills the sandbox's operator and starts the same `wmco run` (same identity, so it takes the Lease at
 //! once) with a kubeconfig of its own for the operator's ServiceAccount.
 
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io::Write as _;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail, ensure};
-use futures::StreamExt as _;
-use k8s_openapi::api::core::v1::Node;
-use kube::api::Api;
-use kube::runtime::{WatchStreamExt as _, watcher};
 use sha2::{Digest as _, Sha256};
-use wmco_cluster_client::names::{UPGRADING_LABEL, VERSION_ANNOTATION};
 use wmco_cluster_client::types::InstancePhase;
 use wmco_e2e_harness::eventually_true;
+use wmco_sandbox::disruption::{DisruptionWatch, NodeState};
 use wmco_sandbox::operator::{
     MetricsAccess, OperatorLaunch, OperatorProcess, locate_operator_binary, metric_value as metric,
 };
-use wmco_sandbox::{
-    OPERATOR_IDENTITY, OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, Sandbox, node_is_ready, operator_payload_args,
-};
+use wmco_sandbox::{OPERATOR_IDENTITY, OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, Sandbox, operator_payload_args};
 
 use crate::{POLL_INTERVAL, percentile};
 
@@ -224,7 +216,7 @@ async fn upgrade(
     plan: &UpgradePlan<'_>,
     timeout: Duration,
 ) -> anyhow::Result<UpgradeFigures> {
-    let watch = NodeWatch::start(sandbox.admin_client(), plan.target);
+    let watch = DisruptionWatch::start(sandbox.admin_client(), Some(plan.target));
     eventually_true("the Node watch to list", WATCH_TIMEOUT, || watch.lock().listed).await?;
     let baseline = sandbox.operator_command_counts().await?;
     let started = Instant::now();
@@ -256,12 +248,7 @@ async fn upgrade(
     let (per_host, most_disrupted) = {
         let seen = watch.lock();
         ensure!(seen.errors.is_empty(), "the Node watch re-listed, so it may have missed states: {:?}", seen.errors);
-        let per_host: Vec<Duration> = seen
-            .done_at
-            .iter()
-            .filter_map(|(node, done)| Some(done.saturating_duration_since(*seen.marked_at.get(node)?)))
-            .collect();
-        (per_host, seen.history.iter().copied().max().unwrap_or(0))
+        (seen.disruption_times(), seen.most_unavailable())
     };
 
     let counts = sandbox.operator_command_counts().await?;
@@ -288,9 +275,9 @@ async fn upgrade(
 }
 
 /// Fails loudly if more Windows Nodes than the budget were unschedulable or marked at once: a product bug.
-fn check_budget(watch: &NodeWatch, budget: u32) -> anyhow::Result<()> {
+fn check_budget(watch: &DisruptionWatch, budget: u32) -> anyhow::Result<()> {
     let seen = watch.lock();
-    let most = seen.history.iter().copied().max().unwrap_or(0);
+    let most = seen.most_unavailable();
     if most > budget as usize {
         bail!(
             "PRODUCT BUG: {most} Windows nodes were unschedulable or upgrading at once with --max-unavailable={budget} \
@@ -330,8 +317,8 @@ fn higher_version(installed: &str) -> anyhow::Result<String> {
 async fn not_upgraded(sandbox: &Sandbox, target: &str) -> anyhow::Result<Vec<String>> {
     let mut waiting = Vec::new();
     for node in sandbox.windows_nodes().await? {
-        let state = NodeState::of(&node, target);
-        if !state.upgraded() {
+        let state = NodeState::of(&node, Some(target));
+        if !state.settled() {
             waiting.push(format!("node {}: {state:?}", node.metadata.name.unwrap_or_default()));
         }
     }
@@ -343,126 +330,6 @@ async fn not_upgraded(sandbox: &Sandbox, target: &str) -> anyhow::Result<Vec<Str
         }
     }
     Ok(waiting)
-}
-
-/// What the bench reads of one Windows Node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct NodeState {
-    /// Marked upgrading or unschedulable.
-    disrupted: bool,
-    /// Annotated with the target version.
-    at_target: bool,
-    /// Its `Ready` condition is `True`.
-    ready: bool,
-}
-
-impl NodeState {
-    fn of(node: &Node, target: &str) -> NodeState {
-        let marked = node
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|labels| labels.get(UPGRADING_LABEL))
-            .is_some_and(|value| value == "true");
-        let unschedulable = node.spec.as_ref().and_then(|spec| spec.unschedulable).unwrap_or(false);
-        let version = node.metadata.annotations.as_ref().and_then(|annotations| annotations.get(VERSION_ANNOTATION));
-        NodeState {
-            disrupted: marked || unschedulable,
-            at_target: version.is_some_and(|version| version == target),
-            ready: node_is_ready(node),
-        }
-    }
-
-    fn upgraded(self) -> bool {
-        !self.disrupted && self.at_target && self.ready
-    }
-}
-
-/// What the Node watch saw.
-#[derive(Debug, Default)]
-struct Seen {
-    /// Per Node: disrupted now.
-    disrupted: BTreeMap<String, bool>,
-    /// Per Node: when it was first seen disrupted.
-    marked_at: BTreeMap<String, Instant>,
-    /// Per Node: when it was first seen upgraded.
-    done_at: BTreeMap<String, Instant>,
-    /// The number of disrupted Nodes after every change that altered it, from the initial listing on.
-    history: Vec<usize>,
-    listed: bool,
-    errors: Vec<String>,
-}
-
-impl Seen {
-    fn apply(&mut self, name: String, state: NodeState, now: Instant) {
-        if state.disrupted {
-            self.marked_at.entry(name.clone()).or_insert(now);
-        }
-        if state.upgraded() {
-            self.done_at.entry(name.clone()).or_insert(now);
-        }
-        self.disrupted.insert(name, state.disrupted);
-        self.record();
-    }
-
-    fn record(&mut self) {
-        if !self.listed {
-            return;
-        }
-        let count = self.disrupted.values().filter(|disrupted| **disrupted).count();
-        if self.history.last() != Some(&count) {
-            self.history.push(count);
-        }
-    }
-}
-
-/// One watch on the Windows Nodes (one resource, so every state in etcd's order). Stops when dropped.
-struct NodeWatch {
-    task: tokio::task::JoinHandle<()>,
-    seen: Arc<Mutex<Seen>>,
-}
-
-impl NodeWatch {
-    fn start(client: kube::Client, target: &str) -> NodeWatch {
-        let seen = Arc::new(Mutex::new(Seen::default()));
-        let nodes: Api<Node> = Api::all(client);
-        let config = watcher::Config::default().labels("kubernetes.io/os=windows");
-        let recorder = Arc::clone(&seen);
-        let target = target.to_owned();
-        let task = tokio::spawn(async move {
-            let mut events = watcher(nodes, config).default_backoff().boxed();
-            while let Some(event) = events.next().await {
-                let mut seen = recorder.lock().unwrap_or_else(PoisonError::into_inner);
-                match event {
-                    Ok(watcher::Event::Init) => seen.disrupted.clear(),
-                    Ok(watcher::Event::InitApply(node) | watcher::Event::Apply(node)) => {
-                        let state = NodeState::of(&node, &target);
-                        seen.apply(node.metadata.name.unwrap_or_default(), state, Instant::now());
-                    }
-                    Ok(watcher::Event::Delete(node)) => {
-                        seen.disrupted.remove(node.metadata.name.as_deref().unwrap_or_default());
-                        seen.record();
-                    }
-                    Ok(watcher::Event::InitDone) => {
-                        seen.listed = true;
-                        seen.record();
-                    }
-                    Err(error) => seen.errors.push(error.to_string()),
-                }
-            }
-        });
-        NodeWatch { task, seen }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Seen> {
-        self.seen.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-impl Drop for NodeWatch {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
 }
 
 /// A copy of a payload with one file's bytes changed.
@@ -604,29 +471,5 @@ mod tests {
             )
         );
         assert_eq!(std::fs::read(source.path().join(CHANGED_FILE)).unwrap(), [0x00, 0x0f, 0xff]);
-    }
-
-    #[test]
-    fn the_watch_times_each_node_from_its_mark_to_its_upgrade_and_counts_disruption_at_once() {
-        let start = Instant::now();
-        let at = |seconds| start + Duration::from_secs(seconds);
-        let steady = NodeState { disrupted: false, at_target: false, ready: true };
-        let marked = NodeState { disrupted: true, ..steady };
-        let upgraded = NodeState { disrupted: false, at_target: true, ready: true };
-        let mut seen = Seen::default();
-        seen.apply("a".into(), steady, at(0));
-        seen.apply("b".into(), steady, at(0));
-        seen.listed = true;
-        seen.record();
-        seen.apply("a".into(), marked, at(1));
-        seen.apply("b".into(), marked, at(2));
-        seen.apply("a".into(), NodeState { at_target: true, ..marked }, at(3));
-        seen.apply("a".into(), upgraded, at(4));
-        seen.apply("b".into(), upgraded, at(7));
-
-        assert_eq!(seen.history, [0, 1, 2, 1, 0]);
-        let times: Vec<Duration> =
-            seen.done_at.iter().map(|(node, done)| done.duration_since(seen.marked_at[node])).collect();
-        assert_eq!(times, [Duration::from_secs(3), Duration::from_secs(5)]);
     }
 }
