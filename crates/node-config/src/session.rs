@@ -1,6 +1,7 @@
 //! `HostSession`: one host's [`RemoteHost`] kept across reconciles, with what the flow knows is already on the
 //! host (content-addressed script files) and the executor of rendered commands and plan steps: running a command
-//! (uploading its script file first if needed), the batched probe, uploads of host files with a remote hash check,
+//! (uploading its script file first if needed), the batched probe, uploads of host files verified by one remote
+//! hash command per batch,
 //! sc.exe calls with their tolerated failure codes, and the wait for STOPPED after a stop.
 //! Each command and upload records its [`FlowStep`] in the `step` field of the caller's tracing span (the
 //! operator opens one per reconcile with the instance and host), so every log line says which step it belongs to.
@@ -12,8 +13,8 @@ use std::time::Duration;
 
 use wmco_payload_manifest::{HostFile, HostFileContent};
 use wmco_ssh_transport::{
-    Output, RemoteCommand, RemoteHost, Sha256Digest, TransportError, UploadOutcome, UploadRequest, UploadSource,
-    staging_path,
+    Output, RemoteCommand, RemoteHost, Sha256Digest, TransportError, UploadBatch, UploadOutcome, UploadRequest,
+    UploadSource, staging_path,
 };
 use wmco_windows_services::{
     ObservedHost, ProbeRequest, RenderedCommand, SCRIPT_DIRECTORY, ScCommand, ScErrorCode, ScriptFile, ServiceName,
@@ -121,15 +122,12 @@ impl HostSession {
         FlowError::Render { host: self.label().to_owned(), step, source }
     }
 
-    /// Counts a finished upload; `verified_remotely` says whether the transport ran a hash command on the host
-    /// (one more round trip) before renaming the file into place.
-    fn count_upload(&self, outcome: UploadOutcome, verified_remotely: bool) {
+    /// Counts a finished upload (its verification is counted by the caller: a batch verifies many files with one
+    /// command).
+    fn count_upload(&self, outcome: UploadOutcome) {
         if let UploadOutcome::Uploaded { bytes, .. } = outcome {
             self.uploads.fetch_add(1, Ordering::Relaxed);
             self.bytes_uploaded.fetch_add(bytes, Ordering::Relaxed);
-            if verified_remotely {
-                self.commands.fetch_add(1, Ordering::Relaxed);
-            }
         }
     }
 
@@ -195,7 +193,7 @@ impl HostSession {
             path: script_file.path.clone(),
             source: Box::new(source),
         })?;
-        self.count_upload(outcome, false);
+        self.count_upload(outcome);
         self.remember_script(script_file);
         Ok(())
     }
@@ -248,12 +246,14 @@ impl HostSession {
         for step in steps {
             match step {
                 Step::ReplaceFiles(paths) => {
-                    for path in paths {
-                        if let Some(file) = files.get(path) {
+                    let placing: Vec<(&HostFile, Option<Sha256Digest>)> = paths
+                        .iter()
+                        .filter_map(|path| {
                             let remote = observed.files.get(path).cloned().flatten();
-                            self.upload_file(file, remote.as_ref().map(|digest| digest.as_str())).await?;
-                        }
-                    }
+                            Some((*files.get(path)?, remote.and_then(|digest| digest.as_str().parse().ok())))
+                        })
+                        .collect();
+                    self.upload_files(&placing).await?;
                 }
                 Step::StopService(name) => {
                     let output = self.run_sc(step).await?;
@@ -346,35 +346,105 @@ impl HostSession {
         Err(FlowError::StopTimedOut { host: self.label().to_owned(), service: name.to_string(), after: waited })
     }
 
-    /// Uploads one host file unless `remote_sha256` (as probed) already matches; the staging file is verified with
-    /// `Get-FileHash` on the host before it replaces the target.
-    pub(crate) async fn upload_file(&self, file: &HostFile, remote_sha256: Option<&str>) -> Result<(), FlowError> {
+    /// Uploads the host files whose probed hash (`remote_sha256`) differs from the desired one. Their temporary
+    /// files are verified with `Get-FileHash` on the host, as few commands as fit in a command line (one for a
+    /// stage's files in practice), before they replace the targets.
+    pub(crate) async fn upload_files(&self, files: &[(&HostFile, Option<Sha256Digest>)]) -> Result<(), FlowError> {
         tracing::Span::current().record("step", tracing::field::display(FlowStep::UploadFiles));
-        let path = &file.destination;
-        let upload_error = |source| FlowError::Upload {
-            host: self.label().to_owned(),
-            step: FlowStep::UploadFiles,
-            path: path.clone(),
-            source: Box::new(source),
+        let mut requests = Vec::new();
+        for (file, remote_sha256) in files {
+            let request = self.upload_request(file, *remote_sha256)?;
+            if request.needs_sending() {
+                requests.push(request);
+            }
+        }
+        for batch in self.verify_batches(requests)? {
+            let outcome = self.host.upload_batch(&batch).await.map_err(|source| self.batch_error(&batch, source))?;
+            self.commands.fetch_add(outcome.verify_commands, Ordering::Relaxed);
+            for placed in outcome.outcomes {
+                self.count_upload(placed);
+            }
+        }
+        Ok(())
+    }
+
+    /// The error of a failed batch, naming the file the transport names (else the batch's first).
+    fn batch_error(&self, batch: &UploadBatch, source: TransportError) -> FlowError {
+        let named = match &source {
+            TransportError::Transfer { path, .. } => batch.requests.iter().find(|request| &request.remote_path == path),
+            _ => None,
         };
+        let path = named.or(batch.requests.first()).and_then(|request| WinPath::parse(&request.remote_path).ok());
+        match path {
+            Some(path) => FlowError::Upload {
+                host: self.label().to_owned(),
+                step: FlowStep::UploadFiles,
+                path,
+                source: Box::new(source),
+            },
+            None => self.transport_error(FlowStep::UploadFiles, source),
+        }
+    }
+
+    /// The transfer of one host file, verified alone by `Get-FileHash` of its temporary file (the one-at-a-time
+    /// form a batch falls back to on hosts that place files one by one).
+    fn upload_request(&self, file: &HostFile, remote_sha256: Option<Sha256Digest>) -> Result<UploadRequest, FlowError> {
         let source = match &file.content {
             HostFileContent::Payload { local_path, .. } => UploadSource::File(local_path.clone()),
             HostFileContent::Rendered(rendered) => UploadSource::Bytes(rendered.bytes().into()),
         };
-        let staging = WinPath::parse(&staging_path(&path.to_sftp())).map_err(|source| {
-            self.render_error(FlowStep::UploadFiles, wmco_windows_services::CommandError::ScriptPath { source })
-        })?;
-        let verify = script::file_hash(&staging).map_err(|source| self.render_error(FlowStep::UploadFiles, source))?;
-        let request = UploadRequest {
+        let staging = self.staging_of(&file.destination.to_sftp())?;
+        let verify =
+            script::file_hashes(&[staging]).map_err(|source| self.render_error(FlowStep::UploadFiles, source))?;
+        Ok(UploadRequest {
             source,
-            remote_path: path.to_sftp(),
+            remote_path: file.destination.to_sftp(),
             expected_sha256: file.sha256,
-            remote_sha256: remote_sha256.and_then(|text| text.parse().ok()),
+            remote_sha256,
             verify: Some(RemoteCommand::new(verify.line, self.settings.command_timeout)),
-        };
-        let outcome = self.host.upload(&request).await.map_err(upload_error)?;
-        self.count_upload(outcome, true);
-        Ok(())
+        })
+    }
+
+    /// The temporary file an upload to `remote_path` (SFTP form) writes first.
+    fn staging_of(&self, remote_path: &str) -> Result<WinPath, FlowError> {
+        WinPath::parse(&staging_path(remote_path)).map_err(|source| {
+            self.render_error(FlowStep::UploadFiles, wmco_windows_services::CommandError::ScriptPath { source })
+        })
+    }
+
+    /// Splits `requests` into batches, in order, each verified by one command that fits in a command line.
+    fn verify_batches(&self, requests: Vec<UploadRequest>) -> Result<Vec<UploadBatch>, FlowError> {
+        let mut batches = Vec::new();
+        let mut current: Vec<UploadRequest> = Vec::new();
+        let mut stagings: Vec<WinPath> = Vec::new();
+        let mut verify: Option<RenderedCommand> = None;
+        for request in requests {
+            let staging = self.staging_of(&request.remote_path)?;
+            stagings.push(staging.clone());
+            match script::file_hashes(&stagings) {
+                Ok(rendered) => verify = Some(rendered),
+                Err(wmco_windows_services::CommandError::TooLong { .. }) if !current.is_empty() => {
+                    if let Some(full) = verify.take() {
+                        batches.push(self.batch(std::mem::take(&mut current), full));
+                    }
+                    stagings = vec![staging];
+                    let rendered = script::file_hashes(&stagings)
+                        .map_err(|source| self.render_error(FlowStep::UploadFiles, source))?;
+                    verify = Some(rendered);
+                }
+                Err(source) => return Err(self.render_error(FlowStep::UploadFiles, source)),
+            }
+            current.push(request);
+        }
+        if let Some(last) = verify {
+            batches.push(self.batch(current, last));
+        }
+        Ok(batches)
+    }
+
+    /// One batch of `requests` verified by `verify`.
+    fn batch(&self, requests: Vec<UploadRequest>, verify: RenderedCommand) -> UploadBatch {
+        UploadBatch { requests, verify: RemoteCommand::new(verify.line, self.settings.command_timeout) }
     }
 }
 
@@ -411,5 +481,31 @@ mod tests {
         assert!(tolerated(&Step::StartService(name.clone()), ScErrorCode::AlreadyRunning));
         assert!(!tolerated(&Step::StartService(name.clone()), ScErrorCode::ServiceDoesNotExist));
         assert!(tolerated(&Step::DeleteService(name), ScErrorCode::MarkedForDeletion));
+    }
+
+    #[test]
+    fn files_are_verified_in_as_few_commands_as_fit_in_a_line_in_order() {
+        let host = crate::tests::fake_host::FakeWindowsHost::new(
+            r#"{"hostname":"WIN-A","fqdn":"win-a","ip":"203.0.113.7"}"#,
+            Vec::new(),
+        );
+        let session = HostSession::new(Arc::new(host));
+        let request = |index: usize| UploadRequest {
+            source: UploadSource::Bytes(vec![1].into()),
+            remote_path: format!("C:/k/a-rather-long-directory-name/file-number-{index}.conf"),
+            expected_sha256: Sha256Digest::of_bytes(&[1]),
+            remote_sha256: None,
+            verify: None,
+        };
+        let requests: Vec<UploadRequest> = (0..60).map(request).collect();
+        let batches = session.verify_batches(requests.clone()).unwrap();
+        assert!(batches.len() > 1 && batches.len() < 10, "{} batches", batches.len());
+        let placed: Vec<UploadRequest> = batches.iter().flat_map(|batch| batch.requests.clone()).collect();
+        assert_eq!(placed, requests, "every file once, in order");
+        for batch in &batches {
+            assert!(batch.verify.line.len() <= wmco_windows_services::MAX_COMMAND_LINE_CHARS);
+        }
+        assert_eq!(session.verify_batches(requests[..3].to_vec()).unwrap().len(), 1);
+        assert!(session.verify_batches(Vec::new()).unwrap().is_empty());
     }
 }

@@ -14,7 +14,7 @@ use crate::error::TransportError;
 use crate::host_key::HostKey;
 use crate::limiter::Limiter;
 use crate::remote::RemoteHost;
-use crate::upload::{UploadOutcome, UploadRequest};
+use crate::upload::{BatchOutcome, UploadBatch, UploadOutcome, UploadRequest};
 use crate::worker::{self, Job, JobSender, Worker};
 use crate::{exec, sftp_ops};
 
@@ -126,6 +126,15 @@ impl RemoteHost for SshHost {
         }
         let request = request.clone();
         self.on_connection(move |connection, host| sftp_ops::upload(connection, &request, host)).await
+    }
+
+    async fn upload_batch(&self, batch: &UploadBatch) -> Result<BatchOutcome, TransportError> {
+        if !batch.requests.iter().any(UploadRequest::needs_sending) {
+            let outcomes = vec![UploadOutcome::Skipped; batch.requests.len()];
+            return Ok(BatchOutcome { outcomes, verify_commands: 0 });
+        }
+        let batch = batch.clone();
+        self.on_connection(move |connection, host| sftp_ops::upload_batch(connection, &batch, host)).await
     }
 
     async fn download(&self, remote_path: &str) -> Result<Vec<u8>, TransportError> {

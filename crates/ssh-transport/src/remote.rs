@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use crate::command::{Output, RemoteCommand};
 use crate::error::TransportError;
 use crate::host_key::HostKey;
-use crate::upload::{UploadOutcome, UploadRequest};
+use crate::upload::{BatchOutcome, UploadBatch, UploadOutcome, UploadRequest};
 
 /// A host reached over SSH: run command lines, move files. Flows are written against this trait; production uses
 /// [`crate::SshHost`], tests use the fake host of the `testing` feature or their own implementation.
@@ -35,6 +35,21 @@ pub trait RemoteHost: Send + Sync {
 
     /// Places a file so that its path holds the old file, no file, or the verified new file, never a partial one.
     async fn upload(&self, request: &UploadRequest) -> Result<UploadOutcome, TransportError>;
+
+    /// Places every file of `batch` like [`RemoteHost::upload`]. This default places them one at a time, each
+    /// verified by its own request's `verify`; [`crate::SshHost`] verifies them all with the batch's one command.
+    async fn upload_batch(&self, batch: &UploadBatch) -> Result<BatchOutcome, TransportError> {
+        let mut outcomes = Vec::with_capacity(batch.requests.len());
+        let mut verify_commands = 0;
+        for request in &batch.requests {
+            let outcome = self.upload(request).await?;
+            if matches!(outcome, UploadOutcome::Uploaded { .. }) && request.verify.is_some() {
+                verify_commands += 1;
+            }
+            outcomes.push(outcome);
+        }
+        Ok(BatchOutcome { outcomes, verify_commands })
+    }
 
     /// Reads a whole remote file.
     async fn download(&self, remote_path: &str) -> Result<Vec<u8>, TransportError>;

@@ -1,9 +1,10 @@
 //! File operations on a blocking connection's SFTP session: the never-partial upload (temporary file, verify,
-//! remove target, rename), download, remove and directory creation.
+//! remove target, rename) of one file or of a batch verified by one command, download, remove and directory
+//! creation.
 
 use std::io::{Read, Write};
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use sha2::{Digest as _, Sha256};
 use ssh2::{OpenFlags, OpenType, Sftp};
@@ -13,7 +14,7 @@ use crate::connection::{Connection, Failure, OpError, classify, is_no_such_file}
 use crate::error::{TransferStep, TransportError};
 use crate::exec;
 use crate::source::{self, Chunks, StreamError};
-use crate::upload::{UploadOutcome, UploadRequest, UploadSource, staging_path};
+use crate::upload::{BatchOutcome, UploadBatch, UploadOutcome, UploadRequest, UploadSource, staging_path};
 use wmco_vocabulary::Sha256Digest;
 
 /// Size of one read from the upload's source.
@@ -76,15 +77,118 @@ pub(crate) fn upload(
         return Err(failure);
     }
 
-    let sftp = open_sftp(connection, &failures)?;
-    match sftp.unlink(Path::new(&request.remote_path)) {
+    replace_target(connection, &staging, &request.remote_path, &failures)?;
+    Ok(UploadOutcome::Uploaded { bytes, write_duration, duration: started.elapsed() })
+}
+
+/// Places every file of `batch` that needs sending: all temporary files written first, then verified by the batch's
+/// one command, then each renamed over its target. A failure before the renames removes every temporary file and
+/// leaves every target untouched.
+pub(crate) fn upload_batch(
+    connection: &mut Connection,
+    batch: &UploadBatch,
+    host: &str,
+) -> Result<BatchOutcome, OpError> {
+    let started = Instant::now();
+    let sending: Vec<&UploadRequest> = batch.requests.iter().filter(|request| request.needs_sending()).collect();
+    let mut written: Vec<(String, u64, Duration)> = Vec::with_capacity(sending.len());
+    for request in &sending {
+        let failures = Failures { host, path: &request.remote_path };
+        let staging = staging_path(&request.remote_path);
+        let begun = Instant::now();
+        match write_staging(connection, request, &staging, &failures) {
+            Ok(bytes) => written.push((staging, bytes, begun.elapsed())),
+            Err(failure) => {
+                discard_all(connection, written.iter().map(|(staging, ..)| staging.as_str()), &failure);
+                return Err(failure);
+            }
+        }
+    }
+    if let Err(failure) = verify_batch(connection, &batch.verify, &sending, host) {
+        discard_all(connection, written.iter().map(|(staging, ..)| staging.as_str()), &failure);
+        return Err(failure);
+    }
+    for (request, (staging, ..)) in sending.iter().zip(&written) {
+        let failures = Failures { host, path: &request.remote_path };
+        replace_target(connection, staging, &request.remote_path, &failures)?;
+    }
+    let duration = started.elapsed();
+    let mut placed = written.into_iter();
+    let outcomes = batch
+        .requests
+        .iter()
+        .map(|request| match request.needs_sending().then(|| placed.next()).flatten() {
+            Some((_, bytes, write_duration)) => UploadOutcome::Uploaded { bytes, write_duration, duration },
+            None => UploadOutcome::Skipped,
+        })
+        .collect();
+    Ok(BatchOutcome { outcomes, verify_commands: 1 })
+}
+
+/// Runs the batch's verify command and checks it printed each sent file's expected SHA-256, in order.
+fn verify_batch(
+    connection: &Connection,
+    command: &RemoteCommand,
+    sending: &[&UploadRequest],
+    host: &str,
+) -> Result<(), OpError> {
+    let first = sending.first().map_or("", |request| request.remote_path.as_str());
+    let batch_failures = Failures { host, path: first };
+    let output = exec::run(connection, command, host).map_err(|failure| OpError {
+        error: batch_failures
+            .failed(TransferStep::Verify, failure.error.to_string(), failure.error.is_retryable())
+            .error,
+        poisoned: failure.poisoned,
+    })?;
+    if !output.success() {
+        return Err(batch_failures.failed(
+            TransferStep::Verify,
+            format!(
+                "the verify command of {} files exited with {}: {}",
+                sending.len(),
+                output.exit_code,
+                output.stderr_text().trim()
+            ),
+            false,
+        ));
+    }
+    let printed = output.stdout_text();
+    let lines: Vec<&str> = printed.lines().map(str::trim).filter(|line| !line.is_empty()).collect();
+    if lines.len() != sending.len() {
+        return Err(batch_failures.failed(
+            TransferStep::Verify,
+            format!("the verify command printed {} lines for {} files", lines.len(), sending.len()),
+            false,
+        ));
+    }
+    for (request, line) in sending.iter().zip(lines) {
+        if line.parse::<Sha256Digest>().ok() != Some(request.expected_sha256) {
+            let failures = Failures { host, path: &request.remote_path };
+            return Err(failures.failed(
+                TransferStep::Verify,
+                format!("the verify command printed `{line}`, expected {}", request.expected_sha256),
+                false,
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Removes the target (if any) and renames the verified temporary file over it.
+fn replace_target(
+    connection: &mut Connection,
+    staging: &str,
+    target: &str,
+    failures: &Failures<'_>,
+) -> Result<(), OpError> {
+    let sftp = open_sftp(connection, failures)?;
+    match sftp.unlink(Path::new(target)) {
         Ok(()) => {}
         Err(error) if is_no_such_file(&error) => {}
         Err(error) => return Err(failures.library(TransferStep::RemoveTarget, &error)),
     }
-    sftp.rename(Path::new(&staging), Path::new(&request.remote_path), None)
-        .map_err(|error| failures.library(TransferStep::Rename, &error))?;
-    Ok(UploadOutcome::Uploaded { bytes, write_duration, duration: started.elapsed() })
+    sftp.rename(Path::new(staging), Path::new(target), None)
+        .map_err(|error| failures.library(TransferStep::Rename, &error))
 }
 
 fn open_sftp<'c>(connection: &'c mut Connection, failures: &Failures<'_>) -> Result<&'c Sftp, OpError> {
@@ -237,13 +341,21 @@ fn read_remote(
 /// Removes a temporary file after a failed step, best effort: the target was not touched, and the next upload
 /// overwrites the temporary file anyway.
 fn discard(connection: &mut Connection, staging: &str, failure: &OpError) {
+    discard_all(connection, [staging], failure);
+}
+
+/// Removes temporary files after a failed step, best effort (see [`discard`]).
+fn discard_all<'s>(connection: &mut Connection, stagings: impl IntoIterator<Item = &'s str>, failure: &OpError) {
     if failure.poisoned {
         return;
     }
-    if let Ok(sftp) = connection.sftp()
-        && let Err(error) = sftp.unlink(Path::new(staging))
-    {
-        tracing::debug!(path = staging, error = error.message(), "could not remove the temporary file");
+    let Ok(sftp) = connection.sftp() else {
+        return;
+    };
+    for staging in stagings {
+        if let Err(error) = sftp.unlink(Path::new(staging)) {
+            tracing::debug!(path = staging, error = error.message(), "could not remove the temporary file");
+        }
     }
 }
 

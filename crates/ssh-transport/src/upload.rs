@@ -52,6 +52,70 @@ pub struct UploadRequest {
     pub verify: Option<RemoteCommand>,
 }
 
+impl UploadRequest {
+    /// Whether the file is sent: the caller did not see the expected content at the target already.
+    ///
+    /// ```
+    /// use wmco_ssh_transport::{Sha256Digest, UploadRequest, UploadSource};
+    /// let expected = Sha256Digest::of_bytes(b"new");
+    /// let request = UploadRequest {
+    ///     source: UploadSource::Bytes(b"new".as_slice().into()),
+    ///     remote_path: "C:/k/kubelet.conf".into(),
+    ///     expected_sha256: expected,
+    ///     remote_sha256: Some(Sha256Digest::of_bytes(b"old")),
+    ///     verify: None,
+    /// };
+    /// assert!(request.needs_sending());
+    /// assert!(!UploadRequest { remote_sha256: Some(expected), ..request }.needs_sending());
+    /// ```
+    pub fn needs_sending(&self) -> bool {
+        self.remote_sha256 != Some(self.expected_sha256)
+    }
+}
+
+/// Several files placed together, their temporary files verified by one remote command: one round trip for the
+/// lot instead of one per file. Each target still holds the old file, no file, or the verified new file, never a
+/// partial one; a file that fails verification leaves every target of the batch untouched.
+///
+/// ```
+/// use std::time::Duration;
+/// use wmco_ssh_transport::{RemoteCommand, Sha256Digest, UploadBatch, UploadRequest, UploadSource, staging_path};
+///
+/// let files: [(&str, &[u8]); 2] = [("C:/k/kubelet.conf", b"kind: KubeletConfiguration\n"), ("C:/k/cni.conf", b"{}")];
+/// let requests: Vec<UploadRequest> = files
+///     .iter()
+///     .map(|(path, bytes)| UploadRequest {
+///         source: UploadSource::Bytes((*bytes).into()),
+///         remote_path: (*path).into(),
+///         expected_sha256: Sha256Digest::of_bytes(bytes),
+///         remote_sha256: None,
+///         verify: None,
+///     })
+///     .collect();
+/// let staged: Vec<String> = requests.iter().filter(|r| r.needs_sending()).map(|r| staging_path(&r.remote_path)).collect();
+/// let verify = RemoteCommand::new(format!("hash-each {}", staged.join(" ")), Duration::from_secs(60));
+/// let batch = UploadBatch { requests, verify };
+/// assert_eq!(batch.requests.len(), 2);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UploadBatch {
+    /// The files, in order. Each one's own `verify` is used only by hosts that place files one at a time (the
+    /// default [`RemoteHost::upload_batch`](crate::RemoteHost::upload_batch)).
+    pub requests: Vec<UploadRequest>,
+    /// Prints the SHA-256 (hex, any case) of the temporary file [`staging_path`] of every request that
+    /// [`UploadRequest::needs_sending`], one per line in request order, and exits 0.
+    pub verify: RemoteCommand,
+}
+
+/// What a batch did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchOutcome {
+    /// Per request, in order.
+    pub outcomes: Vec<UploadOutcome>,
+    /// How many verify commands ran on the host (round trips beyond the transfers).
+    pub verify_commands: u64,
+}
+
 /// What an upload did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UploadOutcome {

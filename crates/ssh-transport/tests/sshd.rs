@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use wmco_ssh_transport::testing::{KeyFormat, KeyType, Sshd};
 use wmco_ssh_transport::{
     ErrorClass, HostConfig, HostKeyPolicy, RemoteCommand, RemoteHost, RetryPolicy, Sha256Digest, SshHost, TransferStep,
-    TransportError, UploadOutcome, UploadRequest, UploadSource, retry, staging_path,
+    TransportError, UploadBatch, UploadOutcome, UploadRequest, UploadSource, retry, staging_path,
 };
 
 /// A started sshd with one authorized Ed25519 key, and a config for it.
@@ -294,6 +294,64 @@ async fn read_back_verification_download_remove_and_skip() -> Result<()> {
     host.remove(&target.to_string_lossy()).await?;
     assert!(!target.exists());
     host.remove(&target.to_string_lossy()).await?;
+    Ok(())
+}
+
+/// A batch: every temporary file is written, one command verifies them all, then each is renamed into place; a
+/// file the command disagrees on leaves every target of the batch untouched and no temporary file behind.
+#[tokio::test]
+async fn a_batch_is_verified_by_one_command_and_a_refused_file_leaves_every_target_untouched() -> Result<()> {
+    let (_sshd, config) = server()?;
+    let host = SshHost::new(config)?;
+    let remote = tempfile::tempdir()?;
+    let targets: Vec<std::path::PathBuf> = ["a.conf", "b.conf", "c.conf"].map(|name| remote.path().join(name)).into();
+    for target in &targets {
+        std::fs::write(target, b"old")?;
+    }
+    let contents: Vec<Arc<[u8]>> =
+        (0..3).map(|index| pseudo_random(200_000 + index, index as u64 + 5).into()).collect();
+    let mut requests: Vec<UploadRequest> = targets
+        .iter()
+        .zip(&contents)
+        .map(|(target, content)| {
+            upload_of(UploadSource::Bytes(content.clone()), target, Sha256Digest::of_bytes(content))
+        })
+        .collect();
+    // The caller saw b's content in place already: it is skipped and left out of the verify command.
+    requests[1].remote_sha256 = Some(requests[1].expected_sha256);
+    let staged: Vec<String> = requests
+        .iter()
+        .filter(|request| request.needs_sending())
+        .map(|request| format!("'{}'", staging_path(&request.remote_path)))
+        .collect();
+    let no_staging_left = || targets.iter().all(|target| !Path::new(&staging_path(&target.to_string_lossy())).exists());
+
+    let zeros = "0".repeat(64);
+    let refused = UploadBatch {
+        requests: requests.clone(),
+        verify: command(&format!("sha256sum {} | cut -d' ' -f1; echo {zeros}", staged[0])),
+    };
+    match host.upload_batch(&refused).await.expect_err("c is refused") {
+        TransportError::Transfer { step, path, .. } => {
+            assert_eq!((step, path), (TransferStep::Verify, targets[2].to_string_lossy().into_owned()));
+        }
+        other => panic!("expected a transfer error, got {other}"),
+    }
+    for target in &targets {
+        assert_eq!(std::fs::read(target)?, b"old", "{target:?} was touched");
+    }
+    assert!(no_staging_left(), "refused temporary files are removed");
+
+    let batch = UploadBatch { requests, verify: command(&format!("sha256sum {} | cut -d' ' -f1", staged.join(" "))) };
+    let outcome = host.upload_batch(&batch).await?;
+    assert_eq!(outcome.verify_commands, 1);
+    let sent: Vec<bool> =
+        outcome.outcomes.iter().map(|outcome| matches!(outcome, UploadOutcome::Uploaded { .. })).collect();
+    assert_eq!(sent, [true, false, true]);
+    assert_eq!(std::fs::read(&targets[0])?, contents[0].to_vec());
+    assert_eq!(std::fs::read(&targets[1])?, b"old", "skipped");
+    assert_eq!(std::fs::read(&targets[2])?, contents[2].to_vec());
+    assert!(no_staging_left());
     Ok(())
 }
 

@@ -79,6 +79,7 @@ async fn byoh_hosts_join_as_ready_nodes_and_an_unchanged_fleet_costs_one_probe_p
     let node_names: BTreeSet<String> = ready.iter().filter_map(|ready| ready.node.metadata.name.clone()).collect();
     csrs_are_approved(&sandbox, &node_names).await?;
     setup_events_name_every_host(&sandbox, &ready).await?;
+    uploads_are_verified_a_stage_at_a_time(&sandbox).await?;
 
     an_unchanged_fleet_costs_one_probe_per_host(&sandbox).await?;
     the_metrics_endpoint_serves_only_metrics_readers(&sandbox).await?;
@@ -373,6 +374,39 @@ async fn an_unchanged_fleet_costs_one_probe_per_host(sandbox: &Sandbox) -> anyho
     let metrics = sandbox.operator_metrics().await?;
     assert_eq!(metric_value(&metrics, "wmco_ssh_sent_bytes_total"), Some(0.0), "{metrics}");
     assert_eq!(metric_value(&metrics, "wmco_ssh_round_trips_total"), Some(probes as f64), "{metrics}");
+    Ok(())
+}
+
+/// Issue 20: the uploaded files' temporary copies are verified a stage at a time, one `Get-FileHash` command for
+/// all of a stage's files (bootstrap, then node), not one command per file. Counts, not timings. Prints each
+/// host's first-configure round trips.
+async fn uploads_are_verified_a_stage_at_a_time(sandbox: &Sandbox) -> anyhow::Result<()> {
+    for host in sandbox.hosts() {
+        let name = &host.info.name;
+        let commands = sandbox.operator_commands(name).await?;
+        let mut verify_commands = 0;
+        let mut files_verified = 0;
+        for command in &commands {
+            if !command.line.to_ascii_lowercase().contains("powershell") {
+                continue;
+            }
+            let script = powershell_script(sandbox, name, &command.line).await?;
+            let hashed = script
+                .lines()
+                .filter(|line| line.starts_with("Get-FileHash") && line.contains(".wmco-upload'"))
+                .count();
+            if hashed > 0 {
+                verify_commands += 1;
+                files_verified += hashed;
+            }
+        }
+        println!(
+            "{name}: first configure in {} exec round trips; {files_verified} uploaded files verified by {verify_commands} commands",
+            commands.len()
+        );
+        ensure!(files_verified >= 10, "{name}: only {files_verified} uploaded files verified");
+        ensure!(verify_commands <= 3, "{name}: {verify_commands} verify commands for {files_verified} files");
+    }
     Ok(())
 }
 

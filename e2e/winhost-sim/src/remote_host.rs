@@ -1,6 +1,7 @@
 //! An in-process simulated host behind the product's `RemoteHost` trait (feature `remote-host`): commands go
 //! straight to the host model's shells and files to its `C:` drive with the transport's staging / verify / remove /
-//! rename sequence, so flow and controller tests exercise the real interpreters without SSH or sockets.
+//! rename sequence (and its batch form: every staging file, one verify command, every rename), so flow and
+//! controller tests exercise the real interpreters without SSH or sockets.
 
 use std::net::Ipv4Addr;
 use std::path::Path;
@@ -10,8 +11,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tempfile::TempDir;
 use wmco_ssh_transport::{
-    HostKey, Output, RemoteCommand, RemoteHost, TransferStep, TransportError, UploadOutcome, UploadRequest,
-    UploadSource, staging_path,
+    BatchOutcome, HostKey, Output, RemoteCommand, RemoteHost, TransferStep, TransportError, UploadBatch, UploadOutcome,
+    UploadRequest, UploadSource, staging_path,
 };
 
 use crate::disk::{DiskError, WinPath};
@@ -120,6 +121,35 @@ impl InProcessHost {
     fn parse_path(&self, path: &str, step: TransferStep) -> Result<WinPath, TransportError> {
         WinPath::parse(path).map_err(|error| self.transfer_error(path, step, error))
     }
+
+    /// Writes the request's bytes to its staging file; returns the staging path, the target and the size.
+    fn write_staging(&self, request: &UploadRequest) -> Result<(WinPath, WinPath, u64), TransportError> {
+        let path = &request.remote_path;
+        let bytes = match &request.source {
+            UploadSource::Bytes(bytes) => bytes.to_vec(),
+            UploadSource::File(local) => {
+                std::fs::read(local).map_err(|error| self.transfer_error(path, TransferStep::ReadSource, error))?
+            }
+        };
+        let target = self.parse_path(path, TransferStep::OpenStaging)?;
+        let staging = self.parse_path(&staging_path(path), TransferStep::OpenStaging)?;
+        self.host()
+            .disk
+            .write(&staging, &bytes)
+            .map_err(|error| self.transfer_error(path, TransferStep::Write, error))?;
+        Ok((staging, target, bytes.len() as u64))
+    }
+
+    /// Replaces `target` with the verified `staging` file (refused while a running service holds the target).
+    fn place(&self, host: &mut Host, path: &str, staging: &WinPath, target: &WinPath) -> Result<(), TransportError> {
+        if host.is_locked(target) {
+            return Err(self.transfer_error(path, TransferStep::RemoveTarget, "the file is in use"));
+        }
+        if host.disk.entry(target).is_some() {
+            host.disk.remove(target).map_err(|error| self.transfer_error(path, TransferStep::RemoveTarget, error))?;
+        }
+        host.disk.rename(staging, target).map_err(|error| self.transfer_error(path, TransferStep::Rename, error))
+    }
 }
 
 #[async_trait]
@@ -140,16 +170,8 @@ impl RemoteHost for InProcessHost {
 
     async fn upload(&self, request: &UploadRequest) -> Result<UploadOutcome, TransportError> {
         let path = &request.remote_path;
-        let bytes = match &request.source {
-            UploadSource::Bytes(bytes) => bytes.to_vec(),
-            UploadSource::File(local) => {
-                std::fs::read(local).map_err(|error| self.transfer_error(path, TransferStep::ReadSource, error))?
-            }
-        };
-        let target = self.parse_path(path, TransferStep::OpenStaging)?;
-        let staging = self.parse_path(&staging_path(path), TransferStep::OpenStaging)?;
+        let (staging, target, bytes) = self.write_staging(request)?;
         let mut host = self.host();
-        host.disk.write(&staging, &bytes).map_err(|error| self.transfer_error(path, TransferStep::Write, error))?;
         if let Some(verify) = &request.verify {
             let output = host.exec(&self.client_version, &verify.line);
             let printed = output.stdout.trim().to_ascii_lowercase();
@@ -158,18 +180,54 @@ impl RemoteHost for InProcessHost {
                 return Err(self.transfer_error(path, TransferStep::Verify, reason));
             }
         }
-        if host.is_locked(&target) {
-            return Err(self.transfer_error(path, TransferStep::RemoveTarget, "the file is in use"));
+        self.place(&mut host, path, &staging, &target)?;
+        Ok(UploadOutcome::Uploaded { bytes, write_duration: Duration::ZERO, duration: Duration::ZERO })
+    }
+
+    /// Every staging file first, the batch's one verify command through the host's shells, then each rename: the
+    /// transport's batch sequence.
+    async fn upload_batch(&self, batch: &UploadBatch) -> Result<BatchOutcome, TransportError> {
+        let sending: Vec<&UploadRequest> = batch.requests.iter().filter(|request| request.needs_sending()).collect();
+        if sending.is_empty() {
+            return Ok(BatchOutcome {
+                outcomes: vec![UploadOutcome::Skipped; batch.requests.len()],
+                verify_commands: 0,
+            });
         }
-        if host.disk.entry(&target).is_some() {
-            host.disk.remove(&target).map_err(|error| self.transfer_error(path, TransferStep::RemoveTarget, error))?;
+        let mut written = Vec::with_capacity(sending.len());
+        for request in &sending {
+            written.push(self.write_staging(request)?);
         }
-        host.disk.rename(&staging, &target).map_err(|error| self.transfer_error(path, TransferStep::Rename, error))?;
-        Ok(UploadOutcome::Uploaded {
-            bytes: bytes.len() as u64,
-            write_duration: Duration::ZERO,
-            duration: Duration::ZERO,
-        })
+        let mut host = self.host();
+        let output = host.exec(&self.client_version, &batch.verify.line);
+        let printed: Vec<String> = output
+            .stdout
+            .lines()
+            .map(|line| line.trim().to_ascii_lowercase())
+            .filter(|line| !line.is_empty())
+            .collect();
+        for (index, request) in sending.iter().enumerate() {
+            let line = printed.get(index).map(String::as_str);
+            if output.code != 0 || line != Some(request.expected_sha256.to_string().as_str()) {
+                let reason = format!("verify printed {line:?} for it (exit {})", output.code);
+                return Err(self.transfer_error(&request.remote_path, TransferStep::Verify, reason));
+            }
+        }
+        for (request, (staging, target, _)) in sending.iter().zip(&written) {
+            self.place(&mut host, &request.remote_path, staging, target)?;
+        }
+        let mut sizes = written.into_iter().map(|(_, _, bytes)| bytes);
+        let outcomes = batch
+            .requests
+            .iter()
+            .map(|request| match request.needs_sending().then(|| sizes.next()).flatten() {
+                Some(bytes) => {
+                    UploadOutcome::Uploaded { bytes, write_duration: Duration::ZERO, duration: Duration::ZERO }
+                }
+                None => UploadOutcome::Skipped,
+            })
+            .collect();
+        Ok(BatchOutcome { outcomes, verify_commands: 1 })
     }
 
     async fn download(&self, remote_path: &str) -> Result<Vec<u8>, TransportError> {

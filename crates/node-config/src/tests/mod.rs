@@ -3,6 +3,6 @@
 //! state and the records written; and against `winhost-sim`'s host model ([`simulator`]), which interprets the
 //! commands generically.
 
-mod fake_host;
+pub(crate) mod fake_host;
 mod flows;
 mod simulator;
