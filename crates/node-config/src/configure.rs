@@ -24,6 +24,7 @@
 //! stops at [`ConfigureState::WaitingForBudget`] after the probe, changing nothing.
 
 use std::collections::BTreeMap;
+use std::time::Instant;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
@@ -45,6 +46,7 @@ use wmco_windows_services::{
 use crate::disruption::{Admission, DisruptionGate, DisruptionRequest, needs_budget, same_release, stopped_services};
 use crate::error::{FlowError, FlowStep, SourceError};
 use crate::identity::HostIdentity;
+use crate::memo::{self, PassInputs, PassMemo};
 use crate::record::Recorder;
 use crate::script;
 use crate::session::HostSession;
@@ -244,19 +246,31 @@ struct PassResult {
     node_name: String,
     steps_applied: usize,
     withheld: Vec<WithheldService>,
+    /// The pass's inputs as it left them (the Node after its patch), for the session's memory of the pass.
+    inputs: Option<PassInputs>,
 }
 
 impl PassResult {
     fn new(state: ConfigureState, node_name: String, steps_applied: usize) -> Self {
-        PassResult { state, node_name, steps_applied, withheld: Vec::new() }
+        PassResult { state, node_name, steps_applied, withheld: Vec::new(), inputs: None }
     }
 }
 
 /// The configuration stage, decided from the Node.
 enum Stage {
     Bootstrap,
-    Registered,
+    Registered(Box<Node>),
     Node(Box<Node>),
+}
+
+impl Stage {
+    /// The Node, once registered.
+    fn node(&self) -> Option<&Node> {
+        match self {
+            Stage::Bootstrap => None,
+            Stage::Registered(node) | Stage::Node(node) => Some(node),
+        }
+    }
 }
 
 /// Runs one configure pass for the host of `inputs.instance` over `session`.
@@ -307,9 +321,16 @@ pub async fn configure(
     let result = configure_pass(session, cluster, inputs, &mut recorder).await;
     let logged_in = session.counters().commands > before.commands;
     match result {
-        Ok(PassResult { state, node_name, steps_applied, withheld }) => {
+        Ok(PassResult { state, node_name, steps_applied, withheld, inputs }) => {
             if logged_in && recorder.note_logged_in() {
                 recorder.save().await?;
+            }
+            if let Some(inputs) = inputs.filter(|_| PassMemo::remembers(state)) {
+                let fingerprint = inputs.with_status(Some(&recorder.status));
+                let memo = PassMemo { fingerprint, state, withheld: withheld.clone(), at: Instant::now() };
+                session.remember_pass(Some(memo));
+            } else if logged_in {
+                session.remember_pass(None);
             }
             let after = session.counters();
             Ok(ConfigureOutcome {
@@ -323,6 +344,7 @@ pub async fn configure(
             })
         }
         Err(error) => {
+            session.remember_pass(None);
             if error.is_authentication_failure() {
                 recorder.note_authentication_refused(error.to_string(), Timestamp::now());
             } else if logged_in && !error.is_host_key_mismatch() {
@@ -385,19 +407,34 @@ async fn configure_pass(
     let stage = match node {
         None => Stage::Bootstrap,
         Some(node) if subnet(&node).is_some() => Stage::Node(Box::new(node)),
-        Some(_) => Stage::Registered,
+        Some(node) => Stage::Registered(Box::new(node)),
     };
     let (file_stage, service_phase) = match &stage {
-        Stage::Bootstrap | Stage::Registered => (FileStage::Bootstrap, ServiceStage::Bootstrap),
+        Stage::Bootstrap | Stage::Registered(_) => (FileStage::Bootstrap, ServiceStage::Bootstrap),
         Stage::Node(node) => (FileStage::Node(node), ServiceStage::Node),
     };
     let node_exists = !matches!(stage, Stage::Bootstrap);
-    let StageFiles { files, withheld, settings_generation } =
-        inputs.files.files(&identity, file_stage).map_err(|source| FlowError::DesiredFiles {
-            host: session.label().to_owned(),
-            stage: file_stage.name(),
-            source,
-        })?;
+    let stage_files = inputs.files.files(&identity, file_stage).map_err(|source| FlowError::DesiredFiles {
+        host: session.label().to_owned(),
+        stage: file_stage.name(),
+        source,
+    })?;
+    let pass_inputs = |node: Option<&Node>| {
+        PassInputs::new(
+            inputs.instance,
+            node,
+            &stage_files,
+            inputs.settings,
+            [inputs.operator_version, inputs.pub_key_hash],
+        )
+    };
+    if let Some(memo) = session.unchanged_pass(pass_inputs(stage.node()).with_status(inputs.instance.status.as_ref())) {
+        tracing::debug!(host = session.label(), state = ?memo.state, "nothing changed since the last pass");
+        let mut result = PassResult::new(memo.state, node_name, 0);
+        result.withheld = memo.withheld;
+        return Ok(result);
+    }
+    let StageFiles { files, withheld, settings_generation } = stage_files.clone();
     let bootstrap_kubeconfig = parse_fixed(session, BOOTSTRAP_KUBECONFIG)?;
     let wanted_files: BTreeMap<WinPath, &HostFile> = files
         .files()
@@ -441,12 +478,16 @@ async fn configure_pass(
         Stage::Bootstrap => {
             set_waiting(recorder);
             recorder.save().await?;
-            return Ok(PassResult::new(ConfigureState::WaitingForNode, node_name, steps.len()));
+            let mut result = PassResult::new(ConfigureState::WaitingForNode, node_name, steps.len());
+            result.inputs = Some(pass_inputs(None));
+            return Ok(result);
         }
-        Stage::Registered => {
+        Stage::Registered(node) => {
             set_waiting(recorder);
             recorder.save().await?;
-            return Ok(PassResult::new(ConfigureState::WaitingForSubnet, node_name, steps.len()));
+            let mut result = PassResult::new(ConfigureState::WaitingForSubnet, node_name, steps.len());
+            result.inputs = Some(pass_inputs(Some(&node)));
+            return Ok(result);
         }
         Stage::Node(node) => node,
     };
@@ -477,7 +518,8 @@ async fn configure_pass(
         ConfigureState::WaitingForReady
     };
     recorder.save().await?;
-    Ok(PassResult { state, node_name, steps_applied: steps.len(), withheld })
+    let inputs = Some(pass_inputs(Some(&memo::patched(&node, &patch))));
+    Ok(PassResult { state, node_name, steps_applied: steps.len(), withheld, inputs })
 }
 
 /// Reads the Node named `node_name`.

@@ -110,6 +110,7 @@ pub async fn deconfigure(
     inputs: &DeconfigureInputs<'_>,
 ) -> Result<DeconfigureOutcome, FlowError> {
     let mut recorder = Recorder::new(cluster.records, inputs.instance, session.label())?;
+    session.remember_pass(None);
     match deconfigure_pass(session, cluster, inputs, &mut recorder).await {
         Ok(outcome) => Ok(outcome),
         Err(error) => {

@@ -5,7 +5,7 @@ use std::fmt;
 use std::time::Duration;
 
 use wmco_ssh_transport::TransportError;
-use wmco_windows_services::{CommandError, NodeError, PlanError, ProbeError, WinPath};
+use wmco_windows_services::{ChainReadError, CommandError, NodeError, PlanError, ProbeError, WinPath};
 
 use crate::identity::IdentityError;
 
@@ -132,6 +132,20 @@ pub enum FlowError {
         /// The message the host printed.
         message: String,
     },
+    /// A chain of commands printed output that contradicts itself (markers out of order, an exit code that does
+    /// not match them).
+    #[error("host {host}: {step}: the output of `{command}` is unreadable: {source}")]
+    ChainOutput {
+        /// The host.
+        host: String,
+        /// The step of the chain's first command.
+        step: FlowStep,
+        /// The chain's first step.
+        command: String,
+        /// Why.
+        #[source]
+        source: ChainReadError,
+    },
     /// The state probe's output could not be read.
     #[error("host {host}: the state probe's output is unreadable: {source}")]
     Probe {
@@ -237,6 +251,7 @@ impl FlowError {
             | FlowError::Cluster { .. }
             | FlowError::StopTimedOut { .. }
             | FlowError::Probe { .. }
+            | FlowError::ChainOutput { .. }
             | FlowError::Identity { source: IdentityError::Output { .. }, .. } => true,
             FlowError::Plan { .. }
             | FlowError::Render { .. }
@@ -252,6 +267,7 @@ impl FlowError {
             FlowError::Transport { source, .. } | FlowError::Upload { source, .. } => source.class().label(),
             FlowError::Command { .. } => "command",
             FlowError::Probe { .. } => "probe_output",
+            FlowError::ChainOutput { .. } => "chain_output",
             FlowError::Plan { .. } => "plan",
             FlowError::Render { .. } => "render",
             FlowError::NodeServices { .. } => "node_services",
@@ -270,6 +286,7 @@ impl FlowError {
             | FlowError::Upload { step, .. }
             | FlowError::Command { step, .. }
             | FlowError::Render { step, .. }
+            | FlowError::ChainOutput { step, .. }
             | FlowError::Cluster { step, .. } => Some(*step),
             FlowError::Probe { .. } => Some(FlowStep::Probe),
             FlowError::Plan { .. } | FlowError::NodeServices { .. } | FlowError::DesiredFiles { .. } => {

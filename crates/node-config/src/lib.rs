@@ -28,6 +28,7 @@ mod deconfigure;
 mod disruption;
 mod error;
 mod identity;
+mod memo;
 mod record;
 mod script;
 mod session;

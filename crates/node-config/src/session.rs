@@ -1,8 +1,8 @@
 //! `HostSession`: one host's [`RemoteHost`] kept across reconciles, with what the flow knows is already on the
 //! host (content-addressed script files) and the executor of rendered commands and plan steps: running a command
 //! (uploading its script file first if needed), the batched probe, uploads of host files verified by one remote
-//! hash command per batch,
-//! sc.exe calls with their tolerated failure codes, and the wait for STOPPED after a stop.
+//! hash command per batch, runs of plan steps sent as command chains (one round trip for many sc.exe and PowerShell
+//! commands) with sc.exe's tolerated failure codes, and the wait for STOPPED after a stop.
 //! Each command and upload records its [`FlowStep`] in the `step` field of the caller's tracing span (the
 //! operator opens one per reconcile with the instance and host), so every log line says which step it belongs to.
 
@@ -17,11 +17,12 @@ use wmco_ssh_transport::{
     UploadSource, staging_path,
 };
 use wmco_windows_services::{
-    ObservedHost, ProbeRequest, RenderedCommand, SCRIPT_DIRECTORY, ScCommand, ScErrorCode, ScriptFile, ServiceName,
-    ServiceState, Shell, Step, WinPath, parse_sc_failure, parse_sc_query,
+    CommandChain, ObservedHost, ProbeRequest, RenderedCommand, SCRIPT_DIRECTORY, ScCommand, ScErrorCode, ScriptFile,
+    ServiceName, ServiceState, Shell, Step, WinPath, parse_sc_failure, parse_sc_query,
 };
 
 use crate::error::{FlowError, FlowStep};
+use crate::memo::PassMemo;
 use crate::script;
 
 /// Time limits of the commands a session runs.
@@ -33,15 +34,20 @@ pub struct SessionSettings {
     pub stop_timeout: Duration,
     /// Pause between `sc.exe query` calls while waiting for STOPPED.
     pub stop_poll_interval: Duration,
+    /// How long after a pass that ended Ready or waiting for its Node a pass with the same inputs (record, Node,
+    /// desired files, settings) returns the same state without a command; zero probes on every pass.
+    pub unchanged_pass_window: Duration,
 }
 
 impl Default for SessionSettings {
-    /// Two minutes per command; one minute for a stop, polled every second.
+    /// Two minutes per command; one minute for a stop, polled every second; unchanged passes answered from memory
+    /// for five minutes (half the operator's ten-minute drift check of a Ready host).
     fn default() -> Self {
         SessionSettings {
             command_timeout: Duration::from_secs(120),
             stop_timeout: Duration::from_secs(60),
             stop_poll_interval: Duration::from_secs(1),
+            unchanged_pass_window: Duration::from_secs(300),
         }
     }
 }
@@ -57,17 +63,27 @@ pub struct SessionCounters {
     pub bytes_uploaded: u64,
 }
 
+/// What a session knows of the content-addressed script files on its host, by SHA-256.
+#[derive(Default)]
+struct KnownScripts {
+    /// On the host, as far as the session knows.
+    present: BTreeSet<String>,
+    /// A run failed: upload before the next run, whatever the host holds.
+    doubted: BTreeSet<String>,
+}
+
 /// One host's connection and the flow's memory of it. Keep one per host for the operator's lifetime and pass it
 /// to every [`crate::configure`] / [`crate::deconfigure`] call: the connection is reused and script files are
 /// uploaded once.
 pub struct HostSession {
     host: Arc<dyn RemoteHost>,
     settings: SessionSettings,
-    scripts_present: Mutex<BTreeSet<String>>,
+    scripts: Mutex<KnownScripts>,
     script_directory_present: AtomicBool,
     commands: AtomicU64,
     uploads: AtomicU64,
     bytes_uploaded: AtomicU64,
+    last_pass: Mutex<Option<PassMemo>>,
 }
 
 impl HostSession {
@@ -81,12 +97,26 @@ impl HostSession {
         HostSession {
             host,
             settings,
-            scripts_present: Mutex::new(BTreeSet::new()),
+            scripts: Mutex::new(KnownScripts::default()),
             script_directory_present: AtomicBool::new(false),
             commands: AtomicU64::new(0),
             uploads: AtomicU64::new(0),
             bytes_uploaded: AtomicU64::new(0),
+            last_pass: Mutex::new(None),
         }
+    }
+
+    /// The state of the last pass if it had the inputs of `fingerprint` and ended within the unchanged-pass window.
+    pub(crate) fn unchanged_pass(&self, fingerprint: u64) -> Option<PassMemo> {
+        let memo = self.last_pass.lock().unwrap_or_else(PoisonError::into_inner);
+        memo.as_ref()
+            .filter(|memo| memo.fingerprint == fingerprint && memo.at.elapsed() < self.settings.unchanged_pass_window)
+            .cloned()
+    }
+
+    /// Remembers the last pass (or forgets it: a failed pass, deconfiguration).
+    pub(crate) fn remember_pass(&self, memo: Option<PassMemo>) {
+        *self.last_pass.lock().unwrap_or_else(PoisonError::into_inner) = memo;
     }
 
     /// The host as errors name it.
@@ -110,7 +140,7 @@ impl HostSession {
 
     /// Forgets which script files are on the host (after deconfiguration removed them).
     pub(crate) fn forget_scripts(&self) {
-        self.scripts_present.lock().unwrap_or_else(PoisonError::into_inner).clear();
+        *self.scripts.lock().unwrap_or_else(PoisonError::into_inner) = KnownScripts::default();
         self.script_directory_present.store(false, Ordering::Relaxed);
     }
 
@@ -132,39 +162,52 @@ impl HostSession {
     }
 
     /// Runs a rendered command and returns its output, whatever its exit code. A command with a script file the
-    /// session has not seen yet is first run as is (the content-addressed file may be on the host from an earlier
-    /// operator process); only if that fails is the script uploaded and the command run again. Once known, a
-    /// script is not uploaded again by this session until a run of it fails: then the session forgets it, so the
-    /// next run checks again (the file may have left the host: a directory removed by hand, a restored image, or an
-    /// earlier answer that only looked like success).
+    /// session has not seen yet first asks the host for the file's size over SFTP (no command: the
+    /// content-addressed file may be there from an earlier operator process) and uploads it only when it is missing
+    /// or of another size. Once known, a script is not checked again by this session until a run of it fails: then
+    /// the session forgets it and doubts the copy on the host, so the next run uploads it again whatever its size
+    /// (the file may have left the host or been damaged: a directory removed by hand, a restored image, a disk
+    /// error).
     pub(crate) async fn run(&self, step: FlowStep, command: &RenderedCommand) -> Result<Output, FlowError> {
         let Some(script_file) = &command.script_file else {
             return self.exec(step, command).await;
         };
-        let known = self.scripts_present.lock().unwrap_or_else(PoisonError::into_inner).contains(&script_file.sha256);
-        if known {
-            let output = self.exec(step, command).await?;
-            if !output.success() {
-                self.forget_script(script_file);
+        let (known, doubted) = {
+            let scripts = self.scripts.lock().unwrap_or_else(PoisonError::into_inner);
+            (scripts.present.contains(&script_file.sha256), scripts.doubted.contains(&script_file.sha256))
+        };
+        if !known {
+            let present = !doubted
+                && self
+                    .host
+                    .file_size(&script_file.path.to_sftp())
+                    .await
+                    .map_err(|source| self.transport_error(step, source))?
+                    == Some(script_file.contents.len() as u64);
+            if !present {
+                self.upload_script(step, script_file).await?;
             }
-            return Ok(output);
-        }
-        let optimistic = self.exec(step, command).await?;
-        if optimistic.success() {
             self.remember_script(script_file);
-            return Ok(optimistic);
         }
-        self.upload_script(step, script_file).await?;
-        self.exec(step, command).await
+        let output = self.exec(step, command).await?;
+        if !output.success() {
+            self.doubt_script(script_file);
+        }
+        Ok(output)
     }
 
     fn remember_script(&self, script_file: &ScriptFile) {
-        self.scripts_present.lock().unwrap_or_else(PoisonError::into_inner).insert(script_file.sha256.clone());
+        let mut scripts = self.scripts.lock().unwrap_or_else(PoisonError::into_inner);
+        scripts.doubted.remove(&script_file.sha256);
+        scripts.present.insert(script_file.sha256.clone());
     }
 
-    /// Forgets one script file and whether the script directory exists (it may have gone with the file).
-    fn forget_script(&self, script_file: &ScriptFile) {
-        self.scripts_present.lock().unwrap_or_else(PoisonError::into_inner).remove(&script_file.sha256);
+    /// Forgets one script file and whether the script directory exists (it may have gone with the file); the next
+    /// run uploads it.
+    fn doubt_script(&self, script_file: &ScriptFile) {
+        let mut scripts = self.scripts.lock().unwrap_or_else(PoisonError::into_inner);
+        scripts.present.remove(&script_file.sha256);
+        scripts.doubted.insert(script_file.sha256.clone());
         self.script_directory_present.store(false, Ordering::Relaxed);
     }
 
@@ -235,16 +278,29 @@ impl HostSession {
             .map_err(|source| FlowError::Probe { host: self.label().to_owned(), source })
     }
 
-    /// Runs plan steps in order: commands for each, uploads for [`Step::ReplaceFiles`], and a wait for STOPPED after
-    /// each stop.
+    /// Runs plan steps in order. Missing directories are created over SFTP (no command), [`Step::ReplaceFiles`]
+    /// uploads its files verified a batch at a time, a stop is followed by the wait for STOPPED, and every other
+    /// run of steps is sent as few [`CommandChain`]s as fit in a command line: a first configuration's services,
+    /// firewall rules and settings cost one round trip.
     pub(crate) async fn apply(
         &self,
         steps: &[Step],
         files: &BTreeMap<WinPath, &HostFile>,
         observed: &ObservedHost,
     ) -> Result<(), FlowError> {
-        for step in steps {
+        let mut index = 0;
+        while index < steps.len() {
+            let step = &steps[index];
             match step {
+                Step::EnsureDirectories(directories) => {
+                    tracing::Span::current().record("step", tracing::field::display(FlowStep::Prerequisites));
+                    for directory in directories {
+                        self.host
+                            .mkdir_all(&directory.to_sftp())
+                            .await
+                            .map_err(|source| self.transport_error(FlowStep::Prerequisites, source))?;
+                    }
+                }
                 Step::ReplaceFiles(paths) => {
                     let placing: Vec<(&HostFile, Option<Sha256Digest>)> = paths
                         .iter()
@@ -256,73 +312,121 @@ impl HostSession {
                     self.upload_files(&placing).await?;
                 }
                 Step::StopService(name) => {
-                    let output = self.run_sc(step).await?;
+                    let output = self.run_alone(step, &self.render(step)?.remove(0)).await?;
                     self.wait_stopped(name, &output).await?;
                 }
-                Step::EnsureDirectories(_)
-                | Step::SetMachineEnv(_)
-                | Step::SetRegistryValue(_)
-                | Step::RemoveFirewallRule(_)
-                | Step::CreateFirewallRule(_)
-                | Step::ResetDirectory { .. } => {
-                    for command in
-                        step.commands().map_err(|source| self.render_error(FlowStep::Prerequisites, source))?
-                    {
-                        self.run_powershell(FlowStep::Prerequisites, &step.to_string(), &command).await?;
-                    }
-                }
-                Step::SyncRootCertificates(_) => {
-                    for command in
-                        step.commands().map_err(|source| self.render_error(FlowStep::TrustCertificates, source))?
-                    {
-                        self.run_powershell(FlowStep::TrustCertificates, &step.to_string(), &command).await?;
-                    }
-                }
-                Step::DeleteService(_)
-                | Step::CreateService(_)
-                | Step::ReconfigureService(_)
-                | Step::StartService(_) => {
-                    self.run_sc(step).await?;
+                _ => {
+                    let end = steps[index..]
+                        .iter()
+                        .position(|step| !chains(step))
+                        .map_or(steps.len(), |offset| index + offset);
+                    self.apply_chained(&steps[index..end]).await?;
+                    index = end;
+                    continue;
                 }
             }
+            index += 1;
         }
         Ok(())
     }
 
-    /// Runs the sc.exe commands of a service step; tolerated failures (stop of a stopped service, start of a
-    /// running one, delete of a missing or already marked one) count as done. Returns the last output.
-    async fn run_sc(&self, step: &Step) -> Result<Output, FlowError> {
-        let commands = step.commands().map_err(|source| self.render_error(FlowStep::Services, source))?;
-        let mut last = None;
-        for command in commands {
-            let output = self.run(FlowStep::Services, &command).await?;
-            let failure = if command.shell == Shell::Cmd {
-                parse_sc_failure(&output.stdout_text(), output.exit_code)
-            } else if output.success() {
-                None
-            } else {
-                parse_sc_failure("", output.exit_code)
-            };
-            if let Some(failure) = failure
-                && !tolerated(step, failure.code)
-            {
-                return Err(FlowError::Command {
-                    host: self.label().to_owned(),
-                    step: FlowStep::Services,
-                    command: step.to_string(),
-                    code: failure.code.code(),
-                    message: failure.message,
-                });
-            }
-            last = Some(output);
+    /// The command lines of `step` (a step that renders none is an error: it would be skipped silently).
+    fn render(&self, step: &Step) -> Result<Vec<RenderedCommand>, FlowError> {
+        let commands = step.commands().map_err(|source| self.render_error(flow_step(step), source))?;
+        if commands.is_empty() {
+            return Err(self.step_failed(step, 0, "the step rendered no command".to_owned()));
         }
-        last.ok_or_else(|| FlowError::Command {
+        Ok(commands)
+    }
+
+    /// Runs the commands of `steps` in order, as many per round trip as a [`CommandChain`] holds. A command that
+    /// cannot be chained (its script file may need uploading) runs alone. A failure the step tolerates (start of a
+    /// running service, stop of a stopped one, delete of a missing one) counts as done and the rest follows in the
+    /// next chain; any other failure ends the pass naming its step.
+    async fn apply_chained(&self, steps: &[Step]) -> Result<(), FlowError> {
+        let mut commands: Vec<(&Step, RenderedCommand)> = Vec::new();
+        for step in steps {
+            commands.extend(self.render(step)?.into_iter().map(|command| (step, command)));
+        }
+        let mut next = 0;
+        while next < commands.len() {
+            let (step, first) = &commands[next];
+            if !CommandChain::accepts(first) {
+                self.run_alone(step, first).await?;
+                next += 1;
+                continue;
+            }
+            let chain = self.longest_chain(&commands[next..])?;
+            tracing::Span::current().record("step", tracing::field::display(flow_step(step)));
+            let output = self.exec(flow_step(step), chain.command()).await?;
+            let report =
+                chain.read(&output.stdout_text(), output.exit_code).map_err(|source| FlowError::ChainOutput {
+                    host: self.label().to_owned(),
+                    step: flow_step(step),
+                    command: step.to_string(),
+                    source,
+                })?;
+            let Some(failure) = report.failure else {
+                next += chain.len();
+                continue;
+            };
+            let (failed_step, failed_command) = &commands[next + failure.index];
+            let failed = Output { exit_code: failure.exit_code, stdout: failure.stdout.into_bytes(), ..output };
+            self.check(failed_step, failed_command, &failed)?;
+            next += failure.index + 1;
+        }
+        Ok(())
+    }
+
+    /// The longest chain of the commands at the start of `commands` that fits in a command line (at least one).
+    fn longest_chain(&self, commands: &[(&Step, RenderedCommand)]) -> Result<CommandChain, FlowError> {
+        let mut chain: Option<CommandChain> = None;
+        for length in 1..=commands.len() {
+            let (step, command) = &commands[length - 1];
+            if !CommandChain::accepts(command) {
+                break;
+            }
+            match CommandChain::new(commands[..length].iter().map(|(_, command)| command.clone()).collect()) {
+                Ok(longer) => chain = Some(longer),
+                Err(wmco_windows_services::CommandError::TooLong { .. }) if chain.is_some() => break,
+                Err(source) => return Err(self.render_error(flow_step(step), source)),
+            }
+        }
+        chain.ok_or_else(|| self.step_failed(commands[0].0, 0, "no command to run".to_owned()))
+    }
+
+    /// Runs one command of `step` on its own and checks its result. Returns its output.
+    async fn run_alone(&self, step: &Step, command: &RenderedCommand) -> Result<Output, FlowError> {
+        let output = self.run(flow_step(step), command).await?;
+        self.check(step, command, &output)?;
+        Ok(output)
+    }
+
+    /// Fails unless `output` of `command` means `step` holds: success, or an sc.exe failure the step tolerates.
+    fn check(&self, step: &Step, command: &RenderedCommand, output: &Output) -> Result<(), FlowError> {
+        let failure = if command.shell == Shell::Cmd {
+            parse_sc_failure(&output.stdout_text(), output.exit_code)
+        } else if output.success() {
+            None
+        } else {
+            return Err(self.step_failed(step, output.exit_code, first_line(output)));
+        };
+        match failure {
+            Some(failure) if !tolerated(step, failure.code) => {
+                Err(self.step_failed(step, failure.code.code(), failure.message))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn step_failed(&self, step: &Step, code: u32, message: String) -> FlowError {
+        FlowError::Command {
             host: self.label().to_owned(),
-            step: FlowStep::Services,
+            step: flow_step(step),
             command: step.to_string(),
-            code: 0,
-            message: "the step rendered no command".to_owned(),
-        })
+            code,
+            message,
+        }
     }
 
     /// Waits until `name` reports STOPPED: the stop's own output first, then `sc.exe query` every poll interval.
@@ -448,6 +552,31 @@ impl HostSession {
     }
 }
 
+/// Whether `step` can join a [`CommandChain`] with its neighbours: everything but the creation of directories (over
+/// SFTP), the file replacement (uploads) and stops (each followed by the wait for STOPPED).
+fn chains(step: &Step) -> bool {
+    !matches!(step, Step::EnsureDirectories(_) | Step::ReplaceFiles(_) | Step::StopService(_))
+}
+
+/// The flow step a plan step belongs to.
+fn flow_step(step: &Step) -> FlowStep {
+    match step {
+        Step::EnsureDirectories(_)
+        | Step::SetMachineEnv(_)
+        | Step::SetRegistryValue(_)
+        | Step::RemoveFirewallRule(_)
+        | Step::CreateFirewallRule(_)
+        | Step::ResetDirectory { .. } => FlowStep::Prerequisites,
+        Step::ReplaceFiles(_) => FlowStep::UploadFiles,
+        Step::SyncRootCertificates(_) => FlowStep::TrustCertificates,
+        Step::StopService(_)
+        | Step::DeleteService(_)
+        | Step::CreateService(_)
+        | Step::ReconfigureService(_)
+        | Step::StartService(_) => FlowStep::Services,
+    }
+}
+
 /// Whether an sc.exe failure code means the step's goal already holds.
 fn tolerated(step: &Step, code: ScErrorCode) -> bool {
     match step {
@@ -481,6 +610,54 @@ mod tests {
         assert!(tolerated(&Step::StartService(name.clone()), ScErrorCode::AlreadyRunning));
         assert!(!tolerated(&Step::StartService(name.clone()), ScErrorCode::ServiceDoesNotExist));
         assert!(tolerated(&Step::DeleteService(name), ScErrorCode::MarkedForDeletion));
+    }
+
+    fn service(name: &str) -> wmco_windows_services::ServiceSpec {
+        wmco_windows_services::ServiceSpec {
+            name: ServiceName::new(name).unwrap(),
+            display_name: name.to_owned(),
+            description: format!("OpenShift managed {name}"),
+            command: wmco_windows_services::ServiceCommand::new(
+                WinPath::parse(&format!(r"C:\k\{name}.exe")).unwrap(),
+                ["--run-service"],
+            ),
+            start: wmco_windows_services::StartType::Auto,
+            dependencies: vec![],
+            recovery: wmco_windows_services::FailureActions::restart_after(300, &[]),
+            failure_flag: true,
+            extra_binaries: vec![],
+            environment: Default::default(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_run_of_steps_is_one_chain_that_goes_on_after_tolerated_failures_and_names_the_first_other_one() {
+        let host = Arc::new(crate::tests::fake_host::FakeWindowsHost::new(
+            r#"{"hostname":"WIN-A","fqdn":"win-a","ip":"203.0.113.7"}"#,
+            vec![service("a")],
+        ));
+        let session = HostSession::new(host.clone());
+        let a = ServiceName::new("a").unwrap();
+        let created = [Step::CreateService(Box::new(service("a"))), Step::StartService(a.clone())];
+        session.apply(&created, &BTreeMap::new(), &ObservedHost::default()).await.unwrap();
+        assert_eq!(session.counters().commands, 1, "create, description, failure, failureflag and start in one line");
+        assert_eq!(host.services(), [("a".to_owned(), true)].into());
+        host.take_log();
+
+        // Starting a running service fails with 1056, which the step tolerates: the rest follows in a second chain,
+        // and the first failure that is not tolerated ends the run, naming its step.
+        let missing = ServiceName::new("b").unwrap();
+        let steps = [Step::StartService(a.clone()), Step::StartService(missing), Step::StartService(a)];
+        let error = session.apply(&steps, &BTreeMap::new(), &ObservedHost::default()).await.unwrap_err();
+        match &error {
+            FlowError::Command { step, command, code, .. } => {
+                assert_eq!((*step, command.as_str(), *code), (FlowStep::Services, "start service b", 1060));
+            }
+            other => panic!("expected a command error, got {other}"),
+        }
+        assert_eq!(session.counters().commands, 3);
+        let runs = host.take_log();
+        assert_eq!(runs.len(), 2, "the third step never ran: {runs:?}");
     }
 
     #[test]

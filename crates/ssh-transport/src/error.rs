@@ -209,6 +209,8 @@ pub enum TransferStep {
     Remove,
     /// Creating a remote directory.
     CreateDirectory,
+    /// Reading a remote file's attributes.
+    Stat,
 }
 
 impl fmt::Display for TransferStep {
@@ -225,6 +227,7 @@ impl fmt::Display for TransferStep {
             TransferStep::Read => "reading the remote file",
             TransferStep::Remove => "removing the remote file",
             TransferStep::CreateDirectory => "creating the remote directory",
+            TransferStep::Stat => "reading the remote file's size",
         })
     }
 }

@@ -152,6 +152,11 @@ impl RemoteHost for SshHost {
         self.on_connection(move |connection, host| sftp_ops::mkdir_all(connection, &path, host)).await
     }
 
+    async fn file_size(&self, remote_path: &str) -> Result<Option<u64>, TransportError> {
+        let path = remote_path.to_owned();
+        self.on_connection(move |connection, host| sftp_ops::file_size(connection, &path, host)).await
+    }
+
     async fn host_key(&self) -> Result<HostKey, TransportError> {
         self.connect().await
     }

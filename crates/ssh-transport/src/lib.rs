@@ -68,5 +68,6 @@ pub use key::{KeyEncoding, KeyError, PrivateKey};
 pub use pool::HostPool;
 pub use remote::RemoteHost;
 pub use retry::{RetryPolicy, retry};
+pub use source::source_hashes;
 pub use upload::{BatchOutcome, UploadBatch, UploadOutcome, UploadRequest, UploadSource, staging_path};
 pub use wmco_vocabulary::{DigestParseError, Sha256Digest};

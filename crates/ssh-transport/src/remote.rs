@@ -60,6 +60,10 @@ pub trait RemoteHost: Send + Sync {
     /// Creates a remote directory and its missing parents.
     async fn mkdir_all(&self, remote_path: &str) -> Result<(), TransportError>;
 
+    /// The size of the regular file at `remote_path`, or `None` when there is none; one SFTP request, no command
+    /// (a caller checks whether a content-addressed file is already there without starting a process).
+    async fn file_size(&self, remote_path: &str) -> Result<Option<u64>, TransportError>;
+
     /// The host key of the connection (connecting if needed); under trust on first use, the key to record.
     async fn host_key(&self) -> Result<HostKey, TransportError>;
 }

@@ -202,25 +202,39 @@ fn write_staging(
     staging: &str,
     failures: &Failures<'_>,
 ) -> Result<u64, OpError> {
+    let mut stamped = None;
     let source: Box<dyn Read + Send> = match &request.source {
         UploadSource::File(path) => {
-            Box::new(std::fs::File::open(path).map_err(|error| failures.io(TransferStep::ReadSource, &error))?)
+            let file = std::fs::File::open(path).map_err(|error| failures.io(TransferStep::ReadSource, &error))?;
+            let stamp = source::FileStamp::of(&file).map_err(|error| failures.io(TransferStep::ReadSource, &error))?;
+            stamped = Some((path, stamp));
+            Box::new(file)
         }
         UploadSource::Bytes(bytes) => Box::new(std::io::Cursor::new(bytes.clone())),
     };
+    let already_verified = stamped.is_some_and(|(path, stamp)| source::verified(path, stamp, request.expected_sha256));
     let sftp = open_sftp(connection, failures)?;
     let flags = OpenFlags::WRITE | OpenFlags::CREATE | OpenFlags::TRUNCATE;
     let mut remote = sftp
         .open_mode(Path::new(staging), flags, 0o644, OpenType::File)
         .map_err(|error| failures.library(TransferStep::OpenStaging, &error))?;
-    let (total, actual) = source::stream(source, READ_CHUNK, |chunks| write_pipelined(&mut remote, chunks, failures))
-        .map_err(|error| match error {
-        StreamError::ReaderPanicked => {
-            failures.failed(TransferStep::ReadSource, "the source reader thread panicked".into(), false)
-        }
-        StreamError::Consume(failure) => failure,
-    })?;
+    let (total, actual) =
+        source::stream(source, READ_CHUNK, !already_verified, |chunks| write_pipelined(&mut remote, chunks, failures))
+            .map_err(|error| match error {
+                StreamError::ReaderPanicked => {
+                    failures.failed(TransferStep::ReadSource, "the source reader thread panicked".into(), false)
+                }
+                StreamError::Consume(failure) => failure,
+            })?;
     remote.close().map_err(|error| failures.library(TransferStep::Write, &error))?;
+    let Some(actual) = actual else {
+        return Ok(total);
+    };
+    if actual == request.expected_sha256
+        && let Some((path, stamp)) = stamped
+    {
+        source::note_verified(path, stamp, actual);
+    }
     if actual != request.expected_sha256 {
         let failure = failures.failed(
             TransferStep::SourceHash,
@@ -375,6 +389,18 @@ pub(crate) fn remove(connection: &mut Connection, path: &str, host: &str) -> Res
         Ok(()) => Ok(()),
         Err(error) if is_no_such_file(&error) => Ok(()),
         Err(error) => Err(failures.library(TransferStep::Remove, &error)),
+    }
+}
+
+/// The size of the regular file at `path`, or `None` when there is none (nothing, or a directory).
+pub(crate) fn file_size(connection: &mut Connection, path: &str, host: &str) -> Result<Option<u64>, OpError> {
+    let failures = Failures { host, path };
+    let sftp = open_sftp(connection, &failures)?;
+    match sftp.stat(Path::new(path)) {
+        Ok(stat) if stat.is_file() => Ok(stat.size),
+        Ok(_) => Ok(None),
+        Err(error) if is_no_such_file(&error) => Ok(None),
+        Err(error) => Err(failures.library(TransferStep::Stat, &error)),
     }
 }
 

@@ -1,8 +1,14 @@
 //! Reading an upload's source on a helper thread: chunks are read and hashed while the previous chunk is being
-//! written over SFTP, so the SFTP pipeline never waits for the disk or for SHA-256.
+//! written over SFTP, so the SFTP pipeline never waits for the disk or for SHA-256. A local file is hashed once per
+//! process, not once per host: once a file's bytes matched their expected digest, later uploads of the same file
+//! (same path, size, modification time and, on Unix, device and inode) skip the hash ([`verified`],
+//! [`note_verified`]); the host's own hash check of every uploaded file still runs.
 
+use std::collections::HashMap;
 use std::io::Read;
-use std::sync::mpsc;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock, PoisonError, mpsc};
+use std::time::SystemTime;
 
 use sha2::{Digest as _, Sha256};
 
@@ -31,24 +37,27 @@ impl Chunks {
     }
 }
 
-/// Reads `source` in chunks of `chunk_size` bytes on a helper thread, hashing them, while `consume` takes them;
-/// returns what `consume` returned and the SHA-256 of everything read.
+/// Reads `source` in chunks of `chunk_size` bytes on a helper thread, hashing them unless `hash` is false, while
+/// `consume` takes them; returns what `consume` returned and the SHA-256 of everything read (if hashed).
 pub(crate) fn stream<T, E>(
     mut source: Box<dyn Read + Send>,
     chunk_size: usize,
+    hash: bool,
     consume: impl FnOnce(&mut Chunks) -> Result<T, E>,
-) -> Result<(T, Sha256Digest), StreamError<E>> {
+) -> Result<(T, Option<Sha256Digest>), StreamError<E>> {
     std::thread::scope(|scope| {
         let (sender, receiver) = mpsc::sync_channel::<std::io::Result<Vec<u8>>>(QUEUED_CHUNKS);
         let reader = scope.spawn(move || {
-            let mut hasher = Sha256::new();
+            let mut hasher = hash.then(Sha256::new);
             loop {
                 let mut chunk = vec![0u8; chunk_size];
                 match fill(&mut source, &mut chunk) {
                     Ok(0) => break,
                     Ok(filled) => {
                         chunk.truncate(filled);
-                        hasher.update(&chunk);
+                        if let Some(hasher) = hasher.as_mut() {
+                            hasher.update(&chunk);
+                        }
                         if sender.send(Ok(chunk)).is_err() {
                             break;
                         }
@@ -59,7 +68,7 @@ pub(crate) fn stream<T, E>(
                     }
                 }
             }
-            Sha256Digest::from(<[u8; 32]>::from(hasher.finalize()))
+            hasher.map(|hasher| Sha256Digest::from(<[u8; 32]>::from(hasher.finalize())))
         });
         let mut chunks = Chunks { receiver };
         let consumed = consume(&mut chunks).map_err(StreamError::Consume)?;
@@ -67,6 +76,66 @@ pub(crate) fn stream<T, E>(
         let digest = reader.join().map_err(|_| StreamError::ReaderPanicked)?;
         Ok((consumed, digest))
     })
+}
+
+/// What identifies one version of a local file without reading it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FileStamp {
+    len: u64,
+    modified: Option<SystemTime>,
+    device_and_inode: Option<(u64, u64)>,
+}
+
+impl FileStamp {
+    /// The stamp of an open file.
+    pub(crate) fn of(file: &std::fs::File) -> std::io::Result<FileStamp> {
+        let metadata = file.metadata()?;
+        #[cfg(unix)]
+        let device_and_inode = {
+            use std::os::unix::fs::MetadataExt as _;
+            Some((metadata.dev(), metadata.ino()))
+        };
+        #[cfg(not(unix))]
+        let device_and_inode = None;
+        Ok(FileStamp { len: metadata.len(), modified: metadata.modified().ok(), device_and_inode })
+    }
+}
+
+/// Per local file: the stamp and digest it was last verified with, and how many times it was hashed.
+#[derive(Clone, Copy)]
+struct Verified {
+    stamp: FileStamp,
+    digest: Sha256Digest,
+    hashes: u32,
+}
+
+fn verified_files() -> &'static Mutex<HashMap<PathBuf, Verified>> {
+    static VERIFIED: OnceLock<Mutex<HashMap<PathBuf, Verified>>> = OnceLock::new();
+    VERIFIED.get_or_init(Mutex::default)
+}
+
+/// Whether the file at `path`, as `stamp` describes it, was already found to hold `expected`.
+pub(crate) fn verified(path: &Path, stamp: FileStamp, expected: Sha256Digest) -> bool {
+    let files = verified_files().lock().unwrap_or_else(PoisonError::into_inner);
+    files.get(path).is_some_and(|verified| verified.stamp == stamp && verified.digest == expected)
+}
+
+/// Notes that the file at `path` was hashed (as `stamp` describes it) and found to hold `digest`.
+pub(crate) fn note_verified(path: &Path, stamp: FileStamp, digest: Sha256Digest) {
+    let mut files = verified_files().lock().unwrap_or_else(PoisonError::into_inner);
+    let hashes = files.get(path).map_or(0, |verified| verified.hashes) + 1;
+    files.insert(path.to_path_buf(), Verified { stamp, digest, hashes });
+}
+
+/// How many times this process hashed the local file at `path` to upload it and found the expected digest: once
+/// per version of the file, whatever the number of hosts it went to.
+///
+/// ```
+/// assert_eq!(wmco_ssh_transport::source_hashes(std::path::Path::new("/nonexistent")), 0);
+/// ```
+pub fn source_hashes(path: &Path) -> u32 {
+    let files = verified_files().lock().unwrap_or_else(PoisonError::into_inner);
+    files.get(path).map_or(0, |verified| verified.hashes)
 }
 
 /// Reads until `buffer` is full or the source ends; returns the bytes read.
@@ -90,7 +159,7 @@ mod tests {
     #[test]
     fn chunks_arrive_in_order_with_the_hash_of_everything() {
         let content: Vec<u8> = (0..10_000u32).map(|value| (value % 251) as u8).collect();
-        let result = stream::<_, ()>(Box::new(std::io::Cursor::new(content.clone())), 3000, |chunks| {
+        let result = stream::<_, ()>(Box::new(std::io::Cursor::new(content.clone())), 3000, true, |chunks| {
             let mut sizes = Vec::new();
             while let Some(chunk) = chunks.next_chunk() {
                 sizes.push(chunk.map_err(|_| ())?.len());
@@ -99,13 +168,13 @@ mod tests {
         });
         let Ok((sizes, digest)) = result else { panic!("streaming failed") };
         assert_eq!(sizes, [3000, 3000, 3000, 1000]);
-        assert_eq!(digest, Sha256Digest::of_bytes(&content));
+        assert_eq!(digest, Some(Sha256Digest::of_bytes(&content)));
     }
 
     #[test]
     fn a_consumer_that_stops_early_stops_the_reader() {
         let content = vec![0u8; 1 << 20];
-        let result = stream::<(), _>(Box::new(std::io::Cursor::new(content)), 1024, |chunks| {
+        let result = stream::<(), _>(Box::new(std::io::Cursor::new(content)), 1024, true, |chunks| {
             chunks.next_chunk();
             Err("disk full")
         });

@@ -251,7 +251,7 @@ async fn two_hundred_fifty_six_mebibytes_upload_intact() -> Result<()> {
 }
 
 #[tokio::test]
-async fn read_back_verification_download_remove_and_skip() -> Result<()> {
+async fn read_back_verification_download_size_remove_and_skip() -> Result<()> {
     let (_sshd, config) = server()?;
     let host = SshHost::new(config)?;
     let remote = tempfile::tempdir()?;
@@ -291,9 +291,44 @@ async fn read_back_verification_download_remove_and_skip() -> Result<()> {
     assert_eq!(std::fs::read(&target)?, b"changed behind our back");
     assert!(!Path::new(&staging_path(&target.to_string_lossy())).exists(), "a refused temporary file is removed");
 
+    // The size of a file over SFTP; none for a directory or nothing.
+    assert_eq!(host.file_size(&target.to_string_lossy()).await?, Some(23));
+    assert_eq!(host.file_size(&remote.path().join("a").to_string_lossy()).await?, None);
+
     host.remove(&target.to_string_lossy()).await?;
     assert!(!target.exists());
+    assert_eq!(host.file_size(&target.to_string_lossy()).await?, None);
     host.remove(&target.to_string_lossy()).await?;
+    Ok(())
+}
+
+/// A local file is hashed once, however many hosts it goes to; a new version of it is hashed again, and a file
+/// changed behind the caller's back still never reaches a target.
+#[tokio::test]
+async fn a_local_file_is_hashed_once_per_version() -> Result<()> {
+    let (_sshd, config) = server()?;
+    let host = SshHost::new(config)?;
+    let local = tempfile::tempdir()?;
+    let remote = tempfile::tempdir()?;
+    let source = local.path().join("kubelet.exe");
+    let content = pseudo_random(2 * 1024 * 1024 + 5, 3);
+    std::fs::write(&source, &content)?;
+    let expected = Sha256Digest::of_bytes(&content);
+    for index in 0..3 {
+        let target = remote.path().join(format!("host-{index}.exe"));
+        host.upload(&upload_of(UploadSource::File(source.clone()), &target, expected)).await?;
+        assert_eq!(std::fs::read(&target)?, content, "copy {index}");
+    }
+    assert_eq!(wmco_ssh_transport::source_hashes(&source), 1, "three uploads, one hash");
+
+    let newer = pseudo_random(1024 * 1024, 4);
+    std::fs::write(&source, &newer)?;
+    let target = remote.path().join("host-0.exe");
+    let stale = host.upload(&upload_of(UploadSource::File(source.clone()), &target, expected)).await;
+    assert!(matches!(stale, Err(TransportError::Transfer { step: TransferStep::SourceHash, .. })), "{stale:?}");
+    assert_eq!(std::fs::read(&target)?, content, "the changed source never reached the target");
+    host.upload(&upload_of(UploadSource::File(source.clone()), &target, Sha256Digest::of_bytes(&newer))).await?;
+    assert_eq!(wmco_ssh_transport::source_hashes(&source), 2, "the new version was hashed once more");
     Ok(())
 }
 

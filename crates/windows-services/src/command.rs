@@ -98,6 +98,13 @@ pub enum CommandError {
         #[source]
         source: crate::path::PathError,
     },
+    /// A command that cannot share a cmd.exe line with others (it needs a script file uploaded first, or its
+    /// quotes do not pair up).
+    #[error("the command line {line:?} cannot be chained with others")]
+    NotChainable {
+        /// The command line.
+        line: String,
+    },
     /// A path given to a PowerShell parameter that interprets wildcards (`-Path`) holds `[` or `]`.
     #[error("path {path} contains `[` or `]`, which PowerShell's -Path parameter treats as a wildcard")]
     WildcardInPath {

@@ -8,7 +8,7 @@
 //!    output with [`ProbeRequest::parse_output`] into an [`ObservedHost`].
 //! 3. Decide: [`plan`] gives the ordered [`Step`]s.
 //! 4. Act: each [`Step::commands`] renders the command lines ([`RenderedCommand`]) to run, in order; sc.exe failures
-//!    are read with [`parse_sc_failure`].
+//!    are read with [`parse_sc_failure`]. A [`CommandChain`] sends many of them as one line and tells which failed.
 //!
 //! ```
 //! use std::net::Ipv4Addr;
@@ -46,6 +46,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod chain;
 mod command;
 mod host;
 mod node;
@@ -59,6 +60,7 @@ mod sc_output;
 mod service;
 mod trust;
 
+pub use chain::{CHAIN_MARKER, ChainFailure, ChainReadError, ChainReport, CommandChain};
 pub use command::{CommandError, MAX_COMMAND_LINE_CHARS, RenderedCommand, ScriptFile, Shell};
 pub use host::{
     Direction, EnvVarName, FirewallRule, HostState, HostValueError, Protocol, RegistryData, RegistryKey, RegistryValue,

@@ -1,13 +1,15 @@
 //! `plan(desired, observed)`: the minimal, ordered, deterministic list of [`Step`]s that converges a host from
 //! what the state probe observed to a [`HostState`].
 //!
-//! Order of the plan: host prerequisites (directories, machine environment, registry values, firewall rules);
-//! stops, dependents before their dependencies (the SCM refuses to stop a service with running dependents,
-//! error 1051); deletions of removed services, dependents first; the emptying of owned directories whose index
-//! changed; the file replacements the caller performs
-//! ([`Step::ReplaceFiles`], after the services that hold those binaries stopped); creations and reconfigurations
-//! in dependency order; starts in dependency order. Ties are broken by service name, so equal inputs give equal
-//! plans.
+//! Order of the plan: missing directories (the uploads go into them); stops, dependents before their dependencies
+//! (the SCM refuses to stop a service with running dependents, error 1051); deletions of removed services,
+//! dependents first; the emptying of owned directories whose index changed; the file replacements the caller
+//! performs ([`Step::ReplaceFiles`], after the services that hold those binaries stopped); the trusted roots; the
+//! host settings (machine environment, registry values, firewall rules); creations and reconfigurations in
+//! dependency order; starts in dependency order. Ties are broken by service name, so equal inputs give equal
+//! plans. The host settings come just before the service steps so that everything after the file replacement is
+//! a run of steps a caller can send as one command line (`CommandChain`): no service reads them before its next
+//! start, and the machine environment only reaches services at the next boot.
 //!
 //! A service is stopped (and started again afterwards) when a binary it holds open is replaced, or when its
 //! command line, dependencies or own `Environment` value change, which only take effect at the next start.
@@ -276,7 +278,7 @@ pub fn plan(desired: &HostState, observed: &ObservedHost) -> Result<Vec<Step>, P
     let start_order =
         dependency_order(&desired_names, desired_dependencies).map_err(|cycle| PlanError::DependencyCycle { cycle })?;
 
-    let mut steps = host_steps(desired, observed);
+    let mut steps: Vec<Step> = directory_step(desired, observed).into_iter().collect();
     let mut changed_files: BTreeSet<&WinPath> = desired
         .files
         .iter()
@@ -340,6 +342,7 @@ pub fn plan(desired: &HostState, observed: &ObservedHost) -> Result<Vec<Step>, P
         let found = observed.trusted_roots.clone().unwrap_or_default();
         steps.extend(RootSync::between(roots, &found).map(|sync| Step::SyncRootCertificates(Box::new(sync))));
     }
+    steps.extend(settings_steps(desired, observed));
     for name in &start_order {
         if !observed.services.contains_key(name) {
             steps.push(Step::CreateService(Box::new(specs[name].clone())));
@@ -395,14 +398,16 @@ fn directory_resets(desired: &HostState, observed: &ObservedHost) -> Vec<Step> {
         .collect()
 }
 
-/// Steps for directories, machine environment, registry values and firewall rules.
-fn host_steps(desired: &HostState, observed: &ObservedHost) -> Vec<Step> {
-    let mut steps = Vec::new();
+/// The creation of the desired directories the host lacks, if any.
+fn directory_step(desired: &HostState, observed: &ObservedHost) -> Option<Step> {
     let missing: Vec<WinPath> =
         desired.directories.iter().filter(|path| observed.directories.get(*path) != Some(&true)).cloned().collect();
-    if !missing.is_empty() {
-        steps.push(Step::EnsureDirectories(missing));
-    }
+    (!missing.is_empty()).then_some(Step::EnsureDirectories(missing))
+}
+
+/// Steps for the machine environment, registry values and firewall rules.
+fn settings_steps(desired: &HostState, observed: &ObservedHost) -> Vec<Step> {
+    let mut steps = Vec::new();
     let env_changes: BTreeMap<EnvVarName, Option<String>> = desired
         .machine_env
         .iter()

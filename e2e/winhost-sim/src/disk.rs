@@ -243,6 +243,11 @@ impl Disk {
         Some(if metadata.is_dir() { Entry::Directory } else { Entry::File })
     }
 
+    /// The size of the regular file at `path`, if there is one.
+    pub fn file_size(&self, path: &WinPath) -> Option<u64> {
+        fs::metadata(self.host_path(path)).ok().filter(fs::Metadata::is_file).map(|metadata| metadata.len())
+    }
+
     /// Reads a file.
     ///
     /// # Errors
@@ -369,6 +374,8 @@ mod tests {
         disk.write(&file, b"one").unwrap();
         assert!(root.path().join("C/K/Sub/A.txt").is_file());
         assert_eq!(disk.read(&WinPath::parse(r"c:\K\SUB\a.TXT").unwrap()).unwrap(), b"one");
+        assert_eq!(disk.file_size(&WinPath::parse(r"c:\K\SUB\a.TXT").unwrap()), Some(3));
+        assert_eq!(disk.file_size(&WinPath::parse(r"C:\k\sub").unwrap()), None, "a directory has no file size");
         let other = WinPath::parse(r"C:\k\b.txt").unwrap();
         disk.write(&other, b"two").unwrap();
         assert!(matches!(disk.rename(&other, &file), Err(DiskError::AlreadyExists { .. })));

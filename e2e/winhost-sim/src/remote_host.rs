@@ -252,6 +252,11 @@ impl RemoteHost for InProcessHost {
             .map_err(|error| self.transfer_error(remote_path, TransferStep::CreateDirectory, error))
     }
 
+    async fn file_size(&self, remote_path: &str) -> Result<Option<u64>, TransportError> {
+        let path = self.parse_path(remote_path, TransferStep::Stat)?;
+        Ok(self.host().disk.file_size(&path))
+    }
+
     async fn host_key(&self) -> Result<HostKey, TransportError> {
         HostKey::from_openssh(&self.host_key_line).map_err(|error| TransportError::Protocol {
             host: self.label.clone(),

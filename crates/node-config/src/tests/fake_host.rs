@@ -15,7 +15,8 @@ use wmco_ssh_transport::{
     HostKey, Output, RemoteCommand, RemoteHost, TransportError, UploadOutcome, UploadRequest, UploadSource,
 };
 use wmco_windows_services::{
-    FailureActionKind, POWERSHELL_PREFIX, ResetPeriod, ServiceSpec, StartType, WinPath, decode_encoded_command,
+    CHAIN_MARKER, FailureActionKind, POWERSHELL_PREFIX, ResetPeriod, ServiceSpec, StartType, WinPath,
+    decode_encoded_command,
 };
 
 /// The key the fake host presents.
@@ -32,6 +33,8 @@ pub enum Op {
     Remove(String),
     /// An SFTP directory creation.
     Mkdir(String),
+    /// An SFTP size request.
+    Stat(String),
     /// A host key request.
     HostKey,
 }
@@ -104,6 +107,24 @@ fn quoted_after<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
     Some(&rest[start..end])
 }
 
+/// The commands of a command chain (`a && echo ##wmco-done 0 && b && echo ##wmco-done 1`), or the line itself.
+fn chain_segments(line: &str) -> Vec<&str> {
+    let mut segments = Vec::new();
+    let mut rest = line;
+    while let Some(position) = rest.find(&format!(" && echo {CHAIN_MARKER} ")) {
+        segments.push(&rest[..position]);
+        let after = &rest[position..];
+        rest = after.find(char::is_numeric).map_or("", |digit| {
+            let tail = after[digit..].trim_start_matches(char::is_numeric);
+            tail.strip_prefix(" && ").unwrap_or(tail)
+        });
+    }
+    if !rest.is_empty() {
+        segments.push(rest);
+    }
+    segments
+}
+
 fn failure_bytes(spec: &ServiceSpec) -> Vec<u8> {
     let reset = match spec.recovery.reset {
         ResetPeriod::Seconds(seconds) => seconds,
@@ -134,6 +155,22 @@ fn start_code(start: StartType) -> (u32, u32) {
 }
 
 impl FakeWindowsHost {
+    /// Runs one command line (sc.exe or PowerShell) and logs it by kind.
+    fn run_one(&self, line: &str) -> Output {
+        let (kind, result) = if line.starts_with("sc.exe ") {
+            self.run_sc(line)
+        } else if line.starts_with(POWERSHELL_PREFIX) {
+            match self.script_text(line) {
+                Some(text) => self.run_powershell(&text),
+                None => ("missing-script".to_owned(), output(4_294_770_688, "")),
+            }
+        } else {
+            panic!("unexpected command line {line}");
+        };
+        lock(&self.log).push(Op::Run(kind));
+        result
+    }
+
     /// A fresh host with this identity answer and the node's service specs as the catalog `sc.exe create` uses.
     pub fn new(identity_json: &str, catalog: Vec<ServiceSpec>) -> FakeWindowsHost {
         FakeWindowsHost {
@@ -425,18 +462,24 @@ impl RemoteHost for FakeWindowsHost {
 
     async fn run(&self, command: &RemoteCommand) -> Result<Output, TransportError> {
         self.check()?;
-        let (kind, result) = if command.line.starts_with("sc.exe ") {
-            self.run_sc(&command.line)
-        } else if command.line.starts_with(POWERSHELL_PREFIX) {
-            match self.script_text(&command.line) {
-                Some(text) => self.run_powershell(&text),
-                None => ("missing-script".to_owned(), output(4_294_770_688, "")),
+        let mut chained = output(0, "");
+        for (index, line) in chain_segments(&command.line).into_iter().enumerate() {
+            if index > 0 {
+                // The connection may break between two commands of a chain: the first ones ran.
+                self.check()?;
             }
-        } else {
-            panic!("unexpected command line {}", command.line);
-        };
-        lock(&self.log).push(Op::Run(kind));
-        Ok(result)
+            let result = self.run_one(line);
+            chained.stdout.extend_from_slice(&result.stdout);
+            chained.stderr.extend_from_slice(&result.stderr);
+            chained.exit_code = result.exit_code;
+            if result.exit_code != 0 {
+                break;
+            }
+            if line.len() < command.line.len() {
+                chained.stdout.extend_from_slice(format!("{CHAIN_MARKER} {index} \r\n").as_bytes());
+            }
+        }
+        Ok(chained)
     }
 
     async fn upload(&self, request: &UploadRequest) -> Result<UploadOutcome, TransportError> {
@@ -481,6 +524,13 @@ impl RemoteHost for FakeWindowsHost {
         self.enter(Op::Remove(path.as_str().to_owned()))?;
         lock(&self.model).files.remove(&key(remote_path));
         Ok(())
+    }
+
+    async fn file_size(&self, remote_path: &str) -> Result<Option<u64>, TransportError> {
+        let path = WinPath::parse(remote_path).unwrap();
+        self.enter(Op::Stat(path.as_str().to_owned()))?;
+        let model = lock(&self.model);
+        Ok(model.files.get(&key(remote_path)).map(|(_, bytes)| bytes.as_ref().map_or(0, |bytes| bytes.len() as u64)))
     }
 
     async fn mkdir_all(&self, remote_path: &str) -> Result<(), TransportError> {

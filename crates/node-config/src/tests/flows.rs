@@ -13,7 +13,7 @@ use wmco_cluster_client::names::{
     WORKER_ROLE_LABEL,
 };
 use wmco_cluster_client::types::{InstanceOrigin, InstancePhase, WindowsInstance};
-use wmco_cluster_client::{BlockReason, BlockedPod, DrainOptions, InstanceRecords};
+use wmco_cluster_client::{BlockReason, BlockedPod, DrainOptions, InstanceRecords, NodeMetadataPatch, Nodes};
 use wmco_payload_manifest::render::RenderedFile;
 use wmco_payload_manifest::{HostFile, HostFileContent, HostFileSet};
 use wmco_windows_services::{ServiceSpec, ServiceStage, WinPath, node_services};
@@ -164,6 +164,16 @@ impl World {
         HostSession::with_settings(self.host.clone(), settings)
     }
 
+    /// A session that probes on every pass (no memory of unchanged passes).
+    fn probing_session(&self) -> HostSession {
+        let settings = SessionSettings {
+            stop_poll_interval: Duration::from_millis(1),
+            unchanged_pass_window: Duration::ZERO,
+            ..SessionSettings::default()
+        };
+        HostSession::with_settings(self.host.clone(), settings)
+    }
+
     fn cluster(&self) -> ClusterAccess<'_> {
         ClusterAccess { nodes: self.nodes.as_ref(), records: self.records.as_ref(), drainer: &self.drainer }
     }
@@ -229,6 +239,8 @@ fn summary(log: &[Op]) -> Vec<String> {
             Op::Upload(path) => format!("upload {path}"),
             Op::Remove(path) => format!("remove {path}"),
             Op::Mkdir(path) => format!("mkdir {path}"),
+            Op::Stat(path) if path.starts_with(r"C:\k\wmco\scripts\") => "stat script".to_owned(),
+            Op::Stat(path) => format!("stat {path}"),
             Op::HostKey => "host key".to_owned(),
         })
         .collect()
@@ -252,28 +264,26 @@ async fn fresh_host_is_configured_in_two_phases_in_order() {
     assert_eq!(outcome.node_name, "win-a");
     let identity = HostIdentity::parse(IDENTITY).unwrap();
     let bootstrap_files = world.files.files(&identity, FileStage::Bootstrap).unwrap().files;
-    let mut expected: Vec<String> = [
-        "host key",
-        "identity",
-        "missing-script",
-        r"mkdir C:\k\wmco\scripts",
-        "upload script",
-        "probe",
-        "directories",
-        "firewall",
-    ]
-    .map(String::from)
-    .to_vec();
+    let mut expected: Vec<String> =
+        ["host key", "identity", "stat script", r"mkdir C:\k\wmco\scripts", "upload script", "probe"]
+            .map(String::from)
+            .to_vec();
+    let log = summary(&world.host.take_log());
+    let directories = log.iter().skip(expected.len()).take_while(|line| line.starts_with("mkdir ")).count();
+    assert!(directories > 5, "{log:#?}");
+    expected.extend(log[expected.len()..expected.len() + directories].iter().cloned());
     let mut uploads: Vec<&WinPath> = bootstrap_files.files().iter().map(|file| &file.destination).collect();
     uploads.sort();
     expected.extend(uploads.iter().map(|path| format!("upload {path}")));
+    expected.push("firewall".to_owned());
     expected.extend(create("containerd"));
     expected.extend(create("kubelet"));
     expected.extend(["sc start containerd", "sc start kubelet"].map(String::from));
-    assert_eq!(summary(&world.host.take_log()), expected);
+    assert_eq!(log, expected);
     assert_eq!(outcome.uploads, 1 + bootstrap_files.files().len() as u64);
-    // 5 probe and setup commands, 8 service commands, 2 starts, and one hash check per verified host file.
-    assert_eq!(outcome.commands, 5 + 8 + 2 + bootstrap_files.files().len() as u64);
+    // The identity, the probe, one hash check per verified host file (this host places files one at a time), and
+    // one chain: the firewall rule and the services' ten sc.exe calls.
+    assert_eq!(outcome.commands, 2 + bootstrap_files.files().len() as u64 + 1);
 
     let status = world.record().status.unwrap();
     assert_eq!(status.phase, Some(InstancePhase::WaitingForNode));
@@ -295,10 +305,11 @@ async fn fresh_host_is_configured_in_two_phases_in_order() {
     let outcome = world.configure(&session).await.unwrap();
     assert_eq!(outcome.state, ConfigureState::Ready);
     let log = summary(&world.host.take_log());
-    assert_eq!(&log[..4], ["missing-script", "upload script", "probe", "firewall"]);
-    let first_create = position(&log, "sc create csi-proxy");
-    assert!(log[4..first_create].iter().all(|line| line.starts_with("upload C:\\k\\")), "{log:#?}");
-    assert!(log[4..first_create].contains(&r"upload C:\k\kube-proxy.conf".to_owned()));
+    assert_eq!(&log[..3], ["stat script", "upload script", "probe"]);
+    let firewall = position(&log, "firewall");
+    assert!(log[3..firewall].iter().all(|line| line.starts_with("upload C:\\k\\")), "{log:#?}");
+    assert_eq!(log[firewall + 1], "sc create csi-proxy");
+    assert!(log[3..firewall].contains(&r"upload C:\k\kube-proxy.conf".to_owned()));
     assert!(!log.iter().any(|line| line.contains("bootstrap-kubeconfig")), "{log:#?}");
     let sc: Vec<&str> = log
         .iter()
@@ -419,7 +430,7 @@ async fn withholding_a_service_withholds_what_depends_on_it() {
 #[tokio::test]
 async fn converged_host_costs_one_probe_and_no_upload() {
     let world = World::new().await;
-    let session = world.session();
+    let session = world.probing_session();
     world.configure_to_ready(&session).await;
     world.host.take_log();
 
@@ -427,6 +438,44 @@ async fn converged_host_costs_one_probe_and_no_upload() {
     assert_eq!(outcome.state, ConfigureState::Ready);
     assert_eq!((outcome.steps_applied, outcome.commands, outcome.uploads), (0, 1, 0));
     assert_eq!(summary(&world.host.take_log()), ["probe"]);
+}
+
+#[tokio::test]
+async fn a_pass_with_nothing_changed_since_the_last_one_touches_no_host_until_an_input_changes() {
+    let world = World::new().await;
+    let session = world.session();
+    world.configure(&session).await.unwrap();
+    world.host.take_log();
+    // The pass's own status write and a Node-less heartbeat trigger passes: nothing changed, nothing is sent.
+    let waiting = world.configure(&session).await.unwrap();
+    assert_eq!((waiting.state, waiting.commands), (ConfigureState::WaitingForNode, 0));
+    assert!(world.host.take_log().is_empty());
+
+    world.configure_to_ready(&session).await;
+    world.host.take_log();
+    let ready = world.configure(&session).await.unwrap();
+    assert_eq!((ready.state, ready.commands, ready.uploads), (ConfigureState::Ready, 0, 0));
+    assert!(world.host.take_log().is_empty(), "the pass's own label and annotation patch changed nothing");
+
+    // Someone labels the Node: the next pass probes, and remembers again.
+    let patch = NodeMetadataPatch::default().set_label("example.com/team", "a");
+    world.nodes.patch_metadata(NAME, &patch).await.unwrap();
+    let probed = world.configure(&session).await.unwrap();
+    assert_eq!((probed.state, probed.commands), (ConfigureState::Ready, 1));
+    assert_eq!(world.configure(&session).await.unwrap().commands, 0);
+
+    // An admin labels the record to have it looked at again: the next pass probes.
+    let mut touched = world.record();
+    touched.metadata.labels.get_or_insert_default().insert("example.com/touched".to_owned(), "1".to_owned());
+    world.records.apply(&touched).await.unwrap();
+    assert_eq!(world.configure(&session).await.unwrap().commands, 1);
+
+    // A failed pass is forgotten: the next one probes.
+    world.host.set_fault(Fault::Unreachable);
+    world.nodes.patch_metadata(NAME, &NodeMetadataPatch::default().set_label("example.com/team", "b")).await.unwrap();
+    world.configure(&session).await.unwrap_err();
+    world.host.set_fault(Fault::None);
+    assert_eq!(world.configure(&session).await.unwrap().commands, 1);
 }
 
 #[tokio::test]
@@ -438,7 +487,7 @@ async fn a_restarted_operator_finds_the_probe_script_on_the_host_and_uploads_not
     let restarted = world.session();
     let outcome = world.configure(&restarted).await.unwrap();
     assert_eq!((outcome.state, outcome.commands, outcome.uploads), (ConfigureState::Ready, 1, 0));
-    assert_eq!(summary(&world.host.take_log()), ["probe"]);
+    assert_eq!(summary(&world.host.take_log()), ["stat script", "probe"], "one SFTP request, one command");
 }
 
 #[tokio::test]
@@ -630,7 +679,7 @@ async fn deconfigure_drains_then_removes_services_dependents_first_then_files_ne
     assert!(world.nodes.node(NAME).is_none());
 
     let log = summary(&world.host.take_log());
-    assert_eq!(&log[..3], ["missing-script", "upload script", "probe"]);
+    assert_eq!(&log[..3], ["stat script", "upload script", "probe"]);
     assert_eq!(&log[log.len() - 2..], ["remove-directories", "remove-hns"]);
     let stops: Vec<&String> = log.iter().filter(|line| line.starts_with("sc stop")).collect();
     let deletes: Vec<&String> = log.iter().filter(|line| line.starts_with("sc delete")).collect();
@@ -657,7 +706,7 @@ async fn deconfigure_drains_then_removes_services_dependents_first_then_files_ne
     assert_eq!(again.node_name, None);
     assert_eq!(
         summary(&world.host.take_log()),
-        ["missing-script", r"mkdir C:\k\wmco\scripts", "upload script", "probe", "remove-directories", "remove-hns"]
+        ["stat script", r"mkdir C:\k\wmco\scripts", "upload script", "probe", "remove-directories", "remove-hns"]
     );
 }
 

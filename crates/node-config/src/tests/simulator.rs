@@ -19,7 +19,7 @@ use wmco_windows_services::{ServiceStage, WinPath};
 use crate::testing::{file_set, sample_service_settings, service_binaries};
 use crate::{
     ClusterAccess, ConfigureInputs, ConfigureState, DeconfigureInputs, FileStage, HYBRID_OVERLAY_NETWORKS,
-    HostFilesSource, HostIdentity, HostSession, SourceError, StageFiles, configure, deconfigure,
+    HostFilesSource, HostIdentity, HostSession, SessionSettings, SourceError, StageFiles, configure, deconfigure,
 };
 
 const SUBNET: &str = "10.132.3.0/24";
@@ -76,7 +76,11 @@ async fn the_simulator_understands_every_command_of_both_phases_and_deconfigurat
     let instance = objects::record("win-3").in_namespace("wmco").byoh("127.0.0.30").username("administrator").build();
     records.apply(&instance).await.unwrap();
     let settings = sample_service_settings();
-    let session = HostSession::new(sim.clone());
+    // Every pass probes: no memory of unchanged passes, so that each pass below shows its commands.
+    let session = HostSession::with_settings(
+        sim.clone(),
+        SessionSettings { unchanged_pass_window: std::time::Duration::ZERO, ..SessionSettings::default() },
+    );
     let configure_attempt = || async {
         let instance = records.record("wmco", "win-3").unwrap();
         let inputs = ConfigureInputs {

@@ -60,6 +60,9 @@ impl RemoteHost for FailingHost {
     async fn mkdir_all(&self, _remote_path: &str) -> Result<(), TransportError> {
         self.error()
     }
+    async fn file_size(&self, _remote_path: &str) -> Result<Option<u64>, TransportError> {
+        self.error()
+    }
     async fn host_key(&self) -> Result<HostKey, TransportError> {
         self.error()
     }

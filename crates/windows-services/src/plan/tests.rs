@@ -416,7 +416,7 @@ fn a_removed_service_already_marked_for_deletion_is_only_stopped() {
 }
 
 #[test]
-fn host_prerequisites_come_first_and_only_when_they_differ() {
+fn host_settings_are_planned_only_when_they_differ() {
     let mut desired = node_state();
     desired.directories = [path(r"C:\k"), path(r"C:\k\cni"), path(r"C:\var\log")].into();
     desired.machine_env.insert(EnvVarName::new("HTTP_PROXY").unwrap(), Some("http://p:3128".into()));
@@ -449,6 +449,33 @@ fn host_prerequisites_come_first_and_only_when_they_differ() {
             Step::CreateFirewallRule(logs),
             Step::RemoveFirewallRule("WindowsExporter".into()),
             Step::CreateFirewallRule(exporter),
+        ]
+    );
+}
+
+#[test]
+fn directories_come_before_the_files_and_host_settings_just_before_the_services() {
+    let mut desired = graph_state(1, &[]);
+    desired.directories.insert(path(r"C:\k"));
+    desired.files.insert(path(r"C:\k\s0.exe"), digest('a'));
+    let rule = FirewallRule::new("s0", Direction::Inbound, Protocol::Tcp, 10250).unwrap();
+    desired.firewall_rules.insert(rule.clone());
+    desired.machine_env.insert(EnvVarName::new("NO_PROXY").unwrap(), Some("x".into()));
+    let mut observed = converged(&desired);
+    observed.services.clear();
+    observed.directories.clear();
+    observed.files.clear();
+    observed.machine_env.clear();
+    observed.firewall_rules.clear();
+    assert_eq!(
+        plan(&desired, &observed).unwrap(),
+        vec![
+            Step::EnsureDirectories(vec![path(r"C:\k")]),
+            Step::ReplaceFiles(vec![path(r"C:\k\s0.exe")]),
+            Step::SetMachineEnv([(EnvVarName::new("NO_PROXY").unwrap(), Some("x".into()))].into()),
+            Step::CreateFirewallRule(rule),
+            create(&desired.services[0]),
+            start("s0"),
         ]
     );
 }
