@@ -16,8 +16,8 @@ pub const CHAIN_MARKER: &str = "##wmco-done";
 ///
 /// ```
 /// use wmco_windows_services::{CommandChain, ScCommand, ServiceName};
-/// let start = |name: &str| ScCommand::Start(ServiceName::new(name).unwrap()).render();
-/// let chain = CommandChain::new(vec![start("containerd")?, start("kubelet")?])?;
+/// let start = ScCommand::Start(ServiceName::new("containerd")?).render()?;
+/// let chain = CommandChain::new(vec![start, ScCommand::Start(ServiceName::new("kubelet")?).render()?])?;
 /// assert_eq!(
 ///     chain.command().line,
 ///     "sc.exe start containerd && echo ##wmco-done 0 && sc.exe start kubelet && echo ##wmco-done 1"
@@ -26,7 +26,7 @@ pub const CHAIN_MARKER: &str = "##wmco-done";
 /// let stdout = "\r\nSERVICE_NAME: containerd\r\n##wmco-done 0 \r\n[SC] StartService FAILED 1058:\r\n\r\nThe service cannot be started.\r\n";
 /// let report = chain.read(stdout, 1058)?;
 /// assert_eq!(report.completed, 1);
-/// let failure = report.failure.expect("the second command failed");
+/// let failure = report.failure.ok_or("the second command failed")?;
 /// assert_eq!((failure.index, failure.exit_code), (1, 1058));
 /// assert!(failure.stdout.starts_with("[SC] StartService FAILED 1058:"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
