@@ -46,7 +46,7 @@ use wmco_windows_services::{
 use crate::disruption::{Admission, DisruptionGate, DisruptionRequest, needs_budget, same_release, stopped_services};
 use crate::error::{FlowError, FlowStep, SourceError};
 use crate::identity::HostIdentity;
-use crate::memo::{self, PassInputs, PassMemo};
+use crate::memo::{self, InputsWithNode, PassInputs, PassMemo};
 use crate::record::Recorder;
 use crate::script;
 use crate::session::HostSession;
@@ -247,7 +247,7 @@ struct PassResult {
     steps_applied: usize,
     withheld: Vec<WithheldService>,
     /// The pass's inputs as it left them (the Node after its patch), for the session's memory of the pass.
-    inputs: Option<PassInputs>,
+    inputs: Option<InputsWithNode>,
 }
 
 impl PassResult {
@@ -419,22 +419,16 @@ async fn configure_pass(
         stage: file_stage.name(),
         source,
     })?;
-    let pass_inputs = |node: Option<&Node>| {
-        PassInputs::new(
-            inputs.instance,
-            node,
-            &stage_files,
-            inputs.settings,
-            [inputs.operator_version, inputs.pub_key_hash],
-        )
-    };
-    if let Some(memo) = session.unchanged_pass(pass_inputs(stage.node()).with_status(inputs.instance.status.as_ref())) {
+    let pass_inputs =
+        PassInputs::new(inputs.instance, &stage_files, inputs.settings, [inputs.operator_version, inputs.pub_key_hash]);
+    let fingerprint = pass_inputs.with_node(stage.node()).with_status(inputs.instance.status.as_ref());
+    if let Some(memo) = session.unchanged_pass(fingerprint) {
         tracing::debug!(host = session.label(), state = ?memo.state, "nothing changed since the last pass");
         let mut result = PassResult::new(memo.state, node_name, 0);
         result.withheld = memo.withheld;
         return Ok(result);
     }
-    let StageFiles { files, withheld, settings_generation } = stage_files.clone();
+    let StageFiles { files, withheld, settings_generation } = stage_files;
     let bootstrap_kubeconfig = parse_fixed(session, BOOTSTRAP_KUBECONFIG)?;
     let wanted_files: BTreeMap<WinPath, &HostFile> = files
         .files()
@@ -479,14 +473,14 @@ async fn configure_pass(
             set_waiting(recorder);
             recorder.save().await?;
             let mut result = PassResult::new(ConfigureState::WaitingForNode, node_name, steps.len());
-            result.inputs = Some(pass_inputs(None));
+            result.inputs = Some(pass_inputs.with_node(None));
             return Ok(result);
         }
         Stage::Registered(node) => {
             set_waiting(recorder);
             recorder.save().await?;
             let mut result = PassResult::new(ConfigureState::WaitingForSubnet, node_name, steps.len());
-            result.inputs = Some(pass_inputs(Some(&node)));
+            result.inputs = Some(pass_inputs.with_node(Some(&node)));
             return Ok(result);
         }
         Stage::Node(node) => node,
@@ -518,7 +512,7 @@ async fn configure_pass(
         ConfigureState::WaitingForReady
     };
     recorder.save().await?;
-    let inputs = Some(pass_inputs(Some(&memo::patched(&node, &patch))));
+    let inputs = Some(pass_inputs.with_node(Some(&memo::patched(&node, &patch))));
     Ok(PassResult { state, node_name, steps_applied: steps.len(), withheld, inputs })
 }
 

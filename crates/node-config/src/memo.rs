@@ -19,16 +19,20 @@ use wmco_cluster_client::{NodeExt, NodeMetadataPatch};
 
 use crate::configure::{ConfigureState, ServiceSettings, StageFiles, WithheldService};
 
-/// A pass's inputs, hashed: everything but the record's status, which is added last
-/// ([`PassInputs::with_status`]): read from the cluster at a pass's start, as written at its end.
+/// A pass's inputs, hashed: everything but the Node and the record's status, which differ between a pass's start
+/// (as read) and its end (as the pass left them) and are added last ([`PassInputs::with_node`],
+/// [`InputsWithNode::with_status`]).
 #[derive(Clone)]
 pub(crate) struct PassInputs(DefaultHasher);
 
+/// A pass's inputs with the Node added.
+#[derive(Clone)]
+pub(crate) struct InputsWithNode(DefaultHasher);
+
 impl PassInputs {
-    /// The inputs of a pass of `instance`'s host with the Node as given.
+    /// The inputs of a pass of `instance`'s host.
     pub(crate) fn new(
         instance: &WindowsInstance,
-        node: Option<&Node>,
         files: &StageFiles,
         settings: &ServiceSettings,
         versions: [&str; 2],
@@ -40,7 +44,6 @@ impl PassInputs {
         instance.metadata.labels.hash(&mut hasher);
         instance.metadata.annotations.hash(&mut hasher);
         serde_json::to_string(&instance.spec).unwrap_or_default().hash(&mut hasher);
-        hash_node(node, &mut hasher);
         for file in files.files.files() {
             (file.destination.as_str(), file.sha256.to_string()).hash(&mut hasher);
         }
@@ -53,6 +56,15 @@ impl PassInputs {
         PassInputs(hasher)
     }
 
+    /// The inputs with the Node as given.
+    pub(crate) fn with_node(&self, node: Option<&Node>) -> InputsWithNode {
+        let mut hasher = self.0.clone();
+        hash_node(node, &mut hasher);
+        InputsWithNode(hasher)
+    }
+}
+
+impl InputsWithNode {
     /// The fingerprint with the record's `status` added.
     pub(crate) fn with_status(&self, status: Option<&WindowsInstanceStatus>) -> u64 {
         let mut hasher = self.0.clone();
@@ -148,7 +160,7 @@ mod tests {
         let instance = objects::record("win-a").in_namespace("wmco").byoh("10.0.0.5").username("admin").build();
         let files = StageFiles::from(crate::testing::file_set(Vec::new()).unwrap());
         let settings = crate::testing::sample_service_settings();
-        PassInputs::new(&instance, Some(node), &files, &settings, ["10.17.0", "ab"]).with_status(None)
+        PassInputs::new(&instance, &files, &settings, ["10.17.0", "ab"]).with_node(Some(node)).with_status(None)
     }
 
     #[test]
