@@ -710,8 +710,10 @@ impl Sandbox {
     /// [`SandboxError::Timeout`], or the operator's exit.
     pub async fn wait_until_ready(&self, count: usize, timeout: Duration) -> Result<Vec<ReadyInstance>, SandboxError> {
         self.wait_for(&format!("{count} Ready WindowsInstances with Ready Nodes"), timeout, || async {
-            let nodes = self.windows_nodes().await?;
+            // Records first: the operator labels and annotates a Node before it writes its record Ready, so a Node
+            // read after a Ready record carries what that pass wrote (read the other way round, it may be older).
             let instances = self.windows_instances().await?;
+            let nodes = self.windows_nodes().await?;
             let ready: Vec<ReadyInstance> = instances
                 .iter()
                 .filter_map(|instance| {
