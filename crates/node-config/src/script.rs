@@ -1,5 +1,5 @@
 //! The few PowerShell scripts this flow sends that `wmco-windows-services` has no builder for — host identity,
-//! the staging-file hash check of uploads, directory removal and HNS network removal — rendered the same way
+//! directory removal and HNS network removal — rendered the same way
 //! (standard preamble, single-quoted literals, `-EncodedCommand`) and kept inside the closed subset of
 //! windows-commands.md §8.
 
@@ -44,21 +44,6 @@ pub(crate) fn identity() -> Result<RenderedCommand, CommandError> {
             "[ordered]@{ hostname = $h; fqdn = $f; ip = $a.IPAddress } | ConvertTo-Json -Compress -Depth 2".to_owned(),
         ],
     )
-}
-
-/// Prints the SHA-256 of each of `paths`, one per line in order (the verify command of uploads' staging files).
-/// [`CommandError::TooLong`] when the line would not fit: the caller verifies fewer files at once.
-pub(crate) fn file_hashes(paths: &[WinPath]) -> Result<RenderedCommand, CommandError> {
-    let statements: Vec<String> = paths
-        .iter()
-        .map(|path| {
-            format!(
-                "Get-FileHash -LiteralPath {} -Algorithm SHA256 | Select-Object -ExpandProperty Hash",
-                literal(path.as_str())
-            )
-        })
-        .collect();
-    render("file hashes", &statements)
 }
 
 /// Removes each directory with everything in it; absent ones are skipped.
@@ -119,18 +104,5 @@ mod tests {
         assert!(text.contains(
             "Get-HnsNetwork | Where-Object { $_.Name -eq 'OVNKubernetesHybridOverlayNetwork' } | Remove-HnsNetwork"
         ));
-    }
-
-    #[test]
-    fn one_command_hashes_every_staging_file_in_order_until_the_line_is_full() {
-        let paths =
-            [WinPath::parse("C:/k/a.exe.wmco-upload").unwrap(), WinPath::parse("C:/k/b.conf.wmco-upload").unwrap()];
-        let text = script_text(&file_hashes(&paths).unwrap());
-        let first = "Get-FileHash -LiteralPath 'C:\\k\\a.exe.wmco-upload' -Algorithm SHA256 | Select-Object -ExpandProperty Hash\n";
-        let second = "Get-FileHash -LiteralPath 'C:\\k\\b.conf.wmco-upload' -Algorithm SHA256 | Select-Object -ExpandProperty Hash\n";
-        assert!(text.find(first).unwrap() < text.find(second).unwrap(), "{text}");
-        let many: Vec<WinPath> =
-            (0..200).map(|index| WinPath::parse(&format!("C:/k/file-{index}.wmco-upload")).unwrap()).collect();
-        assert!(matches!(file_hashes(&many), Err(CommandError::TooLong { .. })));
     }
 }

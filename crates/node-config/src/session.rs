@@ -17,13 +17,12 @@ use wmco_ssh_transport::{
     UploadSource, staging_path,
 };
 use wmco_windows_services::{
-    CommandChain, ObservedHost, ProbeRequest, RenderedCommand, SCRIPT_DIRECTORY, ScCommand, ScErrorCode, ScriptFile,
-    ServiceName, ServiceState, Shell, Step, WinPath, parse_sc_failure, parse_sc_query,
+    CommandChain, FileHashes, ObservedHost, ProbeRequest, RenderedCommand, SCRIPT_DIRECTORY, ScCommand, ScErrorCode,
+    ScriptFile, ServiceName, ServiceState, Shell, Step, WinPath, parse_sc_failure, parse_sc_query,
 };
 
 use crate::error::{FlowError, FlowStep};
 use crate::memo::PassMemo;
-use crate::script;
 
 /// Time limits of the commands a session runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -451,8 +450,8 @@ impl HostSession {
     }
 
     /// Uploads the host files whose probed hash (`remote_sha256`) differs from the desired one. Their temporary
-    /// files are verified with `Get-FileHash` on the host, as few commands as fit in a command line (one for a
-    /// stage's files in practice), before they replace the targets.
+    /// files are verified with `certutil -hashfile` on the host (a native program: no PowerShell start), as few
+    /// command lines as fit (one for a stage's files in practice), before they replace the targets.
     pub(crate) async fn upload_files(&self, files: &[(&HostFile, Option<Sha256Digest>)]) -> Result<(), FlowError> {
         tracing::Span::current().record("step", tracing::field::display(FlowStep::UploadFiles));
         let mut requests = Vec::new();
@@ -490,7 +489,7 @@ impl HostSession {
         }
     }
 
-    /// The transfer of one host file, verified alone by `Get-FileHash` of its temporary file (the one-at-a-time
+    /// The transfer of one host file, verified alone by `certutil -hashfile` of its temporary file (the one-at-a-time
     /// form a batch falls back to on hosts that place files one by one).
     fn upload_request(&self, file: &HostFile, remote_sha256: Option<Sha256Digest>) -> Result<UploadRequest, FlowError> {
         let source = match &file.content {
@@ -498,8 +497,9 @@ impl HostSession {
             HostFileContent::Rendered(rendered) => UploadSource::Bytes(rendered.bytes().into()),
         };
         let staging = self.staging_of(&file.destination.to_sftp())?;
-        let verify =
-            script::file_hashes(&[staging]).map_err(|source| self.render_error(FlowStep::UploadFiles, source))?;
+        let verify = FileHashes::new(&[staging])
+            .map(|hashes| hashes.command().clone())
+            .map_err(|source| self.render_error(FlowStep::UploadFiles, source))?;
         Ok(UploadRequest {
             source,
             remote_path: file.destination.to_sftp(),
@@ -525,16 +525,16 @@ impl HostSession {
         for request in requests {
             let staging = self.staging_of(&request.remote_path)?;
             stagings.push(staging.clone());
-            match script::file_hashes(&stagings) {
-                Ok(rendered) => verify = Some(rendered),
+            match FileHashes::new(&stagings) {
+                Ok(hashes) => verify = Some(hashes.command().clone()),
                 Err(wmco_windows_services::CommandError::TooLong { .. }) if !current.is_empty() => {
                     if let Some(full) = verify.take() {
                         batches.push(self.batch(std::mem::take(&mut current), full));
                     }
                     stagings = vec![staging];
-                    let rendered = script::file_hashes(&stagings)
+                    let hashes = FileHashes::new(&stagings)
                         .map_err(|source| self.render_error(FlowStep::UploadFiles, source))?;
-                    verify = Some(rendered);
+                    verify = Some(hashes.command().clone());
                 }
                 Err(source) => return Err(self.render_error(FlowStep::UploadFiles, source)),
             }
@@ -674,7 +674,7 @@ mod tests {
             remote_sha256: None,
             verify: None,
         };
-        let requests: Vec<UploadRequest> = (0..60).map(request).collect();
+        let requests: Vec<UploadRequest> = (0..150).map(request).collect();
         let batches = session.verify_batches(requests.clone()).unwrap();
         assert!(batches.len() > 1 && batches.len() < 10, "{} batches", batches.len());
         let placed: Vec<UploadRequest> = batches.iter().flat_map(|batch| batch.requests.clone()).collect();

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use sha2::{Digest as _, Sha256};
 use ssh2::{OpenFlags, OpenType, Sftp};
 
-use crate::command::RemoteCommand;
+use crate::command::{Output, RemoteCommand};
 use crate::connection::{Connection, Failure, OpError, classify, is_no_such_file};
 use crate::error::{TransferStep, TransportError};
 use crate::exec;
@@ -147,31 +147,44 @@ fn verify_batch(
                 "the verify command of {} files exited with {}: {}",
                 sending.len(),
                 output.exit_code,
-                output.stderr_text().trim()
+                failure_text(&output)
             ),
             false,
         ));
     }
-    let printed = output.stdout_text();
-    let lines: Vec<&str> = printed.lines().map(str::trim).filter(|line| !line.is_empty()).collect();
-    if lines.len() != sending.len() {
+    let digests = printed_digests(&output.stdout_text());
+    if digests.len() != sending.len() {
         return Err(batch_failures.failed(
             TransferStep::Verify,
-            format!("the verify command printed {} lines for {} files", lines.len(), sending.len()),
+            format!("the verify command printed {} digests for {} files", digests.len(), sending.len()),
             false,
         ));
     }
-    for (request, line) in sending.iter().zip(lines) {
-        if line.parse::<Sha256Digest>().ok() != Some(request.expected_sha256) {
+    for (request, digest) in sending.iter().zip(digests) {
+        if digest != request.expected_sha256 {
             let failures = Failures { host, path: &request.remote_path };
             return Err(failures.failed(
                 TransferStep::Verify,
-                format!("the verify command printed `{line}`, expected {}", request.expected_sha256),
+                format!("the verify command printed {digest}, expected {}", request.expected_sha256),
                 false,
             ));
         }
     }
     Ok(())
+}
+
+/// The SHA-256 digests a verify command printed, in order: each line that is one (hex, any case), surrounding
+/// whitespace ignored. Other lines — the hashing program's own headers and trailers, such as certutil's — are not
+/// digests and are skipped.
+fn printed_digests(printed: &str) -> Vec<Sha256Digest> {
+    printed.lines().filter_map(|line| line.trim().parse().ok()).collect()
+}
+
+/// What a failed command said: its standard error, or its standard output when that is empty (certutil reports
+/// failures on standard output).
+fn failure_text(output: &Output) -> String {
+    let stderr = output.stderr_text();
+    if stderr.trim().is_empty() { output.stdout_text().trim().to_owned() } else { stderr.trim().to_owned() }
 }
 
 /// Removes the target (if any) and renames the verified temporary file over it.
@@ -289,13 +302,13 @@ fn verify_by_command(
     if !output.success() {
         return Err(failures.failed(
             TransferStep::Verify,
-            format!("the verify command exited with {}: {}", output.exit_code, output.stderr_text().trim()),
+            format!("the verify command exited with {}: {}", output.exit_code, failure_text(&output)),
             false,
         ));
     }
     let printed = output.stdout_text();
-    match printed.trim().parse::<Sha256Digest>() {
-        Ok(digest) if digest == expected => Ok(()),
+    match printed_digests(&printed).as_slice() {
+        [digest] if *digest == expected => Ok(()),
         _ => Err(failures.failed(
             TransferStep::Verify,
             format!("the verify command printed `{}`, expected {expected}", printed.trim()),
@@ -444,5 +457,29 @@ mod tests {
         assert_eq!(directory_prefixes("/tmp/a/b"), ["/tmp", "/tmp/a", "/tmp/a/b"]);
         assert_eq!(directory_prefixes("/C:/k"), ["/C:/k"]);
         assert_eq!(directory_prefixes("relative/dir"), ["relative", "relative/dir"]);
+    }
+
+    #[test]
+    fn digests_are_read_from_their_own_lines_and_headers_are_skipped() {
+        let digest = Sha256Digest::of_bytes(b"abc");
+        let upper = digest.to_string().to_ascii_uppercase();
+        let certutil = format!(
+            "SHA256 hash of C:\\k\\a.wmco-upload:\r\n{digest}\r\nCertUtil: -hashfile command completed successfully.\r\n"
+        );
+        assert_eq!(printed_digests(&certutil), [digest]);
+        assert_eq!(printed_digests(&format!("  {upper}  \n\n{digest}\n")), [digest, digest]);
+        assert!(printed_digests(&format!("{digest}0\nCertUtil: failed\n")).is_empty());
+    }
+
+    #[test]
+    fn a_failure_is_described_by_stderr_or_else_stdout() {
+        let output = |stdout: &str, stderr: &str| Output {
+            exit_code: 2_147_942_402,
+            stdout: stdout.as_bytes().to_vec(),
+            stderr: stderr.as_bytes().to_vec(),
+            duration: Duration::ZERO,
+        };
+        assert_eq!(failure_text(&output("CertUtil: not found\r\n", "")), "CertUtil: not found");
+        assert_eq!(failure_text(&output("ignored", " denied \n")), "denied");
     }
 }

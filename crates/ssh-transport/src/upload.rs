@@ -47,8 +47,9 @@ pub struct UploadRequest {
     /// The target's SHA-256 as the caller last observed it on the host; when it equals `expected_sha256` nothing
     /// is sent ([`UploadOutcome::Skipped`]).
     pub remote_sha256: Option<Sha256Digest>,
-    /// A command that prints the SHA-256 (hex, any case) of the temporary file [`staging_path`]`(remote_path)`
-    /// and exits 0. Without it the temporary file is read back over SFTP and hashed locally.
+    /// A command that prints the SHA-256 (hex, any case, on a line of its own; other lines are skipped) of the
+    /// temporary file [`staging_path`]`(remote_path)` and exits 0. Without it the temporary file is read back over
+    /// SFTP and hashed locally.
     pub verify: Option<RemoteCommand>,
 }
 
@@ -103,7 +104,8 @@ pub struct UploadBatch {
     /// default [`RemoteHost::upload_batch`](crate::RemoteHost::upload_batch)).
     pub requests: Vec<UploadRequest>,
     /// Prints the SHA-256 (hex, any case) of the temporary file [`staging_path`] of every request that
-    /// [`UploadRequest::needs_sending`], one per line in request order, and exits 0.
+    /// [`UploadRequest::needs_sending`], each on a line of its own in request order, and exits 0. Lines that are not
+    /// a digest (a hashing program's headers, such as `certutil -hashfile`'s) are skipped.
     pub verify: RemoteCommand,
 }
 

@@ -46,6 +46,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod certutil;
 mod chain;
 mod command;
 mod host;
@@ -60,6 +61,7 @@ mod sc_output;
 mod service;
 mod trust;
 
+pub use certutil::FileHashes;
 pub use chain::{CHAIN_MARKER, ChainFailure, ChainReadError, ChainReport, CommandChain};
 pub use command::{CommandError, MAX_COMMAND_LINE_CHARS, RenderedCommand, ScriptFile, Shell};
 pub use host::{

@@ -8,9 +8,9 @@
 
 use proptest::prelude::*;
 use wmco_windows_services::{
-    CommandError, FailureActions, FirewallRule, Millis, PowerShellScript, ProbeRequest, ScCommand, ServiceCommand,
-    ServiceName, ServiceSpec, Shell, StartType, WinPath, decode_encoded_command, parse_sc_failure, parse_sc_qc,
-    parse_sc_query,
+    CommandError, FailureActions, FileHashes, FirewallRule, Millis, PowerShellScript, ProbeRequest, ScCommand,
+    ServiceCommand, ServiceName, ServiceSpec, Shell, StartType, WinPath, decode_encoded_command, parse_sc_failure,
+    parse_sc_qc, parse_sc_query,
 };
 
 /// Independent models of cmd.exe, the MSVC argv rules and PowerShell single-quoted strings.
@@ -264,6 +264,25 @@ proptest! {
                 let mut expected_image = vec![executable.to_string()];
                 expected_image.extend(arguments.iter().cloned());
                 prop_assert_eq!(image, expected_image, "ImagePath {}", argv[4]);
+            }
+        }
+    }
+
+    #[test]
+    fn certutil_paths_round_trip_or_are_refused(segments in proptest::collection::vec(path_segment(), 1..4)) {
+        let Ok(path) = WinPath::parse(&format!(r"C:\{}.wmco-upload", segments.join(r"\"))) else { return Ok(()) };
+        match FileHashes::new(std::slice::from_ref(&path)) {
+            Err(error) => prop_assert!(
+                has_unrenderable(path.as_str())
+                    && matches!(error, CommandError::PercentSign { .. } | CommandError::ControlCharacter { .. }),
+                "refused without cause: {error}"
+            ),
+            Ok(hashes) => {
+                prop_assert!(!has_unrenderable(path.as_str()));
+                let line = &hashes.command().line;
+                let argv = program_argv(line).map_err(|hazard| TestCaseError::fail(format!("{hazard:?} in {line}")))?;
+                let expected = ["certutil.exe", "-hashfile", path.as_str(), "SHA256"].map(str::to_owned);
+                prop_assert_eq!(argv, expected.to_vec(), "line {}", line);
             }
         }
     }

@@ -384,10 +384,11 @@ async fn an_unchanged_fleet_costs_one_probe_per_host(sandbox: &Sandbox) -> anyho
 }
 
 /// Issue 20: a first configure sends few commands. The uploaded files' temporary copies are verified a stage at a
-/// time (one `Get-FileHash` command for all of a stage's files, not one per file), and the plan's other steps of a
+/// time (one line of `certutil -hashfile` calls for all of a stage's files, not one command per file, and no
+/// PowerShell start), and the plan's other steps of a
 /// stage go as one command chain. Counts, not timings: the commands that did work (everything but the state probes
-/// that found nothing to do while the host waited for its Node or its services) are at most 10 per host. Prints
-/// each host's figures.
+/// that found nothing to do while the host waited for its Node or its services) are at most 10 per host, and start
+/// at most 3 `powershell.exe` per stage (6 in all). Prints each host's figures.
 async fn a_first_configure_costs_at_most_ten_commands(sandbox: &Sandbox) -> anyhow::Result<()> {
     for host in sandbox.hosts() {
         let name = &host.info.name;
@@ -399,17 +400,15 @@ async fn a_first_configure_costs_at_most_ten_commands(sandbox: &Sandbox) -> anyh
         for command in &commands {
             let mut is_probe = false;
             let mut kind = 'c';
+            let hashed = command.line.matches("certutil.exe -hashfile").count();
+            if hashed > 0 {
+                assert_eq!(hashed, command.line.matches(".wmco-upload").count(), "{}", command.line);
+                verify_commands += 1;
+                files_verified += hashed;
+                kind = 'v';
+            }
             if command.line.to_ascii_lowercase().starts_with("powershell") {
                 let script = powershell_script(sandbox, name, &command.line).await?;
-                let hashed = script
-                    .lines()
-                    .filter(|line| line.starts_with("Get-FileHash") && line.contains(".wmco-upload'"))
-                    .count();
-                if hashed > 0 {
-                    verify_commands += 1;
-                    files_verified += hashed;
-                    kind = 'v';
-                }
                 is_probe = script.contains(PROBE_MARKER);
                 if is_probe {
                     kind = 'p';
@@ -437,6 +436,11 @@ async fn a_first_configure_costs_at_most_ten_commands(sandbox: &Sandbox) -> anyh
         let working = commands.len() - idle_probes;
         let powershell_starts: usize =
             commands.iter().map(|command| command.line.matches("powershell.exe").count()).sum();
+        let working_powershell: Vec<usize> = (0..commands.len())
+            .filter(|&index| !(probes[index] && probes.get(index + 1).is_none_or(|next| *next)))
+            .map(|index| commands[index].line.matches("powershell.exe").count())
+            .collect();
+        println!("{name}: powershell.exe starts of the commands doing work, in order: {working_powershell:?}");
         println!(
             "{name}: first configure in {} exec round trips: {working} doing work, {idle_probes} state probes finding \
              nothing to do; {powershell_starts} powershell.exe starts in all; {files_verified} uploaded files verified \
@@ -446,6 +450,12 @@ async fn a_first_configure_costs_at_most_ten_commands(sandbox: &Sandbox) -> anyh
         ensure!(files_verified >= 10, "{name}: only {files_verified} uploaded files verified");
         ensure!(verify_commands <= 2, "{name}: {verify_commands} verify commands for {files_verified} files");
         ensure!(working <= 10, "{name}: {working} commands did work in the first configure");
+        let working_powershell_starts: usize = working_powershell.iter().sum();
+        ensure!(
+            working_powershell_starts <= 2 * 3,
+            "{name}: {working_powershell_starts} powershell.exe starts in the two stages' working commands (at most 3 \
+             per stage)"
+        );
     }
     Ok(())
 }

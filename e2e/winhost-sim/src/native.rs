@@ -18,6 +18,7 @@ pub fn resolve(name: &str) -> Option<&'static str> {
         "cmd" if system_directory(r"c:\windows\system32") => Some("cmd"),
         "hostname" if system_directory(r"c:\windows\system32") => Some("hostname"),
         "icacls" if system_directory(r"c:\windows\system32") => Some("icacls"),
+        "certutil" if system_directory(r"c:\windows\system32") => Some("certutil"),
         "powershell" if system_directory(r"c:\windows\system32\windowspowershell\v1.0") => Some("powershell"),
         _ => None,
     }
@@ -31,6 +32,7 @@ pub fn run(host: &mut Host, name: &str, arguments: &[String], raw: &str) -> Opti
         "powershell" => crate::ps::run_powershell_exe(host, arguments),
         "hostname" => Output::ok(format!("{}\r\n", host.identity.hostname)),
         "icacls" => icacls(host, arguments),
+        "certutil" => certutil(host, arguments),
         _ => cmd(host, raw),
     })
 }
@@ -89,6 +91,43 @@ fn icacls(host: &mut Host, arguments: &[String]) -> Output {
     Output::ok(format!("processed file: {target}\r\nSuccessfully processed 1 files; Failed processing 0 files\r\n"))
 }
 
+/// `certutil -hashfile <path> [algorithm]` (windows-commands.md §2.1): the file's hash in lower-case hex between
+/// certutil's header and trailer lines. Only SHA256 is modelled (certutil's default, SHA1, and its other
+/// algorithms are refused as a host without them would refuse an unknown one); any other verb is refused.
+fn certutil(host: &mut Host, arguments: &[String]) -> Output {
+    let (Some(verb), Some(target)) = (arguments.first(), arguments.get(1)) else {
+        return certutil_failure("", "0x80070057 (WIN32: 87 ERROR_INVALID_PARAMETER)", "The parameter is incorrect.");
+    };
+    if !verb.eq_ignore_ascii_case("-hashfile") || arguments.len() > 3 {
+        return certutil_failure(verb, "0x80070057 (WIN32: 87 ERROR_INVALID_PARAMETER)", "The parameter is incorrect.");
+    }
+    let algorithm = arguments.get(2).map_or("SHA1", String::as_str);
+    if !algorithm.eq_ignore_ascii_case("SHA256") {
+        return certutil_failure("-hashfile", "0x80090008 (-2146893816 NTE_BAD_ALGID)", "Invalid algorithm specified.");
+    }
+    let hash = WinPath::parse(target).ok().and_then(|path| host.file_hash(&path));
+    match hash {
+        Some(hash) => Output::ok(format!(
+            "SHA256 hash of {target}:\r\n{hash}\r\nCertUtil: -hashfile command completed successfully.\r\n"
+        )),
+        None => certutil_failure(
+            "-hashfile",
+            "0x80070002 (WIN32: 2 ERROR_FILE_NOT_FOUND)",
+            "The system cannot find the file specified.",
+        ),
+    }
+}
+
+/// certutil's two failure lines (on stdout) and the HRESULT of `code` as its exit status.
+fn certutil_failure(verb: &str, code: &str, message: &str) -> Output {
+    let status = code
+        .strip_prefix("0x")
+        .and_then(|hex| hex.split_whitespace().next())
+        .and_then(|hex| u32::from_str_radix(hex, 16).ok())
+        .unwrap_or(1);
+    Output::new(format!("CertUtil: {verb} command FAILED: {code}\r\nCertUtil: {message}\r\n"), "", status)
+}
+
 /// The ACL a file inherits: `C:\ProgramData\ssh` (created by the sshd installer) grants only SYSTEM and
 /// Administrators; elsewhere Users may read.
 pub fn inherited_acl_of(path: &WinPath) -> Vec<String> {
@@ -112,6 +151,27 @@ mod tests {
         assert_eq!(resolve(r"C:\Windows\System32\WindowsPowerShell\v1.0\powershell.exe"), Some("powershell"));
         assert_eq!(resolve(r"C:\k\sc.exe"), None);
         assert_eq!(resolve("ls"), None);
+    }
+
+    #[test]
+    fn certutil_hashes_a_file_and_fails_on_a_missing_one_with_its_hresult() {
+        let (_root, mut host) = test_host();
+        host.disk.create_dir_all(&WinPath::parse(r"C:\k").unwrap()).unwrap();
+        host.disk.write(&WinPath::parse(r"C:\k\a b.txt").unwrap(), b"abc").unwrap();
+        let output = host.exec("c", r#"certutil -hashfile "C:\k\a b.txt" sha256"#);
+        assert_eq!(output.code, 0, "{output:?}");
+        assert_eq!(
+            output.stdout,
+            "SHA256 hash of C:\\k\\a b.txt:\r\nba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad\r\n\
+             CertUtil: -hashfile command completed successfully.\r\n"
+        );
+        let missing = host.exec("c", r"certutil.exe -hashfile C:\k\none SHA256");
+        assert_eq!(missing.code, 0x8007_0002);
+        assert!(missing.stdout.starts_with("CertUtil: -hashfile command FAILED: 0x80070002"), "{missing:?}");
+        let chained = host.exec("c", r"certutil -hashfile C:\k\none SHA256 && echo after");
+        assert!(!chained.stdout.contains("after"), "{chained:?}");
+        assert_eq!(host.exec("c", r#"certutil -hashfile "C:\k\a b.txt""#).code, 0x8009_0008);
+        assert_eq!(host.exec("c", "certutil -dump").code, 0x8007_0057);
     }
 
     #[test]

@@ -11,8 +11,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tempfile::TempDir;
 use wmco_ssh_transport::{
-    BatchOutcome, HostKey, Output, RemoteCommand, RemoteHost, TransferStep, TransportError, UploadBatch, UploadOutcome,
-    UploadRequest, UploadSource, staging_path,
+    BatchOutcome, HostKey, Output, RemoteCommand, RemoteHost, Sha256Digest, TransferStep, TransportError, UploadBatch,
+    UploadOutcome, UploadRequest, UploadSource, staging_path,
 };
 
 use crate::disk::{DiskError, WinPath};
@@ -174,8 +174,8 @@ impl RemoteHost for InProcessHost {
         let mut host = self.host();
         if let Some(verify) = &request.verify {
             let output = host.exec(&self.client_version, &verify.line);
-            let printed = output.stdout.trim().to_ascii_lowercase();
-            if output.code != 0 || printed != request.expected_sha256.to_string() {
+            let printed = printed_digests(&output.stdout);
+            if output.code != 0 || printed != [request.expected_sha256] {
                 let reason = format!("verify printed {printed:?} (exit {})", output.code);
                 return Err(self.transfer_error(path, TransferStep::Verify, reason));
             }
@@ -200,15 +200,10 @@ impl RemoteHost for InProcessHost {
         }
         let mut host = self.host();
         let output = host.exec(&self.client_version, &batch.verify.line);
-        let printed: Vec<String> = output
-            .stdout
-            .lines()
-            .map(|line| line.trim().to_ascii_lowercase())
-            .filter(|line| !line.is_empty())
-            .collect();
+        let printed = printed_digests(&output.stdout);
         for (index, request) in sending.iter().enumerate() {
-            let line = printed.get(index).map(String::as_str);
-            if output.code != 0 || line != Some(request.expected_sha256.to_string().as_str()) {
+            let line = printed.get(index);
+            if output.code != 0 || line != Some(&request.expected_sha256) {
                 let reason = format!("verify printed {line:?} for it (exit {})", output.code);
                 return Err(self.transfer_error(&request.remote_path, TransferStep::Verify, reason));
             }
@@ -264,4 +259,10 @@ impl RemoteHost for InProcessHost {
             reason: error.to_string(),
         })
     }
+}
+
+/// The digests a verify command printed, each on a line of its own; other lines (certutil's header and trailer)
+/// are skipped, as the transport skips them.
+fn printed_digests(stdout: &str) -> Vec<Sha256Digest> {
+    stdout.lines().filter_map(|line| line.trim().parse().ok()).collect()
 }
