@@ -5,8 +5,9 @@
 //! runs: the operator restarted one minor version higher with each `--max-unavailable` budget (default 1, then 4)
 //! and once more with one payload file changed, each printing its total and per-host time, the most nodes
 //! unavailable at once (above the budget fails the bench: a product bug), and round trips and bytes sent per host.
-//! `--payload real` runs it with the real payload (`cargo xtask payload build`, cached) instead of the small
-//! synthetic one; `--release` builds the operator with `--release`.
+//! `--hosts 1,20,100` runs each fleet size in turn and compares each with the smallest (time to all Ready, the
+//! operator's memory per host, its idle CPU). `--payload real` runs it with the real payload (`cargo xtask payload
+//! build`, cached) instead of the small synthetic one; `--release` builds the operator with `--release`.
 
 use clap::Args;
 
@@ -17,9 +18,10 @@ use crate::stages::cargo;
 /// Options of `cargo xtask bench-fleet`.
 #[derive(Debug, Args)]
 pub struct BenchFleetArgs {
-    /// How many simulated hosts.
-    #[arg(long, default_value_t = 20)]
-    pub hosts: u8,
+    /// How many simulated hosts: one fleet size or a comma-separated list run in turn, e.g. `1,20,100` (each at
+    /// most 200).
+    #[arg(long, value_delimiter = ',', default_value = "20", value_parser = clap::value_parser!(u8).range(1..=200))]
+    pub hosts: Vec<u8>,
     /// The operator's `--max-concurrent-configurations` for each run (repeatable; default 8, then 1).
     #[arg(long = "concurrency", value_name = "N")]
     pub concurrency: Vec<u16>,
@@ -50,7 +52,7 @@ pub fn run(args: &BenchFleetArgs) -> anyhow::Result<()> {
     let mut bench = cargo();
     bench
         .args(["run", "--quiet", "--package", "wmco-sandbox", "--bin", "wmco-bench-fleet", "--"])
-        .arg(format!("--hosts={}", args.hosts))
+        .arg(format!("--hosts={}", args.hosts.iter().map(u8::to_string).collect::<Vec<_>>().join(",")))
         .env("WMCO_BIN", &wmco);
     for concurrency in &args.concurrency {
         bench.arg(format!("--concurrency={concurrency}"));

@@ -149,7 +149,9 @@ impl OperatorProcess {
                     .args(&args)
                     .env("KUBECONFIG", &self.launch.kubeconfig)
                     // Plain text in the log file: no terminal escape codes.
-                    .env("NO_COLOR", "1");
+                    .env("NO_COLOR", "1")
+                    // As the Deployment sets it (manifests/base/deployment.yaml), so fleet figures are the same.
+                    .env("MALLOC_ARENA_MAX", "2");
                 command
             }
         };

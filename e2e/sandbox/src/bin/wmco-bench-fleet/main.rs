@@ -1,13 +1,17 @@
-//! `wmco-bench-fleet`: fleet figures for `cargo xtask bench-fleet`. For each `--concurrency` value (default 8,
-//! then 1 — the Go operator's one-at-a-time behaviour) it starts a sandbox with `--hosts` hosts and the operator
-//! at that `--max-concurrent-configurations`, writes the ConfigMap for every host, and prints: the time until all
-//! are Ready, per-host time to Ready (p50, p95), SSH round trips (hosts' command logs and the operator's
-//! `/metrics`) and bytes sent per host for the first configure and for a no-op reconcile (the operator restarted,
-//! so every record is reconciled once more), the operator's peak RSS (`VmHWM` in `/proc/<pid>/status`) and CPU
-//! time (user and system, `/proc/<pid>/stat`) at the end of each pass, and which payload it served (`--payload-dir`:
-//! the real one of `cargo xtask payload build`, or by default the cached small synthetic one) with its size.
-//! After the first concurrency's run, on the same Ready fleet, the upgrade runs of [`upgrade`] (one per
-//! `--max-unavailable` budget, default 1 then 4, then one with a changed payload file; `--no-upgrade` skips them).
+//! `wmco-bench-fleet`: fleet figures for `cargo xtask bench-fleet`. For each fleet size of `--hosts` (a list,
+//! e.g. `1,20,100`) and each `--concurrency` value (default 8, then 1 — the Go operator's one-at-a-time behaviour)
+//! it starts a sandbox with that many hosts and the operator at that `--max-concurrent-configurations`, writes the
+//! ConfigMap for every host, and prints: the time until all are Ready, per-host time to Ready (p50, p95), SSH round
+//! trips (hosts' command logs and the operator's `/metrics`), PowerShell starts and bytes sent per host for the
+//! first configure and for a no-op reconcile (the operator restarted, so every record is reconciled once more), the
+//! operator's peak RSS (`VmHWM` in `/proc/<pid>/status`) and CPU time (user and system, `/proc/<pid>/stat`) at the
+//! end of each pass, its CPU share while the Ready fleet is idle, and which payload it served (`--payload-dir`: the
+//! real one of `cargo xtask payload build`, or by default the cached small synthetic one) with its size. The
+//! summary compares each fleet's time to all Ready with the smallest fleet's at the same concurrency, and prints
+//! the operator's resident memory per additional host.
+//! After the first fleet's first concurrency's run, on the same Ready fleet, the upgrade runs of [`upgrade`] (one
+//! per `--max-unavailable` budget, default 1 then 4, then one with a changed payload file; `--no-upgrade` skips
+//! them).
 //! Figures, not assertions: it fails only if the fleet never becomes Ready or is never upgraded, or if an upgrade
 //! exceeds its unavailability budget (a product bug).
 use std::collections::BTreeMap;
@@ -27,6 +31,8 @@ mod upgrade;
 const POLL_INTERVAL: Duration = Duration::from_millis(250);
 /// How long the hosts' command logs must stay unchanged before a reconcile counts as finished.
 const QUIET_PERIOD: Duration = Duration::from_secs(8);
+/// How long the operator's CPU time is sampled while the Ready fleet is idle (after the no-op reconcile).
+const IDLE_WINDOW: Duration = Duration::from_secs(30);
 /// The platform of the sandbox's Infrastructure (the harness fixtures say `None`): which payload files go to a host.
 const SANDBOX_PLATFORM: Platform = Platform::None;
 /// Clock ticks per second of `/proc/<pid>/stat` times (`USER_HZ`, 100 on every Linux architecture that matters
@@ -38,9 +44,9 @@ const MIB: f64 = 1024.0 * 1024.0;
 #[derive(Debug, Parser)]
 #[command(name = "wmco-bench-fleet", version)]
 struct Cli {
-    /// How many simulated hosts.
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u8).range(1..=200))]
-    hosts: u8,
+    /// How many simulated hosts: one fleet size, or a comma-separated list run in turn (e.g. `1,20,100`).
+    #[arg(long, value_delimiter = ',', default_value = "20", value_parser = clap::value_parser!(u8).range(1..=200))]
+    hosts: Vec<u8>,
     /// The operator's `--max-concurrent-configurations` for each run (repeatable; default 8 then 1).
     #[arg(long = "concurrency", value_name = "N")]
     concurrency: Vec<u16>,
@@ -78,6 +84,10 @@ struct RunFigures {
     first_cpu: Option<CpuTime>,
     /// The restarted operator's CPU time at the end of the no-op reconcile (from its start).
     no_op_cpu: Option<CpuTime>,
+    /// The restarted operator's CPU time during [`IDLE_WINDOW`] after the no-op reconcile.
+    idle_cpu: Option<CpuTime>,
+    /// The restarted operator's resident set at the end of the idle window, in KiB (`VmRSS`).
+    idle_rss_kib: Option<u64>,
     /// This process's CPU time from the sandbox's start to the end of the first configure: the simulated hosts
     /// (SSH, SFTP, file hashes), the OVN stand-in and the polling, for comparison with the operator's.
     bench_cpu: Option<CpuTime>,
@@ -114,6 +124,8 @@ impl CpuTime {
 struct CostPerHost {
     /// Exec round trips in the hosts' command logs: mean, min, max.
     commands: (f64, usize, usize),
+    /// `powershell` processes those commands started, per host (a command line may start several).
+    powershell_starts: f64,
     /// `wmco_ssh_round_trips_total` / hosts (exec and SFTP, as the operator counts them).
     metric_round_trips: Option<f64>,
     /// `wmco_ssh_sent_bytes_total` / hosts.
@@ -128,17 +140,23 @@ fn main() -> anyhow::Result<()> {
         let budgets = if cli.max_unavailable.is_empty() { vec![1, 4] } else { cli.max_unavailable.clone() };
         let mut all = Vec::new();
         let mut upgrades = Vec::new();
-        for (index, concurrency) in concurrencies.into_iter().enumerate() {
-            println!("== run: {} hosts, --max-concurrent-configurations={concurrency}", cli.hosts);
-            let upgrade_budgets = (index == 0 && !cli.no_upgrade).then_some(budgets.as_slice());
-            let (figures, upgraded) = run_once(&cli, concurrency, upgrade_budgets).await?;
-            print_figures(&figures);
-            all.push(figures);
-            upgrades.extend(upgraded);
+        for (fleet_index, &hosts) in cli.hosts.iter().enumerate() {
+            for (index, &concurrency) in concurrencies.iter().enumerate() {
+                println!("== run: {hosts} hosts, --max-concurrent-configurations={concurrency}");
+                let first = fleet_index == 0 && index == 0;
+                let upgrade_budgets = (first && !cli.no_upgrade).then_some(budgets.as_slice());
+                let (figures, upgraded) = run_once(&cli, hosts, concurrency, upgrade_budgets).await?;
+                print_figures(&figures);
+                all.push(figures);
+                upgrades.extend(upgraded);
+            }
         }
         println!("== summary");
         for figures in &all {
             print_figures(figures);
+        }
+        for line in scaling(&all) {
+            println!("{line}");
         }
         for figures in &upgrades {
             print_upgrade(figures);
@@ -151,13 +169,14 @@ fn main() -> anyhow::Result<()> {
 /// upgrade runs.
 async fn run_once(
     cli: &Cli,
+    hosts: u8,
     concurrency: u16,
     upgrade_budgets: Option<&[u32]>,
 ) -> anyhow::Result<(RunFigures, Vec<UpgradeFigures>)> {
     let timeout = Duration::from_secs(cli.timeout);
     let bench_cpu_at_start = cpu_time(std::process::id());
     let options = SandboxOptions {
-        hosts: cli.hosts,
+        hosts,
         keep_directory: cli.keep_directory,
         localhost_host: false,
         operator_args: vec![format!("--max-concurrent-configurations={concurrency}")],
@@ -202,12 +221,17 @@ async fn run_once(
     let first_cpu = sandbox.operator_pid().and_then(cpu_time);
     let bench_cpu = cpu_time(std::process::id()).zip(bench_cpu_at_start).map(|(now, start)| now.since(start));
 
+    let first_powershell = powershell_starts(&sandbox, &zero).await?;
     sandbox.kill_operator();
     let baseline = sandbox.operator_command_counts().await?;
     sandbox.start_operator().await?;
     let no_op_commands = sandbox.wait_until_quiet(&baseline, QUIET_PERIOD, timeout).await?;
     let no_op_metrics = sandbox.operator_metrics().await?;
     let no_op_cpu = sandbox.operator_pid().and_then(cpu_time);
+    tokio::time::sleep(IDLE_WINDOW).await;
+    let idle_cpu = sandbox.operator_pid().and_then(cpu_time).zip(no_op_cpu).map(|(now, start)| now.since(start));
+    let idle_rss_kib = sandbox.operator_pid().and_then(rss_kib);
+    let no_op_powershell = powershell_starts(&sandbox, &baseline).await?;
     let upgrades = match upgrade_budgets {
         Some(budgets) => run_upgrades(&sandbox, concurrency, budgets, timeout).await?,
         None => Vec::new(),
@@ -218,18 +242,43 @@ async fn run_once(
         hosts: expected,
         all_ready,
         per_host_ready: ready_at.into_values().collect(),
-        first: cost(&first_commands, &first_metrics, expected),
-        no_op: cost(&no_op_commands, &no_op_metrics, expected),
+        first: cost(&first_commands, &first_metrics, first_powershell, expected),
+        no_op: cost(&no_op_commands, &no_op_metrics, no_op_powershell, expected),
         peak_rss_kib,
         first_cpu,
         no_op_cpu,
+        idle_cpu,
+        idle_rss_kib,
         bench_cpu,
         payload,
     };
     Ok((figures, upgrades))
 }
 
-fn cost(commands: &BTreeMap<String, usize>, metrics: &str, hosts: usize) -> CostPerHost {
+/// `powershell` processes started by the operator's commands on all hosts after each host's first `skip`
+/// commands (a host missing from `skip` from its first command).
+async fn powershell_starts(sandbox: &Sandbox, skip: &BTreeMap<String, usize>) -> anyhow::Result<usize> {
+    let mut starts = 0;
+    for host in sandbox.hosts() {
+        let commands = sandbox.operator_commands(&host.info.name).await?;
+        let from = skip.get(&host.info.name).copied().unwrap_or(0);
+        starts += commands.iter().skip(from).map(|command| powershell_in(&command.line)).sum::<usize>();
+    }
+    Ok(starts)
+}
+
+/// How many `powershell` processes one exec line starts: each `powershell` or `powershell.exe` word, wherever it
+/// stands in a `&&` chain (case-insensitive, as Windows resolves program names).
+fn powershell_in(line: &str) -> usize {
+    line.split(|character: char| character.is_whitespace() || character == '&' || character == '"')
+        .filter(|word| {
+            let word = word.to_ascii_lowercase();
+            word == "powershell" || word == "powershell.exe"
+        })
+        .count()
+}
+
+fn cost(commands: &BTreeMap<String, usize>, metrics: &str, powershell: usize, hosts: usize) -> CostPerHost {
     let counts: Vec<usize> = commands.values().copied().collect();
     let total: usize = counts.iter().sum();
     let per_host = |value: f64| value / hosts.max(1) as f64;
@@ -239,6 +288,7 @@ fn cost(commands: &BTreeMap<String, usize>, metrics: &str, hosts: usize) -> Cost
             counts.iter().copied().min().unwrap_or(0),
             counts.iter().copied().max().unwrap_or(0),
         ),
+        powershell_starts: per_host(powershell as f64),
         metric_round_trips: metric(metrics, "wmco_ssh_round_trips_total").map(per_host),
         metric_bytes: metric(metrics, "wmco_ssh_sent_bytes_total").map(per_host),
     }
@@ -246,8 +296,46 @@ fn cost(commands: &BTreeMap<String, usize>, metrics: &str, hosts: usize) -> Cost
 
 /// `VmHWM` (peak resident set) of a process, in KiB.
 fn peak_rss_kib(pid: u32) -> Option<u64> {
+    status_kib(pid, "VmHWM:")
+}
+
+/// `VmRSS` (current resident set) of a process, in KiB.
+fn rss_kib(pid: u32) -> Option<u64> {
+    status_kib(pid, "VmRSS:")
+}
+
+/// A `kB` field of `/proc/<pid>/status`.
+fn status_kib(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status.lines().find_map(|line| line.strip_prefix("VmHWM:")?.trim().strip_suffix("kB")?.trim().parse().ok())
+    status.lines().find_map(|line| line.strip_prefix(field)?.trim().strip_suffix("kB")?.trim().parse().ok())
+}
+
+/// Each larger fleet against the smallest at the same concurrency: its time to all Ready as a multiple of the
+/// smallest fleet's, and the operator's idle resident memory per additional host.
+fn scaling(all: &[RunFigures]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for figures in all {
+        let Some(smallest) = all
+            .iter()
+            .filter(|other| other.concurrency == figures.concurrency && other.hosts < figures.hosts)
+            .min_by_key(|other| other.hosts)
+        else {
+            continue;
+        };
+        let ratio = figures.all_ready.as_secs_f64() / smallest.all_ready.as_secs_f64().max(f64::EPSILON);
+        let memory = match (figures.idle_rss_kib, smallest.idle_rss_kib) {
+            (Some(large), Some(small)) => {
+                format!("{:.2} MiB", (large as f64 - small as f64) / 1024.0 / (figures.hosts - smallest.hosts) as f64)
+            }
+            _ => "unknown".to_owned(),
+        };
+        lines.push(format!(
+            "scaling, concurrency {}: {} hosts Ready in {ratio:.2}x the time of {} (idle operator memory per \
+             additional host {memory})",
+            figures.concurrency, figures.hosts, smallest.hosts
+        ));
+    }
+    lines
 }
 
 /// The payload's kind and the files (count, total bytes) the manifest installs on [`SANDBOX_PLATFORM`].
@@ -310,13 +398,18 @@ fn print_figures(figures: &RunFigures) {
     per_host.sort();
     println!(
         "concurrency {:>2}: all {} Ready in {:.1} s; per host (ConfigMap written -> Ready) p50 {:.1} s, p95 {:.1} s; \
-         operator peak RSS {}",
+         operator peak RSS {}; idle: RSS {}, CPU {} of a core",
         figures.concurrency,
         figures.hosts,
         figures.all_ready.as_secs_f64(),
         percentile(&per_host, 50).as_secs_f64(),
         percentile(&per_host, 95).as_secs_f64(),
-        figures.peak_rss_kib.map_or_else(|| "unknown".to_owned(), |kib| format!("{:.1} MiB", kib as f64 / 1024.0)),
+        describe_kib(figures.peak_rss_kib),
+        describe_kib(figures.idle_rss_kib),
+        figures.idle_cpu.map_or_else(
+            || "unknown".to_owned(),
+            |cpu| format!("{:.2}%", (cpu.user + cpu.system).as_secs_f64() / IDLE_WINDOW.as_secs_f64() * 100.0)
+        ),
     );
     println!(
         "    payload {} ({} files, {:.1} MiB per host); bench process (simulated hosts) CPU to the end of the first \
@@ -331,13 +424,19 @@ fn print_figures(figures: &RunFigures) {
     {
         let (mean, min, max) = cost.commands;
         println!(
-            "    {pass:<16} per host: {mean:.1} exec round trips (min {min}, max {max}); operator metrics: {} round \
-             trips, {} bytes sent; operator CPU {}",
+            "    {pass:<16} per host: {mean:.1} exec round trips (min {min}, max {max}), {:.1} PowerShell starts; \
+             operator metrics: {} round trips, {} bytes sent; operator CPU {}",
+            cost.powershell_starts,
             cost.metric_round_trips.map_or_else(|| "n/a".to_owned(), |value| format!("{value:.1}")),
             cost.metric_bytes.map_or_else(|| "n/a".to_owned(), describe_bytes),
             describe_cpu(cpu),
         );
     }
+}
+
+/// KiB in MiB, or `unknown`.
+fn describe_kib(kib: Option<u64>) -> String {
+    kib.map_or_else(|| "unknown".to_owned(), |kib| format!("{:.1} MiB", kib as f64 / 1024.0))
 }
 
 /// Bytes, with MiB beside them once there are many.
@@ -370,6 +469,46 @@ mod tests {
     #[test]
     fn this_process_has_a_peak_rss() {
         assert!(peak_rss_kib(std::process::id()).is_some_and(|kib| kib > 0));
+        assert!(rss_kib(std::process::id()).is_some_and(|kib| kib > 0));
+        assert_eq!(status_kib(std::process::id(), "NoSuchField:"), None);
+    }
+
+    #[test]
+    fn powershell_starts_are_counted_per_program_word() {
+        assert_eq!(powershell_in("powershell -NoProfile -File C:\\k\\probe.ps1"), 1);
+        assert_eq!(powershell_in("sc.exe stop a && echo ##wmco-done 0 && PowerShell.exe -Command \"x\""), 1);
+        assert_eq!(powershell_in("powershell -c a&&powershell -c b"), 2);
+        assert_eq!(powershell_in("sc.exe query kubelet && echo powershellish"), 0);
+        assert_eq!(powershell_in("cmd /c \"powershell -c x\""), 1);
+    }
+
+    #[test]
+    fn larger_fleets_are_compared_with_the_smallest_at_the_same_concurrency() {
+        let run = |hosts: usize, concurrency: u16, ready_secs: u64, idle_mib: u64| RunFigures {
+            concurrency,
+            hosts,
+            all_ready: Duration::from_secs(ready_secs),
+            per_host_ready: Vec::new(),
+            first: CostPerHost::default(),
+            no_op: CostPerHost::default(),
+            peak_rss_kib: None,
+            first_cpu: None,
+            no_op_cpu: None,
+            idle_cpu: None,
+            idle_rss_kib: Some(idle_mib * 1024),
+            bench_cpu: None,
+            payload: PayloadFacts { kind: "synthetic", dir: PathBuf::new(), files: 0, bytes: 0 },
+        };
+        let lines = scaling(&[run(1, 8, 10, 40), run(20, 8, 25, 59), run(100, 8, 60, 139), run(20, 1, 99, 50)]);
+        assert_eq!(
+            lines,
+            [
+                "scaling, concurrency 8: 20 hosts Ready in 2.50x the time of 1 (idle operator memory per additional \
+                 host 1.00 MiB)",
+                "scaling, concurrency 8: 100 hosts Ready in 6.00x the time of 1 (idle operator memory per additional \
+                 host 1.00 MiB)",
+            ]
+        );
     }
 
     #[test]
