@@ -21,7 +21,10 @@ use wmco_vocabulary::Sha256Digest;
 const READ_CHUNK: usize = 1024 * 1024;
 /// How many unacknowledged bytes are kept in flight: libssh2 turns every byte handed to one write call into
 /// pipelined SFTP write requests, and reports acknowledgements as they arrive.
-const IN_FLIGHT: usize = 8 * 1024 * 1024;
+const IN_FLIGHT: usize = 4 * 1024 * 1024;
+/// The write buffer's size: the bytes in flight plus room for this many chunks, so the acknowledged bytes at its
+/// front are dropped (the unacknowledged ones moved to the start) once per this many chunks, not once per chunk.
+const CHUNKS_BETWEEN_COMPACTIONS: usize = 4;
 /// Size of one SFTP read.
 const READ_BUFFER: usize = 1024 * 1024;
 
@@ -263,7 +266,8 @@ fn write_staging(
 /// Writes every chunk to `remote`, keeping up to [`IN_FLIGHT`] bytes outstanding so the SFTP pipeline never drains
 /// between chunks. libssh2 requires the unacknowledged bytes to be passed again at the front of each call.
 fn write_pipelined(remote: &mut ssh2::File, chunks: &mut Chunks, failures: &Failures<'_>) -> Result<u64, OpError> {
-    let mut pending: Vec<u8> = Vec::with_capacity(IN_FLIGHT + READ_CHUNK);
+    let capacity = IN_FLIGHT + CHUNKS_BETWEEN_COMPACTIONS * READ_CHUNK;
+    let mut pending: Vec<u8> = Vec::with_capacity(capacity);
     let mut acknowledged = 0usize;
     let mut total = 0u64;
     let mut source_done = false;
@@ -271,8 +275,10 @@ fn write_pipelined(remote: &mut ssh2::File, chunks: &mut Chunks, failures: &Fail
         while !source_done && pending.len() - acknowledged < IN_FLIGHT {
             match chunks.next_chunk() {
                 Some(Ok(chunk)) => {
-                    pending.drain(..acknowledged);
-                    acknowledged = 0;
+                    if pending.len() + chunk.len() > capacity {
+                        pending.drain(..acknowledged);
+                        acknowledged = 0;
+                    }
                     pending.extend_from_slice(&chunk);
                 }
                 Some(Err(error)) => return Err(failures.io(TransferStep::ReadSource, &error)),
