@@ -347,12 +347,21 @@ async fn a_host_set_up_over_ssh_bootstraps_runs_a_pod_and_goes_unknown_when_its_
     })
     .await?;
     assert_eq!(stopped, "1  STOPPED");
-    let node = eventually_some("the Node Unknown", WAIT, || async {
-        Ok(nodes.get_opt("winhost-0").await?.filter(|node| ready_status(node).as_deref() == Some("Unknown")))
+    // The controller sets the Ready condition Unknown and adds the `unreachable` taint in separate updates.
+    let unreachable = |node: &Node| {
+        node.spec
+            .as_ref()
+            .and_then(|spec| spec.taints.as_ref())
+            .is_some_and(|taints| taints.iter().any(|taint| taint.key == "node.kubernetes.io/unreachable"))
+    };
+    let node = eventually_some("the Node Unknown with the unreachable taint", WAIT, || async {
+        Ok(nodes
+            .get_opt("winhost-0")
+            .await?
+            .filter(|node| ready_status(node).as_deref() == Some("Unknown") && unreachable(node)))
     })
     .await?;
-    let taints = node.spec.and_then(|spec| spec.taints).unwrap_or_default();
-    assert!(taints.iter().any(|t| t.key == "node.kubernetes.io/unreachable"), "{taints:?}");
+    assert_eq!(ready_status(&node).as_deref(), Some("Unknown"));
 
     // Every command the script sent was one the simulator knows.
     let unknown = winhost_sim::ssh::lock(&server.host).unknown_commands.clone();
