@@ -208,8 +208,12 @@ pub enum ConfigureState {
     WaitingForNode,
     /// The Node exists without its hybrid-overlay subnet annotation. Call again when it is set.
     WaitingForSubnet,
-    /// Every service is installed, but not every one runs yet or the Node is not Ready. Call again when the Node
-    /// changes (or after a short delay).
+    /// Every service is installed, but not every one runs yet (starting, or exited and to be started again). Call
+    /// again after a short delay: nothing the cluster holds changes when a service reaches RUNNING.
+    WaitingForServices,
+    /// The services were started (or run) and the Node is not Ready yet. Call again when the Node changes (its
+    /// kubelet reports Ready), or after a while: passes with unchanged inputs are answered from memory for
+    /// [`crate::SessionSettings::node_wait_window`].
     WaitingForReady,
     /// Every service runs, the Node is Ready and carries the version annotation; the record says Ready.
     Ready,
@@ -301,6 +305,7 @@ impl Stage {
 ///     ConfigureState::WaitingForNode
 ///     | ConfigureState::WaitingForSubnet
 ///     | ConfigureState::WaitingForReady => {}     // the Node watch triggers the next pass
+///     ConfigureState::WaitingForServices => {}    // call again shortly: a service is starting
 ///     ConfigureState::WaitingForUpgrade => {}     // the upgrade executor's phase change triggers the next pass
 ///     ConfigureState::WaitingForBudget => {}      // call again shortly: another host holds the budget
 /// }
@@ -325,9 +330,9 @@ pub async fn configure(
             if logged_in && recorder.note_logged_in() {
                 recorder.save().await?;
             }
-            if let Some(inputs) = inputs.filter(|_| PassMemo::remembers(state)) {
+            if let (Some(inputs), Some(window)) = (inputs, PassMemo::window(state, session.settings())) {
                 let fingerprint = inputs.with_status(Some(&recorder.status));
-                let memo = PassMemo { fingerprint, state, withheld: withheld.clone(), at: Instant::now() };
+                let memo = PassMemo { fingerprint, state, withheld: withheld.clone(), at: Instant::now(), window };
                 session.remember_pass(Some(memo));
             } else if logged_in {
                 session.remember_pass(None);
@@ -485,13 +490,15 @@ async fn configure_pass(
         }
         Stage::Node(node) => node,
     };
-    let running = if steps.is_empty() {
-        all_running(&desired, &observed)
-    } else {
-        let after = session.probe(&request).await?;
-        all_running(&desired, &after)
+    // After a successful chain every service it started is at least START_PENDING. Whether they all run is asked
+    // only when the Node is Ready, i.e. when the answer can make the host Ready in this pass; otherwise the
+    // Node's Ready condition triggers the next pass, which probes.
+    let running = match (steps.is_empty(), node.is_ready()) {
+        (true, _) => Some(all_running(&desired, &observed)),
+        (false, true) => Some(all_running(&desired, &session.probe(&request).await?)),
+        (false, false) => None,
     };
-    let ready = running && node.is_ready();
+    let ready = running == Some(true) && node.is_ready();
     let patch = node_patch(&node, inputs, ready);
     if patch != NodeMetadataPatch::default() {
         cluster.nodes.patch_metadata(&node_name, &patch).await.map_err(|source| FlowError::Cluster {
@@ -509,7 +516,7 @@ async fn configure_pass(
         ConfigureState::Ready
     } else {
         set_waiting(recorder);
-        ConfigureState::WaitingForReady
+        if running == Some(false) { ConfigureState::WaitingForServices } else { ConfigureState::WaitingForReady }
     };
     recorder.save().await?;
     let inputs = Some(pass_inputs.with_node(Some(&memo::patched(&node, &patch))));

@@ -21,7 +21,8 @@
 //!   tests.
 //!
 //! Waiting for the Node is not done here: [`configure`] returns [`ConfigureState::WaitingForNode`] (or
-//! `WaitingForSubnet`, `WaitingForReady`) and the controller calls it again when its Node watch fires.
+//! `WaitingForSubnet`, `WaitingForReady`) and the controller calls it again when its Node watch fires; a host
+//! whose services are still starting returns [`ConfigureState::WaitingForServices`] and is called again shortly.
 
 mod configure;
 mod deconfigure;

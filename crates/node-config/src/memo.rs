@@ -5,19 +5,22 @@
 //! returns the remembered state without a command: the reconciles the watches trigger for a status write of the
 //! pass itself, a Node heartbeat or both watches firing at an operator's start cost nothing on the host.
 //!
-//! Only waiting for the cluster (`WaitingForNode`, `WaitingForSubnet`) and `Ready` are remembered: a host waiting
-//! for its services or the budget is probed on every pass, and the periodic drift check of a Ready host comes after
-//! the window.
+//! Waiting for the cluster (`WaitingForNode`, `WaitingForSubnet`) and `Ready` are remembered for the unchanged-pass
+//! window, so the periodic drift check of a Ready host comes after it. Waiting for the Node's Ready condition
+//! (`WaitingForReady`) is remembered for the shorter node-wait window: the Node turning Ready changes the
+//! fingerprint and is probed at once, a Node that stays not Ready is looked at again after the window. A host waiting
+//! for its services or the budget is probed on every pass.
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Node;
 use wmco_cluster_client::types::{WindowsInstance, WindowsInstanceStatus};
 use wmco_cluster_client::{NodeExt, NodeMetadataPatch};
 
 use crate::configure::{ConfigureState, ServiceSettings, StageFiles, WithheldService};
+use crate::session::SessionSettings;
 
 /// A pass's inputs, hashed: everything but the Node and the record's status, which differ between a pass's start
 /// (as read) and its end (as the pass left them) and are added last ([`PassInputs::with_node`],
@@ -119,12 +122,27 @@ pub(crate) struct PassMemo {
     pub(crate) withheld: Vec<WithheldService>,
     /// When it ended.
     pub(crate) at: Instant,
+    /// How long after `at` it answers passes with the same fingerprint.
+    pub(crate) window: Duration,
 }
 
 impl PassMemo {
-    /// Whether a pass ending in `state` can be remembered.
-    pub(crate) fn remembers(state: ConfigureState) -> bool {
-        matches!(state, ConfigureState::Ready | ConfigureState::WaitingForNode | ConfigureState::WaitingForSubnet)
+    /// How long a pass ending in `state` is remembered under `settings`; `None`: not at all.
+    pub(crate) fn window(state: ConfigureState, settings: &SessionSettings) -> Option<Duration> {
+        match state {
+            ConfigureState::Ready | ConfigureState::WaitingForNode | ConfigureState::WaitingForSubnet => {
+                Some(settings.unchanged_pass_window)
+            }
+            ConfigureState::WaitingForReady => Some(settings.node_wait_window),
+            ConfigureState::WaitingForServices
+            | ConfigureState::WaitingForUpgrade
+            | ConfigureState::WaitingForBudget => None,
+        }
+    }
+
+    /// Whether the memo still answers a pass with `fingerprint`.
+    pub(crate) fn answers(&self, fingerprint: u64) -> bool {
+        self.fingerprint == fingerprint && self.at.elapsed() < self.window
     }
 }
 
@@ -161,6 +179,29 @@ mod tests {
         let files = StageFiles::from(crate::testing::file_set(Vec::new()).unwrap());
         let settings = crate::testing::sample_service_settings();
         PassInputs::new(&instance, &files, &settings, ["10.17.0", "ab"]).with_node(Some(node)).with_status(None)
+    }
+
+    #[test]
+    fn waiting_for_the_node_is_remembered_briefly_waiting_for_services_or_budget_never() {
+        let settings = SessionSettings::default();
+        assert_eq!(PassMemo::window(ConfigureState::Ready, &settings), Some(settings.unchanged_pass_window));
+        assert_eq!(PassMemo::window(ConfigureState::WaitingForReady, &settings), Some(settings.node_wait_window));
+        assert!(settings.node_wait_window < settings.unchanged_pass_window);
+        for state in
+            [ConfigureState::WaitingForServices, ConfigureState::WaitingForBudget, ConfigureState::WaitingForUpgrade]
+        {
+            assert_eq!(PassMemo::window(state, &settings), None, "{state:?}");
+        }
+        let memo = PassMemo {
+            fingerprint: 7,
+            state: ConfigureState::WaitingForReady,
+            withheld: Vec::new(),
+            at: Instant::now(),
+            window: Duration::from_secs(30),
+        };
+        assert!(memo.answers(7));
+        assert!(!memo.answers(8));
+        assert!(!PassMemo { window: Duration::ZERO, ..memo }.answers(7));
     }
 
     #[test]

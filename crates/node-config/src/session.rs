@@ -36,17 +36,22 @@ pub struct SessionSettings {
     /// How long after a pass that ended Ready or waiting for its Node a pass with the same inputs (record, Node,
     /// desired files, settings) returns the same state without a command; zero probes on every pass.
     pub unchanged_pass_window: Duration,
+    /// How long after a pass that left the host waiting for its Node to become Ready (`WaitingForReady`) a pass
+    /// with the same inputs returns that state without a command. The Node turning Ready changes the inputs.
+    pub node_wait_window: Duration,
 }
 
 impl Default for SessionSettings {
     /// Two minutes per command; one minute for a stop, polled every second; unchanged passes answered from memory
-    /// for five minutes (half the operator's ten-minute drift check of a Ready host).
+    /// for five minutes (half the operator's ten-minute drift check of a Ready host), a wait for the Node's Ready
+    /// condition for thirty seconds (three of the kubelet's ten-second status updates).
     fn default() -> Self {
         SessionSettings {
             command_timeout: Duration::from_secs(120),
             stop_timeout: Duration::from_secs(60),
             stop_poll_interval: Duration::from_secs(1),
             unchanged_pass_window: Duration::from_secs(300),
+            node_wait_window: Duration::from_secs(30),
         }
     }
 }
@@ -105,12 +110,15 @@ impl HostSession {
         }
     }
 
-    /// The state of the last pass if it had the inputs of `fingerprint` and ended within the unchanged-pass window.
+    /// The session's time limits and memory windows.
+    pub(crate) fn settings(&self) -> &SessionSettings {
+        &self.settings
+    }
+
+    /// The state of the last pass if it had the inputs of `fingerprint` and ended within its window.
     pub(crate) fn unchanged_pass(&self, fingerprint: u64) -> Option<PassMemo> {
         let memo = self.last_pass.lock().unwrap_or_else(PoisonError::into_inner);
-        memo.as_ref()
-            .filter(|memo| memo.fingerprint == fingerprint && memo.at.elapsed() < self.settings.unchanged_pass_window)
-            .cloned()
+        memo.as_ref().filter(|memo| memo.answers(fingerprint)).cloned()
     }
 
     /// Remembers the last pass (or forgets it: a failed pass, deconfiguration).

@@ -75,6 +75,8 @@ pub struct FakeWindowsHost {
     fault: Mutex<Fault>,
     stop_pending_queries: Mutex<usize>,
     stopping: Mutex<BTreeMap<String, usize>>,
+    /// Services whose process exits as soon as `sc.exe start` returns (kube-proxy before its network exists).
+    exiting_on_start: Mutex<BTreeSet<String>>,
 }
 
 fn key(path: &str) -> String {
@@ -182,6 +184,7 @@ impl FakeWindowsHost {
             fault: Mutex::new(Fault::None),
             stop_pending_queries: Mutex::new(0),
             stopping: Mutex::new(BTreeMap::new()),
+            exiting_on_start: Mutex::new(BTreeSet::new()),
         }
     }
 
@@ -193,6 +196,23 @@ impl FakeWindowsHost {
     /// Makes every stop report STOP_PENDING, and the next `queries` `sc.exe query` calls of that service too.
     pub fn set_stop_pending_queries(&self, queries: usize) {
         *lock(&self.stop_pending_queries) = queries;
+    }
+
+    /// Makes `service`'s process exit right after each start (`true`) or run again (`false`).
+    pub fn set_exits_on_start(&self, service: &str, exits: bool) {
+        let mut exiting = lock(&self.exiting_on_start);
+        if exits {
+            exiting.insert(service.to_owned());
+        } else {
+            exiting.remove(service);
+        }
+    }
+
+    /// The process of the running `service` exits: the service is STOPPED.
+    pub fn exit_service(&self, service: &str) {
+        if let Some((_, running)) = lock(&self.model).services.get_mut(service) {
+            *running = false;
+        }
     }
 
     /// Takes the operations logged so far.
@@ -298,8 +318,8 @@ impl FakeWindowsHost {
             }
             "start" if model.services[name].1 => sc_failure("StartService", 1056),
             "start" => {
-                model.services.get_mut(name).unwrap().1 = true;
-                output(0, sc_status(name, "4  RUNNING"))
+                model.services.get_mut(name).unwrap().1 = !lock(&self.exiting_on_start).contains(name);
+                output(0, sc_status(name, "2  START_PENDING"))
             }
             "stop" if !model.services[name].1 => sc_failure("ControlService", 1062),
             "stop" => {

@@ -169,6 +169,7 @@ impl World {
         let settings = SessionSettings {
             stop_poll_interval: Duration::from_millis(1),
             unchanged_pass_window: Duration::ZERO,
+            node_wait_window: Duration::ZERO,
             ..SessionSettings::default()
         };
         HostSession::with_settings(self.host.clone(), settings)
@@ -217,6 +218,14 @@ impl World {
             }),
             ..Node::default()
         });
+    }
+
+    /// Sets the Node's Ready condition.
+    fn set_node_ready(&self, ready: bool) {
+        let mut node = self.nodes.node(NAME).unwrap();
+        node.status.as_mut().unwrap().conditions.as_mut().unwrap()[0].status =
+            if ready { "True" } else { "False" }.into();
+        self.nodes.insert(node);
     }
 
     /// Configures a fresh host to Ready (node registered with its subnet after the first pass).
@@ -505,6 +514,55 @@ async fn a_node_not_ready_gets_no_version_annotation() {
     assert_eq!(annotations.get(VERSION_ANNOTATION), None);
     assert_eq!(annotations.get(PUB_KEY_HASH_ANNOTATION).map(String::as_str), Some(KEY_HASH));
     assert_eq!(world.record().status.unwrap().phase, Some(InstancePhase::WaitingForNode));
+}
+
+#[tokio::test]
+async fn a_node_stage_started_while_the_node_is_not_ready_waits_for_it_without_probing_until_it_turns_ready() {
+    let world = World::new().await;
+    let session = world.session();
+    assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::WaitingForNode);
+    world.register_node(true);
+    world.set_node_ready(false);
+    world.host.take_log();
+
+    let started = world.configure(&session).await.unwrap();
+    assert_eq!(started.state, ConfigureState::WaitingForReady);
+    let log = summary(&world.host.take_log());
+    assert_eq!(log.iter().filter(|line| *line == "probe").count(), 1, "no probe after the chain: {log:#?}");
+    assert!(log.contains(&"sc start kube-proxy".to_owned()), "{log:#?}");
+    assert_eq!(world.record().status.unwrap().phase, Some(InstancePhase::WaitingForNode));
+
+    // Its own status write, a heartbeat, a recheck: nothing changed, nothing sent.
+    let unchanged = world.configure(&session).await.unwrap();
+    assert_eq!((unchanged.state, unchanged.commands), (ConfigureState::WaitingForReady, 0));
+
+    // kube-proxy exited meanwhile; the Node turns Ready: a probe finds it, a chain starts it, a probe sees all run.
+    world.host.exit_service("kube-proxy");
+    world.set_node_ready(true);
+    let ready = world.configure(&session).await.unwrap();
+    assert_eq!((ready.state, ready.commands), (ConfigureState::Ready, 3));
+    assert_eq!(summary(&world.host.take_log()), ["probe", "sc start kube-proxy", "probe"]);
+}
+
+#[tokio::test]
+async fn a_service_that_exits_after_its_start_on_a_ready_node_is_probed_again_on_every_pass() {
+    let world = World::new().await;
+    world.configure_to_ready(&world.session()).await;
+    world.host.set_exits_on_start("kube-proxy", true);
+    world.host.exit_service("kube-proxy");
+    world.host.take_log();
+
+    // A new session (the drift check of a restarted operator): the Ready pass is not remembered.
+    let session = world.session();
+    for expected in
+        [&["stat script", "probe", "sc start kube-proxy", "probe"][..], &["probe", "sc start kube-proxy", "probe"]]
+    {
+        let outcome = world.configure(&session).await.unwrap();
+        assert_eq!((outcome.state, outcome.commands), (ConfigureState::WaitingForServices, 3));
+        assert_eq!(summary(&world.host.take_log()), expected);
+    }
+    world.host.set_exits_on_start("kube-proxy", false);
+    assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Ready);
 }
 
 #[tokio::test]

@@ -79,7 +79,11 @@ async fn the_simulator_understands_every_command_of_both_phases_and_deconfigurat
     // Every pass probes: no memory of unchanged passes, so that each pass below shows its commands.
     let session = HostSession::with_settings(
         sim.clone(),
-        SessionSettings { unchanged_pass_window: std::time::Duration::ZERO, ..SessionSettings::default() },
+        SessionSettings {
+            unchanged_pass_window: std::time::Duration::ZERO,
+            node_wait_window: std::time::Duration::ZERO,
+            ..SessionSettings::default()
+        },
     );
     let configure_attempt = || async {
         let instance = records.record("wmco", "win-3").unwrap();

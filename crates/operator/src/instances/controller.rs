@@ -37,10 +37,13 @@ use crate::shutdown::ShutdownSignal;
 pub const DEFAULT_CONCURRENCY: u16 = 8;
 /// How soon a Ready host is probed again for drift.
 pub const READY_RECHECK: Duration = Duration::from_secs(600);
-/// How soon a host waiting for its services or Node to become Ready is looked at again. Short, because a service
-/// leaving START_PENDING changes nothing the controller watches (only the kubelet's changes reach the Node), and a
-/// recheck costs one probe round trip.
+/// How soon a host waiting for its services to run is looked at again. Short, because a service leaving
+/// START_PENDING changes nothing the controller watches, and a recheck costs one probe round trip.
 pub const WAITING_RECHECK: Duration = Duration::from_secs(3);
+/// How soon a host whose services were started is looked at again while its Node is not Ready, at the latest: the
+/// Node turning Ready triggers a pass through the Node watch at once. The session answers passes with unchanged
+/// inputs from memory for as long (`SessionSettings::node_wait_window`), so this recheck is the one that probes.
+pub const NODE_WAIT_RECHECK: Duration = Duration::from_secs(30);
 
 /// How soon a host whose restart waits for the unavailability budget asks again at the latest. A Windows Node
 /// event showing an unmarked Node (the upgrade executor unmarking a host whose restart is over) wakes every waiting
@@ -139,7 +142,8 @@ fn action_after(outcome: &InstanceOutcome) -> Action {
     match outcome {
         InstanceOutcome::Configured(configured) => match configured.state {
             ConfigureState::Ready => Action::requeue(READY_RECHECK),
-            ConfigureState::WaitingForReady => Action::requeue(WAITING_RECHECK),
+            ConfigureState::WaitingForServices => Action::requeue(WAITING_RECHECK),
+            ConfigureState::WaitingForReady => Action::requeue(NODE_WAIT_RECHECK),
             ConfigureState::WaitingForBudget => Action::requeue(BUDGET_RECHECK),
             ConfigureState::WaitingForNode | ConfigureState::WaitingForSubnet | ConfigureState::WaitingForUpgrade => {
                 Action::await_change()

@@ -24,7 +24,7 @@ mod tests;
 
 pub use connector::{HostConnector, SshConnector};
 pub use context::{InstancesContext, InstancesSettings};
-pub use controller::{DEFAULT_CONCURRENCY, READY_RECHECK, WAITING_RECHECK, controller};
+pub use controller::{DEFAULT_CONCURRENCY, NODE_WAIT_RECHECK, READY_RECHECK, WAITING_RECHECK, controller};
 pub use error::InstancesError;
 pub use inventory::{
     INSTANCES_CONFIG_MAP, InventoryOutcome, RecordPlan, desired_record, plan_records, reconcile_inventory,
