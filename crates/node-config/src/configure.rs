@@ -338,6 +338,8 @@ pub async fn configure(
                 session.remember_pass(None);
             }
             let after = session.counters();
+            tracing::debug!(host = session.label(), state = ?state, steps = steps_applied,
+                commands = after.commands - before.commands, "configure pass done");
             Ok(ConfigureOutcome {
                 state,
                 node_name,

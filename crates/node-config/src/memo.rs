@@ -8,8 +8,10 @@
 //! Waiting for the cluster (`WaitingForNode`, `WaitingForSubnet`) and `Ready` are remembered for the unchanged-pass
 //! window, so the periodic drift check of a Ready host comes after it. Waiting for the Node's Ready condition
 //! (`WaitingForReady`) is remembered for the shorter node-wait window: the Node turning Ready changes the
-//! fingerprint and is probed at once, a Node that stays not Ready is looked at again after the window. A host waiting
-//! for its services or the budget is probed on every pass.
+//! fingerprint and is probed at once, a Node that stays not Ready is looked at again after the window. Waiting for
+//! services to run (`WaitingForServices`) is remembered for a moment only, shorter than the controller's recheck,
+//! so the watch events of the pass's own writes cost nothing and the recheck probes. A host waiting for the budget
+//! or the upgrade executor is probed on every pass.
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
@@ -68,9 +70,13 @@ impl PassInputs {
 }
 
 impl InputsWithNode {
-    /// The fingerprint with the record's `status` added.
+    /// The fingerprint with the record's `status` added, but for the bootstrap key the CSR approver binds to the
+    /// attempt: no pass acts on it, and its write between the bootstrap pass and the Node's registration would
+    /// otherwise cost a probe.
     pub(crate) fn with_status(&self, status: Option<&WindowsInstanceStatus>) -> u64 {
         let mut hasher = self.0.clone();
+        let status =
+            status.map(|status| WindowsInstanceStatus { approved_bootstrap_key_sha256: None, ..status.clone() });
         serde_json::to_string(&status).unwrap_or_default().hash(&mut hasher);
         hasher.finish()
     }
@@ -134,9 +140,8 @@ impl PassMemo {
                 Some(settings.unchanged_pass_window)
             }
             ConfigureState::WaitingForReady => Some(settings.node_wait_window),
-            ConfigureState::WaitingForServices
-            | ConfigureState::WaitingForUpgrade
-            | ConfigureState::WaitingForBudget => None,
+            ConfigureState::WaitingForServices => Some(settings.services_wait_window),
+            ConfigureState::WaitingForUpgrade | ConfigureState::WaitingForBudget => None,
         }
     }
 
@@ -182,14 +187,16 @@ mod tests {
     }
 
     #[test]
-    fn waiting_for_the_node_is_remembered_briefly_waiting_for_services_or_budget_never() {
+    fn waiting_is_remembered_briefly_for_the_node_a_moment_for_services_never_for_the_budget() {
         let settings = SessionSettings::default();
         assert_eq!(PassMemo::window(ConfigureState::Ready, &settings), Some(settings.unchanged_pass_window));
         assert_eq!(PassMemo::window(ConfigureState::WaitingForReady, &settings), Some(settings.node_wait_window));
         assert!(settings.node_wait_window < settings.unchanged_pass_window);
-        for state in
-            [ConfigureState::WaitingForServices, ConfigureState::WaitingForBudget, ConfigureState::WaitingForUpgrade]
-        {
+        assert_eq!(
+            PassMemo::window(ConfigureState::WaitingForServices, &settings),
+            Some(settings.services_wait_window)
+        );
+        for state in [ConfigureState::WaitingForBudget, ConfigureState::WaitingForUpgrade] {
             assert_eq!(PassMemo::window(state, &settings), None, "{state:?}");
         }
         let memo = PassMemo {
@@ -202,6 +209,25 @@ mod tests {
         assert!(memo.answers(7));
         assert!(!memo.answers(8));
         assert!(!PassMemo { window: Duration::ZERO, ..memo }.answers(7));
+    }
+
+    #[test]
+    fn the_bootstrap_key_the_csr_approver_binds_changes_nothing_the_phase_does() {
+        let inputs = PassInputs::new(
+            &objects::record("win-a").in_namespace("wmco").byoh("10.0.0.5").username("admin").build(),
+            &StageFiles::from(crate::testing::file_set(Vec::new()).unwrap()),
+            &crate::testing::sample_service_settings(),
+            ["10.17.0", "ab"],
+        )
+        .with_node(None);
+        let waiting = WindowsInstanceStatus {
+            phase: Some(wmco_cluster_client::types::InstancePhase::WaitingForNode),
+            ..WindowsInstanceStatus::default()
+        };
+        let bound = WindowsInstanceStatus { approved_bootstrap_key_sha256: Some("ab".repeat(32)), ..waiting.clone() };
+        assert_eq!(inputs.with_status(Some(&bound)), inputs.with_status(Some(&waiting)));
+        let ready = WindowsInstanceStatus { phase: Some(wmco_cluster_client::types::InstancePhase::Ready), ..bound };
+        assert_ne!(inputs.with_status(Some(&ready)), inputs.with_status(Some(&waiting)));
     }
 
     #[test]

@@ -39,12 +39,17 @@ pub struct SessionSettings {
     /// How long after a pass that left the host waiting for its Node to become Ready (`WaitingForReady`) a pass
     /// with the same inputs returns that state without a command. The Node turning Ready changes the inputs.
     pub node_wait_window: Duration,
+    /// How long after a pass that left the host waiting for its services to run (`WaitingForServices`) a pass with
+    /// the same inputs returns that state without a command: keep it below the controller's recheck (3 s), which
+    /// is the pass that probes.
+    pub services_wait_window: Duration,
 }
 
 impl Default for SessionSettings {
     /// Two minutes per command; one minute for a stop, polled every second; unchanged passes answered from memory
     /// for five minutes (half the operator's ten-minute drift check of a Ready host), a wait for the Node's Ready
-    /// condition for thirty seconds (three of the kubelet's ten-second status updates).
+    /// condition for thirty seconds (three of the kubelet's ten-second status updates), a wait for services to run
+    /// for two seconds.
     fn default() -> Self {
         SessionSettings {
             command_timeout: Duration::from_secs(120),
@@ -52,6 +57,7 @@ impl Default for SessionSettings {
             stop_poll_interval: Duration::from_secs(1),
             unchanged_pass_window: Duration::from_secs(300),
             node_wait_window: Duration::from_secs(30),
+            services_wait_window: Duration::from_secs(2),
         }
     }
 }

@@ -82,6 +82,7 @@ async fn the_simulator_understands_every_command_of_both_phases_and_deconfigurat
         SessionSettings {
             unchanged_pass_window: std::time::Duration::ZERO,
             node_wait_window: std::time::Duration::ZERO,
+            services_wait_window: std::time::Duration::ZERO,
             ..SessionSettings::default()
         },
     );
