@@ -47,6 +47,7 @@ use crate::disruption::{Admission, DisruptionGate, DisruptionRequest, needs_budg
 use crate::error::{FlowError, FlowStep, SourceError};
 use crate::identity::HostIdentity;
 use crate::memo::{self, InputsWithNode, PassInputs, PassMemo};
+use crate::preflight::{HostFacts, preflight};
 use crate::record::Recorder;
 use crate::script;
 use crate::session::HostSession;
@@ -396,10 +397,12 @@ async fn configure_pass(
     let identity = match recorded_identity {
         Some(identity) => identity,
         None => {
-            let identity = discover_identity(session)
-                .await?
+            let (identity, facts) = discover_identity(session).await?;
+            let identity = identity
                 .named_by(&inputs.instance.spec)
                 .map_err(|source| FlowError::Identity { host: session.label().to_owned(), source })?;
+            check_preflight(session, inputs, &identity, &facts)?;
+            recorder.note_preflight_passed();
             identity.record_in(&mut recorder.status);
             identity
         }
@@ -588,15 +591,41 @@ fn set_waiting(recorder: &mut Recorder<'_>) {
 }
 
 /// Reads the host's identity in one round trip.
-async fn discover_identity(session: &HostSession) -> Result<HostIdentity, FlowError> {
+async fn discover_identity(session: &HostSession) -> Result<(HostIdentity, HostFacts), FlowError> {
     let command = script::identity().map_err(|source| FlowError::Render {
         host: session.label().to_owned(),
         step: FlowStep::Identify,
         source,
     })?;
     let output = session.run_powershell(FlowStep::Identify, "host identity", &command).await?;
-    HostIdentity::parse(&output.stdout_text())
-        .map_err(|source| FlowError::Identity { host: session.label().to_owned(), source })
+    let stdout = output.stdout_text();
+    let identity = HostIdentity::parse(&stdout)
+        .map_err(|source| FlowError::Identity { host: session.label().to_owned(), source })?;
+    Ok((identity, HostFacts::parse(&stdout)))
+}
+
+/// The preflight of a host met for the first time, against the bytes of its bootstrap stage's files (containerd
+/// and the kubelet: most of the payload; the headroom covers the node stage's).
+fn check_preflight(
+    session: &HostSession,
+    inputs: &ConfigureInputs<'_>,
+    identity: &HostIdentity,
+    facts: &HostFacts,
+) -> Result<(), FlowError> {
+    let files = inputs.files.files(identity, FileStage::Bootstrap).map_err(|source| FlowError::DesiredFiles {
+        host: session.label().to_owned(),
+        stage: FileStage::Bootstrap.name(),
+        source,
+    })?;
+    let payload_bytes = files.files.files().iter().map(|file| file.size).sum();
+    let failures = preflight(facts, payload_bytes);
+    if failures.is_empty() {
+        return Ok(());
+    }
+    for failure in &failures {
+        tracing::warn!(host = session.label(), check = %failure.check, reason = %failure.message, "preflight check failed");
+    }
+    Err(FlowError::Preflight { host: session.label().to_owned(), failures })
 }
 
 fn parse_fixed(session: &HostSession, text: &str) -> Result<WinPath, FlowError> {

@@ -8,6 +8,7 @@ use wmco_ssh_transport::TransportError;
 use wmco_windows_services::{ChainReadError, CommandError, NodeError, PlanError, ProbeError, WinPath};
 
 use crate::identity::IdentityError;
+use crate::preflight::PreflightFailure;
 
 /// The step of the configure or deconfigure flow an error happened in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -225,6 +226,14 @@ pub enum FlowError {
         /// The time waited.
         after: Duration,
     },
+    /// The host failed preflight checks before anything was installed on it.
+    #[error("host {host}: preflight failed: {}", failures.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Preflight {
+        /// The host.
+        host: String,
+        /// Every failing check (at least one).
+        failures: Vec<PreflightFailure>,
+    },
     /// The `WindowsInstance` lacks what the flow needs (namespace, name, or a recorded identity).
     #[error("WindowsInstance {instance}: {what} is missing")]
     Record {
@@ -239,7 +248,9 @@ impl FlowError {
     /// Whether trying again later may succeed. Authentication failures, host key mismatches, unusable identities
     /// (a hostname that makes no node name, no IPv4 default route) and inconsistent desired states are permanent:
     /// they need an admin. Output that cannot be read (a probe printing no or malformed JSON) is retried: a host
-    /// may print garbage once (a profile message, a reboot under way) and be fine the next time.
+    /// may print garbage once (a profile message, a reboot under way) and be fine the next time. A failed
+    /// preflight is retried with backoff, since the admin fixes the host, not the record (the record is Failed
+    /// meanwhile, see [`FlowError::fails_the_record`]).
     pub fn is_retryable(&self) -> bool {
         match self {
             FlowError::Transport { source, .. } | FlowError::Upload { source, .. } => match source.as_ref() {
@@ -252,7 +263,8 @@ impl FlowError {
             | FlowError::StopTimedOut { .. }
             | FlowError::Probe { .. }
             | FlowError::ChainOutput { .. }
-            | FlowError::Identity { source: IdentityError::Output { .. }, .. } => true,
+            | FlowError::Identity { source: IdentityError::Output { .. }, .. }
+            | FlowError::Preflight { .. } => true,
             FlowError::Plan { .. }
             | FlowError::Render { .. }
             | FlowError::NodeServices { .. }
@@ -276,6 +288,21 @@ impl FlowError {
             FlowError::Cluster { .. } => "cluster",
             FlowError::StopTimedOut { .. } => "stop_timed_out",
             FlowError::Record { .. } => "record",
+            FlowError::Preflight { .. } => "preflight",
+        }
+    }
+
+    /// Whether the record goes to phase `Failed`: permanent errors, and a failed preflight (retried, but nothing
+    /// was installed and nothing will be until the admin fixes the host).
+    pub fn fails_the_record(&self) -> bool {
+        !self.is_retryable() || matches!(self, FlowError::Preflight { .. })
+    }
+
+    /// The failing preflight checks, if this is a failed preflight.
+    pub fn preflight_failures(&self) -> &[PreflightFailure] {
+        match self {
+            FlowError::Preflight { failures, .. } => failures,
+            _ => &[],
         }
     }
 
@@ -292,7 +319,7 @@ impl FlowError {
             FlowError::Plan { .. } | FlowError::NodeServices { .. } | FlowError::DesiredFiles { .. } => {
                 Some(FlowStep::DesiredState)
             }
-            FlowError::Identity { .. } => Some(FlowStep::Identify),
+            FlowError::Identity { .. } | FlowError::Preflight { .. } => Some(FlowStep::Identify),
             FlowError::StopTimedOut { .. } => Some(FlowStep::Services),
             FlowError::Record { .. } => Some(FlowStep::Record),
         }

@@ -15,6 +15,9 @@
 //!   networks, delete the Node — never deleting the Node of an unreachable host unless force-remove is set.
 //! - [`DisruptionGate`]: a pass that would stop services on a Node in service first claims one unit of the fleet's
 //!   unavailability budget through it, or waits ([`ConfigureState::WaitingForBudget`]).
+//! - [`preflight`]: on first contact, before anything is installed, the host's Windows build, `Containers`
+//!   feature and free space on `C:` ([`HostFacts`], read by the identity command in the same round trip); a
+//!   failed check fails the pass with [`FlowError::Preflight`] naming every failing check.
 //! - [`FlowError`]: names host, step and file; [`FlowError::is_retryable`] and [`FlowError::metric_label`].
 //!
 //! - `testing` (feature `testing`): the sample service settings and bootstrap files shared by flow and controller
@@ -30,6 +33,7 @@ mod disruption;
 mod error;
 mod identity;
 mod memo;
+mod preflight;
 mod record;
 mod script;
 mod session;
@@ -49,5 +53,6 @@ pub use deconfigure::{
 pub use disruption::{Admission, DisruptionGate, DisruptionRequest};
 pub use error::{FlowError, FlowStep, SourceError};
 pub use identity::{HostIdentity, IdentityError, expected_node_name};
+pub use preflight::{DISK_HEADROOM_BYTES, HostFacts, PreflightCheck, PreflightFailure, SUPPORTED_BUILDS, preflight};
 pub use script::HYBRID_OVERLAY_NETWORKS;
 pub use session::{HostSession, SessionCounters, SessionSettings};

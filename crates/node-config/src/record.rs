@@ -7,8 +7,8 @@
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use wmco_cluster_client::types::{
-    AUTHENTICATION_FAILED_CONDITION, ConditionState, HOST_KEY_MISMATCH_CONDITION, InstancePhase, WindowsInstance,
-    WindowsInstanceStatus,
+    AUTHENTICATION_FAILED_CONDITION, ConditionState, HOST_KEY_MISMATCH_CONDITION, InstancePhase,
+    PREFLIGHT_FAILED_CONDITION, WindowsInstance, WindowsInstanceStatus,
 };
 use wmco_cluster_client::{InstanceRecords, WindowsInstanceExt};
 
@@ -93,6 +93,17 @@ impl<'a> Recorder<'a> {
         self.status.set_condition(state, self.generation, now);
     }
 
+    /// Notes that the host passed its preflight checks: [`PREFLIGHT_FAILED_CONDITION`] `False`.
+    pub(crate) fn note_preflight_passed(&mut self) {
+        let state = ConditionState::new(
+            PREFLIGHT_FAILED_CONDITION,
+            false,
+            "ChecksPassed",
+            "The host passed the preflight checks (Windows build, Containers feature, free space on C:).",
+        );
+        self.status.set_condition(state, self.generation, Timestamp::now());
+    }
+
     /// Notes that a login succeeded (with the pinned host key, since the transport checks it): a `True`
     /// [`AUTHENTICATION_FAILED_CONDITION`] or [`HOST_KEY_MISMATCH_CONDITION`] becomes `False`. Returns whether one
     /// changed.
@@ -137,8 +148,16 @@ impl<'a> Recorder<'a> {
         if error.is_host_key_mismatch() {
             self.note_host_key_mismatch(error.to_string(), Timestamp::now());
         }
-        if !error.is_retryable() {
+        if error.fails_the_record() {
             self.status.phase = Some(InstancePhase::Failed);
+        }
+        let failures = error.preflight_failures();
+        if !failures.is_empty() {
+            let found: Vec<String> = failures.iter().map(ToString::to_string).collect();
+            let message =
+                format!("{}. Nothing was installed; the operator checks again with backoff.", found.join("; "));
+            let state = ConditionState::new(PREFLIGHT_FAILED_CONDITION, true, "ChecksFailed", message);
+            self.status.set_condition(state, self.generation, Timestamp::now());
         }
         if let Err(write_error) = self.save().await {
             tracing::warn!(instance = %self.key, error = %write_error, "could not record the flow's error");

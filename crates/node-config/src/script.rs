@@ -30,8 +30,9 @@ fn render(what: &str, statements: &[String]) -> Result<RenderedCommand, CommandE
     Ok(RenderedCommand { shell: Shell::PowerShell, line, script_file: None })
 }
 
-/// Prints `{"hostname":..,"fqdn":..,"ip":..}`: the host name, its DNS name, and the IPv4 address of the
-/// interface of the first default route.
+/// Prints `{"hostname":..,"fqdn":..,"ip":..,"build":..,"freeBytes":..,"containers":..}`: the host name, its DNS
+/// name, the IPv4 address of the interface of the first default route, and the preflight facts (the Windows
+/// build, the free bytes of `C:`, whether the `Containers` feature is enabled; windows-commands.md §4.1).
 pub(crate) fn identity() -> Result<RenderedCommand, CommandError> {
     render(
         "host identity",
@@ -41,7 +42,13 @@ pub(crate) fn identity() -> Result<RenderedCommand, CommandError> {
             "$r = Get-NetRoute -DestinationPrefix '0.0.0.0/0' | Select-Object -First 1".to_owned(),
             "$a = Get-NetIPAddress -InterfaceIndex $r.InterfaceIndex -AddressFamily IPv4 | Select-Object -First 1"
                 .to_owned(),
-            "[ordered]@{ hostname = $h; fqdn = $f; ip = $a.IPAddress } | ConvertTo-Json -Compress -Depth 2".to_owned(),
+            r"$v = Get-ItemProperty 'HKLM:\SOFTWARE\Microsoft\Windows NT\CurrentVersion'".to_owned(),
+            r#"$d = Get-CimInstance Win32_LogicalDisk -Filter "DeviceID='C:'""#.to_owned(),
+            "$c = Get-WindowsOptionalFeature -Online -FeatureName Containers".to_owned(),
+            "$e = $c.State -eq 'Enabled'".to_owned(),
+            "[ordered]@{ hostname = $h; fqdn = $f; ip = $a.IPAddress; build = $v.CurrentBuildNumber; \
+             freeBytes = $d.FreeSpace; containers = $e } | ConvertTo-Json -Compress -Depth 2"
+                .to_owned(),
         ],
     )
 }
@@ -81,7 +88,7 @@ mod tests {
     }
 
     #[test]
-    fn identity_reads_hostname_fqdn_and_default_route_address() {
+    fn identity_reads_hostname_fqdn_default_route_address_and_the_preflight_facts() {
         let command = identity().unwrap();
         assert!(command.line.starts_with("powershell.exe -NoLogo -NonInteractive -NoProfile"));
         assert_eq!(
@@ -90,7 +97,11 @@ mod tests {
              $h = [System.Net.Dns]::GetHostName()\n$f = [System.Net.Dns]::GetHostEntry($h).HostName\n\
              $r = Get-NetRoute -DestinationPrefix '0.0.0.0/0' | Select-Object -First 1\n\
              $a = Get-NetIPAddress -InterfaceIndex $r.InterfaceIndex -AddressFamily IPv4 | Select-Object -First 1\n\
-             [ordered]@{ hostname = $h; fqdn = $f; ip = $a.IPAddress } | ConvertTo-Json -Compress -Depth 2\nexit 0"
+             $v = Get-ItemProperty 'HKLM:\\SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion'\n\
+             $d = Get-CimInstance Win32_LogicalDisk -Filter \"DeviceID='C:'\"\n\
+             $c = Get-WindowsOptionalFeature -Online -FeatureName Containers\n$e = $c.State -eq 'Enabled'\n\
+             [ordered]@{ hostname = $h; fqdn = $f; ip = $a.IPAddress; build = $v.CurrentBuildNumber; \
+             freeBytes = $d.FreeSpace; containers = $e } | ConvertTo-Json -Compress -Depth 2\nexit 0"
         );
     }
 

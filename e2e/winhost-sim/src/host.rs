@@ -204,9 +204,28 @@ pub struct Host {
     /// The machine environment the service control manager read when it started (at boot): services get this
     /// block, not the current machine variables, until the next reboot (windows-commands.md §4.1).
     pub scm_environment: BTreeMap<String, String>,
+    /// The system volume `C:` as `Win32_LogicalDisk` reports it.
+    pub volume: Volume,
     /// `Cert:\LocalMachine\Root`, by thumbprint (40 upper-case hex digits); a fresh host holds
     /// [`BUILTIN_ROOT_THUMBPRINT`].
     pub root_certificates: BTreeMap<String, RootCertificate>,
+}
+
+/// The system volume's space, in bytes (`Win32_LogicalDisk` `FreeSpace` and `Size`). The simulated disk is a
+/// directory on the test machine; these figures are what the host reports, set by a test to model a full disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Volume {
+    /// `FreeSpace`.
+    pub free_bytes: u64,
+    /// `Size`.
+    pub size_bytes: u64,
+}
+
+impl Default for Volume {
+    /// A 127 GiB volume (an Azure or AWS default) with 100 GiB free.
+    fn default() -> Self {
+        Volume { free_bytes: 100 << 30, size_bytes: 127 << 30 }
+    }
 }
 
 /// A certificate in the machine's root store.
@@ -257,6 +276,7 @@ impl Host {
             latency,
             kubelet_model: crate::wine_kubelet::KubeletModel::Simulated,
             scm_environment: BTreeMap::new(),
+            volume: Volume::default(),
             root_certificates: BTreeMap::from([(
                 BUILTIN_ROOT_THUMBPRINT.to_owned(),
                 RootCertificate { subject: "CN=Microsoft Root Certificate Authority, DC=microsoft, DC=com".to_owned() },

@@ -10,7 +10,8 @@
 //!   changed host key).
 //!
 //! And the specific ones, set by whoever learns the fact: [`AUTHENTICATION_FAILED_CONDITION`] (the host refuses the
-//! operator's key), [`HOST_KEY_MISMATCH_CONDITION`] (the host presents another key than the pinned one) and
+//! operator's key), [`HOST_KEY_MISMATCH_CONDITION`] (the host presents another key than the pinned one),
+//! [`PREFLIGHT_FAILED_CONDITION`] (the host failed a check before anything was installed) and
 //! [`UPGRADING_CONDITION`] (derived from the phase).
 //!
 //! `kubectl wait --for=condition=Ready windowsinstance/NAME` therefore works, and `status.observedGeneration` says
@@ -36,6 +37,10 @@ pub const AUTHENTICATION_FAILED_CONDITION: &str = "AuthenticationFailed";
 pub const HOST_KEY_MISMATCH_CONDITION: &str = "HostKeyMismatch";
 /// The host is being reconfigured for a new operator version (phase `Upgrading`).
 pub const UPGRADING_CONDITION: &str = "Upgrading";
+/// The host failed a preflight check on first contact (an unsupported Windows build, the Containers feature off,
+/// too little free space on `C:`): nothing was installed, the record is `Failed`, and the operator checks again
+/// with backoff. `False` once the checks pass, and on records never checked.
+pub const PREFLIGHT_FAILED_CONDITION: &str = "PreflightFailed";
 
 /// One condition as a writer states it; [`WindowsInstanceStatus::set_condition`] adds the time and generation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,6 +69,11 @@ impl ConditionState {
             "KeyAccepted",
             "The host accepts the operator's key.",
         )
+    }
+
+    /// [`PREFLIGHT_FAILED_CONDITION`] `False` on a record that has not failed a preflight check.
+    pub fn no_failed_preflight() -> Self {
+        ConditionState::new(PREFLIGHT_FAILED_CONDITION, false, "NoFailedCheck", "No preflight check failed.")
     }
 
     /// [`HOST_KEY_MISMATCH_CONDITION`] `False`: the host presents its pinned host key.
@@ -129,8 +139,8 @@ impl WindowsInstanceStatus {
     }
 
     /// Derives the summary conditions (Ready, Progressing, Degraded) and [`UPGRADING_CONDITION`] from the phase,
-    /// the last error and the specific conditions, adds [`AUTHENTICATION_FAILED_CONDITION`] and
-    /// [`HOST_KEY_MISMATCH_CONDITION`] as `False` where they are missing, and records `generation` as
+    /// the last error and the specific conditions, adds [`AUTHENTICATION_FAILED_CONDITION`],
+    /// [`HOST_KEY_MISMATCH_CONDITION`] and [`PREFLIGHT_FAILED_CONDITION`] as `False` where they are missing, and records `generation` as
     /// `observedGeneration`. Idempotent: a second call with the same record changes nothing.
     ///
     /// ```
@@ -143,7 +153,11 @@ impl WindowsInstanceStatus {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn summarize(&mut self, generation: Option<i64>, now: Timestamp) {
-        for default in [ConditionState::key_accepted(), ConditionState::host_key_as_pinned()] {
+        for default in [
+            ConditionState::key_accepted(),
+            ConditionState::host_key_as_pinned(),
+            ConditionState::no_failed_preflight(),
+        ] {
             match self.conditions.iter_mut().find(|condition| condition.type_ == default.type_) {
                 Some(condition) => condition.observed_generation = generation,
                 None => self.set_condition(default, generation, now),
@@ -269,6 +283,7 @@ mod tests {
                     row(AUTHENTICATION_FAILED_CONDITION, "False", "KeyAccepted"),
                     row(DEGRADED_CONDITION, degraded, degraded_reason),
                     row(HOST_KEY_MISMATCH_CONDITION, "False", "HostKeyAsPinned"),
+                    row(PREFLIGHT_FAILED_CONDITION, "False", "NoFailedCheck"),
                     row(PROGRESSING_CONDITION, progressing, reason),
                     row(READY_CONDITION, ready, reason),
                     row(UPGRADING_CONDITION, upgrading, upgrading_reason),

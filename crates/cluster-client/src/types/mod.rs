@@ -24,7 +24,7 @@ mod windows_instance;
 
 pub use instance_conditions::{
     AUTHENTICATION_FAILED_CONDITION, ConditionState, DEGRADED_CONDITION, HOST_KEY_MISMATCH_CONDITION,
-    PROGRESSING_CONDITION, READY_CONDITION, UPGRADING_CONDITION,
+    PREFLIGHT_FAILED_CONDITION, PROGRESSING_CONDITION, READY_CONDITION, UPGRADING_CONDITION,
 };
 pub use machine::{
     Machine, MachineAddress, MachineSet, MachineSetSpec, MachineSetStatus, MachineSpec, MachineStatus, NodeRef,

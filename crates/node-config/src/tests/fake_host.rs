@@ -68,7 +68,7 @@ struct Model {
 /// The fake host.
 pub struct FakeWindowsHost {
     label: String,
-    identity_json: String,
+    identity_json: Mutex<String>,
     catalog: BTreeMap<String, ServiceSpec>,
     model: Mutex<Model>,
     log: Mutex<Vec<Op>>,
@@ -177,7 +177,7 @@ impl FakeWindowsHost {
     pub fn new(identity_json: &str, catalog: Vec<ServiceSpec>) -> FakeWindowsHost {
         FakeWindowsHost {
             label: "admin@10.0.0.5:22".to_owned(),
-            identity_json: identity_json.to_owned(),
+            identity_json: Mutex::new(identity_json.to_owned()),
             catalog: catalog.into_iter().map(|spec| (spec.name.to_string(), spec)).collect(),
             model: Mutex::new(Model::default()),
             log: Mutex::new(Vec::new()),
@@ -186,6 +186,11 @@ impl FakeWindowsHost {
             stopping: Mutex::new(BTreeMap::new()),
             exiting_on_start: Mutex::new(BTreeSet::new()),
         }
+    }
+
+    /// Replaces what the identity command prints from now on.
+    pub fn set_identity_json(&self, identity_json: &str) {
+        *lock(&self.identity_json) = identity_json.to_owned();
     }
 
     /// Injects a fault.
@@ -370,7 +375,7 @@ impl FakeWindowsHost {
             return ("probe".into(), output(0, self.probe(&model, text)));
         }
         if text.contains("GetHostName") {
-            return ("identity".into(), output(0, self.identity_json.clone()));
+            return ("identity".into(), output(0, lock(&self.identity_json).clone()));
         }
         if text.contains("Import-Certificate") || text.contains(r"Cert:\LocalMachine\Root\") {
             for file in text.lines().filter_map(|line| quoted_after(line, "Import-Certificate -FilePath ")) {

@@ -12,7 +12,7 @@ use wmco_cluster_client::names::{
     BYOH_LABEL, FORCE_REMOVE_ANNOTATION, HYBRID_OVERLAY_SUBNET_ANNOTATION, PUB_KEY_HASH_ANNOTATION, VERSION_ANNOTATION,
     WORKER_ROLE_LABEL,
 };
-use wmco_cluster_client::types::{InstanceOrigin, InstancePhase, WindowsInstance};
+use wmco_cluster_client::types::{InstanceOrigin, InstancePhase, PREFLIGHT_FAILED_CONDITION, WindowsInstance};
 use wmco_cluster_client::{BlockReason, BlockedPod, DrainOptions, InstanceRecords, NodeMetadataPatch, Nodes};
 use wmco_payload_manifest::render::RenderedFile;
 use wmco_payload_manifest::{HostFile, HostFileContent, HostFileSet};
@@ -22,11 +22,11 @@ use super::fake_host::{FakeWindowsHost, Fault, HOST_KEY, Op};
 use crate::testing::sample_service_settings;
 use crate::{
     Admission, ClusterAccess, ConfigureInputs, ConfigureState, DeconfigureInputs, DisruptionGate, DisruptionRequest,
-    FileStage, FlowError, HYBRID_OVERLAY_NETWORKS, HostFilesSource, HostIdentity, HostSession, SessionSettings,
-    SourceError, StageFiles, WithheldService, configure, deconfigure,
+    FileStage, FlowError, HYBRID_OVERLAY_NETWORKS, HostFilesSource, HostIdentity, HostSession, PreflightCheck,
+    SessionSettings, SourceError, StageFiles, WithheldService, configure, deconfigure,
 };
 
-const IDENTITY: &str = r#"{"hostname":"WIN-A","fqdn":"win-a.lab.example","ip":"203.0.113.7"}"#;
+const IDENTITY: &str = r#"{"hostname":"WIN-A","fqdn":"win-a.lab.example","ip":"203.0.113.7","build":"20348","freeBytes":85899345920,"containers":true}"#;
 const NAMESPACE: &str = "wmco";
 const NAME: &str = "win-a";
 const VERSION: &str = "10.17.0";
@@ -262,6 +262,38 @@ fn create(name: &str) -> Vec<String> {
 
 fn position(log: &[String], entry: &str) -> usize {
     log.iter().position(|line| line == entry).unwrap_or_else(|| panic!("{entry} not in {log:#?}"))
+}
+
+#[tokio::test]
+async fn a_host_failing_preflight_gets_nothing_installed_and_a_failed_record_until_it_is_fixed() {
+    let world = World::new().await;
+    let session = world.session();
+    world.host.set_identity_json(
+        r#"{"hostname":"WIN-A","fqdn":"win-a","ip":"203.0.113.7","build":"14393","freeBytes":1073741824,"containers":false}"#,
+    );
+
+    let error = world.configure(&session).await.unwrap_err();
+    let checks: Vec<PreflightCheck> = error.preflight_failures().iter().map(|failure| failure.check).collect();
+    assert_eq!(checks, [PreflightCheck::WindowsBuild, PreflightCheck::ContainersFeature, PreflightCheck::DiskSpace]);
+    assert!(error.to_string().contains("Windows build 14393 is not supported"), "{error}");
+    assert!(error.is_retryable() && error.fails_the_record());
+    assert_eq!(summary(&world.host.take_log()), ["host key", "identity"], "nothing installed");
+    let status = world.record().status.unwrap();
+    assert_eq!(status.phase, Some(InstancePhase::Failed));
+    assert_eq!(status.expected_node_name, None, "no identity recorded before the checks pass");
+    let condition = status.condition(PREFLIGHT_FAILED_CONDITION).unwrap();
+    assert_eq!((condition.status.as_str(), condition.reason.as_str()), ("True", "ChecksFailed"));
+    assert!(condition.message.contains("WindowsBuild: Windows build 14393"), "{}", condition.message);
+    assert!(condition.message.contains("DiskSpace: C: has 1024.0 MiB free"), "{}", condition.message);
+    assert!(status.condition_is_true("Degraded"));
+
+    // The admin reinstalls the host with Windows Server 2022 and enough room: the next attempt goes ahead.
+    world.host.set_identity_json(IDENTITY);
+    assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::WaitingForNode);
+    let status = world.record().status.unwrap();
+    let condition = status.condition(PREFLIGHT_FAILED_CONDITION).unwrap();
+    assert_eq!((condition.status.as_str(), condition.reason.as_str()), ("False", "ChecksPassed"));
+    assert_eq!(status.phase, Some(InstancePhase::WaitingForNode));
 }
 
 #[tokio::test]

@@ -208,3 +208,69 @@ async fn the_simulator_understands_every_command_of_both_phases_and_deconfigurat
     assert!(host.disk.entry(&SimPath::parse(r"C:\k").unwrap()).is_none());
     assert!(host.hns_networks.is_empty());
 }
+
+#[tokio::test]
+async fn a_server_2016_host_without_containers_and_room_is_refused_by_the_real_identity_script_with_nothing_installed()
+{
+    let identity = winhost_sim::host::Identity {
+        hostname: "OLD-2016".into(),
+        fqdn: "old-2016.lab.example".into(),
+        build: 14393,
+        ubr: 1,
+        node_ip: "203.0.113.90".parse().unwrap(),
+    };
+    let key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIM08b+WEqAXyfq8hlcYCpadCyeYxiEkixYthAQCJ+Gey sim";
+    let sim = Arc::new(InProcessHost::new(identity, "Administrator@203.0.113.90:22", "SSH-2.0-wmco", key).unwrap());
+    {
+        let mut host = sim.host();
+        host.features.insert("Containers".into(), "Disabled".into());
+        host.volume.free_bytes = 512 << 20;
+    }
+    let before = tree(sim.root());
+    let (nodes, records, drainer) = (FakeNodes::default(), FakeInstanceRecords::default(), FakeDrainer::default());
+    let cluster = ClusterAccess { nodes: &nodes, records: &records, drainer: &drainer };
+    let instance = objects::record("old").in_namespace("wmco").byoh("203.0.113.90").username("administrator").build();
+    records.apply(&instance).await.unwrap();
+    let settings = sample_service_settings();
+    let session = HostSession::new(sim.clone());
+    let disruptions = crate::testing::AdmitEvery::default();
+    let inputs = ConfigureInputs {
+        instance: &instance,
+        settings: &settings,
+        files: &SimFiles,
+        operator_version: "10.17.0",
+        pub_key_hash: "ab12",
+        disruptions: &disruptions,
+    };
+
+    let error = configure(&session, cluster, &inputs).await.unwrap_err();
+    let found: Vec<String> = error.preflight_failures().iter().map(ToString::to_string).collect();
+    assert_eq!(found.len(), 3, "{found:#?}");
+    assert!(found[0].starts_with("WindowsBuild: Windows build 14393 is not supported"), "{found:#?}");
+    assert!(found[1].starts_with("ContainersFeature: the Windows feature Containers is not enabled"), "{found:#?}");
+    assert!(found[2].starts_with("DiskSpace: C: has 512.0 MiB free"), "{found:#?}");
+    let host = sim.host();
+    assert_eq!(host.command_log.len(), 1, "the identity command only: {:#?}", host.command_log);
+    assert!(host.unknown_commands.is_empty(), "{:#?}", host.unknown_commands);
+    assert_eq!(host.scm.services().count(), 0);
+    assert_eq!(tree(sim.root()), before, "no file or directory written");
+    assert_eq!(records.record("wmco", "old").unwrap().status.unwrap().phase, Some(InstancePhase::Failed));
+}
+
+/// Every path under `root` with its size, sorted.
+fn tree(root: &std::path::Path) -> Vec<(std::path::PathBuf, u64)> {
+    let mut found = Vec::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(directory) = pending.pop() {
+        for entry in std::fs::read_dir(&directory).unwrap() {
+            let entry = entry.unwrap();
+            let metadata = entry.metadata().unwrap();
+            if metadata.is_dir() {
+                pending.push(entry.path());
+            }
+            found.push((entry.path(), if metadata.is_dir() { 0 } else { metadata.len() }));
+        }
+    }
+    found.sort();
+    found
+}

@@ -15,7 +15,7 @@ use wmco_cluster_client::{NewEvent, Severity, WindowsInstanceExt};
 use wmco_machines::names::MACHINE_API_NAMESPACE;
 use wmco_node_config::{
     ConfigureInputs, ConfigureOutcome, ConfigureState, DeconfigureInputs, DeconfigureOutcome, FlowError, HostSession,
-    WithheldService, configure, deconfigure,
+    PreflightFailure, WithheldService, configure, deconfigure,
 };
 
 use super::{InstancesContext, InstancesError};
@@ -214,11 +214,30 @@ pub(crate) fn failure_event(instance: &WindowsInstance, error: &InstancesError) 
 }
 
 async fn publish_failure(instance: &WindowsInstance, ctx: &InstancesContext, error: &InstancesError) {
+    if let InstancesError::Flow { source, .. } = error
+        && !source.preflight_failures().is_empty()
+    {
+        for failure in source.preflight_failures() {
+            publish(instance, ctx, &preflight_event(failure)).await;
+        }
+        return;
+    }
     let event = failure_event(instance, error);
     if matches!(event.reason.as_str(), "HostKeyMismatch" | "ClusterUnsupported") {
         publish(instance, ctx, &event).await;
     } else {
         publish_everywhere(instance, ctx, &event).await;
+    }
+}
+
+/// The Warning Event on the record for one failed preflight check (one per check, so each is named on its own;
+/// a check that keeps failing folds into one Event series).
+pub(crate) fn preflight_event(failure: &PreflightFailure) -> NewEvent {
+    NewEvent {
+        severity: Severity::Warning,
+        reason: "PreflightCheckFailed".to_owned(),
+        action: "Configure".to_owned(),
+        note: Some(format!("{failure}; nothing was installed, the operator checks again with backoff")),
     }
 }
 

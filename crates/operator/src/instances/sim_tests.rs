@@ -90,3 +90,42 @@ async fn a_fresh_host_is_bootstrapped_and_an_unchanged_second_reconcile_costs_no
     assert!(metrics.contains(&round_trips) && metrics.contains(&bytes), "{metrics}");
     assert_eq!(*connector.connects.lock().unwrap(), 1);
 }
+
+#[tokio::test]
+async fn a_host_without_the_containers_feature_fails_preflight_with_one_warning_event_naming_the_check() {
+    let host = Arc::new(InProcessHost::sample(5).unwrap());
+    host.host().features.insert("Containers".into(), "Disabled".into());
+    let connector = Arc::new(SimConnector { host: host.clone(), connects: Mutex::new(0) });
+    let settings = InstancesSettings {
+        namespace: NAMESPACE.to_owned(),
+        services: crate::files::ServiceSettingsSource::Fixed(sample_service_settings()),
+        operator_version: "10.17.0".to_owned(),
+        pub_key_hash: "ab".to_owned(),
+        drain: DrainOptions::default(),
+        command_timeout: std::time::Duration::from_secs(120),
+        max_unavailable: 1,
+    };
+    let cluster = FakeCluster::default();
+    let ctx = InstancesContext::new(&cluster.seams(), connector, Arc::new(BootstrapFiles::default()), settings);
+    let instance =
+        objects::record("byoh-127-0-0-50").in_namespace(NAMESPACE).byoh("127.0.0.50").username("administrator").build();
+    cluster.records.apply(&instance).await.unwrap();
+    let stored = cluster.records.record(NAMESPACE, "byoh-127-0-0-50").unwrap();
+
+    let error = reconcile_instance(&stored, &ctx).await.unwrap_err();
+
+    assert!(crate::runtime::ReconcilerError::is_retryable(&error), "the admin fixes the host, not the record: {error}");
+    let published = cluster.events.published();
+    let warnings: Vec<(&str, &str)> =
+        published.iter().map(|(_, event)| (event.reason.as_str(), event.note.as_deref().unwrap_or_default())).collect();
+    assert_eq!(warnings.len(), 1, "{warnings:#?}");
+    assert_eq!(warnings[0].0, "PreflightCheckFailed");
+    assert!(
+        warnings[0].1.starts_with("ContainersFeature: the Windows feature Containers is not enabled"),
+        "{warnings:#?}"
+    );
+    let status = cluster.records.record(NAMESPACE, "byoh-127-0-0-50").unwrap().status.unwrap();
+    assert_eq!(status.phase, Some(InstancePhase::Failed));
+    assert!(status.condition_is_true("PreflightFailed"));
+    assert_eq!(host.host().scm.services().count(), 0, "nothing installed");
+}

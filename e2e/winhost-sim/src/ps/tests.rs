@@ -175,6 +175,19 @@ fn service_cmdlets_and_cim() {
 }
 
 #[test]
+fn the_system_volume_reports_its_free_space_and_size_and_no_other_volume_exists() {
+    let (_root, mut host) = test_host();
+    host.volume = crate::host::Volume { free_bytes: 5 << 30, size_bytes: 40 << 30 };
+    let script = "$d = Get-CimInstance Win32_LogicalDisk -Filter \"DeviceID='C:'\"\n\
+                  [ordered]@{ free = $d.FreeSpace; size = $d.Size; id = $d.DeviceID } | ConvertTo-Json -Compress -Depth 2\n\
+                  @(Get-CimInstance Win32_LogicalDisk -Filter \"DeviceID='D:'\").Count";
+    let output = ps(&mut host, script);
+    assert_eq!(output.stderr, "");
+    assert_eq!(output.stdout, "{\"free\":5368709120,\"size\":42949672960,\"id\":\"C:\"}\r\n0\r\n");
+    assert_eq!(ps(&mut host, "Get-CimInstance Win32_LogicalDisk -Filter \"DeviceID=C:\"").code, 1);
+}
+
+#[test]
 fn registry_env_network_and_system_cmdlets() {
     let (_root, mut host) = test_host();
     let script = "$ErrorActionPreference = 'Stop'\n\

@@ -1,0 +1,240 @@
+//! Preflight: what a host must be before anything is installed on it, checked from the facts the identity command
+//! reads in the same round trip ([`HostFacts`]): a supported Windows Server build, the `Containers` feature
+//! enabled, and room on `C:` for the payload. [`preflight`] returns every failing check, each naming what was found
+//! and what to do (windows-commands.md §4.1 for the facts).
+//!
+//! The host name is checked by [`crate::HostIdentity::parse`] (it must give an RFC 1123 Node name).
+
+use std::fmt;
+
+use serde::Deserialize;
+
+/// The Windows Server builds a node may run: 2019, 2022 and 2025 (`CurrentBuildNumber`).
+pub const SUPPORTED_BUILDS: [(u32, &str); 3] =
+    [(17_763, "Windows Server 2019"), (20_348, "Windows Server 2022"), (26_100, "Windows Server 2025")];
+
+/// Free space asked on `C:` beyond the payload's own bytes: the services' logs and the first container images.
+pub const DISK_HEADROOM_BYTES: u64 = 2 << 30;
+
+/// What the identity command reads about the host besides its identity. `None`: the host printed nothing usable.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HostFacts {
+    /// `CurrentBuildNumber` of `HKLM\SOFTWARE\Microsoft\Windows NT\CurrentVersion`.
+    pub build: Option<u32>,
+    /// `FreeSpace` of `Win32_LogicalDisk` `C:`, in bytes.
+    pub free_bytes: Option<u64>,
+    /// Whether the optional feature `Containers` is `Enabled`.
+    pub containers_enabled: Option<bool>,
+}
+
+#[derive(Deserialize)]
+struct RawFacts {
+    build: Option<serde_json::Value>,
+    #[serde(rename = "freeBytes")]
+    free_bytes: Option<serde_json::Value>,
+    containers: Option<bool>,
+}
+
+impl HostFacts {
+    /// Reads the facts from the identity command's output (its last line starting with `{`); absent or unreadable
+    /// fields are `None`.
+    ///
+    /// ```
+    /// use wmco_node_config::HostFacts;
+    /// let facts = HostFacts::parse(r#"{"hostname":"W","ip":"10.0.0.5","build":"20348","freeBytes":8589934592,"containers":true}"#);
+    /// assert_eq!((facts.build, facts.free_bytes, facts.containers_enabled), (Some(20348), Some(8 << 30), Some(true)));
+    /// ```
+    pub fn parse(stdout: &str) -> HostFacts {
+        let raw = stdout
+            .lines()
+            .rev()
+            .map(str::trim)
+            .find(|line| line.starts_with('{'))
+            .and_then(|json| serde_json::from_str::<RawFacts>(json).ok());
+        let Some(raw) = raw else {
+            return HostFacts::default();
+        };
+        HostFacts {
+            build: raw.build.as_ref().and_then(number).and_then(|build| u32::try_from(build).ok()),
+            free_bytes: raw.free_bytes.as_ref().and_then(number),
+            containers_enabled: raw.containers,
+        }
+    }
+}
+
+/// A number printed as a JSON number or as a string of digits (a registry `REG_SZ`).
+fn number(value: &serde_json::Value) -> Option<u64> {
+    match value {
+        serde_json::Value::Number(number) => number.as_u64(),
+        serde_json::Value::String(text) => text.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// A preflight check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PreflightCheck {
+    /// The Windows Server build is one of [`SUPPORTED_BUILDS`].
+    WindowsBuild,
+    /// The `Containers` feature is enabled.
+    ContainersFeature,
+    /// `C:` has room for the payload and [`DISK_HEADROOM_BYTES`].
+    DiskSpace,
+}
+
+impl PreflightCheck {
+    /// The check's CamelCase name, as Events and conditions show it.
+    pub fn name(self) -> &'static str {
+        match self {
+            PreflightCheck::WindowsBuild => "WindowsBuild",
+            PreflightCheck::ContainersFeature => "ContainersFeature",
+            PreflightCheck::DiskSpace => "DiskSpace",
+        }
+    }
+}
+
+impl fmt::Display for PreflightCheck {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A failed check and why, with what to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PreflightFailure {
+    /// The check.
+    pub check: PreflightCheck,
+    /// What was found and what to do.
+    pub message: String,
+}
+
+impl fmt::Display for PreflightFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.check, self.message)
+    }
+}
+
+/// The failing checks of a host with `facts`, which is to receive `payload_bytes` (empty: the host passes).
+///
+/// ```
+/// use wmco_node_config::{HostFacts, PreflightCheck, preflight};
+/// let old = HostFacts { build: Some(14393), free_bytes: Some(50 << 30), containers_enabled: Some(true) };
+/// let failures = preflight(&old, 400 << 20);
+/// assert_eq!(failures.len(), 1);
+/// assert_eq!(failures[0].check, PreflightCheck::WindowsBuild);
+/// assert!(failures[0].message.contains("14393"));
+/// ```
+pub fn preflight(facts: &HostFacts, payload_bytes: u64) -> Vec<PreflightFailure> {
+    let mut failures = Vec::new();
+    let supported = SUPPORTED_BUILDS.map(|(build, name)| format!("{build} ({name})")).join(", ");
+    match facts.build {
+        Some(build) if SUPPORTED_BUILDS.iter().any(|(supported, _)| *supported == build) => {}
+        Some(build) => failures.push(PreflightFailure {
+            check: PreflightCheck::WindowsBuild,
+            message: format!(
+                "Windows build {build} is not supported (supported: {supported}); install a supported Windows Server"
+            ),
+        }),
+        None => failures.push(PreflightFailure {
+            check: PreflightCheck::WindowsBuild,
+            message: format!("the host did not report its Windows build (CurrentBuildNumber); supported: {supported}"),
+        }),
+    }
+    match facts.containers_enabled {
+        Some(true) => {}
+        Some(false) => failures.push(PreflightFailure {
+            check: PreflightCheck::ContainersFeature,
+            message: "the Windows feature Containers is not enabled: containerd cannot run a container without it; \
+                      run `Install-WindowsFeature -Name Containers` and restart the host"
+                .to_owned(),
+        }),
+        None => failures.push(PreflightFailure {
+            check: PreflightCheck::ContainersFeature,
+            message: "the host did not report the state of the Windows feature Containers".to_owned(),
+        }),
+    }
+    let needed = payload_bytes.saturating_add(DISK_HEADROOM_BYTES);
+    match facts.free_bytes {
+        Some(free) if free >= needed => {}
+        Some(free) => failures.push(PreflightFailure {
+            check: PreflightCheck::DiskSpace,
+            message: format!(
+                "C: has {} free; the payload needs {} and {} more for logs and images: free {} on C:",
+                mib(free),
+                mib(payload_bytes),
+                mib(DISK_HEADROOM_BYTES),
+                mib(needed - free)
+            ),
+        }),
+        None => failures.push(PreflightFailure {
+            check: PreflightCheck::DiskSpace,
+            message: "the host did not report the free space of C: (Win32_LogicalDisk)".to_owned(),
+        }),
+    }
+    failures
+}
+
+/// `bytes` in MiB with one decimal, rounded down.
+fn mib(bytes: u64) -> String {
+    let tenths = u128::from(bytes) * 10 / (1 << 20);
+    format!("{}.{} MiB", tenths / 10, tenths % 10)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn good() -> HostFacts {
+        HostFacts { build: Some(20_348), free_bytes: Some(40 << 30), containers_enabled: Some(true) }
+    }
+
+    #[test]
+    fn a_supported_host_with_room_passes() {
+        for (build, _) in SUPPORTED_BUILDS {
+            assert_eq!(preflight(&HostFacts { build: Some(build), ..good() }, 430 << 20), Vec::new());
+        }
+    }
+
+    #[test]
+    fn every_failing_check_is_named_with_what_was_found() {
+        let facts = HostFacts { build: Some(14_393), free_bytes: Some(1 << 30), containers_enabled: Some(false) };
+        let failures = preflight(&facts, 430 << 20);
+        let checks: Vec<PreflightCheck> = failures.iter().map(|failure| failure.check).collect();
+        assert_eq!(
+            checks,
+            [PreflightCheck::WindowsBuild, PreflightCheck::ContainersFeature, PreflightCheck::DiskSpace]
+        );
+        assert!(failures[0].message.contains("14393"), "{}", failures[0]);
+        assert!(failures[0].message.contains("17763 (Windows Server 2019)"), "{}", failures[0]);
+        assert!(failures[1].message.contains("Install-WindowsFeature -Name Containers"), "{}", failures[1]);
+        assert_eq!(
+            failures[2].to_string(),
+            "DiskSpace: C: has 1024.0 MiB free; the payload needs 430.0 MiB and 2048.0 MiB more for logs and images: \
+             free 1454.0 MiB on C:"
+        );
+    }
+
+    #[test]
+    fn the_disk_needs_the_payload_and_the_headroom_exactly() {
+        let payload = 430 << 20;
+        let exact = HostFacts { free_bytes: Some(payload + DISK_HEADROOM_BYTES), ..good() };
+        assert_eq!(preflight(&exact, payload), Vec::new());
+        let short = HostFacts { free_bytes: Some(payload + DISK_HEADROOM_BYTES - 1), ..good() };
+        assert_eq!(preflight(&short, payload)[0].check, PreflightCheck::DiskSpace);
+    }
+
+    #[test]
+    fn facts_the_host_did_not_print_fail_their_checks() {
+        let failures = preflight(&HostFacts::default(), 0);
+        assert_eq!(failures.len(), 3);
+        assert!(failures.iter().all(|failure| failure.message.contains("did not report")), "{failures:?}");
+    }
+
+    #[test]
+    fn facts_are_read_from_numbers_or_digit_strings_and_garbage_is_none() {
+        let facts = HostFacts::parse("noise\r\n{\"build\":17763,\"freeBytes\":\"1024\",\"containers\":false}\r\n");
+        assert_eq!(facts, HostFacts { build: Some(17_763), free_bytes: Some(1024), containers_enabled: Some(false) });
+        assert_eq!(HostFacts::parse("{\"build\":\"x\",\"freeBytes\":-1}"), HostFacts::default());
+        assert_eq!(HostFacts::parse("no json"), HostFacts::default());
+    }
+}
