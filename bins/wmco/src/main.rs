@@ -29,6 +29,9 @@ enum Command {
     Version(cmd::version::VersionArgs),
     /// Check SSH access to a Windows host: host key, authentication, and a command round trip.
     Ssh(cmd::ssh::SshArgs),
+    /// Run the operator's preflight checks on a Windows host before listing it: Node name, Windows Server build,
+    /// Containers feature, free space on C: (`wmco preflight ADDRESS --user USER --key FILE`); changes nothing.
+    Preflight(cmd::preflight::PreflightArgs),
     /// Print the WindowsInstance CustomResourceDefinition generated from the Rust type (YAML; JSON with -o json).
     Crd(cmd::crd::CrdArgs),
     /// Plan what to do to each Windows instance (configure, upgrade, rekey, deconfigure, wait) from a fleet and a
@@ -69,6 +72,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Version(args) => cmd::version::run(&args),
         Command::Ssh(args) => cmd::ssh::run(&args),
+        Command::Preflight(args) => cmd::preflight::run(&args),
         Command::Crd(args) => cmd::crd::run(&args),
         Command::Plan(args) => cmd::plan::run(&args),
         Command::Csr(args) => cmd::csr::run(&args),

@@ -53,6 +53,9 @@ pub use deconfigure::{
 pub use disruption::{Admission, DisruptionGate, DisruptionRequest};
 pub use error::{FlowError, FlowStep, SourceError};
 pub use identity::{HostIdentity, IdentityError, expected_node_name};
-pub use preflight::{DISK_HEADROOM_BYTES, HostFacts, PreflightCheck, PreflightFailure, SUPPORTED_BUILDS, preflight};
+pub use preflight::{
+    CHECKS, DISK_HEADROOM_BYTES, HostCheck, HostFacts, PreflightCheck, PreflightFailure, SUPPORTED_BUILDS, check_host,
+    preflight,
+};
 pub use script::HYBRID_OVERLAY_NETWORKS;
 pub use session::{HostSession, SessionCounters, SessionSettings};

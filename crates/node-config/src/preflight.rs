@@ -3,11 +3,16 @@
 //! enabled, and room on `C:` for the payload. [`preflight`] returns every failing check, each naming what was found
 //! and what to do (windows-commands.md §4.1 for the facts).
 //!
-//! The host name is checked by [`crate::HostIdentity::parse`] (it must give an RFC 1123 Node name).
+//! The host name is checked by [`crate::HostIdentity::parse`] (it must give an RFC 1123 Node name); [`check_host`]
+//! (what `wmco preflight` runs from an admin's machine) reports it as the `Identity` check next to the others.
 
 use std::fmt;
 
 use serde::Deserialize;
+
+use crate::error::{FlowError, FlowStep};
+use crate::identity::{HostIdentity, IdentityError};
+use crate::session::HostSession;
 
 /// The Windows Server builds a node may run: 2019, 2022 and 2025 (`CurrentBuildNumber`).
 pub const SUPPORTED_BUILDS: [(u32, &str); 3] =
@@ -74,6 +79,8 @@ fn number(value: &serde_json::Value) -> Option<u64> {
 /// A preflight check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum PreflightCheck {
+    /// The host's name gives an RFC 1123 Node name and it has an IPv4 default route ([`HostIdentity::parse`]).
+    Identity,
     /// The Windows Server build is one of [`SUPPORTED_BUILDS`].
     WindowsBuild,
     /// The `Containers` feature is enabled.
@@ -86,6 +93,7 @@ impl PreflightCheck {
     /// The check's CamelCase name, as Events and conditions show it.
     pub fn name(self) -> &'static str {
         match self {
+            PreflightCheck::Identity => "Identity",
             PreflightCheck::WindowsBuild => "WindowsBuild",
             PreflightCheck::ContainersFeature => "ContainersFeature",
             PreflightCheck::DiskSpace => "DiskSpace",
@@ -172,6 +180,65 @@ pub fn preflight(facts: &HostFacts, payload_bytes: u64) -> Vec<PreflightFailure>
         }),
     }
     failures
+}
+
+/// Every check, in the order they are reported.
+pub const CHECKS: [PreflightCheck; 4] = [
+    PreflightCheck::Identity,
+    PreflightCheck::WindowsBuild,
+    PreflightCheck::ContainersFeature,
+    PreflightCheck::DiskSpace,
+];
+
+/// What [`check_host`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostCheck {
+    /// The host's identity, when it gives a usable one.
+    pub identity: Option<HostIdentity>,
+    /// The facts read.
+    pub facts: HostFacts,
+    /// Every failing check (empty: the host passes), the `Identity` check included.
+    pub failures: Vec<PreflightFailure>,
+}
+
+/// Runs the identity command on the host of `session` (one round trip, the same command a configuration's first
+/// pass runs) and the checks against `payload_bytes`, without changing anything on the host.
+///
+/// ```no_run
+/// # async fn example(host: std::sync::Arc<dyn wmco_ssh_transport::RemoteHost>) -> Result<(), wmco_node_config::FlowError> {
+/// use wmco_node_config::{HostSession, check_host};
+/// let check = check_host(&HostSession::new(host), 430 << 20).await?;
+/// for failure in &check.failures {
+///     println!("{failure}");
+/// }
+/// # Ok(())
+/// # }
+/// ```
+///
+/// # Errors
+/// [`FlowError`] when the host cannot be reached, the command fails, or its output is not the identity document.
+pub async fn check_host(session: &HostSession, payload_bytes: u64) -> Result<HostCheck, FlowError> {
+    let command = crate::script::identity().map_err(|source| FlowError::Render {
+        host: session.label().to_owned(),
+        step: FlowStep::Identify,
+        source,
+    })?;
+    let output = session.run_powershell(FlowStep::Identify, "host identity", &command).await?;
+    let stdout = output.stdout_text();
+    let facts = HostFacts::parse(&stdout);
+    let mut failures = Vec::new();
+    let identity = match HostIdentity::parse(&stdout) {
+        Ok(identity) => Some(identity),
+        Err(source @ IdentityError::Output { .. }) => {
+            return Err(FlowError::Identity { host: session.label().to_owned(), source });
+        }
+        Err(error) => {
+            failures.push(PreflightFailure { check: PreflightCheck::Identity, message: error.to_string() });
+            None
+        }
+    };
+    failures.extend(preflight(&facts, payload_bytes));
+    Ok(HostCheck { identity, facts, failures })
 }
 
 /// `bytes` in MiB with one decimal, rounded down.

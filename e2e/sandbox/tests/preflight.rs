@@ -5,7 +5,8 @@
 //! Proof: the healthy host is Ready; the old host's record is `Failed` with the `PreflightFailed` condition naming
 //! build 14393, a `PreflightCheckFailed` Warning Event names the `WindowsBuild` check; every command the operator
 //! sent to the old host is the identity command (retries included), it has no service, and its `C:\k` was never
-//! created.
+//! created. `wmco preflight` run against both hosts exits 1 naming the build for the old one and 0 for the healthy
+//! one.
 //!
 //! Needs the control-plane binaries (`cargo xtask controlplane build`) and the `wmco` binary (`WMCO_BIN`, set by
 //! `cargo xtask test`, or `target/<profile>/wmco`).
@@ -17,6 +18,7 @@ use anyhow::{Context as _, ensure};
 use winhost_sim::fleet::NewHost;
 use wmco_cluster_client::types::{InstancePhase, PREFLIGHT_FAILED_CONDITION};
 use wmco_instance_inventory::instance_name;
+use wmco_sandbox::operator::locate_operator_binary;
 use wmco_sandbox::{HOST_USER, Sandbox, SandboxOptions};
 
 /// Generous upper bounds for a loaded 2-core machine (never timed assertions).
@@ -87,6 +89,41 @@ async fn a_server_2016_host_is_refused_with_its_build_named_and_nothing_installe
     );
     ensure!(sandbox.services(&old.name).await?.is_empty(), "a service was installed on the 2016 host");
     ensure!(!old.c_drive.join("k").exists(), "C:\\k was created on the 2016 host");
+
+    // `wmco preflight` from an admin's machine says the same, and passes the healthy host.
+    let (code, json) = preflight_cli(&sandbox, &OLD_ADDRESS.to_string())?;
+    ensure!(code == Some(1), "wmco preflight exited {code:?} for the 2016 host: {json}");
+    ensure!(json["kind"] == "Preflight", "{json}");
+    let build = &json["checks"][1];
+    ensure!(
+        build["name"] == "WindowsBuild"
+            && build["passed"] == false
+            && build["detail"].as_str().is_some_and(|detail| detail.contains("14393")),
+        "{json}"
+    );
+    let healthy = sandbox.hosts()[0].key.clone();
+    let (code, json) = preflight_cli(&sandbox, &healthy)?;
+    ensure!(code == Some(0), "wmco preflight exited {code:?} for the healthy host: {json}");
+    ensure!(json["checks"].as_array().is_some_and(|checks| checks.len() == 4), "{json}");
+    ensure!(json["nodeName"] == sandbox.hosts()[0].info.name.to_lowercase(), "{json}");
     sandbox.assert_no_secret_leaked().await?;
     Ok(())
+}
+
+/// Runs `wmco preflight ADDRESS --user Administrator --key FILE --port PORT -o json`: its exit code and document.
+fn preflight_cli(sandbox: &Sandbox, address: &str) -> anyhow::Result<(Option<i32>, serde_json::Value)> {
+    let scratch = tempfile::tempdir()?;
+    let key = scratch.path().join("key");
+    std::fs::write(&key, sandbox.admin_key().private_openssh())?;
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+    let output = std::process::Command::new(locate_operator_binary()?)
+        .args(["preflight", address, "--user", HOST_USER, "--port", &sandbox.ssh_port().to_string(), "-o", "json"])
+        .arg("--key")
+        .arg(&key)
+        .output()?;
+    let stdout = String::from_utf8(output.stdout)?;
+    let json = serde_json::from_str(&stdout).with_context(|| {
+        format!("not one JSON document: {stdout}; stderr {}", String::from_utf8_lossy(&output.stderr))
+    })?;
+    Ok((output.status.code(), json))
 }

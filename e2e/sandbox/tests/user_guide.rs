@@ -6,7 +6,8 @@
 //! The guide's examples stand for the sandbox's:
 //! - `10.0.0.21` (and `10-0-0-21` in record names) is the first host's address, `win-build-02.corp.example.com`
 //!   the second host, reached as `localhost`;
-//! - `wmco ssh check` also gets `--port`, the SSH port all simulated hosts share (an admin's hosts listen on 22);
+//! - `wmco ssh check` and `wmco preflight` also get `--port`, the SSH port all simulated hosts share (an admin's
+//!   hosts listen on 22);
 //! - `$HOME/.ssh/windows_ed25519` holds the sandbox's admin key; `kubectl` and `wmco` are on `PATH`, and
 //!   `KUBECONFIG` is the admin's; commands run in a directory holding the `yaml` block as `windows-instances.yaml`
 //!   and `manifests/` (the repository's).
@@ -87,7 +88,8 @@ impl Examples {
             .replace("win-build-02.corp.example.com", &self.second_host);
         text.lines()
             .map(|line| {
-                if line.trim_start().starts_with("wmco ssh check ") {
+                if line.trim_start().starts_with("wmco ssh check ") || line.trim_start().starts_with("wmco preflight ")
+                {
                     format!("{line} --port {}", self.ssh_port)
                 } else {
                     line.to_owned()

@@ -9,6 +9,7 @@ pub mod machineset;
 pub mod man;
 pub mod payload;
 pub mod plan;
+pub mod preflight;
 pub mod run;
 pub mod ssh;
 pub mod status;

@@ -35,6 +35,15 @@ enum SshCommand {
 /// Arguments of `wmco ssh check`.
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
+    #[command(flatten)]
+    connect: ConnectArgs,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+/// How to reach a host over SSH (shared by `wmco ssh check` and `wmco preflight`).
+#[derive(Debug, clap::Args)]
+pub struct ConnectArgs {
     /// The host name or IP address.
     #[arg(value_name = "ADDRESS")]
     address: String,
@@ -52,9 +61,7 @@ pub struct CheckArgs {
     host_key: Option<String>,
     /// Seconds allowed for connecting and for the command each.
     #[arg(long, value_name = "SECS", default_value_t = 15)]
-    timeout: u64,
-    #[command(flatten)]
-    output: OutputArgs,
+    pub(crate) timeout: u64,
 }
 
 /// Dispatches `wmco ssh` subcommands.
@@ -65,15 +72,15 @@ pub fn run(args: &SshArgs) -> anyhow::Result<Outcome> {
 }
 
 fn run_check(args: &CheckArgs) -> anyhow::Result<Outcome> {
-    let config = host_config(args)?;
+    let config = host_config(&args.connect, "ssh-check")?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let report = runtime.block_on(check(config, Duration::from_secs(args.timeout)));
+    let report = runtime.block_on(check(config, Duration::from_secs(args.connect.timeout)));
     print_stdout(&render(args.output.format, KIND, &report, || report.render_human())?)?;
     Ok(if report.failure.is_none() { Outcome::Clean } else { Outcome::Findings })
 }
 
-/// Builds the connection settings, refusing unusable arguments (exit 2).
-fn host_config(args: &CheckArgs) -> Result<HostConfig, UnusableInput> {
+/// Builds the connection settings, naming the client `SSH-2.0-…-<client>`; refuses unusable arguments (exit 2).
+pub(crate) fn host_config(args: &ConnectArgs, client: &str) -> Result<HostConfig, UnusableInput> {
     let key = PrivateKey::from_file(&args.key)
         .map_err(|error| UnusableInput(format!("--key {}: {error}", args.key.display())))?;
     let policy = match &args.host_key {
@@ -89,7 +96,7 @@ fn host_config(args: &CheckArgs) -> Result<HostConfig, UnusableInput> {
     config.connect_timeout = timeout;
     config.io_timeout = timeout;
     config.connect_retry = RetryPolicy::never();
-    config.client_version_suffix = Some("ssh-check".into());
+    config.client_version_suffix = Some(client.into());
     Ok(config)
 }
 
@@ -283,16 +290,15 @@ mod tests {
         let path = dir.path().join("key");
         std::fs::write(&path, "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIB\n-----END ENCRYPTED PRIVATE KEY-----\n")
             .unwrap();
-        let args = CheckArgs {
+        let args = ConnectArgs {
             address: "10.0.0.5".into(),
             user: "Administrator".into(),
             key: path.clone(),
             port: 22,
             host_key: None,
             timeout: 5,
-            output: OutputArgs::default(),
         };
-        let error = host_config(&args).unwrap_err();
+        let error = host_config(&args, "ssh-check").unwrap_err();
         assert_eq!(
             error.0,
             format!(
@@ -307,17 +313,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("key");
         std::fs::write(&path, "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n").unwrap();
-        let args = CheckArgs {
+        let args = ConnectArgs {
             address: "10.0.0.5".into(),
             user: "Administrator".into(),
             key: path,
             port: 22,
             host_key: Some("ssh-ed25519".into()),
             timeout: 5,
-            output: OutputArgs::default(),
         };
         assert_eq!(
-            host_config(&args).unwrap_err().0,
+            host_config(&args, "ssh-check").unwrap_err().0,
             "--host-key: a host key is written `TYPE BASE64` (as in known_hosts), got 1 field(s)"
         );
     }

@@ -274,3 +274,25 @@ fn tree(root: &std::path::Path) -> Vec<(std::path::PathBuf, u64)> {
     found.sort();
     found
 }
+
+#[tokio::test]
+async fn check_host_reads_identity_and_facts_in_one_command_and_changes_nothing() {
+    let sim = Arc::new(InProcessHost::sample(6).unwrap());
+    let before = tree(sim.root());
+    let session = HostSession::new(sim.clone());
+
+    let check = crate::check_host(&session, 430 << 20).await.unwrap();
+
+    assert_eq!(check.failures, Vec::new());
+    assert_eq!(check.identity.map(|identity| identity.expected_node_name).as_deref(), Some("winworker-6"));
+    assert_eq!(check.facts.build, Some(20348));
+    assert_eq!(check.facts.containers_enabled, Some(true));
+    assert_eq!(check.facts.free_bytes, Some(sim.host().volume.free_bytes));
+    assert_eq!(session.counters().commands, 1);
+    assert_eq!(tree(sim.root()), before);
+
+    sim.host().volume.free_bytes = 1 << 30;
+    let check = crate::check_host(&session, 430 << 20).await.unwrap();
+    let checks: Vec<crate::PreflightCheck> = check.failures.iter().map(|failure| failure.check).collect();
+    assert_eq!(checks, [crate::PreflightCheck::DiskSpace]);
+}
