@@ -1,6 +1,7 @@
 //! Preflight: what a host must be before anything is installed on it, checked from the facts the identity command
 //! reads in the same round trip ([`HostFacts`]): a supported Windows Server build, the `Containers` feature
-//! enabled, and room on `C:` for the payload. [`preflight`] returns every failing check, each naming what was found
+//! enabled, room on `C:` for the payload, and no Docker service (a containerd service already there is taken
+//! over: the operator's configuration replaces its own). [`preflight`] returns every failing check, each naming what was found
 //! and what to do (windows-commands.md §4.1 for the facts).
 //!
 //! The host name is checked by [`crate::HostIdentity::parse`] (it must give an RFC 1123 Node name); [`check_host`]
@@ -30,6 +31,11 @@ pub struct HostFacts {
     pub free_bytes: Option<u64>,
     /// Whether the optional feature `Containers` is `Enabled`.
     pub containers_enabled: Option<bool>,
+    /// The binPath of a `docker` service, if one is installed.
+    pub docker_service: Option<String>,
+    /// The binPath of a `containerd` service, if one is installed (before the operator's first pass: preinstalled,
+    /// or left by an earlier configuration; the operator takes it over).
+    pub containerd_service: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -38,6 +44,8 @@ struct RawFacts {
     #[serde(rename = "freeBytes")]
     free_bytes: Option<serde_json::Value>,
     containers: Option<bool>,
+    docker: Option<String>,
+    containerd: Option<String>,
 }
 
 impl HostFacts {
@@ -63,6 +71,8 @@ impl HostFacts {
             build: raw.build.as_ref().and_then(number).and_then(|build| u32::try_from(build).ok()),
             free_bytes: raw.free_bytes.as_ref().and_then(number),
             containers_enabled: raw.containers,
+            docker_service: raw.docker.filter(|path| !path.is_empty()),
+            containerd_service: raw.containerd.filter(|path| !path.is_empty()),
         }
     }
 }
@@ -87,6 +97,9 @@ pub enum PreflightCheck {
     ContainersFeature,
     /// `C:` has room for the payload and [`DISK_HEADROOM_BYTES`].
     DiskSpace,
+    /// No Docker service: the node's runtime is the payload's containerd, which does not share a host with Docker
+    /// (both manage the host's HNS networks and containers). A containerd service already there is taken over.
+    ContainerRuntime,
 }
 
 impl PreflightCheck {
@@ -97,6 +110,7 @@ impl PreflightCheck {
             PreflightCheck::WindowsBuild => "WindowsBuild",
             PreflightCheck::ContainersFeature => "ContainersFeature",
             PreflightCheck::DiskSpace => "DiskSpace",
+            PreflightCheck::ContainerRuntime => "ContainerRuntime",
         }
     }
 }
@@ -126,7 +140,12 @@ impl fmt::Display for PreflightFailure {
 ///
 /// ```
 /// use wmco_node_config::{HostFacts, PreflightCheck, preflight};
-/// let old = HostFacts { build: Some(14393), free_bytes: Some(50 << 30), containers_enabled: Some(true) };
+/// let old = HostFacts {
+///     build: Some(14393),
+///     free_bytes: Some(50 << 30),
+///     containers_enabled: Some(true),
+///     ..HostFacts::default()
+/// };
 /// let failures = preflight(&old, 400 << 20);
 /// assert_eq!(failures.len(), 1);
 /// assert_eq!(failures[0].check, PreflightCheck::WindowsBuild);
@@ -179,15 +198,25 @@ pub fn preflight(facts: &HostFacts, payload_bytes: u64) -> Vec<PreflightFailure>
             message: "the host did not report the free space of C: (Win32_LogicalDisk)".to_owned(),
         }),
     }
+    if let Some(docker) = &facts.docker_service {
+        failures.push(PreflightFailure {
+            check: PreflightCheck::ContainerRuntime,
+            message: format!(
+                "Docker is installed (service docker, {docker}); the node runs the payload's containerd, which does \
+                 not share a host with Docker: uninstall Docker"
+            ),
+        });
+    }
     failures
 }
 
 /// Every check, in the order they are reported.
-pub const CHECKS: [PreflightCheck; 4] = [
+pub const CHECKS: [PreflightCheck; 5] = [
     PreflightCheck::Identity,
     PreflightCheck::WindowsBuild,
     PreflightCheck::ContainersFeature,
     PreflightCheck::DiskSpace,
+    PreflightCheck::ContainerRuntime,
 ];
 
 /// What [`check_host`] found.
@@ -252,7 +281,12 @@ mod tests {
     use super::*;
 
     fn good() -> HostFacts {
-        HostFacts { build: Some(20_348), free_bytes: Some(40 << 30), containers_enabled: Some(true) }
+        HostFacts {
+            build: Some(20_348),
+            free_bytes: Some(40 << 30),
+            containers_enabled: Some(true),
+            ..HostFacts::default()
+        }
     }
 
     #[test]
@@ -264,14 +298,30 @@ mod tests {
 
     #[test]
     fn every_failing_check_is_named_with_what_was_found() {
-        let facts = HostFacts { build: Some(14_393), free_bytes: Some(1 << 30), containers_enabled: Some(false) };
+        let facts = HostFacts {
+            build: Some(14_393),
+            free_bytes: Some(1 << 30),
+            containers_enabled: Some(false),
+            docker_service: Some(r"C:\Program Files\Docker\dockerd.exe --run-service".into()),
+            containerd_service: None,
+        };
         let failures = preflight(&facts, 430 << 20);
         let checks: Vec<PreflightCheck> = failures.iter().map(|failure| failure.check).collect();
         assert_eq!(
             checks,
-            [PreflightCheck::WindowsBuild, PreflightCheck::ContainersFeature, PreflightCheck::DiskSpace]
+            [
+                PreflightCheck::WindowsBuild,
+                PreflightCheck::ContainersFeature,
+                PreflightCheck::DiskSpace,
+                PreflightCheck::ContainerRuntime
+            ]
         );
         assert!(failures[0].message.contains("14393"), "{}", failures[0]);
+        assert!(
+            failures[3].message.contains(r"service docker, C:\Program Files\Docker\dockerd.exe"),
+            "{}",
+            failures[3]
+        );
         assert!(failures[0].message.contains("17763 (Windows Server 2019)"), "{}", failures[0]);
         assert!(failures[1].message.contains("Install-WindowsFeature -Name Containers"), "{}", failures[1]);
         assert_eq!(
@@ -299,8 +349,19 @@ mod tests {
 
     #[test]
     fn facts_are_read_from_numbers_or_digit_strings_and_garbage_is_none() {
-        let facts = HostFacts::parse("noise\r\n{\"build\":17763,\"freeBytes\":\"1024\",\"containers\":false}\r\n");
-        assert_eq!(facts, HostFacts { build: Some(17_763), free_bytes: Some(1024), containers_enabled: Some(false) });
+        let facts = HostFacts::parse(
+            "noise\r\n{\"build\":17763,\"freeBytes\":\"1024\",\"containers\":false,\"docker\":null,\"containerd\":\"C:\\\\c.exe\"}\r\n",
+        );
+        assert_eq!(
+            facts,
+            HostFacts {
+                build: Some(17_763),
+                free_bytes: Some(1024),
+                containers_enabled: Some(false),
+                docker_service: None,
+                containerd_service: Some(r"C:\c.exe".into()),
+            }
+        );
         assert_eq!(HostFacts::parse("{\"build\":\"x\",\"freeBytes\":-1}"), HostFacts::default());
         assert_eq!(HostFacts::parse("no json"), HostFacts::default());
     }

@@ -99,7 +99,7 @@ impl<'a> Recorder<'a> {
             PREFLIGHT_FAILED_CONDITION,
             false,
             "ChecksPassed",
-            "The host passed the preflight checks (Windows build, Containers feature, free space on C:).",
+            "The host passed the preflight checks (Windows build, Containers feature, free space on C:, no Docker).",
         );
         self.status.set_condition(state, self.generation, Timestamp::now());
     }

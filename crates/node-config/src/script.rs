@@ -30,9 +30,10 @@ fn render(what: &str, statements: &[String]) -> Result<RenderedCommand, CommandE
     Ok(RenderedCommand { shell: Shell::PowerShell, line, script_file: None })
 }
 
-/// Prints `{"hostname":..,"fqdn":..,"ip":..,"build":..,"freeBytes":..,"containers":..}`: the host name, its DNS
-/// name, the IPv4 address of the interface of the first default route, and the preflight facts (the Windows
-/// build, the free bytes of `C:`, whether the `Containers` feature is enabled; windows-commands.md §4.1).
+/// Prints `{"hostname":..,"fqdn":..,"ip":..,"build":..,"freeBytes":..,"containers":..,"docker":..,"containerd":..}`:
+/// the host name, its DNS name, the IPv4 address of the interface of the first default route, and the preflight
+/// facts (the Windows build, the free bytes of `C:`, whether the `Containers` feature is enabled, the binPath of a
+/// `docker` and of a `containerd` service, `null` when absent; windows-commands.md §4.1).
 pub(crate) fn identity() -> Result<RenderedCommand, CommandError> {
     render(
         "host identity",
@@ -46,8 +47,11 @@ pub(crate) fn identity() -> Result<RenderedCommand, CommandError> {
             r#"$d = Get-CimInstance Win32_LogicalDisk -Filter "DeviceID='C:'""#.to_owned(),
             "$c = Get-WindowsOptionalFeature -Online -FeatureName Containers".to_owned(),
             "$e = $c.State -eq 'Enabled'".to_owned(),
+            r#"$dk = Get-CimInstance Win32_Service -Filter "Name='docker'""#.to_owned(),
+            r#"$ct = Get-CimInstance Win32_Service -Filter "Name='containerd'""#.to_owned(),
             "[ordered]@{ hostname = $h; fqdn = $f; ip = $a.IPAddress; build = $v.CurrentBuildNumber; \
-             freeBytes = $d.FreeSpace; containers = $e } | ConvertTo-Json -Compress -Depth 2"
+             freeBytes = $d.FreeSpace; containers = $e; docker = $dk.PathName; containerd = $ct.PathName } | \
+             ConvertTo-Json -Compress -Depth 2"
                 .to_owned(),
         ],
     )
@@ -100,8 +104,11 @@ mod tests {
              $v = Get-ItemProperty 'HKLM:\\SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion'\n\
              $d = Get-CimInstance Win32_LogicalDisk -Filter \"DeviceID='C:'\"\n\
              $c = Get-WindowsOptionalFeature -Online -FeatureName Containers\n$e = $c.State -eq 'Enabled'\n\
+             $dk = Get-CimInstance Win32_Service -Filter \"Name='docker'\"\n\
+             $ct = Get-CimInstance Win32_Service -Filter \"Name='containerd'\"\n\
              [ordered]@{ hostname = $h; fqdn = $f; ip = $a.IPAddress; build = $v.CurrentBuildNumber; \
-             freeBytes = $d.FreeSpace; containers = $e } | ConvertTo-Json -Compress -Depth 2\nexit 0"
+             freeBytes = $d.FreeSpace; containers = $e; docker = $dk.PathName; containerd = $ct.PathName } | \
+             ConvertTo-Json -Compress -Depth 2\nexit 0"
         );
     }
 

@@ -104,7 +104,7 @@ async fn a_server_2016_host_is_refused_with_its_build_named_and_nothing_installe
     let healthy = sandbox.hosts()[0].key.clone();
     let (code, json) = preflight_cli(&sandbox, &healthy)?;
     ensure!(code == Some(0), "wmco preflight exited {code:?} for the healthy host: {json}");
-    ensure!(json["checks"].as_array().is_some_and(|checks| checks.len() == 4), "{json}");
+    ensure!(json["checks"].as_array().is_some_and(|checks| checks.len() == 5), "{json}");
     ensure!(json["nodeName"] == sandbox.hosts()[0].info.name.to_lowercase(), "{json}");
     sandbox.assert_no_secret_leaked().await?;
     Ok(())

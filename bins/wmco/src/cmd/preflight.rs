@@ -50,7 +50,7 @@ pub struct PreflightReport {
 #[derive(Debug, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 struct CheckResult {
-    /// `Identity`, `WindowsBuild`, `ContainersFeature` or `DiskSpace`.
+    /// `Identity`, `WindowsBuild`, `ContainersFeature`, `DiskSpace` or `ContainerRuntime`.
     name: &'static str,
     passed: bool,
     /// What the host reported, or why the check failed.
@@ -136,6 +136,10 @@ fn passed_detail(check: PreflightCheck, found: &HostCheck) -> String {
         PreflightCheck::DiskSpace => {
             format!("{} GiB free on C:", found.facts.free_bytes.unwrap_or_default() >> 30)
         }
+        PreflightCheck::ContainerRuntime => match &found.facts.containerd_service {
+            Some(path) => format!("no Docker; containerd service present ({path}): the operator takes it over"),
+            None => "no Docker, no containerd service".to_owned(),
+        },
     }
 }
 
@@ -148,7 +152,12 @@ mod tests {
     fn check(failures: Vec<PreflightFailure>) -> HostCheck {
         HostCheck {
             identity: Some(HostIdentity::parse(r#"{"hostname":"WIN-7","fqdn":"win-7","ip":"10.0.0.7"}"#).unwrap()),
-            facts: HostFacts { build: Some(20348), free_bytes: Some(40 << 30), containers_enabled: Some(true) },
+            facts: HostFacts {
+                build: Some(20348),
+                free_bytes: Some(40 << 30),
+                containers_enabled: Some(true),
+                ..HostFacts::default()
+            },
             failures,
         }
     }
@@ -161,7 +170,7 @@ mod tests {
             report.render_human(),
             "Administrator@10.0.0.7:22: passes\n  ok   Identity          Node win-7 at 10.0.0.7\n  \
              ok   WindowsBuild      build 20348 (Windows Server 2022)\n  ok   ContainersFeature Containers is enabled\n  \
-             ok   DiskSpace         40 GiB free on C:\n"
+             ok   DiskSpace         40 GiB free on C:\n  ok   ContainerRuntime  no Docker, no containerd service\n"
         );
     }
 
@@ -176,7 +185,7 @@ mod tests {
             report.render_human()
         );
         let json = serde_json::to_value(&report).unwrap();
-        assert_eq!(json["checks"].as_array().unwrap().len(), 4);
+        assert_eq!(json["checks"].as_array().unwrap().len(), 5);
         assert_eq!(
             json["checks"][1],
             serde_json::json!({"name": "WindowsBuild", "passed": false, "detail": "Windows build 14393"})

@@ -38,7 +38,7 @@ pub const HOST_KEY_MISMATCH_CONDITION: &str = "HostKeyMismatch";
 /// The host is being reconfigured for a new operator version (phase `Upgrading`).
 pub const UPGRADING_CONDITION: &str = "Upgrading";
 /// The host failed a preflight check on first contact (an unsupported Windows build, the Containers feature off,
-/// too little free space on `C:`): nothing was installed, the record is `Failed`, and the operator checks again
+/// too little free space on `C:`, Docker installed): nothing was installed, the record is `Failed`, and the operator checks again
 /// with backoff. `False` once the checks pass, and on records never checked.
 pub const PREFLIGHT_FAILED_CONDITION: &str = "PreflightFailed";
 

@@ -371,11 +371,11 @@ impl FakeWindowsHost {
 
     fn run_powershell(&self, text: &str) -> (String, Output) {
         let mut model = lock(&self.model);
-        if text.contains("Get-CimInstance Win32_Service") {
-            return ("probe".into(), output(0, self.probe(&model, text)));
-        }
         if text.contains("GetHostName") {
             return ("identity".into(), output(0, lock(&self.identity_json).clone()));
+        }
+        if text.contains("Get-CimInstance Win32_Service") {
+            return ("probe".into(), output(0, self.probe(&model, text)));
         }
         if text.contains("Import-Certificate") || text.contains(r"Cert:\LocalMachine\Root\") {
             for file in text.lines().filter_map(|line| quoted_after(line, "Import-Certificate -FilePath ")) {

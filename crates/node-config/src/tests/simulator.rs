@@ -292,7 +292,13 @@ async fn check_host_reads_identity_and_facts_in_one_command_and_changes_nothing(
     assert_eq!(tree(sim.root()), before);
 
     sim.host().volume.free_bytes = 1 << 30;
+    let created = sim
+        .host()
+        .exec("admin", r#"sc.exe create docker binPath= "C:\Program Files\docker\dockerd.exe --run-service""#);
+    assert_eq!(created.code, 0, "{created:?}");
     let check = crate::check_host(&session, 430 << 20).await.unwrap();
     let checks: Vec<crate::PreflightCheck> = check.failures.iter().map(|failure| failure.check).collect();
-    assert_eq!(checks, [crate::PreflightCheck::DiskSpace]);
+    assert_eq!(checks, [crate::PreflightCheck::DiskSpace, crate::PreflightCheck::ContainerRuntime]);
+    assert_eq!(check.facts.docker_service.as_deref(), Some(r"C:\Program Files\docker\dockerd.exe --run-service"));
+    assert_eq!(check.facts.containerd_service, None);
 }
