@@ -1,6 +1,7 @@
 //! `deconfigure`: take a host out of the cluster — cordon and drain its Node, stop and delete the managed
 //! services (dependents first, planned by `plan` with every managed service listed for removal), remove the
-//! payload, configuration and log directories, remove the hybrid-overlay HNS networks, and delete the Node.
+//! node's firewall rules, the payload, configuration and log directories and the hybrid-overlay HNS networks, and
+//! delete the Node.
 //!
 //! The Node is deleted only after the host was cleaned, so a host the operator cannot reach keeps its Node (its
 //! kubelet may still run) — unless the admin set `windowsmachineconfig.openshift.io/force-remove: "true"` on the
@@ -13,8 +14,8 @@ use wmco_cluster_client::names::FORCE_REMOVE_ANNOTATION;
 use wmco_cluster_client::types::{InstanceOrigin, InstancePhase, WindowsInstance};
 use wmco_payload_manifest::render::destinations::IMPORTED_ROOTS_RECORD;
 use wmco_windows_services::{
-    HostState, LEGACY_DAEMON_SERVICE, NodeProxy, ProbeRequest, SERVICE_LOG_DIRECTORIES, ServiceName, TrustedRoots,
-    WinPath, plan,
+    FIREWALL_RULES, HostState, LEGACY_DAEMON_SERVICE, NodeProxy, ProbeRequest, SERVICE_LOG_DIRECTORIES, ServiceName,
+    TrustedRoots, WinPath, plan,
 };
 
 use crate::configure::ClusterAccess;
@@ -165,8 +166,8 @@ async fn deconfigure_pass(
     Ok(DeconfigureOutcome { node_name: node.and(node_name), host_cleaned, forced_past })
 }
 
-/// Removes the proxy's machine variables and the imported root certificates, stops and deletes the managed services, then removes the directories and
-/// the HNS networks.
+/// Removes the proxy's machine variables, the imported root certificates and the node's firewall rules, stops and
+/// deletes the managed services, then removes the directories and the HNS networks.
 async fn clean_host(session: &HostSession) -> Result<(), FlowError> {
     let render_error = |step, source| FlowError::Render { host: session.label().to_owned(), step, source };
     let removed =
@@ -182,6 +183,7 @@ async fn clean_host(session: &HostSession) -> Result<(), FlowError> {
         removed_services: removed,
         machine_env: NodeProxy::default().variables(),
         trusted_roots: Some(TrustedRoots::none(record)),
+        removed_firewall_rules: FIREWALL_RULES.iter().map(|name| (*name).to_owned()).collect(),
         ..HostState::default()
     };
     let request = ProbeRequest::for_state(&desired);

@@ -332,6 +332,8 @@ pub struct HostState {
     pub machine_env: BTreeMap<EnvVarName, Option<String>>,
     /// Firewall rules that must exist.
     pub firewall_rules: BTreeSet<FirewallRule>,
+    /// Names of firewall rules that must not exist (the product's, on deconfiguration); removed if present.
+    pub removed_firewall_rules: BTreeSet<String>,
     /// Registry values that must hold.
     pub registry_values: BTreeSet<RegistryValue>,
     /// The machine's trusted root certificates, when the desired state manages them.

@@ -69,9 +69,9 @@ pub use host::{
     RegistryValueName, Sha256Hex,
 };
 pub use node::{
-    LEGACY_DAEMON_SERVICE, LogRotation, NodeError, NodeInputs, NodeProxy, NodeService, PROXY_SERVICES, PROXY_VARIABLES,
-    SERVICE_LOG_DIRECTORIES, ServiceStage, Verbosity, WINDOWS_EXPORTER_SERVICE, go_duration, node_host_state,
-    node_services,
+    FIREWALL_RULES, LEGACY_DAEMON_SERVICE, LogRotation, NodeError, NodeInputs, NodeProxy, NodeService, PROXY_SERVICES,
+    PROXY_VARIABLES, SERVICE_LOG_DIRECTORIES, ServiceStage, Verbosity, WINDOWS_EXPORTER_SERVICE, go_duration,
+    node_host_state, node_services,
 };
 pub use path::{MAX_PATH_CHARS, PathError, WinPath};
 pub use plan::{PlanError, Reconfiguration, Step, plan};

@@ -24,6 +24,9 @@ use crate::service::{FailureActions, Millis, ServiceCommand, ServiceName, Servic
 pub const LEGACY_DAEMON_SERVICE: &str = "windows-instance-config-daemon";
 /// The node-metrics service: windows_exporter on port 9182, serving TLS with the pair under `C:\k\tls\certs`.
 pub const WINDOWS_EXPORTER_SERVICE: &str = "windows_exporter";
+/// The inbound firewall rules a node gets (the Go operator's names): the kubelet's port 10250 for container logs
+/// and exec, and windows_exporter's port 9182 (node stage). Deconfiguration removes both.
+pub const FIREWALL_RULES: [&str; 2] = ["ContainerLogsPort", "WindowsExporter"];
 
 /// Log verbosity of the node services.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -265,10 +268,11 @@ pub fn node_host_state(inputs: &NodeInputs, phase: ServiceStage) -> Result<HostS
     .chain(SERVICE_LOG_DIRECTORIES)
     .map(WinPath::parse)
     .collect::<Result<_, _>>()?;
+    let [logs_rule, exporter_rule] = FIREWALL_RULES;
     let mut firewall_rules = std::collections::BTreeSet::new();
-    firewall_rules.insert(FirewallRule::new("ContainerLogsPort", Direction::Inbound, Protocol::Tcp, 10250)?);
+    firewall_rules.insert(FirewallRule::new(logs_rule, Direction::Inbound, Protocol::Tcp, 10250)?);
     if phase == ServiceStage::Node {
-        firewall_rules.insert(FirewallRule::new("WindowsExporter", Direction::Inbound, Protocol::Tcp, 9182)?);
+        firewall_rules.insert(FirewallRule::new(exporter_rule, Direction::Inbound, Protocol::Tcp, 9182)?);
     }
     Ok(HostState {
         services,

@@ -74,7 +74,8 @@ pub enum Step {
         /// Its desired subdirectories.
         subdirectories: Vec<WinPath>,
     },
-    /// Remove a firewall rule whose settings differ (it is created again by a following step).
+    /// Remove a firewall rule whose settings differ (it is created again by a following step), or one that must
+    /// not exist.
     RemoveFirewallRule(String),
     /// Create a firewall rule.
     CreateFirewallRule(FirewallRule),
@@ -434,6 +435,11 @@ fn settings_steps(desired: &HostState, observed: &ObservedHost) -> Vec<Step> {
                 steps.push(Step::CreateFirewallRule(rule.clone()));
             }
             _ => steps.push(Step::CreateFirewallRule(rule.clone())),
+        }
+    }
+    for name in &desired.removed_firewall_rules {
+        if matches!(observed.firewall_rules.get(name), Some(Some(_))) {
+            steps.push(Step::RemoveFirewallRule(name.clone()));
         }
     }
     steps

@@ -63,7 +63,12 @@ impl ProbeRequest {
             files: desired.files.keys().cloned().collect(),
             directories: desired.directories.clone(),
             machine_env: desired.machine_env.keys().cloned().collect(),
-            firewall_rules: desired.firewall_rules.iter().map(|rule| rule.name.clone()).collect(),
+            firewall_rules: desired
+                .firewall_rules
+                .iter()
+                .map(|rule| rule.name.clone())
+                .chain(desired.removed_firewall_rules.iter().cloned())
+                .collect(),
             registry_values: desired
                 .registry_values
                 .iter()

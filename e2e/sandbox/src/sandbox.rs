@@ -548,6 +548,16 @@ impl Sandbox {
         Ok(thumbprints)
     }
 
+    /// The names of host `name`'s firewall rules.
+    ///
+    /// # Errors
+    /// [`SandboxError::Fleet`] if there is no such host.
+    pub async fn firewall_rules(&self, name: &str) -> Result<Vec<String>, SandboxError> {
+        let server = self.server(name).await?;
+        let names = lock(&server.host).firewall.iter().map(|rule| rule.name.clone()).collect();
+        Ok(names)
+    }
+
     /// SHA-256 (lower-case hex) of the file at Windows path `path` on host `name`, if it exists.
     ///
     /// # Errors

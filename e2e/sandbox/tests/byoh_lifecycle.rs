@@ -41,6 +41,8 @@ const REACTION_TIMEOUT: Duration = Duration::from_secs(300);
 /// The services the operator installs on a host (no cloud: no cloud-node-manager).
 const MANAGED_SERVICES: [&str; 6] =
     ["containerd", "kubelet", "hybrid-overlay-node", "kube-proxy", "csi-proxy", "windows_exporter"];
+/// The firewall rules a Ready node has (the Go operator's names), sorted; deconfiguration removes them.
+const FIREWALL_RULES: [&str; 2] = ["ContainerLogsPort", "WindowsExporter"];
 /// Directories deconfiguration removes (a sample: the payload and the kubelet's state).
 const REMOVED_DIRECTORIES: [&str; 2] = ["k", "var/lib/kubelet"];
 /// The suffix of an upload's staging file (ssh-transport writes `<path>.wmco-upload`, then renames it).
@@ -238,6 +240,9 @@ async fn one_entry_removed(
         .collect();
     assert_eq!(pods_on_removed.len(), 2, "pods on {removed_node}: {pods_on_removed:?}");
     assert_eq!(managed_services(sandbox, &removed.info.name).await?.len(), MANAGED_SERVICES.len());
+    let mut rules = sandbox.firewall_rules(&removed.info.name).await?;
+    rules.sort();
+    assert_eq!(rules, FIREWALL_RULES, "the node's firewall rules before removal");
     let drive = c_drive(sandbox, &removed.info.name).await?;
     for directory in REMOVED_DIRECTORIES {
         assert!(drive.join(directory).is_dir(), "{directory} missing before removal");
@@ -275,8 +280,9 @@ async fn one_entry_removed(
     assert_eq!(availability.lowest(), Some(5), "minAvailable 5 never broken");
     assert_eq!(availability.history(), [6, 5, 6, 5, 6], "one eviction at a time, each replaced first");
 
-    // The host is clean: services stopped and deleted, directories removed.
+    // The host is clean: services stopped and deleted, firewall rules and directories removed.
     assert_eq!(managed_services(sandbox, &removed.info.name).await?, BTreeMap::new());
+    assert_eq!(sandbox.firewall_rules(&removed.info.name).await?, Vec::<String>::new());
     for directory in REMOVED_DIRECTORIES {
         assert!(!drive.join(directory).exists(), "{directory} still on the removed host");
     }

@@ -245,6 +245,11 @@ impl FakeWindowsHost {
         lock(&self.model).dirs.clone()
     }
 
+    /// Firewall rules present, by name.
+    pub fn firewall_rules(&self) -> BTreeSet<String> {
+        lock(&self.model).firewall.clone()
+    }
+
     /// HNS networks present.
     pub fn hns_networks(&self) -> BTreeSet<String> {
         lock(&self.model).hns_networks.clone()
@@ -398,6 +403,12 @@ impl FakeWindowsHost {
                 model.firewall.insert(name.to_owned());
             }
             return ("firewall".into(), output(0, ""));
+        }
+        if text.contains("Remove-NetFirewallRule") {
+            for name in text.lines().filter_map(|line| quoted_after(line, "Remove-NetFirewallRule -Name ")) {
+                model.firewall.remove(name);
+            }
+            return ("remove-firewall".into(), output(0, ""));
         }
         if text.contains("Remove-Item -LiteralPath") {
             for directory in text.lines().filter_map(|line| quoted_after(line, "Remove-Item -LiteralPath ")) {

@@ -786,7 +786,9 @@ async fn deconfigure_drains_then_removes_services_dependents_first_then_files_ne
     let deletes: Vec<&String> = log.iter().filter(|line| line.starts_with("sc delete")).collect();
     assert_eq!(stops.len(), 6);
     assert_eq!(deletes.len(), 6);
-    assert_eq!(log.len(), 3 + 6 + 6 + 2, "{log:#?}");
+    assert_eq!(log.iter().filter(|line| *line == "remove-firewall").count(), 2, "{log:#?}");
+    assert_eq!(log.len(), 3 + 6 + 6 + 2 + 2, "{log:#?}");
+    assert!(world.host.firewall_rules().is_empty(), "{:?}", world.host.firewall_rules());
     for (dependent, dependency) in [("kube-proxy", "hybrid-overlay-node"), ("kubelet", "containerd")] {
         for verb in ["stop", "delete"] {
             assert!(

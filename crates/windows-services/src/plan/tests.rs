@@ -772,3 +772,20 @@ fn root_certificates_are_synced_right_after_their_files_are_uploaded_and_only_wh
         Some(crate::trust::ObservedRoots { store: [thumbprint.clone()].into(), imported: [thumbprint].into() });
     assert_eq!(plan(&desired, &observed).unwrap(), []);
 }
+
+#[test]
+fn firewall_rules_that_must_not_exist_are_removed_when_present_and_absent_ones_are_left() {
+    let desired = HostState {
+        removed_firewall_rules: ["ContainerLogsPort".to_owned(), "WindowsExporter".to_owned()].into(),
+        ..HostState::default()
+    };
+    let request = crate::ProbeRequest::for_state(&desired);
+    assert_eq!(request.firewall_rules, desired.removed_firewall_rules, "the probe asks for both");
+    let mut observed = ObservedHost::default();
+    observed.firewall_rules.insert(
+        "ContainerLogsPort".into(),
+        Some(ObservedFirewallRule { direction: Some(1), enabled: Some(1), action: Some(2) }),
+    );
+    observed.firewall_rules.insert("WindowsExporter".into(), None);
+    assert_eq!(plan(&desired, &observed).unwrap(), vec![Step::RemoveFirewallRule("ContainerLogsPort".into())]);
+}
