@@ -590,18 +590,23 @@ fn set_waiting(recorder: &mut Recorder<'_>) {
     }
 }
 
-/// Reads the host's identity in one round trip.
+/// Reads the host's identity and preflight facts in one round trip.
 async fn discover_identity(session: &HostSession) -> Result<(HostIdentity, HostFacts), FlowError> {
+    let stdout = run_identity_command(session).await?;
+    let identity = HostIdentity::parse(&stdout)
+        .map_err(|source| FlowError::Identity { host: session.label().to_owned(), source })?;
+    Ok((identity, HostFacts::parse(&stdout)))
+}
+
+/// Runs the identity command ([`script::identity`]) and returns what it printed.
+pub(crate) async fn run_identity_command(session: &HostSession) -> Result<String, FlowError> {
     let command = script::identity().map_err(|source| FlowError::Render {
         host: session.label().to_owned(),
         step: FlowStep::Identify,
         source,
     })?;
     let output = session.run_powershell(FlowStep::Identify, "host identity", &command).await?;
-    let stdout = output.stdout_text();
-    let identity = HostIdentity::parse(&stdout)
-        .map_err(|source| FlowError::Identity { host: session.label().to_owned(), source })?;
-    Ok((identity, HostFacts::parse(&stdout)))
+    Ok(output.stdout_text().into_owned())
 }
 
 /// The preflight of a host met for the first time, against the bytes of its bootstrap stage's files (containerd

@@ -11,7 +11,7 @@ use std::fmt;
 
 use serde::Deserialize;
 
-use crate::error::{FlowError, FlowStep};
+use crate::error::FlowError;
 use crate::identity::{HostIdentity, IdentityError};
 use crate::session::HostSession;
 
@@ -247,13 +247,7 @@ pub struct HostCheck {
 /// # Errors
 /// [`FlowError`] when the host cannot be reached, the command fails, or its output is not the identity document.
 pub async fn check_host(session: &HostSession, payload_bytes: u64) -> Result<HostCheck, FlowError> {
-    let command = crate::script::identity().map_err(|source| FlowError::Render {
-        host: session.label().to_owned(),
-        step: FlowStep::Identify,
-        source,
-    })?;
-    let output = session.run_powershell(FlowStep::Identify, "host identity", &command).await?;
-    let stdout = output.stdout_text();
+    let stdout = crate::configure::run_identity_command(session).await?;
     let facts = HostFacts::parse(&stdout);
     let mut failures = Vec::new();
     let identity = match HostIdentity::parse(&stdout) {

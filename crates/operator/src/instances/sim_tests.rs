@@ -31,12 +31,9 @@ impl HostConnector for SimConnector {
     }
 }
 
-#[tokio::test]
-async fn a_fresh_host_is_bootstrapped_and_an_unchanged_second_reconcile_costs_nothing_on_the_cached_session() {
-    let records = Arc::new(FakeInstanceRecords::default());
-    let connector =
-        Arc::new(SimConnector { host: Arc::new(InProcessHost::sample(4).unwrap()), connects: Mutex::new(0) });
-    let settings = InstancesSettings {
+/// The instances settings of these tests: the sample service settings, version 10.17.0.
+fn settings() -> InstancesSettings {
+    InstancesSettings {
         namespace: NAMESPACE.to_owned(),
         services: crate::files::ServiceSettingsSource::Fixed(sample_service_settings()),
         operator_version: "10.17.0".to_owned(),
@@ -44,7 +41,15 @@ async fn a_fresh_host_is_bootstrapped_and_an_unchanged_second_reconcile_costs_no
         drain: DrainOptions::default(),
         command_timeout: std::time::Duration::from_secs(120),
         max_unavailable: 1,
-    };
+    }
+}
+
+#[tokio::test]
+async fn a_fresh_host_is_bootstrapped_and_an_unchanged_second_reconcile_costs_nothing_on_the_cached_session() {
+    let records = Arc::new(FakeInstanceRecords::default());
+    let connector =
+        Arc::new(SimConnector { host: Arc::new(InProcessHost::sample(4).unwrap()), connects: Mutex::new(0) });
+    let settings = settings();
     let seams = Seams { records: records.clone(), ..FakeCluster::default().seams() };
     let ctx = InstancesContext::new(&seams, connector.clone(), Arc::new(BootstrapFiles::default()), settings);
     let instance =
@@ -96,15 +101,7 @@ async fn a_host_without_the_containers_feature_fails_preflight_with_one_warning_
     let host = Arc::new(InProcessHost::sample(5).unwrap());
     host.host().features.insert("Containers".into(), "Disabled".into());
     let connector = Arc::new(SimConnector { host: host.clone(), connects: Mutex::new(0) });
-    let settings = InstancesSettings {
-        namespace: NAMESPACE.to_owned(),
-        services: crate::files::ServiceSettingsSource::Fixed(sample_service_settings()),
-        operator_version: "10.17.0".to_owned(),
-        pub_key_hash: "ab".to_owned(),
-        drain: DrainOptions::default(),
-        command_timeout: std::time::Duration::from_secs(120),
-        max_unavailable: 1,
-    };
+    let settings = settings();
     let cluster = FakeCluster::default();
     let ctx = InstancesContext::new(&cluster.seams(), connector, Arc::new(BootstrapFiles::default()), settings);
     let instance =

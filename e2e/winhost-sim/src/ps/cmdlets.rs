@@ -672,14 +672,15 @@ fn cim_service(service: &crate::scm::Service) -> Value {
 
 fn get_cim_instance(session: &mut Session<'_>, call: &Call) -> Result<Vec<Value>, Flow> {
     let class = call.arguments.text("classname", Some(0)).unwrap_or_default();
-    if class.eq_ignore_ascii_case("Win32_LogicalDisk") {
-        return logical_disks(session, call);
-    }
-    if !class.eq_ignore_ascii_case("Win32_Service") {
+    let items = if class.eq_ignore_ascii_case("Win32_LogicalDisk") {
+        vec![system_volume(session)]
+    } else if class.eq_ignore_ascii_case("Win32_Service") {
+        session.host.refresh();
+        session.host.scm.services().map(cim_service).collect()
+    } else {
         let error = call.error("Invalid class ", "MetadataError", "CimException", "HRESULT 0x80041010", &class);
         return fail(session, call, error);
-    }
-    session.host.refresh();
+    };
     let filter = match call.arguments.text("filter", None) {
         None => None,
         Some(text) => match parse_wql_equality(&text) {
@@ -691,21 +692,18 @@ fn get_cim_instance(session: &mut Session<'_>, call: &Call) -> Result<Vec<Value>
             }
         },
     };
-    Ok(session
-        .host
-        .scm
-        .services()
-        .map(cim_service)
+    Ok(items
+        .into_iter()
         .filter(|item| {
             filter.as_ref().is_none_or(|(property, value)| item.member(property).equals(&Value::str(value.clone())))
         })
         .collect())
 }
 
-/// `Get-CimInstance Win32_LogicalDisk [-Filter "DeviceID='C:'"]`: the system volume C: with the host's free space
-/// and size in bytes (windows-commands.md §4.1), the only volume a simulated host has.
-fn logical_disks(session: &mut Session<'_>, call: &Call) -> Result<Vec<Value>, Flow> {
-    let disk = Value::Object(Box::new(Object::typed(
+/// `Win32_LogicalDisk` `C:`: the system volume with the host's free space and size in bytes (windows-commands.md
+/// §4.1), the only volume a simulated host has.
+fn system_volume(session: &Session<'_>) -> Value {
+    Value::Object(Box::new(Object::typed(
         "Microsoft.Management.Infrastructure.CimInstance#root/cimv2/Win32_LogicalDisk",
         vec![
             ("DeviceID", Value::str("C:")),
@@ -714,21 +712,7 @@ fn logical_disks(session: &mut Session<'_>, call: &Call) -> Result<Vec<Value>, F
             ("FreeSpace", Value::Int(i64::try_from(session.host.volume.free_bytes).unwrap_or(i64::MAX))),
             ("Size", Value::Int(i64::try_from(session.host.volume.size_bytes).unwrap_or(i64::MAX))),
         ],
-    )));
-    let filter = match call.arguments.text("filter", None) {
-        None => None,
-        Some(text) => match parse_wql_equality(&text) {
-            Some(filter) => Some(filter),
-            None => {
-                let error =
-                    call.error("Invalid query ", "InvalidArgument", "CimException", "HRESULT 0x80041017", &text);
-                return fail(session, call, error);
-            }
-        },
-    };
-    let matches =
-        filter.as_ref().is_none_or(|(property, value)| disk.member(property).equals(&Value::str(value.clone())));
-    Ok(if matches { vec![disk] } else { Vec::new() })
+    )))
 }
 
 /// `Name='x'` (a single WQL equality).
