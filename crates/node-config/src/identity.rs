@@ -87,12 +87,7 @@ impl HostIdentity {
     /// does not give a valid node name.
     pub fn parse(stdout: &str) -> Result<HostIdentity, IdentityError> {
         let output_error = |reason: String| IdentityError::Output { reason, output: excerpt(stdout) };
-        let json = stdout
-            .lines()
-            .rev()
-            .map(str::trim)
-            .find(|line| line.starts_with('{'))
-            .ok_or_else(|| output_error("no JSON line".to_owned()))?;
+        let json = json_line(stdout).ok_or_else(|| output_error("no JSON line".to_owned()))?;
         let raw: RawIdentity = serde_json::from_str(json).map_err(|error| output_error(error.to_string()))?;
         let hostname =
             raw.hostname.filter(|name| !name.is_empty()).ok_or_else(|| output_error("no hostname".into()))?;
@@ -155,6 +150,12 @@ impl HostIdentity {
         status.node_ip = Some(self.node_ip);
         status.expected_node_name = Some(self.expected_node_name.clone());
     }
+}
+
+/// The identity command's document: the last line of `stdout` starting with `{` (a profile or warning may print
+/// before it).
+pub(crate) fn json_line(stdout: &str) -> Option<&str> {
+    stdout.lines().rev().map(str::trim).find(|line| line.starts_with('{'))
 }
 
 /// The Node name for `hostname`: its first label, lower-cased, which must be an RFC 1123 label.

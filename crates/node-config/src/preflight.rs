@@ -58,12 +58,7 @@ impl HostFacts {
     /// assert_eq!((facts.build, facts.free_bytes, facts.containers_enabled), (Some(20348), Some(8 << 30), Some(true)));
     /// ```
     pub fn parse(stdout: &str) -> HostFacts {
-        let raw = stdout
-            .lines()
-            .rev()
-            .map(str::trim)
-            .find(|line| line.starts_with('{'))
-            .and_then(|json| serde_json::from_str::<RawFacts>(json).ok());
+        let raw = crate::identity::json_line(stdout).and_then(|json| serde_json::from_str::<RawFacts>(json).ok());
         let Some(raw) = raw else {
             return HostFacts::default();
         };
