@@ -56,12 +56,14 @@ pub enum WineError {
         status: std::process::ExitStatus,
     },
     /// The program's output never contained the expected text.
-    #[error("expected {expected:?} in the output of {program}; it printed: {tail}")]
+    #[error("expected {expected:?} in the output of {program}; it {ended} and printed: {tail}")]
     NotPrinted {
         /// The program run.
         program: String,
         /// The text looked for.
         expected: String,
+        /// How the program ended (`exited with exit status: 1`, `was stopped`).
+        ended: String,
         /// The output's last lines, joined with ` | `.
         tail: String,
     },
@@ -206,12 +208,13 @@ impl WinePrefix {
             .spawn()
             .map_err(io_error("start wine64 for", binary))?;
         let output = collect_until(&mut child, expect, Instant::now() + deadline);
-        stop(&mut child);
+        let ended = stop(&mut child);
         match output.lines().find(|line| line.contains(expect)) {
             Some(line) => Ok(line.trim().to_owned()),
             None => Err(WineError::NotPrinted {
                 program: format!("{} {}", binary.display(), args.join(" ")),
                 expected: expect.to_owned(),
+                ended,
                 tail: last_lines(&output, 6),
             }),
         }
@@ -267,11 +270,17 @@ fn spawn_reader(mut pipe: impl Read + Send + 'static, sender: mpsc::Sender<Strin
     });
 }
 
-fn stop(child: &mut Child) {
+/// Stops the child if it still runs and says how it ended.
+fn stop(child: &mut Child) -> String {
     if matches!(child.try_wait(), Ok(None)) {
         let _ = child.kill();
+        let _ = child.wait();
+        return "was stopped".to_owned();
     }
-    let _ = child.wait();
+    match child.wait() {
+        Ok(status) => format!("exited with {status}"),
+        Err(error) => format!("could not be waited for ({error})"),
+    }
 }
 
 /// The last `count` non-empty lines of `text`, joined with ` | `.
@@ -317,7 +326,7 @@ mod tests {
             .spawn()
             .unwrap();
         let output = collect_until(&mut child, "Version: v1.1.3", Instant::now() + Duration::from_secs(3600));
-        stop(&mut child);
+        assert_eq!(stop(&mut child), "was stopped");
         assert!(output.contains("Version: v1.1.3"), "{output}");
         assert!(child.try_wait().unwrap().is_some(), "the child was stopped");
     }
