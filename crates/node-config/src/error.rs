@@ -23,7 +23,7 @@ pub enum FlowStep {
     Probe,
     /// Uploading a content-addressed script file.
     UploadScript,
-    /// Creating directories, firewall rules and other host prerequisites.
+    /// Creating directories, firewall rules, Defender exclusions and other host prerequisites.
     Prerequisites,
     /// Uploading payload and rendered files.
     UploadFiles,

@@ -36,6 +36,9 @@ pub struct HostFacts {
     /// The binPath of a `containerd` service, if one is installed (before the operator's first pass: preinstalled,
     /// or left by an earlier configuration; the operator takes it over).
     pub containerd_service: Option<String>,
+    /// Whether Windows Defender runs (its `MsMpEng` process exists): the configuration then excludes containerd
+    /// from its scanning.
+    pub defender_running: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -46,6 +49,7 @@ struct RawFacts {
     containers: Option<bool>,
     docker: Option<String>,
     containerd: Option<String>,
+    defender: Option<bool>,
 }
 
 impl HostFacts {
@@ -68,6 +72,7 @@ impl HostFacts {
             containers_enabled: raw.containers,
             docker_service: raw.docker.filter(|path| !path.is_empty()),
             containerd_service: raw.containerd.filter(|path| !path.is_empty()),
+            defender_running: raw.defender,
         }
     }
 }
@@ -293,6 +298,7 @@ mod tests {
             containers_enabled: Some(false),
             docker_service: Some(r"C:\Program Files\Docker\dockerd.exe --run-service".into()),
             containerd_service: None,
+            defender_running: Some(true),
         };
         let failures = preflight(&facts, 430 << 20);
         let checks: Vec<PreflightCheck> = failures.iter().map(|failure| failure.check).collect();
@@ -339,7 +345,7 @@ mod tests {
     #[test]
     fn facts_are_read_from_numbers_or_digit_strings_and_garbage_is_none() {
         let facts = HostFacts::parse(
-            "noise\r\n{\"build\":17763,\"freeBytes\":\"1024\",\"containers\":false,\"docker\":null,\"containerd\":\"C:\\\\c.exe\"}\r\n",
+            "noise\r\n{\"build\":17763,\"freeBytes\":\"1024\",\"containers\":false,\"docker\":null,\"containerd\":\"C:\\\\c.exe\",\"defender\":true}\r\n",
         );
         assert_eq!(
             facts,
@@ -349,6 +355,7 @@ mod tests {
                 containers_enabled: Some(false),
                 docker_service: None,
                 containerd_service: Some(r"C:\c.exe".into()),
+                defender_running: Some(true),
             }
         );
         assert_eq!(HostFacts::parse("{\"build\":\"x\",\"freeBytes\":-1}"), HostFacts::default());

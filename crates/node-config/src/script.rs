@@ -30,10 +30,11 @@ fn render(what: &str, statements: &[String]) -> Result<RenderedCommand, CommandE
     Ok(RenderedCommand { shell: Shell::PowerShell, line, script_file: None })
 }
 
-/// Prints `{"hostname":..,"fqdn":..,"ip":..,"build":..,"freeBytes":..,"containers":..,"docker":..,"containerd":..}`:
-/// the host name, its DNS name, the IPv4 address of the interface of the first default route, and the preflight
-/// facts (the Windows build, the free bytes of `C:`, whether the `Containers` feature is enabled, the binPath of a
-/// `docker` and of a `containerd` service, `null` when absent; windows-commands.md §4.1).
+/// Prints `{"hostname":..,"fqdn":..,"ip":..,"build":..,"freeBytes":..,"containers":..,"docker":..,"containerd":..,
+/// "defender":..}`: the host name, its DNS name, the IPv4 address of the interface of the first default route, and
+/// the preflight facts (the Windows build, the free bytes of `C:`, whether the `Containers` feature is enabled, the
+/// binPath of a `docker` and of a `containerd` service, `null` when absent, whether Defender's `MsMpEng` runs;
+/// windows-commands.md §4.1).
 pub(crate) fn identity() -> Result<RenderedCommand, CommandError> {
     render(
         "host identity",
@@ -49,9 +50,10 @@ pub(crate) fn identity() -> Result<RenderedCommand, CommandError> {
             "$e = $c.State -eq 'Enabled'".to_owned(),
             r#"$dk = Get-CimInstance Win32_Service -Filter "Name='docker'""#.to_owned(),
             r#"$ct = Get-CimInstance Win32_Service -Filter "Name='containerd'""#.to_owned(),
+            "$mp = Get-Process -Name MsMpEng -ErrorAction SilentlyContinue".to_owned(),
             "[ordered]@{ hostname = $h; fqdn = $f; ip = $a.IPAddress; build = $v.CurrentBuildNumber; \
-             freeBytes = $d.FreeSpace; containers = $e; docker = $dk.PathName; containerd = $ct.PathName } | \
-             ConvertTo-Json -Compress -Depth 2"
+             freeBytes = $d.FreeSpace; containers = $e; docker = $dk.PathName; containerd = $ct.PathName; \
+             defender = $null -ne $mp } | ConvertTo-Json -Compress -Depth 2"
                 .to_owned(),
         ],
     )
@@ -106,9 +108,10 @@ mod tests {
              $c = Get-WindowsOptionalFeature -Online -FeatureName Containers\n$e = $c.State -eq 'Enabled'\n\
              $dk = Get-CimInstance Win32_Service -Filter \"Name='docker'\"\n\
              $ct = Get-CimInstance Win32_Service -Filter \"Name='containerd'\"\n\
+             $mp = Get-Process -Name MsMpEng -ErrorAction SilentlyContinue\n\
              [ordered]@{ hostname = $h; fqdn = $f; ip = $a.IPAddress; build = $v.CurrentBuildNumber; \
-             freeBytes = $d.FreeSpace; containers = $e; docker = $dk.PathName; containerd = $ct.PathName } | \
-             ConvertTo-Json -Compress -Depth 2\nexit 0"
+             freeBytes = $d.FreeSpace; containers = $e; docker = $dk.PathName; containerd = $ct.PathName; \
+             defender = $null -ne $mp } | ConvertTo-Json -Compress -Depth 2\nexit 0"
         );
     }
 

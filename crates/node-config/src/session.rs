@@ -580,6 +580,8 @@ fn flow_step(step: &Step) -> FlowStep {
         | Step::SetRegistryValue(_)
         | Step::RemoveFirewallRule(_)
         | Step::CreateFirewallRule(_)
+        | Step::AddDefenderExclusion(_)
+        | Step::RemoveDefenderExclusion(_)
         | Step::ResetDirectory { .. } => FlowStep::Prerequisites,
         Step::ReplaceFiles(_) => FlowStep::UploadFiles,
         Step::SyncRootCertificates(_) => FlowStep::TrustCertificates,

@@ -2,12 +2,18 @@
 //! in order and stops at the first that fails, and prints a marker line after each one that succeeded
 //! ([`CHAIN_MARKER`]), so [`CommandChain::read`] can tell exactly which command failed and what it printed.
 //!
+//! Neighbouring PowerShell commands of this crate's `-EncodedCommand` form share one `powershell.exe`: their
+//! statements run in order in one script that prints each one's marker itself (`Write-Output`), so a failure is
+//! still attributed to the exact command while the host starts PowerShell once (a start costs about a second on a
+//! real host). A command whose statements hold `exit` keeps its own process.
+//!
 //! Only commands that stand alone on a cmd.exe line can join a chain ([`CommandChain::accepts`]): no script file to
 //! upload first, and an even number of double quotes, so that cmd.exe is outside quotes where the next `&&`
 //! begins (windows-commands.md §2: metacharacters inside `"..."` are literal). A chain is never longer than
 //! [`MAX_COMMAND_LINE_CHARS`](crate::MAX_COMMAND_LINE_CHARS).
 
 use crate::command::{CommandError, RenderedCommand, Shell, check_length};
+use crate::powershell::{PowerShellScript, plain_statements};
 
 /// The text of the line a chain prints after each command that succeeded, followed by the command's index.
 pub const CHAIN_MARKER: &str = "##wmco-done";
@@ -44,13 +50,22 @@ impl CommandChain {
     /// [`CommandError::NotChainable`] for a command [`CommandChain::accepts`] refuses, [`CommandError::TooLong`] when
     /// the joined line would pass [`MAX_COMMAND_LINE_CHARS`](crate::MAX_COMMAND_LINE_CHARS).
     pub fn new(commands: Vec<RenderedCommand>) -> Result<CommandChain, CommandError> {
+        if let Some(command) = commands.iter().find(|command| !CommandChain::accepts(command)) {
+            return Err(CommandError::NotChainable { line: command.line.clone() });
+        }
+        let statements: Vec<Option<Vec<String>>> = commands.iter().map(plain_statements).collect();
         let mut parts = Vec::with_capacity(commands.len() * 2);
-        for (index, command) in commands.iter().enumerate() {
-            if !CommandChain::accepts(command) {
-                return Err(CommandError::NotChainable { line: command.line.clone() });
-            }
-            parts.push(command.line.clone());
-            parts.push(format!("echo {CHAIN_MARKER} {index}"));
+        let mut index = 0;
+        while index < commands.len() {
+            let run = statements[index..].iter().take_while(|statements| statements.is_some()).count();
+            let merged = (run > 1).then(|| merged_powershell(&statements[index..index + run], index)).flatten();
+            let (line, last) = match merged {
+                Some(line) => (line, index + run - 1),
+                None => (commands[index].line.clone(), index),
+            };
+            parts.push(line);
+            parts.push(format!("echo {CHAIN_MARKER} {last}"));
+            index = last + 1;
         }
         let count = commands.len();
         let line = check_length(|| format!("chain of {count} commands"), parts.join(" && "))?;
@@ -109,6 +124,20 @@ impl CommandChain {
         };
         Ok(ChainReport { completed, outputs, failure })
     }
+}
+
+/// One `-EncodedCommand` line running the statements of commands `first..` in order, printing the marker of each
+/// but the last (the chain's `echo` prints that one); `None` when it would not fit on a command line.
+fn merged_powershell(runs: &[Option<Vec<String>>], first: usize) -> Option<String> {
+    let mut lines = Vec::new();
+    for (offset, statements) in runs.iter().enumerate() {
+        lines.extend(statements.iter().flatten().cloned());
+        if offset + 1 < runs.len() {
+            lines.push(format!("Write-Output '{CHAIN_MARKER} {}'", first + offset));
+        }
+    }
+    let rendered = PowerShellScript::from_statements(&lines).render().ok()?;
+    rendered.script_file.is_none().then_some(rendered.line)
 }
 
 /// What a chain's run says.
@@ -201,6 +230,39 @@ mod tests {
         let odd = RenderedCommand { line: "echo \"".into(), ..start("a") };
         assert!(!CommandChain::accepts(&odd));
         assert!(matches!(CommandChain::new(vec![odd]), Err(CommandError::NotChainable { .. })));
+    }
+
+    #[test]
+    fn neighbouring_powershell_commands_share_one_process_that_marks_each() {
+        let path = |text: &str| WinPath::parse(text).unwrap();
+        let directories = PowerShellScript::ensure_directories(&[path(r"C:\k")]).unwrap().render().unwrap();
+        let exclusion = PowerShellScript::add_defender_exclusion(&path(r"C:\k\c.exe")).render().unwrap();
+        let chain = CommandChain::new(vec![start("a"), directories, exclusion, start("b")]).unwrap();
+        let line = &chain.command().line;
+        assert_eq!(line.matches("powershell.exe").count(), 1, "{line}");
+        assert_eq!(chain.len(), 4);
+        let parts: Vec<&str> = line.split(" && ").collect();
+        assert_eq!(parts[1], "echo ##wmco-done 0");
+        assert_eq!(parts[3], "echo ##wmco-done 2", "the merged script's last command is marked by the chain");
+        let encoded = parts[2].rsplit(' ').next().unwrap();
+        assert_eq!(
+            crate::decode_encoded_command(encoded).unwrap(),
+            "$ProgressPreference = 'SilentlyContinue'\n$ErrorActionPreference = 'Stop'\n\
+             New-Item -ItemType Directory -Force -Path 'C:\\k' | Out-Null\nWrite-Output '##wmco-done 1'\n\
+             Add-MpPreference -ExclusionProcess 'C:\\k\\c.exe'\nexit 0"
+        );
+        // The exclusion failed inside the shared process: the chain names it, not the directories before it.
+        let report = chain.read("##wmco-done 0\r\n##wmco-done 1\r\nAdd-MpPreference : denied\r\n", 1).unwrap();
+        assert_eq!(report.failure.map(|failure| failure.index), Some(2));
+    }
+
+    #[test]
+    fn a_script_that_may_exit_early_keeps_its_own_process() {
+        let early = PowerShellScript::from_statements(&["if ($x) { exit 3 }".to_owned()]).render().unwrap();
+        let directories =
+            PowerShellScript::ensure_directories(&[WinPath::parse(r"C:\k").unwrap()]).unwrap().render().unwrap();
+        let chain = CommandChain::new(vec![early, directories]).unwrap();
+        assert_eq!(chain.command().line.matches("powershell.exe").count(), 2);
     }
 
     #[test]

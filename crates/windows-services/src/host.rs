@@ -338,6 +338,13 @@ pub struct HostState {
     pub registry_values: BTreeSet<RegistryValue>,
     /// The machine's trusted root certificates, when the desired state manages them.
     pub trusted_roots: Option<TrustedRoots>,
+    /// Programs Windows Defender must not scan (process exclusions), added while Defender runs (its `MsMpEng`
+    /// process exists); a host without Defender needs none.
+    #[serde(default)]
+    pub defender_exclusions: BTreeSet<WinPath>,
+    /// Process exclusions that must not exist (the product's, on deconfiguration); removed while Defender runs.
+    #[serde(default)]
+    pub removed_defender_exclusions: BTreeSet<WinPath>,
 }
 
 #[cfg(test)]

@@ -33,10 +33,11 @@
 //! let probe = request.script().render()?; // run `probe.line` (after uploading `probe.script_file`, if any)
 //! assert!(probe.line.starts_with("powershell.exe -NoLogo"));
 //! // What a fresh host answers: nothing exists yet.
-//! let stdout = r#"{"services":[{"key":false},{"key":false},{"key":false}],"files":[],"dirs":[false,false,false,false,false,false,false,false,false,false,false,false,false,false,false],"env":[null,null,null],"firewall":[{"exists":false}],"registry":[]}"#;
+//! let stdout = r#"{"services":[{"key":false},{"key":false},{"key":false}],"files":[],"dirs":[false,false,false,false,false,false,false,false,false,false,false,false,false,false,false],"env":[null,null,null],"firewall":[{"exists":false}],"registry":[],"defender":{"running":true,"exclusions":[null]}}"#;
 //! let observed = request.parse_output(stdout)?;
 //! let steps = plan(&desired, &observed)?;
 //! assert!(matches!(steps[0], Step::EnsureDirectories(_)));
+//! assert!(steps.contains(&Step::AddDefenderExclusion(r"C:\k\containerd\containerd.exe".parse()?)));
 //! assert_eq!(steps.last(), Some(&Step::StartService("kubelet".parse()?)));
 //! for step in &steps {
 //!     for command in step.commands()? {
@@ -69,15 +70,16 @@ pub use host::{
     RegistryValueName, Sha256Hex,
 };
 pub use node::{
-    FIREWALL_RULES, LEGACY_DAEMON_SERVICE, LogRotation, NodeError, NodeInputs, NodeProxy, NodeService, PROXY_SERVICES,
-    PROXY_VARIABLES, SERVICE_LOG_DIRECTORIES, ServiceStage, Verbosity, WINDOWS_EXPORTER_SERVICE, go_duration,
-    node_host_state, node_services,
+    DEFENDER_EXCLUDED_PROGRAMS, FIREWALL_RULES, LEGACY_DAEMON_SERVICE, LogRotation, NodeError, NodeInputs, NodeProxy,
+    NodeService, PROXY_SERVICES, PROXY_VARIABLES, SERVICE_LOG_DIRECTORIES, ServiceStage, Verbosity,
+    WINDOWS_EXPORTER_SERVICE, go_duration, node_host_state, node_services,
 };
 pub use path::{MAX_PATH_CHARS, PathError, WinPath};
 pub use plan::{PlanError, Reconfiguration, Step, plan};
 pub use powershell::{POWERSHELL_PREFIX, PowerShellScript, SCRIPT_DIRECTORY, decode_encoded_command, encode_command};
 pub use probe::{
-    ObservedFirewallRule, ObservedHost, ObservedService, ProbeError, ProbeRequest, decode_failure_actions,
+    ObservedDefender, ObservedFirewallRule, ObservedHost, ObservedService, ProbeError, ProbeRequest,
+    decode_failure_actions,
 };
 pub use sc::{ConfigChanges, ScCommand};
 pub use sc_output::{

@@ -27,6 +27,10 @@ pub const WINDOWS_EXPORTER_SERVICE: &str = "windows_exporter";
 /// The inbound firewall rules a node gets (the Go operator's names): the kubelet's port 10250 for container logs
 /// and exec, and windows_exporter's port 9182 (node stage). Deconfiguration removes both.
 pub const FIREWALL_RULES: [&str; 2] = ["ContainerLogsPort", "WindowsExporter"];
+/// The programs excluded from Windows Defender's scanning while Defender runs (the Go operator's containerd
+/// pre-script, wmco-anchor.md §4.3): scanning every layer containerd unpacks slows image pulls and container starts.
+/// Deconfiguration removes the exclusion.
+pub const DEFENDER_EXCLUDED_PROGRAMS: [&str; 1] = [r"C:\k\containerd\containerd.exe"];
 
 /// Log verbosity of the node services.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -245,7 +249,8 @@ pub const SERVICE_LOG_DIRECTORIES: [&str; 6] = [
 ];
 
 /// The desired host state for `phase`: the services of that phase and the earlier one, the node's directories, the
-/// proxy's machine variables, its firewall rules, and the Go operator's daemon listed for removal. Payload files are
+/// proxy's machine variables, its firewall rules, containerd's Defender exclusion, and the Go operator's daemon listed
+/// for removal. Payload files are
 /// added by the caller.
 ///
 /// # Errors
@@ -280,6 +285,7 @@ pub fn node_host_state(inputs: &NodeInputs, phase: ServiceStage) -> Result<HostS
         directories,
         machine_env: inputs.proxy.variables(),
         firewall_rules,
+        defender_exclusions: DEFENDER_EXCLUDED_PROGRAMS.into_iter().map(WinPath::parse).collect::<Result<_, _>>()?,
         ..HostState::default()
     })
 }

@@ -5,7 +5,7 @@
 //! (the SCM refuses to stop a service with running dependents, error 1051); deletions of removed services,
 //! dependents first; the emptying of owned directories whose index changed; the file replacements the caller
 //! performs ([`Step::ReplaceFiles`], after the services that hold those binaries stopped); the trusted roots; the
-//! host settings (machine environment, registry values, firewall rules); creations and reconfigurations in
+//! host settings (machine environment, registry values, firewall rules, Defender exclusions); creations and reconfigurations in
 //! dependency order; starts in dependency order. Ties are broken by service name, so equal inputs give equal
 //! plans. The host settings come just before the service steps so that everything after the file replacement is
 //! a run of steps a caller can send as one command line (`CommandChain`): no service reads them before its next
@@ -79,6 +79,10 @@ pub enum Step {
     RemoveFirewallRule(String),
     /// Create a firewall rule.
     CreateFirewallRule(FirewallRule),
+    /// Exclude a program from Windows Defender's scanning.
+    AddDefenderExclusion(WinPath),
+    /// Remove a program's Defender exclusion.
+    RemoveDefenderExclusion(WinPath),
     /// Stop a service (the executor waits for STOPPED before the next step).
     StopService(ServiceName),
     /// Delete a service that must no longer exist.
@@ -121,6 +125,12 @@ impl Step {
                 Ok(vec![PowerShellScript::reset_directory(directory, subdirectories)?.render()?])
             }
             Step::CreateFirewallRule(rule) => Ok(vec![PowerShellScript::new_firewall_rule(rule).render()?]),
+            Step::AddDefenderExclusion(program) => {
+                Ok(vec![PowerShellScript::add_defender_exclusion(program).render()?])
+            }
+            Step::RemoveDefenderExclusion(program) => {
+                Ok(vec![PowerShellScript::remove_defender_exclusion(program).render()?])
+            }
             Step::StopService(name) => Ok(vec![ScCommand::Stop(name.clone()).render()?]),
             Step::DeleteService(name) => Ok(vec![ScCommand::Delete(name.clone()).render()?]),
             Step::ReplaceFiles(_) => Ok(Vec::new()),
@@ -141,6 +151,8 @@ impl fmt::Display for Step {
             Step::RemoveFirewallRule(name) => write!(f, "remove firewall rule {name}"),
             Step::ResetDirectory { directory, .. } => write!(f, "empty directory {directory}"),
             Step::CreateFirewallRule(rule) => write!(f, "create firewall rule {}", rule.name),
+            Step::AddDefenderExclusion(program) => write!(f, "exclude {program} from Defender scanning"),
+            Step::RemoveDefenderExclusion(program) => write!(f, "remove the Defender exclusion of {program}"),
             Step::StopService(name) => write!(f, "stop service {name}"),
             Step::DeleteService(name) => write!(f, "delete service {name}"),
             Step::ReplaceFiles(files) => write!(f, "replace {} files", files.len()),
@@ -406,7 +418,8 @@ fn directory_step(desired: &HostState, observed: &ObservedHost) -> Option<Step> 
     (!missing.is_empty()).then_some(Step::EnsureDirectories(missing))
 }
 
-/// Steps for the machine environment, registry values and firewall rules.
+/// Steps for the machine environment, registry values, firewall rules and Defender exclusions (only while Defender
+/// runs: its cmdlets fail otherwise, and a stopped Defender scans nothing).
 fn settings_steps(desired: &HostState, observed: &ObservedHost) -> Vec<Step> {
     let mut steps = Vec::new();
     let env_changes: BTreeMap<EnvVarName, Option<String>> = desired
@@ -441,6 +454,12 @@ fn settings_steps(desired: &HostState, observed: &ObservedHost) -> Vec<Step> {
         if matches!(observed.firewall_rules.get(name), Some(Some(_))) {
             steps.push(Step::RemoveFirewallRule(name.clone()));
         }
+    }
+    if let Some(defender) = observed.defender.as_ref().filter(|defender| defender.running) {
+        let missing = desired.defender_exclusions.iter().filter(|program| !defender.excludes(program));
+        steps.extend(missing.cloned().map(Step::AddDefenderExclusion));
+        let left = desired.removed_defender_exclusions.iter().filter(|program| defender.excludes(program));
+        steps.extend(left.cloned().map(Step::RemoveDefenderExclusion));
     }
     steps
 }

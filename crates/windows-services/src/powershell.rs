@@ -155,6 +155,22 @@ impl PowerShellScript {
         PowerShellScript::from_statements(&[format!("Remove-NetFirewallRule -Name {}", powershell_literal(name))])
     }
 
+    /// Excludes `program` from Windows Defender's scanning (`Add-MpPreference`, idempotent).
+    pub fn add_defender_exclusion(program: &WinPath) -> PowerShellScript {
+        PowerShellScript::from_statements(&[format!(
+            "Add-MpPreference -ExclusionProcess {}",
+            powershell_literal(program.as_str())
+        )])
+    }
+
+    /// Removes the process exclusion of `program` from Windows Defender.
+    pub fn remove_defender_exclusion(program: &WinPath) -> PowerShellScript {
+        PowerShellScript::from_statements(&[format!(
+            "Remove-MpPreference -ExclusionProcess {}",
+            powershell_literal(program.as_str())
+        )])
+    }
+
     /// Writes a registry value (its key must exist).
     pub fn set_registry_value(value: &RegistryValue) -> PowerShellScript {
         let (data, property_type) = match &value.data {
@@ -203,6 +219,25 @@ pub fn decode_encoded_command(encoded: &str) -> Option<String> {
     }
     let units: Vec<u16> = bytes.chunks_exact(2).map(|pair| u16::from_le_bytes([pair[0], pair[1]])).collect();
     String::from_utf16(&units).ok()
+}
+
+/// The statements of a command this crate rendered as `-EncodedCommand` (the preamble, statements, `exit 0`), when
+/// none of them holds `exit`: such statements can run inside another script of the same form and end nowhere but at
+/// their end (a terminating error, under `$ErrorActionPreference = 'Stop'`, ends the whole script with exit code 1).
+pub(crate) fn plain_statements(command: &RenderedCommand) -> Option<Vec<String>> {
+    let encoded = command.line.strip_prefix(POWERSHELL_PREFIX)?.strip_prefix(" -EncodedCommand ")?;
+    if command.shell != Shell::PowerShell || command.script_file.is_some() {
+        return None;
+    }
+    let text = decode_encoded_command(encoded)?;
+    let mut lines: Vec<&str> = text.split('\n').collect();
+    let preamble = ["$ProgressPreference = 'SilentlyContinue'", "$ErrorActionPreference = 'Stop'"];
+    if lines.len() < 3 || lines[..2] != preamble || lines.pop() != Some("exit 0") {
+        return None;
+    }
+    let statements = &lines[2..];
+    let ends_early = statements.iter().any(|line| line.to_ascii_lowercase().contains("exit"));
+    (!ends_early).then(|| statements.iter().map(|line| (*line).to_owned()).collect())
 }
 
 /// A single-quoted literal for a `-Path` parameter, refusing the wildcard brackets it would interpret.
@@ -263,6 +298,17 @@ mod tests {
             "$ProgressPreference = 'SilentlyContinue'\n$ErrorActionPreference = 'Stop'\n\
              New-NetFirewallRule -Name 'ContainerLogsPort' -DisplayName 'ContainerLogsPort' -Direction Inbound \
              -Protocol TCP -LocalPort 10250 -Action Allow -Enabled True | Out-Null\nexit 0"
+        );
+        let containerd = path(r"C:\k\containerd\containerd.exe");
+        assert!(
+            PowerShellScript::add_defender_exclusion(&containerd)
+                .text()
+                .contains("\nAdd-MpPreference -ExclusionProcess 'C:\\k\\containerd\\containerd.exe'\n")
+        );
+        assert!(
+            PowerShellScript::remove_defender_exclusion(&containerd)
+                .text()
+                .contains("\nRemove-MpPreference -ExclusionProcess 'C:\\k\\containerd\\containerd.exe'\n")
         );
         assert_eq!(
             PowerShellScript::remove_firewall_rule("WindowsExporter").text(),

@@ -28,6 +28,9 @@ use crate::service::{
 };
 use crate::trust::{ObservedRoots, ROOT_STORE, Thumbprint};
 
+/// The process whose presence means Windows Defender runs (the Go operator's check).
+const DEFENDER_PROCESS: &str = "MsMpEng";
+
 /// Registry key under which the SCM keeps each service's configuration.
 const SERVICES_KEY: &str = r"HKLM:\SYSTEM\CurrentControlSet\Services";
 
@@ -48,6 +51,8 @@ pub struct ProbeRequest {
     pub registry_values: BTreeSet<(RegistryKey, RegistryValueName)>,
     /// The record file of imported root certificates, when the root store is to be read.
     pub trusted_roots: Option<WinPath>,
+    /// Whether to read Windows Defender's state and process exclusions.
+    pub defender: bool,
 }
 
 impl ProbeRequest {
@@ -75,6 +80,7 @@ impl ProbeRequest {
                 .map(|value| (value.key.clone(), value.name.clone()))
                 .collect(),
             trusted_roots: desired.trusted_roots.as_ref().map(|roots| roots.record.clone()),
+            defender: !desired.defender_exclusions.is_empty() || !desired.removed_defender_exclusions.is_empty(),
         }
     }
 
@@ -168,8 +174,20 @@ impl ProbeRequest {
             ));
             trust_entry = "; trust = [ordered]@{ store = $t; imported = $ti }".to_owned();
         }
+        let mut defender_entry = String::new();
+        if self.defender {
+            // Defender runs when its MsMpEng process exists (windows-commands.md §4.1); its preferences can only be
+            // read then. `@($null)` prints `[null]`, which the parser drops.
+            statements.push(format!("$mp = Get-Process -Name {DEFENDER_PROCESS} -ErrorAction SilentlyContinue"));
+            statements.push("$mx = $null".to_owned());
+            statements.push(
+                "if ($null -ne $mp) { $mx = (Get-MpPreference -ErrorAction SilentlyContinue).ExclusionProcess }"
+                    .to_owned(),
+            );
+            defender_entry = "; defender = [ordered]@{ running = $null -ne $mp; exclusions = @($mx) }".to_owned();
+        }
         statements.push(format!(
-            "[ordered]@{{ services = @({}); files = @({}); dirs = @({}); env = @({}); firewall = @({}); registry = @({}){trust_entry} }} \
+            "[ordered]@{{ services = @({}); files = @({}); dirs = @({}); env = @({}); firewall = @({}); registry = @({}){trust_entry}{defender_entry} }} \
              | ConvertTo-Json -Compress -Depth 8",
             service_entries.join(", "),
             file_entries.join(", "),
@@ -236,6 +254,19 @@ impl ProbeRequest {
                 store: thumbprints("store", trust.store)?,
                 imported: thumbprints("imported", trust.imported)?,
             });
+        }
+        if self.defender {
+            let defender: RawDefender = serde_json::from_value(raw.defender.clone())
+                .map_err(|_| bad("defender", "Defender", &raw.defender.to_string()))?;
+            let exclusions = list(defender.exclusions)
+                .into_iter()
+                .filter(|entry| !entry.is_null())
+                .map(|entry| match entry {
+                    Value::String(text) => Ok(text),
+                    other => Err(bad("defender", "ExclusionProcess", &other.to_string())),
+                })
+                .collect::<Result<_, _>>()?;
+            observed.defender = Some(ObservedDefender { running: defender.running, exclusions });
         }
         Ok(observed)
     }
@@ -335,6 +366,31 @@ pub struct ObservedHost {
     pub registry_values: BTreeMap<(RegistryKey, RegistryValueName), Option<RegistryData>>,
     /// The root store and the record of imported certificates, when requested.
     pub trusted_roots: Option<ObservedRoots>,
+    /// Windows Defender's state, when requested.
+    pub defender: Option<ObservedDefender>,
+}
+
+/// Windows Defender as the probe found it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ObservedDefender {
+    /// Whether its `MsMpEng` process runs (only then can exclusions be read or changed).
+    pub running: bool,
+    /// Its process exclusions (`ExclusionProcess`), as Defender keeps them.
+    pub exclusions: Vec<String>,
+}
+
+impl ObservedDefender {
+    /// Whether `program` is excluded from scanning (paths compare case-insensitively, as on Windows).
+    ///
+    /// ```
+    /// use wmco_windows_services::{ObservedDefender, WinPath};
+    /// let defender = ObservedDefender { running: true, exclusions: vec![r"c:\k\containerd\containerd.exe".into()] };
+    /// assert!(defender.excludes(&WinPath::parse(r"C:\k\containerd\containerd.exe")?));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn excludes(&self, program: &WinPath) -> bool {
+        self.exclusions.iter().any(|exclusion| exclusion.eq_ignore_ascii_case(program.as_str()))
+    }
 }
 
 /// The document as printed; each section may suffer the 5.1 array quirks, so they are read as raw values.
@@ -354,6 +410,16 @@ struct RawProbe {
     registry: Value,
     #[serde(default)]
     trust: Value,
+    #[serde(default)]
+    defender: Value,
+}
+
+/// The Defender section.
+#[derive(Deserialize)]
+struct RawDefender {
+    running: bool,
+    #[serde(default)]
+    exclusions: Value,
 }
 
 /// The root store section: thumbprint lists, each with the 5.1 array quirks.
@@ -639,6 +705,32 @@ mod tests {
             observed.registry_values.values().next().unwrap(),
             &Some(RegistryData::String(r"C:\Windows\System32\cmd.exe".into()))
         );
+    }
+
+    #[test]
+    fn defender_is_read_only_when_asked_and_nulls_mean_no_exclusion() {
+        assert!(!ProbeRequest::default().script().text().contains("MsMpEng"));
+        let request = ProbeRequest { defender: true, ..ProbeRequest::default() };
+        assert!(request.script().text().contains("$mp = Get-Process -Name MsMpEng -ErrorAction SilentlyContinue"));
+        let section = |defender: &str| {
+            format!(
+                r#"{{"services":[],"files":[],"dirs":[],"env":[],"firewall":[],"registry":[],"defender":{defender}}}"#
+            )
+        };
+        let observed = request.parse_output(&section(r#"{"running":true,"exclusions":[null]}"#)).unwrap();
+        assert_eq!(observed.defender, Some(ObservedDefender { running: true, exclusions: Vec::new() }));
+        let observed = request.parse_output(&section(r#"{"running":true,"exclusions":"C:\\k\\a.exe"}"#)).unwrap();
+        assert_eq!(observed.defender.unwrap().exclusions, [r"C:\k\a.exe"], "a bare value is one exclusion");
+        let observed = request.parse_output(&section(r#"{"running":false,"exclusions":[]}"#)).unwrap();
+        assert_eq!(observed.defender, Some(ObservedDefender { running: false, exclusions: Vec::new() }));
+        assert!(matches!(
+            request.parse_output(&section(r#"{"running":true,"exclusions":[7]}"#)),
+            Err(ProbeError::BadValue { section: "defender", .. })
+        ));
+        assert!(matches!(
+            request.parse_output(&section("null")),
+            Err(ProbeError::BadValue { section: "defender", .. })
+        ));
     }
 
     #[test]

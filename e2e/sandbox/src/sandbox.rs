@@ -558,6 +558,16 @@ impl Sandbox {
         Ok(names)
     }
 
+    /// Defender's process exclusions on host `name` (empty when Defender is not installed).
+    ///
+    /// # Errors
+    /// [`SandboxError::Fleet`] if there is no such host.
+    pub async fn defender_exclusions(&self, name: &str) -> Result<Vec<String>, SandboxError> {
+        let server = self.server(name).await?;
+        let exclusions = lock(&server.host).defender.as_ref().map(|defender| defender.exclusion_process.clone());
+        Ok(exclusions.unwrap_or_default())
+    }
+
     /// SHA-256 (lower-case hex) of the file at Windows path `path` on host `name`, if it exists.
     ///
     /// # Errors

@@ -43,6 +43,8 @@ const MANAGED_SERVICES: [&str; 6] =
     ["containerd", "kubelet", "hybrid-overlay-node", "kube-proxy", "csi-proxy", "windows_exporter"];
 /// The firewall rules a Ready node has (the Go operator's names), sorted; deconfiguration removes them.
 const FIREWALL_RULES: [&str; 2] = ["ContainerLogsPort", "WindowsExporter"];
+/// The process exclusion a node gets while Defender runs (it does on every simulated host).
+const CONTAINERD_EXCLUSION: &str = r"C:\k\containerd\containerd.exe";
 /// Directories deconfiguration removes (a sample: the payload and the kubelet's state).
 const REMOVED_DIRECTORIES: [&str; 2] = ["k", "var/lib/kubelet"];
 /// The suffix of an upload's staging file (ssh-transport writes `<path>.wmco-upload`, then renames it).
@@ -243,6 +245,11 @@ async fn one_entry_removed(
     let mut rules = sandbox.firewall_rules(&removed.info.name).await?;
     rules.sort();
     assert_eq!(rules, FIREWALL_RULES, "the node's firewall rules before removal");
+    assert_eq!(
+        sandbox.defender_exclusions(&removed.info.name).await?,
+        [CONTAINERD_EXCLUSION],
+        "containerd's Defender exclusion before removal"
+    );
     let drive = c_drive(sandbox, &removed.info.name).await?;
     for directory in REMOVED_DIRECTORIES {
         assert!(drive.join(directory).is_dir(), "{directory} missing before removal");
@@ -283,6 +290,7 @@ async fn one_entry_removed(
     // The host is clean: services stopped and deleted, firewall rules and directories removed.
     assert_eq!(managed_services(sandbox, &removed.info.name).await?, BTreeMap::new());
     assert_eq!(sandbox.firewall_rules(&removed.info.name).await?, Vec::<String>::new());
+    assert_eq!(sandbox.defender_exclusions(&removed.info.name).await?, Vec::<String>::new());
     for directory in REMOVED_DIRECTORIES {
         assert!(!drive.join(directory).exists(), "{directory} still on the removed host");
     }

@@ -87,6 +87,26 @@ pub struct RegKey {
     pub values: BTreeMap<String, (String, RegValue)>,
 }
 
+/// Microsoft Defender Antivirus (windows-commands.md §4.1): its `MsMpEng` process runs while `running`, and its
+/// `MpPreference` cmdlets work only then.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Defender {
+    /// Whether `MsMpEng` runs.
+    pub running: bool,
+    /// `ExclusionProcess`, in the order added.
+    pub exclusion_process: Vec<String>,
+}
+
+impl Default for Defender {
+    /// Running with no exclusions, as on a stock Windows Server 2019 or later.
+    fn default() -> Self {
+        Defender { running: true, exclusion_process: Vec::new() }
+    }
+}
+
+/// The image path of Defender's `MsMpEng` process.
+pub const DEFENDER_IMAGE: &str = r"C:\ProgramData\Microsoft\Windows Defender\Platform\4.18.24090.11-0\MsMpEng.exe";
+
 /// A Windows Defender Firewall rule.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct FirewallRule {
@@ -206,6 +226,8 @@ pub struct Host {
     pub scm_environment: BTreeMap<String, String>,
     /// The system volume `C:` as `Win32_LogicalDisk` reports it.
     pub volume: Volume,
+    /// Microsoft Defender Antivirus; `None` when the feature is not installed (its cmdlets do not exist).
+    pub defender: Option<Defender>,
     /// `Cert:\LocalMachine\Root`, by thumbprint (40 upper-case hex digits); a fresh host holds
     /// [`BUILTIN_ROOT_THUMBPRINT`].
     pub root_certificates: BTreeMap<String, RootCertificate>,
@@ -277,6 +299,7 @@ impl Host {
             kubelet_model: crate::wine_kubelet::KubeletModel::Simulated,
             scm_environment: BTreeMap::new(),
             volume: Volume::default(),
+            defender: Some(Defender::default()),
             root_certificates: BTreeMap::from([(
                 BUILTIN_ROOT_THUMBPRINT.to_owned(),
                 RootCertificate { subject: "CN=Microsoft Root Certificate Authority, DC=microsoft, DC=com".to_owned() },

@@ -136,10 +136,18 @@ fn passed_detail(check: PreflightCheck, found: &HostCheck) -> String {
         PreflightCheck::DiskSpace => {
             format!("{} GiB free on C:", found.facts.free_bytes.unwrap_or_default() >> 30)
         }
-        PreflightCheck::ContainerRuntime => match &found.facts.containerd_service {
-            Some(path) => format!("no Docker; containerd service present ({path}): the operator takes it over"),
-            None => "no Docker, no containerd service".to_owned(),
-        },
+        PreflightCheck::ContainerRuntime => {
+            let runtime = match &found.facts.containerd_service {
+                Some(path) => format!("no Docker; containerd service present ({path}): the operator takes it over"),
+                None => "no Docker, no containerd service".to_owned(),
+            };
+            let defender = match found.facts.defender_running {
+                Some(true) => "; Defender runs: containerd will be excluded from its scanning",
+                Some(false) => "; Defender does not run",
+                None => "",
+            };
+            format!("{runtime}{defender}")
+        }
     }
 }
 
@@ -191,6 +199,20 @@ mod tests {
             serde_json::json!({"name": "WindowsBuild", "passed": false, "detail": "Windows build 14393"})
         );
         assert_eq!(json["nodeName"], "win-7");
+    }
+
+    #[test]
+    fn the_runtime_check_says_whether_defender_runs() {
+        let mut found = check(Vec::new());
+        found.facts.defender_running = Some(true);
+        found.facts.containerd_service = Some(r"C:\k\containerd\containerd.exe --run-service".into());
+        assert_eq!(
+            passed_detail(PreflightCheck::ContainerRuntime, &found),
+            "no Docker; containerd service present (C:\\k\\containerd\\containerd.exe --run-service): the operator \
+             takes it over; Defender runs: containerd will be excluded from its scanning"
+        );
+        found.facts.defender_running = Some(false);
+        assert!(passed_detail(PreflightCheck::ContainerRuntime, &found).ends_with("; Defender does not run"));
     }
 
     #[test]

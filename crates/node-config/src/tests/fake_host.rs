@@ -60,6 +60,8 @@ struct Model {
     dirs: BTreeSet<String>,
     services: BTreeMap<String, (ServiceSpec, bool)>,
     firewall: BTreeSet<String>,
+    /// Defender's process exclusions (Defender runs on the fake host).
+    defender_exclusions: BTreeSet<String>,
     hns_networks: BTreeSet<String>,
     /// The root store's thumbprints (all imported by the flow; the record lists the same).
     roots: BTreeSet<String>,
@@ -109,20 +111,21 @@ fn quoted_after<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
     Some(&rest[start..end])
 }
 
-/// The commands of a command chain (`a && echo ##wmco-done 0 && b && echo ##wmco-done 1`), or the line itself.
-fn chain_segments(line: &str) -> Vec<&str> {
+/// The commands of a command chain (`a && echo ##wmco-done 0 && b && echo ##wmco-done 1`), each with the index its
+/// marker prints, or the line itself.
+fn chain_segments(line: &str) -> Vec<(&str, Option<&str>)> {
     let mut segments = Vec::new();
     let mut rest = line;
-    while let Some(position) = rest.find(&format!(" && echo {CHAIN_MARKER} ")) {
-        segments.push(&rest[..position]);
-        let after = &rest[position..];
-        rest = after.find(char::is_numeric).map_or("", |digit| {
-            let tail = after[digit..].trim_start_matches(char::is_numeric);
-            tail.strip_prefix(" && ").unwrap_or(tail)
-        });
+    let echo = format!(" && echo {CHAIN_MARKER} ");
+    while let Some(position) = rest.find(&echo) {
+        let after = &rest[position + echo.len()..];
+        let digits = after.find(|c: char| !c.is_numeric()).unwrap_or(after.len());
+        segments.push((&rest[..position], Some(&after[..digits])));
+        let tail = &after[digits..];
+        rest = tail.strip_prefix(" && ").unwrap_or(tail);
     }
     if !rest.is_empty() {
-        segments.push(rest);
+        segments.push((rest, None));
     }
     segments
 }
@@ -163,7 +166,7 @@ impl FakeWindowsHost {
             self.run_sc(line)
         } else if line.starts_with(POWERSHELL_PREFIX) {
             match self.script_text(line) {
-                Some(text) => self.run_powershell(&text),
+                Some(text) => return self.run_scripts(&text),
                 None => ("missing-script".to_owned(), output(4_294_770_688, "")),
             }
         } else {
@@ -171,6 +174,44 @@ impl FakeWindowsHost {
         };
         lock(&self.log).push(Op::Run(kind));
         result
+    }
+
+    /// Runs a PowerShell script: the scripts of a chain that share one process (separated by the chain's
+    /// `Write-Output` markers) run one by one, each marker printed after its part succeeded, and the process is
+    /// logged as one operation naming its parts (`firewall + defender-exclusion`).
+    fn run_scripts(&self, text: &str) -> Output {
+        let marker = format!("Write-Output '{CHAIN_MARKER} ");
+        let mut combined = output(0, "");
+        let mut kinds = Vec::new();
+        let mut parts = vec![String::new()];
+        let mut markers = Vec::new();
+        for line in text.lines() {
+            match line.strip_prefix(&marker) {
+                Some(index) => {
+                    markers.push(index.trim_end_matches('\'').to_owned());
+                    parts.push(String::new());
+                }
+                None => {
+                    let part = parts.last_mut().expect("parts start with one");
+                    part.push_str(line);
+                    part.push('\n');
+                }
+            }
+        }
+        for (position, part) in parts.iter().enumerate() {
+            let (kind, result) = self.run_powershell(part);
+            kinds.push(kind);
+            combined.stdout.extend_from_slice(&result.stdout);
+            combined.exit_code = result.exit_code;
+            if result.exit_code != 0 {
+                break;
+            }
+            if let Some(index) = markers.get(position) {
+                combined.stdout.extend_from_slice(format!("{CHAIN_MARKER} {index}\r\n").as_bytes());
+            }
+        }
+        lock(&self.log).push(Op::Run(kinds.join(" + ")));
+        combined
     }
 
     /// A fresh host with this identity answer and the node's service specs as the catalog `sc.exe create` uses.
@@ -248,6 +289,11 @@ impl FakeWindowsHost {
     /// Firewall rules present, by name.
     pub fn firewall_rules(&self) -> BTreeSet<String> {
         lock(&self.model).firewall.clone()
+    }
+
+    /// Defender's process exclusions.
+    pub fn defender_exclusions(&self) -> BTreeSet<String> {
+        lock(&self.model).defender_exclusions.clone()
     }
 
     /// HNS networks present.
@@ -404,6 +450,16 @@ impl FakeWindowsHost {
             }
             return ("firewall".into(), output(0, ""));
         }
+        if let Some(program) = text.lines().find_map(|line| quoted_after(line, "Add-MpPreference -ExclusionProcess ")) {
+            model.defender_exclusions.insert(program.to_owned());
+            return ("defender-exclusion".into(), output(0, ""));
+        }
+        if let Some(program) =
+            text.lines().find_map(|line| quoted_after(line, "Remove-MpPreference -ExclusionProcess "))
+        {
+            model.defender_exclusions.remove(program);
+            return ("remove-defender-exclusion".into(), output(0, ""));
+        }
         if text.contains("Remove-NetFirewallRule") {
             for name in text.lines().filter_map(|line| quoted_after(line, "Remove-NetFirewallRule -Name ")) {
                 model.firewall.remove(name);
@@ -476,8 +532,11 @@ impl FakeWindowsHost {
         }
         let roots: Vec<&String> = model.roots.iter().collect();
         let trust = text.contains("trust = ").then(|| json!({"store": roots, "imported": roots}));
+        let defender = text
+            .contains("defender = ")
+            .then(|| json!({"running": true, "exclusions": model.defender_exclusions.iter().collect::<Vec<_>>()}));
         json!({"services": services, "files": files, "dirs": dirs, "env": env, "firewall": firewall, "registry": [],
-               "trust": trust})
+               "trust": trust, "defender": defender})
         .to_string()
     }
 }
@@ -499,7 +558,7 @@ impl RemoteHost for FakeWindowsHost {
     async fn run(&self, command: &RemoteCommand) -> Result<Output, TransportError> {
         self.check()?;
         let mut chained = output(0, "");
-        for (index, line) in chain_segments(&command.line).into_iter().enumerate() {
+        for (index, (line, marker)) in chain_segments(&command.line).into_iter().enumerate() {
             if index > 0 {
                 // The connection may break between two commands of a chain: the first ones ran.
                 self.check()?;
@@ -511,8 +570,8 @@ impl RemoteHost for FakeWindowsHost {
             if result.exit_code != 0 {
                 break;
             }
-            if line.len() < command.line.len() {
-                chained.stdout.extend_from_slice(format!("{CHAIN_MARKER} {index} \r\n").as_bytes());
+            if let Some(marker) = marker {
+                chained.stdout.extend_from_slice(format!("{CHAIN_MARKER} {marker} \r\n").as_bytes());
             }
         }
         Ok(chained)

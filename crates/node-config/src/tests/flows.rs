@@ -317,15 +317,16 @@ async fn fresh_host_is_configured_in_two_phases_in_order() {
     let mut uploads: Vec<&WinPath> = bootstrap_files.files().iter().map(|file| &file.destination).collect();
     uploads.sort();
     expected.extend(uploads.iter().map(|path| format!("upload {path}")));
-    expected.push("firewall".to_owned());
+    expected.push("firewall + defender-exclusion".to_owned());
     expected.extend(create("containerd"));
     expected.extend(create("kubelet"));
     expected.extend(["sc start containerd", "sc start kubelet"].map(String::from));
     assert_eq!(log, expected);
     assert_eq!(outcome.uploads, 1 + bootstrap_files.files().len() as u64);
     // The identity, the probe, one hash check per verified host file (this host places files one at a time), and
-    // one chain: the firewall rule and the services' ten sc.exe calls.
+    // one chain: the firewall rule, containerd's Defender exclusion and the services' ten sc.exe calls.
     assert_eq!(outcome.commands, 2 + bootstrap_files.files().len() as u64 + 1);
+    assert_eq!(world.host.defender_exclusions(), [r"C:\k\containerd\containerd.exe".to_owned()].into());
 
     let status = world.record().status.unwrap();
     assert_eq!(status.phase, Some(InstancePhase::WaitingForNode));
@@ -786,9 +787,13 @@ async fn deconfigure_drains_then_removes_services_dependents_first_then_files_ne
     let deletes: Vec<&String> = log.iter().filter(|line| line.starts_with("sc delete")).collect();
     assert_eq!(stops.len(), 6);
     assert_eq!(deletes.len(), 6);
-    assert_eq!(log.iter().filter(|line| *line == "remove-firewall").count(), 2, "{log:#?}");
-    assert_eq!(log.len(), 3 + 6 + 6 + 2 + 2, "{log:#?}");
+    assert!(
+        log.contains(&"remove-firewall + remove-firewall + remove-defender-exclusion".to_owned()),
+        "one PowerShell process removes both rules and the exclusion: {log:#?}"
+    );
+    assert_eq!(log.len(), 3 + 6 + 6 + 1 + 2, "{log:#?}");
     assert!(world.host.firewall_rules().is_empty(), "{:?}", world.host.firewall_rules());
+    assert!(world.host.defender_exclusions().is_empty(), "{:?}", world.host.defender_exclusions());
     for (dependent, dependency) in [("kube-proxy", "hybrid-overlay-node"), ("kubelet", "containerd")] {
         for verb in ["stop", "delete"] {
             assert!(

@@ -172,6 +172,8 @@ async fn the_simulator_understands_every_command_of_both_phases_and_deconfigurat
         assert_eq!(host.scm.services().count(), 6);
         assert!(host.disk.entry(&SimPath::parse(r"C:\k\bootstrap-kubeconfig").unwrap()).is_none());
         assert_eq!(host.firewall.len(), 2);
+        let exclusions = host.defender.as_ref().map(|defender| defender.exclusion_process.clone());
+        assert_eq!(exclusions, Some(vec![r"C:\k\containerd\containerd.exe".to_owned()]), "Defender runs by default");
     }
     let converged = configure_once().await;
     report("converged pass", &converged);
@@ -207,6 +209,8 @@ async fn the_simulator_understands_every_command_of_both_phases_and_deconfigurat
     assert_eq!(host.scm.services().filter(|service| !service.marked_for_deletion).count(), 0);
     assert!(host.disk.entry(&SimPath::parse(r"C:\k").unwrap()).is_none());
     assert!(host.hns_networks.is_empty());
+    assert!(host.firewall.is_empty());
+    assert_eq!(host.defender.as_ref().map(|defender| defender.exclusion_process.len()), Some(0));
 }
 
 #[tokio::test]

@@ -789,3 +789,38 @@ fn firewall_rules_that_must_not_exist_are_removed_when_present_and_absent_ones_a
     observed.firewall_rules.insert("WindowsExporter".into(), None);
     assert_eq!(plan(&desired, &observed).unwrap(), vec![Step::RemoveFirewallRule("ContainerLogsPort".into())]);
 }
+
+#[test]
+fn defender_exclusions_are_added_and_removed_only_while_defender_runs() {
+    let containerd = path(r"C:\k\containerd\containerd.exe");
+    let other = path(r"C:\k\other.exe");
+    let desired = HostState {
+        defender_exclusions: [containerd.clone()].into(),
+        removed_defender_exclusions: [other.clone()].into(),
+        ..HostState::default()
+    };
+    assert!(crate::ProbeRequest::for_state(&desired).defender, "the probe reads Defender");
+    let running = |exclusions: &[&str]| ObservedHost {
+        defender: Some(crate::ObservedDefender {
+            running: true,
+            exclusions: exclusions.iter().map(|text| (*text).to_owned()).collect(),
+        }),
+        ..ObservedHost::default()
+    };
+    assert_eq!(
+        plan(&desired, &running(&[r"C:\K\OTHER.EXE"])).unwrap(),
+        [Step::AddDefenderExclusion(containerd.clone()), Step::RemoveDefenderExclusion(other)],
+        "the missing one is added, the one to remove is found whatever its case"
+    );
+    assert_eq!(plan(&desired, &running(&[r"c:\k\containerd\containerd.exe"])).unwrap(), []);
+    let stopped = ObservedHost {
+        defender: Some(crate::ObservedDefender { running: false, exclusions: Vec::new() }),
+        ..ObservedHost::default()
+    };
+    assert_eq!(plan(&desired, &stopped).unwrap(), [], "Defender's cmdlets fail while it does not run");
+    assert_eq!(
+        Step::AddDefenderExclusion(containerd).commands().unwrap().len(),
+        1,
+        "one PowerShell command per exclusion"
+    );
+}

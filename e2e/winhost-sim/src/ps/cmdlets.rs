@@ -8,7 +8,7 @@ use sha2::Digest;
 use super::eval::{Arguments, ErrorAction, Flow, PsError, Session, collect, wildcard};
 use super::value::{Object, ObjectKind, Value, to_json};
 use crate::disk::{Entry, WinPath};
-use crate::host::{FirewallRule, Host, RegValue, SERVICES_KEY, normalize_key};
+use crate::host::{DEFENDER_IMAGE, FirewallRule, Host, RegValue, SERVICES_KEY, normalize_key};
 use crate::process::{ProcessEvent, executables, stem};
 use crate::scm::{StartType, State};
 
@@ -58,6 +58,10 @@ pub fn invoke(
         "new-itemproperty" | "set-itemproperty" => set_item_property(session, &call, lowered == "new-itemproperty"),
         "remove-itemproperty" => remove_item_property(session, &call),
         "get-windowsoptionalfeature" => get_optional_feature(session, &call),
+        "get-mppreference" => get_mp_preference(session, &call),
+        "add-mppreference" | "remove-mppreference" => {
+            change_mp_preference(session, &call, lowered == "add-mppreference")
+        }
         "add-windowscapability" => add_capability(session, &call),
         "get-acl" => get_acl(session, &call),
         "set-acl" => set_acl(session, &call),
@@ -71,7 +75,7 @@ pub fn invoke(
 
 /// Cmdlet names as PowerShell spells them in error records.
 fn canonical_name(lowered: &str) -> Option<&'static str> {
-    const NAMES: [&str; 33] = [
+    const NAMES: [&str; 36] = [
         "Get-FileHash",
         "Get-ChildItem",
         "Import-Certificate",
@@ -100,6 +104,9 @@ fn canonical_name(lowered: &str) -> Option<&'static str> {
         "New-ItemProperty",
         "Set-ItemProperty",
         "Get-WindowsOptionalFeature",
+        "Get-MpPreference",
+        "Add-MpPreference",
+        "Remove-MpPreference",
         "Add-WindowsCapability",
         "Get-Acl",
         "Set-Acl",
@@ -904,8 +911,10 @@ fn wait_for_stable(host: &mut Host, name: &str) {
 }
 
 /// Running processes: (name, id, path, service).
+/// The processes of running services (name, id, image, service), and Defender's `MsMpEng` while it runs.
 fn processes(host: &Host) -> Vec<(String, u32, String, String)> {
-    host.scm
+    let mut found: Vec<_> = host
+        .scm
         .services()
         .filter(|service| service.state != State::Stopped)
         .flat_map(|service| {
@@ -917,8 +926,15 @@ fn processes(host: &Host) -> Vec<(String, u32, String, String)> {
                 })
                 .collect::<Vec<_>>()
         })
-        .collect()
+        .collect();
+    if host.defender.as_ref().is_some_and(|defender| defender.running) {
+        found.push(("MsMpEng".to_owned(), DEFENDER_PID, DEFENDER_IMAGE.to_owned(), "WinDefend".to_owned()));
+    }
+    found
 }
+
+/// The process id Defender's `MsMpEng` has on every simulated host.
+const DEFENDER_PID: u32 = 3164;
 
 fn get_process(session: &mut Session<'_>, call: &Call) -> Result<Vec<Value>, Flow> {
     session.host.refresh();
@@ -1332,6 +1348,53 @@ fn get_optional_feature(session: &mut Session<'_>, call: &Call) -> Result<Vec<Va
     )))])
 }
 
+/// Defender's preferences, for the `MpPreference` cmdlets: not installed is an unknown command, not running fails
+/// with the service's HRESULT.
+fn defender<'h>(session: &'h mut Session<'_>, call: &Call) -> Result<Option<&'h mut crate::host::Defender>, Flow> {
+    match session.host.defender.as_ref().map(|defender| defender.running) {
+        None => Err(command_not_found(&call.name)),
+        Some(false) => {
+            let error = call.error(
+                "Operation failed with the following error: 0x800106ba",
+                "NotSpecified",
+                "CimException",
+                "HRESULT 0x800106ba",
+                "MSFT_MpPreference",
+            );
+            fail(session, call, error)?;
+            Ok(None)
+        }
+        Some(true) => Ok(session.host.defender.as_mut()),
+    }
+}
+
+fn get_mp_preference(session: &mut Session<'_>, call: &Call) -> Result<Vec<Value>, Flow> {
+    let Some(defender) = defender(session, call)? else { return Ok(Vec::new()) };
+    let exclusions = match defender.exclusion_process.as_slice() {
+        [] => Value::Null,
+        list => Value::Array(list.iter().cloned().map(Value::Str).collect()),
+    };
+    Ok(vec![Value::Object(Box::new(Object::typed(
+        "Microsoft.Management.Infrastructure.CimInstance#ROOT/Microsoft/Windows/Defender/MSFT_MpPreference",
+        vec![("DisableRealtimeMonitoring", Value::Bool(false)), ("ExclusionProcess", exclusions)],
+    )))])
+}
+
+/// `Add-MpPreference` (idempotent) and `Remove-MpPreference` (an absent exclusion is no error) of `-ExclusionProcess`.
+fn change_mp_preference(session: &mut Session<'_>, call: &Call, add: bool) -> Result<Vec<Value>, Flow> {
+    let Some(program) = call.arguments.text("exclusionprocess", None) else {
+        return Err(call.missing_argument("ExclusionProcess"));
+    };
+    let Some(defender) = defender(session, call)? else { return Ok(Vec::new()) };
+    let present = defender.exclusion_process.iter().any(|existing| existing.eq_ignore_ascii_case(&program));
+    if add && !present {
+        defender.exclusion_process.push(program);
+    } else if !add {
+        defender.exclusion_process.retain(|existing| !existing.eq_ignore_ascii_case(&program));
+    }
+    Ok(Vec::new())
+}
+
 fn add_capability(session: &mut Session<'_>, call: &Call) -> Result<Vec<Value>, Flow> {
     let Some(name) = call.arguments.text("name", None) else { return Err(call.missing_argument("Name")) };
     if !session.host.capabilities.iter().any(|existing| existing.eq_ignore_ascii_case(&name)) {
@@ -1423,17 +1486,7 @@ fn native(session: &mut Session<'_>, name: &str, arguments: &Arguments) -> Resul
     let raw = argv.join(" ");
     let Some(output) = crate::native::run(session.host, name, &argv, &raw) else {
         session.host.record_unknown("powershell", name);
-        let error = PsError::new(
-            "",
-            format!(
-                "The term '{name}' is not recognized as the name of a cmdlet, function, script file, or operable program. Check the spelling of the name, or if a path was included, verify that the path is correct and try again."
-            ),
-            "ObjectNotFound",
-            "CommandNotFoundException",
-            "CommandNotFoundException",
-            name,
-        );
-        return Err(Flow::Error { error: Box::new(error), script: false });
+        return Err(command_not_found(name));
     };
     session.set_variable("LASTEXITCODE", Value::Int(i64::from(output.code as i32)));
     let mut lines: Vec<Value> =
@@ -1509,4 +1562,19 @@ pub fn static_member(
             Err(Flow::Error { error: Box::new(error), script: false })
         }
     }
+}
+
+/// The terminating error of a command that does not exist on the host.
+fn command_not_found(name: &str) -> Flow {
+    let error = PsError::new(
+        "",
+        format!(
+            "The term '{name}' is not recognized as the name of a cmdlet, function, script file, or operable program. Check the spelling of the name, or if a path was included, verify that the path is correct and try again."
+        ),
+        "ObjectNotFound",
+        "CommandNotFoundException",
+        "CommandNotFoundException",
+        name,
+    );
+    Flow::Error { error: Box::new(error), script: false }
 }

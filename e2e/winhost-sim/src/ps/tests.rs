@@ -350,3 +350,34 @@ fn services_get_the_boot_time_machine_environment_plus_their_own_environment_val
     let output = ps(&mut host, &format!("(Get-ItemProperty {key}).Environment | ConvertTo-Json -Compress -Depth 2"));
     assert_eq!(output.stdout, "null\r\n", "a service created again starts without the old value");
 }
+
+#[test]
+fn defender_runs_by_default_and_keeps_process_exclusions() {
+    let (_root, mut host) = test_host();
+    let read = "$mp = Get-Process -Name MsMpEng -ErrorAction SilentlyContinue\n$mx = $null\n\
+                if ($null -ne $mp) { $mx = (Get-MpPreference -ErrorAction SilentlyContinue).ExclusionProcess }\n\
+                [ordered]@{ running = $null -ne $mp; exclusions = @($mx) } | ConvertTo-Json -Compress -Depth 3";
+    assert_eq!(ps(&mut host, read).stdout, "{\"running\":true,\"exclusions\":[null]}\r\n", "none yet");
+    let add = "Add-MpPreference -ExclusionProcess 'C:\\k\\containerd\\containerd.exe'";
+    assert_eq!(ps(&mut host, add).code, 0);
+    assert_eq!(ps(&mut host, add).code, 0, "adding twice is no error");
+    assert_eq!(
+        ps(&mut host, read).stdout,
+        "{\"running\":true,\"exclusions\":[\"C:\\\\k\\\\containerd\\\\containerd.exe\"]}\r\n"
+    );
+    let remove = "Remove-MpPreference -ExclusionProcess 'c:\\K\\containerd\\containerd.exe'";
+    assert_eq!(ps(&mut host, remove).code, 0);
+    assert_eq!(ps(&mut host, remove).code, 0, "removing an absent exclusion is no error");
+    assert_eq!(host.defender.as_ref().map(|defender| defender.exclusion_process.len()), Some(0));
+
+    host.defender = Some(crate::host::Defender { running: false, exclusion_process: Vec::new() });
+    assert_eq!(ps(&mut host, read).stdout, "{\"running\":false,\"exclusions\":[null]}\r\n");
+    let output = ps(&mut host, &format!("$ErrorActionPreference = 'Stop'\n{add}"));
+    assert_ne!(output.code, 0);
+    assert!(output.stderr.contains("0x800106ba"), "{}", output.stderr);
+
+    host.defender = None;
+    let output = ps(&mut host, "Get-MpPreference");
+    assert!(output.stderr.contains("The term &apos;Get-MpPreference&apos; is not recognized"), "{}", output.stderr);
+    assert!(host.unknown_commands.is_empty(), "a host without Defender is modelled, not unknown");
+}
