@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use kube::runtime::reflector::{ObjectRef, Store};
 use wmco_cluster_client::types::WindowsInstance;
-use wmco_cluster_client::{DrainOptions, Drainer, EventPublisher, InstanceRecords, Nodes, Seams, WindowsInstanceExt};
+use wmco_cluster_client::{
+    ConfigMaps, DrainOptions, Drainer, EventPublisher, InstanceRecords, Nodes, Seams, WindowsInstanceExt,
+};
 use wmco_node_config::{ClusterAccess, DisruptionGate, HostFilesSource, HostSession, SessionSettings, WithheldService};
 
 use super::{HostConnector, InstancesError};
@@ -47,6 +49,8 @@ pub struct InstancesContext {
     pub records: Arc<dyn InstanceRecords>,
     /// Reads, labels, cordons and deletes Nodes.
     pub nodes: Arc<dyn Nodes>,
+    /// Reads the Go operator's host-key ConfigMap.
+    pub config_maps: Arc<dyn ConfigMaps>,
     /// Drains Nodes before deconfiguration.
     pub drainer: Arc<dyn Drainer>,
     /// Publishes Events on the ConfigMap and the records.
@@ -104,6 +108,7 @@ impl InstancesContext {
         Self {
             records: Arc::clone(&seams.records),
             nodes: Arc::clone(&seams.nodes),
+            config_maps: Arc::clone(&seams.config_maps),
             drainer: Arc::clone(&seams.drainer),
             events: Arc::clone(&seams.events),
             connector,

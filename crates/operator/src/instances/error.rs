@@ -45,6 +45,16 @@ pub enum InstancesError {
         /// Why the cluster is not supported.
         reason: String,
     },
+    /// The host key the Go operator stored for the record's host could not be taken over; nothing was sent to the
+    /// host. Retried, since an admin fixes the stored key, which no watch announces.
+    #[error("WindowsInstance {instance}: {source}")]
+    HostKeyImport {
+        /// `namespace/name` of the record.
+        instance: String,
+        /// Why.
+        #[source]
+        source: super::HostKeyImportError,
+    },
     /// Listing the records in the operator namespace failed.
     #[error("listing WindowsInstances in namespace {namespace} failed")]
     ListRecords {
@@ -71,6 +81,7 @@ impl ReconcilerError for InstancesError {
             Self::Flow { source, .. } => source.metric_label(),
             Self::Record { .. } => "instance_record",
             Self::ClusterUnsupported { .. } => "cluster_unsupported",
+            Self::HostKeyImport { .. } => "host_key_import",
             Self::ListRecords { .. } => "instance_list",
         }
     }
@@ -81,7 +92,10 @@ impl ReconcilerError for InstancesError {
         match self {
             Self::Connector { .. } => false,
             Self::Flow { source, .. } => source.is_retryable(),
-            Self::Record { .. } | Self::ListRecords { .. } | Self::ClusterUnsupported { .. } => true,
+            Self::Record { .. }
+            | Self::ListRecords { .. }
+            | Self::ClusterUnsupported { .. }
+            | Self::HostKeyImport { .. } => true,
         }
     }
 }

@@ -18,7 +18,7 @@ use wmco_node_config::{
     PreflightFailure, WithheldService, configure, deconfigure,
 };
 
-use super::{InstancesContext, InstancesError};
+use super::{InstancesContext, InstancesError, go_operator_host_key};
 use crate::runtime::{Controlled, ReconcilerError};
 
 /// What one instance reconcile did.
@@ -64,7 +64,12 @@ pub async fn reconcile_instance(
     if let Err(error) = &result {
         ctx.metrics.record_error(InstancesContext::NAME, error.metric_label());
         if !error.is_retryable()
-            || matches!(error, InstancesError::Flow { .. } | InstancesError::ClusterUnsupported { .. })
+            || matches!(
+                error,
+                InstancesError::Flow { .. }
+                    | InstancesError::ClusterUnsupported { .. }
+                    | InstancesError::HostKeyImport { .. }
+            )
         {
             publish_failure(instance, ctx, error).await;
         }
@@ -93,6 +98,8 @@ async fn configure_pass(
     if let Some(reason) = ctx.settings.services.refusal() {
         return Err(InstancesError::ClusterUnsupported { instance: instance.key(), reason });
     }
+    let adopted = adopt_go_operator_host_key(instance, ctx).await?;
+    let instance = adopted.as_ref().unwrap_or(instance);
     let session = ctx.session(instance)?;
     let services = ctx.settings.services.current();
     let inputs = ConfigureInputs {
@@ -119,6 +126,44 @@ async fn configure_pass(
         publish(instance, ctx, &withheld_event(&withheld)).await;
     }
     Ok(outcome)
+}
+
+/// For a record without a pinned host key, the record with the key the Go operator stored for its host pinned in
+/// its status (the connection then checks it and the flow records it), and a Normal Event `HostKeyImported` naming
+/// the key and where it was found; `None` when the record has a key or nothing was stored.
+async fn adopt_go_operator_host_key(
+    instance: &WindowsInstance,
+    ctx: &InstancesContext,
+) -> Result<Option<WindowsInstance>, InstancesError> {
+    if instance.pinned_host_key().is_some() {
+        return Ok(None);
+    }
+    let found = go_operator_host_key(
+        ctx.nodes.as_ref(),
+        ctx.config_maps.as_ref(),
+        &ctx.settings.namespace,
+        &instance.spec.address,
+    )
+    .await
+    .map_err(|source| InstancesError::HostKeyImport { instance: instance.key(), source })?;
+    let Some(imported) = found else { return Ok(None) };
+    tracing::info!(instance = %instance.key(), fingerprint = %imported.key.fingerprint(), origin = %imported.origin,
+        "taking over the host key the Go operator pinned");
+    let event = NewEvent {
+        severity: Severity::Normal,
+        reason: "HostKeyImported".to_owned(),
+        action: "Configure".to_owned(),
+        note: Some(format!(
+            "host key {} {} taken over from {}, where the Go operator pinned it; the host must present it",
+            imported.key.algorithm(),
+            imported.key.fingerprint(),
+            imported.origin
+        )),
+    };
+    publish(instance, ctx, &event).await;
+    let mut adopted = instance.clone();
+    adopted.status.get_or_insert_default().pinned_host_key = Some(imported.key.to_openssh());
+    Ok(Some(adopted))
 }
 
 /// The Warning Event on the record for a service a configure pass left out.
@@ -204,6 +249,7 @@ pub(crate) fn failure_event(instance: &WindowsInstance, error: &InstancesError) 
     let reason = match (error, instance.spec.origin) {
         (InstancesError::Flow { source, .. }, _) if source.is_host_key_mismatch() => "HostKeyMismatch",
         (InstancesError::ClusterUnsupported { .. }, _) => "ClusterUnsupported",
+        (InstancesError::HostKeyImport { .. }, _) => "HostKeyImportFailed",
         (_, InstanceOrigin::Byoh) => "InstanceSetupFailure",
         (_, InstanceOrigin::Machine) => "MachineSetupFailure",
     };
@@ -223,7 +269,7 @@ async fn publish_failure(instance: &WindowsInstance, ctx: &InstancesContext, err
         return;
     }
     let event = failure_event(instance, error);
-    if matches!(event.reason.as_str(), "HostKeyMismatch" | "ClusterUnsupported") {
+    if matches!(event.reason.as_str(), "HostKeyMismatch" | "ClusterUnsupported" | "HostKeyImportFailed") {
         publish(instance, ctx, &event).await;
     } else {
         publish_everywhere(instance, ctx, &event).await;

@@ -14,7 +14,7 @@ use wmco_cluster_client::names::{FORCE_REMOVE_ANNOTATION, INSTANCE_FINALIZER};
 use wmco_cluster_client::types::{
     InstanceOrigin, InstancePhase, WindowsInstance, WindowsInstanceSpec, WindowsInstanceStatus,
 };
-use wmco_cluster_client::{DrainOptions, InstanceRecords, Seams, Severity};
+use wmco_cluster_client::{DrainOptions, InstanceRecords, Seams, Severity, WindowsInstanceExt};
 use wmco_instance_inventory::{StaticResolver, build_inventory, instance_name};
 use wmco_node_config::{
     FileStage, HostFilesSource, HostIdentity, ServiceSettings, SourceError, StageFiles, WithheldService,
@@ -522,4 +522,76 @@ fn records_waiting_for_the_budget_are_listed_until_a_pass_no_longer_waits() {
     fixture.ctx.note_budget_wait(&waiting, true);
     fixture.ctx.forget_session(&waiting);
     assert!(fixture.ctx.budget_waiters(&store).is_empty(), "a record gone waits no more");
+}
+
+/// Remembers the host key each connection was asked to pin, then hands out the fixed host.
+struct PinRecordingConnector {
+    host: Arc<dyn RemoteHost>,
+    pins: std::sync::Mutex<Vec<Option<String>>>,
+}
+
+impl HostConnector for PinRecordingConnector {
+    fn connect(&self, instance: &WindowsInstance) -> Result<Arc<dyn RemoteHost>, InstancesError> {
+        self.pins.lock().unwrap().push(instance.pinned_host_key().map(str::to_owned));
+        Ok(Arc::clone(&self.host))
+    }
+}
+
+#[tokio::test]
+async fn a_record_without_a_key_takes_over_the_go_operators_pin_before_it_connects() {
+    use wmco_cluster_client::names::{SSH_HOST_KEY_ANNOTATION, SSH_HOST_KEY_TYPE_ANNOTATION};
+    let mut fx = fixture(unreachable);
+    let connector = Arc::new(PinRecordingConnector {
+        host: Arc::new(FailingHost { fail: unreachable }),
+        pins: std::sync::Mutex::default(),
+    });
+    fx.ctx.connector = connector.clone();
+    let blob = PINNED.split(' ').nth(1).unwrap();
+    fx.nodes.insert(
+        wmco_cluster_client::fake::objects::windows_node("win-5")
+            .internal_ip("10.0.0.5")
+            .annotated(SSH_HOST_KEY_ANNOTATION, blob)
+            .annotated(SSH_HOST_KEY_TYPE_ANNOTATION, "ssh-ed25519")
+            .build(),
+    );
+    let instance = fx.records.apply(&record("10.0.0.5", InstanceOrigin::Byoh)).await.unwrap();
+
+    let error = reconcile_instance(&instance, &fx.ctx).await.unwrap_err();
+
+    assert!(error.is_retryable(), "{error}");
+    assert_eq!(*connector.pins.lock().unwrap(), [Some(PINNED.to_owned())], "pinned before the first connection");
+    let status = fx.records.record(NAMESPACE, &instance_name("10.0.0.5")).unwrap().status.unwrap();
+    assert_eq!(status.pinned_host_key.as_deref(), Some(PINNED), "recorded, so later passes need no lookup");
+    let imported: Vec<_> =
+        fx.events.published().into_iter().filter(|(_, event)| event.reason == "HostKeyImported").collect();
+    assert_eq!(imported.len(), 1);
+    let note = imported[0].1.note.clone().unwrap();
+    assert!(note.contains("the annotations of Node win-5") && note.contains("SHA256:"), "{note}");
+}
+
+#[tokio::test]
+async fn an_unreadable_go_operator_key_stops_the_record_before_any_connection() {
+    use wmco_cluster_client::names::SSH_HOST_KEY_ANNOTATION;
+    let mut fx = fixture(unreachable);
+    let connector = Arc::new(PinRecordingConnector {
+        host: Arc::new(FailingHost { fail: unreachable }),
+        pins: std::sync::Mutex::default(),
+    });
+    fx.ctx.connector = connector.clone();
+    fx.nodes.insert(
+        wmco_cluster_client::fake::objects::windows_node("win-5")
+            .internal_ip("10.0.0.5")
+            .annotated(SSH_HOST_KEY_ANNOTATION, "AAAA")
+            .build(),
+    );
+    let instance = fx.records.apply(&record("10.0.0.5", InstanceOrigin::Byoh)).await.unwrap();
+
+    let error = reconcile_instance(&instance, &fx.ctx).await.unwrap_err();
+
+    assert!(error.is_retryable());
+    assert_eq!(error.metric_label(), "host_key_import");
+    assert!(connector.pins.lock().unwrap().is_empty(), "nothing was sent to the host");
+    let published = fx.events.published();
+    assert!(published.iter().any(|(_, event)| event.reason == "HostKeyImportFailed"
+        && event.note.as_deref().is_some_and(|note| note.contains("the annotations of Node win-5"))));
 }

@@ -1,0 +1,137 @@
+//! Taking over hosts the Go operator configured (issue 18), against the real operator over real SSH: the Go
+//! operator pinned each host's key in ConfigMap `windows-ssh-host-keys` (keyed by address, base64 of the key's wire
+//! format) and installed its `windows-instance-config-daemon` service.
+//!
+//! Proof: a host whose stored key is its own is configured to Ready with that key pinned on its record, a Normal
+//! Event `HostKeyImported` naming the ConfigMap entry, and the Go operator's daemon service removed. A host whose
+//! stored key is another host's is refused before any command runs on it: its record is `Failed` with a
+//! `HostKeyMismatch` Warning, and the simulator logged no command from the operator. Were the stored keys not taken
+//! over, both hosts would be trusted on first use and both would turn Ready.
+//!
+//! Needs the control-plane binaries (`cargo xtask controlplane build`) and the `wmco` binary (`WMCO_BIN`, set by
+//! `cargo xtask test`, or `target/<profile>/wmco`).
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+use anyhow::{Context as _, ensure};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ObjectMeta, PostParams};
+use winhost_sim::fleet::{HostInfo, NewHost};
+use wmco_cluster_client::types::InstancePhase;
+use wmco_instance_inventory::instance_name;
+use wmco_operator::instances::GO_HOST_KEYS_CONFIG_MAP;
+use wmco_sandbox::{HOST_USER, OPERATOR_NAMESPACE, Sandbox, SandboxOptions};
+
+/// Generous upper bounds for a loaded 2-core machine (never timed assertions).
+const READY_TIMEOUT: Duration = Duration::from_secs(600);
+const FAILURE_TIMEOUT: Duration = Duration::from_secs(300);
+const ADOPTED_ADDRESS: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 61);
+const STALE_ADDRESS: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 62);
+/// The Go operator's on-host daemon, which this operator removes.
+const GO_DAEMON: &str = "windows-instance-config-daemon";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hosts_keep_the_host_keys_the_go_operator_pinned() -> anyhow::Result<()> {
+    let sandbox = Sandbox::start(SandboxOptions { hosts: 0, localhost_host: false, ..SandboxOptions::default() })
+        .await
+        .context("the sandbox did not start")?;
+    let adopted = go_configured_host(&sandbox, "winhost-go", ADOPTED_ADDRESS).await?;
+    let stale = go_configured_host(&sandbox, "winhost-stale", STALE_ADDRESS).await?;
+    // The Go operator's store: the adopted host's own key, and for the other address a key another host presents
+    // (an address reused by a new machine, or a key that changed).
+    let stored = BTreeMap::from([
+        (ADOPTED_ADDRESS.to_string(), wire_blob(&adopted.host_key)?),
+        (STALE_ADDRESS.to_string(), wire_blob(&adopted.host_key)?),
+    ]);
+    let config_map = ConfigMap {
+        metadata: ObjectMeta { name: Some(GO_HOST_KEYS_CONFIG_MAP.to_owned()), ..ObjectMeta::default() },
+        data: Some(stored),
+        ..ConfigMap::default()
+    };
+    Api::<ConfigMap>::namespaced(sandbox.admin_client(), OPERATOR_NAMESPACE)
+        .create(&PostParams::default(), &config_map)
+        .await?;
+    let entries = [ADOPTED_ADDRESS, STALE_ADDRESS]
+        .map(|address| (address.to_string(), format!("username={HOST_USER}")))
+        .into_iter()
+        .collect();
+    sandbox.write_instances(&entries).await?;
+
+    sandbox.wait_until_ready(1, READY_TIMEOUT).await?;
+    let adopted_record = instance_name(&ADOPTED_ADDRESS.to_string());
+    let record = sandbox
+        .windows_instances()
+        .await?
+        .into_iter()
+        .find(|record| record.metadata.name.as_deref() == Some(&adopted_record))
+        .context("no record for the adopted host")?;
+    let status = record.status.context("no status")?;
+    ensure!(status.phase == Some(InstancePhase::Ready), "the adopted host is not Ready: {:?}", status.phase);
+    ensure!(
+        status.pinned_host_key.as_deref() == Some(adopted.host_key.as_str()),
+        "the pinned key is not the one the Go operator stored: {:?}",
+        status.pinned_host_key
+    );
+    let events = sandbox.events_about("WindowsInstance", &adopted_record).await?;
+    ensure!(
+        events.iter().any(|(kind, reason, note)| kind == "Normal"
+            && reason == "HostKeyImported"
+            && note.contains(&format!("ConfigMap {GO_HOST_KEYS_CONFIG_MAP} entry {ADOPTED_ADDRESS}"))),
+        "no HostKeyImported Event names the ConfigMap entry: {events:#?}"
+    );
+    let services = sandbox.services(&adopted.name).await?;
+    ensure!(
+        !services.iter().any(|service| service.name == GO_DAEMON),
+        "the Go operator's daemon service is still installed"
+    );
+
+    let stale_record = instance_name(&STALE_ADDRESS.to_string());
+    sandbox
+        .wait_for("the host presenting another key to be refused", FAILURE_TIMEOUT, || async {
+            let events = sandbox.events_about("WindowsInstance", &stale_record).await?;
+            events
+                .into_iter()
+                .find(|(kind, reason, _)| kind == "Warning" && reason == "HostKeyMismatch")
+                .context("no HostKeyMismatch Warning yet")
+        })
+        .await?;
+    let record = sandbox
+        .windows_instances()
+        .await?
+        .into_iter()
+        .find(|record| record.metadata.name.as_deref() == Some(&stale_record))
+        .context("no record for the refused host")?;
+    let phase = record.status.and_then(|status| status.phase);
+    ensure!(phase == Some(InstancePhase::Failed), "the refused host's record is {phase:?}");
+    let commands = sandbox.operator_commands(&stale.name).await?;
+    ensure!(commands.is_empty(), "commands reached the host presenting another key: {commands:#?}");
+    ensure!(
+        sandbox.services(&stale.name).await?.iter().any(|service| service.name == GO_DAEMON),
+        "the refused host was changed"
+    );
+    sandbox.assert_no_secret_leaked().await?;
+    Ok(())
+}
+
+/// Adds a host at `address` holding what the Go operator leaves: its daemon service (stopped).
+async fn go_configured_host(sandbox: &Sandbox, name: &str, address: Ipv4Addr) -> anyhow::Result<HostInfo> {
+    let request = NewHost {
+        name: Some(name.to_owned()),
+        authorized_key: Some(sandbox.admin_key().public_line().to_owned()),
+        address: Some(address),
+        ..NewHost::default()
+    };
+    let info = sandbox.fleet().lock().await.add(request).await?;
+    let server = sandbox.server(&info.name).await?;
+    let create = format!(r#"sc.exe create {GO_DAEMON} binPath= "C:\k\{GO_DAEMON}.exe controller" start= auto"#);
+    let output = winhost_sim::ssh::lock(&server.host).exec("SSH-2.0-go-operator", &create);
+    ensure!(output.code == 0, "sc.exe create failed: {output:?}");
+    Ok(info)
+}
+
+/// The base64 of a key's wire format (the Go operator's stored form) from its OpenSSH line.
+fn wire_blob(openssh: &str) -> anyhow::Result<String> {
+    openssh.split_whitespace().nth(1).map(str::to_owned).context("not an OpenSSH key line")
+}
