@@ -19,7 +19,7 @@ use anyhow::{Context as _, ensure};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ObjectMeta, PostParams};
 use winhost_sim::fleet::{HostInfo, NewHost};
-use wmco_cluster_client::types::InstancePhase;
+use wmco_cluster_client::types::{InstancePhase, WindowsInstance};
 use wmco_instance_inventory::instance_name;
 use wmco_operator::instances::GO_HOST_KEYS_CONFIG_MAP;
 use wmco_sandbox::{HOST_USER, OPERATOR_NAMESPACE, Sandbox, SandboxOptions};
@@ -61,13 +61,7 @@ async fn hosts_keep_the_host_keys_the_go_operator_pinned() -> anyhow::Result<()>
 
     sandbox.wait_until_ready(1, READY_TIMEOUT).await?;
     let adopted_record = instance_name(&ADOPTED_ADDRESS.to_string());
-    let record = sandbox
-        .windows_instances()
-        .await?
-        .into_iter()
-        .find(|record| record.metadata.name.as_deref() == Some(&adopted_record))
-        .context("no record for the adopted host")?;
-    let status = record.status.context("no status")?;
+    let status = record_named(&sandbox, &adopted_record).await?.status.context("no status")?;
     ensure!(status.phase == Some(InstancePhase::Ready), "the adopted host is not Ready: {:?}", status.phase);
     ensure!(
         status.pinned_host_key.as_deref() == Some(adopted.host_key.as_str()),
@@ -97,13 +91,7 @@ async fn hosts_keep_the_host_keys_the_go_operator_pinned() -> anyhow::Result<()>
                 .context("no HostKeyMismatch Warning yet")
         })
         .await?;
-    let record = sandbox
-        .windows_instances()
-        .await?
-        .into_iter()
-        .find(|record| record.metadata.name.as_deref() == Some(&stale_record))
-        .context("no record for the refused host")?;
-    let phase = record.status.and_then(|status| status.phase);
+    let phase = record_named(&sandbox, &stale_record).await?.status.and_then(|status| status.phase);
     ensure!(phase == Some(InstancePhase::Failed), "the refused host's record is {phase:?}");
     let commands = sandbox.operator_commands(&stale.name).await?;
     ensure!(commands.is_empty(), "commands reached the host presenting another key: {commands:#?}");
@@ -129,6 +117,12 @@ async fn go_configured_host(sandbox: &Sandbox, name: &str, address: Ipv4Addr) ->
     let output = winhost_sim::ssh::lock(&server.host).exec("SSH-2.0-go-operator", &create);
     ensure!(output.code == 0, "sc.exe create failed: {output:?}");
     Ok(info)
+}
+
+/// The record called `name`.
+async fn record_named(sandbox: &Sandbox, name: &str) -> anyhow::Result<WindowsInstance> {
+    let records = sandbox.windows_instances().await?;
+    records.into_iter().find(|record| record.metadata.name.as_deref() == Some(name)).context("no such record")
 }
 
 /// The base64 of a key's wire format (the Go operator's stored form) from its OpenSSH line.

@@ -537,24 +537,27 @@ impl HostConnector for PinRecordingConnector {
     }
 }
 
-#[tokio::test]
-async fn a_record_without_a_key_takes_over_the_go_operators_pin_before_it_connects() {
-    use wmco_cluster_client::names::{SSH_HOST_KEY_ANNOTATION, SSH_HOST_KEY_TYPE_ANNOTATION};
+/// A fixture whose connector records the pins it is asked for, with the Windows Node `win-5` of `10.0.0.5`
+/// carrying `annotations` (the Go operator's), and the record of `10.0.0.5` without a pinned key.
+async fn go_configured(annotations: &[(&str, &str)]) -> (Fixture, Arc<PinRecordingConnector>, WindowsInstance) {
     let mut fx = fixture(unreachable);
     let connector = Arc::new(PinRecordingConnector {
         host: Arc::new(FailingHost { fail: unreachable }),
         pins: std::sync::Mutex::default(),
     });
     fx.ctx.connector = connector.clone();
-    let blob = PINNED.split(' ').nth(1).unwrap();
-    fx.nodes.insert(
-        wmco_cluster_client::fake::objects::windows_node("win-5")
-            .internal_ip("10.0.0.5")
-            .annotated(SSH_HOST_KEY_ANNOTATION, blob)
-            .annotated(SSH_HOST_KEY_TYPE_ANNOTATION, "ssh-ed25519")
-            .build(),
-    );
+    let node = wmco_cluster_client::fake::objects::windows_node("win-5").internal_ip("10.0.0.5");
+    fx.nodes.insert(annotations.iter().fold(node, |node, (key, value)| node.annotated(key, value)).build());
     let instance = fx.records.apply(&record("10.0.0.5", InstanceOrigin::Byoh)).await.unwrap();
+    (fx, connector, instance)
+}
+
+#[tokio::test]
+async fn a_record_without_a_key_takes_over_the_go_operators_pin_before_it_connects() {
+    use wmco_cluster_client::names::{SSH_HOST_KEY_ANNOTATION, SSH_HOST_KEY_TYPE_ANNOTATION};
+    let blob = PINNED.split(' ').nth(1).unwrap();
+    let (fx, connector, instance) =
+        go_configured(&[(SSH_HOST_KEY_ANNOTATION, blob), (SSH_HOST_KEY_TYPE_ANNOTATION, "ssh-ed25519")]).await;
 
     let error = reconcile_instance(&instance, &fx.ctx).await.unwrap_err();
 
@@ -572,19 +575,7 @@ async fn a_record_without_a_key_takes_over_the_go_operators_pin_before_it_connec
 #[tokio::test]
 async fn an_unreadable_go_operator_key_stops_the_record_before_any_connection() {
     use wmco_cluster_client::names::SSH_HOST_KEY_ANNOTATION;
-    let mut fx = fixture(unreachable);
-    let connector = Arc::new(PinRecordingConnector {
-        host: Arc::new(FailingHost { fail: unreachable }),
-        pins: std::sync::Mutex::default(),
-    });
-    fx.ctx.connector = connector.clone();
-    fx.nodes.insert(
-        wmco_cluster_client::fake::objects::windows_node("win-5")
-            .internal_ip("10.0.0.5")
-            .annotated(SSH_HOST_KEY_ANNOTATION, "AAAA")
-            .build(),
-    );
-    let instance = fx.records.apply(&record("10.0.0.5", InstanceOrigin::Byoh)).await.unwrap();
+    let (fx, connector, instance) = go_configured(&[(SSH_HOST_KEY_ANNOTATION, "AAAA")]).await;
 
     let error = reconcile_instance(&instance, &fx.ctx).await.unwrap_err();
 
