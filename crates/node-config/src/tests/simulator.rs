@@ -211,6 +211,51 @@ async fn the_simulator_understands_every_command_of_both_phases_and_deconfigurat
     assert!(host.hns_networks.is_empty());
     assert!(host.firewall.is_empty());
     assert_eq!(host.defender.as_ref().map(|defender| defender.exclusion_process.len()), Some(0));
+    let fresh = InProcessHost::sample(3).unwrap();
+    let left: Vec<String> =
+        footprint(&host).into_iter().filter(|line| !footprint(&fresh.host()).contains(line)).collect();
+    assert_eq!(left, LEFT_BEHIND, "what deconfiguration leaves that a fresh host lacks");
+    let gone: Vec<String> =
+        footprint(&fresh.host()).into_iter().filter(|line| !footprint(&host).contains(line)).collect();
+    assert_eq!(gone, Vec::<String>::new(), "what deconfiguration took that a fresh host has");
+}
+
+/// What a deconfigured host keeps that a fresh one lacks: three empty directories that may well have existed before
+/// the operator came (`C:\Temp` is a common scratch directory, `C:\var\log` other software's logs), so they stay:
+/// no file, service, registry value, firewall rule, Defender exclusion, certificate or network does.
+const LEFT_BEHIND: [&str; 3] = [r"path c:\temp", r"path c:\var", r"path c:\var\log"];
+
+/// Everything of a simulated host that configuration touches, one line per item, to compare two hosts: every path
+/// on `C:`, services, firewall rules, Defender exclusions, root certificates, machine variables, HNS networks,
+/// registry keys with their value names, optional features and ACLs.
+fn footprint(host: &winhost_sim::host::Host) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut pending = vec![SimPath::parse(r"C:\").unwrap()];
+    while let Some(directory) = pending.pop() {
+        for (name, entry, _) in host.disk.list(&directory).unwrap() {
+            let path = directory.join(&name);
+            lines.push(format!("path {}", path.key()));
+            if entry == winhost_sim::disk::Entry::Directory {
+                pending.push(path);
+            }
+        }
+    }
+    lines.extend(host.scm.services().map(|service| format!("service {}", service.name)));
+    lines.extend(host.firewall.iter().map(|rule| format!("firewall {}", rule.name)));
+    lines.extend(
+        host.defender.iter().flat_map(|defender| &defender.exclusion_process).map(|p| format!("exclusion {p}")),
+    );
+    lines.extend(host.root_certificates.keys().map(|thumbprint| format!("root {thumbprint}")));
+    lines.extend(host.machine_environment().iter().map(|(name, value)| format!("env {name}={value}")));
+    lines.extend(host.hns_networks.iter().map(|network| format!("hns {}", network.name)));
+    for (key, values) in &host.registry {
+        lines.push(format!("key {key}"));
+        lines.extend(values.values.keys().map(|name| format!("value {key} {name}")));
+    }
+    lines.extend(host.features.iter().map(|(name, state)| format!("feature {name} {state}")));
+    lines.extend(host.acls.iter().map(|(path, entries)| format!("acl {path} {entries:?}")));
+    lines.sort();
+    lines
 }
 
 #[tokio::test]
