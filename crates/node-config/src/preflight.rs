@@ -1,6 +1,6 @@
 //! Preflight: what a host must be before anything is installed on it, checked from the facts the identity command
 //! reads in the same round trip ([`HostFacts`]): a supported Windows Server build, the `Containers` feature
-//! enabled, room on `C:` for the payload, and no Docker service (a containerd service already there is taken
+//! enabled, room on `C:` for the payload, OpenSSH's default shell cmd.exe or PowerShell, and no Docker service (a containerd service already there is taken
 //! over: the operator's configuration replaces its own). [`preflight`] returns every failing check, each naming what was found
 //! and what to do (windows-commands.md §4.1 for the facts).
 //!
@@ -39,6 +39,8 @@ pub struct HostFacts {
     /// Whether Windows Defender runs (its `MsMpEng` process exists): the configuration then excludes containerd
     /// from its scanning.
     pub defender_running: Option<bool>,
+    /// Win32-OpenSSH's `DefaultShell` registry value (`None`: unset, so cmd.exe).
+    pub default_shell: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -50,6 +52,7 @@ struct RawFacts {
     docker: Option<String>,
     containerd: Option<String>,
     defender: Option<bool>,
+    shell: Option<String>,
 }
 
 impl HostFacts {
@@ -73,6 +76,7 @@ impl HostFacts {
             docker_service: raw.docker.filter(|path| !path.is_empty()),
             containerd_service: raw.containerd.filter(|path| !path.is_empty()),
             defender_running: raw.defender,
+            default_shell: raw.shell.filter(|shell| !shell.trim().is_empty()),
         }
     }
 }
@@ -100,6 +104,8 @@ pub enum PreflightCheck {
     /// No Docker service: the node's runtime is the payload's containerd, which does not share a host with Docker
     /// (both manage the host's HNS networks and containers). A containerd service already there is taken over.
     ContainerRuntime,
+    /// OpenSSH's default shell is cmd.exe or PowerShell (`DefaultShell`), the two the operator renders for.
+    DefaultShell,
 }
 
 impl PreflightCheck {
@@ -111,6 +117,7 @@ impl PreflightCheck {
             PreflightCheck::ContainersFeature => "ContainersFeature",
             PreflightCheck::DiskSpace => "DiskSpace",
             PreflightCheck::ContainerRuntime => "ContainerRuntime",
+            PreflightCheck::DefaultShell => "DefaultShell",
         }
     }
 }
@@ -207,16 +214,33 @@ pub fn preflight(facts: &HostFacts, payload_bytes: u64) -> Vec<PreflightFailure>
             ),
         });
     }
+    if let Some(shell) = &facts.default_shell
+        && wmco_windows_services::DefaultShell::from_registry(Some(shell)).is_none()
+    {
+        failures.push(unsupported_shell(shell));
+    }
     failures
 }
 
+/// The failed [`PreflightCheck::DefaultShell`] of a host whose OpenSSH default shell is `shell`.
+pub(crate) fn unsupported_shell(shell: &str) -> PreflightFailure {
+    PreflightFailure {
+        check: PreflightCheck::DefaultShell,
+        message: format!(
+            "OpenSSH's default shell is {shell}, which the operator does not drive: set HKLM\\SOFTWARE\\OpenSSH \
+             DefaultShell to cmd.exe or powershell.exe, or remove the value"
+        ),
+    }
+}
+
 /// Every check, in the order they are reported.
-pub const CHECKS: [PreflightCheck; 5] = [
+pub const CHECKS: [PreflightCheck; 6] = [
     PreflightCheck::Identity,
     PreflightCheck::WindowsBuild,
     PreflightCheck::ContainersFeature,
     PreflightCheck::DiskSpace,
     PreflightCheck::ContainerRuntime,
+    PreflightCheck::DefaultShell,
 ];
 
 /// What [`check_host`] found.
@@ -299,6 +323,7 @@ mod tests {
             docker_service: Some(r"C:\Program Files\Docker\dockerd.exe --run-service".into()),
             containerd_service: None,
             defender_running: Some(true),
+            default_shell: Some(r"C:\cygwin64\bin\bash.exe".into()),
         };
         let failures = preflight(&facts, 430 << 20);
         let checks: Vec<PreflightCheck> = failures.iter().map(|failure| failure.check).collect();
@@ -308,9 +333,11 @@ mod tests {
                 PreflightCheck::WindowsBuild,
                 PreflightCheck::ContainersFeature,
                 PreflightCheck::DiskSpace,
-                PreflightCheck::ContainerRuntime
+                PreflightCheck::ContainerRuntime,
+                PreflightCheck::DefaultShell
             ]
         );
+        assert!(failures[4].message.contains(r"is C:\cygwin64\bin\bash.exe, which"), "{}", failures[4]);
         assert!(failures[0].message.contains("14393"), "{}", failures[0]);
         assert!(
             failures[3].message.contains(r"service docker, C:\Program Files\Docker\dockerd.exe"),
@@ -356,6 +383,7 @@ mod tests {
                 docker_service: None,
                 containerd_service: Some(r"C:\c.exe".into()),
                 defender_running: Some(true),
+                default_shell: None,
             }
         );
         assert_eq!(HostFacts::parse("{\"build\":\"x\",\"freeBytes\":-1}"), HostFacts::default());

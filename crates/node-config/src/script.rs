@@ -51,9 +51,10 @@ pub(crate) fn identity() -> Result<RenderedCommand, CommandError> {
             r#"$dk = Get-CimInstance Win32_Service -Filter "Name='docker'""#.to_owned(),
             r#"$ct = Get-CimInstance Win32_Service -Filter "Name='containerd'""#.to_owned(),
             "$mp = Get-Process -Name MsMpEng -ErrorAction SilentlyContinue".to_owned(),
+            r"$sh = (Get-ItemProperty 'HKLM:\SOFTWARE\OpenSSH' -ErrorAction SilentlyContinue).DefaultShell".to_owned(),
             "[ordered]@{ hostname = $h; fqdn = $f; ip = $a.IPAddress; build = $v.CurrentBuildNumber; \
              freeBytes = $d.FreeSpace; containers = $e; docker = $dk.PathName; containerd = $ct.PathName; \
-             defender = $null -ne $mp } | ConvertTo-Json -Compress -Depth 2"
+             defender = $null -ne $mp; shell = $sh } | ConvertTo-Json -Compress -Depth 2"
                 .to_owned(),
         ],
     )
@@ -109,9 +110,10 @@ mod tests {
              $dk = Get-CimInstance Win32_Service -Filter \"Name='docker'\"\n\
              $ct = Get-CimInstance Win32_Service -Filter \"Name='containerd'\"\n\
              $mp = Get-Process -Name MsMpEng -ErrorAction SilentlyContinue\n\
+             $sh = (Get-ItemProperty 'HKLM:\\SOFTWARE\\OpenSSH' -ErrorAction SilentlyContinue).DefaultShell\n\
              [ordered]@{ hostname = $h; fqdn = $f; ip = $a.IPAddress; build = $v.CurrentBuildNumber; \
              freeBytes = $d.FreeSpace; containers = $e; docker = $dk.PathName; containerd = $ct.PathName; \
-             defender = $null -ne $mp } | ConvertTo-Json -Compress -Depth 2\nexit 0"
+             defender = $null -ne $mp; shell = $sh } | ConvertTo-Json -Compress -Depth 2\nexit 0"
         );
     }
 

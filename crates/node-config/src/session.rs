@@ -17,8 +17,8 @@ use wmco_ssh_transport::{
     UploadSource, staging_path,
 };
 use wmco_windows_services::{
-    CommandChain, FileHashes, ObservedHost, ProbeRequest, RenderedCommand, SCRIPT_DIRECTORY, ScCommand, ScErrorCode,
-    ScriptFile, ServiceName, ServiceState, Shell, Step, WinPath, parse_sc_failure, parse_sc_query,
+    CommandChain, DefaultShell, FileHashes, ObservedHost, ProbeRequest, RenderedCommand, SCRIPT_DIRECTORY, ScCommand,
+    ScErrorCode, ScriptFile, ServiceName, ServiceState, Shell, Step, WinPath, parse_sc_failure, parse_sc_query,
 };
 
 use crate::error::{FlowError, FlowStep};
@@ -94,6 +94,9 @@ pub struct HostSession {
     uploads: AtomicU64,
     bytes_uploaded: AtomicU64,
     last_pass: Mutex<Option<PassMemo>>,
+    /// The shell sshd starts for exec requests, as the last probe read it (cmd.exe until then: the identity
+    /// command and the probe run the same under both).
+    default_shell: Mutex<DefaultShell>,
 }
 
 impl HostSession {
@@ -113,6 +116,7 @@ impl HostSession {
             uploads: AtomicU64::new(0),
             bytes_uploaded: AtomicU64::new(0),
             last_pass: Mutex::new(None),
+            default_shell: Mutex::new(DefaultShell::Cmd),
         }
     }
 
@@ -257,9 +261,16 @@ impl HostSession {
     /// One exec round trip.
     async fn exec(&self, step: FlowStep, command: &RenderedCommand) -> Result<Output, FlowError> {
         tracing::Span::current().record("step", tracing::field::display(step));
+        let remote = self.remote(step, &command.line)?;
         self.commands.fetch_add(1, Ordering::Relaxed);
-        let remote = RemoteCommand::new(command.line.clone(), self.settings.command_timeout);
         self.host.run(&remote).await.map_err(|source| self.transport_error(step, source))
+    }
+
+    /// The exec request for `line` (rendered for cmd.exe) under the host's default shell.
+    fn remote(&self, step: FlowStep, line: &str) -> Result<RemoteCommand, FlowError> {
+        let shell = *self.default_shell.lock().unwrap_or_else(PoisonError::into_inner);
+        let line = shell.exec_line(line).map_err(|source| self.render_error(step, source))?;
+        Ok(RemoteCommand::new(line, self.settings.command_timeout))
     }
 
     /// Runs a PowerShell command and fails on a non-zero exit code.
@@ -286,9 +297,16 @@ impl HostSession {
     pub(crate) async fn probe(&self, request: &ProbeRequest) -> Result<ObservedHost, FlowError> {
         let command = request.script().render().map_err(|source| self.render_error(FlowStep::Probe, source))?;
         let output = self.run_powershell(FlowStep::Probe, "state probe", &command).await?;
-        request
+        let observed = request
             .parse_output(&output.stdout_text())
-            .map_err(|source| FlowError::Probe { host: self.label().to_owned(), source })
+            .map_err(|source| FlowError::Probe { host: self.label().to_owned(), source })?;
+        let shell =
+            DefaultShell::from_registry(observed.default_shell.as_deref()).ok_or_else(|| FlowError::Preflight {
+                host: self.label().to_owned(),
+                failures: vec![crate::preflight::unsupported_shell(observed.default_shell.as_deref().unwrap_or(""))],
+            })?;
+        *self.default_shell.lock().unwrap_or_else(PoisonError::into_inner) = shell;
+        Ok(observed)
     }
 
     /// Runs plan steps in order. Missing directories are created over SFTP (no command), [`Step::ReplaceFiles`]
@@ -519,7 +537,7 @@ impl HostSession {
             remote_path: file.destination.to_sftp(),
             expected_sha256: file.sha256,
             remote_sha256,
-            verify: Some(RemoteCommand::new(verify.line, self.settings.command_timeout)),
+            verify: Some(self.remote(FlowStep::UploadFiles, &verify.line)?),
         })
     }
 
@@ -543,7 +561,7 @@ impl HostSession {
                 Ok(hashes) => verify = Some(hashes.command().clone()),
                 Err(wmco_windows_services::CommandError::TooLong { .. }) if !current.is_empty() => {
                     if let Some(full) = verify.take() {
-                        batches.push(self.batch(std::mem::take(&mut current), full));
+                        batches.push(self.batch(std::mem::take(&mut current), full)?);
                     }
                     stagings = vec![staging];
                     let hashes = FileHashes::new(&stagings)
@@ -555,14 +573,14 @@ impl HostSession {
             current.push(request);
         }
         if let Some(last) = verify {
-            batches.push(self.batch(current, last));
+            batches.push(self.batch(current, last)?);
         }
         Ok(batches)
     }
 
     /// One batch of `requests` verified by `verify`.
-    fn batch(&self, requests: Vec<UploadRequest>, verify: RenderedCommand) -> UploadBatch {
-        UploadBatch { requests, verify: RemoteCommand::new(verify.line, self.settings.command_timeout) }
+    fn batch(&self, requests: Vec<UploadRequest>, verify: RenderedCommand) -> Result<UploadBatch, FlowError> {
+        Ok(UploadBatch { requests, verify: self.remote(FlowStep::UploadFiles, &verify.line)? })
     }
 }
 

@@ -105,6 +105,13 @@ pub enum CommandError {
         /// The command line.
         line: String,
     },
+    /// A line that cannot be handed to cmd.exe from a PowerShell default shell: PowerShell's stop-parsing token
+    /// (`--%`) ends at `|` or a line break.
+    #[error("the command line {line:?} holds `|` or a line break and cannot run under a PowerShell default shell")]
+    NotForPowerShellShell {
+        /// The command line.
+        line: String,
+    },
     /// A path given to a PowerShell parameter that interprets wildcards (`-Path`) holds `[` or `]`.
     #[error("path {path} contains `[` or `]`, which PowerShell's -Path parameter treats as a wildcard")]
     WildcardInPath {
@@ -120,4 +127,94 @@ pub(crate) fn check_length(what: impl FnOnce() -> String, line: String) -> Resul
         return Err(CommandError::TooLong { what: what(), length, limit: MAX_COMMAND_LINE_CHARS });
     }
     Ok(line)
+}
+
+/// The program Win32-OpenSSH starts for an exec request: `HKLM\SOFTWARE\OpenSSH` `DefaultShell`, cmd.exe when it is
+/// unset (windows-commands.md §2). Builders render for cmd.exe; [`DefaultShell::exec_line`] carries such a line to a
+/// host whose default shell is PowerShell with the same meaning and exit code.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub enum DefaultShell {
+    /// `cmd.exe /c "<line>"`.
+    #[default]
+    Cmd,
+    /// `powershell.exe -c "<line>"` (Windows PowerShell, or PowerShell 7's `pwsh.exe`).
+    PowerShell,
+}
+
+impl DefaultShell {
+    /// The shell a `DefaultShell` registry value names: cmd.exe when unset or empty; `None` for a shell this
+    /// product does not drive (bash, a custom shell).
+    ///
+    /// ```
+    /// use wmco_windows_services::DefaultShell;
+    /// let value = r"C:\Windows\System32\WindowsPowerShell\v1.0\powershell.exe";
+    /// assert_eq!(DefaultShell::from_registry(Some(value)), Some(DefaultShell::PowerShell));
+    /// assert_eq!(DefaultShell::from_registry(None), Some(DefaultShell::Cmd));
+    /// assert_eq!(DefaultShell::from_registry(Some(r"C:\Program Files\Git\bin\bash.exe")), None);
+    /// ```
+    pub fn from_registry(value: Option<&str>) -> Option<DefaultShell> {
+        let Some(path) = value.map(str::trim).filter(|path| !path.is_empty()) else { return Some(DefaultShell::Cmd) };
+        let program = path.trim_matches('"').rsplit(['\\', '/']).next().unwrap_or_default().to_ascii_lowercase();
+        match program.strip_suffix(".exe").unwrap_or(&program) {
+            "cmd" => Some(DefaultShell::Cmd),
+            "powershell" | "pwsh" => Some(DefaultShell::PowerShell),
+            _ => None,
+        }
+    }
+
+    /// The exec request text that runs `line` (rendered for cmd.exe) under this shell. Under cmd.exe it is `line`
+    /// itself. Under PowerShell it is `cmd.exe /c --% <line>`, then `exit $LASTEXITCODE` on the next line: the
+    /// stop-parsing token hands the rest of the line to cmd.exe as written (so quoting, `&&` chains and `sc.exe`
+    /// mean what they mean under cmd.exe, where PowerShell would take `sc` for Set-Content), and the exit keeps
+    /// cmd.exe's code, which PowerShell would otherwise reduce to 0 or 1 (windows-commands.md §3).
+    ///
+    /// ```
+    /// use wmco_windows_services::DefaultShell;
+    /// let line = r#"sc.exe create a binPath= "C:\k\a.exe --v=2" && echo ##wmco-done 0"#;
+    /// assert_eq!(DefaultShell::Cmd.exec_line(line)?, line);
+    /// assert_eq!(DefaultShell::PowerShell.exec_line(line)?, format!("cmd.exe /c --% {line}\nexit $LASTEXITCODE"));
+    /// # Ok::<(), wmco_windows_services::CommandError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`CommandError::NotForPowerShellShell`] under PowerShell for a line holding `|` or a line break, where the
+    /// stop-parsing token ends.
+    pub fn exec_line(self, line: &str) -> Result<String, CommandError> {
+        match self {
+            DefaultShell::Cmd => Ok(line.to_owned()),
+            DefaultShell::PowerShell if line.contains(['|', '\n', '\r']) => {
+                Err(CommandError::NotForPowerShellShell { line: line.to_owned() })
+            }
+            DefaultShell::PowerShell => Ok(format!("cmd.exe /c --% {line}\nexit $LASTEXITCODE")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_cmd_and_powershell_are_driven() {
+        for (value, shell) in [
+            (Some(""), Some(DefaultShell::Cmd)),
+            (Some(r"C:\Windows\System32\cmd.exe"), Some(DefaultShell::Cmd)),
+            (Some(r"c:/program files/powershell/7/PWSH.EXE"), Some(DefaultShell::PowerShell)),
+            (Some(r#""C:\Windows\System32\WindowsPowerShell\v1.0\powershell.exe""#), Some(DefaultShell::PowerShell)),
+            (Some(r"C:\cygwin\bin\bash.exe"), None),
+        ] {
+            assert_eq!(DefaultShell::from_registry(value), shell, "{value:?}");
+        }
+    }
+
+    #[test]
+    fn a_pipe_or_line_break_cannot_cross_the_stop_parsing_token() {
+        for line in ["a | b", "a\nb"] {
+            assert_eq!(
+                DefaultShell::PowerShell.exec_line(line),
+                Err(CommandError::NotForPowerShellShell { line: line.to_owned() })
+            );
+            assert!(DefaultShell::Cmd.exec_line(line).is_ok(), "cmd.exe lines are the builders' business");
+        }
+    }
 }

@@ -64,7 +64,7 @@ mod trust;
 
 pub use certutil::FileHashes;
 pub use chain::{CHAIN_MARKER, ChainFailure, ChainReadError, ChainReport, CommandChain};
-pub use command::{CommandError, MAX_COMMAND_LINE_CHARS, RenderedCommand, ScriptFile, Shell};
+pub use command::{CommandError, DefaultShell, MAX_COMMAND_LINE_CHARS, RenderedCommand, ScriptFile, Shell};
 pub use host::{
     Direction, EnvVarName, FirewallRule, HostState, HostValueError, Protocol, RegistryData, RegistryKey, RegistryValue,
     RegistryValueName, Sha256Hex,

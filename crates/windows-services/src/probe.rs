@@ -28,6 +28,9 @@ use crate::service::{
 };
 use crate::trust::{ObservedRoots, ROOT_STORE, Thumbprint};
 
+/// The registry key of Win32-OpenSSH's settings, whose `DefaultShell` names the shell of exec requests.
+const OPENSSH_KEY: &str = r"HKLM:\SOFTWARE\OpenSSH";
+
 /// The process whose presence means Windows Defender runs (the Go operator's check).
 const DEFENDER_PROCESS: &str = "MsMpEng";
 
@@ -186,8 +189,13 @@ impl ProbeRequest {
             );
             defender_entry = "; defender = [ordered]@{ running = $null -ne $mp; exclusions = @($mx) }".to_owned();
         }
+        // The shell sshd starts for exec requests (read at each connection): the caller renders later commands for it.
         statements.push(format!(
-            "[ordered]@{{ services = @({}); files = @({}); dirs = @({}); env = @({}); firewall = @({}); registry = @({}){trust_entry}{defender_entry} }} \
+            "$sh = (Get-ItemProperty {} -ErrorAction SilentlyContinue).DefaultShell",
+            powershell_literal(OPENSSH_KEY)
+        ));
+        statements.push(format!(
+            "[ordered]@{{ services = @({}); files = @({}); dirs = @({}); env = @({}); firewall = @({}); registry = @({}){trust_entry}{defender_entry}; shell = $sh }} \
              | ConvertTo-Json -Compress -Depth 8",
             service_entries.join(", "),
             file_entries.join(", "),
@@ -212,7 +220,7 @@ impl ProbeRequest {
         let env = positional("env", &self.machine_env, raw.env)?;
         let firewall = positional("firewall", &self.firewall_rules, raw.firewall)?;
         let registry = positional("registry", &self.registry_values, raw.registry)?;
-        let mut observed = ObservedHost::default();
+        let mut observed = ObservedHost { default_shell: raw.shell.clone(), ..ObservedHost::default() };
         for (name, value) in services {
             if let Some(service) = observed_service(name, value)? {
                 observed.services.insert(name.clone(), service);
@@ -368,6 +376,8 @@ pub struct ObservedHost {
     pub trusted_roots: Option<ObservedRoots>,
     /// Windows Defender's state, when requested.
     pub defender: Option<ObservedDefender>,
+    /// Win32-OpenSSH's `DefaultShell` value (`None`: unset, so cmd.exe).
+    pub default_shell: Option<String>,
 }
 
 /// Windows Defender as the probe found it.
@@ -412,6 +422,8 @@ struct RawProbe {
     trust: Value,
     #[serde(default)]
     defender: Value,
+    #[serde(default)]
+    shell: Option<String>,
 }
 
 /// The Defender section.
@@ -619,6 +631,7 @@ mod tests {
             "$w0 = Get-NetFirewallRule -Name 'ContainerLogsPort' -ErrorAction SilentlyContinue",
             "$r0 = $null",
             r"if (Test-Path -LiteralPath 'HKLM:\SOFTWARE\OpenSSH') { $k0 = Get-ItemProperty 'HKLM:\SOFTWARE\OpenSSH'; $r0 = $k0.DefaultShell }",
+            r"$sh = (Get-ItemProperty 'HKLM:\SOFTWARE\OpenSSH' -ErrorAction SilentlyContinue).DefaultShell",
         ];
         let lines: Vec<&str> = script.text().lines().collect();
         assert_eq!(&lines[..expected.len()], &expected);
@@ -629,7 +642,7 @@ mod tests {
                 "files = @($f0); dirs = @($d0); env = @($e0); firewall = @([ordered]@{ exists = $null -ne $w0;"
             )
         );
-        assert!(output.ends_with("registry = @($r0) } | ConvertTo-Json -Compress -Depth 8"), "{output}");
+        assert!(output.ends_with("registry = @($r0); shell = $sh } | ConvertTo-Json -Compress -Depth 8"), "{output}");
         assert_eq!(lines[expected.len() + 1], "exit 0");
         assert_eq!(lines.len(), expected.len() + 2);
     }
@@ -705,6 +718,15 @@ mod tests {
             observed.registry_values.values().next().unwrap(),
             &Some(RegistryData::String(r"C:\Windows\System32\cmd.exe".into()))
         );
+    }
+
+    #[test]
+    fn the_default_shell_is_read_by_every_probe() {
+        let request = ProbeRequest::default();
+        let empty = r#"{"services":[],"files":[],"dirs":[],"env":[],"firewall":[],"registry":[]"#;
+        assert_eq!(request.parse_output(&format!("{empty},\"shell\":null}}")).unwrap().default_shell, None);
+        let observed = request.parse_output(&format!("{empty},\"shell\":\"C:\\\\pwsh.exe\"}}")).unwrap();
+        assert_eq!(observed.default_shell.as_deref(), Some(r"C:\pwsh.exe"));
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! build 14393, a `PreflightCheckFailed` Warning Event names the `WindowsBuild` check; every command the operator
 //! sent to the old host is the identity command (retries included), it has no service, and its `C:\k` was never
 //! created. `wmco preflight` run against both hosts exits 1 naming the build for the old one and 0 for the healthy
-//! one.
+//! one (six checks).
 //!
 //! Needs the control-plane binaries (`cargo xtask controlplane build`) and the `wmco` binary (`WMCO_BIN`, set by
 //! `cargo xtask test`, or `target/<profile>/wmco`).
@@ -104,7 +104,7 @@ async fn a_server_2016_host_is_refused_with_its_build_named_and_nothing_installe
     let healthy = sandbox.hosts()[0].key.clone();
     let (code, json) = preflight_cli(&sandbox, &healthy)?;
     ensure!(code == Some(0), "wmco preflight exited {code:?} for the healthy host: {json}");
-    ensure!(json["checks"].as_array().is_some_and(|checks| checks.len() == 5), "{json}");
+    ensure!(json["checks"].as_array().is_some_and(|checks| checks.len() == 6), "{json}");
     ensure!(json["nodeName"] == sandbox.hosts()[0].info.name.to_lowercase(), "{json}");
     sandbox.assert_no_secret_leaked().await?;
     Ok(())

@@ -50,7 +50,7 @@ pub struct PreflightReport {
 #[derive(Debug, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 struct CheckResult {
-    /// `Identity`, `WindowsBuild`, `ContainersFeature`, `DiskSpace` or `ContainerRuntime`.
+    /// `Identity`, `WindowsBuild`, `ContainersFeature`, `DiskSpace`, `ContainerRuntime` or `DefaultShell`.
     name: &'static str,
     passed: bool,
     /// What the host reported, or why the check failed.
@@ -148,6 +148,10 @@ fn passed_detail(check: PreflightCheck, found: &HostCheck) -> String {
             };
             format!("{runtime}{defender}")
         }
+        PreflightCheck::DefaultShell => match &found.facts.default_shell {
+            Some(shell) => format!("OpenSSH runs commands in {shell}; the operator hands them to cmd.exe from there"),
+            None => "OpenSSH runs commands in cmd.exe".to_owned(),
+        },
     }
 }
 
@@ -178,7 +182,8 @@ mod tests {
             report.render_human(),
             "Administrator@10.0.0.7:22: passes\n  ok   Identity          Node win-7 at 10.0.0.7\n  \
              ok   WindowsBuild      build 20348 (Windows Server 2022)\n  ok   ContainersFeature Containers is enabled\n  \
-             ok   DiskSpace         40 GiB free on C:\n  ok   ContainerRuntime  no Docker, no containerd service\n"
+             ok   DiskSpace         40 GiB free on C:\n  ok   ContainerRuntime  no Docker, no containerd service\n  \
+             ok   DefaultShell      OpenSSH runs commands in cmd.exe\n"
         );
     }
 
@@ -193,7 +198,7 @@ mod tests {
             report.render_human()
         );
         let json = serde_json::to_value(&report).unwrap();
-        assert_eq!(json["checks"].as_array().unwrap().len(), 5);
+        assert_eq!(json["checks"].as_array().unwrap().len(), 6);
         assert_eq!(
             json["checks"][1],
             serde_json::json!({"name": "WindowsBuild", "passed": false, "detail": "Windows build 14393"})

@@ -70,7 +70,40 @@ fn report(pass: &str, outcome: &crate::ConfigureOutcome) {
 
 #[tokio::test]
 async fn the_simulator_understands_every_command_of_both_phases_and_deconfiguration() {
-    let sim = Arc::new(InProcessHost::sample(3).unwrap());
+    whole_lifecycle(None).await;
+}
+
+/// Under a PowerShell default shell every command after the first probe reaches cmd.exe through PowerShell's
+/// stop-parsing token, and the host goes through the same lifecycle with the same result.
+#[tokio::test]
+async fn a_host_whose_default_shell_is_powershell_goes_through_the_same_lifecycle() {
+    let sim = whole_lifecycle(Some(POWERSHELL)).await;
+    let host = sim.host();
+    let lines: Vec<&str> = host.command_log.iter().map(|command| command.line.as_str()).collect();
+    let first_probe = lines.iter().position(|line| line.contains(r"C:\k\wmco\scripts\")).unwrap();
+    assert!(lines.len() > first_probe + 10, "{lines:#?}");
+    for line in &lines[first_probe + 1..] {
+        assert!(line.starts_with("cmd.exe /c --% ") && line.ends_with("\nexit $LASTEXITCODE"), "{line}");
+    }
+}
+
+/// Windows PowerShell, as an admin sets it as OpenSSH's default shell (windows-commands.md §2).
+const POWERSHELL: &str = r"C:\Windows\System32\WindowsPowerShell\v1.0\powershell.exe";
+
+/// A fresh simulated host with OpenSSH's `DefaultShell` set to `shell`, if given.
+fn sim_host(shell: Option<&str>) -> InProcessHost {
+    let sim = InProcessHost::sample(3).unwrap();
+    if let Some(shell) = shell {
+        let value = winhost_sim::host::RegValue::String(shell.to_owned());
+        sim.host().set_registry_value(r"HKLM\SOFTWARE\OpenSSH", "DefaultShell", value);
+    }
+    sim
+}
+
+/// Configures a fresh host through both stages, checks a converged pass, heals a removed probe script,
+/// deconfigures it and compares it with a fresh host; returns the host.
+async fn whole_lifecycle(shell: Option<&str>) -> Arc<InProcessHost> {
+    let sim = Arc::new(sim_host(shell));
     let (nodes, records, drainer) = (FakeNodes::default(), FakeInstanceRecords::default(), FakeDrainer::default());
     let cluster = ClusterAccess { nodes: &nodes, records: &records, drainer: &drainer };
     let instance = objects::record("win-3").in_namespace("wmco").byoh("127.0.0.30").username("administrator").build();
@@ -211,13 +244,15 @@ async fn the_simulator_understands_every_command_of_both_phases_and_deconfigurat
     assert!(host.hns_networks.is_empty());
     assert!(host.firewall.is_empty());
     assert_eq!(host.defender.as_ref().map(|defender| defender.exclusion_process.len()), Some(0));
-    let fresh = InProcessHost::sample(3).unwrap();
+    let fresh = sim_host(shell);
     let left: Vec<String> =
         footprint(&host).into_iter().filter(|line| !footprint(&fresh.host()).contains(line)).collect();
     assert_eq!(left, LEFT_BEHIND, "what deconfiguration leaves that a fresh host lacks");
     let gone: Vec<String> =
         footprint(&fresh.host()).into_iter().filter(|line| !footprint(&host).contains(line)).collect();
     assert_eq!(gone, Vec::<String>::new(), "what deconfiguration took that a fresh host has");
+    drop(host);
+    sim
 }
 
 /// What a deconfigured host keeps that a fresh one lacks: three empty directories that may well have existed before

@@ -274,6 +274,21 @@ impl Parser {
             self.skip(false);
             match self.peek() {
                 None | Some('\n' | ';' | '|' | ')' | '}') => break,
+                // The stop-parsing token: the rest of the line up to a newline or `|` goes to the program as it is
+                // written (windows-commands.md §2), as one argument.
+                Some('-')
+                    if self.peek_at(1) == Some('-')
+                        && self.peek_at(2) == Some('%')
+                        && self.peek_at(3).is_none_or(char::is_whitespace) =>
+                {
+                    self.position += 3;
+                    self.skip(false);
+                    let verbatim: String =
+                        self.chars[self.position..].iter().take_while(|c| !"\r\n|".contains(**c)).collect();
+                    self.position += verbatim.chars().count();
+                    arguments.push(Argument::Value(Expr::Str(verbatim.trim_end().to_owned())));
+                    break;
+                }
                 Some('-') if self.peek_at(1).is_some_and(char::is_alphabetic) => {
                     self.position += 1;
                     let parameter: String =
@@ -657,6 +672,22 @@ mod tests {
         assert_eq!(
             command.arguments[2],
             Argument::Parameter("ErrorAction".into(), Some(Expr::Bare("SilentlyContinue".into())))
+        );
+    }
+
+    #[test]
+    fn the_stop_parsing_token_passes_the_rest_of_the_line_as_written() {
+        let statements =
+            parse("cmd.exe /c --% sc.exe create a binPath= \"C:\\a.exe --x\" && echo $x; y\nexit 0").unwrap();
+        assert!(matches!(statements[1], Statement::Exit(_)), "the next line is a statement again");
+        let Statement::Pipeline(pipeline) = &statements[0] else { panic!("not a pipeline") };
+        let Element::Command(command) = &pipeline.elements[0] else { panic!("not a command") };
+        assert_eq!(
+            command.arguments,
+            [
+                Argument::Value(Expr::Bare("/c".into())),
+                Argument::Value(Expr::Str("sc.exe create a binPath= \"C:\\a.exe --x\" && echo $x; y".into())),
+            ]
         );
     }
 
