@@ -14,7 +14,7 @@ use crate::{ByteSize, PayloadPath, Platform, checksums::CHECKSUM_FILE_NAME};
 pub const PRODUCT_MANIFEST_YAML: &str = include_str!("../../../payload/manifest.yaml");
 
 /// Where the manifest lives, relative to the workspace root. Product-authored payload files live beside it, at
-/// their payload path (e.g. `payload/scripts/host-facts.ps1`).
+/// their payload path (e.g. `payload/windows-exporter/windows-exporter-webconfig.yaml`).
 pub const MANIFEST_PATH_IN_WORKSPACE: &str = "payload/manifest.yaml";
 
 /// The schema identifier the manifest must declare.
@@ -542,7 +542,7 @@ mod tests {
             "windows_exporter",
             "ecr-credential-provider",
             "azure-cloud-node-manager",
-            "wmco-scripts",
+            "windows-exporter-web-config",
         ] {
             assert!(names.contains(&expected), "{expected} missing from {names:?}");
         }

@@ -337,7 +337,7 @@ async fn the_bootstrap_set_carries_the_token_and_no_phase_two_file() {
     assert_eq!(rendered[r"C:\k\kubelet-ca.crt"], KUBELET_CA);
     assert!(rendered[r"C:\k\kubelet.conf"].contains("\"172.30.0.10\""));
     let payload_files = set.files().iter().filter(|file| matches!(file.content, HostFileContent::Payload { .. }));
-    assert_eq!(payload_files.count(), 15, "every payload file of platform None (no AWS or Azure component)");
+    assert_eq!(payload_files.count(), 12, "every payload file of platform None (no AWS or Azure component)");
 }
 
 #[tokio::test]
