@@ -411,11 +411,13 @@ async fn a_first_configure_costs_at_most_ten_commands(sandbox: &Sandbox) -> anyh
             }
             if command.line.to_ascii_lowercase().starts_with("powershell") {
                 let script = powershell_script(sandbox, name, &command.line).await?;
-                is_probe = script.contains(PROBE_MARKER);
-                if is_probe {
-                    kind = 'p';
-                } else if script.contains("GetHostName") {
+                // The identity command reads services too (the preflight's Docker and containerd), so it is told
+                // apart first: it does work, it is no idle probe.
+                if script.contains("GetHostName") {
                     kind = 'i';
+                } else if script.contains(PROBE_MARKER) {
+                    is_probe = true;
+                    kind = 'p';
                 }
             }
             probes.push(is_probe);
