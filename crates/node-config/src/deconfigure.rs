@@ -14,8 +14,8 @@ use wmco_cluster_client::names::FORCE_REMOVE_ANNOTATION;
 use wmco_cluster_client::types::{InstanceOrigin, InstancePhase, WindowsInstance};
 use wmco_payload_manifest::render::destinations::IMPORTED_ROOTS_RECORD;
 use wmco_windows_services::{
-    DEFENDER_EXCLUDED_PROGRAMS, FIREWALL_RULES, HostState, LEGACY_DAEMON_SERVICE, NodeProxy, ProbeRequest,
-    SERVICE_LOG_DIRECTORIES, ServiceName, TrustedRoots, WinPath, plan,
+    FIREWALL_RULES, HostState, LEGACY_DAEMON_SERVICE, NodeProxy, ProbeRequest, SERVICE_LOG_DIRECTORIES, ServiceName,
+    TrustedRoots, WinPath, defender_excluded_programs, plan,
 };
 
 use crate::configure::ClusterAccess;
@@ -184,13 +184,9 @@ async fn clean_host(session: &HostSession) -> Result<(), FlowError> {
         machine_env: NodeProxy::default().variables(),
         trusted_roots: Some(TrustedRoots::none(record)),
         removed_firewall_rules: FIREWALL_RULES.iter().map(|name| (*name).to_owned()).collect(),
-        removed_defender_exclusions: DEFENDER_EXCLUDED_PROGRAMS
-            .iter()
-            .map(|program| WinPath::parse(program))
-            .collect::<Result<_, _>>()
-            .map_err(|source| {
-                render_error(FlowStep::RemoveFiles, wmco_windows_services::CommandError::ScriptPath { source })
-            })?,
+        removed_defender_exclusions: defender_excluded_programs().map_err(|source| {
+            render_error(FlowStep::RemoveFiles, wmco_windows_services::CommandError::ScriptPath { source })
+        })?,
         ..HostState::default()
     };
     let request = ProbeRequest::for_state(&desired);

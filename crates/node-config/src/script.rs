@@ -4,7 +4,8 @@
 //! windows-commands.md §8.
 
 use wmco_windows_services::{
-    CommandError, MAX_COMMAND_LINE_CHARS, POWERSHELL_PREFIX, RenderedCommand, Shell, WinPath, encode_command,
+    CommandError, MAX_COMMAND_LINE_CHARS, POWERSHELL_PREAMBLE, POWERSHELL_PREFIX, RenderedCommand, Shell, WinPath,
+    encode_command,
 };
 
 /// The HNS networks hybrid-overlay-node creates (wmco-anchor.md §2.6); deconfiguration removes them.
@@ -18,8 +19,7 @@ fn literal(text: &str) -> String {
 
 /// Renders statements between the standard preamble and `exit 0` as an `-EncodedCommand` line.
 fn render(what: &str, statements: &[String]) -> Result<RenderedCommand, CommandError> {
-    let mut lines =
-        vec!["$ProgressPreference = 'SilentlyContinue'".to_owned(), "$ErrorActionPreference = 'Stop'".to_owned()];
+    let mut lines: Vec<String> = POWERSHELL_PREAMBLE.map(str::to_owned).to_vec();
     lines.extend(statements.iter().cloned());
     lines.push("exit 0".to_owned());
     let line = format!("{POWERSHELL_PREFIX} -EncodedCommand {}", encode_command(&lines.join("\n")));

@@ -72,11 +72,13 @@ pub use host::{
 pub use node::{
     DEFENDER_EXCLUDED_PROGRAMS, FIREWALL_RULES, LEGACY_DAEMON_SERVICE, LogRotation, NodeError, NodeInputs, NodeProxy,
     NodeService, PROXY_SERVICES, PROXY_VARIABLES, SERVICE_LOG_DIRECTORIES, ServiceStage, Verbosity,
-    WINDOWS_EXPORTER_SERVICE, go_duration, node_host_state, node_services,
+    WINDOWS_EXPORTER_SERVICE, defender_excluded_programs, go_duration, node_host_state, node_services,
 };
 pub use path::{MAX_PATH_CHARS, PathError, WinPath};
 pub use plan::{PlanError, Reconfiguration, Step, plan};
-pub use powershell::{POWERSHELL_PREFIX, PowerShellScript, SCRIPT_DIRECTORY, decode_encoded_command, encode_command};
+pub use powershell::{
+    POWERSHELL_PREAMBLE, POWERSHELL_PREFIX, PowerShellScript, SCRIPT_DIRECTORY, decode_encoded_command, encode_command,
+};
 pub use probe::{
     ObservedDefender, ObservedFirewallRule, ObservedHost, ObservedService, ProbeError, ProbeRequest,
     decode_failure_actions,

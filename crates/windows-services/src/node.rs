@@ -32,6 +32,20 @@ pub const FIREWALL_RULES: [&str; 2] = ["ContainerLogsPort", "WindowsExporter"];
 /// Deconfiguration removes the exclusion.
 pub const DEFENDER_EXCLUDED_PROGRAMS: [&str; 1] = [r"C:\k\containerd\containerd.exe"];
 
+/// [`DEFENDER_EXCLUDED_PROGRAMS`] as paths, for a desired state that holds or removes them.
+///
+/// ```
+/// let programs = wmco_windows_services::defender_excluded_programs()?;
+/// assert!(programs.iter().any(|path| path.as_str().ends_with("containerd.exe")));
+/// # Ok::<(), wmco_windows_services::PathError>(())
+/// ```
+///
+/// # Errors
+/// [`PathError`] if a listed path were invalid (a defect of this crate).
+pub fn defender_excluded_programs() -> Result<std::collections::BTreeSet<WinPath>, PathError> {
+    DEFENDER_EXCLUDED_PROGRAMS.into_iter().map(WinPath::parse).collect()
+}
+
 /// Log verbosity of the node services.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Verbosity {
@@ -285,7 +299,7 @@ pub fn node_host_state(inputs: &NodeInputs, phase: ServiceStage) -> Result<HostS
         directories,
         machine_env: inputs.proxy.variables(),
         firewall_rules,
-        defender_exclusions: DEFENDER_EXCLUDED_PROGRAMS.into_iter().map(WinPath::parse).collect::<Result<_, _>>()?,
+        defender_exclusions: defender_excluded_programs()?,
         ..HostState::default()
     })
 }

@@ -22,6 +22,11 @@ use crate::service::ServiceName;
 /// The fixed start of every PowerShell command line (windows-commands.md §3).
 pub const POWERSHELL_PREFIX: &str = "powershell.exe -NoLogo -NonInteractive -NoProfile -ExecutionPolicy Bypass";
 
+/// The first statements of every script the product sends: no progress records (they would go to stderr as CLIXML)
+/// and every error terminating, so a failing statement ends the script with exit code 1.
+pub const POWERSHELL_PREAMBLE: [&str; 2] =
+    ["$ProgressPreference = 'SilentlyContinue'", "$ErrorActionPreference = 'Stop'"];
+
 /// The directory content-addressed script files go to.
 pub const SCRIPT_DIRECTORY: &str = r"C:\k\wmco\scripts";
 
@@ -48,8 +53,7 @@ pub struct PowerShellScript {
 impl PowerShellScript {
     /// A script made of the standard preamble, `statements` and `exit 0`.
     pub(crate) fn from_statements(statements: &[String]) -> PowerShellScript {
-        let mut lines =
-            vec!["$ProgressPreference = 'SilentlyContinue'".to_owned(), "$ErrorActionPreference = 'Stop'".to_owned()];
+        let mut lines: Vec<String> = POWERSHELL_PREAMBLE.map(str::to_owned).to_vec();
         lines.extend(statements.iter().cloned());
         lines.push("exit 0".to_owned());
         PowerShellScript { text: lines.join("\n") }
@@ -231,8 +235,7 @@ pub(crate) fn plain_statements(command: &RenderedCommand) -> Option<Vec<String>>
     }
     let text = decode_encoded_command(encoded)?;
     let mut lines: Vec<&str> = text.split('\n').collect();
-    let preamble = ["$ProgressPreference = 'SilentlyContinue'", "$ErrorActionPreference = 'Stop'"];
-    if lines.len() < 3 || lines[..2] != preamble || lines.pop() != Some("exit 0") {
+    if lines.len() < 3 || lines[..2] != POWERSHELL_PREAMBLE || lines.pop() != Some("exit 0") {
         return None;
     }
     let statements = &lines[2..];
