@@ -112,6 +112,7 @@ mod tests {
                 "observedGeneration",
                 "phase",
                 "pinnedHostKey",
+                "reboot",
                 "resolvedIpv4",
                 "settingsGeneration",
                 "sshUser",

@@ -31,8 +31,8 @@ use k8s_openapi::api::core::v1::Node;
 use wmco_cluster_client::names::{
     BYOH_LABEL, HYBRID_OVERLAY_SUBNET_ANNOTATION, PUB_KEY_HASH_ANNOTATION, VERSION_ANNOTATION, WORKER_ROLE_LABEL,
 };
-use wmco_cluster_client::types::{InstanceOrigin, InstancePhase, WindowsInstance};
-use wmco_cluster_client::{Drainer, InstanceRecords, NodeExt, NodeMetadataPatch, Nodes};
+use wmco_cluster_client::types::{HostReboot, InstanceOrigin, InstancePhase, WindowsInstance};
+use wmco_cluster_client::{DrainOptions, Drainer, InstanceRecords, NodeExt, NodeMetadataPatch, Nodes};
 use wmco_payload_manifest::render::destinations::{
     BOOTSTRAP_KUBECONFIG, IMPORTED_ROOTS_RECORD, REGISTRIES_DIR, REGISTRIES_INDEX, TRUSTED_CERTIFICATES_DIR,
     TRUSTED_CERTIFICATES_INDEX,
@@ -47,7 +47,10 @@ use crate::disruption::{Admission, DisruptionGate, DisruptionRequest, needs_budg
 use crate::error::{FlowError, FlowStep, SourceError};
 use crate::identity::HostIdentity;
 use crate::memo::{self, InputsWithNode, PassInputs, PassMemo};
-use crate::preflight::{HostFacts, preflight};
+use crate::preflight::{
+    ContainersStep, FeatureState, HostFacts, PreflightCheck, PreflightFailure, containers_to_enable, preflight,
+};
+use crate::reboot::{self, Progress};
 use crate::record::Recorder;
 use crate::script;
 use crate::session::HostSession;
@@ -181,7 +184,7 @@ pub struct ClusterAccess<'a> {
     pub nodes: &'a dyn Nodes,
     /// `WindowsInstance` status writes.
     pub records: &'a dyn InstanceRecords,
-    /// Draining (deconfiguration only).
+    /// Draining (deconfiguration, and a Node's host before it reboots).
     pub drainer: &'a dyn Drainer,
 }
 
@@ -198,8 +201,10 @@ pub struct ConfigureInputs<'a> {
     pub operator_version: &'a str,
     /// SHA-256 of the public key the operator configures with (the `pub-key-hash` annotation).
     pub pub_key_hash: &'a str,
-    /// Hands out the unavailability budget before a pass stops a service on a Node in service.
+    /// Hands out the unavailability budget before a pass stops a service on a Node in service, or reboots the host.
     pub disruptions: &'a dyn DisruptionGate,
+    /// How a Node is drained before its host reboots.
+    pub drain: &'a DrainOptions,
 }
 
 /// Where a host stands after a configure pass.
@@ -224,6 +229,9 @@ pub enum ConfigureState {
     /// The pass would stop services on a Node in service (a changed cluster setting or file) and the
     /// [`DisruptionGate`] has no budget left: nothing was changed on the host. Call again after a short delay.
     WaitingForBudget,
+    /// The operator restarts the host (the record's `status.reboot` says why and how far): it is down, or up with its
+    /// old boot time. Call again after a short delay; the pass that sees it back goes on configuring.
+    Rebooting,
 }
 
 /// The result of a configure pass.
@@ -243,6 +251,30 @@ pub struct ConfigureOutcome {
     pub bytes_uploaded: u64,
     /// The services this pass left out for a missing input (see [`StageFiles`]); a Ready host may lack them.
     pub withheld: Vec<WithheldService>,
+    /// A reboot this pass started or saw completed (the record's `status.reboot` has the details).
+    pub reboot: Option<RebootStep>,
+}
+
+/// What a configure pass did about a reboot of the host, for the controller's Events.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RebootStep {
+    /// The budget was claimed and the host is restarting, for this reason.
+    Started(String),
+    /// The host came back from the reboot made for this reason.
+    Completed(String),
+}
+
+impl RebootStep {
+    /// The step between the record's reboot before a pass and after it, if any.
+    fn between(before: Option<&HostReboot>, after: Option<&HostReboot>) -> Option<RebootStep> {
+        let under_way = |reboot: Option<&HostReboot>| reboot.is_some_and(HostReboot::in_progress);
+        let after = after?;
+        match (under_way(before), after.in_progress()) {
+            (false, true) => Some(RebootStep::Started(after.reason.clone())),
+            (true, false) => Some(RebootStep::Completed(after.reason.clone())),
+            _ => None,
+        }
+    }
 }
 
 /// Where a successful pass left the host.
@@ -298,8 +330,10 @@ impl Stage {
 /// #     disruptions: &dyn wmco_node_config::DisruptionGate,
 /// # ) -> Result<(), wmco_node_config::FlowError> {
 /// let session = HostSession::new(host); // keep it per host across reconciles
-/// let inputs =
-///     ConfigureInputs { instance, settings, files, operator_version: "10.17.0", pub_key_hash: "ab12", disruptions };
+/// let drain = wmco_cluster_client::DrainOptions::default();
+/// let inputs = ConfigureInputs {
+///     instance, settings, files, operator_version: "10.17.0", pub_key_hash: "ab12", disruptions, drain: &drain,
+/// };
 /// let outcome = configure(&session, cluster, &inputs).await?;
 /// match outcome.state {
 ///     ConfigureState::Ready => {}                 // done; requeue for drift checks
@@ -309,6 +343,7 @@ impl Stage {
 ///     ConfigureState::WaitingForServices => {}    // call again shortly: a service is starting
 ///     ConfigureState::WaitingForUpgrade => {}     // the upgrade executor's phase change triggers the next pass
 ///     ConfigureState::WaitingForBudget => {}      // call again shortly: another host holds the budget
+///     ConfigureState::Rebooting => {}             // call again shortly: the host restarts
 /// }
 /// # Ok(())
 /// # }
@@ -323,6 +358,7 @@ pub async fn configure(
     inputs: &ConfigureInputs<'_>,
 ) -> Result<ConfigureOutcome, FlowError> {
     let before = session.counters();
+    let reboot_before = inputs.instance.status.as_ref().and_then(|status| status.reboot.clone());
     let mut recorder = Recorder::new(cluster.records, inputs.instance, session.label())?;
     let result = configure_pass(session, cluster, inputs, &mut recorder).await;
     let logged_in = session.counters().commands > before.commands;
@@ -349,6 +385,7 @@ pub async fn configure(
                 uploads: after.uploads - before.uploads,
                 bytes_uploaded: after.bytes_uploaded - before.bytes_uploaded,
                 withheld,
+                reboot: RebootStep::between(reboot_before.as_ref(), recorder.status.reboot.as_ref()),
             })
         }
         Err(error) => {
@@ -389,6 +426,13 @@ async fn configure_pass(
     ) {
         recorder.set_phase(InstancePhase::Configuring);
     }
+    let mut after_reboot = None;
+    if recorder.status.reboot.as_ref().is_some_and(HostReboot::in_progress) {
+        match reboot::advance(session, cluster, inputs, recorder).await? {
+            Progress::Waiting(state) => return Ok(PassResult::new(state, waiting_node_name(inputs, recorder), 0)),
+            Progress::Back(stdout) => after_reboot = Some(stdout),
+        }
+    }
     if recorder.status.pinned_host_key.is_none() {
         let key =
             session.host().host_key().await.map_err(|source| session.transport_error(FlowStep::PinHostKey, source))?;
@@ -397,11 +441,21 @@ async fn configure_pass(
     let identity = match recorded_identity {
         Some(identity) => identity,
         None => {
-            let (identity, facts) = discover_identity(session).await?;
+            let stdout = match after_reboot {
+                Some(stdout) => stdout,
+                None => run_identity_command(session).await?,
+            };
+            let (identity, facts) = parse_identity(session, &stdout)?;
             let identity = identity
                 .named_by(&inputs.instance.spec)
                 .map_err(|source| FlowError::Identity { host: session.label().to_owned(), source })?;
             check_preflight(session, inputs, &identity, &facts)?;
+            if let Some(step) = containers_to_enable(&facts) {
+                let node = read_node(session, cluster, &identity.expected_node_name).await?;
+                let node_name = node.as_ref().map(|_| identity.expected_node_name.as_str());
+                let state = enable_containers(session, cluster, inputs, recorder, &facts, step, node_name).await?;
+                return Ok(PassResult::new(state, identity.expected_node_name, 0));
+            }
             recorder.note_preflight_passed();
             identity.record_in(&mut recorder.status);
             identity
@@ -551,7 +605,7 @@ async fn claim_budget(
     steps: &[wmco_windows_services::Step],
 ) -> Result<bool, FlowError> {
     let services = stopped_services(steps);
-    let request = DisruptionRequest { instance: inputs.instance, node_name, services: &services };
+    let request = DisruptionRequest { instance: inputs.instance, node_name: Some(node_name), services: &services };
     let admission = inputs.disruptions.admit(&request).await.map_err(|source| FlowError::Cluster {
         host: session.label().to_owned(),
         step: FlowStep::ClaimBudget,
@@ -590,12 +644,72 @@ fn set_waiting(recorder: &mut Recorder<'_>) {
     }
 }
 
-/// Reads the host's identity and preflight facts in one round trip.
-async fn discover_identity(session: &HostSession) -> Result<(HostIdentity, HostFacts), FlowError> {
-    let stdout = run_identity_command(session).await?;
-    let identity = HostIdentity::parse(&stdout)
+/// The host's identity and preflight facts from the identity command's output.
+fn parse_identity(session: &HostSession, stdout: &str) -> Result<(HostIdentity, HostFacts), FlowError> {
+    let identity = HostIdentity::parse(stdout)
         .map_err(|source| FlowError::Identity { host: session.label().to_owned(), source })?;
-    Ok((identity, HostFacts::parse(&stdout)))
+    Ok((identity, HostFacts::parse(stdout)))
+}
+
+/// The Node name a pass reports while the host reboots: the recorded one, else the admin's, else none yet.
+fn waiting_node_name(inputs: &ConfigureInputs<'_>, recorder: &Recorder<'_>) -> String {
+    recorder
+        .status
+        .expected_node_name
+        .clone()
+        .or_else(|| inputs.instance.spec.expected_node_name.clone())
+        .unwrap_or_default()
+}
+
+/// Installs the `Containers` feature of a host met for the first time (when `step` says so) and requests the reboot
+/// that activates it (`node_name`: the host's Node, when one exists — a host configured before, by this operator
+/// or the Go one). A host whose feature is still not enabled after the operator's reboot for it is refused by
+/// the `ContainersFeature` preflight check instead of being rebooted again.
+async fn enable_containers(
+    session: &HostSession,
+    cluster: ClusterAccess<'_>,
+    inputs: &ConfigureInputs<'_>,
+    recorder: &mut Recorder<'_>,
+    facts: &HostFacts,
+    step: ContainersStep,
+    node_name: Option<&str>,
+) -> Result<ConfigureState, FlowError> {
+    // The pinned host key and the phase are recorded whatever the budget says.
+    recorder.save().await?;
+    let state = facts.containers.as_ref().map_or("unknown", FeatureState::as_str);
+    if let Some(done) =
+        recorder.status.reboot.as_ref().filter(|reboot| reboot.reason == reboot::CONTAINERS_REBOOT_REASON)
+    {
+        let at = done.completed_at.as_ref().map_or_else(|| "earlier".to_owned(), |time| time.0.to_string());
+        let failure = PreflightFailure {
+            check: PreflightCheck::ContainersFeature,
+            message: format!(
+                "the Windows feature Containers is still {state} after the operator restarted the host for it ({at}): \
+                 check `Get-WindowsOptionalFeature -Online -FeatureName Containers` and the host's CBS log; the \
+                 operator does not restart it again"
+            ),
+        };
+        tracing::warn!(host = session.label(), check = %failure.check, reason = %failure.message, "preflight check failed");
+        return Err(FlowError::Preflight { host: session.label().to_owned(), failures: vec![failure] });
+    }
+    let Some(boot) = facts.last_boot.as_deref() else {
+        return Err(FlowError::Reboot {
+            host: session.label().to_owned(),
+            message: "the host did not report its boot time (Win32_OperatingSystem LastBootUpTime), so a completed \
+                      reboot cannot be told from a pending one; nothing was installed"
+                .to_owned(),
+        });
+    };
+    if step == ContainersStep::Install {
+        tracing::info!(host = session.label(), state, "installing the Windows feature Containers");
+        let command = script::install_containers_feature().map_err(|source| FlowError::Render {
+            host: session.label().to_owned(),
+            step: FlowStep::InstallFeature,
+            source,
+        })?;
+        session.run_powershell(FlowStep::InstallFeature, "Install-WindowsFeature -Name Containers", &command).await?;
+    }
+    reboot::request(session, cluster, inputs, recorder, reboot::CONTAINERS_REBOOT_REASON, boot, node_name).await
 }
 
 /// Runs the identity command ([`script::identity`]) and returns what it printed.

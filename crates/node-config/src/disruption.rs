@@ -22,9 +22,10 @@ use wmco_windows_services::{Step, WINDOWS_EXPORTER_SERVICE};
 pub struct DisruptionRequest<'a> {
     /// The host's record.
     pub instance: &'a WindowsInstance,
-    /// Its Node, as just read (Ready, unmarked, schedulable).
-    pub node_name: &'a str,
-    /// The services the pass would stop, for logs and Events.
+    /// Its Node, as just read (Ready, unmarked, schedulable); `None` for a reboot of a host without a Node, which
+    /// counts against the budget all the same.
+    pub node_name: Option<&'a str>,
+    /// The services the pass would stop, for logs and Events (empty for a reboot).
     pub services: &'a [String],
 }
 
@@ -53,7 +54,8 @@ impl std::fmt::Debug for Admission {
     }
 }
 
-/// Hands out the fleet's unavailability budget to configure passes that would disrupt a Node in service.
+/// Hands out the fleet's unavailability budget to configure passes that would disrupt a Node in service, and to
+/// reboots.
 ///
 /// ```
 /// use async_trait::async_trait;
@@ -71,7 +73,7 @@ impl std::fmt::Debug for Admission {
 /// ```
 #[async_trait]
 pub trait DisruptionGate: Send + Sync {
-    /// Claims one unit of budget for `request` and marks its Node `upgrading`, or says why not.
+    /// Claims one unit of budget for `request` and marks its Node `upgrading` (when it has one), or says why not.
     ///
     /// # Errors
     /// The cluster error when the fleet cannot be read or the Node cannot be marked (the pass is retried).

@@ -37,8 +37,12 @@ pub enum FlowStep {
     VerifyServices,
     /// Reading the Node.
     ReadNode,
-    /// Claiming the unavailability budget before a restart on a Node in service.
+    /// Claiming the unavailability budget before a restart on a Node in service, or a reboot.
     ClaimBudget,
+    /// Installing a Windows feature (`Containers`).
+    InstallFeature,
+    /// Restarting the host and waiting for it to come back.
+    Reboot,
     /// Labelling and annotating the Node.
     LabelNode,
     /// Writing the `WindowsInstance` status.
@@ -72,6 +76,8 @@ impl FlowStep {
             FlowStep::VerifyServices => "verify_services",
             FlowStep::ReadNode => "read_node",
             FlowStep::ClaimBudget => "claim_budget",
+            FlowStep::InstallFeature => "install_feature",
+            FlowStep::Reboot => "reboot",
             FlowStep::LabelNode => "label_node",
             FlowStep::Record => "record",
             FlowStep::Cordon => "cordon",
@@ -234,6 +240,15 @@ pub enum FlowError {
         /// Every failing check (at least one).
         failures: Vec<PreflightFailure>,
     },
+    /// A reboot of the host did not go as it must (it did not come back in time, or the host cannot tell its
+    /// boot time).
+    #[error("host {host}: reboot: {message}")]
+    Reboot {
+        /// The host.
+        host: String,
+        /// What happened and what to do.
+        message: String,
+    },
     /// The `WindowsInstance` lacks what the flow needs (namespace, name, or a recorded identity).
     #[error("WindowsInstance {instance}: {what} is missing")]
     Record {
@@ -264,7 +279,8 @@ impl FlowError {
             | FlowError::Probe { .. }
             | FlowError::ChainOutput { .. }
             | FlowError::Identity { source: IdentityError::Output { .. }, .. }
-            | FlowError::Preflight { .. } => true,
+            | FlowError::Preflight { .. }
+            | FlowError::Reboot { .. } => true,
             FlowError::Plan { .. }
             | FlowError::Render { .. }
             | FlowError::NodeServices { .. }
@@ -289,6 +305,7 @@ impl FlowError {
             FlowError::StopTimedOut { .. } => "stop_timed_out",
             FlowError::Record { .. } => "record",
             FlowError::Preflight { .. } => "preflight",
+            FlowError::Reboot { .. } => "reboot",
         }
     }
 
@@ -320,6 +337,7 @@ impl FlowError {
                 Some(FlowStep::DesiredState)
             }
             FlowError::Identity { .. } | FlowError::Preflight { .. } => Some(FlowStep::Identify),
+            FlowError::Reboot { .. } => Some(FlowStep::Reboot),
             FlowError::StopTimedOut { .. } => Some(FlowStep::Services),
             FlowError::Record { .. } => Some(FlowStep::Record),
         }

@@ -34,6 +34,7 @@ mod error;
 mod identity;
 mod memo;
 mod preflight;
+mod reboot;
 mod record;
 mod script;
 mod session;
@@ -44,8 +45,8 @@ pub mod testing;
 mod tests;
 
 pub use configure::{
-    ClusterAccess, ConfigureInputs, ConfigureOutcome, ConfigureState, FileStage, HostFilesSource, ServiceSettings,
-    StageFiles, WithheldService, configure,
+    ClusterAccess, ConfigureInputs, ConfigureOutcome, ConfigureState, FileStage, HostFilesSource, RebootStep,
+    ServiceSettings, StageFiles, WithheldService, configure,
 };
 pub use deconfigure::{
     DeconfigureInputs, DeconfigureOutcome, MANAGED_SERVICES, REMOVED_DIRECTORIES, deconfigure, force_remove_requested,
@@ -54,8 +55,9 @@ pub use disruption::{Admission, DisruptionGate, DisruptionRequest};
 pub use error::{FlowError, FlowStep, SourceError};
 pub use identity::{HostIdentity, IdentityError, expected_node_name};
 pub use preflight::{
-    CHECKS, DISK_HEADROOM_BYTES, HostCheck, HostFacts, PreflightCheck, PreflightFailure, SUPPORTED_BUILDS, check_host,
-    preflight,
+    CHECKS, ContainersStep, DISK_HEADROOM_BYTES, FeatureState, HostCheck, HostFacts, PreflightCheck, PreflightFailure,
+    SUPPORTED_BUILDS, check_host, containers_to_enable, preflight,
 };
+pub use reboot::{CONTAINERS_REBOOT_REASON, REBOOT_TIMEOUT, RESEND_AFTER};
 pub use script::HYBRID_OVERLAY_NETWORKS;
 pub use session::{HostSession, SessionCounters, SessionSettings};

@@ -141,7 +141,7 @@ impl PassMemo {
             }
             ConfigureState::WaitingForReady => Some(settings.node_wait_window),
             ConfigureState::WaitingForServices => Some(settings.services_wait_window),
-            ConfigureState::WaitingForUpgrade | ConfigureState::WaitingForBudget => None,
+            ConfigureState::WaitingForUpgrade | ConfigureState::WaitingForBudget | ConfigureState::Rebooting => None,
         }
     }
 

@@ -1,6 +1,7 @@
 //! Preflight: what a host must be before anything is installed on it, checked from the facts the identity command
 //! reads in the same round trip ([`HostFacts`]): a supported Windows Server build, the `Containers` feature
-//! enabled, room on `C:` for the payload, OpenSSH's default shell cmd.exe or PowerShell, and no Docker service (a containerd service already there is taken
+//! enabled or installable (the configuration installs it and reboots the host once, [`containers_to_enable`]),
+//! room on `C:` for the payload, OpenSSH's default shell cmd.exe or PowerShell, and no Docker service (a containerd service already there is taken
 //! over: the operator's configuration replaces its own). [`preflight`] returns every failing check, each naming what was found
 //! and what to do (windows-commands.md §4.1 for the facts).
 //!
@@ -29,8 +30,8 @@ pub struct HostFacts {
     pub build: Option<u32>,
     /// `FreeSpace` of `Win32_LogicalDisk` `C:`, in bytes.
     pub free_bytes: Option<u64>,
-    /// Whether the optional feature `Containers` is `Enabled`.
-    pub containers_enabled: Option<bool>,
+    /// The state of the optional feature `Containers`.
+    pub containers: Option<FeatureState>,
     /// The binPath of a `docker` service, if one is installed.
     pub docker_service: Option<String>,
     /// The binPath of a `containerd` service, if one is installed (before the operator's first pass: preinstalled,
@@ -41,6 +42,92 @@ pub struct HostFacts {
     pub defender_running: Option<bool>,
     /// Win32-OpenSSH's `DefaultShell` registry value (`None`: unset, so cmd.exe).
     pub default_shell: Option<String>,
+    /// `LastBootUpTime` of `Win32_OperatingSystem` as the host printed it: compared, never interpreted, to tell a
+    /// completed reboot from one still to come.
+    pub last_boot: Option<String>,
+}
+
+/// The state of a Windows optional feature (`Get-WindowsOptionalFeature`'s `State`, windows-commands.md §4).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FeatureState {
+    /// Installed and active.
+    Enabled,
+    /// Not installed.
+    Disabled,
+    /// Not installed, and its files removed from the image (installing needs a source).
+    DisabledWithPayloadRemoved,
+    /// Installed; active after the next reboot.
+    EnablePending,
+    /// Being removed; gone after the next reboot.
+    DisablePending,
+    /// A state this operator does not know.
+    Other(String),
+}
+
+impl FeatureState {
+    /// The state as Windows names it.
+    ///
+    /// ```
+    /// use wmco_node_config::FeatureState;
+    /// assert_eq!(FeatureState::parse("EnablePending"), FeatureState::EnablePending);
+    /// assert_eq!(FeatureState::parse("Staged").as_str(), "Staged");
+    /// ```
+    pub fn parse(text: &str) -> FeatureState {
+        match text.trim() {
+            "Enabled" => FeatureState::Enabled,
+            "Disabled" => FeatureState::Disabled,
+            "DisabledWithPayloadRemoved" => FeatureState::DisabledWithPayloadRemoved,
+            "EnablePending" => FeatureState::EnablePending,
+            "DisablePending" => FeatureState::DisablePending,
+            other => FeatureState::Other(other.to_owned()),
+        }
+    }
+
+    /// The state's name, as Windows prints it.
+    pub fn as_str(&self) -> &str {
+        match self {
+            FeatureState::Enabled => "Enabled",
+            FeatureState::Disabled => "Disabled",
+            FeatureState::DisabledWithPayloadRemoved => "DisabledWithPayloadRemoved",
+            FeatureState::EnablePending => "EnablePending",
+            FeatureState::DisablePending => "DisablePending",
+            FeatureState::Other(state) => state,
+        }
+    }
+}
+
+impl fmt::Display for FeatureState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a configuration does about the `Containers` feature of a host with `facts` before anything else:
+/// [`ContainersStep::Install`] it (then reboot), [`ContainersStep::Reboot`] for an install still pending, or nothing
+/// (`None`: enabled, or in a state the preflight refuses).
+///
+/// ```
+/// use wmco_node_config::{ContainersStep, FeatureState, HostFacts, containers_to_enable};
+/// let fresh = HostFacts { containers: Some(FeatureState::Disabled), ..HostFacts::default() };
+/// assert_eq!(containers_to_enable(&fresh), Some(ContainersStep::Install));
+/// let ready = HostFacts { containers: Some(FeatureState::Enabled), ..HostFacts::default() };
+/// assert_eq!(containers_to_enable(&ready), None);
+/// ```
+pub fn containers_to_enable(facts: &HostFacts) -> Option<ContainersStep> {
+    match facts.containers.as_ref()? {
+        FeatureState::Disabled | FeatureState::DisabledWithPayloadRemoved => Some(ContainersStep::Install),
+        FeatureState::EnablePending => Some(ContainersStep::Reboot),
+        FeatureState::Enabled | FeatureState::DisablePending | FeatureState::Other(_) => None,
+    }
+}
+
+/// See [`containers_to_enable`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ContainersStep {
+    /// `Install-WindowsFeature -Name Containers`, then a reboot.
+    Install,
+    /// The feature is installed and waits for a reboot.
+    Reboot,
 }
 
 #[derive(Deserialize)]
@@ -48,11 +135,12 @@ struct RawFacts {
     build: Option<serde_json::Value>,
     #[serde(rename = "freeBytes")]
     free_bytes: Option<serde_json::Value>,
-    containers: Option<bool>,
+    containers: Option<serde_json::Value>,
     docker: Option<String>,
     containerd: Option<String>,
     defender: Option<bool>,
     shell: Option<String>,
+    boot: Option<serde_json::Value>,
 }
 
 impl HostFacts {
@@ -61,8 +149,10 @@ impl HostFacts {
     ///
     /// ```
     /// use wmco_node_config::HostFacts;
-    /// let facts = HostFacts::parse(r#"{"hostname":"W","ip":"10.0.0.5","build":"20348","freeBytes":8589934592,"containers":true}"#);
-    /// assert_eq!((facts.build, facts.free_bytes, facts.containers_enabled), (Some(20348), Some(8 << 30), Some(true)));
+    /// use wmco_node_config::FeatureState;
+    /// let facts = HostFacts::parse(r#"{"hostname":"W","ip":"10.0.0.5","build":"20348","freeBytes":8589934592,"containers":"Enabled"}"#);
+    /// assert_eq!((facts.build, facts.free_bytes), (Some(20348), Some(8 << 30)));
+    /// assert_eq!(facts.containers, Some(FeatureState::Enabled));
     /// ```
     pub fn parse(stdout: &str) -> HostFacts {
         let raw = crate::identity::json_line(stdout).and_then(|json| serde_json::from_str::<RawFacts>(json).ok());
@@ -72,12 +162,33 @@ impl HostFacts {
         HostFacts {
             build: raw.build.as_ref().and_then(number).and_then(|build| u32::try_from(build).ok()),
             free_bytes: raw.free_bytes.as_ref().and_then(number),
-            containers_enabled: raw.containers,
+            containers: raw.containers.as_ref().and_then(feature_state),
             docker_service: raw.docker.filter(|path| !path.is_empty()),
             containerd_service: raw.containerd.filter(|path| !path.is_empty()),
             defender_running: raw.defender,
             default_shell: raw.shell.filter(|shell| !shell.trim().is_empty()),
+            last_boot: raw.boot.as_ref().and_then(boot_text),
         }
+    }
+}
+
+/// A feature state printed as its name (the identity command's form), or as `true`/`false` (enabled or not).
+fn feature_state(value: &serde_json::Value) -> Option<FeatureState> {
+    match value {
+        serde_json::Value::String(text) if !text.trim().is_empty() => Some(FeatureState::parse(text)),
+        serde_json::Value::Bool(true) => Some(FeatureState::Enabled),
+        serde_json::Value::Bool(false) => Some(FeatureState::Disabled),
+        _ => None,
+    }
+}
+
+/// The boot time as printed: a string as is, any other non-null value as its JSON text.
+fn boot_text(value: &serde_json::Value) -> Option<String> {
+    match value {
+        serde_json::Value::Null => None,
+        serde_json::Value::String(text) if text.trim().is_empty() => None,
+        serde_json::Value::String(text) => Some(text.clone()),
+        other => Some(other.to_string()),
     }
 }
 
@@ -97,7 +208,7 @@ pub enum PreflightCheck {
     Identity,
     /// The Windows Server build is one of [`SUPPORTED_BUILDS`].
     WindowsBuild,
-    /// The `Containers` feature is enabled.
+    /// The `Containers` feature is enabled, or can be installed by the configuration (which reboots the host once).
     ContainersFeature,
     /// `C:` has room for the payload and [`DISK_HEADROOM_BYTES`].
     DiskSpace,
@@ -150,7 +261,7 @@ impl fmt::Display for PreflightFailure {
 /// let old = HostFacts {
 ///     build: Some(14393),
 ///     free_bytes: Some(50 << 30),
-///     containers_enabled: Some(true),
+///     containers: Some(wmco_node_config::FeatureState::Enabled),
 ///     ..HostFacts::default()
 /// };
 /// let failures = preflight(&old, 400 << 20);
@@ -174,13 +285,25 @@ pub fn preflight(facts: &HostFacts, payload_bytes: u64) -> Vec<PreflightFailure>
             message: format!("the host did not report its Windows build (CurrentBuildNumber); supported: {supported}"),
         }),
     }
-    match facts.containers_enabled {
-        Some(true) => {}
-        Some(false) => failures.push(PreflightFailure {
+    match &facts.containers {
+        Some(
+            FeatureState::Enabled
+            | FeatureState::Disabled
+            | FeatureState::DisabledWithPayloadRemoved
+            | FeatureState::EnablePending,
+        ) => {}
+        Some(FeatureState::DisablePending) => failures.push(PreflightFailure {
             check: PreflightCheck::ContainersFeature,
-            message: "the Windows feature Containers is not enabled: containerd cannot run a container without it; \
-                      run `Install-WindowsFeature -Name Containers` and restart the host"
+            message: "the Windows feature Containers is being removed (DisablePending): containerd cannot run a \
+                      container without it; restart the host to finish the removal, and the operator installs it again"
                 .to_owned(),
+        }),
+        Some(FeatureState::Other(state)) => failures.push(PreflightFailure {
+            check: PreflightCheck::ContainersFeature,
+            message: format!(
+                "the Windows feature Containers is in state {state}, which the operator does not handle: enable it \
+                 with `Install-WindowsFeature -Name Containers` and restart the host"
+            ),
         }),
         None => failures.push(PreflightFailure {
             check: PreflightCheck::ContainersFeature,
@@ -302,7 +425,7 @@ mod tests {
         HostFacts {
             build: Some(20_348),
             free_bytes: Some(40 << 30),
-            containers_enabled: Some(true),
+            containers: Some(FeatureState::Enabled),
             ..HostFacts::default()
         }
     }
@@ -319,11 +442,12 @@ mod tests {
         let facts = HostFacts {
             build: Some(14_393),
             free_bytes: Some(1 << 30),
-            containers_enabled: Some(false),
+            containers: Some(FeatureState::DisablePending),
             docker_service: Some(r"C:\Program Files\Docker\dockerd.exe --run-service".into()),
             containerd_service: None,
             defender_running: Some(true),
             default_shell: Some(r"C:\cygwin64\bin\bash.exe".into()),
+            last_boot: None,
         };
         let failures = preflight(&facts, 430 << 20);
         let checks: Vec<PreflightCheck> = failures.iter().map(|failure| failure.check).collect();
@@ -345,12 +469,45 @@ mod tests {
             failures[3]
         );
         assert!(failures[0].message.contains("17763 (Windows Server 2019)"), "{}", failures[0]);
-        assert!(failures[1].message.contains("Install-WindowsFeature -Name Containers"), "{}", failures[1]);
+        assert!(failures[1].message.contains("being removed (DisablePending)"), "{}", failures[1]);
         assert_eq!(
             failures[2].to_string(),
             "DiskSpace: C: has 1024.0 MiB free; the payload needs 430.0 MiB and 2048.0 MiB more for logs and images: \
              free 1454.0 MiB on C:"
         );
+    }
+
+    #[test]
+    fn an_installable_containers_feature_passes_and_is_enabled_by_the_configuration() {
+        let cases = [
+            ("Enabled", None),
+            ("Disabled", Some(ContainersStep::Install)),
+            ("DisabledWithPayloadRemoved", Some(ContainersStep::Install)),
+            ("EnablePending", Some(ContainersStep::Reboot)),
+            ("DisablePending", None),
+            ("Staged", None),
+        ];
+        for (state, step) in cases {
+            let facts = HostFacts { containers: Some(FeatureState::parse(state)), ..good() };
+            assert_eq!(containers_to_enable(&facts), step, "{state}");
+            let refused = preflight(&facts, 0).iter().any(|failure| failure.check == PreflightCheck::ContainersFeature);
+            assert_eq!(refused, matches!(state, "DisablePending" | "Staged"), "{state}");
+        }
+        let staged = preflight(&HostFacts { containers: Some(FeatureState::parse("Staged")), ..good() }, 0);
+        assert!(staged[0].message.contains("in state Staged"), "{}", staged[0]);
+    }
+
+    #[test]
+    fn the_feature_state_and_the_boot_time_are_read_as_printed() {
+        let facts = HostFacts::parse(r#"{"containers":"EnablePending","boot":"\/Date(1795000000000)\/"}"#);
+        assert_eq!(facts.containers, Some(FeatureState::EnablePending));
+        assert_eq!(facts.last_boot.as_deref(), Some("/Date(1795000000000)/"));
+        let facts = HostFacts::parse(r#"{"containers":true,"boot":1795000000000}"#);
+        assert_eq!(
+            (facts.containers, facts.last_boot.as_deref()),
+            (Some(FeatureState::Enabled), Some("1795000000000"))
+        );
+        assert_eq!(HostFacts::parse(r#"{"containers":null,"boot":null}"#), HostFacts::default());
     }
 
     #[test]
@@ -379,11 +536,12 @@ mod tests {
             HostFacts {
                 build: Some(17_763),
                 free_bytes: Some(1024),
-                containers_enabled: Some(false),
+                containers: Some(FeatureState::Disabled),
                 docker_service: None,
                 containerd_service: Some(r"C:\c.exe".into()),
                 defender_running: Some(true),
                 default_shell: None,
+                last_boot: None,
             }
         );
         assert_eq!(HostFacts::parse("{\"build\":\"x\",\"freeBytes\":-1}"), HostFacts::default());

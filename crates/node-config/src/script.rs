@@ -1,5 +1,6 @@
 //! The few PowerShell scripts this flow sends that `wmco-windows-services` has no builder for — host identity,
-//! directory removal and HNS network removal — rendered the same way
+//! the `Containers` feature's installation, the host's restart, directory removal and HNS network removal —
+//! rendered the same way
 //! (standard preamble, single-quoted literals, `-EncodedCommand`) and kept inside the closed subset of
 //! windows-commands.md §8.
 
@@ -31,11 +32,14 @@ fn render(what: &str, statements: &[String]) -> Result<RenderedCommand, CommandE
 }
 
 /// Prints `{"hostname":..,"fqdn":..,"ip":..,"build":..,"freeBytes":..,"containers":..,"docker":..,"containerd":..,
-/// "defender":..}`: the host name, its DNS name, the IPv4 address of the interface of the first default route, and
-/// the preflight facts (the Windows build, the free bytes of `C:`, whether the `Containers` feature is enabled, the
-/// binPath of a `docker` and of a `containerd` service, `null` when absent, whether Defender's `MsMpEng` runs;
-/// windows-commands.md §4.1).
+/// "defender":..,"shell":..,"boot":..}`: the host name, its DNS name, the IPv4 address of the interface of the first
+/// default route, and the preflight facts (the Windows build, the free bytes of `C:`, the state of the `Containers`
+/// feature by name, the binPath of a `docker` and of a `containerd` service, `null` when absent, whether Defender's
+/// `MsMpEng` runs, OpenSSH's default shell; windows-commands.md §4.1) and the last boot time (which tells a completed
+/// reboot from a pending one).
 pub(crate) fn identity() -> Result<RenderedCommand, CommandError> {
+    // The feature's State is an enum; comparing it with each name prints the name without a method call (the
+    // subset has none) and without relying on the enum's numbers.
     render(
         "host identity",
         &[
@@ -47,17 +51,36 @@ pub(crate) fn identity() -> Result<RenderedCommand, CommandError> {
             r"$v = Get-ItemProperty 'HKLM:\SOFTWARE\Microsoft\Windows NT\CurrentVersion'".to_owned(),
             r#"$d = Get-CimInstance Win32_LogicalDisk -Filter "DeviceID='C:'""#.to_owned(),
             "$c = Get-WindowsOptionalFeature -Online -FeatureName Containers".to_owned(),
-            "$e = $c.State -eq 'Enabled'".to_owned(),
+            format!("$cs = {FEATURE_STATES} | Where-Object {{ $c.State -eq $_ }} | Select-Object -First 1"),
+            "$os = Get-CimInstance Win32_OperatingSystem".to_owned(),
             r#"$dk = Get-CimInstance Win32_Service -Filter "Name='docker'""#.to_owned(),
             r#"$ct = Get-CimInstance Win32_Service -Filter "Name='containerd'""#.to_owned(),
             "$mp = Get-Process -Name MsMpEng -ErrorAction SilentlyContinue".to_owned(),
             r"$sh = (Get-ItemProperty 'HKLM:\SOFTWARE\OpenSSH' -ErrorAction SilentlyContinue).DefaultShell".to_owned(),
             "[ordered]@{ hostname = $h; fqdn = $f; ip = $a.IPAddress; build = $v.CurrentBuildNumber; \
-             freeBytes = $d.FreeSpace; containers = $e; docker = $dk.PathName; containerd = $ct.PathName; \
-             defender = $null -ne $mp; shell = $sh } | ConvertTo-Json -Compress -Depth 2"
+             freeBytes = $d.FreeSpace; containers = $cs; docker = $dk.PathName; containerd = $ct.PathName; \
+             defender = $null -ne $mp; shell = $sh; boot = $os.LastBootUpTime } | ConvertTo-Json -Compress -Depth 2"
                 .to_owned(),
         ],
     )
+}
+
+/// The states `Get-WindowsOptionalFeature` reports, as a PowerShell array (windows-commands.md §4).
+const FEATURE_STATES: &str =
+    "@('Enabled', 'Disabled', 'EnablePending', 'DisablePending', 'DisabledWithPayloadRemoved')";
+
+/// Installs the Windows feature `Containers` (`Install-WindowsFeature`, the Go operator's command); exits 1 when the
+/// result says it failed. The feature is active after the next reboot.
+pub(crate) fn install_containers_feature() -> Result<RenderedCommand, CommandError> {
+    render(
+        "install the Containers feature",
+        &["$r = Install-WindowsFeature -Name Containers".to_owned(), "if (-not $r.Success) { exit 1 }".to_owned()],
+    )
+}
+
+/// Restarts the host now (`Restart-Computer -Force`); the connection drops while it runs or just after.
+pub(crate) fn restart_computer() -> Result<RenderedCommand, CommandError> {
+    render("restart the host", &["Restart-Computer -Force".to_owned()])
 }
 
 /// Removes each directory with everything in it; absent ones are skipped.
@@ -106,15 +129,28 @@ mod tests {
              $a = Get-NetIPAddress -InterfaceIndex $r.InterfaceIndex -AddressFamily IPv4 | Select-Object -First 1\n\
              $v = Get-ItemProperty 'HKLM:\\SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion'\n\
              $d = Get-CimInstance Win32_LogicalDisk -Filter \"DeviceID='C:'\"\n\
-             $c = Get-WindowsOptionalFeature -Online -FeatureName Containers\n$e = $c.State -eq 'Enabled'\n\
+             $c = Get-WindowsOptionalFeature -Online -FeatureName Containers\n\
+             $cs = @('Enabled', 'Disabled', 'EnablePending', 'DisablePending', 'DisabledWithPayloadRemoved') | \
+             Where-Object { $c.State -eq $_ } | Select-Object -First 1\n\
+             $os = Get-CimInstance Win32_OperatingSystem\n\
              $dk = Get-CimInstance Win32_Service -Filter \"Name='docker'\"\n\
              $ct = Get-CimInstance Win32_Service -Filter \"Name='containerd'\"\n\
              $mp = Get-Process -Name MsMpEng -ErrorAction SilentlyContinue\n\
              $sh = (Get-ItemProperty 'HKLM:\\SOFTWARE\\OpenSSH' -ErrorAction SilentlyContinue).DefaultShell\n\
              [ordered]@{ hostname = $h; fqdn = $f; ip = $a.IPAddress; build = $v.CurrentBuildNumber; \
-             freeBytes = $d.FreeSpace; containers = $e; docker = $dk.PathName; containerd = $ct.PathName; \
-             defender = $null -ne $mp; shell = $sh } | ConvertTo-Json -Compress -Depth 2\nexit 0"
+             freeBytes = $d.FreeSpace; containers = $cs; docker = $dk.PathName; containerd = $ct.PathName; \
+             defender = $null -ne $mp; shell = $sh; boot = $os.LastBootUpTime } | ConvertTo-Json -Compress -Depth 2\nexit 0"
         );
+    }
+
+    #[test]
+    fn the_feature_install_fails_on_an_unsuccessful_result_and_the_restart_is_forced() {
+        assert_eq!(
+            script_text(&install_containers_feature().unwrap()),
+            "$ProgressPreference = 'SilentlyContinue'\n$ErrorActionPreference = 'Stop'\n\
+             $r = Install-WindowsFeature -Name Containers\nif (-not $r.Success) { exit 1 }\nexit 0"
+        );
+        assert!(script_text(&restart_computer().unwrap()).contains("\nRestart-Computer -Force\nexit 0"));
     }
 
     #[test]

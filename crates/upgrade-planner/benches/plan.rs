@@ -40,6 +40,7 @@ fn mixed_fleet(size: usize) -> Fleet {
                 phase: if node.is_some() { InstancePhase::Ready } else { InstancePhase::Pending },
                 node,
                 last_failure,
+                rebooting: false,
             }
         })
         .collect();

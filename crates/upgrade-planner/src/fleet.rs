@@ -41,11 +41,16 @@ pub struct Instance {
     /// The last failed attempt on this instance, when it has not succeeded since.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_failure: Option<Failure>,
+    /// The operator is rebooting the host (its record's `status.reboot` is under way): it counts against
+    /// `max_unavailable`, with or without a Node.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rebooting: bool,
 }
 
 impl Instance {
     /// `true` when a desired instance is unavailable because of the operator: marked upgrading, in the `Upgrading`
-    /// phase, cordoned by the operator, or configured but not Ready. These count against `max_unavailable`.
+    /// phase, rebooting, cordoned by the operator, or configured but not Ready. These count against
+    /// `max_unavailable`.
     ///
     /// ```
     /// use wmco_upgrade_planner::{Instance, InstanceOrigin, InstancePhase};
@@ -56,6 +61,7 @@ impl Instance {
     ///     phase: InstancePhase::Upgrading,
     ///     node: None,
     ///     last_failure: None,
+    ///     rebooting: false,
     /// };
     /// assert!(instance.is_unavailable_by_operator());
     /// ```
@@ -68,7 +74,7 @@ impl Instance {
                 || node.cordoned_by == Some(CordonedBy::Operator)
                 || (node.configured_version.is_some() && !node.ready)
         });
-        node_disrupted || self.phase == InstancePhase::Upgrading
+        node_disrupted || self.rebooting || self.phase == InstancePhase::Upgrading
     }
 }
 

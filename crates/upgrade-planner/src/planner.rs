@@ -33,6 +33,7 @@ use crate::policy::{Policy, Skew};
 ///     phase: InstancePhase::Ready,
 ///     node: Some(node_at(version)),
 ///     last_failure: None,
+///     rebooting: false,
 /// };
 /// let fleet = Fleet {
 ///     now: Timestamp::UNIX_EPOCH,
@@ -393,6 +394,7 @@ mod tests {
                 pub_key_hash: Some(KEY.into()),
             }),
             last_failure: None,
+            rebooting: false,
         }
     }
 
@@ -404,6 +406,7 @@ mod tests {
             phase: InstancePhase::Pending,
             node: None,
             last_failure: None,
+            rebooting: false,
         }
     }
 

@@ -91,6 +91,7 @@ fn fleet_strategy() -> impl Strategy<Value = Fleet> {
                 phase,
                 node,
                 last_failure,
+                rebooting: false,
             })
             .collect(),
     })

@@ -3,7 +3,7 @@
 //! | Method and path | Body | Answer |
 //! |---|---|---|
 //! | `GET /hosts` | | every host's facts |
-//! | `POST /hosts` | `{"name"?, "authorized_key"?, "build"?, "address"?}` | the new host's facts |
+//! | `POST /hosts` | `{"name"?, "authorized_key"?, "build"?, "address"?, "containers"?}` | the new host's facts |
 //! | `DELETE /hosts/<name>` | | 204 |
 //! | `POST /hosts/<name>/provision` | `{"user_data": "<PowerShell>"}` | `{"stdout","stderr","code"}` |
 //! | `POST /hosts/<name>/faults` | `{"drop_connections","refuse_connections","hang_commands","fail_next","rules"}` (rules: [`crate::faults`]) | the faults |
@@ -85,6 +85,7 @@ fn fleet_error(failure: &FleetError) -> Response<Full<Bytes>> {
     match failure {
         FleetError::UnknownHost(_) => error(StatusCode::NOT_FOUND, failure),
         FleetError::Duplicate(_) => error(StatusCode::CONFLICT, failure),
+        FleetError::FeatureState { .. } => error(StatusCode::BAD_REQUEST, failure),
         _ => error(StatusCode::INTERNAL_SERVER_ERROR, failure),
     }
 }

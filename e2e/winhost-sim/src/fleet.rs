@@ -1,6 +1,7 @@
 //! A fleet of simulated hosts in one process: host `i` listens on `127.0.0.(10+i)` (or on the loopback address its
 //! request names, such as `127.0.0.1` for a host reached as `localhost`), reports node IP `203.0.113.(10+i)`, is
-//! called `winhost-<i>`, and keeps its `C:` drive under `<base>/<name>/C`.
+//! called `winhost-<i>`, and keeps its `C:` drive under `<base>/<name>/C`. A request can set the host's Windows
+//! build, kubelet, listening address and the initial state of its Containers feature.
 
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -36,6 +37,17 @@ pub enum FleetError {
     /// A host with that name exists.
     #[error("a host named {0} already exists")]
     Duplicate(String),
+    /// The requested Containers feature state is not one `Get-WindowsOptionalFeature` reports.
+    #[error(
+        "host {name}: {state:?} is not a feature state (one of {})",
+        crate::host::FEATURE_STATES.map(|(known, _)| known).join(", ")
+    )]
+    FeatureState {
+        /// Host name.
+        name: String,
+        /// The refused state.
+        state: String,
+    },
     /// The requested listening address is not a loopback address.
     #[error("host {name}: {address} is not a loopback address (the simulator binds 127.0.0.0/8 only)")]
     NotLoopback {
@@ -65,6 +77,11 @@ pub struct NewHost {
     /// reachable as `localhost`. Anything outside 127.0.0.0/8 is refused: the simulator binds loopback only.
     #[serde(default)]
     pub address: Option<Ipv4Addr>,
+    /// The initial `State` of the host's Containers feature, one of `Enabled` (the default), `Disabled`,
+    /// `EnablePending`, `DisablePending` and `DisabledWithPayloadRemoved` (case-insensitive). `Disabled` models a
+    /// host on which `Install-WindowsFeature -Name Containers` still has to run and a reboot to follow.
+    #[serde(default)]
+    pub containers: Option<String>,
 }
 
 /// What tests and people need to reach a host.
@@ -125,6 +142,13 @@ impl Fleet {
         if self.hosts.contains_key(&name) {
             return Err(FleetError::Duplicate(name));
         }
+        let containers = match request.containers.as_deref().map(crate::host::feature_state) {
+            None => None,
+            Some(Some((state, _))) => Some(state),
+            Some(None) => {
+                return Err(FleetError::FeatureState { name, state: request.containers.unwrap_or_default() });
+            }
+        };
         let octet = 10u8.saturating_add(index);
         let listen_ip = request.address.unwrap_or(Ipv4Addr::new(127, 0, 0, octet));
         if !listen_ip.is_loopback() {
@@ -140,6 +164,9 @@ impl Fleet {
         let disk_error = |source| FleetError::Disk { name: name.clone(), source };
         let mut host = Host::new(identity, &self.base.join(&name), self.latency).map_err(disk_error)?;
         host.kubelet_model = request.kubelet;
+        if let Some(state) = containers {
+            host.features.insert("Containers".to_owned(), state.to_owned());
+        }
         for path in &self.kept_files {
             host.disk.keep_versions(path);
         }
@@ -211,6 +238,24 @@ mod tests {
         assert_eq!(local.ssh_address.ip(), std::net::IpAddr::from([127, 0, 0, 1]));
         assert_eq!((local.name.as_str(), local.node_ip), ("winhost-1", Ipv4Addr::new(203, 0, 113, 11)));
         tokio::net::TcpStream::connect(local.ssh_address).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn the_containers_feature_starts_in_the_requested_state() {
+        let base = tempfile::tempdir().unwrap();
+        let mut fleet = Fleet::new(base.path().to_path_buf(), 0, Latency::zero());
+        let default = fleet.add(NewHost::default()).await.unwrap();
+        let request: NewHost = serde_json::from_str(r#"{"containers": "disabled"}"#).unwrap();
+        let disabled = fleet.add(request).await.unwrap();
+        let state = |name: &str| lock(&fleet.server(name).unwrap().host).features.get("Containers").cloned();
+        assert_eq!(state(&default.name).as_deref(), Some("Enabled"));
+        assert_eq!(state(&disabled.name).as_deref(), Some("Disabled"), "the name is spelled as Windows spells it");
+        let error = fleet.add(NewHost { containers: Some("Off".into()), ..NewHost::default() }).await.unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "host winhost-2: \"Off\" is not a feature state (one of Disabled, DisablePending, Enabled, EnablePending, \
+             DisabledWithPayloadRemoved)"
+        );
     }
 
     #[tokio::test]

@@ -1,11 +1,12 @@
 //! One simulated Windows host's state: identity, disk, service table, registry, machine environment, firewall
-//! rules, HNS networks, optional features, ACLs, and the logs tests read (commands, unknown commands). Commands
-//! enter through [`Host::exec`] (cmd.exe, as Win32-OpenSSH's default shell runs them).
+//! rules, HNS networks, optional features (whose pending states settle at a reboot), the last boot time, ACLs, and
+//! the logs tests read (commands, unknown commands). Commands enter through [`Host::exec`] (cmd.exe, as
+//! Win32-OpenSSH's default shell runs them).
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::disk::{Disk, DiskError, Entry, WinPath};
 use crate::process::{self, ProcessEvent};
@@ -165,6 +166,31 @@ pub struct UnknownCommand {
     pub command: String,
 }
 
+/// One reboot of a host: from the moment its connections dropped until it accepted connections again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RebootWindow {
+    /// When the reboot began.
+    pub began: SystemTime,
+    /// When the host was back.
+    pub back: SystemTime,
+}
+
+impl RebootWindow {
+    /// Whether two reboots were under way at the same instant.
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use winhost_sim::host::RebootWindow;
+    /// let at = |seconds| SystemTime::UNIX_EPOCH + Duration::from_secs(seconds);
+    /// let first = RebootWindow { began: at(10), back: at(20) };
+    /// assert!(first.overlaps(&RebootWindow { began: at(15), back: at(30) }));
+    /// assert!(!first.overlaps(&RebootWindow { began: at(21), back: at(30) }));
+    /// ```
+    pub fn overlaps(&self, other: &RebootWindow) -> bool {
+        self.began <= other.back && other.began <= self.back
+    }
+}
+
 /// Service transition delays and per-command latency.
 #[derive(Clone, Copy, Debug)]
 pub struct Latency {
@@ -201,8 +227,10 @@ pub struct Host {
     pub firewall: Vec<FirewallRule>,
     /// HNS networks.
     pub hns_networks: Vec<HnsNetwork>,
-    /// Optional features and their state (`Containers` → `Enabled`).
+    /// Optional features and their state, one of [`FEATURE_STATES`] (`Containers` → `Enabled`).
     pub features: BTreeMap<String, String>,
+    /// When the host last booted (`Win32_OperatingSystem.LastBootUpTime`): its creation, then every reboot.
+    pub last_boot_up: SystemTime,
     /// Installed capabilities (`OpenSSH.Server~~~~0.0.1.0`).
     pub capabilities: Vec<String>,
     /// ACL entries by lower-cased path (`Administrators:F`).
@@ -217,6 +245,10 @@ pub struct Host {
     pub reboot_requested: bool,
     /// How many reboots began: a connection opened before the latest one is dead.
     pub boots: u64,
+    /// How long a reboot keeps the host away (connections refused); `None`: twice the service transition.
+    pub reboot_pause: Option<Duration>,
+    /// Every reboot served over SSH: when it began (connections dropped) and when the host was back.
+    pub reboot_windows: Vec<RebootWindow>,
     /// Latencies.
     pub latency: Latency,
     /// Which kubelet the host runs when its `kubelet` service starts.
@@ -261,6 +293,18 @@ pub struct RootCertificate {
 /// Windows ships), so tests can show the operator never removes what it did not import.
 pub const BUILTIN_ROOT_THUMBPRINT: &str = "CDD4EEAE6000AC7F40C3802C171E30148030C072";
 
+/// The states `Get-WindowsOptionalFeature` reports (windows-commands.md §4) with the numbers `ConvertTo-Json`
+/// prints for them. Enabled 2 and Disabled 0 are what hosts show; the other numbers are unconfirmed (§4: read
+/// `.State.ToString()` or compare the name with `-eq`).
+pub const FEATURE_STATES: [(&str, i64); 5] =
+    [("Disabled", 0), ("DisablePending", 1), ("Enabled", 2), ("EnablePending", 3), ("DisabledWithPayloadRemoved", 6)];
+
+/// The canonical spelling and number of the feature state `name` (case-insensitive), if it is one of
+/// [`FEATURE_STATES`].
+pub fn feature_state(name: &str) -> Option<(&'static str, i64)> {
+    FEATURE_STATES.iter().copied().find(|(state, _)| state.eq_ignore_ascii_case(name))
+}
+
 /// The registry key under which the service control manager keeps each service's configuration.
 pub const SERVICES_KEY: &str = r"HKLM\SYSTEM\CurrentControlSet\Services";
 /// The registry key holding machine environment variables.
@@ -288,6 +332,7 @@ impl Host {
             firewall: Vec::new(),
             hns_networks: Vec::new(),
             features: BTreeMap::from([("Containers".to_owned(), "Enabled".to_owned())]),
+            last_boot_up: SystemTime::now(),
             capabilities: Vec::new(),
             acls: BTreeMap::new(),
             command_log: Vec::new(),
@@ -295,6 +340,8 @@ impl Host {
             process_events: Vec::new(),
             reboot_requested: false,
             boots: 0,
+            reboot_pause: None,
+            reboot_windows: Vec::new(),
             latency,
             kubelet_model: crate::wine_kubelet::KubeletModel::Simulated,
             scm_environment: BTreeMap::new(),
@@ -515,8 +562,20 @@ impl Host {
         Ok(())
     }
 
-    /// Reboots: processes end, marked services vanish, automatic services start again.
+    /// Reboots: processes end, marked services vanish, pending feature changes complete (`EnablePending` →
+    /// `Enabled`, `DisablePending` → `Disabled`), the boot time moves to now (always later than the previous one, so
+    /// two boots never report the same `LastBootUpTime`), and automatic services start again.
     pub fn reboot(&mut self) {
+        for state in self.features.values_mut() {
+            let settled = match state.as_str() {
+                "EnablePending" => "Enabled",
+                "DisablePending" => "Disabled",
+                _ => continue,
+            };
+            settled.clone_into(state);
+        }
+        let just_after_previous = self.last_boot_up.checked_add(Duration::from_millis(1)).unwrap_or(self.last_boot_up);
+        self.last_boot_up = SystemTime::now().max(just_after_previous);
         for service in self.scm.services().filter(|service| service.state != State::Stopped) {
             self.process_events.push(ProcessEvent::Stopped { service: service.name.clone() });
         }
@@ -586,5 +645,29 @@ pub(crate) mod tests {
         host.set_machine_env("HTTP_PROXY", None);
         assert_eq!(host.machine_env("HTTP_PROXY"), None);
         assert_eq!(host.session_env("computername").as_deref(), Some("WINWORKER-1"));
+    }
+
+    #[test]
+    fn reboot_settles_pending_features_and_moves_the_boot_time_forward() {
+        let (_root, mut host) = test_host();
+        for (feature, state) in
+            [("A", "EnablePending"), ("B", "DisablePending"), ("C", "DisabledWithPayloadRemoved"), ("D", "Disabled")]
+        {
+            host.features.insert(feature.to_owned(), state.to_owned());
+        }
+        let before = host.last_boot_up;
+        host.reboot();
+        let states: Vec<&str> = host.features.values().map(String::as_str).collect();
+        assert_eq!(
+            states,
+            ["Enabled", "Disabled", "DisabledWithPayloadRemoved", "Enabled", "Disabled"],
+            "A, B, C, Containers, D"
+        );
+        let after = host.last_boot_up;
+        assert!(after.duration_since(before).unwrap() >= Duration::from_millis(1));
+        host.reboot();
+        assert!(host.last_boot_up.duration_since(after).unwrap() >= Duration::from_millis(1));
+        assert_eq!(feature_state("enablepending"), Some(("EnablePending", 3)));
+        assert_eq!(feature_state("Installed"), None);
     }
 }

@@ -411,12 +411,18 @@ async fn answer_with_fault(handle: russh::server::Handle, channel: ChannelId, ac
 /// Reboots: every open connection dies, new ones are refused for a moment, then the host comes back with its
 /// automatic services started.
 async fn reboot_host(shared: Shared) {
+    let began = std::time::SystemTime::now();
     lock(&shared.host).boots += 1;
     lock(&shared.faults).rebooting = true;
-    let pause = lock(&shared.host).latency.service_transition * 2;
+    let pause = {
+        let host = lock(&shared.host);
+        host.reboot_pause.unwrap_or(host.latency.service_transition * 2)
+    };
     tokio::time::sleep(pause).await;
     lock(&shared.host).reboot();
     lock(&shared.faults).rebooting = false;
+    let window = crate::host::RebootWindow { began, back: std::time::SystemTime::now() };
+    lock(&shared.host).reboot_windows.push(window);
 }
 
 /// Reboots a host through its server (the control interface's `reboot`).

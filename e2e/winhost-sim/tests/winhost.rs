@@ -563,3 +563,78 @@ async fn targeted_rules_break_one_step_and_hostile_answers_arrive_as_sent() -> a
     assert_eq!(faults.rule_hits, 8, "each of the 8 rules answered once");
     Ok(())
 }
+
+/// `powershell.exe -EncodedCommand` as the product sends it.
+fn encoded(script: &str) -> String {
+    format!(
+        "powershell.exe -NoLogo -NonInteractive -NoProfile -ExecutionPolicy Bypass -EncodedCommand {}",
+        winhost_sim::ps::encode(script)
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn containers_installed_over_ssh_stay_pending_until_restart_computer() -> anyhow::Result<()> {
+    let state = tempfile::tempdir()?;
+    let key = winhost_sim::ssh::generate_key()?;
+    let public = key.public_key().to_openssh()?;
+    let pem = key.to_openssh(russh::keys::ssh_key::LineEnding::LF)?.to_string();
+    let fleet = std::sync::Arc::new(tokio::sync::Mutex::new(winhost_sim::fleet::Fleet::new(
+        state.path().to_path_buf(),
+        0,
+        Latency::zero(),
+    )));
+    let control = winhost_sim::control::start(0, std::sync::Arc::clone(&fleet)).await?;
+    tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+        let (status, body) = http(control, "POST", "/hosts", r#"{"containers":"Off"}"#)?;
+        assert_eq!(status, 400, "{body}");
+        let request = serde_json::json!({ "authorized_key": public, "containers": "Disabled" }).to_string();
+        let (status, body) = http(control, "POST", "/hosts", &request)?;
+        assert_eq!(status, 201, "{body}");
+        let info: serde_json::Value = serde_json::from_str(&body)?;
+        let address: std::net::SocketAddr = info["ssh_address"].as_str().context("ssh_address")?.parse()?;
+        let probe = encoded(
+            "$ProgressPreference = 'SilentlyContinue'\n$ErrorActionPreference = 'Stop'\n\
+             $c = Get-WindowsOptionalFeature -Online -FeatureName Containers\n\
+             $s = @('Enabled', 'EnablePending', 'Disabled', 'DisablePending', 'DisabledWithPayloadRemoved') | Where-Object { $c.State -eq $_ } | Select-Object -First 1\n\
+             [ordered]@{ state = $s; boot = (Get-CimInstance Win32_OperatingSystem).LastBootUpTime } | ConvertTo-Json -Compress -Depth 2\n\
+             exit 0",
+        );
+        let read = |session: &ssh2::Session| -> anyhow::Result<(String, String)> {
+            let (stdout, stderr, code) = run(session, &probe)?;
+            assert_eq!((code, stderr.as_str()), (0, ""), "{stdout}");
+            let parsed: serde_json::Value = serde_json::from_str(&stdout)?;
+            Ok((parsed["state"].as_str().unwrap_or_default().to_owned(), parsed["boot"].as_str().unwrap_or_default().to_owned()))
+        };
+        let session = administrator_session(address, &pem)?;
+        let (state, first_boot) = read(&session)?;
+        assert_eq!(state, "Disabled");
+        assert!(first_boot.starts_with("/Date(") && first_boot.ends_with(")/"), "{first_boot}");
+
+        let install = encoded(
+            "$ProgressPreference = 'SilentlyContinue'\n$ErrorActionPreference = 'Stop'\n\
+             $r = Install-WindowsFeature -Name Containers\n\
+             if (-not $r.Success) { exit 1 }\nif ($r.RestartNeeded -eq 'Yes') { 'restart' } else { 'ready' }\nexit 0",
+        );
+        assert_eq!(run(&session, &install)?, ("restart\r\n".to_owned(), String::new(), 0));
+        assert_eq!(read(&session)?, ("EnablePending".to_owned(), first_boot.clone()), "nothing settles before the reboot");
+
+        let restart = run(&session, &encoded("Restart-Computer -Force"));
+        assert!(restart.as_ref().map_or(true, |(stdout, _, _)| stdout.is_empty()), "{restart:?}");
+        let mut after = Err(anyhow::anyhow!("the host did not come back"));
+        for _ in 0..40 {
+            after = administrator_session(address, &pem).and_then(|session| read(&session));
+            if after.as_ref().is_ok_and(|(_, boot)| *boot != first_boot) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let (state, second_boot) = after?;
+        assert_eq!(state, "Enabled");
+        assert_ne!(second_boot, first_boot, "the boot time tells a completed reboot from a pending one");
+        let session = administrator_session(address, &pem)?;
+        assert_eq!(run(&session, &install)?, ("ready\r\n".to_owned(), String::new(), 0));
+        Ok(())
+    })
+    .await??;
+    Ok(())
+}

@@ -8,7 +8,9 @@
 use std::sync::Arc;
 
 use serde::Serialize;
-use wmco_node_config::{CHECKS, HostCheck, HostSession, PreflightCheck, SUPPORTED_BUILDS, check_host};
+use wmco_node_config::{
+    CHECKS, ContainersStep, HostCheck, HostSession, PreflightCheck, SUPPORTED_BUILDS, check_host, containers_to_enable,
+};
 use wmco_ssh_transport::{RemoteHost, SshHost};
 
 use crate::cli_support::{Outcome, OutputArgs, print_stdout, render};
@@ -132,7 +134,19 @@ fn passed_detail(check: PreflightCheck, found: &HostCheck) -> String {
             let name = SUPPORTED_BUILDS.iter().find(|(supported, _)| *supported == build).map_or("", |(_, name)| name);
             format!("build {build} ({name})")
         }
-        PreflightCheck::ContainersFeature => "Containers is enabled".to_owned(),
+        PreflightCheck::ContainersFeature => match containers_to_enable(&found.facts) {
+            Some(ContainersStep::Install) => {
+                "Containers is not installed: the operator installs it and restarts the host once, within \
+                 --max-unavailable"
+                    .to_owned()
+            }
+            Some(ContainersStep::Reboot) => {
+                "Containers is installed and waits for a restart: the operator restarts the host once, within \
+                 --max-unavailable"
+                    .to_owned()
+            }
+            None => "Containers is enabled".to_owned(),
+        },
         PreflightCheck::DiskSpace => {
             format!("{} GiB free on C:", found.facts.free_bytes.unwrap_or_default() >> 30)
         }
@@ -157,7 +171,7 @@ fn passed_detail(check: PreflightCheck, found: &HostCheck) -> String {
 
 #[cfg(test)]
 mod tests {
-    use wmco_node_config::{HostFacts, HostIdentity, PreflightFailure};
+    use wmco_node_config::{FeatureState, HostFacts, HostIdentity, PreflightFailure};
 
     use super::*;
 
@@ -167,7 +181,7 @@ mod tests {
             facts: HostFacts {
                 build: Some(20348),
                 free_bytes: Some(40 << 30),
-                containers_enabled: Some(true),
+                containers: Some(FeatureState::Enabled),
                 ..HostFacts::default()
             },
             failures,

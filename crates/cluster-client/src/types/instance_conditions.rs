@@ -187,8 +187,11 @@ impl WindowsInstanceStatus {
             ),
             other => (other.to_string(), progress_message(other).to_owned()),
         };
-        let progressing = !matches!(phase, InstancePhase::Ready | InstancePhase::Failed);
-        let (progressing_reason, progressing_message) = if progressing {
+        let rebooting = self.reboot.as_ref().filter(|reboot| reboot.in_progress());
+        let progressing = rebooting.is_some() || !matches!(phase, InstancePhase::Ready | InstancePhase::Failed);
+        let (progressing_reason, progressing_message) = if let Some(reboot) = rebooting {
+            ("Rebooting".to_owned(), format!("The host restarts ({}); waiting for it to come back.", reboot.reason))
+        } else if progressing {
             (phase.to_string(), progress_message(phase).to_owned())
         } else {
             (ready_reason.clone(), "The operator is not changing the host.".to_owned())
@@ -293,6 +296,33 @@ mod tests {
             assert!(status.conditions.iter().all(|condition| condition.observed_generation == Some(7)));
             assert!(status.conditions.iter().all(|condition| !condition.message.is_empty()), "{phase:?}");
         }
+    }
+
+    #[test]
+    fn a_reboot_under_way_is_progress_and_a_completed_one_is_not() {
+        let reboot = |state| crate::types::HostReboot {
+            reason: "the Windows feature Containers was installed".to_owned(),
+            state,
+            boot_before: "/Date(1)/".to_owned(),
+            requested_at: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(at(0)),
+            restart_sent_at: None,
+            node: None,
+            cordoned: false,
+            completed_at: None,
+        };
+        let mut status = WindowsInstanceStatus {
+            phase: Some(InstancePhase::Ready),
+            reboot: Some(reboot(crate::types::RebootState::Restarting)),
+            ..WindowsInstanceStatus::default()
+        };
+        status.summarize(None, at(0));
+        let progressing = status.condition(PROGRESSING_CONDITION).unwrap();
+        assert_eq!((progressing.status.as_str(), progressing.reason.as_str()), ("True", "Rebooting"));
+        assert!(progressing.message.contains("Containers was installed"), "{}", progressing.message);
+        status.reboot = Some(reboot(crate::types::RebootState::Completed));
+        status.summarize(None, at(1));
+        let progressing = status.condition(PROGRESSING_CONDITION).unwrap();
+        assert_eq!((progressing.status.as_str(), progressing.reason.as_str()), ("False", "Configured"));
     }
 
     #[test]

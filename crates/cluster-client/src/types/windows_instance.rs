@@ -115,6 +115,11 @@ pub struct WindowsInstanceStatus {
     /// The last error, as a sentence naming the step and what to do.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// The operator's latest reboot of the host: requested (its unavailability budget claimed), restarting, or
+    /// completed. While it is not completed the host counts against `--max-unavailable`, and a restarted operator
+    /// resumes it from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reboot: Option<HostReboot>,
     /// The `metadata.generation` this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
@@ -123,6 +128,63 @@ pub struct WindowsInstanceStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "conditions_schema")]
     pub conditions: Vec<Condition>,
+}
+
+/// A reboot of the host by the operator (the Windows feature `Containers` installed, or another change that takes
+/// effect at boot), from the claim of its unavailability budget until the host is back.
+///
+/// ```
+/// use wmco_cluster_client::types::{HostReboot, RebootState};
+/// let reboot: HostReboot = serde_json::from_value(serde_json::json!({
+///     "reason": "the Windows feature Containers was installed", "state": "Restarting",
+///     "bootBefore": "/Date(1795000000000)/", "requestedAt": "2026-11-27T20:00:00Z"}))?;
+/// assert_eq!(reboot.state, RebootState::Restarting);
+/// assert!(reboot.in_progress());
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HostReboot {
+    /// Why the host is rebooted.
+    pub reason: String,
+    /// How far the reboot got.
+    pub state: RebootState,
+    /// The host's `LastBootUpTime` before the reboot, as the host printed it: a different value after it proves the
+    /// host restarted.
+    pub boot_before: String,
+    /// When the budget was claimed for the reboot.
+    pub requested_at: Time,
+    /// When `Restart-Computer` was last sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_sent_at: Option<Time>,
+    /// The host's Node when the reboot was requested (cordoned, drained and unmarked around it); absent for a host
+    /// without a Node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// The Node was schedulable and the operator cordoned it for the reboot (it uncordons it afterwards).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cordoned: bool,
+    /// When the host was seen back with a new boot time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<Time>,
+}
+
+impl HostReboot {
+    /// Whether the reboot is under way (requested or restarting): the host is unavailable because of the operator.
+    pub fn in_progress(&self) -> bool {
+        self.state != RebootState::Completed
+    }
+}
+
+/// How far a [`HostReboot`] got.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum RebootState {
+    /// The budget is claimed; the Node (if any) is being cordoned and drained; `Restart-Computer` not sent yet.
+    Requested,
+    /// `Restart-Computer` was sent; the host has not been seen back with a new boot time.
+    Restarting,
+    /// The host came back with a new boot time.
+    Completed,
 }
 
 /// The schema of `status.conditions`: `metav1.Condition` with the validations Kubernetes' own types carry (a type

@@ -1,6 +1,7 @@
 //! A small model of a Windows host behind the `RemoteHost` trait for the flow tests: files with hashes,
 //! directories, services (installed from a catalog of the node's specs when `sc.exe create` names them), firewall
-//! rules and HNS networks. It interprets sc.exe verbs and decodes PowerShell scripts (inline or from uploaded
+//! rules, HNS networks, and (once [`FakeWindowsHost::set_containers`] is called) the `Containers` feature with the
+//! boot time a restart changes. It interprets sc.exe verbs and decodes PowerShell scripts (inline or from uploaded
 //! script files), answers the state probe from its model, enforces the Windows behaviours the flow must respect
 //! (a running service's binary cannot be replaced, a file needs its directory, `create` of an existing service
 //! fails with 1073), logs every operation by kind, and injects faults.
@@ -79,6 +80,22 @@ pub struct FakeWindowsHost {
     stopping: Mutex<BTreeMap<String, usize>>,
     /// Services whose process exits as soon as `sc.exe start` returns (kube-proxy before its network exists).
     exiting_on_start: Mutex<BTreeSet<String>>,
+    /// The `Containers` feature and boot, when modelled.
+    boot: Mutex<Option<Boot>>,
+}
+
+/// The fake host's `Containers` feature and boot.
+struct Boot {
+    /// The feature's state (`Enabled`, `Disabled`, `EnablePending`).
+    containers: String,
+    /// The boot number, printed as the boot time.
+    number: u64,
+    /// Operations that still fail as unreachable (the host restarts).
+    down_for: usize,
+    /// How many operations fail after each restart.
+    down_after_restart: usize,
+    /// A restart leaves a pending feature pending (a broken servicing stack).
+    pending_survives_restart: bool,
 }
 
 fn key(path: &str) -> String {
@@ -226,7 +243,26 @@ impl FakeWindowsHost {
             stop_pending_queries: Mutex::new(0),
             stopping: Mutex::new(BTreeMap::new()),
             exiting_on_start: Mutex::new(BTreeSet::new()),
+            boot: Mutex::new(None),
         }
+    }
+
+    /// Models the `Containers` feature in `state` and a boot time (the identity command then prints both); a restart
+    /// makes the host unreachable for `down_for` operations, then it is back with a new boot time and a pending
+    /// feature enabled (unless `pending_survives_restart`).
+    pub fn set_containers(&self, state: &str, down_for: usize, pending_survives_restart: bool) {
+        *lock(&self.boot) = Some(Boot {
+            containers: state.to_owned(),
+            number: 1,
+            down_for: 0,
+            down_after_restart: down_for,
+            pending_survives_restart,
+        });
+    }
+
+    /// The `Containers` feature's state and the boot number, when modelled.
+    pub fn containers(&self) -> Option<(String, u64)> {
+        lock(&self.boot).as_ref().map(|boot| (boot.containers.clone(), boot.number))
     }
 
     /// Replaces what the identity command prints from now on.
@@ -313,8 +349,18 @@ impl FakeWindowsHost {
         Ok(())
     }
 
-    /// The error the injected fault causes now, if any.
+    /// The error the injected fault (or a restart under way) causes now, if any.
     fn check(&self) -> Result<(), TransportError> {
+        if let Some(boot) = lock(&self.boot).as_mut()
+            && boot.down_for > 0
+        {
+            boot.down_for -= 1;
+            return Err(TransportError::Unreachable {
+                host: self.label.clone(),
+                during: "connecting".into(),
+                reason: "connection refused (restarting)".into(),
+            });
+        }
         let mut fault = lock(&self.fault);
         match *fault {
             Fault::None => {}
@@ -423,7 +469,32 @@ impl FakeWindowsHost {
     fn run_powershell(&self, text: &str) -> (String, Output) {
         let mut model = lock(&self.model);
         if text.contains("GetHostName") {
-            return ("identity".into(), output(0, lock(&self.identity_json).clone()));
+            let mut identity = lock(&self.identity_json).clone();
+            if let Some(boot) = lock(&self.boot).as_ref() {
+                let mut json: Value = serde_json::from_str(&identity).expect("the identity answer is JSON");
+                json["containers"] = json!(boot.containers);
+                json["boot"] = json!(format!("/Date({})/", boot.number));
+                identity = json.to_string();
+            }
+            return ("identity".into(), output(0, identity));
+        }
+        if text.contains("Install-WindowsFeature -Name Containers") {
+            if let Some(boot) = lock(&self.boot).as_mut()
+                && boot.containers == "Disabled"
+            {
+                boot.containers = "EnablePending".to_owned();
+            }
+            return ("install-feature".into(), output(0, ""));
+        }
+        if text.contains("Restart-Computer -Force") {
+            if let Some(boot) = lock(&self.boot).as_mut() {
+                boot.number += 1;
+                boot.down_for = boot.down_after_restart;
+                if boot.containers == "EnablePending" && !boot.pending_survives_restart {
+                    boot.containers = "Enabled".to_owned();
+                }
+            }
+            return ("restart".into(), output(0, ""));
         }
         if text.contains("Get-CimInstance Win32_Service") {
             return ("probe".into(), output(0, self.probe(&model, text)));

@@ -126,7 +126,11 @@ impl Drop for Claim {
 #[async_trait::async_trait]
 impl DisruptionGate for Gate {
     async fn admit(&self, request: &DisruptionRequest<'_>) -> wmco_cluster_client::Result<Admission> {
-        self.requests.lock().unwrap().push(format!("{}: {}", request.node_name, request.services.join(",")));
+        self.requests.lock().unwrap().push(format!(
+            "{}: {}",
+            request.node_name.unwrap_or("-"),
+            request.services.join(",")
+        ));
         if let Some((unavailable, max_unavailable)) = *self.denied.lock().unwrap() {
             return Ok(Admission::Denied { unavailable, max_unavailable });
         }
@@ -194,6 +198,7 @@ impl World {
             operator_version: VERSION,
             pub_key_hash: KEY_HASH,
             disruptions: &self.gate,
+            drain: &wmco_cluster_client::DrainOptions::default(),
         };
         configure(session, self.cluster(), &inputs).await
     }
@@ -274,7 +279,9 @@ async fn a_host_failing_preflight_gets_nothing_installed_and_a_failed_record_unt
 
     let error = world.configure(&session).await.unwrap_err();
     let checks: Vec<PreflightCheck> = error.preflight_failures().iter().map(|failure| failure.check).collect();
-    assert_eq!(checks, [PreflightCheck::WindowsBuild, PreflightCheck::ContainersFeature, PreflightCheck::DiskSpace]);
+    // The Containers feature is off too: installable, so not a failure, but nothing is installed while another check
+    // fails.
+    assert_eq!(checks, [PreflightCheck::WindowsBuild, PreflightCheck::DiskSpace]);
     assert!(error.to_string().contains("Windows build 14393 is not supported"), "{error}");
     assert!(error.is_retryable() && error.fails_the_record());
     assert_eq!(summary(&world.host.take_log()), ["host key", "identity"], "nothing installed");
@@ -1120,4 +1127,188 @@ async fn a_cordoned_node_is_restarted_without_asking_for_budget() {
     world.files.set(r"C:\k\kubelet.conf", b"{\"kind\":\"KubeletConfiguration\"}");
     assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Ready);
     assert!(world.gate.requests.lock().unwrap().is_empty());
+}
+
+/// The reboot a host without the `Containers` feature gets: its record after each pass, the host's log.
+mod containers_reboot {
+    use wmco_cluster_client::NodeExt;
+    use wmco_cluster_client::types::RebootState;
+
+    use super::*;
+
+    fn reboot_state(world: &World) -> Option<RebootState> {
+        world.record().status?.reboot.map(|reboot| reboot.state)
+    }
+
+    #[tokio::test]
+    async fn a_host_without_containers_gets_it_installed_reboots_once_and_is_configured() {
+        let world = World::new().await;
+        let session = world.session();
+        world.host.set_containers("Disabled", 2, false);
+
+        let first = world.configure(&session).await.unwrap();
+        assert_eq!((first.state, first.node_name.as_str()), (ConfigureState::Rebooting, "win-a"));
+        let reason = crate::CONTAINERS_REBOOT_REASON.to_owned();
+        assert_eq!(first.reboot, Some(crate::RebootStep::Started(reason.clone())));
+        assert_eq!(summary(&world.host.take_log()), ["host key", "identity", "install-feature", "restart"]);
+        assert_eq!(*world.gate.requests.lock().unwrap(), ["-: "], "the budget is claimed without a Node");
+        let status = world.record().status.unwrap();
+        let reboot = status.reboot.clone().unwrap();
+        assert_eq!((reboot.state, reboot.boot_before.as_str()), (RebootState::Restarting, "/Date(1)/"));
+        assert_eq!(reboot.reason, crate::CONTAINERS_REBOOT_REASON);
+        assert!(reboot.restart_sent_at.is_some() && reboot.node.is_none() && !reboot.cordoned);
+        assert_eq!(status.expected_node_name, None, "no identity recorded before the host is back");
+        let progressing = status.condition("Progressing").unwrap();
+        assert_eq!(progressing.reason, "Rebooting");
+
+        // The host is down for two operations: each pass says it is rebooting, without an error.
+        for _ in 0..2 {
+            let waiting = world.configure(&session).await.unwrap();
+            assert_eq!((waiting.state, waiting.reboot), (ConfigureState::Rebooting, None));
+        }
+        assert_eq!(world.record().status.unwrap().last_error, None);
+        assert!(world.host.take_log().is_empty(), "nothing reached the host");
+
+        // Back with a new boot time and the feature enabled: the same pass goes on configuring.
+        let back = world.configure(&session).await.unwrap();
+        assert_eq!(
+            (back.state, back.reboot),
+            (ConfigureState::WaitingForNode, Some(crate::RebootStep::Completed(reason)))
+        );
+        let log = summary(&world.host.take_log());
+        assert_eq!(log.iter().filter(|op| *op == "identity").count(), 1, "the wait's identity serves the preflight");
+        assert!(!log.iter().any(|op| op == "restart" || op == "install-feature"), "{log:#?}");
+        assert_eq!(world.host.containers(), Some(("Enabled".to_owned(), 2)));
+        let status = world.record().status.unwrap();
+        assert_eq!(status.reboot.as_ref().map(|reboot| reboot.state), Some(RebootState::Completed));
+        assert!(status.reboot.as_ref().unwrap().completed_at.is_some());
+        assert_eq!(status.expected_node_name.as_deref(), Some("win-a"));
+        assert_eq!(status.condition("PreflightFailed").unwrap().reason, "ChecksPassed");
+
+        world.register_node(true);
+        assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Ready);
+        assert_eq!(world.gate.requests.lock().unwrap().len(), 1, "one reboot in all");
+    }
+
+    #[tokio::test]
+    async fn a_reboot_waits_for_the_budget_and_an_installed_feature_is_not_installed_again() {
+        let world = World::new().await;
+        let session = world.session();
+        world.host.set_containers("Disabled", 0, false);
+        *world.gate.denied.lock().unwrap() = Some((1, 1));
+
+        assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::WaitingForBudget);
+        assert_eq!(summary(&world.host.take_log()), ["host key", "identity", "install-feature"]);
+        assert_eq!(reboot_state(&world), None, "nothing recorded without the budget");
+        assert_eq!(world.host.containers(), Some(("EnablePending".to_owned(), 1)));
+
+        assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::WaitingForBudget);
+        assert_eq!(summary(&world.host.take_log()), ["identity"], "pending: no second install");
+
+        *world.gate.denied.lock().unwrap() = None;
+        assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Rebooting);
+        assert_eq!(summary(&world.host.take_log()), ["identity", "restart"]);
+        assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::WaitingForNode);
+    }
+
+    #[tokio::test]
+    async fn an_operator_restarted_after_the_claim_restarts_the_host_without_claiming_again() {
+        let world = World::new().await;
+        world.host.set_containers("Disabled", 1, false);
+        *world.gate.denied.lock().unwrap() = Some((0, 0));
+        assert_eq!(world.configure(&world.session()).await.unwrap().state, ConfigureState::WaitingForBudget);
+        // The claim was granted and recorded, then the operator died before Restart-Computer.
+        let mut status = world.record().status.unwrap();
+        status.reboot = Some(wmco_cluster_client::types::HostReboot {
+            reason: crate::CONTAINERS_REBOOT_REASON.to_owned(),
+            state: RebootState::Requested,
+            boot_before: "/Date(1)/".to_owned(),
+            requested_at: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now()),
+            restart_sent_at: None,
+            node: None,
+            cordoned: false,
+            completed_at: None,
+        });
+        world.records.apply_status(NAMESPACE, NAME, &status).await.unwrap();
+        world.host.take_log();
+
+        let session = world.session();
+        assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Rebooting);
+        assert_eq!(summary(&world.host.take_log()), ["restart"], "resumed at the restart, no identity, no claim");
+        assert_eq!(world.gate.requests.lock().unwrap().len(), 1, "only the denied request");
+        assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Rebooting);
+        assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::WaitingForNode);
+        assert_eq!(world.host.containers(), Some(("Enabled".to_owned(), 2)));
+    }
+
+    #[tokio::test]
+    async fn a_feature_still_pending_after_the_reboot_fails_the_preflight_instead_of_rebooting_again() {
+        let world = World::new().await;
+        let session = world.session();
+        world.host.set_containers("Disabled", 0, true);
+        assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Rebooting);
+        let error = world.configure(&session).await.unwrap_err();
+        assert_eq!(error.preflight_failures()[0].check, PreflightCheck::ContainersFeature);
+        assert!(error.to_string().contains("still EnablePending after the operator restarted the host"), "{error}");
+        let again = world.configure(&session).await.unwrap_err();
+        assert_eq!(again.preflight_failures().len(), 1);
+        let log = summary(&world.host.take_log());
+        assert_eq!(log.iter().filter(|op| *op == "restart").count(), 1, "{log:#?}");
+        assert_eq!(world.record().status.unwrap().phase, Some(InstancePhase::Failed));
+    }
+
+    #[tokio::test]
+    async fn a_host_with_a_node_is_cordoned_drained_rebooted_and_uncordoned() {
+        let world = World::new().await;
+        let session = world.session();
+        world.register_node(true);
+        world.host.set_containers("EnablePending", 1, false);
+
+        assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Rebooting);
+        assert_eq!(*world.gate.requests.lock().unwrap(), ["win-a: "]);
+        assert_eq!(summary(&world.host.take_log()), ["host key", "identity", "restart"], "installed already");
+        assert!(world.nodes.node(NAME).unwrap().is_unschedulable());
+        assert_eq!(world.drainer.drained(), [NAME.to_owned()]);
+        let reboot = world.record().status.unwrap().reboot.unwrap();
+        assert_eq!((reboot.node.as_deref(), reboot.cordoned), (Some(NAME), true));
+        // The gate marked the Node (the operator's gate does).
+        let mark = NodeMetadataPatch::default().set_label(wmco_cluster_client::names::UPGRADING_LABEL, "true");
+        world.nodes.patch_metadata(NAME, &mark).await.unwrap();
+
+        assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Rebooting);
+        world.configure(&session).await.unwrap();
+        let node = world.nodes.node(NAME).unwrap();
+        assert!(!node.is_unschedulable() && !node.is_marked(), "uncordoned and unmarked");
+        assert_eq!(reboot_state(&world), Some(RebootState::Completed));
+    }
+
+    #[tokio::test]
+    async fn a_host_that_stays_up_is_restarted_again_and_one_that_stays_away_is_reported() {
+        let world = World::new().await;
+        let session = world.session();
+        world.host.set_containers("EnablePending", 0, false);
+        assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Rebooting);
+        world.host.take_log();
+        // Pretend the restart was sent long ago and the host never went down (the boot time is the old one).
+        let mut status = world.record().status.unwrap();
+        let reboot = status.reboot.as_mut().unwrap();
+        reboot.boot_before = "/Date(2)/".to_owned();
+        let long_ago = jiff::Timestamp::now() - crate::RESEND_AFTER;
+        reboot.restart_sent_at = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(long_ago));
+        world.records.apply_status(NAMESPACE, NAME, &status).await.unwrap();
+        assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Rebooting);
+        assert_eq!(summary(&world.host.take_log()), ["identity", "restart"]);
+
+        // Unreachable for longer than the timeout: an error naming the reboot, and the wait goes on.
+        world.host.set_fault(Fault::Unreachable);
+        let mut status = world.record().status.unwrap();
+        let never = jiff::Timestamp::now() - crate::REBOOT_TIMEOUT;
+        status.reboot.as_mut().unwrap().restart_sent_at =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(never));
+        world.records.apply_status(NAMESPACE, NAME, &status).await.unwrap();
+        let error = world.configure(&session).await.unwrap_err();
+        assert!(matches!(error, FlowError::Reboot { .. }) && error.is_retryable(), "{error}");
+        assert!(error.to_string().contains("did not come back"), "{error}");
+        assert_eq!(reboot_state(&world), Some(RebootState::Restarting));
+    }
 }

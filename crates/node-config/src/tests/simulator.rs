@@ -128,6 +128,7 @@ async fn whole_lifecycle(shell: Option<&str>) -> Arc<InProcessHost> {
             operator_version: "10.17.0",
             pub_key_hash: "ab",
             disruptions: &crate::testing::AdmitEvery::default(),
+            drain: &wmco_cluster_client::DrainOptions::default(),
         };
         configure(&session, cluster, &inputs).await
     };
@@ -294,8 +295,8 @@ fn footprint(host: &winhost_sim::host::Host) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn a_server_2016_host_without_containers_and_room_is_refused_by_the_real_identity_script_with_nothing_installed()
-{
+async fn a_server_2016_host_losing_containers_without_room_is_refused_by_the_real_identity_script_with_nothing_installed()
+ {
     let identity = winhost_sim::host::Identity {
         hostname: "OLD-2016".into(),
         fqdn: "old-2016.lab.example".into(),
@@ -307,7 +308,7 @@ async fn a_server_2016_host_without_containers_and_room_is_refused_by_the_real_i
     let sim = Arc::new(InProcessHost::new(identity, "Administrator@203.0.113.90:22", "SSH-2.0-wmco", key).unwrap());
     {
         let mut host = sim.host();
-        host.features.insert("Containers".into(), "Disabled".into());
+        host.features.insert("Containers".into(), "DisablePending".into());
         host.volume.free_bytes = 512 << 20;
     }
     let before = tree(sim.root());
@@ -325,13 +326,14 @@ async fn a_server_2016_host_without_containers_and_room_is_refused_by_the_real_i
         operator_version: "10.17.0",
         pub_key_hash: "ab12",
         disruptions: &disruptions,
+        drain: &wmco_cluster_client::DrainOptions::default(),
     };
 
     let error = configure(&session, cluster, &inputs).await.unwrap_err();
     let found: Vec<String> = error.preflight_failures().iter().map(ToString::to_string).collect();
     assert_eq!(found.len(), 3, "{found:#?}");
     assert!(found[0].starts_with("WindowsBuild: Windows build 14393 is not supported"), "{found:#?}");
-    assert!(found[1].starts_with("ContainersFeature: the Windows feature Containers is not enabled"), "{found:#?}");
+    assert!(found[1].starts_with("ContainersFeature: the Windows feature Containers is being removed"), "{found:#?}");
     assert!(found[2].starts_with("DiskSpace: C: has 512.0 MiB free"), "{found:#?}");
     let host = sim.host();
     assert_eq!(host.command_log.len(), 1, "the identity command only: {:#?}", host.command_log);
@@ -370,7 +372,7 @@ async fn check_host_reads_identity_and_facts_in_one_command_and_changes_nothing(
     assert_eq!(check.failures, Vec::new());
     assert_eq!(check.identity.map(|identity| identity.expected_node_name).as_deref(), Some("winworker-6"));
     assert_eq!(check.facts.build, Some(20348));
-    assert_eq!(check.facts.containers_enabled, Some(true));
+    assert_eq!(check.facts.containers, Some(crate::FeatureState::Enabled));
     assert_eq!(check.facts.free_bytes, Some(sim.host().volume.free_bytes));
     assert_eq!(session.counters().commands, 1);
     assert_eq!(tree(sim.root()), before);

@@ -440,6 +440,7 @@ async fn node_config_configures_a_simulated_host_in_both_phases_from_the_payload
             operator_version: "10.17.0",
             pub_key_hash: "ab",
             disruptions: &wmco_node_config::testing::AdmitEvery::default(),
+            drain: &wmco_cluster_client::DrainOptions::default(),
         };
         configure(&session, cluster, &inputs).await.unwrap()
     };

@@ -80,8 +80,10 @@ impl DisruptionGate for BudgetedDisruptions {
         if unavailable >= self.max_unavailable {
             return Ok(Admission::Denied { unavailable, max_unavailable: self.max_unavailable });
         }
-        let mark = NodeMetadataPatch::default().set_label(UPGRADING_LABEL, "true");
-        self.nodes.patch_metadata(request.node_name, &mark).await?;
+        if let Some(node_name) = request.node_name {
+            let mark = NodeMetadataPatch::default().set_label(UPGRADING_LABEL, "true");
+            self.nodes.patch_metadata(node_name, &mark).await?;
+        }
         Ok(Admission::Granted(Box::new(held)))
     }
 }
@@ -118,7 +120,7 @@ mod tests {
     async fn ask(gate: &BudgetedDisruptions, cluster: &FakeCluster, node: &str) -> Admission {
         let record = cluster.records.record(NAMESPACE, node).unwrap();
         let services = ["kubelet".to_owned()];
-        gate.admit(&DisruptionRequest { instance: &record, node_name: node, services: &services }).await.unwrap()
+        gate.admit(&DisruptionRequest { instance: &record, node_name: Some(node), services: &services }).await.unwrap()
     }
 
     async fn unmark(cluster: &FakeCluster, node: &str) {
@@ -156,6 +158,40 @@ mod tests {
         let denied = ask(&gate(&cluster, 2), &cluster, "win-b").await;
         assert!(matches!(denied, Admission::Denied { unavailable: 2, .. }), "{denied:?}");
         assert!(matches!(ask(&gate(&cluster, 3), &cluster, "win-b").await, Admission::Granted(_)));
+    }
+
+    #[tokio::test]
+    async fn a_reboot_without_a_node_takes_a_unit_while_its_record_says_it_is_under_way() {
+        let cluster = fleet().await;
+        let gate = gate(&cluster, 1);
+        let fresh = objects::record("fresh").in_namespace(NAMESPACE).byoh("10.0.0.9").build();
+        cluster.records.apply(&fresh).await.unwrap();
+        let record = cluster.records.record(NAMESPACE, "fresh").unwrap();
+        let request = DisruptionRequest { instance: &record, node_name: None, services: &[] };
+        let claim = gate.admit(&request).await.unwrap();
+        assert!(matches!(claim, Admission::Granted(_)), "{claim:?}");
+        drop(claim);
+
+        let reboot = |state| wmco_cluster_client::types::HostReboot {
+            reason: "the Windows feature Containers was installed".to_owned(),
+            state,
+            boot_before: "/Date(1)/".to_owned(),
+            requested_at: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now()),
+            restart_sent_at: None,
+            node: None,
+            cordoned: false,
+            completed_at: None,
+        };
+        let mut status = objects::status().phase(InstancePhase::Configuring).build();
+        status.reboot = Some(reboot(wmco_cluster_client::types::RebootState::Restarting));
+        cluster.records.apply_status(NAMESPACE, "fresh", &status).await.unwrap();
+        let denied = gate.admit(&request).await.unwrap();
+        assert!(matches!(denied, Admission::Denied { unavailable: 1, max_unavailable: 1 }), "{denied:?}");
+        assert!(matches!(ask(&gate, &cluster, "win-a").await, Admission::Denied { .. }));
+
+        status.reboot = Some(reboot(wmco_cluster_client::types::RebootState::Completed));
+        cluster.records.apply_status(NAMESPACE, "fresh", &status).await.unwrap();
+        assert!(matches!(ask(&gate, &cluster, "win-a").await, Admission::Granted(_)));
     }
 
     #[tokio::test]

@@ -5,7 +5,7 @@
 use k8s_openapi::api::core::v1::Node;
 use semver::Version;
 use wmco_cluster_client::names::{PUB_KEY_HASH_ANNOTATION, VERSION_ANNOTATION};
-use wmco_cluster_client::types::WindowsInstance;
+use wmco_cluster_client::types::{HostReboot, WindowsInstance};
 use wmco_cluster_client::{InstanceRecords, NodeExt, Nodes, ResourceExt, WindowsInstanceExt};
 use wmco_upgrade_planner::{CordonedBy, Failure, Instance, NodeState};
 
@@ -120,6 +120,11 @@ pub fn planner_instance(record: &WindowsInstance, node: Option<&Node>, last_fail
         phase: record.status.as_ref().and_then(|status| status.phase).unwrap_or_default(),
         node: node.map(node_state),
         last_failure,
+        rebooting: record
+            .status
+            .as_ref()
+            .and_then(|status| status.reboot.as_ref())
+            .is_some_and(HostReboot::in_progress),
     }
 }
 

@@ -50,6 +50,10 @@ pub const NODE_WAIT_RECHECK: Duration = Duration::from_secs(30);
 /// host at once; this recheck covers budget freed otherwise (a replaced Machine's Node becoming Ready).
 pub const BUDGET_RECHECK: Duration = Duration::from_secs(30);
 
+/// How soon a host the operator is rebooting is looked at again: one identity command (or a refused connection)
+/// per pass tells whether it is back with a new boot time.
+pub const REBOOT_RECHECK: Duration = Duration::from_secs(5);
+
 /// The controller name of the `windows-instances` loop in the reconcile metrics.
 const INVENTORY: &str = "inventory";
 
@@ -145,6 +149,7 @@ fn action_after(outcome: &InstanceOutcome) -> Action {
             ConfigureState::WaitingForServices => Action::requeue(WAITING_RECHECK),
             ConfigureState::WaitingForReady => Action::requeue(NODE_WAIT_RECHECK),
             ConfigureState::WaitingForBudget => Action::requeue(BUDGET_RECHECK),
+            ConfigureState::Rebooting => Action::requeue(REBOOT_RECHECK),
             ConfigureState::WaitingForNode | ConfigureState::WaitingForSubnet | ConfigureState::WaitingForUpgrade => {
                 Action::await_change()
             }

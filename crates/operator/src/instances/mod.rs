@@ -26,7 +26,9 @@ mod tests;
 
 pub use connector::{HostConnector, SshConnector};
 pub use context::{InstancesContext, InstancesSettings};
-pub use controller::{DEFAULT_CONCURRENCY, NODE_WAIT_RECHECK, READY_RECHECK, WAITING_RECHECK, controller};
+pub use controller::{
+    DEFAULT_CONCURRENCY, NODE_WAIT_RECHECK, READY_RECHECK, REBOOT_RECHECK, WAITING_RECHECK, controller,
+};
 pub use error::InstancesError;
 pub use host_keys::{GO_HOST_KEYS_CONFIG_MAP, HostKeyImportError, ImportedHostKey, go_operator_host_key};
 pub use inventory::{

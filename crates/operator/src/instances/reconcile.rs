@@ -15,7 +15,7 @@ use wmco_cluster_client::{NewEvent, Severity, WindowsInstanceExt};
 use wmco_machines::names::MACHINE_API_NAMESPACE;
 use wmco_node_config::{
     ConfigureInputs, ConfigureOutcome, ConfigureState, DeconfigureInputs, DeconfigureOutcome, FlowError, HostSession,
-    PreflightFailure, WithheldService, configure, deconfigure,
+    PreflightFailure, RebootStep, WithheldService, configure, deconfigure,
 };
 
 use super::{InstancesContext, InstancesError, go_operator_host_key};
@@ -109,6 +109,7 @@ async fn configure_pass(
         operator_version: &ctx.settings.operator_version,
         pub_key_hash: &ctx.settings.pub_key_hash,
         disruptions: ctx.disruptions.as_ref(),
+        drain: &ctx.settings.drain,
     };
     let pass =
         async { configure(&session, ctx.cluster(), &inputs).await.map_err(|source| flow_error(instance, source)) };
@@ -119,6 +120,9 @@ async fn configure_pass(
         && !matches!(before, Some(InstancePhase::Ready | InstancePhase::Upgrading))
     {
         publish_everywhere(instance, ctx, &setup_event(instance, &outcome, &ctx.settings.operator_version)).await;
+    }
+    if let Some(step) = &outcome.reboot {
+        publish(instance, ctx, &reboot_event(instance, step)).await;
     }
     for withheld in ctx.newly_withheld(instance, &outcome.withheld) {
         tracing::warn!(instance = %instance.key(), service = %withheld.service, reason = %withheld.reason,
@@ -164,6 +168,22 @@ async fn adopt_go_operator_host_key(
     let mut adopted = instance.clone();
     adopted.status.get_or_insert_default().pinned_host_key = Some(imported.key.to_openssh());
     Ok(Some(adopted))
+}
+
+/// The Normal Event on the record for a reboot the operator started (`HostRebooting`) or saw completed
+/// (`HostRebooted`).
+pub(crate) fn reboot_event(instance: &WindowsInstance, step: &RebootStep) -> NewEvent {
+    let address = &instance.spec.address;
+    let (reason, note) = match step {
+        RebootStep::Started(why) => (
+            "HostRebooting",
+            format!("host {address} restarts because {why}; it counts against --max-unavailable until it is back"),
+        ),
+        RebootStep::Completed(why) => {
+            ("HostRebooted", format!("host {address} is back from the restart made because {why}"))
+        }
+    };
+    NewEvent { severity: Severity::Normal, reason: reason.to_owned(), action: "Configure".to_owned(), note: Some(note) }
 }
 
 /// The Warning Event on the record for a service a configure pass left out.

@@ -97,9 +97,9 @@ async fn a_fresh_host_is_bootstrapped_and_an_unchanged_second_reconcile_costs_no
 }
 
 #[tokio::test]
-async fn a_host_without_the_containers_feature_fails_preflight_with_one_warning_event_naming_the_check() {
+async fn a_host_whose_containers_feature_is_being_removed_fails_preflight_with_one_warning_event_naming_the_check() {
     let host = Arc::new(InProcessHost::sample(5).unwrap());
-    host.host().features.insert("Containers".into(), "Disabled".into());
+    host.host().features.insert("Containers".into(), "DisablePending".into());
     let connector = Arc::new(SimConnector { host: host.clone(), connects: Mutex::new(0) });
     let settings = settings();
     let cluster = FakeCluster::default();
@@ -118,7 +118,7 @@ async fn a_host_without_the_containers_feature_fails_preflight_with_one_warning_
     assert_eq!(warnings.len(), 1, "{warnings:#?}");
     assert_eq!(warnings[0].0, "PreflightCheckFailed");
     assert!(
-        warnings[0].1.starts_with("ContainersFeature: the Windows feature Containers is not enabled"),
+        warnings[0].1.starts_with("ContainersFeature: the Windows feature Containers is being removed"),
         "{warnings:#?}"
     );
     let status = cluster.records.record(NAMESPACE, "byoh-127-0-0-50").unwrap().status.unwrap();

@@ -451,7 +451,20 @@ fn setup_teardown_and_failure_events_carry_the_go_operator_s_reasons_by_origin()
         uploads: 0,
         bytes_uploaded: 0,
         withheld: Vec::new(),
+        reboot: None,
     };
+    let started = wmco_node_config::RebootStep::Started("the Windows feature Containers was installed".to_owned());
+    let rebooting = super::reconcile::reboot_event(&byoh, &started);
+    assert_eq!((rebooting.severity, rebooting.reason.as_str()), (Severity::Normal, "HostRebooting"));
+    assert_eq!(
+        rebooting.note.as_deref(),
+        Some(
+            "host 10.0.0.5 restarts because the Windows feature Containers was installed; it counts against \
+             --max-unavailable until it is back"
+        )
+    );
+    let completed = wmco_node_config::RebootStep::Completed("x".to_owned());
+    assert_eq!(super::reconcile::reboot_event(&byoh, &completed).reason, "HostRebooted");
     let setup = super::reconcile::setup_event(&byoh, &outcome, "0.1.0");
     assert_eq!((setup.severity, setup.reason.as_str()), (Severity::Normal, "InstanceSetup"));
     assert_eq!(setup.note.as_deref(), Some("host 10.0.0.5 is Node win-a at version 0.1.0"));

@@ -58,6 +58,7 @@ pub fn invoke(
         "new-itemproperty" | "set-itemproperty" => set_item_property(session, &call, lowered == "new-itemproperty"),
         "remove-itemproperty" => remove_item_property(session, &call),
         "get-windowsoptionalfeature" => get_optional_feature(session, &call),
+        "install-windowsfeature" => install_windows_feature(session, &call),
         "get-mppreference" => get_mp_preference(session, &call),
         "add-mppreference" | "remove-mppreference" => {
             change_mp_preference(session, &call, lowered == "add-mppreference")
@@ -75,7 +76,7 @@ pub fn invoke(
 
 /// Cmdlet names as PowerShell spells them in error records.
 fn canonical_name(lowered: &str) -> Option<&'static str> {
-    const NAMES: [&str; 36] = [
+    const NAMES: [&str; 37] = [
         "Get-FileHash",
         "Get-ChildItem",
         "Import-Certificate",
@@ -104,6 +105,7 @@ fn canonical_name(lowered: &str) -> Option<&'static str> {
         "New-ItemProperty",
         "Set-ItemProperty",
         "Get-WindowsOptionalFeature",
+        "Install-WindowsFeature",
         "Get-MpPreference",
         "Add-MpPreference",
         "Remove-MpPreference",
@@ -129,6 +131,10 @@ impl Call {
     }
 
     fn command_type(&self) -> String {
+        if self.name == "Install-WindowsFeature" {
+            // ServerManager implements Install-WindowsFeature with the class behind its older name.
+            return "Microsoft.Windows.ServerManager.Commands.AddWindowsFeatureCommand".to_owned();
+        }
         let module = match self.name.as_str() {
             "Get-CimInstance" => "Microsoft.Management.Infrastructure.CimCmdlets",
             "Get-FileHash" => "Microsoft.PowerShell.Commands",
@@ -681,6 +687,8 @@ fn get_cim_instance(session: &mut Session<'_>, call: &Call) -> Result<Vec<Value>
     let class = call.arguments.text("classname", Some(0)).unwrap_or_default();
     let items = if class.eq_ignore_ascii_case("Win32_LogicalDisk") {
         vec![system_volume(session)]
+    } else if class.eq_ignore_ascii_case("Win32_OperatingSystem") {
+        vec![operating_system(session.host)]
     } else if class.eq_ignore_ascii_case("Win32_Service") {
         session.host.refresh();
         session.host.scm.services().map(cim_service).collect()
@@ -718,6 +726,34 @@ fn system_volume(session: &Session<'_>) -> Value {
             ("FileSystem", Value::str("NTFS")),
             ("FreeSpace", Value::Int(i64::try_from(session.host.volume.free_bytes).unwrap_or(i64::MAX))),
             ("Size", Value::Int(i64::try_from(session.host.volume.size_bytes).unwrap_or(i64::MAX))),
+        ],
+    )))
+}
+
+/// `Win32_OperatingSystem`: the product caption, version and build of the host's Windows build (windows-commands.md
+/// §4.1 Builds) and `LastBootUpTime`, a DateTime (the class is the simulator's extension of the §8 subset, by which
+/// a completed reboot is told from a pending one).
+fn operating_system(host: &Host) -> Value {
+    let build = host.identity.build;
+    let caption = match build {
+        17763 => "Microsoft Windows Server 2019 Datacenter",
+        20348 => "Microsoft Windows Server 2022 Datacenter",
+        26100 => "Microsoft Windows Server 2025 Datacenter",
+        _ => "Microsoft Windows Server",
+    };
+    let boot_millis = host
+        .last_boot_up
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since_epoch| i64::try_from(since_epoch.as_millis()).unwrap_or(i64::MAX));
+    Value::Object(Box::new(Object::typed(
+        "Microsoft.Management.Infrastructure.CimInstance#root/cimv2/Win32_OperatingSystem",
+        vec![
+            ("Caption", Value::str(caption)),
+            ("Version", Value::Str(format!("10.0.{build}"))),
+            ("BuildNumber", Value::Str(build.to_string())),
+            ("CSName", Value::Str(host.identity.netbios_name())),
+            ("OSArchitecture", Value::str("64-bit")),
+            ("LastBootUpTime", Value::DateTime(boot_millis)),
         ],
     )))
 }
@@ -1323,8 +1359,7 @@ fn remove_item_property(session: &mut Session<'_>, call: &Call) -> Result<Vec<Va
 fn get_optional_feature(session: &mut Session<'_>, call: &Call) -> Result<Vec<Value>, Flow> {
     let Some(name) = call.arguments.text("featurename", None) else { return Err(call.missing_argument("FeatureName")) };
     let (state, number) = match session.host.features.iter().find(|(feature, _)| feature.eq_ignore_ascii_case(&name)) {
-        Some((_, state)) if state == "Enabled" => ("Enabled", 2),
-        Some(_) => ("Disabled", 0),
+        Some((_, state)) => crate::host::feature_state(state).unwrap_or(("Disabled", 0)),
         None => {
             let error = call.error(
                 "Feature name is unknown.",
@@ -1346,6 +1381,61 @@ fn get_optional_feature(session: &mut Session<'_>, call: &Call) -> Result<Vec<Va
             ("State", Value::enumeration(state, number)),
         ],
     )))])
+}
+
+/// `Install-WindowsFeature -Name <feature>` (windows-commands.md §4.1): an enabled feature needs no change; a
+/// disabled one (also with its payload removed, or with a removal pending) becomes `EnablePending` until the next
+/// reboot and asks for a restart, as does installing it again before that reboot; an unknown name is a
+/// non-terminating error plus a failed result. The host is always a Server SKU with the ServerManager module.
+fn install_windows_feature(session: &mut Session<'_>, call: &Call) -> Result<Vec<Value>, Flow> {
+    let Some(name) = call.arguments.text("name", Some(0)) else { return Err(call.missing_argument("Name")) };
+    let feature = session.host.features.iter_mut().find(|(feature, _)| feature.eq_ignore_ascii_case(&name));
+    let Some((feature_name, state)) = feature else {
+        let error = call.error(
+            format!("ArgumentNotValid: The role, role service, or feature name is not valid: '{name}'. The name was not found."),
+            "InvalidArgument",
+            "Exception",
+            "NameDoesNotExist",
+            &name,
+        );
+        session.report(error, call.action)?;
+        return Ok(vec![feature_operation_result(false, "No", "Failed", None)]);
+    };
+    Ok(vec![match state.as_str() {
+        "Enabled" => feature_operation_result(true, "No", "NoChangeNeeded", None),
+        "EnablePending" => feature_operation_result(true, "Yes", "SuccessRestartRequired", None),
+        _ => {
+            "EnablePending".clone_into(state);
+            feature_operation_result(true, "Yes", "SuccessRestartRequired", Some(feature_name.as_str()))
+        }
+    }])
+}
+
+/// The `FeatureOperationResult` `Install-WindowsFeature` returns, with the feature it installed (if any) in
+/// `FeatureResult`. Windows PowerShell 5.1 gives `RestartNeeded` and `ExitCode` as enums; the simulator keeps their
+/// names as strings, which `-eq` and `.ToString()` treat alike (the product compares them with `-eq` and reads
+/// `.Success`; `ConvertTo-Json` would print numbers on Windows and names here).
+fn feature_operation_result(success: bool, restart_needed: &str, exit_code: &str, installed: Option<&str>) -> Value {
+    let feature_results = installed.into_iter().map(|feature| {
+        Value::Object(Box::new(Object::typed(
+            "Microsoft.Windows.ServerManager.Commands.FeatureResult",
+            vec![
+                ("DisplayName", Value::str(feature)),
+                ("Name", Value::str(feature)),
+                ("RestartNeeded", Value::Bool(true)),
+                ("Success", Value::Bool(true)),
+            ],
+        )))
+    });
+    Value::Object(Box::new(Object::typed(
+        "Microsoft.Windows.ServerManager.Commands.FeatureOperationResult",
+        vec![
+            ("Success", Value::Bool(success)),
+            ("RestartNeeded", Value::str(restart_needed)),
+            ("FeatureResult", Value::Array(feature_results.collect())),
+            ("ExitCode", Value::str(exit_code)),
+        ],
+    )))
 }
 
 /// Defender's preferences, for the `MpPreference` cmdlets: not installed is an unknown command, not running fails

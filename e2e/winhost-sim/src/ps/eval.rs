@@ -516,8 +516,9 @@ pub fn collect(mut items: Vec<Value>) -> Value {
 }
 
 fn compare(op: BinaryOp, left: &Value, right: &Value) -> bool {
-    let ordering = || match (left.as_int(), right.as_int()) {
-        (Some(a), Some(b)) if !matches!(left, Value::Str(_)) => a.cmp(&b),
+    let ordering = || match (left, right, left.as_int(), right.as_int()) {
+        (Value::DateTime(a), Value::DateTime(b), _, _) => a.cmp(b),
+        (_, _, Some(a), Some(b)) if !matches!(left, Value::Str(_)) => a.cmp(&b),
         _ => left.to_text().to_lowercase().cmp(&right.to_text().to_lowercase()),
     };
     match op {
@@ -624,6 +625,7 @@ fn method(target: Value, name: &str, arguments: &[Value]) -> Result<Value, Flow>
                 },
                 Value::Str(_) => "System.String".to_owned(),
                 Value::Int(_) => "System.Int32".to_owned(),
+                Value::DateTime(_) => "System.DateTime".to_owned(),
                 _ => "System.Object".to_owned(),
             };
             return Err(Flow::Error {

@@ -1,8 +1,9 @@
-//! Default output formatting of values written to stdout: scalars one per line, objects in list view
-//! (`Name : value`, names padded). PowerShell's table view for objects with four or fewer properties and the
-//! per-type views of formatting files are not modelled: product scripts print JSON or pipe to `Out-Null`.
+//! Default output formatting of values written to stdout: scalars one per line (a DateTime in its long en-US form),
+//! objects in list view (`Name : value`, names padded). PowerShell's table view for objects with four or fewer
+//! properties and the per-type views of formatting files are not modelled: product scripts print JSON or pipe to
+//! `Out-Null`.
 
-use super::value::Value;
+use super::value::{CivilTime, Value};
 
 /// Formats output items as the console host prints them (CRLF lines).
 pub fn format_output(items: &[Value]) -> String {
@@ -10,6 +11,10 @@ pub fn format_output(items: &[Value]) -> String {
     for item in items {
         match item {
             Value::Null => {}
+            Value::DateTime(millis) => {
+                text.push_str(&CivilTime::from_millis(*millis).long_text());
+                text.push_str("\r\n");
+            }
             Value::Array(inner) => text.push_str(&format_output(inner)),
             Value::Object(object) => {
                 let width = object.properties.iter().map(|(name, _)| name.chars().count()).max().unwrap_or(0);
@@ -46,8 +51,8 @@ mod tests {
             vec![("Name", Value::str("a")), ("Enabled", Value::Bool(true))],
         )));
         assert_eq!(
-            format_output(&[Value::Bool(true), Value::Null, Value::Int(3), object]),
-            "True\r\n3\r\n\r\nName    : a\r\nEnabled : True\r\n\r\n"
+            format_output(&[Value::Bool(true), Value::Null, Value::Int(3), object, Value::DateTime(0)]),
+            "True\r\n3\r\n\r\nName    : a\r\nEnabled : True\r\n\r\nThursday, January 1, 1970 12:00:00 AM\r\n"
         );
     }
 }

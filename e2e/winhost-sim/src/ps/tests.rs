@@ -381,3 +381,149 @@ fn defender_runs_by_default_and_keeps_process_exclusions() {
     assert!(output.stderr.contains("The term &apos;Get-MpPreference&apos; is not recognized"), "{}", output.stderr);
     assert!(host.unknown_commands.is_empty(), "a host without Defender is modelled, not unknown");
 }
+
+/// `Install-WindowsFeature`'s result as JSON (`RestartNeeded` and `ExitCode` by name, portable to 5.1's enums).
+const INSTALL_CONTAINERS: &str = "$ErrorActionPreference = 'Stop'\n\
+     $r = Install-WindowsFeature -Name Containers\n\
+     [ordered]@{ success = $r.Success; restart = $r.RestartNeeded.ToString(); code = $r.ExitCode.ToString(); yes = $r.RestartNeeded -eq 'Yes' } | ConvertTo-Json -Compress -Depth 2";
+
+/// The Containers feature's state by name, as the product prints it.
+const CONTAINERS_STATE: &str = "$c = Get-WindowsOptionalFeature -Online -FeatureName Containers\n\
+     @('Enabled', 'EnablePending', 'Disabled', 'DisablePending', 'DisabledWithPayloadRemoved') | Where-Object { $c.State -eq $_ } | Select-Object -First 1";
+
+#[test]
+fn install_windows_feature_leaves_containers_pending_until_a_reboot() {
+    let (_root, mut host) = test_host();
+    host.features.insert("Containers".into(), "Disabled".into());
+    assert_eq!(ps(&mut host, CONTAINERS_STATE).stdout, "Disabled\r\n");
+
+    let output = ps(&mut host, INSTALL_CONTAINERS);
+    assert_eq!((output.code, output.stderr.as_str()), (0, ""));
+    assert_eq!(
+        output.stdout,
+        "{\"success\":true,\"restart\":\"Yes\",\"code\":\"SuccessRestartRequired\",\"yes\":true}\r\n"
+    );
+    assert_eq!(ps(&mut host, CONTAINERS_STATE).stdout, "EnablePending\r\n");
+    let output = ps(&mut host, "(Get-WindowsOptionalFeature -Online -FeatureName Containers).State.ToString()");
+    assert_eq!(output.stdout, "EnablePending\r\n");
+    let output = ps(&mut host, "(Install-WindowsFeature -Name Containers).FeatureResult.Count");
+    assert_eq!(output.stdout, "0\r\n", "installing again before the reboot changes nothing");
+    let output = ps(&mut host, INSTALL_CONTAINERS);
+    assert_eq!(
+        output.stdout,
+        "{\"success\":true,\"restart\":\"Yes\",\"code\":\"SuccessRestartRequired\",\"yes\":true}\r\n"
+    );
+    assert_eq!(host.features.get("Containers").map(String::as_str), Some("EnablePending"));
+
+    host.reboot();
+    assert_eq!(ps(&mut host, CONTAINERS_STATE).stdout, "Enabled\r\n");
+    let output = ps(&mut host, INSTALL_CONTAINERS);
+    assert_eq!(output.stdout, "{\"success\":true,\"restart\":\"No\",\"code\":\"NoChangeNeeded\",\"yes\":false}\r\n");
+    assert_eq!(host.features.get("Containers").map(String::as_str), Some("Enabled"));
+
+    host.features.insert("Containers".into(), "DisabledWithPayloadRemoved".into());
+    assert_eq!(ps(&mut host, CONTAINERS_STATE).stdout, "DisabledWithPayloadRemoved\r\n");
+    let output = ps(&mut host, "(Install-WindowsFeature -Name Containers).FeatureResult[0].Name");
+    assert_eq!(output.stdout, "Containers\r\n");
+    assert_eq!(ps(&mut host, CONTAINERS_STATE).stdout, "EnablePending\r\n");
+}
+
+#[test]
+fn install_windows_feature_of_an_unknown_name_fails_with_a_non_terminating_error() {
+    let (_root, mut host) = test_host();
+    let output = ps(
+        &mut host,
+        "$r = Install-WindowsFeature -Name Nope\n\
+         [ordered]@{ success = $r.Success; restart = $r.RestartNeeded; code = $r.ExitCode } | ConvertTo-Json -Compress -Depth 2",
+    );
+    assert_eq!(output.stdout, "{\"success\":false,\"restart\":\"No\",\"code\":\"Failed\"}\r\n");
+    assert_eq!(output.code, 0, "a non-terminating error in an earlier statement");
+    assert!(
+        output.stderr.contains(
+            "Install-WindowsFeature : ArgumentNotValid: The role, role service, or feature name is not valid: &apos;Nope&apos;. The name was not found."
+        ),
+        "{}",
+        output.stderr
+    );
+    assert!(
+        output.stderr.contains("NameDoesNotExist,Microsoft.Windows.ServerManager.Commands.AddWindowsFeatureCommand"),
+        "{}",
+        output.stderr
+    );
+    let output =
+        ps(&mut host, "try { Install-WindowsFeature -Name Nope -ErrorAction Stop; 'not reached' } catch { 'caught' }");
+    assert_eq!((output.stdout.as_str(), output.stderr.as_str()), ("caught\r\n", ""));
+    assert!(!host.features.contains_key("Nope"));
+}
+
+/// The `\/Date(<ms>)\/` milliseconds in `{"boot":"\/Date(<ms>)\/"}`.
+fn boot_millis(json: &str) -> i64 {
+    let start = json.find("\\/Date(").expect("a 5.1 DateTime") + "\\/Date(".len();
+    let end = json[start..].find(")\\/").expect("the closing of a 5.1 DateTime") + start;
+    json[start..end].parse().unwrap()
+}
+
+#[test]
+fn win32_operating_system_reports_the_build_and_a_boot_time_that_moves_at_each_reboot() {
+    let (_root, mut host) = test_host();
+    let read_boot = "[ordered]@{ boot = (Get-CimInstance Win32_OperatingSystem).LastBootUpTime } | ConvertTo-Json -Compress -Depth 2";
+    let output = ps(&mut host, read_boot);
+    assert_eq!(output.stderr, "");
+    assert!(
+        output.stdout.starts_with("{\"boot\":\"\\/Date(") && output.stdout.ends_with(")\\/\"}\r\n"),
+        "{}",
+        output.stdout
+    );
+    let first = boot_millis(&output.stdout);
+    let created = host.last_boot_up.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
+    assert_eq!(i128::from(first), i128::try_from(created).unwrap());
+
+    let by_variable = "$os = Get-CimInstance Win32_OperatingSystem\n\
+                       [ordered]@{ boot = $os.LastBootUpTime; caption = $os.Caption; build = $os.BuildNumber; version = $os.Version } | ConvertTo-Json -Compress -Depth 2";
+    let output = ps(&mut host, by_variable);
+    assert_eq!(
+        output.stdout,
+        format!(
+            "{{\"boot\":\"\\/Date({first})\\/\",\"caption\":\"Microsoft Windows Server 2022 Datacenter\",\"build\":\"20348\",\"version\":\"10.0.20348\"}}\r\n"
+        )
+    );
+
+    host.reboot();
+    let second = boot_millis(&ps(&mut host, read_boot).stdout);
+    assert!(second > first, "{second} after {first}");
+    host.reboot();
+    let third = boot_millis(&ps(&mut host, read_boot).stdout);
+    assert!(third > second, "two reboots within a millisecond still differ: {third} after {second}");
+    let output = ps(
+        &mut host,
+        "$os = Get-CimInstance Win32_OperatingSystem\n$os.LastBootUpTime -eq $os.LastBootUpTime\n\
+         (Get-CimInstance Win32_OperatingSystem | Select-Object -First 1).LastBootUpTime.ToString() -like '*/*/* *:*:* ?M'\n\
+         @(Get-CimInstance Win32_OperatingSystem).Count",
+    );
+    assert_eq!(output.stdout, "True\r\nTrue\r\n1\r\n");
+
+    for (build, caption) in [
+        (17763, "Microsoft Windows Server 2019 Datacenter"),
+        (26100, "Microsoft Windows Server 2025 Datacenter"),
+        (14393, "Microsoft Windows Server"),
+    ] {
+        host.identity.build = build;
+        let output = ps(&mut host, "(Get-CimInstance Win32_OperatingSystem).Caption");
+        assert_eq!(output.stdout, format!("{caption}\r\n"));
+    }
+    let output = ps(&mut host, "Get-CimInstance Win32_OperatingSystem | ConvertTo-Json -Compress -Depth 2");
+    assert!(output.stdout.contains("\"Version\":\"10.0.14393\",\"BuildNumber\":\"14393\""), "{}", output.stdout);
+    assert!(output.stdout.contains(&format!("\"LastBootUpTime\":\"\\/Date({third})\\/\"")), "{}", output.stdout);
+}
+
+#[test]
+fn date_times_order_by_time_not_by_text() {
+    let (_root, mut host) = test_host();
+    let mut session = eval::Session::new(&mut host);
+    // 12/31/2024 sorts after 1/5/2025 as text.
+    session.set_variable("early", value::Value::DateTime(1_735_603_200_000));
+    session.set_variable("late", value::Value::DateTime(1_736_089_445_678));
+    let statements = parser::parse("$early -lt $late; $late -gt $early; $early -eq $late; $early.ToString()").unwrap();
+    assert_eq!(session.run_script(&statements), 0);
+    assert_eq!(session.stdout, "True\r\nTrue\r\nFalse\r\n12/31/2024 12:00:00 AM\r\n");
+}

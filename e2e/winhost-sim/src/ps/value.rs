@@ -1,8 +1,8 @@
 //! PowerShell values of the simulated interpreter: scalars, arrays, property bags (hashtables, ordered
 //! dictionaries, PSCustomObjects and typed objects such as `Win32_Service` instances), enums (a name and a number),
-//! and script blocks; their truthiness, `ToString()` text, comparisons, and `ConvertTo-Json` in Windows PowerShell
-//! 5.1's format (windows-commands.md §4: depth cut-off to `ToString()` text, enums as numbers, 4-space indent and two
-//! spaces after the colon, `-Compress`).
+//! DateTimes, and script blocks; their truthiness, `ToString()` text, comparisons, and `ConvertTo-Json` in Windows
+//! PowerShell 5.1's format (windows-commands.md §4: depth cut-off to `ToString()` text, enums as numbers, DateTime as
+//! `"\/Date(<ms>)\/"`, 4-space indent and two spaces after the colon, `-Compress`).
 
 use std::rc::Rc;
 
@@ -64,6 +64,8 @@ pub enum Value {
     Object(Box<Object>),
     /// An enum value: its name and number.
     Enum(String, i64),
+    /// A `System.DateTime`: milliseconds since the Unix epoch, UTC (simulated hosts keep UTC as their time zone).
+    DateTime(i64),
     /// `{ ... }`.
     Block(Rc<Block>),
 }
@@ -92,7 +94,7 @@ impl Value {
                 _ => true,
             },
             Value::Enum(_, number) => *number != 0,
-            Value::Object(_) | Value::Block(_) => true,
+            Value::DateTime(_) | Value::Object(_) | Value::Block(_) => true,
         }
     }
 
@@ -106,6 +108,7 @@ impl Value {
             Value::Str(text) => text.clone(),
             Value::Array(items) => items.iter().map(Value::to_text).collect::<Vec<_>>().join(" "),
             Value::Enum(name, _) => name.clone(),
+            Value::DateTime(millis) => CivilTime::from_millis(*millis).short_text(),
             Value::Block(block) => block.source.clone(),
             Value::Object(object) => match &object.kind {
                 ObjectKind::Hashtable => "System.Collections.Hashtable".to_owned(),
@@ -166,6 +169,7 @@ impl Value {
                 Value::Int(value) | Value::Enum(_, value) => value == number,
                 other => other.to_text().eq_ignore_ascii_case(name),
             },
+            (Value::DateTime(left), Value::DateTime(right)) => left == right,
             (left, other) => left.to_text().eq_ignore_ascii_case(&other.to_text()),
         }
     }
@@ -178,6 +182,88 @@ impl Value {
             Value::Str(text) => text.trim().parse().ok(),
             _ => None,
         }
+    }
+}
+
+/// The UTC calendar fields of a [`Value::DateTime`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CivilTime {
+    /// The year.
+    pub year: i64,
+    /// 1–12.
+    pub month: i64,
+    /// 1–31.
+    pub day: i64,
+    /// 0–23.
+    pub hour: i64,
+    /// 0–59.
+    pub minute: i64,
+    /// 0–59.
+    pub second: i64,
+    /// 0 = Sunday … 6 = Saturday.
+    pub weekday: i64,
+}
+
+impl CivilTime {
+    /// The calendar fields of `millis` since the Unix epoch (proleptic Gregorian, UTC).
+    pub fn from_millis(millis: i64) -> CivilTime {
+        const DAY_MILLIS: i64 = 86_400_000;
+        let days = millis.div_euclid(DAY_MILLIS);
+        let seconds_of_day = millis.rem_euclid(DAY_MILLIS) / 1000;
+        // Days to a civil date (H. Hinnant's `civil_from_days`), counting from 0000-03-01.
+        let shifted = days + 719_468;
+        let era = shifted.div_euclid(146_097);
+        let day_of_era = shifted.rem_euclid(146_097);
+        let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+        let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+        let march_month = (5 * day_of_year + 2) / 153;
+        let month = if march_month < 10 { march_month + 3 } else { march_month - 9 };
+        CivilTime {
+            year: year_of_era + era * 400 + i64::from(month <= 2),
+            month,
+            day: day_of_year - (153 * march_month + 2) / 5 + 1,
+            hour: seconds_of_day / 3600,
+            minute: seconds_of_day / 60 % 60,
+            second: seconds_of_day % 60,
+            weekday: (days + 4).rem_euclid(7),
+        }
+    }
+
+    /// `h:mm:ss AM` (en-US long time).
+    fn time_text(self) -> String {
+        let hour = match self.hour % 12 {
+            0 => 12,
+            other => other,
+        };
+        let meridiem = if self.hour < 12 { "AM" } else { "PM" };
+        format!("{hour}:{:02}:{:02} {meridiem}", self.minute, self.second)
+    }
+
+    /// `ToString()` in en-US: `1/5/2025 3:04:05 PM`.
+    pub fn short_text(self) -> String {
+        format!("{}/{}/{} {}", self.month, self.day, self.year, self.time_text())
+    }
+
+    /// How the console shows a DateTime on its own: `Sunday, January 5, 2025 3:04:05 PM`.
+    pub fn long_text(self) -> String {
+        const WEEKDAYS: [&str; 7] = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
+        const MONTHS: [&str; 12] = [
+            "January",
+            "February",
+            "March",
+            "April",
+            "May",
+            "June",
+            "July",
+            "August",
+            "September",
+            "October",
+            "November",
+            "December",
+        ];
+        let weekday = usize::try_from(self.weekday).ok().and_then(|index| WEEKDAYS.get(index)).unwrap_or(&"");
+        let month = usize::try_from(self.month - 1).ok().and_then(|index| MONTHS.get(index)).unwrap_or(&"");
+        format!("{weekday}, {month} {}, {} {}", self.day, self.year, self.time_text())
     }
 }
 
@@ -225,6 +311,7 @@ fn write_json(value: &Value, depth: usize, compress: bool, indent: usize, out: &
         Value::Bool(flag) => out.push_str(if *flag { "true" } else { "false" }),
         Value::Int(number) | Value::Enum(_, number) => out.push_str(&number.to_string()),
         Value::Str(text) => json_string(text, out),
+        Value::DateTime(millis) => out.push_str(&format!("\"\\/Date({millis})\\/\"")),
         Value::Block(block) => json_string(&block.source, out),
         Value::Array(items) => {
             out.push('[');
@@ -321,5 +408,21 @@ mod tests {
         assert_eq!(items.member("Count"), Value::Int(2));
         assert_eq!(Value::Bool(false).to_text(), "False");
         assert!(!Value::Array(vec![Value::Bool(false)]).truthy());
+    }
+
+    #[test]
+    fn date_times_print_in_en_us_and_serialize_as_5_1_date_strings() {
+        // 2025-01-05T15:04:05.678Z, a Sunday.
+        let boot = Value::DateTime(1_736_089_445_678);
+        assert_eq!(boot.to_text(), "1/5/2025 3:04:05 PM");
+        assert_eq!(CivilTime::from_millis(1_736_089_445_678).long_text(), "Sunday, January 5, 2025 3:04:05 PM");
+        assert_eq!(Value::DateTime(0).to_text(), "1/1/1970 12:00:00 AM");
+        assert_eq!(Value::DateTime(951_782_400_000).to_text(), "2/29/2000 12:00:00 AM", "leap day");
+        assert_eq!(to_json(&boot, 2, true), r#""\/Date(1736089445678)\/""#);
+        let wrapped = object(ObjectKind::Ordered, vec![("boot", boot.clone())]);
+        assert_eq!(to_json(&wrapped, 1, false), "{\r\n    \"boot\":  \"\\/Date(1736089445678)\\/\"\r\n}");
+        assert!(boot.equals(&Value::DateTime(1_736_089_445_678)));
+        assert!(!boot.equals(&Value::DateTime(1_736_089_445_679)));
+        assert!(boot.truthy());
     }
 }

@@ -1,0 +1,261 @@
+//! The reboot flow (windows-commands.md §4.1, wmco-anchor.md §6): one resumable sequence for every change that
+//! takes effect at boot — today the `Containers` feature a host met for the first time lacks.
+//!
+//! 1. **Request** ([`request`]): one unit of the fleet's unavailability budget is claimed through the
+//!    [`DisruptionGate`] (shared with upgrades and Machine replacements; a host without a Node counts too), and the
+//!    record's `status.reboot` is written — state `Requested`, the reason, and the host's boot time before it — while
+//!    the claim is held, so every budget holder counts the host from then on. No budget: the pass changes nothing and
+//!    says [`ConfigureState::WaitingForBudget`].
+//! 2. **Cordon and drain** a Node that exists and is schedulable (the reboot record notes that the operator cordoned
+//!    it).
+//! 3. **Restart**: state `Restarting` and the time are written first, then `Restart-Computer -Force` is sent; a
+//!    connection that drops while it runs is the expected outcome, not an error.
+//! 4. **Wait** ([`advance`], one identity command per pass): a host that does not answer, or answers with the old
+//!    boot time, is still rebooting ([`ConfigureState::Rebooting`]); the restart is sent again when the host stays up
+//!    [`RESEND_AFTER`] after it; after [`REBOOT_TIMEOUT`] each pass fails with [`FlowError::Reboot`] (retried with
+//!    backoff) until the host is back.
+//! 5. **Back**: a new boot time completes the reboot — state `Completed`, the Node uncordoned (if the operator
+//!    cordoned it) and unmarked — and the pass goes on with the identity command's fresh output.
+//!
+//! Every step is written before it is taken, so an operator restarted at any point resumes from the record: a
+//! `Requested` reboot cordons, drains and restarts; a `Restarting` one waits for the new boot time.
+
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use wmco_cluster_client::names::UPGRADING_LABEL;
+use wmco_cluster_client::types::{HostReboot, InstancePhase, RebootState};
+use wmco_cluster_client::{NodeExt, NodeMetadataPatch};
+use wmco_ssh_transport::TransportError;
+
+use crate::configure::{ClusterAccess, ConfigureInputs, ConfigureState, run_identity_command};
+use crate::disruption::{Admission, DisruptionGate, DisruptionRequest};
+use crate::error::{FlowError, FlowStep};
+use crate::preflight::HostFacts;
+use crate::record::Recorder;
+use crate::script;
+use crate::session::HostSession;
+
+/// Why the configuration reboots a host whose `Containers` feature it installed (or found installed, pending).
+pub const CONTAINERS_REBOOT_REASON: &str = "the Windows feature Containers was installed";
+
+/// How long a host that still reports its old boot time may stay up after `Restart-Computer` before it is sent
+/// again (Windows shuts down in seconds to a minute).
+pub const RESEND_AFTER: SignedDuration = SignedDuration::from_mins(2);
+
+/// How long a host may take to come back after `Restart-Computer` before each pass reports it (the Go operator
+/// waits as long).
+pub const REBOOT_TIMEOUT: SignedDuration = SignedDuration::from_mins(10);
+
+/// Where an [`advance`] left the reboot.
+pub(crate) enum Progress {
+    /// The host is back; the identity command's output read after the reboot.
+    Back(String),
+    /// The reboot is still under way.
+    Waiting(ConfigureState),
+}
+
+/// Requests a reboot of the host for `reason`, with `boot_before` its current boot time and `node_name` its Node if
+/// one exists; granted, it goes on at once (cordon, drain, restart).
+pub(crate) async fn request(
+    session: &HostSession,
+    cluster: ClusterAccess<'_>,
+    inputs: &ConfigureInputs<'_>,
+    recorder: &mut Recorder<'_>,
+    reason: &str,
+    boot_before: &str,
+    node_name: Option<&str>,
+) -> Result<ConfigureState, FlowError> {
+    let request = DisruptionRequest { instance: inputs.instance, node_name, services: &[] };
+    let gate: &dyn DisruptionGate = inputs.disruptions;
+    let admission = gate.admit(&request).await.map_err(|source| FlowError::Cluster {
+        host: session.label().to_owned(),
+        step: FlowStep::ClaimBudget,
+        source,
+    })?;
+    match admission {
+        Admission::Granted(claim) => {
+            tracing::info!(host = session.label(), reason, "budget claimed: the host reboots");
+            recorder.status.reboot = Some(HostReboot {
+                reason: reason.to_owned(),
+                state: RebootState::Requested,
+                boot_before: boot_before.to_owned(),
+                requested_at: Time(Timestamp::now()),
+                restart_sent_at: None,
+                node: node_name.map(str::to_owned),
+                cordoned: false,
+                completed_at: None,
+            });
+            recorder.save().await?;
+            drop(claim);
+            match advance(session, cluster, inputs, recorder).await? {
+                Progress::Waiting(state) => Ok(state),
+                Progress::Back(_) => Ok(ConfigureState::Rebooting),
+            }
+        }
+        Admission::Denied { unavailable, max_unavailable } => {
+            tracing::info!(host = session.label(), reason, unavailable, max_unavailable, "reboot waits for the budget");
+            Ok(ConfigureState::WaitingForBudget)
+        }
+    }
+}
+
+/// Advances the reboot recorded in the status (which must be under way) by one step.
+pub(crate) async fn advance(
+    session: &HostSession,
+    cluster: ClusterAccess<'_>,
+    inputs: &ConfigureInputs<'_>,
+    recorder: &mut Recorder<'_>,
+) -> Result<Progress, FlowError> {
+    let Some(reboot) = recorder.status.reboot.clone().filter(HostReboot::in_progress) else {
+        return Err(FlowError::Record { instance: session.label().to_owned(), what: "status.reboot under way" });
+    };
+    let node_name = reboot.node.clone();
+    match reboot.state {
+        RebootState::Requested => {
+            if let Some(node_name) = &node_name {
+                cordon_and_drain(session, cluster, inputs, recorder, node_name).await?;
+            }
+            send_restart(session, recorder).await?;
+            Ok(Progress::Waiting(ConfigureState::Rebooting))
+        }
+        RebootState::Restarting | RebootState::Completed => {
+            let sent = reboot.restart_sent_at.as_ref().map_or(reboot.requested_at.0, |time| time.0);
+            let since = Timestamp::now().duration_since(sent);
+            let stdout = match run_identity_command(session).await {
+                Ok(stdout) => stdout,
+                Err(error) if is_down(&error) => {
+                    tracing::debug!(host = session.label(), error = %error, "the host is not back yet");
+                    return waiting_or_timed_out(session, since);
+                }
+                Err(error) => return Err(error),
+            };
+            match HostFacts::parse(&stdout).last_boot {
+                Some(boot) if boot != reboot.boot_before => {
+                    complete(session, cluster, recorder, node_name.as_deref(), &boot).await?;
+                    Ok(Progress::Back(stdout))
+                }
+                _ if since >= RESEND_AFTER => {
+                    tracing::warn!(host = session.label(), after = %since, "the host is still up: restarting it again");
+                    send_restart(session, recorder).await?;
+                    waiting_or_timed_out(session, since)
+                }
+                _ => waiting_or_timed_out(session, since),
+            }
+        }
+    }
+}
+
+/// Still rebooting, or [`FlowError::Reboot`] once `since` passed [`REBOOT_TIMEOUT`].
+fn waiting_or_timed_out(session: &HostSession, since: SignedDuration) -> Result<Progress, FlowError> {
+    if since >= REBOOT_TIMEOUT {
+        return Err(FlowError::Reboot {
+            host: session.label().to_owned(),
+            message: format!(
+                "the host did not come back with a new boot time within {REBOOT_TIMEOUT:#} of Restart-Computer \
+                 ({since:#} so far); check its console, the operator keeps waiting"
+            ),
+        });
+    }
+    Ok(Progress::Waiting(ConfigureState::Rebooting))
+}
+
+/// Whether `error` says the host cannot be reached (down or restarting), rather than that it refused the operator.
+fn is_down(error: &FlowError) -> bool {
+    match error {
+        FlowError::Transport { source, .. } => !matches!(
+            source.as_ref(),
+            TransportError::Authentication { .. }
+                | TransportError::HostKeyMismatch { .. }
+                | TransportError::Key(_)
+                | TransportError::CommandFailed { .. }
+                | TransportError::OutputTooLarge { .. }
+        ),
+        _ => false,
+    }
+}
+
+/// Cordons the Node (noting it, unless it was already unschedulable: an admin's cordon is left to the admin) and
+/// drains it.
+async fn cordon_and_drain(
+    session: &HostSession,
+    cluster: ClusterAccess<'_>,
+    inputs: &ConfigureInputs<'_>,
+    recorder: &mut Recorder<'_>,
+    node_name: &str,
+) -> Result<(), FlowError> {
+    let cluster_error = |step, source| FlowError::Cluster { host: session.label().to_owned(), step, source };
+    let Some(node) = cluster.nodes.get(node_name).await.map_err(|source| cluster_error(FlowStep::ReadNode, source))?
+    else {
+        return Ok(());
+    };
+    let already_ours = recorder.status.reboot.as_ref().is_some_and(|reboot| reboot.cordoned);
+    if !already_ours && !node.is_unschedulable() {
+        if let Some(reboot) = recorder.status.reboot.as_mut() {
+            reboot.cordoned = true;
+        }
+        recorder.save().await?;
+        cluster.nodes.cordon(node_name).await.map_err(|source| cluster_error(FlowStep::Cordon, source))?;
+    }
+    cluster.drainer.drain(node_name, inputs.drain).await.map_err(|source| cluster_error(FlowStep::Drain, source))?;
+    Ok(())
+}
+
+/// Records state `Restarting` and the time, then sends `Restart-Computer -Force`. A transport failure while it runs
+/// is the restart under way; a command that ran and failed is an error.
+async fn send_restart(session: &HostSession, recorder: &mut Recorder<'_>) -> Result<(), FlowError> {
+    if let Some(reboot) = recorder.status.reboot.as_mut() {
+        reboot.state = RebootState::Restarting;
+        reboot.restart_sent_at = Some(Time(Timestamp::now()));
+    }
+    recorder.save().await?;
+    let command = script::restart_computer().map_err(|source| FlowError::Render {
+        host: session.label().to_owned(),
+        step: FlowStep::Reboot,
+        source,
+    })?;
+    tracing::info!(host = session.label(), "Restart-Computer sent");
+    match session.run_powershell(FlowStep::Reboot, "restart the host", &command).await {
+        Ok(_) => Ok(()),
+        Err(error) if is_down(&error) => {
+            tracing::debug!(host = session.label(), error = %error, "the connection dropped as the host restarts");
+            Ok(())
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// Completes the reboot: the Node uncordoned if the operator cordoned it, unmarked if marked (the gate's mark for the
+/// reboot; an upgrade's stays until the upgrade executor finishes it), then state `Completed` with the time.
+async fn complete(
+    session: &HostSession,
+    cluster: ClusterAccess<'_>,
+    recorder: &mut Recorder<'_>,
+    node_name: Option<&str>,
+    boot: &str,
+) -> Result<(), FlowError> {
+    let cluster_error = |step, source| FlowError::Cluster { host: session.label().to_owned(), step, source };
+    let cordoned = recorder.status.reboot.as_ref().is_some_and(|reboot| reboot.cordoned);
+    if let Some(node_name) = node_name
+        && let Some(node) =
+            cluster.nodes.get(node_name).await.map_err(|source| cluster_error(FlowStep::ReadNode, source))?
+    {
+        if cordoned && node.is_unschedulable() {
+            cluster.nodes.uncordon(node_name).await.map_err(|source| cluster_error(FlowStep::Cordon, source))?;
+        }
+        if node.is_marked() && recorder.status.phase != Some(InstancePhase::Upgrading) {
+            let unmark = NodeMetadataPatch::default().remove_label(UPGRADING_LABEL);
+            cluster
+                .nodes
+                .patch_metadata(node_name, &unmark)
+                .await
+                .map_err(|source| cluster_error(FlowStep::LabelNode, source))?;
+        }
+    }
+    if let Some(reboot) = recorder.status.reboot.as_mut() {
+        reboot.state = RebootState::Completed;
+        reboot.completed_at = Some(Time(Timestamp::now()));
+    }
+    recorder.save().await?;
+    tracing::info!(host = session.label(), boot, "the host is back from its reboot");
+    Ok(())
+}
