@@ -466,7 +466,18 @@ async fn configure_pass(
     let node_name = identity.expected_node_name.clone();
     let node = match recorded_node {
         Some(node) => node,
-        None => read_node(session, cluster, &node_name).await?,
+        None => {
+            let node = read_node(session, cluster, &node_name).await?;
+            // A host met for the first time whose Node another configuration left at another version (the Go
+            // operator's, before a takeover) is in service: it goes through the upgrade executor (mark, cordon,
+            // drain, within the budget) like any Node at another version, never reconfigured in place.
+            if node.as_ref().is_some_and(|node| awaits_upgrade(node, recorder.status.phase, inputs.operator_version)) {
+                tracing::info!(host = session.label(), node = %node_name,
+                    "the host's Node is configured at another version: waiting for the upgrade executor");
+                return Ok(PassResult::new(ConfigureState::WaitingForUpgrade, node_name, 0));
+            }
+            node
+        }
     };
     let stage = match node {
         None => Stage::Bootstrap,

@@ -8,6 +8,12 @@
 //! `HostKeyMismatch` Warning, and the simulator logged no command from the operator. Were the stored keys not taken
 //! over, both hosts would be trusted on first use and both would turn Ready.
 //!
+//! Then a host whose Node the Go operator left at its own version (10.16.1): the test configures it, kills the
+//! operator, removes its record and puts back what the Go operator leaves (the version annotation, the stored host
+//! key, the daemon service). The restarted operator imports the key, leaves the Node to the upgrade executor (marked,
+//! cordoned, drained within the budget, never reconfigured in place) and ends with the Node Ready, schedulable and
+//! unmarked at its own version, an `Upgraded` Event, and the daemon gone.
+//!
 //! Needs the control-plane binaries (`cargo xtask controlplane build`) and the `wmco` binary (`WMCO_BIN`, set by
 //! `cargo xtask test`, or `target/<profile>/wmco`).
 
@@ -16,9 +22,11 @@ use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use anyhow::{Context as _, ensure};
-use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, ObjectMeta, PostParams};
+use k8s_openapi::api::core::v1::{ConfigMap, Node};
+use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use winhost_sim::fleet::{HostInfo, NewHost};
+use wmco_cluster_client::NodeExt;
+use wmco_cluster_client::names::VERSION_ANNOTATION;
 use wmco_cluster_client::types::{InstancePhase, WindowsInstance};
 use wmco_instance_inventory::instance_name;
 use wmco_operator::instances::GO_HOST_KEYS_CONFIG_MAP;
@@ -29,6 +37,9 @@ const READY_TIMEOUT: Duration = Duration::from_secs(600);
 const FAILURE_TIMEOUT: Duration = Duration::from_secs(300);
 const ADOPTED_ADDRESS: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 61);
 const STALE_ADDRESS: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 62);
+const UPGRADED_ADDRESS: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 64);
+/// The version the Go operator wrote on its Nodes.
+const GO_VERSION: &str = "10.16.1";
 /// The Go operator's on-host daemon, which this operator removes.
 const GO_DAEMON: &str = "windows-instance-config-daemon";
 
@@ -103,6 +114,81 @@ async fn hosts_keep_the_host_keys_the_go_operator_pinned() -> anyhow::Result<()>
     Ok(())
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_the_go_operator_left_at_its_version_is_upgraded_within_the_budget() -> anyhow::Result<()> {
+    let sandbox = Sandbox::start(SandboxOptions { hosts: 0, localhost_host: false, ..SandboxOptions::default() })
+        .await
+        .context("the sandbox did not start")?;
+    let host = go_configured_host(&sandbox, "winhost-go-node", UPGRADED_ADDRESS).await?;
+    let address = UPGRADED_ADDRESS.to_string();
+    sandbox.write_instances(&[(address.clone(), format!("username={HOST_USER}"))].into()).await?;
+    let ready = sandbox.wait_until_ready(1, READY_TIMEOUT).await?;
+    let node_name = ready[0].node.metadata.name.clone().context("a Node without a name")?;
+    let ours = ready[0].instance.status.as_ref().and_then(|status| status.configured_version.clone());
+    let ours = ours.context("no configured version")?;
+
+    // The operator is gone and so is its record; the host and its Node stay, with the Go operator's marks.
+    sandbox.kill_operator();
+    let record = instance_name(&address);
+    let records: Api<WindowsInstance> = Api::namespaced(sandbox.admin_client(), OPERATOR_NAMESPACE);
+    let unfinalized = serde_json::json!({"metadata": {"finalizers": null}});
+    records.patch(&record, &PatchParams::default(), &Patch::Merge(&unfinalized)).await?;
+    records.delete(&record, &DeleteParams::default()).await?;
+    sandbox
+        .wait_for("the record to go", FAILURE_TIMEOUT, || async {
+            ensure!(records.get_opt(&record).await?.is_none(), "the record is still there");
+            Ok(())
+        })
+        .await?;
+    let nodes: Api<Node> = Api::all(sandbox.admin_client());
+    let go_version = serde_json::json!({"metadata": {"annotations": {VERSION_ANNOTATION: GO_VERSION}}});
+    nodes.patch(&node_name, &PatchParams::default(), &Patch::Merge(&go_version)).await?;
+    let config_map = ConfigMap {
+        metadata: ObjectMeta { name: Some(GO_HOST_KEYS_CONFIG_MAP.to_owned()), ..ObjectMeta::default() },
+        data: Some(BTreeMap::from([(address.clone(), wire_blob(&host.host_key)?)])),
+        ..ConfigMap::default()
+    };
+    Api::<ConfigMap>::namespaced(sandbox.admin_client(), OPERATOR_NAMESPACE)
+        .create(&PostParams::default(), &config_map)
+        .await?;
+    install_go_daemon(&sandbox, &host.name).await?;
+
+    sandbox.start_operator().await?;
+    sandbox
+        .wait_for("the Node back at the operator's version, Ready, schedulable and unmarked", READY_TIMEOUT, || async {
+            let node = nodes.get(&node_name).await?;
+            let version = node.annotation(VERSION_ANNOTATION).map(str::to_owned);
+            ensure!(version.as_deref() == Some(ours.as_str()), "the Node is at {version:?}");
+            ensure!(
+                node.is_ready() && !node.is_unschedulable() && !node.is_marked(),
+                "the Node is not back in service"
+            );
+            let status = record_named(&sandbox, &record).await?.status.context("no status")?;
+            ensure!(status.phase == Some(InstancePhase::Ready), "the record is {:?}", status.phase);
+            Ok(())
+        })
+        .await?;
+    let status = record_named(&sandbox, &record).await?.status.context("no status")?;
+    ensure!(status.pinned_host_key.as_deref() == Some(host.host_key.as_str()), "another key pinned");
+    let events = sandbox.events_about("WindowsInstance", &record).await?;
+    for reason in ["HostKeyImported", "Upgraded"] {
+        ensure!(events.iter().any(|(_, found, _)| found == reason), "no {reason} Event: {events:#?}");
+    }
+    let services = sandbox.services(&host.name).await?;
+    ensure!(!services.iter().any(|service| service.name == GO_DAEMON), "the Go operator's daemon is still installed");
+    sandbox.assert_no_secret_leaked().await?;
+    Ok(())
+}
+
+/// Installs the Go operator's daemon service (stopped) on the host `name`.
+async fn install_go_daemon(sandbox: &Sandbox, name: &str) -> anyhow::Result<()> {
+    let server = sandbox.server(name).await?;
+    let create = format!(r#"sc.exe create {GO_DAEMON} binPath= "C:\k\{GO_DAEMON}.exe controller" start= auto"#);
+    let output = winhost_sim::ssh::lock(&server.host).exec("SSH-2.0-go-operator", &create);
+    ensure!(output.code == 0, "sc.exe create failed: {output:?}");
+    Ok(())
+}
+
 /// Adds a host at `address` holding what the Go operator leaves: its daemon service (stopped).
 async fn go_configured_host(sandbox: &Sandbox, name: &str, address: Ipv4Addr) -> anyhow::Result<HostInfo> {
     let request = NewHost {
@@ -112,10 +198,7 @@ async fn go_configured_host(sandbox: &Sandbox, name: &str, address: Ipv4Addr) ->
         ..NewHost::default()
     };
     let info = sandbox.fleet().lock().await.add(request).await?;
-    let server = sandbox.server(&info.name).await?;
-    let create = format!(r#"sc.exe create {GO_DAEMON} binPath= "C:\k\{GO_DAEMON}.exe controller" start= auto"#);
-    let output = winhost_sim::ssh::lock(&server.host).exec("SSH-2.0-go-operator", &create);
-    ensure!(output.code == 0, "sc.exe create failed: {output:?}");
+    install_go_daemon(sandbox, &info.name).await?;
     Ok(info)
 }
 

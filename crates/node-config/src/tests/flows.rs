@@ -1129,6 +1129,28 @@ async fn a_cordoned_node_is_restarted_without_asking_for_budget() {
     assert!(world.gate.requests.lock().unwrap().is_empty());
 }
 
+#[tokio::test]
+async fn a_host_met_for_the_first_time_with_a_node_at_another_version_waits_for_the_upgrade_executor() {
+    let world = World::new().await;
+    let session = world.session();
+    world.register_node(true);
+    let mut node = world.nodes.node(NAME).unwrap();
+    node.metadata.annotations.get_or_insert_default().insert(VERSION_ANNOTATION.to_owned(), "10.16.1".to_owned());
+    world.nodes.insert(node);
+
+    let outcome = world.configure(&session).await.unwrap();
+    assert_eq!((outcome.state, outcome.steps_applied), (ConfigureState::WaitingForUpgrade, 0));
+    assert_eq!(summary(&world.host.take_log()), ["host key", "identity"], "nothing changed on the host");
+    let status = world.record().status.unwrap();
+    assert_eq!(status.expected_node_name.as_deref(), Some(NAME), "the identity is recorded for the executor");
+    assert_eq!(
+        wmco_cluster_client::NodeExt::annotation(&world.nodes.node(NAME).unwrap(), VERSION_ANNOTATION),
+        Some("10.16.1")
+    );
+    assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::WaitingForUpgrade);
+    assert!(world.host.take_log().is_empty(), "the recorded identity's gate costs no command");
+}
+
 /// The reboot a host without the `Containers` feature gets: its record after each pass, the host's log.
 mod containers_reboot {
     use wmco_cluster_client::NodeExt;
