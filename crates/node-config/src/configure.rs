@@ -40,7 +40,7 @@ use wmco_payload_manifest::render::destinations::{
 use wmco_payload_manifest::{HostFile, HostFileSet};
 use wmco_windows_services::{
     HostState, LogRotation, NodeInputs, NodeProxy, ObservedHost, Platform, ProbeRequest, ServiceStage, ServiceState,
-    Sha256Hex, Thumbprint, TrustedRoots, Verbosity, WinPath, node_host_state, plan,
+    Sha256Hex, Step, Thumbprint, TrustedRoots, Verbosity, WinPath, node_host_state, plan,
 };
 
 use crate::disruption::{Admission, DisruptionGate, DisruptionRequest, needs_budget, same_release, stopped_services};
@@ -562,11 +562,22 @@ async fn configure_pass(
     };
     // After a successful chain every service it started is at least START_PENDING. Whether they all run is asked
     // only when the Node is Ready, i.e. when the answer can make the host Ready in this pass; otherwise the
-    // Node's Ready condition triggers the next pass, which probes.
-    let running = match (steps.is_empty(), node.is_ready()) {
-        (true, _) => Some(all_running(&desired, &observed)),
-        (false, true) => Some(all_running(&desired, &session.probe(&request).await?)),
-        (false, false) => None,
+    // Node's Ready condition triggers the next pass, which probes. Steps that touch no service (a pruned file, a
+    // changed setting file no service reads at start) leave the probe's answer about the services true.
+    let services_touched = steps.iter().any(|step| {
+        matches!(
+            step,
+            Step::StopService(_)
+                | Step::StartService(_)
+                | Step::CreateService(_)
+                | Step::ReconfigureService(_)
+                | Step::DeleteService(_)
+        )
+    });
+    let running = match (services_touched, node.is_ready()) {
+        (false, _) => Some(all_running(&desired, &observed)),
+        (true, true) => Some(all_running(&desired, &session.probe(&request).await?)),
+        (true, false) => None,
     };
     let ready = running == Some(true) && node.is_ready();
     let patch = node_patch(&node, inputs, ready);
@@ -613,7 +624,7 @@ async fn claim_budget(
     inputs: &ConfigureInputs<'_>,
     recorder: &mut Recorder<'_>,
     node_name: &str,
-    steps: &[wmco_windows_services::Step],
+    steps: &[Step],
 ) -> Result<bool, FlowError> {
     let services = stopped_services(steps);
     let request = DisruptionRequest { instance: inputs.instance, node_name: Some(node_name), services: &services };

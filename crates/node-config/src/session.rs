@@ -600,6 +600,7 @@ fn flow_step(step: &Step) -> FlowStep {
         | Step::CreateFirewallRule(_)
         | Step::AddDefenderExclusion(_)
         | Step::RemoveDefenderExclusion(_)
+        | Step::PruneFiles(_)
         | Step::ResetDirectory { .. } => FlowStep::Prerequisites,
         Step::ReplaceFiles(_) => FlowStep::UploadFiles,
         Step::SyncRootCertificates(_) => FlowStep::TrustCertificates,

@@ -312,6 +312,66 @@ pub struct RegistryValue {
     pub data: RegistryData,
 }
 
+/// Files another program rotates in one directory, `<prefix><timestamp><suffix>`, of which only the newest `keep`
+/// stay (hybrid-overlay's `ovnkube-client-<timestamp>.pem` client certificates, wmco-anchor.md §6): the names'
+/// timestamps (`2006-01-02-15-04-05`) sort by age, and `<prefix>current<suffix>`, the rotating program's pointer to
+/// the newest, is never removed.
+///
+/// ```
+/// use wmco_windows_services::RotatedFiles;
+/// let rotated = RotatedFiles::new(r"C:\k\cni\config".parse()?, "ovnkube-client-", ".pem", 2);
+/// assert_eq!(rotated.filter(), "ovnkube-client-*.pem");
+/// let names = ["ovnkube-client-2026-11-01-00-00-00.pem", "ovnkube-client-current.pem",
+///     "ovnkube-client-2026-11-03-00-00-00.pem", "ovnkube-client-2026-11-02-00-00-00.pem"].map(String::from);
+/// assert_eq!(rotated.stale(&names), ["ovnkube-client-2026-11-01-00-00-00.pem"]);
+/// # Ok::<(), wmco_windows_services::PathError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct RotatedFiles {
+    /// The directory the files are in.
+    pub directory: WinPath,
+    /// What every such file's name starts with.
+    pub prefix: String,
+    /// What every such file's name ends with.
+    pub suffix: String,
+    /// How many of the newest stay.
+    pub keep: usize,
+}
+
+impl RotatedFiles {
+    /// The files `<prefix>*<suffix>` of `directory`, the newest `keep` kept.
+    pub fn new(directory: WinPath, prefix: &str, suffix: &str, keep: usize) -> RotatedFiles {
+        RotatedFiles { directory, prefix: prefix.to_owned(), suffix: suffix.to_owned(), keep }
+    }
+
+    /// The wildcard that lists the files (`Get-ChildItem -Filter`).
+    pub fn filter(&self) -> String {
+        format!("{}*{}", self.prefix, self.suffix)
+    }
+
+    /// The names among `names` to remove: those of the pattern (case-insensitively, as Windows matches), except
+    /// the pointer `<prefix>current<suffix>` and the newest `keep`, oldest first.
+    pub fn stale<'a>(&self, names: &'a [String]) -> Vec<&'a str> {
+        let current = format!("{}current{}", self.prefix, self.suffix);
+        let matches = |name: &str| {
+            let lower = name.to_ascii_lowercase();
+            lower.len() >= self.prefix.len() + self.suffix.len()
+                && lower.starts_with(&self.prefix.to_ascii_lowercase())
+                && lower.ends_with(&self.suffix.to_ascii_lowercase())
+        };
+        let mut rotated: Vec<&str> = names
+            .iter()
+            .map(String::as_str)
+            .filter(|name| matches(name) && !name.eq_ignore_ascii_case(&current))
+            .collect();
+        rotated.sort_by_key(|name| name.to_ascii_lowercase());
+        rotated.dedup_by(|a, b| a.eq_ignore_ascii_case(b));
+        let stale = rotated.len().saturating_sub(self.keep);
+        rotated.truncate(stale);
+        rotated
+    }
+}
+
 /// Everything that should hold on a host: the input of `plan` and of the state probe.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostState {
@@ -345,6 +405,9 @@ pub struct HostState {
     /// Process exclusions that must not exist (the product's, on deconfiguration); removed while Defender runs.
     #[serde(default)]
     pub removed_defender_exclusions: BTreeSet<WinPath>,
+    /// Files another program rotates, pruned to the newest few.
+    #[serde(default)]
+    pub rotated_files: BTreeSet<RotatedFiles>,
 }
 
 #[cfg(test)]

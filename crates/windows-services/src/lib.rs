@@ -67,12 +67,13 @@ pub use chain::{CHAIN_MARKER, ChainFailure, ChainReadError, ChainReport, Command
 pub use command::{CommandError, DefaultShell, MAX_COMMAND_LINE_CHARS, RenderedCommand, ScriptFile, Shell};
 pub use host::{
     Direction, EnvVarName, FirewallRule, HostState, HostValueError, Protocol, RegistryData, RegistryKey, RegistryValue,
-    RegistryValueName, Sha256Hex,
+    RegistryValueName, RotatedFiles, Sha256Hex,
 };
 pub use node::{
-    DEFENDER_EXCLUDED_PROGRAMS, FIREWALL_RULES, LEGACY_DAEMON_SERVICE, LogRotation, NodeError, NodeInputs, NodeProxy,
-    NodeService, PROXY_SERVICES, PROXY_VARIABLES, SERVICE_LOG_DIRECTORIES, ServiceStage, Verbosity,
-    WINDOWS_EXPORTER_SERVICE, defender_excluded_programs, go_duration, node_host_state, node_services,
+    DEFENDER_EXCLUDED_PROGRAMS, FIREWALL_RULES, KEPT_CLIENT_CERTIFICATES, LEGACY_DAEMON_SERVICE, LogRotation,
+    NodeError, NodeInputs, NodeProxy, NodeService, PROXY_SERVICES, PROXY_VARIABLES, SERVICE_LOG_DIRECTORIES,
+    ServiceStage, Verbosity, WINDOWS_EXPORTER_SERVICE, defender_excluded_programs, go_duration,
+    hybrid_overlay_client_certificates, node_host_state, node_services,
 };
 pub use path::{MAX_PATH_CHARS, PathError, WinPath};
 pub use plan::{PlanError, Reconfiguration, Step, plan};

@@ -16,7 +16,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use wmco_vocabulary::Platform;
 
-use crate::host::{Direction, EnvVarName, FirewallRule, HostState, HostValueError, Protocol};
+use crate::host::{Direction, EnvVarName, FirewallRule, HostState, HostValueError, Protocol, RotatedFiles};
 use crate::path::{PathError, WinPath};
 use crate::service::{FailureActions, Millis, ServiceCommand, ServiceName, ServiceNameError, ServiceSpec, StartType};
 
@@ -290,8 +290,10 @@ pub fn node_host_state(inputs: &NodeInputs, phase: ServiceStage) -> Result<HostS
     let [logs_rule, exporter_rule] = FIREWALL_RULES;
     let mut firewall_rules = std::collections::BTreeSet::new();
     firewall_rules.insert(FirewallRule::new(logs_rule, Direction::Inbound, Protocol::Tcp, 10250)?);
+    let mut rotated_files = std::collections::BTreeSet::new();
     if phase == ServiceStage::Node {
         firewall_rules.insert(FirewallRule::new(exporter_rule, Direction::Inbound, Protocol::Tcp, 9182)?);
+        rotated_files.insert(hybrid_overlay_client_certificates()?);
     }
     Ok(HostState {
         services,
@@ -300,8 +302,28 @@ pub fn node_host_state(inputs: &NodeInputs, phase: ServiceStage) -> Result<HostS
         machine_env: inputs.proxy.variables(),
         firewall_rules,
         defender_exclusions: defender_excluded_programs()?,
+        rotated_files,
         ..HostState::default()
     })
+}
+
+/// How many of hybrid-overlay's rotated client certificates stay (the Go operator's daemon keeps as many).
+pub const KEPT_CLIENT_CERTIFICATES: usize = 2;
+
+/// hybrid-overlay-node's rotated client certificates, `C:\k\cni\config\ovnkube-client-<timestamp>.pem`: all but the
+/// newest [`KEPT_CLIENT_CERTIFICATES`] are removed at every configure pass of the node stage (wmco-anchor.md §6), so
+/// months of rotations do not pile up.
+///
+/// ```
+/// let certificates = wmco_windows_services::hybrid_overlay_client_certificates()?;
+/// assert_eq!(certificates.filter(), "ovnkube-client-*.pem");
+/// # Ok::<(), wmco_windows_services::PathError>(())
+/// ```
+///
+/// # Errors
+/// Never in practice: the directory is a fixed valid path.
+pub fn hybrid_overlay_client_certificates() -> Result<RotatedFiles, PathError> {
+    Ok(RotatedFiles::new(WinPath::parse(r"C:\k\cni\config")?, "ovnkube-client-", ".pem", KEPT_CLIENT_CERTIFICATES))
 }
 
 fn validate(inputs: &NodeInputs) -> Result<(), NodeError> {

@@ -83,6 +83,8 @@ pub enum Step {
     AddDefenderExclusion(WinPath),
     /// Remove a program's Defender exclusion.
     RemoveDefenderExclusion(WinPath),
+    /// Remove rotated files beyond the newest few (absent ones are skipped).
+    PruneFiles(Vec<WinPath>),
     /// Stop a service (the executor waits for STOPPED before the next step).
     StopService(ServiceName),
     /// Delete a service that must no longer exist.
@@ -131,6 +133,7 @@ impl Step {
             Step::RemoveDefenderExclusion(program) => {
                 Ok(vec![PowerShellScript::remove_defender_exclusion(program).render()?])
             }
+            Step::PruneFiles(files) => Ok(vec![PowerShellScript::remove_files(files).render()?]),
             Step::StopService(name) => Ok(vec![ScCommand::Stop(name.clone()).render()?]),
             Step::DeleteService(name) => Ok(vec![ScCommand::Delete(name.clone()).render()?]),
             Step::ReplaceFiles(_) => Ok(Vec::new()),
@@ -153,6 +156,7 @@ impl fmt::Display for Step {
             Step::CreateFirewallRule(rule) => write!(f, "create firewall rule {}", rule.name),
             Step::AddDefenderExclusion(program) => write!(f, "exclude {program} from Defender scanning"),
             Step::RemoveDefenderExclusion(program) => write!(f, "remove the Defender exclusion of {program}"),
+            Step::PruneFiles(files) => write!(f, "remove {} rotated files", files.len()),
             Step::StopService(name) => write!(f, "stop service {name}"),
             Step::DeleteService(name) => write!(f, "delete service {name}"),
             Step::ReplaceFiles(files) => write!(f, "replace {} files", files.len()),
@@ -418,8 +422,8 @@ fn directory_step(desired: &HostState, observed: &ObservedHost) -> Option<Step> 
     (!missing.is_empty()).then_some(Step::EnsureDirectories(missing))
 }
 
-/// Steps for the machine environment, registry values, firewall rules and Defender exclusions (only while Defender
-/// runs: its cmdlets fail otherwise, and a stopped Defender scans nothing).
+/// Steps for the machine environment, registry values, firewall rules, Defender exclusions (only while Defender
+/// runs: its cmdlets fail otherwise, and a stopped Defender scans nothing) and the pruning of rotated files.
 fn settings_steps(desired: &HostState, observed: &ObservedHost) -> Vec<Step> {
     let mut steps = Vec::new();
     let env_changes: BTreeMap<EnvVarName, Option<String>> = desired
@@ -460,6 +464,17 @@ fn settings_steps(desired: &HostState, observed: &ObservedHost) -> Vec<Step> {
         steps.extend(missing.cloned().map(Step::AddDefenderExclusion));
         let left = desired.removed_defender_exclusions.iter().filter(|program| defender.excludes(program));
         steps.extend(left.cloned().map(Step::RemoveDefenderExclusion));
+    }
+    let stale: Vec<WinPath> = desired
+        .rotated_files
+        .iter()
+        .filter_map(|rotated| Some((rotated, observed.rotated_files.get(rotated)?)))
+        .flat_map(|(rotated, names)| {
+            rotated.stale(names).into_iter().filter_map(|name| rotated.directory.join(name).ok()).collect::<Vec<_>>()
+        })
+        .collect();
+    if !stale.is_empty() {
+        steps.push(Step::PruneFiles(stale));
     }
     steps
 }

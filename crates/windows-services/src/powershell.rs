@@ -167,6 +167,20 @@ impl PowerShellScript {
         )])
     }
 
+    /// Removes each file; an absent one is skipped.
+    pub fn remove_files(files: &[WinPath]) -> PowerShellScript {
+        let statements: Vec<String> = files
+            .iter()
+            .map(|file| {
+                format!(
+                    "Remove-Item -LiteralPath {} -Force -ErrorAction SilentlyContinue",
+                    powershell_literal(file.as_str())
+                )
+            })
+            .collect();
+        PowerShellScript::from_statements(&statements)
+    }
+
     /// Removes the process exclusion of `program` from Windows Defender.
     pub fn remove_defender_exclusion(program: &WinPath) -> PowerShellScript {
         PowerShellScript::from_statements(&[format!(

@@ -19,7 +19,7 @@ use base64::engine::general_purpose::STANDARD;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::host::{EnvVarName, HostState, RegistryData, RegistryKey, RegistryValueName, Sha256Hex};
+use crate::host::{EnvVarName, HostState, RegistryData, RegistryKey, RegistryValueName, RotatedFiles, Sha256Hex};
 use crate::path::WinPath;
 use crate::powershell::PowerShellScript;
 use crate::quote::powershell_literal;
@@ -56,6 +56,8 @@ pub struct ProbeRequest {
     pub trusted_roots: Option<WinPath>,
     /// Whether to read Windows Defender's state and process exclusions.
     pub defender: bool,
+    /// Rotated files to list.
+    pub rotated_files: BTreeSet<RotatedFiles>,
 }
 
 impl ProbeRequest {
@@ -84,6 +86,7 @@ impl ProbeRequest {
                 .collect(),
             trusted_roots: desired.trusted_roots.as_ref().map(|roots| roots.record.clone()),
             defender: !desired.defender_exclusions.is_empty() || !desired.removed_defender_exclusions.is_empty(),
+            rotated_files: desired.rotated_files.clone(),
         }
     }
 
@@ -189,13 +192,27 @@ impl ProbeRequest {
             );
             defender_entry = "; defender = [ordered]@{ running = $null -ne $mp; exclusions = @($mx) }".to_owned();
         }
+        let mut rotated_entry = String::new();
+        if !self.rotated_files.is_empty() {
+            let mut entries = Vec::new();
+            for (index, rotated) in self.rotated_files.iter().enumerate() {
+                statements.push(format!(
+                    "$o{index} = @(Get-ChildItem -LiteralPath {} -Filter {} -ErrorAction SilentlyContinue | \
+                     Select-Object -ExpandProperty Name)",
+                    powershell_literal(rotated.directory.as_str()),
+                    powershell_literal(&rotated.filter())
+                ));
+                entries.push(format!("[ordered]@{{ names = $o{index} }}"));
+            }
+            rotated_entry = format!("; rotated = @({})", entries.join(", "));
+        }
         // The shell sshd starts for exec requests (read at each connection): the caller renders later commands for it.
         statements.push(format!(
             "$sh = (Get-ItemProperty {} -ErrorAction SilentlyContinue).DefaultShell",
             powershell_literal(OPENSSH_KEY)
         ));
         statements.push(format!(
-            "[ordered]@{{ services = @({}); files = @({}); dirs = @({}); env = @({}); firewall = @({}); registry = @({}){trust_entry}{defender_entry}; shell = $sh }} \
+            "[ordered]@{{ services = @({}); files = @({}); dirs = @({}); env = @({}); firewall = @({}); registry = @({}){trust_entry}{defender_entry}{rotated_entry}; shell = $sh }} \
              | ConvertTo-Json -Compress -Depth 8",
             service_entries.join(", "),
             file_entries.join(", "),
@@ -275,6 +292,23 @@ impl ProbeRequest {
                 })
                 .collect::<Result<_, _>>()?;
             observed.defender = Some(ObservedDefender { running: defender.running, exclusions });
+        }
+        if !self.rotated_files.is_empty() {
+            for (rotated, value) in positional("rotated", &self.rotated_files, raw.rotated)? {
+                let names = match value {
+                    Value::Object(mut entry) => list(entry.remove("names").unwrap_or(Value::Null)),
+                    other => return Err(bad("rotated", &rotated.filter(), &other.to_string())),
+                };
+                let names = names
+                    .into_iter()
+                    .filter(|name| !name.is_null())
+                    .map(|name| match name {
+                        Value::String(text) => Ok(text),
+                        other => Err(bad("rotated", &rotated.filter(), &other.to_string())),
+                    })
+                    .collect::<Result<_, _>>()?;
+                observed.rotated_files.insert(rotated.clone(), names);
+            }
         }
         Ok(observed)
     }
@@ -376,6 +410,8 @@ pub struct ObservedHost {
     pub trusted_roots: Option<ObservedRoots>,
     /// Windows Defender's state, when requested.
     pub defender: Option<ObservedDefender>,
+    /// The names of each requested set of rotated files present.
+    pub rotated_files: BTreeMap<RotatedFiles, Vec<String>>,
     /// Win32-OpenSSH's `DefaultShell` value (`None`: unset, so cmd.exe).
     pub default_shell: Option<String>,
 }
@@ -422,6 +458,8 @@ struct RawProbe {
     trust: Value,
     #[serde(default)]
     defender: Value,
+    #[serde(default)]
+    rotated: Value,
     #[serde(default)]
     shell: Option<String>,
 }
@@ -753,6 +791,32 @@ mod tests {
             request.parse_output(&section("null")),
             Err(ProbeError::BadValue { section: "defender", .. })
         ));
+    }
+
+    #[test]
+    fn rotated_files_are_listed_by_name_and_read_with_the_array_quirks() {
+        let certificates = crate::hybrid_overlay_client_certificates().unwrap();
+        assert!(!ProbeRequest::default().script().text().contains("Get-ChildItem -LiteralPath"));
+        let request = ProbeRequest { rotated_files: [certificates.clone()].into(), ..ProbeRequest::default() };
+        assert!(request.script().text().contains(
+            "$o0 = @(Get-ChildItem -LiteralPath 'C:\\k\\cni\\config' -Filter 'ovnkube-client-*.pem' -ErrorAction \
+             SilentlyContinue | Select-Object -ExpandProperty Name)"
+        ));
+        let section = |rotated: &str| {
+            format!(
+                r#"{{"services":[],"files":[],"dirs":[],"env":[],"firewall":[],"registry":[],"rotated":{rotated}}}"#
+            )
+        };
+        let names = |output: &str| request.parse_output(&section(output)).unwrap().rotated_files[&certificates].clone();
+        assert_eq!(names(r#"[{"names":["a.pem","b.pem"]}]"#), ["a.pem", "b.pem"]);
+        assert_eq!(names(r#"{"names":"a.pem"}"#), ["a.pem"], "one entry and one name, both unwrapped");
+        assert!(names(r#"{"names":[]}"#).is_empty());
+        assert!(names(r#"{"names":null}"#).is_empty());
+        assert!(matches!(
+            request.parse_output(&section(r#"{"names":[3]}"#)),
+            Err(ProbeError::BadValue { section: "rotated", .. })
+        ));
+        assert!(matches!(request.parse_output(&section("[]")), Err(ProbeError::Count { section: "rotated", .. })));
     }
 
     #[test]

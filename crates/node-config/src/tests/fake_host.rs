@@ -337,6 +337,13 @@ impl FakeWindowsHost {
         lock(&self.model).hns_networks.clone()
     }
 
+    /// Writes a file as a program on the host would (hybrid-overlay rotating its client certificate); its hash is
+    /// a stand-in, since no desired file is written this way.
+    pub fn put_file(&self, path: &str, bytes: &[u8]) {
+        let hash = format!("{:064x}", bytes.len());
+        lock(&self.model).files.insert(key(path), (hash, Some(bytes.to_vec())));
+    }
+
     /// Adds an HNS network (as hybrid-overlay-node would).
     pub fn add_hns_network(&self, name: &str) {
         lock(&self.model).hns_networks.insert(name.to_owned());
@@ -537,6 +544,12 @@ impl FakeWindowsHost {
             }
             return ("remove-firewall".into(), output(0, ""));
         }
+        if text.contains("Remove-Item -LiteralPath") && !text.contains("-Recurse") {
+            for file in text.lines().filter_map(|line| quoted_after(line, "Remove-Item -LiteralPath ")) {
+                model.files.remove(&key(file));
+            }
+            return ("prune-files".into(), output(0, ""));
+        }
         if text.contains("Remove-Item -LiteralPath") {
             for directory in text.lines().filter_map(|line| quoted_after(line, "Remove-Item -LiteralPath ")) {
                 let prefix = key(directory);
@@ -606,8 +619,26 @@ impl FakeWindowsHost {
         let defender = text
             .contains("defender = ")
             .then(|| json!({"running": true, "exclusions": model.defender_exclusions.iter().collect::<Vec<_>>()}));
+        let rotated: Vec<Value> = text
+            .lines()
+            .filter_map(|line| {
+                Some((quoted_after(line, "Get-ChildItem -LiteralPath ")?, quoted_after(line, "-Filter ")?))
+            })
+            .map(|(directory, filter)| {
+                let (prefix, suffix) = filter.split_once('*').unwrap_or((filter, ""));
+                let inside = format!("{}\\", key(directory));
+                let names: Vec<&str> = model
+                    .files
+                    .keys()
+                    .filter_map(|path| path.strip_prefix(&inside))
+                    .filter(|name| !name.contains('\\') && name.starts_with(prefix) && name.ends_with(suffix))
+                    .collect();
+                json!({"names": names})
+            })
+            .collect();
+        let rotated = (!rotated.is_empty()).then_some(rotated);
         json!({"services": services, "files": files, "dirs": dirs, "env": env, "firewall": firewall, "registry": [],
-               "trust": trust, "defender": defender})
+               "trust": trust, "defender": defender, "rotated": rotated})
         .to_string()
     }
 }

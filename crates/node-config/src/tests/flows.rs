@@ -1151,6 +1151,31 @@ async fn a_host_met_for_the_first_time_with_a_node_at_another_version_waits_for_
     assert!(world.host.take_log().is_empty(), "the recorded identity's gate costs no command");
 }
 
+#[tokio::test]
+async fn hybrid_overlays_rotated_client_certificates_are_pruned_to_the_newest_two_by_the_probing_pass() {
+    let world = World::new().await;
+    let session = world.probing_session();
+    world.configure_to_ready(&session).await;
+    world.host.take_log();
+    let certificate = |day: u8| format!(r"C:\k\cni\config\ovnkube-client-2026-11-{day:02}-00-00-00.pem");
+    for day in 1..=4 {
+        world.host.put_file(&certificate(day), format!("certificate {day}").as_bytes());
+    }
+    world.host.put_file(r"C:\k\cni\config\ovnkube-client-current.pem", b"certificate 4");
+
+    assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Ready);
+    assert_eq!(summary(&world.host.take_log()), ["probe", "prune-files"]);
+    let left: Vec<String> =
+        world.host.file_paths().into_iter().filter(|path| path.contains("ovnkube-client-")).collect();
+    assert_eq!(
+        left,
+        [certificate(3), certificate(4), r"C:\k\cni\config\ovnkube-client-current.pem".to_owned()]
+            .map(|path| path.to_lowercase())
+    );
+    assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Ready);
+    assert_eq!(summary(&world.host.take_log()), ["probe"], "nothing more to prune");
+}
+
 /// The reboot a host without the `Containers` feature gets: its record after each pass, the host's log.
 mod containers_reboot {
     use wmco_cluster_client::NodeExt;

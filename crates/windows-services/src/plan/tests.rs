@@ -824,3 +824,32 @@ fn defender_exclusions_are_added_and_removed_only_while_defender_runs() {
         "one PowerShell command per exclusion"
     );
 }
+
+#[test]
+fn rotated_files_beyond_the_newest_are_pruned_and_the_current_pointer_stays() {
+    let certificates = crate::hybrid_overlay_client_certificates().unwrap();
+    let desired = HostState { rotated_files: [certificates.clone()].into(), ..HostState::default() };
+    let mut observed = converged(&desired);
+    let stamp = |day: u8| format!("ovnkube-client-2026-11-{day:02}-00-00-00.pem");
+    observed.rotated_files.insert(certificates.clone(), vec![stamp(3), "ovnkube-client-current.pem".into(), stamp(1)]);
+    assert_eq!(plan(&desired, &observed).unwrap(), [], "two rotations and the pointer: nothing to prune");
+    observed.rotated_files.insert(
+        certificates.clone(),
+        vec![stamp(4), stamp(2), "OVNKUBE-CLIENT-CURRENT.PEM".into(), stamp(3), stamp(1), "kubeconfig".into()],
+    );
+    let steps = plan(&desired, &observed).unwrap();
+    assert_eq!(
+        steps,
+        [Step::PruneFiles(vec![
+            path(&format!(r"C:\k\cni\config\{}", stamp(1))),
+            path(&format!(r"C:\k\cni\config\{}", stamp(2)))
+        ])]
+    );
+    let text = steps[0].commands().unwrap()[0].line.clone();
+    let script = crate::decode_encoded_command(text.rsplit(' ').next().unwrap()).unwrap();
+    assert!(script.contains(&format!(
+        "Remove-Item -LiteralPath 'C:\\k\\cni\\config\\{}' -Force -ErrorAction SilentlyContinue",
+        stamp(1)
+    )));
+    assert_eq!(steps[0].to_string(), "remove 2 rotated files");
+}

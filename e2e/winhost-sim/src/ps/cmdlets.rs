@@ -460,24 +460,50 @@ fn root_certificate_object(thumbprint: &str, certificate: &crate::host::RootCert
     }))
 }
 
-/// `Get-ChildItem` of the machine's root store (the only location the subset lists).
+/// `Get-ChildItem` of the machine's root store, or of a directory (`-LiteralPath D [-Filter W]`: its entries, in
+/// name order, as FileInfo / DirectoryInfo objects with `Name`, `FullName`, `Length` (files) and `PSIsContainer`;
+/// `-Filter` takes the file system's wildcards `*` and `?`, case-insensitively; a missing directory is the
+/// non-terminating `Cannot find path` error).
 fn get_child_item(session: &mut Session<'_>, call: &Call) -> Result<Vec<Value>, Flow> {
     let Some(path_text) = call.path() else { return Err(call.missing_argument("Path")) };
     if !is_root_store(&path_text) {
-        let error = call.error(
-            format!("the simulator lists only Cert:\\LocalMachine\\Root, not '{path_text}'"),
-            "NotImplemented",
-            "NotSupportedException",
-            "GetChildItemNotSupported",
-            &path_text,
-        );
-        return fail(session, call, error);
+        return list_directory(session, call, &path_text);
     }
     Ok(session
         .host
         .root_certificates
         .iter()
         .map(|(thumbprint, certificate)| root_certificate_object(thumbprint, certificate))
+        .collect())
+}
+
+/// The entries of the directory `path_text` matching `-Filter` (see [`get_child_item`]).
+fn list_directory(session: &mut Session<'_>, call: &Call, path_text: &str) -> Result<Vec<Value>, Flow> {
+    let path = match parse_path(call, path_text) {
+        Ok(path) => path,
+        Err(error) => return fail(session, call, *error),
+    };
+    let Ok(entries) = session.host.disk.list(&path) else {
+        return fail(session, call, call.missing_path(path_text));
+    };
+    let filter = call.arguments.text("filter", None);
+    Ok(entries
+        .into_iter()
+        .filter(|(name, _, _)| filter.as_deref().is_none_or(|filter| wildcard(filter, name)))
+        .map(|(name, entry, size)| {
+            let full_name = path.join(&name).to_string();
+            let directory = entry == Entry::Directory;
+            let mut properties = vec![
+                ("Name", Value::str(name)),
+                ("FullName", Value::str(full_name)),
+                ("PSIsContainer", Value::Bool(directory)),
+            ];
+            if !directory {
+                properties.push(("Length", Value::Int(i64::try_from(size).unwrap_or(i64::MAX))));
+            }
+            let type_name = if directory { "System.IO.DirectoryInfo" } else { "System.IO.FileInfo" };
+            Value::Object(Box::new(Object::typed(type_name, properties)))
+        })
         .collect())
 }
 

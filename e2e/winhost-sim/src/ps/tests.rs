@@ -527,3 +527,31 @@ fn date_times_order_by_time_not_by_text() {
     assert_eq!(session.run_script(&statements), 0);
     assert_eq!(session.stdout, "True\r\nTrue\r\nFalse\r\n12/31/2024 12:00:00 AM\r\n");
 }
+
+#[test]
+fn get_child_item_lists_a_directory_by_filter_and_a_missing_one_is_a_non_terminating_error() {
+    let (_root, mut host) = test_host();
+    for name in ["ovnkube-client-2026-11-01.pem", "OVNKUBE-CLIENT-current.pem", "kubeconfig", "ovnkube-client.pem.bak"]
+    {
+        put(&host, &format!(r"C:\k\cni\config\{name}"), b"x");
+    }
+    let list = |host: &mut Host, directory: &str| {
+        ps(
+            host,
+            &format!(
+                "$o = @(Get-ChildItem -LiteralPath '{directory}' -Filter 'ovnkube-client-*.pem' -ErrorAction \
+                 SilentlyContinue | Select-Object -ExpandProperty Name)\n[ordered]@{{ names = $o }} | ConvertTo-Json \
+                 -Compress -Depth 2\nexit 0"
+            ),
+        )
+    };
+    let output = list(&mut host, r"C:\k\cni\config");
+    assert_eq!((output.code, output.stderr.as_str()), (0, ""));
+    assert_eq!(output.stdout, "{\"names\":[\"OVNKUBE-CLIENT-current.pem\",\"ovnkube-client-2026-11-01.pem\"]}\r\n");
+    let output = list(&mut host, r"C:\k\nothing");
+    assert_eq!((output.code, output.stdout.as_str()), (0, "{\"names\":[]}\r\n"));
+    let output = ps(&mut host, r"Get-ChildItem -LiteralPath 'C:\k\nothing'");
+    assert!(output.stderr.contains("PathNotFound,Microsoft.PowerShell.Commands.GetChildItemCommand"), "{output:?}");
+    let output = ps(&mut host, r"(Get-ChildItem -LiteralPath 'C:\k\cni' | Select-Object -First 1).PSIsContainer");
+    assert_eq!(output.stdout.trim(), "True");
+}
