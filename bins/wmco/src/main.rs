@@ -3,7 +3,6 @@
 
 mod cli_support;
 mod cmd;
-mod redact;
 
 use std::process::ExitCode;
 

@@ -5,7 +5,7 @@
 
 pub mod objects;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
@@ -20,9 +20,9 @@ use crate::nodes::reports_address;
 use crate::types::{ControllerConfig, Machine, WindowsInstance, WindowsInstanceStatus};
 use crate::{
     ClusterFacts, ClusterFactsSource, ClusterVersion, ConfigMaps, ControllerConfigs, CsrDecision, Csrs, DrainOptions,
-    DrainReport, Drainer, EventHistory, EventPublisher, InstanceRecords, Machines, NewEvent, NodeMetadataPatch, Nodes,
-    PodLogs, Seams, Secrets, ServiceAccountTokens, ShortLivedToken, TokenRequestSpec, WindowsMachines,
-    csrs::is_pending,
+    DrainReport, Drainer, EventHistory, EventPublisher, InstanceRecords, Machines, Namespaces, NewEvent,
+    NodeMetadataPatch, Nodes, PodLogs, Seams, Secrets, ServiceAccountTokens, ShortLivedToken, TokenRequestSpec,
+    WindowsMachines, csrs::is_pending,
 };
 
 fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -376,6 +376,45 @@ impl Secrets for FakeSecrets {
         let key = key_of("Secret", &secret.metadata)?;
         locked(&self.secrets).insert(key, secret.clone());
         Ok(secret.clone())
+    }
+}
+
+/// Namespaces in memory, by name: those [`FakeNamespaces::insert`] added (a fresh fake has none).
+///
+/// ```
+/// # tokio_test_block_on(async {
+/// use wmco_cluster_client::{Namespaces, fake::FakeNamespaces};
+///
+/// let namespaces = FakeNamespaces::default();
+/// assert!(!namespaces.active("openshift-cluster-api").await.unwrap());
+/// namespaces.insert("openshift-cluster-api");
+/// assert!(namespaces.active("openshift-cluster-api").await.unwrap());
+/// # });
+/// # fn tokio_test_block_on<F: std::future::Future>(f: F) -> F::Output {
+/// #     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
+/// # }
+/// ```
+#[derive(Debug, Default)]
+pub struct FakeNamespaces {
+    names: Mutex<BTreeSet<String>>,
+}
+
+impl FakeNamespaces {
+    /// Creates Namespace `name` (active).
+    pub fn insert(&self, name: &str) {
+        locked(&self.names).insert(name.to_owned());
+    }
+
+    /// Deletes Namespace `name`.
+    pub fn remove(&self, name: &str) {
+        locked(&self.names).remove(name);
+    }
+}
+
+#[async_trait]
+impl Namespaces for FakeNamespaces {
+    async fn active(&self, name: &str) -> Result<bool> {
+        Ok(locked(&self.names).contains(name))
     }
 }
 
@@ -894,6 +933,8 @@ pub struct FakeCluster {
     pub secrets: Arc<FakeSecrets>,
     /// ConfigMaps.
     pub config_maps: Arc<FakeConfigMaps>,
+    /// Namespaces (only those a test inserts).
+    pub namespaces: Arc<FakeNamespaces>,
     /// ServiceAccount tokens.
     pub tokens: Arc<FakeTokens>,
     /// CSRs.
@@ -919,6 +960,7 @@ impl FakeCluster {
             machines: Arc::default(),
             secrets: Arc::default(),
             config_maps: Arc::default(),
+            namespaces: Arc::default(),
             tokens: Arc::new(FakeTokens::new(now)),
             csrs: Arc::default(),
             events: Arc::default(),
@@ -938,6 +980,7 @@ impl FakeCluster {
             windows_machines: self.machines.clone(),
             secrets: self.secrets.clone(),
             config_maps: self.config_maps.clone(),
+            namespaces: self.namespaces.clone(),
             tokens: self.tokens.clone(),
             csrs: self.csrs.clone(),
             events: self.events.clone(),

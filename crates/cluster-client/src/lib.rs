@@ -6,8 +6,8 @@
 //! - Accessors in the style of [`kube::ResourceExt`] (re-exported here): [`NodeExt`] (readiness, annotations,
 //!   marks) and [`WindowsInstanceExt`] (the record's `namespace/name` key, recorded Node name, pinned host key).
 //! - Capability traits, each with a real implementation over [`kube`] and an in-memory fake in `fake` (feature `testing`):
-//!   [`Nodes`], [`Drainer`], [`Csrs`], [`EventPublisher`], [`Secrets`], [`ConfigMaps`], [`ServiceAccountTokens`],
-//!   [`InstanceRecords`], [`Machines`], [`WindowsMachines`], [`ClusterFactsSource`], [`ClusterVersion`], [`ControllerConfigs`],
+//!   [`Nodes`], [`Drainer`], [`Csrs`], [`EventPublisher`], [`Secrets`], [`ConfigMaps`], [`Namespaces`],
+//!   [`ServiceAccountTokens`], [`InstanceRecords`], [`Machines`], [`WindowsMachines`], [`ClusterFactsSource`], [`ClusterVersion`], [`ControllerConfigs`],
 //!   [`AccessReviews`] (TokenReview and SubjectAccessReview, for the metrics endpoint), and the read-only
 //!   [`EventHistory`] and [`PodLogs`] (the Events about an object, the operator's pods and logs: `wmco status` and
 //!   `wmco diagnose`).
@@ -59,7 +59,7 @@ pub use instances::{InstanceRecords, KubeInstanceRecords};
 pub use kube::ResourceExt;
 pub use machines::{KubeMachines, Machines, NoWindowsMachines, WindowsMachines, serves_machine_api};
 pub use nodes::{KubeNodes, NodeMetadataPatch, Nodes};
-pub use objects::{ConfigMaps, KubeConfigMaps, KubeSecrets, Secrets};
+pub use objects::{ConfigMaps, KubeConfigMaps, KubeNamespaces, KubeSecrets, Namespaces, Secrets};
 pub use pod_logs::{KubePodLogs, PodLogs};
 pub use reviews::{AccessReviews, KubeAccessReviews, ReviewedUser};
 pub use seams::Seams;

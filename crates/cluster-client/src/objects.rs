@@ -1,8 +1,8 @@
 //! Secrets and ConfigMaps: read any (the admin's inputs), and create or update the operator's own by server-side
-//! apply with field manager `wmco`.
+//! apply with field manager `wmco`; and whether a Namespace is there to hold them.
 
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
 
@@ -44,6 +44,13 @@ pub trait ConfigMaps: Send + Sync {
 
     /// Creates or updates `config_map` (namespace and name set) by server-side apply.
     async fn apply(&self, config_map: &ConfigMap) -> Result<ConfigMap>;
+}
+
+/// Whether a Namespace exists, asked by name (`get` on one Namespace, never a list).
+#[async_trait]
+pub trait Namespaces: Send + Sync {
+    /// Whether Namespace `name` exists and is not being deleted (nothing new can be created in a terminating one).
+    async fn active(&self, name: &str) -> Result<bool>;
 }
 
 /// [`Secrets`] over the API server.
@@ -108,6 +115,32 @@ impl ConfigMaps for KubeConfigMaps {
     }
 }
 
+/// [`Namespaces`] over the API server.
+#[derive(Clone)]
+pub struct KubeNamespaces {
+    client: Client,
+}
+
+impl KubeNamespaces {
+    /// Talks to the API server through `client`.
+    pub fn new(client: Client) -> Self {
+        KubeNamespaces { client }
+    }
+}
+
+#[async_trait]
+impl Namespaces for KubeNamespaces {
+    async fn active(&self, name: &str) -> Result<bool> {
+        let namespace = Api::<Namespace>::all(self.client.clone())
+            .get_opt(name)
+            .await
+            .map_err(|source| Error::api(Verb::Get, "Namespace", name, source))?;
+        Ok(namespace.is_some_and(|namespace| {
+            namespace.status.and_then(|status| status.phase).as_deref() != Some("Terminating")
+        }))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,6 +199,32 @@ mod tests {
             let instances = config_maps.get("wmco", "windows-instances").await.unwrap().unwrap();
             assert_eq!(instances.data.unwrap()["10.0.0.5"], "username=Administrator");
             config_maps.apply(&config_map).await.unwrap();
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn a_namespace_is_active_when_it_exists_and_is_not_terminating() {
+        const PATH: &str = "/api/v1/namespaces/openshift-cluster-api";
+        let namespace = |phase: &str| {
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "openshift-cluster-api"},
+                   "status": {"phase": phase}})
+        };
+        let exchanges = vec![
+            Exchange::get(PATH)
+                .reply(404, status_reply(404, "NotFound", "namespaces \"openshift-cluster-api\" not found")),
+            Exchange::get(PATH).reply(200, namespace("Active")),
+            Exchange::get(PATH).reply(200, namespace("Terminating")),
+            Exchange::get(PATH).reply(403, status_reply(403, "Forbidden", "no")),
+        ];
+        scenario(exchanges, |client| async move {
+            let namespaces = KubeNamespaces::new(client);
+            assert!(!namespaces.active("openshift-cluster-api").await.unwrap(), "missing");
+            assert!(namespaces.active("openshift-cluster-api").await.unwrap(), "active");
+            assert!(!namespaces.active("openshift-cluster-api").await.unwrap(), "terminating");
+            let error = namespaces.active("openshift-cluster-api").await.unwrap_err();
+            assert_eq!(error.status_code(), Some(403));
+            assert_eq!(error.to_string(), "get Namespace openshift-cluster-api failed");
         })
         .await;
     }

@@ -10,8 +10,8 @@ use kube::Client;
 use crate::{
     ClusterVersion, ConfigMaps, ControllerConfigs, Csrs, Drainer, EventPublisher, InstanceRecords, KubeClusterVersion,
     KubeConfigMaps, KubeControllerConfigs, KubeCsrs, KubeDrainer, KubeEvents, KubeInstanceRecords, KubeMachines,
-    KubeNodes, KubeSecrets, KubeServiceAccountTokens, Machines, NoWindowsMachines, Nodes, Result, Secrets,
-    ServiceAccountTokens, WindowsMachines,
+    KubeNamespaces, KubeNodes, KubeSecrets, KubeServiceAccountTokens, Machines, Namespaces, NoWindowsMachines, Nodes,
+    Result, Secrets, ServiceAccountTokens, WindowsMachines,
 };
 
 /// The cluster capabilities of one operator process, each built once and shared by every controller.
@@ -38,6 +38,8 @@ pub struct Seams {
     pub secrets: Arc<dyn Secrets>,
     /// ConfigMaps (`windows-instances`, the CA bundles).
     pub config_maps: Arc<dyn ConfigMaps>,
+    /// Whether a Namespace exists (`openshift-cluster-api`, where the user data is mirrored).
+    pub namespaces: Arc<dyn Namespaces>,
     /// Short-lived ServiceAccount tokens (the node-bootstrapper token).
     pub tokens: Arc<dyn ServiceAccountTokens>,
     /// CertificateSigningRequests and their `/approval`.
@@ -74,6 +76,7 @@ impl Seams {
             windows_machines,
             secrets: Arc::new(KubeSecrets::new(client.clone())),
             config_maps: Arc::new(KubeConfigMaps::new(client.clone())),
+            namespaces: Arc::new(KubeNamespaces::new(client.clone())),
             tokens: Arc::new(KubeServiceAccountTokens::new(client.clone())),
             csrs: Arc::new(KubeCsrs::new(client.clone())),
             events: Arc::new(KubeEvents::new(client.clone(), controller, None)),

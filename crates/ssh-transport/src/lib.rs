@@ -12,6 +12,8 @@
 //! - [`TransportError`] tells apart unreachable and timed-out hosts (retryable, see [`retry`]), authentication
 //!   failures, host key mismatches, failed commands, failed transfers and protocol errors.
 //! - [`HostPool`] shares one handle per host and caps the number of open connections.
+//! - [`transcript`] records every operation on a host (a [`RemoteHost`] decorator writing one JSON line each), with
+//!   every text passed through [`redact`] first: no key, token or password reaches a transcript.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -49,10 +51,12 @@ mod host_key;
 mod key;
 mod limiter;
 mod pool;
+pub mod redact;
 mod remote;
 mod retry;
 mod sftp_ops;
 mod source;
+pub mod transcript;
 mod upload;
 mod worker;
 

@@ -1,10 +1,13 @@
 //! The `windows-user-data` Secret's content, rendered from the operator's key.
 //!
 //! A new Windows Machine runs its user data once its cloud agent starts. The script rendered here
-//! ([`provisioning_script`]) installs and starts OpenSSH Server, opens TCP 22, 10250 and 9182, allows public-key
-//! authentication only, and authorizes exactly the operator's key for administrators, with the ACL sshd insists on.
-//! It stays inside the PowerShell subset of `windows-commands.md` §8, so the simulated hosts run it as a real host
-//! would. [`render_user_data`] adds the platform's wrapper.
+//! ([`provisioning_script`]) enables the local `Administrator` account with a random password made on the host when
+//! there is no `capi` user, installs and starts OpenSSH Server, opens TCP 22, 10250 and 9182, allows public-key
+//! authentication only, and authorizes exactly the operator's key for administrators, with the ACL sshd insists on;
+//! on AWS it then brings EC2Launch v2 to [`EC2LAUNCH_MINIMUM_VERSION`] and makes the instance metadata routes
+//! persistent. It stays inside the PowerShell subset of `windows-commands.md` §8 and the few extensions
+//! `docs/user-data.md` lists, so the simulated hosts run it as a real host would. [`render_user_data`] adds the
+//! platform's wrapper.
 //!
 //! The key comes from the operator's private key (`cloud-private-key`) or a public key line ([`PublicKey::parse`]);
 //! weak keys (RSA below 2048 bits, DSA, ECDSA P-224) are refused with [`KeyError::Weak`] naming the [`Weakness`].
@@ -35,8 +38,9 @@ pub use error::{KeyError, KeyFormat, Weakness};
 pub use key::{EcdsaCurve, KeyKind, PublicKey};
 pub use platform::{render_user_data, script_from_user_data, wraps_in_tags};
 pub use script::{
-    ADMINISTRATORS_AUTHORIZED_KEYS, FIREWALL_RULES, FirewallRule, OPENSSH_SERVER_CAPABILITY, SSH_DIRECTORY,
-    SSHD_CONFIG, SSHD_CONFIG_LINES, provisioning_script,
+    ADMINISTRATOR_USER, ADMINISTRATORS_AUTHORIZED_KEYS, CAPI_USER, EC2LAUNCH_EXE, EC2LAUNCH_FAILED_EXIT_CODE,
+    EC2LAUNCH_MINIMUM_VERSION, EC2LAUNCH_MSI_DOWNLOAD, EC2LAUNCH_MSI_URL, FIREWALL_RULES, FirewallRule,
+    OPENSSH_SERVER_CAPABILITY, SSH_DIRECTORY, SSHD_CONFIG, SSHD_CONFIG_LINES, provisioning_script,
 };
 pub use strength::{MIN_RSA_BITS, weakness_of};
 pub use wmco_vocabulary::{Platform, UnknownPlatform};

@@ -21,8 +21,8 @@ pub fn wraps_in_tags(platform: Platform) -> bool {
 const OPEN_TAG: &str = "<powershell>\n";
 const CLOSE_TAGS: &str = "</powershell>\n<persist>true</persist>\n";
 
-/// The `userData` value of the `windows-user-data` Secret for `platform`: [`provisioning_script`], wrapped when
-/// [`wraps_in_tags`].
+/// The `userData` value of the `windows-user-data` Secret for `platform`: the platform's [`provisioning_script`],
+/// wrapped when [`wraps_in_tags`].
 ///
 /// ```
 /// use wmco_user_data::{Platform, PublicKey, render_user_data};
@@ -35,7 +35,7 @@ const CLOSE_TAGS: &str = "</powershell>\n<persist>true</persist>\n";
 /// # Ok::<(), wmco_user_data::KeyError>(())
 /// ```
 pub fn render_user_data(key: &PublicKey, platform: Platform) -> String {
-    let script = provisioning_script(key);
+    let script = provisioning_script(key, platform);
     if wraps_in_tags(platform) { format!("{OPEN_TAG}{script}{CLOSE_TAGS}") } else { script }
 }
 
@@ -71,7 +71,7 @@ mod tests {
         let key = PublicKey::parse("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIDJqxXtLTB09WrBv58kWkXoCkTTC3YJP1KolNbUZY5jp")
             .unwrap();
         for platform in Platform::ALL {
-            assert_eq!(script_from_user_data(&render_user_data(&key, platform)), provisioning_script(&key));
+            assert_eq!(script_from_user_data(&render_user_data(&key, platform)), provisioning_script(&key, platform));
         }
     }
 }

@@ -1,6 +1,7 @@
 //! wmco-user-data against real keys (written by `fixtures/make.sh` with ssh-keygen and openssl), the golden user
 //! data of every platform, and the proof that the script provisions a simulated Windows host the operator can
-//! then log in to with its private key.
+//! then log in to with its private key: the Administrator account, SSH, and on AWS EC2Launch v2 and the persistent
+//! metadata routes, on fresh hosts, images with `capi`, old and current EC2Launch, and a host without the internet.
 
 #![allow(clippy::unwrap_used, reason = "test fixtures and helpers: a failed setup must panic")]
 
@@ -132,24 +133,34 @@ fn user_data_matches_the_golden_file_of_every_platform() {
 }
 
 #[test]
-fn the_script_fits_an_encoded_command_line() {
+fn the_script_fits_an_encoded_command_line_and_aws_user_data_fits_ec2() {
     let key = PublicKey::parse(&fixture("rsa-3072-openssh.pem")).unwrap();
-    let script = provisioning_script(&key);
-    // windows-commands.md §3: a -EncodedCommand script under cmd.exe holds about 3,000 characters; user data has
-    // no such limit, but staying under it lets the operator also run the script over SSH as one command.
-    assert!(script.len() < 2_900, "{} characters", script.len());
-    assert!(script.is_ascii());
+    for platform in Platform::ALL {
+        let script = provisioning_script(&key, platform);
+        assert!(script.is_ascii(), "{platform}");
+        if platform == Platform::Aws {
+            // EC2 takes at most 16 KiB of user data (before base64).
+            let user_data = render_user_data(&key, platform);
+            assert!(user_data.len() < 16 * 1024, "{platform}: {} characters", user_data.len());
+        } else {
+            // windows-commands.md §3: a -EncodedCommand script under cmd.exe holds about 3,000 characters; user
+            // data has no such limit, but staying under it lets the operator also run the script over SSH as one
+            // command. AWS's EC2Launch part runs only from user data.
+            assert!(script.len() < 2_900, "{platform}: {} characters", script.len());
+        }
+    }
 }
 
 mod simulator {
     use super::*;
     use winhost_sim::disk::WinPath;
     use winhost_sim::fleet::{Fleet, NewHost};
-    use winhost_sim::host::{ADMIN_AUTHORIZED_KEYS, Latency};
+    use winhost_sim::host::{ADMIN_AUTHORIZED_KEYS, Host, Identity, Latency, LocalUser, Output};
     use winhost_sim::ps::{ErrorStream, run_script};
     use winhost_sim::scm::{StartType, State};
     use winhost_sim::ssh::lock;
     use wmco_ssh_transport::{HostConfig, PrivateKey, RemoteCommand, RemoteHost as _, RetryPolicy, SshHost};
+    use wmco_user_data::EC2LAUNCH_FAILED_EXIT_CODE;
 
     fn ssh_to(address: std::net::SocketAddr, private_key_pem: &str) -> SshHost {
         let mut config =
@@ -160,13 +171,64 @@ mod simulator {
         SshHost::new(config).unwrap()
     }
 
-    /// An unprovisioned host refuses the operator's key; after the rendered user data ran through the simulator's
-    /// PowerShell evaluator (as `POST /hosts/<name>/provision` does), the key logs in and runs a command, every
-    /// command of the script was understood, and the host holds what the script promises.
+    fn operator_key() -> PublicKey {
+        PublicKey::parse(&fixture("ed25519-openssh.pem")).unwrap()
+    }
+
+    /// A fresh simulated host without an SSH server (the state is all these tests read).
+    fn fresh_host() -> (tempfile::TempDir, Host) {
+        let root = tempfile::tempdir().unwrap();
+        let identity = Identity {
+            hostname: "win-user-data".into(),
+            fqdn: "win-user-data.example.test".into(),
+            build: 20348,
+            ubr: 1,
+            node_ip: "203.0.113.30".parse().unwrap(),
+        };
+        let host = Host::new(identity, root.path(), Latency::zero()).unwrap();
+        (root, host)
+    }
+
+    /// Runs `platform`'s rendered user data on `host` as its first boot would (as `POST /hosts/<name>/provision`
+    /// does).
+    fn first_boot(host: &mut Host, platform: Platform) -> Output {
+        let user_data = render_user_data(&operator_key(), platform);
+        run_script(host, script_from_user_data(&user_data), ErrorStream::Text)
+    }
+
+    /// What the SSH part promises: every command understood, the key alone in the keys file with its ACL, the three
+    /// rules, the configuration, and sshd running and starting automatically.
+    fn assert_ssh_ready(host: &Host) {
+        assert!(host.unknown_commands.is_empty(), "{:?}", host.unknown_commands);
+        let path = WinPath::parse(ADMIN_AUTHORIZED_KEYS).unwrap();
+        let keys = String::from_utf8(host.disk.read(&path).unwrap()).unwrap();
+        assert_eq!(keys, format!("{}\r\n", operator_key().authorized_key_line()));
+        assert_eq!(host.acls[&path.key()], ["*S-1-5-32-544:F", "*S-1-5-18:F"]);
+        let rules: Vec<&str> = host.firewall.iter().map(|rule| rule.name.as_str()).collect();
+        assert_eq!(rules, ["OpenSSH-Server-In-TCP", "ContainerLogsPort", "WindowsExporter"]);
+        let config =
+            String::from_utf8(host.disk.read(&WinPath::parse(wmco_user_data::SSHD_CONFIG).unwrap()).unwrap()).unwrap();
+        assert_eq!(config, wmco_user_data::SSHD_CONFIG_LINES.map(|line| format!("{line}\r\n")).concat());
+        let sshd = host.scm.get("sshd").expect("installing the capability registered sshd");
+        assert_eq!((sshd.start_type, sshd.state), (StartType::Auto, State::Running));
+    }
+
+    fn user<'h>(host: &'h Host, name: &str) -> &'h LocalUser {
+        host.local_users.iter().find(|user| user.name == name).unwrap_or_else(|| panic!("no user {name}"))
+    }
+
+    /// Whether the account is enabled and whether a password was set on the host.
+    fn state(user: &LocalUser) -> (bool, bool) {
+        (user.enabled, user.password_set)
+    }
+
+    /// An unprovisioned host refuses the operator's key; after the rendered AWS user data ran through the simulator's
+    /// PowerShell evaluator, the key logs in and runs a command, every command of the script was understood, the
+    /// disabled Administrator is enabled with a password, EC2Launch v2 was installed and made the metadata routes
+    /// persistent.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn user_data_provisions_a_host_the_operator_key_can_log_in_to() {
         let private_key = fixture("ed25519-openssh.pem");
-        let key = PublicKey::parse(&private_key).unwrap();
         let base = tempfile::tempdir().unwrap();
         let mut fleet = Fleet::new(base.path().to_path_buf(), 0, Latency::zero());
         let info = fleet.add(NewHost::default()).await.unwrap();
@@ -176,33 +238,94 @@ mod simulator {
         let refused = before.run(&RemoteCommand::new("hostname", Duration::from_secs(10))).await.unwrap_err();
         assert!(refused.to_string().contains("auth"), "{refused}");
 
-        let user_data = render_user_data(&key, Platform::Aws);
-        let script = script_from_user_data(&user_data).to_owned();
         let host = std::sync::Arc::clone(&server.host);
-        let output = tokio::task::spawn_blocking(move || run_script(&mut lock(&host), &script, ErrorStream::Text))
-            .await
-            .unwrap();
-        assert_eq!((output.code, output.stderr.as_str()), (0, ""), "stdout: {}", output.stdout);
+        let output = tokio::task::spawn_blocking(move || first_boot(&mut lock(&host), Platform::Aws)).await.unwrap();
+        assert_eq!((output.code, output.stdout.as_str(), output.stderr.as_str()), (0, "", ""));
 
         {
             let host = lock(&server.host);
-            assert!(host.unknown_commands.is_empty(), "{:?}", host.unknown_commands);
-            let path = WinPath::parse(ADMIN_AUTHORIZED_KEYS).unwrap();
-            let keys = String::from_utf8(host.disk.read(&path).unwrap()).unwrap();
-            assert_eq!(keys, format!("{}\r\n", key.authorized_key_line()));
-            assert_eq!(host.acls[&path.key()], ["*S-1-5-32-544:F", "*S-1-5-18:F"]);
-            let rules: Vec<&str> = host.firewall.iter().map(|rule| rule.name.as_str()).collect();
-            assert_eq!(rules, ["OpenSSH-Server-In-TCP", "ContainerLogsPort", "WindowsExporter"]);
-            let config =
-                String::from_utf8(host.disk.read(&WinPath::parse(wmco_user_data::SSHD_CONFIG).unwrap()).unwrap())
-                    .unwrap();
-            assert_eq!(config, wmco_user_data::SSHD_CONFIG_LINES.map(|line| format!("{line}\r\n")).concat());
-            let sshd = host.scm.get("sshd").expect("installing the capability registered sshd");
-            assert_eq!((sshd.start_type, sshd.state), (StartType::Auto, State::Running));
+            assert_ssh_ready(&host);
+            assert_eq!(state(user(&host, "Administrator")), (true, true));
+            assert_eq!(host.ec2launch_version.as_deref(), Some(winhost_sim::ec2launch::LATEST_VERSION));
+            assert_eq!(host.persistent_routes, winhost_sim::ec2launch::METADATA_ROUTES);
+            let download = WinPath::parse(wmco_user_data::EC2LAUNCH_MSI_DOWNLOAD).unwrap();
+            assert_eq!(host.disk.entry(&download), None, "the installer is deleted after the install");
         }
 
         let after = ssh_to(info.ssh_address, &private_key);
         let output = after.run(&RemoteCommand::new("hostname", Duration::from_secs(10))).await.unwrap();
         assert_eq!((output.exit_code, output.stdout_text().as_ref()), (0, format!("{}\r\n", info.name).as_str()));
+    }
+
+    /// Platform None (as every platform but AWS): the Administrator handling and SSH, nothing of EC2Launch; a second
+    /// run (AWS re-runs user data at every boot; the others may) changes nothing and prints nothing.
+    #[test]
+    fn platform_none_enables_the_administrator_and_leaves_ec2launch_alone() {
+        let (_root, mut host) = fresh_host();
+        assert_eq!(state(user(&host, "Administrator")), (false, false), "a fresh host's Administrator is disabled");
+        for _ in 0..2 {
+            let output = first_boot(&mut host, Platform::None);
+            assert_eq!((output.code, output.stdout.as_str(), output.stderr.as_str()), (0, "", ""));
+            assert_ssh_ready(&host);
+            assert_eq!(state(user(&host, "Administrator")), (true, true));
+            assert_eq!(host.ec2launch_version, None);
+            assert!(host.persistent_routes.is_empty());
+        }
+    }
+
+    /// Images with a `capi` user (Azure) log in with it: `Administrator` is left as it is; an enabled Administrator
+    /// keeps its password everywhere.
+    #[test]
+    fn the_administrator_is_left_alone_when_capi_exists_or_when_it_is_enabled() {
+        let (_root, mut host) = fresh_host();
+        host.local_users.push(LocalUser { name: "capi".into(), enabled: true, password_set: true });
+        assert_eq!(first_boot(&mut host, Platform::Azure).code, 0);
+        assert_ssh_ready(&host);
+        assert_eq!(state(user(&host, "Administrator")), (false, false));
+
+        let (_root, mut host) = fresh_host();
+        host.local_users[0].enabled = true;
+        assert_eq!(first_boot(&mut host, Platform::VSphere).code, 0);
+        assert_eq!(state(user(&host, "Administrator")), (true, false), "an enabled account keeps its password");
+    }
+
+    /// An AMI with an EC2Launch v2 older than the minimum is upgraded (keeping its configuration: `ADDLOCAL=Basic`);
+    /// a current one is not downloaded again (the host here cannot download at all) and adds the routes.
+    #[test]
+    fn aws_upgrades_an_old_ec2launch_and_keeps_a_current_one() {
+        let (_root, mut host) = fresh_host();
+        host.install_ec2launch("2.0.863").unwrap();
+        let output = first_boot(&mut host, Platform::Aws);
+        assert_eq!((output.code, output.stdout.as_str()), (0, ""), "{output:?}");
+        assert_eq!(host.ec2launch_version.as_deref(), Some(winhost_sim::ec2launch::LATEST_VERSION));
+        assert_eq!(host.persistent_routes, winhost_sim::ec2launch::METADATA_ROUTES);
+
+        let (_root, mut host) = fresh_host();
+        host.install_ec2launch(wmco_user_data::EC2LAUNCH_MINIMUM_VERSION).unwrap();
+        host.downloads.clear();
+        let output = first_boot(&mut host, Platform::Aws);
+        assert_eq!((output.code, output.stdout.as_str()), (0, ""), "{output:?}");
+        assert_eq!(host.ec2launch_version.as_deref(), Some(wmco_user_data::EC2LAUNCH_MINIMUM_VERSION));
+        assert_eq!(host.persistent_routes, winhost_sim::ec2launch::METADATA_ROUTES);
+        assert_ssh_ready(&host);
+    }
+
+    /// A host that cannot download the installer (a disconnected cluster with an AMI lacking EC2Launch v2): SSH is
+    /// set up all the same, and the failure is printed and ends the script with its own exit code.
+    #[test]
+    fn aws_without_the_installer_still_sets_up_ssh_and_reports_the_ec2launch_failure() {
+        let (_root, mut host) = fresh_host();
+        host.downloads.clear();
+        let output = first_boot(&mut host, Platform::Aws);
+        assert_eq!(output.code, u32::try_from(EC2LAUNCH_FAILED_EXIT_CODE).unwrap(), "{output:?}");
+        assert_eq!(
+            output.stdout,
+            "SSH is set up, but EC2Launch v2 is not current or the metadata routes are not persistent:\r\n\
+             Unable to connect to the remote server\r\n"
+        );
+        assert_ssh_ready(&host);
+        assert_eq!(state(user(&host, "Administrator")), (true, true));
+        assert_eq!(host.ec2launch_version, None);
+        assert!(host.persistent_routes.is_empty());
     }
 }

@@ -5,7 +5,8 @@
 //! renders without its monitoring component, the Deployment's pod passes the namespace's `restricted` Pod Security level, and the operator's token can
 //! do exactly what `docs/install.md` says (SelfSubjectAccessReviews for the whole table, real calls for the
 //! sensitive rules: CSR approval per signer, TokenRequest per ServiceAccount, Secrets, the API server CA in
-//! `kube-root-ca.crt`, Node patch, eviction, `WindowsInstance` status).
+//! `kube-root-ca.crt`, Node patch, eviction, `WindowsInstance` status), and the optional `cluster-api` component
+//! grants exactly the mirror of `windows-user-data` in `openshift-cluster-api` once applied there.
 //!
 //! One control plane serves the whole test; without the control-plane binaries `ControlPlane::start` fails with a
 //! message saying how to build them.
@@ -94,6 +95,14 @@ const ACCESS_TABLE: &[AccessCase] = &[
     ("get", "", "secrets", "openshift-machine-api", "windows-user-data", true),
     ("get", "", "secrets", "openshift-machine-api", "some-other-secret", false),
     ("list", "", "secrets", "openshift-machine-api", "", false),
+    // The mirror of windows-user-data: whether openshift-cluster-api exists (that namespace only, by name); its
+    // Secret only with the cluster-api component (CLUSTER_API_TABLE).
+    ("get", "", "namespaces", "", CLUSTER_API_NAMESPACE, true),
+    ("get", "", "namespaces", "", "default", false),
+    ("list", "", "namespaces", "", "", false),
+    ("update", "", "namespaces", "", CLUSTER_API_NAMESPACE, false),
+    ("get", "", "secrets", CLUSTER_API_NAMESPACE, "windows-user-data", false),
+    ("create", "", "secrets", CLUSTER_API_NAMESPACE, "", false),
     // The workers' rendered MachineConfigs: read only.
     ("list", "machineconfiguration.openshift.io", "machineconfigs", "", "", true),
     ("get", "machineconfiguration.openshift.io", "machineconfigs", "", "rendered-worker-abc", true),
@@ -154,6 +163,22 @@ const ACCESS_TABLE: &[AccessCase] = &[
     ("*", "*", "*", "", "", false),
 ];
 
+/// Where the operator mirrors `windows-user-data` (with the cluster-api component).
+const CLUSTER_API_NAMESPACE: &str = "openshift-cluster-api";
+
+/// What the cluster-api component adds, each with its nearest forbidden neighbour.
+const CLUSTER_API_TABLE: &[AccessCase] = &[
+    ("create", "", "secrets", CLUSTER_API_NAMESPACE, "", true),
+    ("get", "", "secrets", CLUSTER_API_NAMESPACE, "windows-user-data", true),
+    ("patch", "", "secrets", CLUSTER_API_NAMESPACE, "windows-user-data", true),
+    ("update", "", "secrets", CLUSTER_API_NAMESPACE, "windows-user-data", true),
+    ("get", "", "secrets", CLUSTER_API_NAMESPACE, "some-other-secret", false),
+    ("list", "", "secrets", CLUSTER_API_NAMESPACE, "", false),
+    ("watch", "", "secrets", CLUSTER_API_NAMESPACE, "windows-user-data", false),
+    ("delete", "", "secrets", CLUSTER_API_NAMESPACE, "windows-user-data", false),
+    ("create", "", "configmaps", CLUSTER_API_NAMESPACE, "", false),
+];
+
 #[tokio::test]
 async fn manifests_install_the_operator_with_least_privilege() -> anyhow::Result<()> {
     let control_plane =
@@ -169,13 +194,14 @@ async fn manifests_install_the_operator_with_least_privilege() -> anyhow::Result
         .client_for_service_account(OPERATOR_NAMESPACE, OPERATOR_NAME)
         .await
         .context("a client with the operator ServiceAccount's token")?;
-    access_matches_the_table(&operator).await?;
+    access_matches_the_table(&operator, ACCESS_TABLE).await?;
     approves_only_kubelet_signers(&control_plane, &operator).await?;
     mints_tokens_only_for_node_bootstrapper(&operator).await?;
     cannot_read_secrets_elsewhere(&operator).await?;
     reads_the_api_server_ca(&operator).await?;
     patches_nodes_and_evicts_pods(&control_plane, &operator).await?;
     updates_windows_instance_status(&control_plane, &operator).await?;
+    cluster_api_component_grants_the_mirror(&control_plane, &operator).await?;
     Ok(())
 }
 
@@ -472,10 +498,10 @@ async fn operator_pod_passes_restricted_pod_security(control_plane: &ControlPlan
     }
 }
 
-async fn access_matches_the_table(operator: &kube::Client) -> anyhow::Result<()> {
+async fn access_matches_the_table(operator: &kube::Client, table: &[AccessCase]) -> anyhow::Result<()> {
     let reviews: Api<SelfSubjectAccessReview> = Api::all(operator.clone());
     let mut mismatches = Vec::new();
-    for &(verb, group, resource, namespace, name, expected) in ACCESS_TABLE {
+    for &(verb, group, resource, namespace, name, expected) in table {
         let (resource_name, subresource) = resource.split_once('/').unwrap_or((resource, ""));
         let review = SelfSubjectAccessReview {
             spec: SelfSubjectAccessReviewSpec {
@@ -690,5 +716,52 @@ async fn updates_windows_instance_status(control_plane: &ControlPlane, operator:
         .context("the operator could not update WindowsInstance status")?;
     let phase = updated.data.pointer("/status/phase").and_then(serde_json::Value::as_str);
     ensure!(phase == Some("Pending"), "status.phase after the operator's update: {phase:?}");
+    Ok(())
+}
+
+/// An admin on a cluster with namespace `openshift-cluster-api` includes the cluster-api component: applied alone
+/// (a kustomization naming only the component), it creates the Role and RoleBinding there, applies again unchanged,
+/// and lets the operator keep exactly Secret `windows-user-data` there (a real server-side apply and read, as the
+/// operator does them, and the access table).
+async fn cluster_api_component_grants_the_mirror(
+    control_plane: &ControlPlane,
+    operator: &kube::Client,
+) -> anyhow::Result<()> {
+    let namespace = Namespace {
+        metadata: ObjectMeta { name: Some(CLUSTER_API_NAMESPACE.to_owned()), ..ObjectMeta::default() },
+        ..Namespace::default()
+    };
+    Api::<Namespace>::all(control_plane.admin_client()).create(&PostParams::default(), &namespace).await?;
+    let copy = tempfile::tempdir()?;
+    copy_tree(&manifests_dir(), &copy.path().join("manifests"))?;
+    let kustomization = copy.path().join("cluster-api-only");
+    std::fs::create_dir_all(&kustomization)?;
+    std::fs::write(
+        kustomization.join("kustomization.yaml"),
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\ncomponents:\n  - ../manifests/components/cluster-api\n",
+    )?;
+    let objects = [
+        "role.rbac.authorization.k8s.io/windows-machine-config-operator-cluster-api",
+        "rolebinding.rbac.authorization.k8s.io/windows-machine-config-operator-cluster-api",
+    ];
+    let first = kubectl_apply(control_plane, &kustomization).await?;
+    let expected: BTreeSet<String> = with_verb(&objects, "created").into_iter().collect();
+    ensure!(first == expected, "the cluster-api component applied {first:#?}");
+    let second = kubectl_apply(control_plane, &kustomization).await?;
+    let unchanged: BTreeSet<String> = with_verb(&objects, "unchanged").into_iter().collect();
+    ensure!(second == unchanged, "a second apply of the cluster-api component was not a no-op: {second:#?}");
+    access_matches_the_table(operator, CLUSTER_API_TABLE).await?;
+
+    let secrets: Api<Secret> = Api::namespaced(operator.clone(), CLUSTER_API_NAMESPACE);
+    let mirror: Secret = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "windows-user-data", "namespace": CLUSTER_API_NAMESPACE},
+        "data": {"userData": "PHBvd2Vyc2hlbGw+"},
+    }))?;
+    secrets
+        .patch("windows-user-data", &PatchParams::apply("wmco").force(), &Patch::Apply(&mirror))
+        .await
+        .context("the operator could not apply the mirrored windows-user-data")?;
+    secrets.get("windows-user-data").await.context("the operator could not read the mirrored windows-user-data")?;
     Ok(())
 }

@@ -1,13 +1,15 @@
 //! The machine API played by a test: a simulated host that starts unprovisioned (no authorized key, as a new cloud
 //! instance before its user data ran), the operator's `windows-user-data` read back, user data run through the
 //! simulator's PowerShell as first boot would, and a Windows `Machine` pointing at the host (phase, addresses and
-//! providerID set as machine-api would).
+//! providerID set as machine-api would); and the Cluster API side: namespace `openshift-cluster-api`, the operator's
+//! cluster-api kustomize component applied there as an admin would, and the mirrored `windows-user-data` read back.
 //!
 //! The harness fixtures already serve `machine.openshift.io` and hold the `openshift-machine-api` namespace.
 
 use std::net::Ipv4Addr;
+use std::path::{Component, Path, PathBuf};
 
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -15,10 +17,12 @@ use winhost_sim::fleet::{HostInfo, NewHost};
 use winhost_sim::ps::{ErrorStream, run_script};
 use wmco_cluster_client::types::Machine;
 
-use crate::{Sandbox, SandboxError};
+use crate::{Sandbox, SandboxError, manifests_dir};
 
 /// The machine API's namespace.
 pub const MACHINE_API_NAMESPACE: &str = "openshift-machine-api";
+/// Where the operator mirrors `windows-user-data` when the namespace exists.
+pub const CLUSTER_API_NAMESPACE: &str = "openshift-cluster-api";
 /// The Secret the operator renders for new Windows Machines.
 pub const USER_DATA_SECRET: &str = "windows-user-data";
 /// Its field holding the user data.
@@ -77,14 +81,87 @@ pub async fn provision(sandbox: &Sandbox, name: &str, script: &str) -> Result<Pr
 /// # Errors
 /// [`SandboxError::Kube`] if the Secret cannot be read.
 pub async fn user_data(client: &kube::Client) -> Result<Option<String>, SandboxError> {
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), MACHINE_API_NAMESPACE);
+    user_data_in(client, MACHINE_API_NAMESPACE).await
+}
+
+/// The `userData` of the mirror `openshift-cluster-api/windows-user-data`, once the operator wrote it.
+///
+/// # Errors
+/// [`SandboxError::Kube`] if the Secret cannot be read.
+pub async fn mirrored_user_data(client: &kube::Client) -> Result<Option<String>, SandboxError> {
+    user_data_in(client, CLUSTER_API_NAMESPACE).await
+}
+
+async fn user_data_in(client: &kube::Client, namespace: &str) -> Result<Option<String>, SandboxError> {
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
     let secret = secrets
         .get_opt(USER_DATA_SECRET)
         .await
-        .map_err(SandboxError::kube(format!("read Secret {MACHINE_API_NAMESPACE}/{USER_DATA_SECRET}")))?;
+        .map_err(SandboxError::kube(format!("read Secret {namespace}/{USER_DATA_SECRET}")))?;
     Ok(secret
         .and_then(|secret| secret.data)
         .and_then(|data| data.get(USER_DATA_FIELD).map(|bytes| String::from_utf8_lossy(&bytes.0).into_owned())))
+}
+
+/// Creates namespace `openshift-cluster-api`, as installing the Cluster API does.
+///
+/// # Errors
+/// [`SandboxError::Kube`] if the create is refused.
+pub async fn create_cluster_api_namespace(client: &kube::Client) -> Result<(), SandboxError> {
+    let namespace = Namespace {
+        metadata: kube::api::ObjectMeta { name: Some(CLUSTER_API_NAMESPACE.to_owned()), ..Default::default() },
+        ..Namespace::default()
+    };
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await
+        .map_err(SandboxError::kube(format!("create Namespace {CLUSTER_API_NAMESPACE}")))?;
+    Ok(())
+}
+
+/// Applies `manifests/components/cluster-api` (the operator's Role in `openshift-cluster-api`) with `kubectl apply
+/// -k`, through a kustomization in the sandbox directory that names only the component, as an admin would include
+/// it.
+///
+/// # Errors
+/// [`SandboxError::Io`] if the kustomization cannot be written or kubectl not run, [`SandboxError::Manifests`] with
+/// kubectl's output if the apply fails.
+pub async fn apply_cluster_api_component(sandbox: &Sandbox) -> Result<(), SandboxError> {
+    let directory = sandbox.directory().join("cluster-api-component");
+    std::fs::create_dir_all(&directory).map_err(SandboxError::io("create directory", &directory))?;
+    let component = relative_to(&directory, &manifests_dir().join("components").join("cluster-api"));
+    let kustomization = format!(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\ncomponents:\n  - {}\n",
+        component.display()
+    );
+    let file = directory.join("kustomization.yaml");
+    std::fs::write(&file, kustomization).map_err(SandboxError::io("write", &file))?;
+    let output = sandbox
+        .control_plane()
+        .kubectl()
+        .arg("apply")
+        .arg("-k")
+        .arg(&directory)
+        .output()
+        .await
+        .map_err(SandboxError::io("run kubectl apply -k", &directory))?;
+    if output.status.success() {
+        return Ok(());
+    }
+    Err(SandboxError::Manifests {
+        dir: directory,
+        output: format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr)),
+    })
+}
+
+/// `target` as a path relative to `base` (both absolute): kustomize refuses absolute paths.
+fn relative_to(base: &Path, target: &Path) -> PathBuf {
+    let base: Vec<Component<'_>> = base.components().collect();
+    let target: Vec<Component<'_>> = target.components().collect();
+    let common = base.iter().zip(&target).take_while(|(a, b)| a == b).count();
+    let mut relative: PathBuf = std::iter::repeat_n(Component::ParentDir, base.len() - common).collect();
+    relative.extend(&target[common..]);
+    relative
 }
 
 /// Replaces the `userData` of `windows-user-data` with `text`, as an admin editing it by hand.
@@ -167,6 +244,15 @@ mod tests {
                 {"type": "InternalDNS", "address": "win-a.sim.test"},
             ]}})
         );
+    }
+
+    #[test]
+    fn kustomize_gets_a_relative_path_to_the_component() {
+        assert_eq!(
+            relative_to(Path::new("/tmp/sandbox-1/cluster-api-component"), Path::new("/work/main/manifests/x")),
+            Path::new("../../../work/main/manifests/x")
+        );
+        assert_eq!(relative_to(Path::new("/a/b"), Path::new("/a/b/c")), Path::new("c"));
     }
 
     #[test]

@@ -363,6 +363,12 @@ impl Sandbox {
         &self.directory_path
     }
 
+    /// Where a test points the operator's `--record-transcripts` (`transcripts` in the sandbox directory): the
+    /// secret scan reads every file in it.
+    pub fn transcripts_dir(&self) -> PathBuf {
+        self.directory_path.join("transcripts")
+    }
+
     /// Keeps the sandbox directory after drop (for inspection after a failure).
     pub fn keep_directory(&self) {
         self.keep_directory.store(true, Ordering::SeqCst);
@@ -848,7 +854,8 @@ impl Sandbox {
     /// node-bootstrapper token a host's bootstrap kubeconfig held, the `windows-machine-config-operator-tls` and
     /// `windows-machine-config-operator-metrics-tls` keys, the operator's ServiceAccount token, the metrics
     /// scraper's token — in the operator's log, every host's commands (lines, decoded
-    /// `-EncodedCommand` scripts, output) and files under `C:\var\log`, and every Event; see [`crate::secret_scan`].
+    /// `-EncodedCommand` scripts, output) and files under `C:\var\log`, the command transcripts in
+    /// [`Sandbox::transcripts_dir`], and every Event; see [`crate::secret_scan`].
     ///
     /// # Errors
     /// [`SandboxError::Kube`] or [`SandboxError::Io`] if something to search cannot be read.
@@ -865,6 +872,7 @@ impl Sandbox {
             scraper_token: &self.metrics_token,
             fleet: &self.fleet,
             hosts_dir: self.directory_path.join("hosts"),
+            transcripts_dir: self.transcripts_dir(),
         })
         .await
     }

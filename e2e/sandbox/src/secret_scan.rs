@@ -3,8 +3,8 @@
 //! `windows-machine-config-operator-tls` and `windows-machine-config-operator-metrics-tls` Secrets, the operator's
 //! own ServiceAccount token, and the bearer token the sandbox scrapes `/metrics` with — looked for in
 //! everything the product writes where an admin or a log collector reads: the operator's log, every host command
-//! (its line, the script of an `-EncodedCommand`, its output), the hosts' log files under `C:\var\log`, and every
-//! Event in the cluster.
+//! (its line, the script of an `-EncodedCommand`, its output), the hosts' log files under `C:\var\log`, the command
+//! transcripts of `--record-transcripts` when a test records them, and every Event in the cluster.
 //!
 //! A secret is searched as the values a leak would show ([`Secret::pem`], [`Secret::token`]): a PEM key's body lines
 //! and its Base64 form (as a Secret's `data` carries it), a token whole, its JWT signature and its Base64 form.
@@ -219,6 +219,8 @@ pub enum Place {
         /// Its Windows path.
         path: String,
     },
+    /// A command transcript file (`wmco run --record-transcripts`).
+    Transcript(PathBuf),
     /// A field of an Event.
     Event {
         /// `v1` or `events.k8s.io/v1`.
@@ -244,6 +246,7 @@ impl fmt::Display for Place {
                 write!(formatter, "host {host} command #{index} from {client} ({part})")
             }
             Place::HostLogFile { host, path } => write!(formatter, "host {host} file {path}"),
+            Place::Transcript(path) => write!(formatter, "the command transcript {}", path.display()),
             Place::Event { api, name, field } => write!(formatter, "{api} Event {name} ({field})"),
         }
     }
@@ -323,6 +326,7 @@ impl fmt::Display for SecretScan {
                 Place::OperatorLog(_) => "operator log",
                 Place::HostCommand { .. } => "host command texts",
                 Place::HostLogFile { .. } => "host log files",
+                Place::Transcript(_) => "command transcripts",
                 Place::Event { .. } => "Event fields",
             };
             *places.entry(category).or_default() += 1;
@@ -471,6 +475,24 @@ impl Scanner {
     }
 }
 
+/// The files directly in `directory`, sorted; none when it does not exist.
+fn transcript_files(directory: &Path) -> Result<Vec<PathBuf>, SandboxError> {
+    let entries = match std::fs::read_dir(directory) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => return Err(SandboxError::io("list", directory)(error)),
+    };
+    let mut files = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(SandboxError::io("list", directory))?;
+        if entry.file_type().map_err(SandboxError::io("inspect", entry.path()))?.is_file() {
+            files.push(entry.path());
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
 fn object_name(namespace: Option<&str>, name: Option<&str>) -> String {
     format!("{}/{}", namespace.unwrap_or_default(), name.unwrap_or_default())
 }
@@ -522,6 +544,8 @@ pub struct ScanInputs<'a> {
     pub fleet: &'a SharedFleet,
     /// The directory holding every host's disk (`<name>/C`), including hosts removed from the fleet.
     pub hosts_dir: PathBuf,
+    /// The directory of command transcripts (every file in it is searched; a missing directory is no error).
+    pub transcripts_dir: PathBuf,
 }
 
 /// Collects the planted secrets and searches every place; see the module documentation.
@@ -544,6 +568,9 @@ pub async fn scan(inputs: &ScanInputs<'_>) -> Result<SecretScan, SandboxError> {
     }
     for (name, c_drive) in host_disks(&inputs.hosts_dir)? {
         scanner.search_host_logs(&name, &c_drive)?;
+    }
+    for transcript in transcript_files(&inputs.transcripts_dir)? {
+        scanner.search_file(Place::Transcript(transcript.clone()), &transcript)?;
     }
     let core: Api<CoreEvent> = Api::all(inputs.admin.clone());
     let core = core.list(&ListParams::default()).await.map_err(SandboxError::kube("list v1 Events"))?.items;

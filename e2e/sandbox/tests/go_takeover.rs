@@ -19,7 +19,11 @@
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use futures::StreamExt as _;
+use kube::runtime::{WatchStreamExt as _, watcher};
 
 use anyhow::{Context as _, ensure};
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
@@ -153,6 +157,9 @@ async fn a_node_the_go_operator_left_at_its_version_is_upgraded_within_the_budge
         .await?;
     install_go_daemon(&sandbox, &host.name).await?;
 
+    // When the Node is first cordoned, as a watch sees it, and which host commands come after the restart.
+    let cordoned_at = first_cordon(nodes.clone(), node_name.clone());
+    let commands_before = sandbox.operator_commands(&host.name).await?.len();
     sandbox.start_operator().await?;
     sandbox
         .wait_for("the Node back at the operator's version, Ready, schedulable and unmarked", READY_TIMEOUT, || async {
@@ -176,8 +183,37 @@ async fn a_node_the_go_operator_left_at_its_version_is_upgraded_within_the_budge
     }
     let services = sandbox.services(&host.name).await?;
     ensure!(!services.iter().any(|service| service.name == GO_DAEMON), "the Go operator's daemon is still installed");
+    // Nothing changed on the host before the Node was out of service: the daemon's deletion (the first change the
+    // new record's configuration makes) finished after the cordon.
+    let cordoned_at =
+        cordoned_at.lock().map_err(|_| anyhow::anyhow!("the watch panicked"))?.context("never cordoned")?;
+    let commands = sandbox.operator_commands(&host.name).await?;
+    let deletion = commands[commands_before..]
+        .iter()
+        .find(|command| command.line.contains(&format!("sc.exe delete {GO_DAEMON}")))
+        .context("the daemon was never deleted")?;
+    let deleted_at = deletion.finished_at.context("a command without its time")?;
+    ensure!(cordoned_at < deleted_at, "the host was reconfigured before its Node was cordoned");
     sandbox.assert_no_secret_leaked().await?;
     Ok(())
+}
+
+/// Watches the Node `name` and keeps the time a watch event first showed it unschedulable.
+fn first_cordon(nodes: Api<Node>, name: String) -> Arc<Mutex<Option<SystemTime>>> {
+    let seen = Arc::new(Mutex::new(None));
+    let keep = Arc::clone(&seen);
+    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    tokio::spawn(async move {
+        let mut events = std::pin::pin!(watcher(nodes, config).applied_objects());
+        while let Some(Ok(node)) = events.next().await {
+            if node.is_unschedulable()
+                && let Ok(mut first) = keep.lock()
+            {
+                first.get_or_insert_with(SystemTime::now);
+            }
+        }
+    });
+    seen
 }
 
 /// Installs the Go operator's daemon service (stopped) on the host `name`.

@@ -8,6 +8,10 @@
 //!    origin Machine.
 //! 6. A hand edit of `windows-user-data` is reverted.
 //!
+//! Then the mirror for Cluster API Machines (issue 18): once namespace `openshift-cluster-api` exists, a pass without
+//! the operator's Role there gives one Warning Event `UserDataMirrorForbidden` on `cloud-private-key` naming the
+//! kustomize component, and with the component applied the same user data appears there.
+//!
 //! Needs the control-plane binaries (`cargo xtask controlplane build`) and the `wmco` binary (`WMCO_BIN`, set by
 //! `cargo xtask test`, or `target/<profile>/wmco`).
 
@@ -20,7 +24,8 @@ use kube::Api;
 use wmco_cluster_client::names::{KUBERNETES_OS_LABEL, VERSION_ANNOTATION};
 use wmco_cluster_client::types::{InstanceOrigin, InstancePhase};
 use wmco_sandbox::machine_api::{
-    add_unprovisioned_host, create_provisioned_machine, edit_user_data, provision, user_data,
+    add_unprovisioned_host, apply_cluster_api_component, create_cluster_api_namespace, create_provisioned_machine,
+    edit_user_data, mirrored_user_data, provision, user_data,
 };
 use wmco_sandbox::{Sandbox, SandboxOptions, node_is_ready};
 
@@ -29,6 +34,7 @@ const USER_DATA_TIMEOUT: Duration = Duration::from_secs(120);
 const READY_TIMEOUT: Duration = Duration::from_secs(900);
 const REVERT_TIMEOUT: Duration = Duration::from_secs(120);
 const VERSION_TIMEOUT: Duration = Duration::from_secs(120);
+const MIRROR_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The simulated host behind the Machine, and where it listens.
 const HOST_NAME: &str = "winmachine-0";
@@ -100,6 +106,31 @@ async fn a_machine_provisioned_with_the_rendered_user_data_becomes_a_ready_node_
         .wait_for("the hand edit of windows-user-data reverted", REVERT_TIMEOUT, || async {
             let current = user_data(&admin).await?.context("the Secret is gone")?;
             ensure!(current == rendered, "still edited: {current:?}");
+            Ok(())
+        })
+        .await?;
+
+    // The mirror. Each hand edit below starts a user-data pass at once (the operator also passes every 5 minutes).
+    create_cluster_api_namespace(&admin).await?;
+    edit_user_data(&admin, "<powershell>\nexit 1\n</powershell>\n").await?;
+    sandbox
+        .wait_for("a Warning Event naming the cluster-api component", MIRROR_TIMEOUT, || async {
+            let events = sandbox.events_about("Secret", "cloud-private-key").await?;
+            let warned = events.iter().any(|(kind, reason, note)| {
+                kind == "Warning"
+                    && reason == "UserDataMirrorForbidden"
+                    && note.contains("manifests/components/cluster-api")
+            });
+            ensure!(warned, "events about cloud-private-key: {events:?}");
+            Ok(())
+        })
+        .await?;
+    apply_cluster_api_component(&sandbox).await?;
+    edit_user_data(&admin, "<powershell>\nexit 2\n</powershell>\n").await?;
+    sandbox
+        .wait_for("windows-user-data mirrored into openshift-cluster-api", MIRROR_TIMEOUT, || async {
+            let mirrored = mirrored_user_data(&admin).await?.context("not mirrored yet")?;
+            ensure!(mirrored == rendered, "the mirror differs: {mirrored:?}");
             Ok(())
         })
         .await?;

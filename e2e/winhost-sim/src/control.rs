@@ -189,6 +189,7 @@ async fn host_action(
                     exit_code: output.code,
                     stdout: output.stdout.clone(),
                     stderr: output.stderr.clone(),
+                    finished_at: Some(std::time::SystemTime::now()),
                 });
                 output
             })

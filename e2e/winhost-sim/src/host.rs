@@ -1,7 +1,8 @@
 //! One simulated Windows host's state: identity, disk, service table, registry, machine environment, firewall
-//! rules, HNS networks, optional features (whose pending states settle at a reboot), the last boot time, ACLs, and
-//! the logs tests read (commands, unknown commands). Commands enter through [`Host::exec`] (cmd.exe, as
-//! Win32-OpenSSH's default shell runs them).
+//! rules, HNS networks, optional features (whose pending states settle at a reboot), the last boot time, ACLs, local
+//! user accounts, what an AWS host adds (EC2Launch v2's version, the persistent metadata routes, the URLs it can
+//! download), and the logs tests read (commands, unknown commands). Commands enter through [`Host::exec`] (cmd.exe,
+//! as Win32-OpenSSH's default shell runs them).
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
@@ -108,6 +109,23 @@ impl Default for Defender {
 /// The image path of Defender's `MsMpEng` process.
 pub const DEFENDER_IMAGE: &str = r"C:\ProgramData\Microsoft\Windows Defender\Platform\4.18.24090.11-0\MsMpEng.exe";
 
+/// A local user account (`Get-LocalUser`). The password itself is never kept: only whether one was set.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct LocalUser {
+    /// The account name.
+    pub name: String,
+    /// Whether the account may log on.
+    pub enabled: bool,
+    /// Whether a password was set on this host (`Set-LocalUser -Password`).
+    pub password_set: bool,
+}
+
+/// The accounts of a fresh host: the built-in `Administrator`, disabled and without a password set (as a generalized
+/// image leaves it; an image with a `capi` user is made by adding it to [`Host::local_users`]).
+pub fn default_local_users() -> Vec<LocalUser> {
+    vec![LocalUser { name: "Administrator".to_owned(), enabled: false, password_set: false }]
+}
+
 /// A Windows Defender Firewall rule.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct FirewallRule {
@@ -155,6 +173,8 @@ pub struct CommandRecord {
     pub stdout: String,
     /// What it printed on standard error.
     pub stderr: String,
+    /// When it finished (`None` only in records a test builds).
+    pub finished_at: Option<SystemTime>,
 }
 
 /// A command no shell knew.
@@ -263,6 +283,16 @@ pub struct Host {
     /// `Cert:\LocalMachine\Root`, by thumbprint (40 upper-case hex digits); a fresh host holds
     /// [`BUILTIN_ROOT_THUMBPRINT`].
     pub root_certificates: BTreeMap<String, RootCertificate>,
+    /// Local user accounts ([`default_local_users`] on a fresh host).
+    pub local_users: Vec<LocalUser>,
+    /// The installed EC2Launch v2's version (`EC2Launch.exe version`); `None`: not installed (a fresh host). Set it
+    /// with [`Host::install_ec2launch`], which also writes the program file.
+    pub ec2launch_version: Option<String>,
+    /// Routes made persistent by `EC2Launch.exe run-task add-routes --persistent` (destination prefixes).
+    pub persistent_routes: Vec<String>,
+    /// What `Invoke-WebRequest` can download, by URL; any other URL is unreachable. A fresh host reaches
+    /// [`crate::ec2launch::MSI_URL`] (clear this map for a disconnected host).
+    pub downloads: BTreeMap<String, Vec<u8>>,
 }
 
 /// The system volume's space, in bytes (`Win32_LogicalDisk` `FreeSpace` and `Size`). The simulated disk is a
@@ -321,7 +351,8 @@ impl Host {
     /// [`DiskError`] if the root directory cannot be prepared.
     pub fn new(identity: Identity, root: &Path, latency: Latency) -> Result<Host, DiskError> {
         let disk = Disk::new(root)?;
-        for directory in [r"C:\Windows\System32", r"C:\ProgramData\ssh", r"C:\Users\Administrator"] {
+        for directory in [r"C:\Windows\System32", r"C:\Windows\Temp", r"C:\ProgramData\ssh", r"C:\Users\Administrator"]
+        {
             disk.create_dir_all(&WinPath::parse(directory)?)?;
         }
         let timing = Timing { start: latency.service_transition, stop: latency.service_transition };
@@ -351,6 +382,10 @@ impl Host {
                 BUILTIN_ROOT_THUMBPRINT.to_owned(),
                 RootCertificate { subject: "CN=Microsoft Root Certificate Authority, DC=microsoft, DC=com".to_owned() },
             )]),
+            local_users: default_local_users(),
+            ec2launch_version: None,
+            persistent_routes: Vec::new(),
+            downloads: BTreeMap::from([(crate::ec2launch::MSI_URL.to_owned(), crate::ec2launch::MSI_CONTENT.to_vec())]),
             identity,
         };
         let (product, display, release) = if host.identity.build >= 20348 {
@@ -410,6 +445,7 @@ impl Host {
             exit_code: output.code,
             stdout: output.stdout.clone(),
             stderr: output.stderr.clone(),
+            finished_at: Some(SystemTime::now()),
         });
         output
     }
@@ -591,6 +627,21 @@ impl Host {
         });
         self.after_start(started, refusals);
         self.reboot_requested = false;
+    }
+
+    /// Installs EC2Launch v2 at `version`, as an AMI ships it or its installer leaves it: the program file
+    /// ([`crate::ec2launch::EXE`]) and its version.
+    ///
+    /// # Errors
+    /// [`DiskError`] if the program directory cannot be made.
+    pub fn install_ec2launch(&mut self, version: &str) -> Result<(), DiskError> {
+        let executable = WinPath::parse(crate::ec2launch::EXE)?;
+        if let Some(directory) = executable.parent() {
+            self.disk.create_dir_all(&directory)?;
+        }
+        self.disk.write(&executable, b"MZ")?;
+        self.ec2launch_version = Some(version.to_owned());
+        Ok(())
     }
 
     /// SHA-256 of a file (lower-case hex), if it exists.

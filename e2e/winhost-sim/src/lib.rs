@@ -25,6 +25,7 @@ pub mod cmd;
 pub mod control;
 pub mod disk;
 pub mod driver;
+pub mod ec2launch;
 pub mod faults;
 pub mod fleet;
 pub mod host;
@@ -33,6 +34,8 @@ pub mod process;
 pub mod ps;
 #[cfg(feature = "remote-host")]
 pub mod remote_host;
+#[cfg(feature = "replay")]
+pub mod replay;
 pub mod sc;
 pub mod scm;
 pub mod sftp;

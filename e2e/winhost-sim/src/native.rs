@@ -1,5 +1,7 @@
 //! Native programs the host has, shared by cmd.exe and PowerShell: `sc.exe`, `powershell.exe`, `cmd.exe`,
-//! `hostname.exe` and `icacls.exe`, found by bare name, with or without `.exe`, or by their System32 path.
+//! `hostname.exe`, `icacls.exe`, `certutil.exe` and `msiexec.exe`, found by bare name, with or without `.exe`, or by
+//! their System32 path; and, once installed, EC2Launch v2's `EC2Launch.exe` by its full path
+//! ([`crate::ec2launch`]).
 
 use crate::disk::WinPath;
 use crate::host::{Host, Output};
@@ -19,6 +21,8 @@ pub fn resolve(name: &str) -> Option<&'static str> {
         "hostname" if system_directory(r"c:\windows\system32") => Some("hostname"),
         "icacls" if system_directory(r"c:\windows\system32") => Some("icacls"),
         "certutil" if system_directory(r"c:\windows\system32") => Some("certutil"),
+        "msiexec" if system_directory(r"c:\windows\system32") => Some("msiexec"),
+        "ec2launch" if directory.as_deref() == Some(r"c:\program files\amazon\ec2launch") => Some("ec2launch"),
         "powershell" if system_directory(r"c:\windows\system32\windowspowershell\v1.0") => Some("powershell"),
         _ => None,
     }
@@ -28,6 +32,8 @@ pub fn resolve(name: &str) -> Option<&'static str> {
 /// no such program.
 pub fn run(host: &mut Host, name: &str, arguments: &[String], raw: &str) -> Option<Output> {
     Some(match resolve(name)? {
+        "msiexec" => crate::ec2launch::msiexec(host, arguments),
+        "ec2launch" => return crate::ec2launch::ec2launch(host, arguments),
         "sc" => crate::sc::run(host, arguments),
         "powershell" => crate::ps::run_powershell_exe(host, arguments),
         "hostname" => Output::ok(format!("{}\r\n", host.identity.hostname)),
@@ -151,6 +157,9 @@ mod tests {
         assert_eq!(resolve(r"C:\Windows\System32\WindowsPowerShell\v1.0\powershell.exe"), Some("powershell"));
         assert_eq!(resolve(r"C:\k\sc.exe"), None);
         assert_eq!(resolve("ls"), None);
+        assert_eq!(resolve("msiexec"), Some("msiexec"));
+        assert_eq!(resolve(r"C:\Program Files\Amazon\EC2Launch\EC2Launch.exe"), Some("ec2launch"));
+        assert_eq!(resolve("EC2Launch.exe"), None, "not on the PATH");
     }
 
     #[test]

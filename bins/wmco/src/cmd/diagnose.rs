@@ -28,6 +28,7 @@ use wmco_cluster_client::{
 };
 use wmco_csr_approver::{CsrFacts, CsrManifest, CsrState, VerdictReport, World, WorldData, decide};
 use wmco_operator::csr::{KUBELET_SIGNERS, machine_instance, managed_instance, node_record};
+use wmco_ssh_transport::redact::redact;
 use wmco_ssh_transport::{HostKeyPolicy, PrivateKey, RemoteCommand, RemoteHost, RetryPolicy, SshHost};
 use wmco_windows_services::{
     LEGACY_DAEMON_SERVICE, LogRotation, NodeInputs, ObservedService, Platform, ProbeRequest, ServiceName, Verbosity,
@@ -36,7 +37,6 @@ use wmco_windows_services::{
 
 use crate::cli_support::{ClusterArgs, Outcome, OutputArgs, OutputFormat, UnusableInput, print_stdout, render};
 use crate::cmd::status::{ConditionSummary, EventSummary, InstanceSummary, dash, table};
-use crate::redact::redact;
 
 /// The `kind` of the document `wmco diagnose -o json|yaml` prints.
 pub const KIND: &str = "Diagnosis";

@@ -18,6 +18,7 @@ use wmco_operator::process::{
 };
 use wmco_operator::shutdown::termination_requested;
 use wmco_payload_manifest::{Manifest, Payload, PayloadError, check_payload_binaries};
+use wmco_ssh_transport::transcript::prepare_directory;
 use wmco_vocabulary::IpCidr;
 use wmco_windows_services::{LogRotation, Verbosity};
 
@@ -129,6 +130,11 @@ pub struct RunArgs {
     /// How often the kubelet and kube-proxy flush their logs, a Go duration (`5s`).
     #[arg(long, env = "SERVICES_LOG_FLUSH_INTERVAL", value_name = "DURATION", value_parser = parse_log_duration)]
     pub services_log_flush_interval: Option<Duration>,
+    /// Record every command sent to each host and its output (secrets redacted; uploads as path, size and SHA-256)
+    /// in `DIR/<user>_<address>_<port>.jsonl`, one JSON line per operation, for troubleshooting and for replaying
+    /// against the host simulator. DIR is created (mode 0700) if missing.
+    #[arg(long, env = "WMCO_RECORD_TRANSCRIPTS", value_name = "DIR")]
+    pub record_transcripts: Option<PathBuf>,
 }
 
 /// Runs the operator until it is told to stop (exit 0) or loses its lease (an error, exit 1).
@@ -147,8 +153,20 @@ pub fn run(args: &RunArgs, _output: OutputFormat) -> anyhow::Result<Outcome> {
              configured by this operator cannot run their Windows services; for tests, the sandbox and benchmarks only"
         );
     }
+    prepare_transcripts(args.record_transcripts.as_deref())?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(operate(args, manifest, payload))
+}
+
+/// Creates the `--record-transcripts` directory (mode 0700) when one is asked for; one that cannot be created is
+/// unusable input naming the flag.
+fn prepare_transcripts(directory: Option<&Path>) -> anyhow::Result<()> {
+    if let Some(directory) = directory {
+        prepare_directory(directory)
+            .map_err(|error| anyhow::Error::new(UnusableInput(format!("--record-transcripts: {error}"))))?;
+        tracing::info!(directory = %directory.display(), "recording every host's command transcript");
+    }
+    Ok(())
 }
 
 /// Loads the payload; an incomplete or unreadable one is unusable input listing every problem, and so is a
@@ -248,6 +266,7 @@ fn operator_flags(args: &RunArgs, identity: String) -> OperatorFlags {
             max_age: args.services_log_file_age,
             flush_interval: args.services_log_flush_interval,
         },
+        record_transcripts: args.record_transcripts.clone(),
     }
 }
 
@@ -395,6 +414,28 @@ mod tests {
             let text = error.to_string();
             assert!(text.contains(flag) && text.contains(expected), "{text}");
         }
+    }
+
+    #[test]
+    fn transcripts_are_recorded_only_when_asked_for() {
+        assert_eq!(operator_flags(&parse(&[]).expect("parsed"), "wmco-0".into()).record_transcripts, None);
+        let args = parse(&["--record-transcripts", "/var/log/wmco-transcripts"]).expect("parsed");
+        let flags = operator_flags(&args, "wmco-0".into());
+        assert_eq!(flags.record_transcripts, Some(PathBuf::from("/var/log/wmco-transcripts")));
+        prepare_transcripts(None).expect("nothing to prepare");
+    }
+
+    #[test]
+    fn the_transcript_directory_is_created_or_is_unusable_input_naming_the_flag() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let transcripts = dir.path().join("transcripts");
+        prepare_transcripts(Some(&transcripts)).expect("created");
+        assert!(transcripts.is_dir());
+        let file = dir.path().join("file");
+        std::fs::write(&file, b"").expect("file written");
+        let error = prepare_transcripts(Some(&file)).expect_err("a file is no directory");
+        assert_eq!(exit_code_of_error(&error), 2);
+        assert!(error.to_string().starts_with("--record-transcripts: transcript directory "), "{error}");
     }
 
     #[test]

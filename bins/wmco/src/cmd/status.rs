@@ -15,9 +15,9 @@ use wmco_cluster_client::types::{
 use wmco_cluster_client::{
     EventHistory, InstanceRecords, KubeEventHistory, KubeInstanceRecords, ResourceExt, last_seen,
 };
+use wmco_ssh_transport::redact::redact;
 
 use crate::cli_support::{ClusterArgs, Outcome, OutputArgs, print_stdout, render};
-use crate::redact::redact;
 
 /// The `kind` of the document `wmco status -o json|yaml` prints.
 pub const KIND: &str = "FleetStatus";

@@ -2,6 +2,7 @@
 //! ([`OperatorFlags`]), the cluster's facts and the payload manifest. Every controller's settings are derived from
 //! it here, so the namespace, versions, budget and concurrency are written in one place.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use semver::Version;
@@ -50,6 +51,8 @@ pub struct OperatorFlags {
     /// Rotation of the kubelet and kube-proxy logs (`SERVICES_LOG_FILE_SIZE`, `SERVICES_LOG_FILE_AGE`,
     /// `SERVICES_LOG_FLUSH_INTERVAL`).
     pub log_rotation: LogRotation,
+    /// Where every host's command transcript is written (`--record-transcripts`); `None` records nothing.
+    pub record_transcripts: Option<PathBuf>,
 }
 
 /// What the cluster is, as discovered at startup.
@@ -100,6 +103,7 @@ pub enum ConfigError {
 ///     verbosity: wmco_windows_services::Verbosity::Normal,
 ///     cluster_networks: Vec::new(),
 ///     log_rotation: Default::default(),
+///     record_transcripts: None,
 /// };
 /// let manifest = wmco_payload_manifest::Manifest::product().unwrap();
 /// let shape = ClusterShape { openshift: false, machine_api: false };
@@ -258,6 +262,7 @@ mod tests {
             verbosity: Verbosity::Debug,
             cluster_networks: Vec::new(),
             log_rotation: LogRotation::default(),
+            record_transcripts: None,
         }
     }
 

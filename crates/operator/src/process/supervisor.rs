@@ -23,6 +23,7 @@ use wmco_cluster_client::types::{
 use wmco_cluster_client::{ClusterFactsSource, OpenShiftFacts, Seams};
 use wmco_payload_manifest::{Manifest, Payload};
 use wmco_ssh_transport::HostPool;
+use wmco_ssh_transport::transcript::TranscriptRecorder;
 
 use super::config::OperatorConfig;
 use crate::csr::{CsrContext, system_clock};
@@ -235,10 +236,15 @@ pub fn max_ssh_connections(concurrency: u16) -> usize {
     usize::from(concurrency).saturating_mul(2).max(16)
 }
 
-/// The SSH connector of one key: a fresh pool, `key`, the port and the process identity.
-fn connector(config: &OperatorConfig, key: OperatorKey) -> SshConnector {
+/// The SSH connector of one key: a fresh pool, `key`, the port and the process identity; every host recorded by
+/// `transcripts` when given (`--record-transcripts`).
+fn connector(config: &OperatorConfig, key: OperatorKey, transcripts: Option<&Arc<TranscriptRecorder>>) -> SshConnector {
     let pool = HostPool::new(max_ssh_connections(config.flags.concurrency), SSH_IDLE_TIMEOUT);
-    SshConnector::new(pool, key.private_key, config.ssh_settings())
+    let connector = SshConnector::new(pool, key.private_key, config.ssh_settings());
+    match transcripts {
+        Some(recorder) => connector.with_transcripts(Arc::clone(recorder)),
+        None => connector,
+    }
 }
 
 /// Runs the instances controller and the upgrade executor until `shutdown` is triggered (or the task is aborted):
@@ -288,6 +294,9 @@ async fn run_host_controllers(
         system_clock(),
     );
     let namespace = config.namespace().to_owned();
+    // One recorder for the term: the connectors of every key share its transcript files.
+    let transcripts =
+        config.flags.record_transcripts.as_ref().map(|directory| Arc::new(TranscriptRecorder::new(directory)));
     let instances = async {
         let Some(Some(mut key)) = shutdown.clone().unless_triggered(keys.clone().usable()).await else {
             return;
@@ -297,7 +306,7 @@ async fn run_host_controllers(
             let files = NodeFiles::new(manifest.clone(), payload.clone(), snapshot.clone());
             let context = InstancesContext::new(
                 &seams,
-                Arc::new(connector(&config, key)),
+                Arc::new(connector(&config, key, transcripts.as_ref())),
                 Arc::new(files),
                 config.instances_settings(current_hash.clone(), snapshot.clone()),
             )

@@ -1,11 +1,12 @@
 //! The user-data controller's shared state: the cluster seams, the operator namespace, the platform, the last
-//! key problem published (so one problem gives one Event, not one per watch event), and the retry pause.
+//! key problem and the last mirror problem published (so one problem gives one Event, not one per watch event), and
+//! the retry pause.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
-use wmco_cluster_client::{EventPublisher, ResourceExt, Seams, Secrets};
+use wmco_cluster_client::{EventPublisher, Namespaces, ResourceExt, Seams, Secrets};
 use wmco_vocabulary::Platform;
 
 use super::UserDataError;
@@ -26,8 +27,10 @@ pub struct UserDataSettings {
 
 /// Everything one user-data reconcile needs (`Arc<UserDataContext>` is shared by all reconciles).
 pub struct UserDataContext {
-    /// Reads `windows-user-data` and applies it.
+    /// Reads `windows-user-data` and applies it (and its mirror).
     pub secrets: Arc<dyn Secrets>,
+    /// Whether the mirror's namespace exists.
+    pub namespaces: Arc<dyn Namespaces>,
     /// Publishes the Warning Events about a refused key.
     pub events: Arc<dyn EventPublisher>,
     /// Namespace and platform.
@@ -35,6 +38,7 @@ pub struct UserDataContext {
     /// Where errors are counted (a private registry unless [`UserDataContext::with_metrics`] is used).
     pub metrics: Arc<Metrics>,
     last_problem: Mutex<Option<String>>,
+    last_mirror_problem: Mutex<Option<String>>,
     retries: RetryBackoff,
 }
 
@@ -55,10 +59,12 @@ impl UserDataContext {
     pub fn new(seams: &Seams, settings: UserDataSettings) -> Self {
         Self {
             secrets: Arc::clone(&seams.secrets),
+            namespaces: Arc::clone(&seams.namespaces),
             events: Arc::clone(&seams.events),
             settings,
             metrics: Arc::new(Metrics::new()),
             last_problem: Mutex::default(),
+            last_mirror_problem: Mutex::default(),
             retries: RetryBackoff::new(RETRY, RETRY),
         }
     }
@@ -69,20 +75,35 @@ impl UserDataContext {
         self
     }
 
-    /// Remembers `problem` as the last one published; false when it was already the last one.
+    /// Remembers `problem` as the last key problem published; false when it was already the last one.
     pub(crate) fn note_problem(&self, problem: &str) -> bool {
-        let mut last = self.last_problem.lock().unwrap_or_else(PoisonError::into_inner);
-        if last.as_deref() == Some(problem) {
-            return false;
-        }
-        *last = Some(problem.to_owned());
-        true
+        note(&self.last_problem, problem)
     }
 
-    /// Forgets the last problem once the key is usable again.
+    /// Forgets the last key problem once the key is usable again.
     pub(crate) fn clear_problem(&self) {
         *self.last_problem.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
+
+    /// Remembers `problem` as the last mirror problem published; false when it was already the last one.
+    pub(crate) fn note_mirror_problem(&self, problem: &str) -> bool {
+        note(&self.last_mirror_problem, problem)
+    }
+
+    /// Forgets the last mirror problem once the mirror is written or not wanted.
+    pub(crate) fn clear_mirror_problem(&self) {
+        *self.last_mirror_problem.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+}
+
+/// Stores `problem` in `last`; false when it was already there.
+fn note(last: &Mutex<Option<String>>, problem: &str) -> bool {
+    let mut last = last.lock().unwrap_or_else(PoisonError::into_inner);
+    if last.as_deref() == Some(problem) {
+        return false;
+    }
+    *last = Some(problem.to_owned());
+    true
 }
 
 impl Controlled<Secret> for UserDataContext {

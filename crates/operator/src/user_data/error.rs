@@ -23,6 +23,15 @@ pub enum UserDataError {
         #[source]
         source: Box<wmco_cluster_client::Error>,
     },
+    /// Asking whether the mirror's namespace exists failed.
+    #[error("looking up Namespace {namespace} failed")]
+    Namespace {
+        /// The namespace.
+        namespace: String,
+        /// The cluster error.
+        #[source]
+        source: Box<wmco_cluster_client::Error>,
+    },
 }
 
 impl ReconcilerError for UserDataError {
@@ -44,6 +53,7 @@ impl ReconcilerError for UserDataError {
         match self {
             Self::Read { .. } => "user_data_read",
             Self::Apply { .. } => "user_data_apply",
+            Self::Namespace { .. } => "user_data_namespace",
         }
     }
 }

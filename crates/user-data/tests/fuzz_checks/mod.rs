@@ -31,9 +31,9 @@ fn check_key(key: &PublicKey) {
     let line = key.authorized_key_line();
     assert_eq!(PublicKey::from_openssh(&line).as_ref(), Ok(key), "{line}");
     assert_eq!(key.pub_key_hash().len(), 64);
-    let script = provisioning_script(key);
-    assert!(script.contains(&line), "the provisioning script does not authorize {line}");
     for platform in Platform::ALL {
+        let script = provisioning_script(key, platform);
+        assert!(script.contains(&line), "the {platform} provisioning script does not authorize {line}");
         assert_eq!(script_from_user_data(&render_user_data(key, platform)), script, "{platform}");
     }
 }

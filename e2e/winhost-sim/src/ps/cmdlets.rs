@@ -70,7 +70,10 @@ pub fn invoke(
             session.host.reboot_requested = true;
             Ok(Vec::new())
         }
-        _ => native(session, name, &call.arguments),
+        other => match super::provisioning::cmdlet_name(other) {
+            Some(cmdlet) => super::provisioning::invoke(session, cmdlet, call.arguments, input, call.action),
+            None => native(session, name, &call.arguments),
+        },
     }
 }
 
@@ -1673,6 +1676,9 @@ pub fn static_member(
             ))))
         }
         _ => {
+            if called && let Some(result) = super::provisioning::static_call(session, type_name, member, &arguments) {
+                return result;
+            }
             let error =
                 PsError::runtime(format!("Unable to find type [{type_name}]."), "InvalidOperation", "TypeNotFound");
             Err(Flow::Error { error: Box::new(error), script: false })

@@ -160,7 +160,21 @@ impl Arguments {
 }
 
 /// Parameters that are switches (they take no value).
-const SWITCHES: [&str; 9] = ["force", "recurse", "compress", "online", "raw", "passthru", "nonewline", "asjob", "all"];
+const SWITCHES: [&str; 13] = [
+    "force",
+    "recurse",
+    "compress",
+    "online",
+    "raw",
+    "passthru",
+    "nonewline",
+    "asjob",
+    "all",
+    "asplaintext",
+    "wait",
+    "usebasicparsing",
+    "nonewwindow",
+];
 
 /// One PowerShell process's session.
 pub struct Session<'h> {
@@ -173,6 +187,8 @@ pub struct Session<'h> {
     pub errors: Vec<PsError>,
     /// `$?`.
     pub last_success: bool,
+    /// Assemblies loaded by `Add-Type -AssemblyName` (lower case), whose types the session now knows.
+    pub assemblies: Vec<String>,
     try_depth: usize,
 }
 
@@ -185,6 +201,7 @@ impl<'h> Session<'h> {
             stdout: String::new(),
             errors: Vec::new(),
             last_success: true,
+            assemblies: Vec::new(),
             try_depth: 0,
         }
     }
@@ -516,6 +533,17 @@ pub fn collect(mut items: Vec<Value>) -> Value {
 }
 
 fn compare(op: BinaryOp, left: &Value, right: &Value) -> bool {
+    if let Some(order) = super::provisioning::version_ordering(left, right) {
+        match op {
+            BinaryOp::Eq => return order.is_eq(),
+            BinaryOp::Ne => return order.is_ne(),
+            BinaryOp::Lt => return order.is_lt(),
+            BinaryOp::Gt => return order.is_gt(),
+            BinaryOp::Le => return order.is_le(),
+            BinaryOp::Ge => return order.is_ge(),
+            BinaryOp::Like | BinaryOp::NotLike | BinaryOp::And | BinaryOp::Or => {}
+        }
+    }
     let ordering = || match (left, right, left.as_int(), right.as_int()) {
         (Value::DateTime(a), Value::DateTime(b), _, _) => a.cmp(b),
         (_, _, Some(a), Some(b)) if !matches!(left, Value::Str(_)) => a.cmp(&b),

@@ -8,6 +8,7 @@ pub mod cmdlets;
 pub mod eval;
 pub mod format;
 pub mod parser;
+pub mod provisioning;
 pub mod value;
 
 use base64::Engine;

@@ -258,6 +258,9 @@ impl Parser {
 
     fn element(&mut self, first: bool) -> Result<Element, ParseError> {
         self.skip(false);
+        if self.peek() == Some('&') && self.peek_at(1) != Some('&') {
+            return Ok(Element::Command(self.call_operator()?));
+        }
         if self.starts_command() {
             return Ok(Element::Command(self.command()?));
         }
@@ -269,6 +272,25 @@ impl Parser {
 
     fn command(&mut self) -> Result<Command, ParseError> {
         let name = self.bare_token();
+        let arguments = self.command_arguments()?;
+        Ok(Command { name, arguments })
+    }
+
+    /// `& 'C:\path\program.exe' arguments`: the call operator, in the subset with a single-quoted program path
+    /// (a path with spaces cannot be a bare command name).
+    fn call_operator(&mut self) -> Result<Command, ParseError> {
+        self.position += 1;
+        self.skip(false);
+        if self.peek() != Some('\'') {
+            return Err(self.error("The call operator takes a single-quoted program path in the subset."));
+        }
+        let name = self.quoted('\'')?;
+        let arguments = self.command_arguments()?;
+        Ok(Command { name, arguments })
+    }
+
+    /// A command's arguments, up to the end of its pipeline element.
+    fn command_arguments(&mut self) -> Result<Vec<Argument>, ParseError> {
         let mut arguments = Vec::new();
         loop {
             self.skip(false);
@@ -303,7 +325,7 @@ impl Parser {
                 }
             }
         }
-        Ok(Command { name, arguments })
+        Ok(arguments)
     }
 
     /// A run of characters up to whitespace or a command-mode delimiter.
@@ -689,6 +711,27 @@ mod tests {
                 Argument::Value(Expr::Str("sc.exe create a binPath= \"C:\\a.exe --x\" && echo $x; y".into())),
             ]
         );
+    }
+
+    #[test]
+    fn the_call_operator_runs_a_quoted_program_path_with_arguments() {
+        let Statement::Assign { value, .. } =
+            one(r"$v = [System.Version]::Parse((& 'C:\Program Files\A\a.exe' version --x))")
+        else {
+            panic!("not an assignment")
+        };
+        let Element::Expr(Expr::Static { arguments: Some(arguments), .. }) = &value.elements[0] else {
+            panic!("not a static call: {value:?}")
+        };
+        let Expr::Sub(statements) = &arguments[0] else { panic!("not a subexpression: {arguments:?}") };
+        let Statement::Pipeline(inner) = &statements[0] else { panic!("not a pipeline: {statements:?}") };
+        let Element::Command(command) = &inner.elements[0] else { panic!("not a command: {inner:?}") };
+        assert_eq!(command.name, r"C:\Program Files\A\a.exe");
+        assert_eq!(
+            command.arguments,
+            [Argument::Value(Expr::Bare("version".into())), Argument::Value(Expr::Bare("--x".into()))]
+        );
+        assert!(parse("& $program").is_err(), "only a quoted path is in the subset");
     }
 
     #[test]
