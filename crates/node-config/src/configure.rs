@@ -43,7 +43,9 @@ use wmco_windows_services::{
     Sha256Hex, Step, Thumbprint, TrustedRoots, Verbosity, WinPath, node_host_state, plan,
 };
 
-use crate::disruption::{Admission, DisruptionGate, DisruptionRequest, needs_budget, same_release, stopped_services};
+use crate::disruption::{
+    self, Admission, DisruptionGate, DisruptionRequest, needs_budget, same_release, stopped_services,
+};
 use crate::error::{FlowError, FlowStep, SourceError};
 use crate::identity::HostIdentity;
 use crate::memo::{self, InputsWithNode, PassInputs, PassMemo};
@@ -628,12 +630,7 @@ async fn claim_budget(
 ) -> Result<bool, FlowError> {
     let services = stopped_services(steps);
     let request = DisruptionRequest { instance: inputs.instance, node_name: Some(node_name), services: &services };
-    let admission = inputs.disruptions.admit(&request).await.map_err(|source| FlowError::Cluster {
-        host: session.label().to_owned(),
-        step: FlowStep::ClaimBudget,
-        source,
-    })?;
-    match admission {
+    match disruption::admit(session, inputs.disruptions, &request).await? {
         Admission::Granted(claim) => {
             tracing::info!(host = session.label(), node = node_name, services = ?services,
                 "budget claimed: Node marked upgrading for the restart");

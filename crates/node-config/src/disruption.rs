@@ -80,6 +80,19 @@ pub trait DisruptionGate: Send + Sync {
     async fn admit(&self, request: &DisruptionRequest<'_>) -> Result<Admission>;
 }
 
+/// Asks `gate` for `request` on behalf of the host of `session`; a cluster failure is the flow's `ClaimBudget` error.
+pub(crate) async fn admit(
+    session: &crate::session::HostSession,
+    gate: &dyn DisruptionGate,
+    request: &DisruptionRequest<'_>,
+) -> Result<Admission, crate::error::FlowError> {
+    gate.admit(request).await.map_err(|source| crate::error::FlowError::Cluster {
+        host: session.label().to_owned(),
+        step: crate::error::FlowStep::ClaimBudget,
+        source,
+    })
+}
+
 /// The services whose restart takes nothing from the Node's workloads (metrics only), so it needs no budget.
 const OUT_OF_BAND_SERVICES: [&str; 1] = [WINDOWS_EXPORTER_SERVICE];
 

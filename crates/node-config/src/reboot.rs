@@ -28,7 +28,7 @@ use wmco_cluster_client::{NodeExt, NodeMetadataPatch};
 use wmco_ssh_transport::TransportError;
 
 use crate::configure::{ClusterAccess, ConfigureInputs, ConfigureState, run_identity_command};
-use crate::disruption::{Admission, DisruptionGate, DisruptionRequest};
+use crate::disruption::{self, Admission, DisruptionRequest};
 use crate::error::{FlowError, FlowStep};
 use crate::preflight::HostFacts;
 use crate::record::Recorder;
@@ -66,13 +66,7 @@ pub(crate) async fn request(
     node_name: Option<&str>,
 ) -> Result<ConfigureState, FlowError> {
     let request = DisruptionRequest { instance: inputs.instance, node_name, services: &[] };
-    let gate: &dyn DisruptionGate = inputs.disruptions;
-    let admission = gate.admit(&request).await.map_err(|source| FlowError::Cluster {
-        host: session.label().to_owned(),
-        step: FlowStep::ClaimBudget,
-        source,
-    })?;
-    match admission {
+    match disruption::admit(session, inputs.disruptions, &request).await? {
         Admission::Granted(claim) => {
             tracing::info!(host = session.label(), reason, "budget claimed: the host reboots");
             recorder.status.reboot = Some(HostReboot {

@@ -30,8 +30,8 @@ use kube::api::ObjectMeta;
 
 use crate::names::{KUBERNETES_OS_LABEL, MACHINE_API_NAMESPACE, MACHINE_OS_ID_LABEL, OS_ID_WINDOWS};
 use crate::types::{
-    InstanceOrigin, InstancePhase, Machine, MachineAddress, MachineSpec, MachineStatus, NodeRef, WindowsInstance,
-    WindowsInstanceSpec, WindowsInstanceStatus,
+    HostReboot, InstanceOrigin, InstancePhase, Machine, MachineAddress, MachineSpec, MachineStatus, NodeRef,
+    RebootState, WindowsInstance, WindowsInstanceSpec, WindowsInstanceStatus,
 };
 
 /// The namespace [`record`] puts its `WindowsInstance` in unless told otherwise.
@@ -373,6 +373,22 @@ impl StatusBuilder {
     /// With the last error `message`.
     pub fn last_error(mut self, message: &str) -> Self {
         self.0.last_error = Some(message.to_owned());
+        self
+    }
+
+    /// With a reboot for the `Containers` feature in `state`, requested now, the host's boot before it `/Date(1)/`,
+    /// no Node.
+    pub fn reboot(mut self, state: RebootState) -> Self {
+        self.0.reboot = Some(HostReboot {
+            reason: "the Windows feature Containers was installed".to_owned(),
+            state,
+            boot_before: "/Date(1)/".to_owned(),
+            requested_at: Time(Timestamp::now()),
+            restart_sent_at: None,
+            node: None,
+            cordoned: false,
+            completed_at: None,
+        });
         self
     }
 

@@ -1266,16 +1266,7 @@ mod containers_reboot {
         assert_eq!(world.configure(&world.session()).await.unwrap().state, ConfigureState::WaitingForBudget);
         // The claim was granted and recorded, then the operator died before Restart-Computer.
         let mut status = world.record().status.unwrap();
-        status.reboot = Some(wmco_cluster_client::types::HostReboot {
-            reason: crate::CONTAINERS_REBOOT_REASON.to_owned(),
-            state: RebootState::Requested,
-            boot_before: "/Date(1)/".to_owned(),
-            requested_at: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now()),
-            restart_sent_at: None,
-            node: None,
-            cordoned: false,
-            completed_at: None,
-        });
+        status.reboot = objects::status().reboot(RebootState::Requested).build().reboot;
         world.records.apply_status(NAMESPACE, NAME, &status).await.unwrap();
         world.host.take_log();
 

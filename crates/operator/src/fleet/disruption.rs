@@ -172,24 +172,14 @@ mod tests {
         assert!(matches!(claim, Admission::Granted(_)), "{claim:?}");
         drop(claim);
 
-        let reboot = |state| wmco_cluster_client::types::HostReboot {
-            reason: "the Windows feature Containers was installed".to_owned(),
-            state,
-            boot_before: "/Date(1)/".to_owned(),
-            requested_at: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now()),
-            restart_sent_at: None,
-            node: None,
-            cordoned: false,
-            completed_at: None,
-        };
-        let mut status = objects::status().phase(InstancePhase::Configuring).build();
-        status.reboot = Some(reboot(wmco_cluster_client::types::RebootState::Restarting));
+        let rebooting = |state| objects::status().phase(InstancePhase::Configuring).reboot(state).build();
+        let status = rebooting(wmco_cluster_client::types::RebootState::Restarting);
         cluster.records.apply_status(NAMESPACE, "fresh", &status).await.unwrap();
         let denied = gate.admit(&request).await.unwrap();
         assert!(matches!(denied, Admission::Denied { unavailable: 1, max_unavailable: 1 }), "{denied:?}");
         assert!(matches!(ask(&gate, &cluster, "win-a").await, Admission::Denied { .. }));
 
-        status.reboot = Some(reboot(wmco_cluster_client::types::RebootState::Completed));
+        let status = rebooting(wmco_cluster_client::types::RebootState::Completed);
         cluster.records.apply_status(NAMESPACE, "fresh", &status).await.unwrap();
         assert!(matches!(ask(&gate, &cluster, "win-a").await, Admission::Granted(_)));
     }
