@@ -243,16 +243,7 @@ fn run(session: &ssh2::Session, line: &str) -> anyhow::Result<(String, String, i
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ssh_sftp_and_control_interface() -> anyhow::Result<()> {
-    let state = tempfile::tempdir()?;
-    let key = winhost_sim::ssh::generate_key()?;
-    let public = key.public_key().to_openssh()?;
-    let pem = key.to_openssh(russh::keys::ssh_key::LineEnding::LF)?.to_string();
-    let fleet = std::sync::Arc::new(tokio::sync::Mutex::new(winhost_sim::fleet::Fleet::new(
-        state.path().to_path_buf(),
-        0,
-        Latency::zero(),
-    )));
-    let control = winhost_sim::control::start(0, std::sync::Arc::clone(&fleet)).await?;
+    let ControlledFleet { state: _state, public, pem, fleet, control } = controlled_fleet().await?;
     let request = winhost_sim::fleet::NewHost { authorized_key: Some(public), ..Default::default() };
     let info = fleet.lock().await.add(request).await?;
     assert_eq!(info.ssh_address.ip().to_string(), "127.0.0.10");
@@ -400,7 +391,21 @@ fn administrator_session(address: std::net::SocketAddr, pem: &str) -> anyhow::Re
     Ok(session)
 }
 
-async fn controlled_host() -> anyhow::Result<ControlledHost> {
+/// An empty simulated fleet with its control interface, and a fresh key pair for its hosts.
+struct ControlledFleet {
+    /// Keeps the hosts' `C:` directories until the test ends.
+    state: tempfile::TempDir,
+    /// The public key, an OpenSSH line.
+    public: String,
+    /// The private key, PEM.
+    pem: String,
+    /// The fleet.
+    fleet: std::sync::Arc<tokio::sync::Mutex<winhost_sim::fleet::Fleet>>,
+    /// The control interface's address.
+    control: std::net::SocketAddr,
+}
+
+async fn controlled_fleet() -> anyhow::Result<ControlledFleet> {
     let state = tempfile::tempdir()?;
     let key = winhost_sim::ssh::generate_key()?;
     let public = key.public_key().to_openssh()?;
@@ -411,6 +416,11 @@ async fn controlled_host() -> anyhow::Result<ControlledHost> {
         Latency::zero(),
     )));
     let control = winhost_sim::control::start(0, std::sync::Arc::clone(&fleet)).await?;
+    Ok(ControlledFleet { state, public, pem, fleet, control })
+}
+
+async fn controlled_host() -> anyhow::Result<ControlledHost> {
+    let ControlledFleet { state, public, pem, fleet, control } = controlled_fleet().await?;
     let request = winhost_sim::fleet::NewHost { authorized_key: Some(public), ..Default::default() };
     let info = fleet.lock().await.add(request).await?;
     let server = fleet.lock().await.server(&info.name)?;
@@ -574,16 +584,7 @@ fn encoded(script: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn containers_installed_over_ssh_stay_pending_until_restart_computer() -> anyhow::Result<()> {
-    let state = tempfile::tempdir()?;
-    let key = winhost_sim::ssh::generate_key()?;
-    let public = key.public_key().to_openssh()?;
-    let pem = key.to_openssh(russh::keys::ssh_key::LineEnding::LF)?.to_string();
-    let fleet = std::sync::Arc::new(tokio::sync::Mutex::new(winhost_sim::fleet::Fleet::new(
-        state.path().to_path_buf(),
-        0,
-        Latency::zero(),
-    )));
-    let control = winhost_sim::control::start(0, std::sync::Arc::clone(&fleet)).await?;
+    let ControlledFleet { state: _state, public, pem, fleet: _fleet, control } = controlled_fleet().await?;
     tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
         let (status, body) = http(control, "POST", "/hosts", r#"{"containers":"Off"}"#)?;
         assert_eq!(status, 400, "{body}");

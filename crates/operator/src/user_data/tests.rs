@@ -136,6 +136,19 @@ fn pem_secret(pem: &str) -> Secret {
     key_secret(Some(("private-key.pem", pem.as_bytes())))
 }
 
+/// The one Event published so far, which must be a Warning on Secret `cloud-private-key` with `reason` and `action`.
+fn only_warning_on_the_key_secret(fixture: &Fixture, reason: &str, action: &str) -> wmco_cluster_client::NewEvent {
+    let published = fixture.events.published();
+    assert_eq!(published.len(), 1, "one Event per distinct problem: {published:?}");
+    let (regarding, event) = &published[0];
+    assert_eq!(
+        (regarding.kind.as_deref(), regarding.namespace.as_deref(), regarding.name.as_deref()),
+        (Some("Secret"), Some(NAMESPACE), Some("cloud-private-key"))
+    );
+    assert_eq!((event.severity, event.reason.as_str(), event.action.as_str()), (Severity::Warning, reason, action));
+    event.clone()
+}
+
 fn hash_of(pem: &str) -> String {
     PublicKey::from_private_key_pem(pem).unwrap().pub_key_hash()
 }
@@ -195,17 +208,7 @@ async fn a_weak_key_gives_one_warning_and_leaves_the_user_data_alone() {
     }
     assert_eq!(fixture.secrets.calls(), Vec::<String>::new(), "no read, no write for a refused key");
     assert_eq!(fixture.secrets.user_data().await.as_deref(), Some(AWS_GOLDEN));
-    let published = fixture.events.published();
-    assert_eq!(published.len(), 1, "one Event per distinct problem: {published:?}");
-    let (regarding, event) = &published[0];
-    assert_eq!(
-        (regarding.kind.as_deref(), regarding.namespace.as_deref(), regarding.name.as_deref()),
-        (Some("Secret"), Some(NAMESPACE), Some("cloud-private-key"))
-    );
-    assert_eq!(
-        (event.severity, event.reason.as_str(), event.action.as_str()),
-        (Severity::Warning, WEAK_KEY_REASON, "RenderUserData")
-    );
+    let event = only_warning_on_the_key_secret(&fixture, WEAK_KEY_REASON, "RenderUserData");
     assert_eq!(
         event.note.as_deref(),
         Some(
@@ -321,17 +324,7 @@ async fn a_forbidden_mirror_is_one_warning_naming_the_component_not_an_error() {
         assert!(matches!(outcome, UserDataOutcome::Applied { .. } | UserDataOutcome::Unchanged), "{outcome:?}");
     }
     assert_eq!(fixture.secrets.user_data().await.as_deref(), Some(AWS_GOLDEN), "openshift-machine-api is kept");
-    let published = fixture.events.published();
-    assert_eq!(published.len(), 1, "one Event per distinct problem: {published:?}");
-    let (regarding, event) = &published[0];
-    assert_eq!(
-        (regarding.kind.as_deref(), regarding.namespace.as_deref(), regarding.name.as_deref()),
-        (Some("Secret"), Some(NAMESPACE), Some("cloud-private-key"))
-    );
-    assert_eq!(
-        (event.severity, event.reason.as_str(), event.action.as_str()),
-        (Severity::Warning, MIRROR_FORBIDDEN_REASON, "MirrorUserData")
-    );
+    let event = only_warning_on_the_key_secret(&fixture, MIRROR_FORBIDDEN_REASON, "MirrorUserData");
     let note = event.note.as_deref().unwrap();
     assert!(note.starts_with("the operator may not read Secret openshift-cluster-api/windows-user-data"), "{note}");
     assert!(note.contains("include the kustomize component manifests/components/cluster-api"), "{note}");
