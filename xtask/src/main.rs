@@ -12,10 +12,12 @@
 //! `cargo xtask bundle` generates, validates and packs the OLM bundle;
 //! `cargo xtask man` writes the man pages of `wmco`.
 
+mod background;
 mod bench_fleet;
 mod bench_ssh;
 mod bundle;
 mod controlplane;
+mod cpu;
 mod deny;
 mod deps;
 mod fault_campaign;
@@ -27,6 +29,8 @@ mod sandbox;
 mod soak;
 mod stages;
 mod test;
+mod test_binaries;
+mod test_pool;
 
 use std::process::ExitCode;
 

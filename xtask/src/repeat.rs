@@ -8,10 +8,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::{BufRead as _, BufReader, Write};
-use std::process::{Command, ExitStatus};
-
-use anyhow::Context as _;
 
 /// The name under which a binary that crashed before printing its results appears in the table.
 pub const CRASHED_BINARY: &str = "(binary exited before printing its test result)";
@@ -49,6 +45,11 @@ pub struct RunOutcome {
 impl RunOutcome {
     fn count(&self, outcome: Outcome) -> usize {
         self.tests.values().filter(|seen| **seen == outcome).count()
+    }
+
+    /// Tests passed, failed (crashed binaries counted once each) and ignored.
+    pub fn totals(&self) -> (usize, usize, usize) {
+        (self.count(Outcome::Passed), self.count(Outcome::Failed), self.count(Outcome::Ignored))
     }
 }
 
@@ -102,6 +103,11 @@ impl RunParser {
         self.outcome
     }
 
+    /// Ends the binary being read: without its `test result:` line it crashed.
+    pub fn end_of_binary(&mut self) {
+        self.close_binary();
+    }
+
     fn record(&mut self, binary: String, name: String, outcome: Outcome) {
         self.outcome.tests.insert(TestId { binary, name }, outcome);
     }
@@ -147,34 +153,11 @@ fn parse_result(result: &str) -> Option<Outcome> {
     }
 }
 
-/// Runs `command` with its stdout and stderr merged into one pipe (so cargo's `Running` lines stay in order with
-/// the tests' lines), echoes every line to `echo` (this process's stdout), and parses the run.
-///
-/// # Errors
-/// If the command cannot be started or its output cannot be read.
-pub fn run_and_parse(mut command: Command, mut echo: impl Write) -> anyhow::Result<(ExitStatus, RunOutcome)> {
-    let (reader, writer) = std::io::pipe().context("create a pipe for the test output")?;
-    let writer_for_stderr = writer.try_clone().context("duplicate the test output pipe")?;
-    command.stdout(writer).stderr(writer_for_stderr);
-    let mut child = command.spawn().with_context(|| format!("start {:?}", command.get_program()))?;
-    // The command holds the pipe's write ends: drop them so the reader sees the end when the child exits.
-    drop(command);
-    let mut parser = RunParser::default();
-    for line in BufReader::new(reader).split(b'\n') {
-        let bytes = line.context("read the test output")?;
-        let text = String::from_utf8_lossy(&bytes);
-        // Echoing is best effort: a closed terminal must not fail the run.
-        let _ = writeln!(echo, "{text}");
-        parser.feed(&text);
-    }
-    let status = child.wait().context("wait for cargo test")?;
-    Ok((status, parser.finish()))
-}
-
 /// The runs added up.
 #[derive(Debug, Default)]
 pub struct Repetition {
-    runs: Vec<(Option<i32>, bool, RunOutcome)>,
+    /// Per run: how it ended (in words), whether every job exited 0, and its tests.
+    runs: Vec<(String, bool, RunOutcome)>,
 }
 
 /// One test that was not green in every run.
@@ -191,13 +174,14 @@ pub struct NotGreen {
 }
 
 impl Repetition {
-    /// Adds one run: cargo's exit status and the parsed output.
-    pub fn add(&mut self, status: ExitStatus, outcome: RunOutcome) {
-        self.add_raw(status.code(), status.success(), outcome);
+    /// Adds one run of the test pool: whether every job exited 0, and the parsed output.
+    pub fn add_pool(&mut self, success: bool, outcome: RunOutcome) {
+        let ended = if success { "every job exited 0" } else { "a job failed" };
+        self.add_raw(ended.to_owned(), success, outcome);
     }
 
-    fn add_raw(&mut self, code: Option<i32>, success: bool, outcome: RunOutcome) {
-        self.runs.push((code, success, outcome));
+    fn add_raw(&mut self, ended: String, success: bool, outcome: RunOutcome) {
+        self.runs.push((ended, success, outcome));
     }
 
     /// Every test that failed in some run, or was missing from a run that reported it elsewhere (its binary
@@ -228,11 +212,10 @@ impl Repetition {
     pub fn report(&self) -> String {
         let runs = self.runs.len();
         let mut text = String::new();
-        for (index, (code, _, outcome)) in self.runs.iter().enumerate() {
-            let code = code.map_or_else(|| "killed by a signal".to_owned(), |code| format!("exit code {code}"));
+        for (index, (ended, _, outcome)) in self.runs.iter().enumerate() {
             let _ = writeln!(
                 text,
-                "    run {}/{runs}: {} passed, {} failed, {} ignored, {} binaries crashed; cargo test {code}",
+                "    run {}/{runs}: {} passed, {} failed, {} ignored, {} binaries crashed; {ended}",
                 index + 1,
                 outcome.count(Outcome::Passed),
                 outcome.count(Outcome::Failed) - outcome.crashed.len(),
@@ -245,8 +228,8 @@ impl Repetition {
         if not_green.is_empty() && failed_runs > 0 {
             let _ = writeln!(
                 text,
-                "==> every test that reported was green, but cargo test failed in {failed_runs} of {runs} runs \
-                 (a build error, or a binary that did not start: see its output above)"
+                "==> every test that reported was green, but a job failed in {failed_runs} of {runs} runs \
+                 (a binary that did not start, or the sandbox: see its output above)"
             );
         } else if not_green.is_empty() {
             let _ = writeln!(text, "==> every test was green in all {runs} runs");
@@ -427,16 +410,16 @@ error: 2 targets failed:
     fn the_table_lists_each_test_not_green_every_time_with_its_passes() {
         let mut repetition = Repetition::default();
         repetition.add_raw(
-            Some(0),
+            "exit code 0".to_owned(),
             true,
             run_with(&[("steady", Outcome::Passed), ("flaky", Outcome::Passed), ("off", Outcome::Ignored)]),
         );
         repetition.add_raw(
-            Some(101),
+            "exit code 101".to_owned(),
             false,
             run_with(&[("steady", Outcome::Passed), ("flaky", Outcome::Failed), ("off", Outcome::Ignored)]),
         );
-        repetition.add_raw(Some(101), false, parse_run(RUN));
+        repetition.add_raw("exit code 101".to_owned(), false, parse_run(RUN));
         let not_green = repetition.not_green();
         let names: Vec<(&str, usize, usize, usize)> = not_green
             .iter()
@@ -456,7 +439,7 @@ error: 2 targets failed:
         assert!(!repetition.all_green());
         let report = repetition.report();
         assert!(
-            report.contains("    run 2/3: 1 passed, 1 failed, 1 ignored, 0 binaries crashed; cargo test exit code 101"),
+            report.contains("    run 2/3: 1 passed, 1 failed, 1 ignored, 0 binaries crashed; exit code 101"),
             "{report}"
         );
         assert!(report.contains("    flaky  "), "{report}");
@@ -474,7 +457,11 @@ error: 2 targets failed:
     fn green_runs_print_no_table_and_pass() {
         let mut repetition = Repetition::default();
         for _ in 0..2 {
-            repetition.add_raw(Some(0), true, run_with(&[("steady", Outcome::Passed), ("off", Outcome::Ignored)]));
+            repetition.add_raw(
+                "exit code 0".to_owned(),
+                true,
+                run_with(&[("steady", Outcome::Passed), ("off", Outcome::Ignored)]),
+            );
         }
         assert!(repetition.all_green());
         let report = repetition.report();
@@ -486,33 +473,13 @@ error: 2 targets failed:
     }
 
     #[test]
-    fn a_child_s_stderr_announcements_stay_in_order_with_its_stdout_results() {
-        let script = "for binary in one two; do \
-                        echo \"     Running tests/$binary.rs (target/debug/deps/$binary-0a1b)\" >&2; \
-                        echo \"test ${binary}_works ... ok\"; echo 'test result: ok. 1 passed'; \
-                      done; exit 3";
-        let mut command = Command::new("sh");
-        command.args(["-c", script]);
-        let (status, outcome) = run_and_parse(command, std::io::sink()).unwrap();
-        assert_eq!(status.code(), Some(3));
-        assert_eq!(
-            outcome.tests,
-            BTreeMap::from([
-                (id("tests/one.rs (one)", "one_works"), Outcome::Passed),
-                (id("tests/two.rs (two)", "two_works"), Outcome::Passed),
-            ])
-        );
-        let mut repetition = Repetition::default();
-        repetition.add(status, outcome);
-        assert!(!repetition.all_green(), "a non-zero exit is not green");
-        let report = repetition.report();
-        assert!(report.contains("but cargo test failed in 1 of 1 runs"), "{report}");
-    }
-
-    #[test]
     fn a_run_that_failed_without_test_lines_is_not_green() {
         let mut repetition = Repetition::default();
-        repetition.add_raw(Some(101), false, parse_run("error[E0425]: cannot find value `x` in this scope\n"));
+        repetition.add_raw(
+            "exit code 101".to_owned(),
+            false,
+            parse_run("error[E0425]: cannot find value `x` in this scope\n"),
+        );
         assert!(!repetition.all_green());
     }
 }

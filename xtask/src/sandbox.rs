@@ -1,5 +1,6 @@
 //! `cargo xtask sandbox`: the product's main job on one machine. Builds what it needs — the control-plane binaries
-//! (once, cached outside the clone) and the `wmco` binary — then runs the `wmco-sandbox` program (`e2e/sandbox`):
+//! (once, cached outside the clone), and `wmco` with the `wmco-sandbox` program (`e2e/sandbox`) in one cargo build —
+//! then runs the program:
 //! the control plane, N simulated Windows hosts, the OVN stand-in and the operator, the `windows-instances`
 //! ConfigMap for every host, and a line per change until all are Ready. `--payload real` serves the real payload
 //! (`cargo xtask payload build`, cached) instead of the small synthetic one; `--image` runs the operator from its
@@ -13,7 +14,7 @@ use clap::{Args, ValueEnum};
 
 use crate::controlplane;
 use crate::payload::build_real_payload;
-use crate::stages::cargo;
+use crate::stages::{cargo, describe, workspace_root};
 
 /// Which payload the operator serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
@@ -77,13 +78,10 @@ pub fn run(args: &SandboxArgs) -> anyhow::Result<()> {
     run_checked(controlplane::build_command(), "building the control plane")?;
     let payload_dir = if args.image { None } else { args.payload.payload_dir()? };
     let image = if args.image { Some(crate::image::build_operator_image(None, None)?.archive) } else { None };
-    let wmco = build_wmco()?;
-    let mut sandbox = cargo();
-    sandbox
-        .args(["run", "--quiet", "--package", "wmco-sandbox", "--bin", "wmco-sandbox", "--"])
-        .arg(format!("--hosts={}", args.hosts))
-        .arg(format!("--timeout={}", args.timeout))
-        .env("WMCO_BIN", &wmco);
+    let [wmco, program] = build_dev_binaries([("wmco", "wmco"), ("wmco-sandbox", "wmco-sandbox")])?;
+    let mut sandbox = Command::new(program);
+    sandbox.current_dir(workspace_root());
+    sandbox.arg(format!("--hosts={}", args.hosts)).arg(format!("--timeout={}", args.timeout)).env("WMCO_BIN", &wmco);
     if args.exit_when_ready {
         sandbox.arg("--exit-when-ready");
     }
@@ -99,9 +97,28 @@ pub fn run(args: &SandboxArgs) -> anyhow::Result<()> {
     run_checked(sandbox, "the sandbox")
 }
 
-/// `cargo build -p wmco` (the dev profile); see [`build_wmco_with`].
-pub fn build_wmco() -> anyhow::Result<PathBuf> {
-    build_wmco_with(Profile::Dev)
+/// The dev-profile executables of `(package, binary)` pairs, built by one `cargo build` so the packages share one
+/// resolution of their dependencies' features (two builds, `-p wmco` then `-p wmco-sandbox`, resolve different
+/// features for crates such as `rustix` and compile them, and all that depends on them, twice).
+pub fn build_dev_binaries<const N: usize>(wanted: [(&str, &str); N]) -> anyhow::Result<[PathBuf; N]> {
+    let mut build = cargo();
+    build.args(["build", "--message-format=json-render-diagnostics"]);
+    for (package, binary) in wanted {
+        build.args(["--package", package, "--bin", binary]);
+    }
+    build.stdout(Stdio::piped()).stderr(Stdio::inherit());
+    let output = build.output().with_context(|| format!("could not run {}", describe(&build)))?;
+    if !output.status.success() {
+        bail!("{} failed ({})", describe(&build), output.status);
+    }
+    let messages = String::from_utf8_lossy(&output.stdout);
+    let mut found = Vec::with_capacity(N);
+    for (_, binary) in wanted {
+        let executable = executable_in_messages(&messages, binary)
+            .with_context(|| format!("{} reported no {binary} executable", describe(&build)))?;
+        found.push(executable);
+    }
+    found.try_into().map_err(|_| anyhow::anyhow!("{} executables for {N} binaries", N))
 }
 
 /// `cargo build -p wmco` with `profile`; returns the path of the built executable (read from cargo's JSON
@@ -126,9 +143,11 @@ pub fn build_wmco_with(profile: Profile) -> anyhow::Result<PathBuf> {
 }
 
 /// The `executable` of the `compiler-artifact` message for binary target `name`.
-fn executable_in_messages(messages: &str, name: &str) -> Option<PathBuf> {
+pub fn executable_in_messages(messages: &str, name: &str) -> Option<PathBuf> {
     messages.lines().filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok()).find_map(|message| {
-        let is_target = message["reason"] == "compiler-artifact" && message["target"]["name"] == name;
+        let is_target = message["reason"] == "compiler-artifact"
+            && message["target"]["name"] == name
+            && message["profile"]["test"] != true;
         let executable = message["executable"].as_str()?;
         is_target.then(|| PathBuf::from(executable))
     })
@@ -151,6 +170,8 @@ mod tests {
     fn the_wmco_executable_is_read_from_its_artifact_message() {
         let messages = concat!(
             r#"{"reason":"compiler-artifact","target":{"name":"wmco_operator"},"executable":null}"#,
+            "\n",
+            r#"{"reason":"compiler-artifact","target":{"name":"wmco"},"profile":{"test":true},"executable":"/t/x"}"#,
             "\n",
             r#"{"reason":"compiler-artifact","target":{"name":"wmco"},"executable":"/t/debug/wmco"}"#,
             "\n",

@@ -18,10 +18,26 @@ pub fn cargo() -> Command {
     command
 }
 
-/// Records the wall time of each stage of a run and prints a summary.
-#[derive(Debug, Default)]
+/// Records the wall time of each stage of a run and prints a summary. Stages run one after another, except those
+/// recorded with [`StageClock::record_beside`], which ran beside the others: the total is the run's wall time, not
+/// the stages' sum.
+#[derive(Debug)]
 pub struct StageClock {
-    finished: Vec<(String, Duration)>,
+    started: Instant,
+    finished: Vec<Finished>,
+}
+
+#[derive(Debug)]
+struct Finished {
+    name: String,
+    elapsed: Duration,
+    beside: bool,
+}
+
+impl Default for StageClock {
+    fn default() -> Self {
+        Self { started: Instant::now(), finished: Vec::new() }
+    }
 }
 
 impl StageClock {
@@ -33,7 +49,7 @@ impl StageClock {
             command.status().with_context(|| format!("stage {name}: could not start {}", describe(&command)))?;
         let elapsed = started.elapsed();
         println!("==> stage {name} took {:.1}s", elapsed.as_secs_f64());
-        self.finished.push((name.to_owned(), elapsed));
+        self.push(name, elapsed, false);
         if !status.success() {
             bail!("stage {name} failed ({status}); the command was: {}", describe(&command));
         }
@@ -47,18 +63,29 @@ impl StageClock {
         let outcome = work().with_context(|| format!("stage {name} failed"));
         let elapsed = started.elapsed();
         println!("==> stage {name} took {:.1}s", elapsed.as_secs_f64());
-        self.finished.push((name.to_owned(), elapsed));
+        self.push(name, elapsed, false);
         outcome
     }
 
-    /// Prints every finished stage with its wall time, and the total.
+    /// Records a stage that ran beside the others (in the background) and took `elapsed`.
+    pub fn record_beside(&mut self, name: &str, elapsed: Duration) {
+        println!("==> stage {name} (beside the others) took {:.1}s", elapsed.as_secs_f64());
+        self.push(name, elapsed, true);
+    }
+
+    fn push(&mut self, name: &str, elapsed: Duration, beside: bool) {
+        self.finished.push(Finished { name: name.to_owned(), elapsed, beside });
+    }
+
+    /// Prints every finished stage with its wall time (those that ran beside the others marked), and the run's
+    /// wall time as the total.
     pub fn print_summary(&self) {
         println!("==> stage times:");
-        for (name, elapsed) in &self.finished {
-            println!("    {name:<24} {:>8.1}s", elapsed.as_secs_f64());
+        for stage in &self.finished {
+            let mark = if stage.beside { "  (beside the others)" } else { "" };
+            println!("    {:<28} {:>8.1}s{mark}", stage.name, stage.elapsed.as_secs_f64());
         }
-        let total: Duration = self.finished.iter().map(|(_, elapsed)| *elapsed).sum();
-        println!("    {:<24} {:>8.1}s", "total", total.as_secs_f64());
+        println!("    {:<28} {:>8.1}s", "total (wall time)", self.started.elapsed().as_secs_f64());
     }
 }
 

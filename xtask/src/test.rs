@@ -1,18 +1,26 @@
 //! `cargo xtask test`: every check CI runs, as timed stages.
+//!
+//! The Go builds (the control plane, the real payload, the bundle validator; each a no-op once cached) start first
+//! and run beside the Rust stages ([`crate::background`]), which compile the workspace once for clippy and rustdoc
+//! (check metadata) and once for the tests (`cargo test --no-run`, which also builds the `wmco` the e2e tests run). The test binaries and the README's main command then run side by side ([`crate::test_pool`]). The
+//! operator image of the run carries the dev-profile `wmco` the tests use; `cargo xtask image` ships the release one.
 
 use std::num::NonZeroU32;
+use std::path::PathBuf;
 use std::process::Command;
 
-use anyhow::bail;
+use anyhow::{Context as _, bail};
 use clap::Args;
 
+use crate::background::{Background, Step};
 use crate::bundle::BundleArgs;
 use crate::controlplane;
-use crate::image::build_operator_image;
-use crate::payload::{build_real_payload, smoke_real_payload};
-use crate::repeat::{Repetition, run_and_parse};
-use crate::sandbox::{PayloadChoice, SandboxArgs, build_wmco};
-use crate::stages::{StageClock, cargo, describe};
+use crate::image::{build_operator_image_from, target_dir};
+use crate::payload::{cache_root, smoke_real_payload};
+use crate::repeat::Repetition;
+use crate::stages::{StageClock, cargo, workspace_root};
+use crate::test_binaries::{TestBinary, TestBuild, build_all};
+use crate::test_pool::{Job, PoolPaths};
 
 /// Options of `cargo xtask test`.
 #[derive(Debug, Args)]
@@ -25,6 +33,10 @@ pub struct TestArgs {
     /// as it always did.
     #[arg(long, value_name = "N", default_value = "1")]
     pub repeat: NonZeroU32,
+    /// How many test binaries run at once (each runs its own tests on as many threads as libtest chooses). The
+    /// default, twice the cores, keeps a 2-core machine busy while the e2e binaries wait on their simulated hosts.
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<NonZeroU32>,
 }
 
 /// Runs the stages in order, stopping at the first failure, and prints the stage times either way.
@@ -38,84 +50,162 @@ pub fn run(args: &TestArgs) -> anyhow::Result<()> {
 fn run_stages(args: &TestArgs, clock: &mut StageClock) -> anyhow::Result<()> {
     // The Debian packages the build and tests need (a no-op once installed).
     clock.run("deps", crate::deps::install_command())?;
+    let background = Background::start(go_builds()?, &target_dir().join("background-builds"))?;
     if !args.tests_only {
-        let mut fmt = cargo();
-        fmt.args(["fmt", "--all", "--", "--check"]);
-        clock.run("fmt", fmt)?;
-
-        let mut clippy = cargo();
-        clippy.args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]);
-        clock.run("clippy", clippy)?;
-
-        let mut doc = cargo();
-        doc.args(["doc", "--workspace", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings");
-        clock.run("doc", doc)?;
-
-        // Licenses, duplicate crates and sources against deny.toml; not advisories (see deny.toml).
-        let cargo_deny = clock.time("cargo-deny install", crate::deny::install)?;
-        clock.run("deny", crate::deny::check_command(&cargo_deny))?;
+        check_sources(clock)?;
     }
+    let TestBuild { binaries, wmco } = clock.time("build tests", build_all)?;
+    background.join(clock)?;
+    let real_payload = crate::payload::build_real_payload()?.dir;
 
-    // The e2e tests need the control-plane binaries; building them is a no-op once they are cached.
-    clock.run("controlplane", controlplane::build_command())?;
-
-    // The sandbox e2e tests run the operator as its own process: build it and tell them where it is.
-    let wmco = clock.time("build wmco", build_wmco)?;
-
-    // The real payload: built from the pinned Go modules (a no-op once cached), verified by the product's own
-    // check (hashes, PE headers, Go build information), and every binary's version printed under Wine.
-    let real_payload = clock.time("payload build", build_real_payload)?;
+    // The real payload, verified by the product's own check (hashes, PE headers, Go build information) and every
+    // binary's version printed under Wine.
     let mut verify = Command::new(&wmco);
-    verify.args(["payload", "verify"]).arg(&real_payload.dir);
+    verify.args(["payload", "verify"]).arg(&real_payload);
     clock.run("payload verify", verify)?;
-    clock.time("payload smoke", || smoke_real_payload(&real_payload.dir))?;
+    clock.time("payload smoke", || smoke_real_payload(&real_payload))?;
 
-    // The operator image (the release binary and the real payload; reused while its inputs are unchanged) for the
-    // e2e test that runs it as a pod, and the OLM bundle: committed bundle/ up to date, validated, its image built.
-    let image = clock.time("image", || build_operator_image(None, None))?;
+    // The operator image (reused while its inputs are unchanged) for the e2e test that runs it as a pod, and the OLM
+    // bundle: committed bundle/ up to date, validated, its image built.
+    let image = clock.time("image", || build_operator_image_from(&wmco, None, None))?;
     println!("    image {} {} ({})", image.image.name, image.image.digest, image.archive.display());
     clock.time("bundle", || crate::bundle::run(&BundleArgs { check: true, image: None }))?;
 
-    // The README's main command, as a newcomer runs it (one host, until it is Ready).
-    let sandbox = SandboxArgs {
-        hosts: 1,
-        exit_when_ready: true,
-        timeout: 600,
-        keep: false,
-        payload: PayloadChoice::Small,
-        image: false,
-    };
-    clock.time("sandbox", || crate::sandbox::run(&sandbox))?;
-
-    let test_command = || {
-        // Every test binary runs even after one failed (--no-fail-fast), so one CI run lists every failure.
-        let mut test = cargo();
-        test.args(["test", "--workspace", "--no-fail-fast"])
-            .env("WMCO_BIN", &wmco)
-            .env("WMCO_REAL_PAYLOAD", &real_payload.dir)
-            .env("WMCO_IMAGE", &image.archive);
-        test
-    };
+    let environment = TestEnvironment { wmco, real_payload, image: image.archive, binaries };
+    let workers = args.jobs.map_or_else(default_jobs, |jobs| jobs.get() as usize);
     match args.repeat.get() {
-        1 => clock.run("test", test_command()),
-        runs => run_repeated(clock, runs, test_command),
+        1 => run_once(clock, &environment, workers),
+        runs => run_repeated(clock, runs, &environment, workers),
     }
 }
 
-/// Runs the test stage `runs` times, each run's output echoed and parsed, and prints the table of tests that were
-/// not green every time with the totals; fails if any run failed.
-fn run_repeated(clock: &mut StageClock, runs: u32, test_command: impl Fn() -> Command) -> anyhow::Result<()> {
+/// fmt, clippy, rustdoc and cargo deny.
+fn check_sources(clock: &mut StageClock) -> anyhow::Result<()> {
+    let mut fmt = cargo();
+    fmt.args(["fmt", "--all", "--", "--check"]);
+    clock.run("fmt", fmt)?;
+
+    // Licenses, duplicate crates and sources against deny.toml; not advisories (see deny.toml).
+    let cargo_deny = clock.time("cargo-deny install", crate::deny::install)?;
+    clock.run("deny", crate::deny::check_command(&cargo_deny))?;
+
+    let mut clippy = cargo();
+    clippy.args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]);
+    clock.run("clippy", clippy)?;
+
+    let mut doc = cargo();
+    doc.args(["doc", "--workspace", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings");
+    clock.run("doc", doc)
+}
+
+/// The Go builds that run beside the Rust stages: the control plane, the real payload and the bundle validator.
+fn go_builds() -> anyhow::Result<Vec<Step>> {
+    let xtask = std::env::current_exe().context("cannot find the running xtask executable")?;
+    let mut payload = Command::new(xtask);
+    payload.args(["payload", "build"]).current_dir(workspace_root());
+    let mut validator = Command::new("bash");
+    validator.arg(workspace_root().join("e2e/bundle-validate/build.sh"));
+    Ok(vec![
+        Step { name: "controlplane".to_owned(), command: controlplane::build_command() },
+        Step { name: "payload build".to_owned(), command: payload },
+        Step { name: "bundle-validate build".to_owned(), command: validator },
+    ])
+}
+
+/// Twice the cores.
+fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(2, |cores| cores.get() * 2)
+}
+
+/// What the test jobs are given.
+#[derive(Debug)]
+struct TestEnvironment {
+    wmco: PathBuf,
+    real_payload: PathBuf,
+    image: PathBuf,
+    binaries: Vec<TestBinary>,
+}
+
+impl TestEnvironment {
+    /// One job per test binary, one for the doc tests and one for the README's main command.
+    fn jobs(&self) -> anyhow::Result<Vec<Job>> {
+        let mut jobs: Vec<Job> = self.binaries.iter().map(|binary| self.binary_job(binary)).collect();
+        let mut doc = cargo();
+        doc.args(["test", "--workspace", "--doc", "--no-fail-fast"]);
+        jobs.push(self.job("doc tests".to_owned(), None, false, doc));
+        jobs.push(self.job("sandbox (cargo xtask sandbox)".to_owned(), None, true, sandbox_command()?));
+        Ok(jobs)
+    }
+
+    fn binary_job(&self, binary: &TestBinary) -> Job {
+        // The e2e binaries start first: they are the longest.
+        let slow_kind = binary.integration && binary.package == "wmco-sandbox";
+        let name = format!("{} {}", binary.package, binary.source);
+        self.job(name, Some(binary.announcement()), slow_kind, binary.command(&[]))
+    }
+
+    fn job(&self, name: String, header: Option<String>, slow_kind: bool, mut command: Command) -> Job {
+        command.env("WMCO_BIN", &self.wmco).env("WMCO_REAL_PAYLOAD", &self.real_payload).env("WMCO_IMAGE", &self.image);
+        Job { name, header, slow_kind, command }
+    }
+}
+
+/// The README's main command as a newcomer runs it (one host, until it is Ready): `cargo xtask sandbox` through this
+/// executable, whose builds are done by now.
+fn sandbox_command() -> anyhow::Result<Command> {
+    let xtask = std::env::current_exe().context("cannot find the running xtask executable")?;
+    let mut command = Command::new(xtask);
+    command.args(["sandbox", "--hosts", "1", "--exit-when-ready", "--timeout", "600"]).current_dir(workspace_root());
+    Ok(command)
+}
+
+fn pool_paths() -> PoolPaths {
+    PoolPaths { logs: target_dir().join("test-output"), durations: cache_root().join("test-durations.tsv") }
+}
+
+fn run_pool(environment: &TestEnvironment, workers: usize) -> anyhow::Result<crate::test_pool::PoolOutcome> {
+    let mut stdout = std::io::stdout();
+    crate::test_pool::run(environment.jobs()?, workers, &pool_paths(), &mut stdout)
+}
+
+fn run_once(clock: &mut StageClock, environment: &TestEnvironment, workers: usize) -> anyhow::Result<()> {
+    let outcome = clock.time("test", || run_pool(environment, workers))?;
+    print_totals(&outcome.tests);
+    if !outcome.success() {
+        let failed: Vec<&str> = outcome
+            .results
+            .iter()
+            .filter(|result| !result.status.is_some_and(|status| status.success()))
+            .map(|result| result.name.as_str())
+            .collect();
+        bail!("stage test: {} job(s) failed: {}", failed.len(), failed.join(", "));
+    }
+    Ok(())
+}
+
+/// Runs the test stage `runs` times, then prints the table of tests that were not green every time with the
+/// totals; fails if any run failed.
+fn run_repeated(
+    clock: &mut StageClock,
+    runs: u32,
+    environment: &TestEnvironment,
+    workers: usize,
+) -> anyhow::Result<()> {
     let mut repetition = Repetition::default();
     for run in 1..=runs {
-        let command = test_command();
-        println!("==> test run {run}/{runs}: {}", describe(&command));
-        let (status, outcome) =
-            clock.time(&format!("test {run}/{runs}"), || run_and_parse(command, std::io::stdout()))?;
-        repetition.add(status, outcome);
+        println!("==> test run {run}/{runs}");
+        let outcome = clock.time(&format!("test {run}/{runs}"), || run_pool(environment, workers))?;
+        repetition.add_pool(outcome.success(), outcome.tests);
     }
     print!("{}", repetition.report());
     if !repetition.all_green() {
         bail!("stage test: not every test was green in all {runs} runs (see the table above)");
     }
     Ok(())
+}
+
+/// The plain closing line: `N passed, N failed, N ignored` over every test binary.
+fn print_totals(tests: &crate::repeat::RunOutcome) {
+    let (passed, failed, ignored) = tests.totals();
+    println!("{passed} passed, {failed} failed, {ignored} ignored");
 }

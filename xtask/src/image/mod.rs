@@ -77,13 +77,37 @@ pub fn run(args: &ImageArgs) -> anyhow::Result<()> {
 /// # Errors
 /// A build fails, or a file cannot be read or written.
 pub fn build_operator_image(tag: Option<&str>, output: Option<&Path>) -> anyhow::Result<BuiltImage> {
-    let binary = build_wmco_with(Profile::Release)?;
+    build_operator_image_with(Profile::Release, tag, output)
+}
+
+/// [`build_operator_image`] with `wmco` built in `profile`.
+///
+/// # Errors
+/// A build fails, or a file cannot be read or written.
+pub fn build_operator_image_with(
+    profile: Profile,
+    tag: Option<&str>,
+    output: Option<&Path>,
+) -> anyhow::Result<BuiltImage> {
+    build_operator_image_from(&build_wmco_with(profile)?, tag, output)
+}
+
+/// The image of `binary` and the real payload (cached): `cargo xtask test` builds the image of its run from the
+/// dev-profile `wmco` its tests use (the same code, compiled once), `cargo xtask image` from the release one.
+///
+/// # Errors
+/// The payload's build fails, or a file cannot be read or written.
+pub fn build_operator_image_from(
+    binary: &Path,
+    tag: Option<&str>,
+    output: Option<&Path>,
+) -> anyhow::Result<BuiltImage> {
     let payload = build_real_payload().context("building the real payload")?.dir;
     let version = env!("CARGO_PKG_VERSION");
     let name = tag.map_or_else(|| format!("{DEFAULT_REPOSITORY}:v{version}"), str::to_owned);
     let output = output.map_or_else(|| target_dir().join("image"), Path::to_path_buf);
     std::fs::create_dir_all(&output).with_context(|| format!("cannot create {}", output.display()))?;
-    let source = Source::read(&binary, &payload, &name, version)?;
+    let source = Source::read(binary, &payload, &name, version)?;
     let layout = output.join("wmco");
     let archive = output.join("wmco.oci.tar");
     let key_file = output.join("wmco.inputs");
