@@ -503,6 +503,53 @@ fn d4_every_byoh_record_entry_is_accepted() {
     assert_approve(&Csr::serving(pem, "win-2").decide_in(&world));
 }
 
+#[test]
+fn d4_and_f3_match_a_windows_host_s_upper_case_names_with_the_kubelet_s_lower_case_sans() {
+    // Stock Windows images name hosts in upper case; the kubelet lower-cases its name and SANs (D3 requires it), and
+    // DNS names compare without regard to case (RFC 4343).
+    let mut world = world();
+    for instance in &mut world.instances {
+        if let wmco_csr_approver::ManagedInstance::Byoh(byoh) = instance
+            && byoh.name == "win-2"
+        {
+            byoh.hostname = Some("WIN-2".into());
+            byoh.fqdn = Some("WIN-2.Corp.Example".into());
+            byoh.address = "Win-2.Lab.Example".into();
+        }
+    }
+    world.nodes[0].addresses.push(wmco_csr_approver::NodeAddress {
+        address_type: wmco_csr_approver::AddressType::InternalDns,
+        address: "WIN-2.Corp.Example".into(),
+    });
+    world.nodes[0].addresses.push(wmco_csr_approver::NodeAddress {
+        address_type: wmco_csr_approver::AddressType::ExternalDns,
+        address: "Win-2.Lab.Example".into(),
+    });
+    let pem = serving_pem("win-2", &["win-2", "win-2.corp.example", "win-2.lab.example"]);
+    assert_approve(&Csr::serving(pem, "win-2").decide_in(&world));
+}
+
+#[test]
+fn d4_a_machine_s_mixed_case_dns_address_matches_the_lower_case_san() {
+    let mut world = world();
+    for instance in &mut world.instances {
+        if let wmco_csr_approver::ManagedInstance::Machine(machine) = instance
+            && machine.name == "winm-b"
+        {
+            machine.addresses.push(wmco_csr_approver::NodeAddress {
+                address_type: wmco_csr_approver::AddressType::InternalDns,
+                address: "WinM-B.Internal.Cloudapp.Net".into(),
+            });
+        }
+    }
+    world.nodes[1].addresses.push(wmco_csr_approver::NodeAddress {
+        address_type: wmco_csr_approver::AddressType::InternalDns,
+        address: "winm-b.internal.cloudapp.net".into(),
+    });
+    let pem = serving_pem("winm-b.internal", &["winm-b.internal", "winm-b.internal.cloudapp.net", "10.0.1.6"]);
+    assert_approve(&Csr::serving(pem, "winm-b.internal").decide_in(&world));
+}
+
 // ---- E: spec (DENY) ------------------------------------------------------------------------------------------
 
 #[test]

@@ -1,5 +1,6 @@
 //! Rules D1–D4: which extensions a request may carry, and which SANs (none on client requests; on serving requests
-//! 1–10 well-formed DNS names and routable IPs, all in the operator's record of the instance). Failures are DENY.
+//! 1–10 well-formed DNS names and routable IPs, all in the operator's record of the instance, DNS names compared
+//! without regard to case). Failures are DENY.
 //!
 //! D1 refuses every extension other than subjectAltName; D2 refuses a subjectAltName (even an empty one) on a
 //! client request. Together they say "client requests carry no extension; serving requests only subjectAltName".
@@ -8,7 +9,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use x509_parser::oid_registry::OID_X509_EXT_SUBJECT_ALT_NAME;
 
-use super::san::{ServingSan, addresses_list, san_text};
+use super::san::{ServingSan, addresses_list, same_dns_name, san_text};
 use super::{Check, InScope, deny};
 use crate::request::{ExtensionContent, RequestBody, SanEntry, ip_from_san};
 use crate::world::{ByohInstance, MachineInstance, ManagedInstance};
@@ -141,9 +142,10 @@ fn byoh_record_has(byoh: &ByohInstance, san: &ServingSan<'_>) -> bool {
     match san {
         ServingSan::Dns(name) => {
             let address_is_name = byoh.address.parse::<IpAddr>().is_err();
-            byoh.hostname.as_deref() == Some(*name)
-                || byoh.fqdn.as_deref() == Some(*name)
-                || (address_is_name && byoh.address == *name)
+            let recorded = |value: Option<&str>| value.is_some_and(|value| same_dns_name(value, name));
+            recorded(byoh.hostname.as_deref())
+                || recorded(byoh.fqdn.as_deref())
+                || (address_is_name && same_dns_name(&byoh.address, name))
         }
         ServingSan::Ip(ip) => byoh.resolved_address.map(IpAddr::V4) == Some(*ip) || byoh.node_ip == Some(*ip),
     }

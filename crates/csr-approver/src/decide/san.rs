@@ -23,12 +23,20 @@ pub(super) fn san_text(san: &ServingSan<'_>) -> String {
     }
 }
 
-/// Whether `addresses` lists the SAN: DNS SANs against name entries, IP SANs against IP entries, exact values.
+/// Whether `addresses` lists the SAN: DNS SANs against name entries (compared as DNS names, [`same_dns_name`]), IP
+/// SANs against IP entries.
 pub(super) fn addresses_list(addresses: &[NodeAddress], san: &ServingSan<'_>) -> bool {
     addresses.iter().any(|entry| match san {
-        ServingSan::Dns(name) => entry.address_type.holds_name() && entry.address == *name,
+        ServingSan::Dns(name) => entry.address_type.holds_name() && same_dns_name(&entry.address, name),
         ServingSan::Ip(ip) => !entry.address_type.holds_name() && parse_ip(&entry.address) == Some(*ip),
     })
+}
+
+/// Whether two DNS names are the same name: DNS compares names without regard to ASCII case (RFC 4343). Windows
+/// names its hosts in upper case (`WIN-3MQ5R0EXAMPLE`, `EC2AMAZ-EXAMPLE`) while the kubelet lower-cases its name and
+/// its serving SANs, so the recorded hostname and FQDN never equal the SANs byte for byte.
+pub(crate) fn same_dns_name(recorded: &str, requested: &str) -> bool {
+    recorded.eq_ignore_ascii_case(requested)
 }
 
 /// An address entry as an IP, `None` when it is not one.
