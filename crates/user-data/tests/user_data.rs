@@ -254,7 +254,7 @@ mod simulator {
 
         let after = ssh_to(info.ssh_address, &private_key);
         let output = after.run(&RemoteCommand::new("hostname", Duration::from_secs(10))).await.unwrap();
-        assert_eq!((output.exit_code, output.stdout_text().as_ref()), (0, format!("{}\r\n", info.name).as_str()));
+        assert_eq!((output.exit_code, output.stdout_text().as_ref()), (0, format!("{}\r\n", info.hostname).as_str()));
     }
 
     /// Platform None (as every platform but AWS): the Administrator handling and SSH, nothing of EC2Launch; a second

@@ -42,6 +42,9 @@ pub struct FleetPlan {
     pub authorized_key: String,
     /// Which kubelet every host runs (simulated, or the uploaded `kubelet.exe` under Wine).
     pub kubelet: KubeletModel,
+    /// The host (by index) that reports a lower-case host name, as one an admin renamed so; the others report
+    /// theirs in upper case, as stock Windows images do.
+    pub lower_case_host: Option<u8>,
 }
 
 /// A started fleet.
@@ -80,8 +83,12 @@ pub async fn start_fleet(plan: &FleetPlan) -> Result<StartedFleet, SandboxError>
     fleet.keep_versions_on_every_host(&crate::secret_scan::bootstrap_kubeconfig_path()?);
     let fleet: SharedFleet = Arc::new(tokio::sync::Mutex::new(fleet));
     let mut hosts = Vec::with_capacity(addresses.len());
-    for address in addresses {
+    for (index, address) in (0u8..).zip(addresses) {
+        // Named explicitly only when its reported name must equal its fleet name.
+        let lower_case = (plan.lower_case_host == Some(index)).then(|| format!("winhost-{index}"));
         let request = NewHost {
+            name: lower_case.clone(),
+            hostname: lower_case,
             authorized_key: Some(plan.authorized_key.clone()),
             address: Some(address),
             kubelet: plan.kubelet,
@@ -135,6 +142,7 @@ mod tests {
             latency: Latency::zero(),
             authorized_key: String::new(),
             kubelet: KubeletModel::Simulated,
+            lower_case_host: None,
         }
     }
 
@@ -154,6 +162,7 @@ mod tests {
         let plan = FleetPlan {
             base: base.path().to_path_buf(),
             authorized_key: key.public_line().to_owned(),
+            lower_case_host: Some(1),
             ..plan(2, true)
         };
         let started = start_fleet(&plan).await.unwrap();
@@ -163,6 +172,15 @@ mod tests {
             assert_eq!(host.info.ssh_address.port(), started.ssh_port);
         }
         assert_eq!(started.hosts[1].info.ssh_address.ip(), std::net::IpAddr::from(Ipv4Addr::LOCALHOST));
+        let names: Vec<(&str, &str, &str)> = started
+            .hosts
+            .iter()
+            .map(|host| (host.info.name.as_str(), host.info.hostname.as_str(), host.info.fqdn.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [("winhost-0", "WINHOST-0", "WINHOST-0.sim.test"), ("winhost-1", "winhost-1", "winhost-1.sim.test")]
+        );
         let listed = started.fleet.lock().await.list();
         assert_eq!(listed.len(), 2);
         started.control_task.abort();

@@ -61,6 +61,9 @@ pub struct SandboxOptions {
     pub hosts: u8,
     /// Whether the last host listens on 127.0.0.1 and is named `localhost` in the ConfigMap (the others by IP).
     pub localhost_host: bool,
+    /// The host (by index) that reports a lower-case host name; every other host reports its name in upper case
+    /// and its FQDN with a lower-case DNS suffix, as stock Windows images do (default: none).
+    pub lower_case_host: Option<u8>,
     /// The hosts' command latency and service-transition delays.
     pub latency: Latency,
     /// Extra `wmco run` arguments (for example `--max-concurrent-configurations=1`).
@@ -94,6 +97,7 @@ impl Default for SandboxOptions {
         SandboxOptions {
             hosts: 3,
             localhost_host: true,
+            lower_case_host: None,
             latency: Latency::realistic(),
             operator_args: Vec::new(),
             node_monitor_grace_period: None,
@@ -254,6 +258,7 @@ impl Sandbox {
             latency: options.latency,
             authorized_key: admin_key.public_line().to_owned(),
             kubelet: options.kubelet,
+            lower_case_host: options.lower_case_host,
         })
         .await?;
         let ovn = OvnStandIn::start(admin);

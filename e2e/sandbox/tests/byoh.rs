@@ -58,11 +58,19 @@ const PROBE_MARKER: &str = "Get-CimInstance Win32_Service";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn byoh_hosts_join_as_ready_nodes_and_an_unchanged_fleet_costs_one_probe_per_host() -> anyhow::Result<()> {
-    let sandbox = Sandbox::start(SandboxOptions { hosts: 3, localhost_host: true, ..SandboxOptions::default() })
-        .await
-        .context("the sandbox did not start")?;
+    // Two hosts name themselves as stock Windows images do (upper case), one as an admin renamed it (lower case).
+    let sandbox = Sandbox::start(SandboxOptions {
+        hosts: 3,
+        localhost_host: true,
+        lower_case_host: Some(1),
+        ..SandboxOptions::default()
+    })
+    .await
+    .context("the sandbox did not start")?;
     let keys: Vec<&str> = sandbox.hosts().iter().map(|host| host.key.as_str()).collect();
     assert_eq!(keys, ["127.0.0.10", "127.0.0.11", "localhost"]);
+    let hostnames: Vec<&str> = sandbox.hosts().iter().map(|host| host.info.hostname.as_str()).collect();
+    assert_eq!(hostnames, ["WINHOST-0", "winhost-1", "WINHOST-2"]);
 
     sandbox.write_instances(&sandbox.entries_for_all_hosts()).await?;
     let ready = sandbox.wait_until_ready(3, READY_TIMEOUT).await?;
@@ -213,7 +221,7 @@ fn record_matches_host(ready: &ReadyInstance, host: &SandboxHost) -> anyhow::Res
     let status = ready.instance.status.as_ref().context("a Ready instance without status")?;
     assert_eq!(status.phase, Some(InstancePhase::Ready));
     assert_eq!(status.node_ip, Some(host.info.node_ip), "{}", host.key);
-    assert_eq!(status.hostname.as_deref(), Some(host.info.name.as_str()));
+    assert_eq!(status.hostname.as_deref(), Some(host.info.hostname.as_str()));
     assert_eq!(status.fqdn.as_deref(), Some(host.info.fqdn.as_str()));
     assert_eq!(status.expected_node_name.as_deref(), Some(host.info.name.as_str()));
     assert_eq!(status.pinned_host_key.as_deref().map(key_identity), Some(key_identity(&host.info.host_key)));

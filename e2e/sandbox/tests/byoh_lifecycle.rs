@@ -621,7 +621,8 @@ async fn csrs_out_of_bounds(sandbox: &Sandbox, windows_key: &str) -> anyhow::Res
     let record = record(sandbox, windows_key).await?.context("no record for the Windows host")?;
     let status = record.status.clone().unwrap_or_default();
     let node = status.expected_node_name.clone().context("no expected node name")?;
-    let hostname = status.hostname.clone().context("no recorded hostname")?;
+    // As a kubelet names itself: the recorded host name lower-cased (Windows reports it in upper case).
+    let hostname = status.hostname.clone().context("no recorded hostname")?.to_ascii_lowercase();
     let node_ip = status.node_ip.context("no recorded node IP")?;
 
     // The Linux node's request first: by the time the later one is decided, the operator has seen it too.

@@ -111,7 +111,11 @@ async fn a_recorded_run_is_complete_redacted_and_replays_on_the_simulator() -> a
     }
     ensure!(replay.unknown() == 0, "commands unknown to the simulator: {}", replay.summary());
     ensure!(replay.identity.source == Some(identity + 1), "the replay's host identity: {:?}", replay.identity);
-    ensure!(replay.identity.node_ip == host.node_ip && replay.identity.hostname == host.name, "{:?}", replay.identity);
+    ensure!(
+        replay.identity.node_ip == host.node_ip && replay.identity.hostname == host.hostname,
+        "{:?}",
+        replay.identity
+    );
     let identity_step = &replay.steps[identity];
     ensure!(identity_step.verdict == Verdict::Same, "the identity command replayed differently: {identity_step:?}");
     println!("transcripts e2e: {:.1} s", started.elapsed().as_secs_f64());

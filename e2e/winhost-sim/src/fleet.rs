@@ -61,9 +61,15 @@ pub enum FleetError {
 /// What to create.
 #[derive(Clone, Debug, Default, serde::Deserialize)]
 pub struct NewHost {
-    /// Host name (default `winhost-<index>`).
+    /// The host's name in the fleet (default `winhost-<index>`): its key, its `C:` directory, and lower-cased the
+    /// Node name the kubelet takes.
     #[serde(default)]
     pub name: Option<String>,
+    /// The DNS host name Windows reports (`hostname`, `[System.Net.Dns]::GetHostName()`). Default: `name` in upper
+    /// case, as stock images name their hosts (`WIN-3MQ5R0EXAMPLE`, `EC2AMAZ-EXAMPLE`). Give a lower-case name to
+    /// model a host an admin renamed so.
+    #[serde(default)]
+    pub hostname: Option<String>,
     /// An OpenSSH public key line to authorize (none: the host waits for provisioning).
     #[serde(default)]
     pub authorized_key: Option<String>,
@@ -87,9 +93,11 @@ pub struct NewHost {
 /// What tests and people need to reach a host.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct HostInfo {
-    /// Host name.
+    /// The host's name in the fleet (lower-cased, the Node name its kubelet takes).
     pub name: String,
-    /// FQDN.
+    /// The DNS host name Windows reports (upper case unless the host was created with a lower-case `hostname`).
+    pub hostname: String,
+    /// FQDN, as Windows reports it.
     pub fqdn: String,
     /// SSH address.
     pub ssh_address: SocketAddr,
@@ -154,9 +162,11 @@ impl Fleet {
         if !listen_ip.is_loopback() {
             return Err(FleetError::NotLoopback { name, address: listen_ip });
         }
+        let hostname = request.hostname.unwrap_or_else(|| name.to_ascii_uppercase());
         let identity = Identity {
-            hostname: name.clone(),
-            fqdn: format!("{name}.sim.test"),
+            // The primary DNS suffix keeps the case it was configured with; the host label keeps its own.
+            fqdn: format!("{hostname}.sim.test"),
+            hostname,
             build: request.build.unwrap_or(20348),
             ubr: 2340,
             node_ip: Ipv4Addr::new(203, 0, 113, octet),
@@ -209,6 +219,7 @@ impl Fleet {
         let host = lock(&server.host);
         Ok(HostInfo {
             name: name.to_owned(),
+            hostname: host.identity.hostname.clone(),
             fqdn: host.identity.fqdn.clone(),
             ssh_address: server.address,
             node_ip: host.identity.node_ip,

@@ -262,7 +262,8 @@ async fn ssh_sftp_and_control_interface() -> anyhow::Result<()> {
         };
         assert!(connect(bare.ssh_address).is_err(), "an unprovisioned host has no authorized key");
         let session = connect(address)?;
-        assert_eq!(run(&session, "hostname")?, ("winhost-0\r\n".to_owned(), String::new(), 0));
+        // Windows reports the host's name as it was set: stock images name hosts in upper case.
+        assert_eq!(run(&session, "hostname")?, ("WINHOST-0\r\n".to_owned(), String::new(), 0));
         let (stdout, _, code) = run(&session, "sc.exe query nosuch")?;
         assert_eq!(code, 1060);
         assert!(stdout.starts_with("[SC] EnumQueryServicesStatus:OpenService FAILED 1060:"));
