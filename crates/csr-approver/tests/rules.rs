@@ -503,49 +503,46 @@ fn d4_every_byoh_record_entry_is_accepted() {
     assert_approve(&Csr::serving(pem, "win-2").decide_in(&world));
 }
 
+/// The reference world's instance `name`.
+fn instance_named<'a>(
+    world: &'a mut wmco_csr_approver::WorldData,
+    name: &str,
+) -> &'a mut wmco_csr_approver::ManagedInstance {
+    world.instances.iter_mut().find(|instance| instance.name() == name).expect("an instance of the reference world")
+}
+
+/// A name entry of a Node's or Machine's addresses.
+fn name_entry(address_type: wmco_csr_approver::AddressType, name: &str) -> wmco_csr_approver::NodeAddress {
+    wmco_csr_approver::NodeAddress { address_type, address: name.into() }
+}
+
 #[test]
 fn d4_and_f3_match_a_windows_host_s_upper_case_names_with_the_kubelet_s_lower_case_sans() {
+    use wmco_csr_approver::AddressType::{ExternalDns, InternalDns};
     // Stock Windows images name hosts in upper case; the kubelet lower-cases its name and SANs (D3 requires it), and
     // DNS names compare without regard to case (RFC 4343).
     let mut world = world();
-    for instance in &mut world.instances {
-        if let wmco_csr_approver::ManagedInstance::Byoh(byoh) = instance
-            && byoh.name == "win-2"
-        {
-            byoh.hostname = Some("WIN-2".into());
-            byoh.fqdn = Some("WIN-2.Corp.Example".into());
-            byoh.address = "Win-2.Lab.Example".into();
-        }
-    }
-    world.nodes[0].addresses.push(wmco_csr_approver::NodeAddress {
-        address_type: wmco_csr_approver::AddressType::InternalDns,
-        address: "WIN-2.Corp.Example".into(),
-    });
-    world.nodes[0].addresses.push(wmco_csr_approver::NodeAddress {
-        address_type: wmco_csr_approver::AddressType::ExternalDns,
-        address: "Win-2.Lab.Example".into(),
-    });
+    let wmco_csr_approver::ManagedInstance::Byoh(byoh) = instance_named(&mut world, "win-2") else {
+        panic!("win-2 is a BYOH instance of the reference world")
+    };
+    byoh.hostname = Some("WIN-2".into());
+    byoh.fqdn = Some("WIN-2.Corp.Example".into());
+    byoh.address = "Win-2.Lab.Example".into();
+    let node = &mut world.nodes[0].addresses;
+    node.extend([name_entry(InternalDns, "WIN-2.Corp.Example"), name_entry(ExternalDns, "Win-2.Lab.Example")]);
     let pem = serving_pem("win-2", &["win-2", "win-2.corp.example", "win-2.lab.example"]);
     assert_approve(&Csr::serving(pem, "win-2").decide_in(&world));
 }
 
 #[test]
 fn d4_a_machine_s_mixed_case_dns_address_matches_the_lower_case_san() {
+    use wmco_csr_approver::AddressType::InternalDns;
     let mut world = world();
-    for instance in &mut world.instances {
-        if let wmco_csr_approver::ManagedInstance::Machine(machine) = instance
-            && machine.name == "winm-b"
-        {
-            machine.addresses.push(wmco_csr_approver::NodeAddress {
-                address_type: wmco_csr_approver::AddressType::InternalDns,
-                address: "WinM-B.Internal.Cloudapp.Net".into(),
-            });
-        }
-    }
-    world.nodes[1].addresses.push(wmco_csr_approver::NodeAddress {
-        address_type: wmco_csr_approver::AddressType::InternalDns,
-        address: "winm-b.internal.cloudapp.net".into(),
-    });
+    let wmco_csr_approver::ManagedInstance::Machine(machine) = instance_named(&mut world, "winm-b") else {
+        panic!("winm-b is a Machine instance of the reference world")
+    };
+    machine.addresses.push(name_entry(InternalDns, "WinM-B.Internal.Cloudapp.Net"));
+    world.nodes[1].addresses.push(name_entry(InternalDns, "winm-b.internal.cloudapp.net"));
     let pem = serving_pem("winm-b.internal", &["winm-b.internal", "winm-b.internal.cloudapp.net", "10.0.1.6"]);
     assert_approve(&Csr::serving(pem, "winm-b.internal").decide_in(&world));
 }
