@@ -2,8 +2,9 @@
 //!
 //! The Go builds (the control plane, the real payload, the bundle validator; each a no-op once cached) start first
 //! and run beside the Rust stages ([`crate::background`]), which compile the workspace once for clippy and rustdoc
-//! (check metadata) and once for the tests (`cargo test --no-run`, which also builds the `wmco` the e2e tests run). The test binaries and the README's main command then run side by side ([`crate::test_pool`]). The
-//! operator image of the run carries the dev-profile `wmco` the tests use; `cargo xtask image` ships the release one.
+//! (check metadata) and once for the tests (`cargo test --no-run`, which also builds the `wmco` the e2e tests run).
+//! The test binaries and the README's main command then run side by side ([`crate::test_pool`]). The operator
+//! image of the run carries the dev-profile `wmco` the tests use; `cargo xtask image` ships the release one.
 
 use std::num::NonZeroU32;
 use std::path::PathBuf;
@@ -141,7 +142,7 @@ impl TestEnvironment {
         // The e2e binaries start first: they are the longest.
         let slow_kind = binary.integration && binary.package == "wmco-sandbox";
         let name = format!("{} {}", binary.package, binary.source);
-        self.job(name, Some(binary.announcement()), slow_kind, binary.command(&[]))
+        self.job(name, Some(binary.announcement()), slow_kind, binary.command())
     }
 
     fn job(&self, name: String, header: Option<String>, slow_kind: bool, mut command: Command) -> Job {

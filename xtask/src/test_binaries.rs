@@ -43,11 +43,10 @@ impl TestBinary {
         format!("Running {} ({})", self.source, self.executable.display())
     }
 
-    /// The command that runs it as `cargo test` would, passing `args` to libtest.
-    pub fn command(&self, args: &[String]) -> Command {
+    /// The command that runs it as `cargo test` would.
+    pub fn command(&self) -> Command {
         let mut command = Command::new(&self.executable);
         command
-            .args(args)
             .current_dir(&self.package_dir)
             .env("CARGO_MANIFEST_DIR", &self.package_dir)
             .env("CARGO_PKG_NAME", &self.package)

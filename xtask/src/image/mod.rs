@@ -77,19 +77,7 @@ pub fn run(args: &ImageArgs) -> anyhow::Result<()> {
 /// # Errors
 /// A build fails, or a file cannot be read or written.
 pub fn build_operator_image(tag: Option<&str>, output: Option<&Path>) -> anyhow::Result<BuiltImage> {
-    build_operator_image_with(Profile::Release, tag, output)
-}
-
-/// [`build_operator_image`] with `wmco` built in `profile`.
-///
-/// # Errors
-/// A build fails, or a file cannot be read or written.
-pub fn build_operator_image_with(
-    profile: Profile,
-    tag: Option<&str>,
-    output: Option<&Path>,
-) -> anyhow::Result<BuiltImage> {
-    build_operator_image_from(&build_wmco_with(profile)?, tag, output)
+    build_operator_image_from(&build_wmco_with(Profile::Release)?, tag, output)
 }
 
 /// The image of `binary` and the real payload (cached): `cargo xtask test` builds the image of its run from the
