@@ -40,6 +40,10 @@ pub struct VerdictReport {
 /// The reason given with an approval.
 pub const APPROVE_REASON: &str = "every rule A1-F4 passed";
 
+/// The words of a rule F1 reason for a bootstrap request created outside its record's bootstrap window, before the
+/// window's bounds.
+pub(crate) const OUTSIDE_BOOTSTRAP_WINDOW: &str = "outside the bootstrap window";
+
 impl Verdict {
     /// The deciding rule, or `None` for an approval.
     pub fn rule(&self) -> Option<RuleId> {
@@ -64,6 +68,23 @@ impl Verdict {
             Self::Approve => APPROVE_REASON,
             Self::Deny { reason, .. } | Self::Ignore { reason, .. } => reason,
         }
+    }
+
+    /// Whether this leaves a bootstrap request pending because it was created outside its record's bootstrap
+    /// window (rule F1): the one F1 outcome an admin must hear of, since that request is never approved.
+    ///
+    /// ```
+    /// use wmco_csr_approver::{RuleId, Verdict};
+    /// let late = Verdict::Ignore {
+    ///     rule: RuleId::F1,
+    ///     reason: "created 2026-11-22T03:00:00Z, outside the bootstrap window 2026-11-22T00:00:00Z .. \
+    ///              2026-11-22T02:00:00Z of win-1".into(),
+    /// };
+    /// assert!(late.is_outside_bootstrap_window());
+    /// assert!(!Verdict::Ignore { rule: RuleId::F1, reason: "Node win-1 already exists".into() }.is_outside_bootstrap_window());
+    /// ```
+    pub fn is_outside_bootstrap_window(&self) -> bool {
+        matches!(self, Self::Ignore { rule: RuleId::F1, reason } if reason.contains(OUTSIDE_BOOTSTRAP_WINDOW))
     }
 
     /// The verdict as a serializable report.

@@ -533,6 +533,13 @@ async fn configure_pass(
     {
         return Ok(PassResult::new(ConfigureState::WaitingForBudget, node_name, 0));
     }
+    if matches!(stage, Stage::Bootstrap)
+        && starts_a_bootstrap(&steps, &bootstrap_kubeconfig)
+        && recorder.open_bootstrap_window(Timestamp::now())
+    {
+        tracing::info!(host = session.label(), node = %node_name, "bootstrap window opened");
+        recorder.save().await?;
+    }
     for step in &steps {
         tracing::info!(host = session.label(), step = %step, "applying");
     }
@@ -661,6 +668,19 @@ fn set_waiting(recorder: &mut Recorder<'_>) {
     if recorder.status.phase != Some(InstancePhase::Upgrading) {
         recorder.set_phase(InstancePhase::WaitingForNode);
     }
+}
+
+/// The kubelet's service name (`windows_services::node_services`).
+const KUBELET_SERVICE: &str = "kubelet";
+
+/// Whether `steps` give the kubelet of a host without a Node a reason to ask for its first client certificate: they
+/// write the bootstrap kubeconfig (a first one or a fresh token) or start the kubelet.
+fn starts_a_bootstrap(steps: &[Step], bootstrap_kubeconfig: &WinPath) -> bool {
+    steps.iter().any(|step| match step {
+        Step::ReplaceFiles(paths) => paths.iter().any(|path| path.same_location(bootstrap_kubeconfig)),
+        Step::StartService(service) => service.as_str() == KUBELET_SERVICE,
+        _ => false,
+    })
 }
 
 /// The host's identity and preflight facts from the identity command's output.

@@ -4,13 +4,14 @@
 //! through [`InstanceRecords::apply_bootstrap_key`], when a new configuration attempt starts (the key of the
 //! previous attempt must not bind the new one).
 
-use jiff::Timestamp;
+use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use wmco_cluster_client::types::{
     AUTHENTICATION_FAILED_CONDITION, ConditionState, HOST_KEY_MISMATCH_CONDITION, InstancePhase,
     PREFLIGHT_FAILED_CONDITION, WindowsInstance, WindowsInstanceStatus,
 };
 use wmco_cluster_client::{InstanceRecords, WindowsInstanceExt};
+use wmco_vocabulary::BOOTSTRAP_WINDOW_REOPEN_AFTER;
 
 use crate::error::{FlowError, FlowStep};
 
@@ -78,6 +79,32 @@ impl<'a> Recorder<'a> {
             }
         }
         self.status.phase = Some(phase);
+    }
+
+    /// Opens the bootstrap window at `now` for a pass that writes a fresh bootstrap kubeconfig or starts the
+    /// kubelet of a host without a Node, unless a window opened less than [`BOOTSTRAP_WINDOW_REOPEN_AFTER`] ago is
+    /// open (phase `Configuring` or `WaitingForNode`). Returns whether it opened one.
+    ///
+    /// A record that failed (a preflight check fixed later), waited long (for the reboot budget) or whose host was
+    /// away for a while would otherwise keep the window of its first pass, which closed: the CSR approver would
+    /// ignore its kubelet's requests for ever. A window opened again is a new attempt: the key approved in the
+    /// previous one no longer binds it (rule F2 counts approvals since the window opened).
+    pub(crate) fn open_bootstrap_window(&mut self, now: Timestamp) -> bool {
+        let waiting = matches!(self.status.phase, Some(InstancePhase::Configuring | InstancePhase::WaitingForNode));
+        let reopen_after = SignedDuration::try_from(BOOTSTRAP_WINDOW_REOPEN_AFTER).unwrap_or(SignedDuration::ZERO);
+        let open =
+            self.status.configuring_since.as_ref().is_some_and(|since| now.duration_since(since.0) < reopen_after);
+        if waiting && open {
+            return false;
+        }
+        self.status.configuring_since = Some(Time(now));
+        if self.status.approved_bootstrap_key_sha256.take().is_some() {
+            self.clear_bootstrap_key = true;
+        }
+        if !waiting {
+            self.status.phase = Some(InstancePhase::Configuring);
+        }
+        true
     }
 
     /// Notes that the host refused the key at `now`: [`AUTHENTICATION_FAILED_CONDITION`] `True` from `now`, or kept

@@ -12,6 +12,7 @@
 //! ```
 
 use std::fmt;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -71,6 +72,17 @@ pub enum InstancePhase {
     /// The last attempt failed; `lastError` says why.
     Failed,
 }
+
+/// How long after a configuration attempt opened its bootstrap window (the record's `configuringSince`) the CSR
+/// approver still takes the kubelet's first client request (rule F1). The flow opens the window again when a pass
+/// writes a fresh bootstrap kubeconfig or starts the kubelet of a host without a Node and the window is
+/// [`BOOTSTRAP_WINDOW_REOPEN_AFTER`] old, so a kubelet that retries (a new request every 15 minutes) always lands in
+/// an open window while the operator keeps configuring its host.
+pub const BOOTSTRAP_WINDOW: Duration = Duration::from_secs(2 * 60 * 60);
+
+/// The age at which a pass that writes bootstrap files opens the bootstrap window again: half of
+/// [`BOOTSTRAP_WINDOW`], more than the node-bootstrapper token's refresh (30 minutes) plus a kubelet retry (15).
+pub const BOOTSTRAP_WINDOW_REOPEN_AFTER: Duration = Duration::from_secs(60 * 60);
 
 impl InstancePhase {
     /// Every phase, in life-cycle order.

@@ -26,6 +26,6 @@ mod platform;
 pub use cidr::{CidrError, IpCidr};
 pub use digest::{DigestParseError, Sha256Digest};
 pub use excerpt::{EXCERPT_CHARS, excerpt};
-pub use instance::{InstanceOrigin, InstancePhase};
+pub use instance::{BOOTSTRAP_WINDOW, BOOTSTRAP_WINDOW_REOPEN_AFTER, InstanceOrigin, InstancePhase};
 pub use mirror::MirrorKind;
 pub use platform::{Platform, PlatformName, UnknownPlatform};

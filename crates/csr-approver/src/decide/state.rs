@@ -9,11 +9,11 @@ use super::{Check, InScope, RequestRole, ignore};
 use crate::InstancePhase;
 use crate::names::{NODE_BOOTSTRAPPER_USERNAME, OS_LABEL, OS_WINDOWS, SIGNER_KUBELET_CLIENT};
 use crate::request::RequestBody;
+use crate::verdict::OUTSIDE_BOOTSTRAP_WINDOW;
 use crate::world::{AddressType, CsrState, ManagedInstance};
 use crate::{CsrFacts, RuleId, World};
 
 const EARLY_TOLERANCE: SignedDuration = SignedDuration::from_secs(10);
-const BOOTSTRAP_WINDOW: SignedDuration = SignedDuration::from_hours(2);
 const MAX_CSR_AGE: SignedDuration = SignedDuration::from_mins(60);
 
 pub(super) fn check(
@@ -67,12 +67,13 @@ fn check_bootstrap_window(facts: &CsrFacts, scope: &InScope<'_>, world: &World) 
     };
     let created = facts.creation_timestamp;
     let earliest = attempt_start.saturating_sub(EARLY_TOLERANCE).unwrap_or(attempt_start);
-    let latest = attempt_start.saturating_add(BOOTSTRAP_WINDOW).unwrap_or(attempt_start);
+    let window = SignedDuration::try_from(wmco_vocabulary::BOOTSTRAP_WINDOW).unwrap_or(SignedDuration::ZERO);
+    let latest = attempt_start.saturating_add(window).unwrap_or(attempt_start);
     if created < earliest || created > latest {
         return Err(ignore(
             RuleId::F1,
             format!(
-                "created {created}, outside the bootstrap window {earliest} .. {latest} of {}",
+                "created {created}, {OUTSIDE_BOOTSTRAP_WINDOW} {earliest} .. {latest} of {}",
                 scope.instance.name()
             ),
         ));

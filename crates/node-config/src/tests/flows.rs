@@ -303,6 +303,71 @@ async fn a_host_failing_preflight_gets_nothing_installed_and_a_failed_record_unt
     assert_eq!(status.phase, Some(InstancePhase::WaitingForNode));
 }
 
+/// Moves the record's bootstrap window `hours` into the past, as that much time passing would (the flow stamps
+/// `configuringSince` with the system clock).
+async fn let_hours_pass(world: &World, hours: i64) -> jiff::Timestamp {
+    let mut status = world.record().status.unwrap();
+    let since = status.configuring_since.as_ref().unwrap().0 - jiff::SignedDuration::from_hours(hours);
+    status.configuring_since = Some(since.into());
+    world.records.apply_status(NAMESPACE, NAME, &status).await.unwrap();
+    since
+}
+
+fn window_start(world: &World) -> jiff::Timestamp {
+    world.record().status.unwrap().configuring_since.unwrap().0
+}
+
+#[tokio::test]
+async fn a_host_fixed_hours_after_its_preflight_failed_gets_a_bootstrap_window_from_the_pass_that_writes_its_files() {
+    let world = World::new().await;
+    let session = world.session();
+    world.host.set_identity_json(
+        r#"{"hostname":"WIN-A","fqdn":"win-a","ip":"203.0.113.7","build":"20348","freeBytes":1073741824,"containers":true}"#,
+    );
+    world.configure(&session).await.unwrap_err();
+    assert_eq!(world.record().status.unwrap().phase, Some(InstancePhase::Failed));
+
+    // The admin frees room on C: three hours later: the window the failed attempt opened closed long ago.
+    let closed = let_hours_pass(&world, 3).await;
+    world.host.set_identity_json(IDENTITY);
+    let before = jiff::Timestamp::now();
+    assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::WaitingForNode);
+    let opened = window_start(&world);
+    assert!(opened >= before, "the window stayed at {opened}, closed since {closed}: the kubelet is never approved");
+    let log = summary(&world.host.take_log());
+    assert!(log.contains(&format!("upload {BOOTSTRAP_KUBECONFIG}")), "{log:?}");
+    assert_eq!(world.record().status.unwrap().phase, Some(InstancePhase::WaitingForNode));
+
+    // A pass that writes nothing, and a fresh token while the window is young, keep it.
+    world.configure(&world.probing_session()).await.unwrap();
+    world.files.set(BOOTSTRAP_KUBECONFIG, b"token: fresh");
+    world.configure(&world.probing_session()).await.unwrap();
+    assert_eq!(window_start(&world), opened);
+}
+
+#[tokio::test]
+async fn a_host_back_after_hours_away_gets_a_new_bootstrap_window_with_its_fresh_token() {
+    let world = World::new().await;
+    let session = world.session();
+    assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::WaitingForNode);
+    world.records.apply_bootstrap_key(NAMESPACE, NAME, Some("key-of-the-first-window")).await.unwrap();
+
+    // The host is away for three hours; the operator mints node-bootstrapper tokens meanwhile.
+    world.host.set_fault(Fault::Unreachable);
+    world.configure(&world.probing_session()).await.unwrap_err();
+    let closed = let_hours_pass(&world, 3).await;
+    world.host.set_fault(Fault::None);
+    world.files.set(BOOTSTRAP_KUBECONFIG, b"token: minted while the host was away");
+    let before = jiff::Timestamp::now();
+    assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::WaitingForNode);
+
+    let status = world.record().status.unwrap();
+    let opened = status.configuring_since.unwrap().0;
+    assert!(opened >= before, "the window stayed at {opened}, closed since {closed}");
+    assert_eq!(status.approved_bootstrap_key_sha256, None, "the first window's key binds no later one");
+    assert_eq!(status.phase, Some(InstancePhase::WaitingForNode));
+}
+
 #[tokio::test]
 async fn fresh_host_is_configured_in_two_phases_in_order() {
     let world = World::new().await;

@@ -291,10 +291,11 @@ async fn record_bootstrap_key(
     Ok(())
 }
 
-/// Ignores that deserve a Warning: an unreadable request (A3, logged only: it names no instance), a flood (A6) and
-/// competing bootstrap keys (F2).
-fn warns_when_ignored(rule: RuleId) -> bool {
-    matches!(rule, RuleId::A3 | RuleId::A6 | RuleId::F2)
+/// Ignores that deserve a Warning: an unreadable request (A3, logged only: it names no instance), a flood (A6),
+/// competing bootstrap keys (F2) and a bootstrap request created outside its record's bootstrap window (F1, whose
+/// reason names the window): none of them is ever approved without an admin.
+fn warns_when_ignored(verdict: &Verdict) -> bool {
+    matches!(verdict.rule(), Some(RuleId::A3 | RuleId::A6 | RuleId::F2)) || verdict.is_outside_bootstrap_window()
 }
 
 /// Publishes the decision's Event on the instance; a failure is logged, never fails the reconcile.
@@ -302,7 +303,7 @@ async fn publish_event(ctx: &CsrContext, csr_name: &str, instance: Option<&Windo
     let (severity, reason, action) = match verdict {
         Verdict::Approve => (Severity::Normal, "CsrApproved", "Approve"),
         Verdict::Deny { .. } => (Severity::Warning, "CsrDenied", "Deny"),
-        Verdict::Ignore { rule, .. } if warns_when_ignored(*rule) => (Severity::Warning, "CsrLeftPending", "Ignore"),
+        Verdict::Ignore { .. } if warns_when_ignored(verdict) => (Severity::Warning, "CsrLeftPending", "Ignore"),
         Verdict::Ignore { .. } => return,
     };
     let Some(instance) = instance else {

@@ -535,6 +535,34 @@ async fn competing_bootstrap_keys_are_left_pending_with_one_warning() {
     assert_eq!(harness.events(), vec![(Severity::Warning, "CsrLeftPending".to_owned(), note)]);
 }
 
+/// A kubelet whose record's bootstrap window closed before its request (the window the record names opened 3 h
+/// ago): the request stays pending, and the record gets a Warning naming the window, so an admin learns why the
+/// host never joins.
+#[tokio::test]
+async fn a_bootstrap_csr_outside_the_window_is_left_pending_with_a_warning_naming_the_window() {
+    let harness = Harness::new().await;
+    let mut status = harness.instances.inner.record(NAMESPACE, "win-1").unwrap().status.unwrap();
+    status.configuring_since = Some(minutes_ago(180).into());
+    harness.instances.inner.apply_status(NAMESPACE, "win-1", &status).await.unwrap();
+    let csr = bootstrap_csr(&KeyPair::generate().unwrap());
+    harness.csrs.inner.insert(csr.clone());
+
+    let outcome = reconcile_csr(&csr, &harness.context).await.unwrap();
+
+    let CsrOutcome::Decided { verdict: Verdict::Ignore { rule: RuleId::F1, reason }, .. } = outcome else {
+        panic!("expected an ignore by F1, got {outcome:?}");
+    };
+    assert!(harness.is_pending("csr-boot"));
+    let window = format!(
+        "outside the bootstrap window {} .. {}",
+        minutes_ago(180) - SignedDuration::from_secs(10),
+        minutes_ago(60)
+    );
+    assert!(reason.contains(&window), "{reason}");
+    let note = format!("CSR csr-boot: ignore by rule F1: {reason}");
+    assert_eq!(harness.events(), vec![(Severity::Warning, "CsrLeftPending".to_owned(), note)]);
+}
+
 /// The live bootstrap guard (rule F2 over the live CSR list): the first bootstrap CSR's status write fails, so the
 /// record never holds its key; a second bootstrap CSR with another key for the same node must not be approved.
 #[tokio::test]
