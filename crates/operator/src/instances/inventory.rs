@@ -81,16 +81,43 @@ pub fn desired_record(namespace: &str, desired: &DesiredInstance) -> WindowsInst
 /// assert!(plan.apply.is_empty() && plan.delete.is_empty());
 /// ```
 pub fn plan_records(namespace: &str, desired: &[DesiredInstance], existing: &[WindowsInstance]) -> RecordPlan {
-    let apply: Vec<WindowsInstance> = desired.iter().map(|instance| desired_record(namespace, instance)).collect();
-    let wanted: BTreeSet<String> = desired.iter().map(DesiredInstance::instance_name).collect();
-    let delete = existing
+    let live_byoh: Vec<&WindowsInstance> = existing
         .iter()
         .filter(|record| record.spec.origin == InstanceOrigin::Byoh)
         .filter(|record| record.metadata.deletion_timestamp.is_none())
+        .collect();
+    let apply: Vec<WindowsInstance> = desired
+        .iter()
+        .map(|instance| {
+            let mut record = desired_record(namespace, instance);
+            if let Some(name) = respelt_record(&live_byoh, instance) {
+                record.metadata.name = Some(name);
+            }
+            record
+        })
+        .collect();
+    let wanted: BTreeSet<String> = apply.iter().filter_map(|record| record.metadata.name.clone()).collect();
+    let delete = live_byoh
+        .iter()
         .filter_map(|record| record.metadata.name.clone())
         .filter(|name| !wanted.contains(name))
         .collect();
     RecordPlan { apply, delete }
+}
+
+/// The name of the live BYOH record of `instance`'s host when its key is a DNS name the admin spelt in another case
+/// since (`WIN-1.corp.example` for `win-1.corp.example`): DNS names compare case-insensitively (RFC 4343), so it
+/// is the same host and keeps its record rather than being deconfigured and configured again under a new name.
+/// `None` when a record already has the instance's own name, or none names the host.
+fn respelt_record(live_byoh: &[&WindowsInstance], instance: &DesiredInstance) -> Option<String> {
+    let own_name = instance.instance_name();
+    if live_byoh.iter().any(|record| record.metadata.name.as_deref() == Some(own_name.as_str())) {
+        return None;
+    }
+    live_byoh
+        .iter()
+        .find(|record| record.spec.address.eq_ignore_ascii_case(&instance.key))
+        .and_then(|record| record.metadata.name.clone())
 }
 
 /// Reconciles the records with `config_map` (`None`: the ConfigMap is deleted, so every BYOH record goes).

@@ -208,6 +208,21 @@ async fn plan_deletes_gone_byoh_records_only_once_and_never_machine_ones() {
 }
 
 #[tokio::test]
+async fn a_dns_key_respelt_in_another_case_keeps_its_record_and_is_not_deconfigured() {
+    let address = std::net::IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 21));
+    let resolver = StaticResolver::new([("win-1.corp.example", vec![address])]);
+    let data = BTreeMap::from([("WIN-1.Corp.Example".to_owned(), "username=Administrator".to_owned())]);
+    let wanted = build_inventory(&data, &resolver).await.instances;
+    let existing = [record("win-1.corp.example", InstanceOrigin::Byoh)];
+
+    let plan = plan_records(NAMESPACE, &wanted, &existing);
+
+    assert_eq!(plan.delete, Vec::<String>::new(), "the host would be deconfigured and configured again");
+    assert_eq!(names(&plan.apply), vec![instance_name("win-1.corp.example")]);
+    assert_eq!(plan.apply[0].spec.address, "WIN-1.Corp.Example", "the record follows the admin's spelling");
+}
+
+#[tokio::test]
 async fn inventory_applies_good_entries_warns_on_bad_ones_and_deletes_removed_ones() {
     let fx = fixture(unreachable);
     fx.records.apply(&record("10.0.0.7", InstanceOrigin::Byoh)).await.unwrap();
