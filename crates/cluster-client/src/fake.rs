@@ -514,6 +514,8 @@ impl ServiceAccountTokens for FakeTokens {
 pub struct FakeInstanceRecords {
     records: Mutex<BTreeMap<Key, WindowsInstance>>,
     status_writes: Mutex<u64>,
+    /// Records created so far: numbers their UIDs, so no two records ever share one.
+    created: Mutex<u64>,
 }
 
 impl FakeInstanceRecords {
@@ -561,10 +563,13 @@ impl InstanceRecords for FakeInstanceRecords {
     async fn apply(&self, instance: &WindowsInstance) -> Result<WindowsInstance> {
         let key = key_of("WindowsInstance", &instance.metadata)?;
         let mut records = locked(&self.records);
-        let record = records.entry(key).or_insert_with(|| WindowsInstance {
-            metadata: instance.metadata.clone(),
-            spec: instance.spec.clone(),
-            status: None,
+        let record = records.entry(key).or_insert_with(|| {
+            // Like the API server: a created object gets a UID (a UUID; here numbered by creation).
+            let mut created = locked(&self.created);
+            *created += 1;
+            let mut metadata = instance.metadata.clone();
+            metadata.uid.get_or_insert_with(|| format!("00000000-0000-4000-8000-{:012x}", *created));
+            WindowsInstance { metadata, spec: instance.spec.clone(), status: None }
         });
         record.spec = instance.spec.clone();
         record.metadata.labels = instance.metadata.labels.clone();

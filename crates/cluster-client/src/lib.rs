@@ -4,7 +4,8 @@
 //! - [`crd`]: the `WindowsInstance` CustomResourceDefinition as YAML (`wmco crd`, `manifests/base/crds/`).
 //! - [`names`]: the finalizer, annotations, labels and field manager of the cluster-facing contract.
 //! - Accessors in the style of [`kube::ResourceExt`] (re-exported here): [`NodeExt`] (readiness, annotations,
-//!   marks) and [`WindowsInstanceExt`] (the record's `namespace/name` key, recorded Node name, pinned host key).
+//!   marks) and [`WindowsInstanceExt`] (the record's `namespace/name` key, recorded Node name, pinned host key);
+//!   [`node_claim`]: whether a Node is a record's (the owner annotation, or evidence it is the record's host).
 //! - Capability traits, each with a real implementation over [`kube`] and an in-memory fake in `fake` (feature `testing`):
 //!   [`Nodes`], [`Drainer`], [`Csrs`], [`EventPublisher`], [`Secrets`], [`ConfigMaps`], [`Namespaces`],
 //!   [`ServiceAccountTokens`], [`InstanceRecords`], [`Machines`], [`WindowsMachines`], [`ClusterFactsSource`], [`ClusterVersion`], [`ControllerConfigs`],
@@ -33,6 +34,7 @@ mod machines;
 pub mod names;
 mod nodes;
 mod objects;
+mod ownership;
 mod pod_logs;
 mod reviews;
 mod seams;
@@ -60,6 +62,7 @@ pub use kube::ResourceExt;
 pub use machines::{KubeMachines, Machines, NoWindowsMachines, WindowsMachines, serves_machine_api};
 pub use nodes::{KubeNodes, NodeMetadataPatch, Nodes};
 pub use objects::{ConfigMaps, KubeConfigMaps, KubeNamespaces, KubeSecrets, Namespaces, Secrets};
+pub use ownership::{ForeignNode, NodeClaim, is_records_node, node_claim};
 pub use pod_logs::{KubePodLogs, PodLogs};
 pub use reviews::{AccessReviews, KubeAccessReviews, ReviewedUser};
 pub use seams::Seams;

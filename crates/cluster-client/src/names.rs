@@ -13,6 +13,10 @@ pub const BOOTSTRAP_KEY_FIELD_MANAGER: &str = "wmco-bootstrap-key";
 /// The finalizer on every `WindowsInstance`, released only once its host is deconfigured.
 pub const INSTANCE_FINALIZER: &str = "windowsmachineconfig.openshift.io/deconfigure";
 
+/// Node annotation: the UID of the `WindowsInstance` whose host the Node is, written by the operator only, when it
+/// first finds the Node registered by that host (`ownership`). The operator touches no Node that carries another.
+pub const INSTANCE_UID_ANNOTATION: &str = "windowsmachineconfig.openshift.io/instance-uid";
+
 /// Annotation an admin sets to `"true"` on a `WindowsInstance` to remove an unreachable host without
 /// deconfiguring it.
 pub const FORCE_REMOVE_ANNOTATION: &str = "windowsmachineconfig.openshift.io/force-remove";

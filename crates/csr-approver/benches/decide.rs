@@ -31,6 +31,7 @@ fn world() -> World {
         .map(|index| {
             ManagedInstance::Byoh(ByohInstance {
                 name: node_name(index),
+                uid: None,
                 address: format!("{}.corp.example", node_name(index)),
                 expected_node_name: Some(node_name(index)),
                 phase: InstancePhase::WaitingForNode,

@@ -8,7 +8,7 @@ mod common;
 use common::*;
 use rcgen::{Attribute, CustomExtension, DnType, DnValue, IsCa, KeyUsagePurpose, SanType};
 use wmco_csr_approver::{
-    BootstrapApproval, CsrFacts, CsrState, CsrSummary, InstancePhase, ManagedInstance, RuleId, Verdict,
+    BootstrapApproval, CsrFacts, CsrState, CsrSummary, InstancePhase, ManagedInstance, RuleId, Verdict, WorldData,
 };
 
 // ---- baselines: every path approves --------------------------------------------------------------------------
@@ -107,6 +107,35 @@ fn a5_two_instances_with_one_name_are_ambiguous() {
     let mut world = world();
     world.instances.push(ManagedInstance::Byoh(byoh("win-1", "203.0.113.99")));
     assert_ignore(&Csr::bootstrap(client_pem("win-1")).decide_in(&world), RuleId::A5);
+}
+
+/// The Node `win-2` of the reference world, claimed for the record with UID `owner`.
+fn win_2_owned_by(world: &mut WorldData, owner: &str) {
+    let node = world.nodes.iter_mut().find(|node| node.name == "win-2").unwrap();
+    node.owner_uid = Some(owner.to_owned());
+}
+
+#[test]
+fn a5_a_clone_expecting_the_name_of_a_node_its_owner_holds_leaves_the_owners_requests_to_the_owner() {
+    let mut world = world();
+    // A second record (a cloned host, another address) took the same host name.
+    let mut clone = byoh("win-2", "203.0.113.99");
+    clone.name = "win-2-clone".into();
+    clone.uid = Some("uid-win-2-clone".into());
+    world.instances.push(ManagedInstance::Byoh(clone));
+    win_2_owned_by(&mut world, "uid-win-2");
+    assert_approve(&Csr::renewal(client_pem("win-2"), "win-2").decide_in(&world));
+    let pem = serving_pem("win-2", &["win-2", "203.0.113.12"]);
+    assert_approve(&Csr::serving(pem, "win-2").decide_in(&world));
+}
+
+#[test]
+fn f3_a_node_claimed_for_another_record_is_never_the_instances() {
+    let mut world = world();
+    win_2_owned_by(&mut world, "uid-of-another-record");
+    let verdict = Csr::renewal(client_pem("win-2"), "win-2").decide_in(&world);
+    assert_ignore(&verdict, RuleId::F3);
+    assert!(verdict.reason().contains("belongs to another WindowsInstance (UID uid-of-another-record)"), "{verdict:?}");
 }
 
 fn pending(name: &str, minutes: i64) -> CsrSummary {

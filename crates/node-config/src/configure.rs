@@ -49,6 +49,7 @@ use crate::disruption::{
 use crate::error::{FlowError, FlowStep, SourceError};
 use crate::identity::HostIdentity;
 use crate::memo::{self, InputsWithNode, PassInputs, PassMemo};
+use crate::ownership::read_own_node;
 use crate::preflight::{
     ContainersStep, FeatureState, HostFacts, PreflightCheck, PreflightFailure, containers_to_enable, preflight,
 };
@@ -412,7 +413,7 @@ async fn configure_pass(
 ) -> Result<PassResult, FlowError> {
     let recorded_identity = HostIdentity::from_status(&recorder.status);
     let recorded_node = match &recorded_identity {
-        Some(identity) => Some(read_node(session, cluster, &identity.expected_node_name).await?),
+        Some(identity) => Some(read_own_node(session, cluster, inputs.instance, identity).await?),
         None => None,
     };
     if let (Some(identity), Some(Some(node))) = (&recorded_identity, &recorded_node)
@@ -453,7 +454,7 @@ async fn configure_pass(
                 .map_err(|source| FlowError::Identity { host: session.label().to_owned(), source })?;
             check_preflight(session, inputs, &identity, &facts)?;
             if let Some(step) = containers_to_enable(&facts) {
-                let node = read_node(session, cluster, &identity.expected_node_name).await?;
+                let node = read_own_node(session, cluster, inputs.instance, &identity).await?;
                 let node_name = node.as_ref().map(|_| identity.expected_node_name.as_str());
                 let state = enable_containers(session, cluster, inputs, recorder, &facts, step, node_name).await?;
                 return Ok(PassResult::new(state, identity.expected_node_name, 0));
@@ -469,7 +470,7 @@ async fn configure_pass(
     let node = match recorded_node {
         Some(node) => node,
         None => {
-            let node = read_node(session, cluster, &node_name).await?;
+            let node = read_own_node(session, cluster, inputs.instance, &identity).await?;
             // A host met for the first time whose Node another configuration left at another version (the Go
             // operator's, before a takeover) is in service: it goes through the upgrade executor (mark, cordon,
             // drain, within the budget) like any Node at another version, never reconfigured in place.
@@ -481,6 +482,9 @@ async fn configure_pass(
             node
         }
     };
+    if recorder.note_node_name_free() {
+        recorder.save().await?;
+    }
     let stage = match node {
         None => Stage::Bootstrap,
         Some(node) if subnet(&node).is_some() => Stage::Node(Box::new(node)),
@@ -611,19 +615,6 @@ async fn configure_pass(
     recorder.save().await?;
     let inputs = Some(pass_inputs.with_node(Some(&memo::patched(&node, &patch))));
     Ok(PassResult { state, node_name, steps_applied: steps.len(), withheld, inputs })
-}
-
-/// Reads the Node named `node_name`.
-async fn read_node(
-    session: &HostSession,
-    cluster: ClusterAccess<'_>,
-    node_name: &str,
-) -> Result<Option<Node>, FlowError> {
-    cluster.nodes.get(node_name).await.map_err(|source| FlowError::Cluster {
-        host: session.label().to_owned(),
-        step: FlowStep::ReadNode,
-        source,
-    })
 }
 
 /// Asks the disruption gate for the budget to apply `steps`; granted, records phase `Upgrading` before the claim is

@@ -3,6 +3,9 @@
 //! node's firewall rules, the payload, configuration and log directories and the hybrid-overlay HNS networks, and
 //! delete the Node.
 //!
+//! A Node that is not the record's ([`wmco_cluster_client::node_claim`]: another record's, a Linux Node, a Windows
+//! Node at another address) is never cordoned, drained or deleted; the host is cleaned all the same.
+//!
 //! The Node is deleted only after the host was cleaned, so a host the operator cannot reach keeps its Node (its
 //! kubelet may still run) — unless the admin set `windowsmachineconfig.openshift.io/force-remove: "true"` on the
 //! `WindowsInstance`, in which case host and drain failures are reported in the outcome and the Node goes anyway.
@@ -20,6 +23,7 @@ use wmco_windows_services::{
 
 use crate::configure::ClusterAccess;
 use crate::error::{FlowError, FlowStep};
+use crate::ownership::recorded_node_if_ours;
 use crate::record::Recorder;
 use crate::script;
 use crate::session::HostSession;
@@ -135,7 +139,7 @@ async fn deconfigure_pass(
 
     let node_name = recorder.status.expected_node_name.clone();
     let node = match &node_name {
-        Some(name) => cluster.nodes.get(name).await.map_err(|source| cluster_error(FlowStep::ReadNode, source))?,
+        Some(name) => recorded_node_if_ours(session, cluster, inputs.instance, name).await?,
         None => None,
     };
     if let (Some(name), Some(_)) = (&node_name, &node) {

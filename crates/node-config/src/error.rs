@@ -45,6 +45,8 @@ pub enum FlowStep {
     Reboot,
     /// Labelling and annotating the Node.
     LabelNode,
+    /// Writing the record's UID on the host's Node, or finding the Node is another's.
+    ClaimNode,
     /// Writing the `WindowsInstance` status.
     Record,
     /// Cordoning the Node.
@@ -79,6 +81,7 @@ impl FlowStep {
             FlowStep::InstallFeature => "install_feature",
             FlowStep::Reboot => "reboot",
             FlowStep::LabelNode => "label_node",
+            FlowStep::ClaimNode => "claim_node",
             FlowStep::Record => "record",
             FlowStep::Cordon => "cordon",
             FlowStep::Drain => "drain",
@@ -249,6 +252,20 @@ pub enum FlowError {
         /// What happened and what to do.
         message: String,
     },
+    /// The Node named after the host is not the record's (another record's, a Linux Node, a Windows Node at another
+    /// address), or another record already expects that name: the host is refused, that Node never touched.
+    #[error(
+        "host {host}: Node name {node} is taken: {reason}; the operator leaves that Node alone and configures \
+         nothing until the host is renamed or the other is removed"
+    )]
+    NodeNameConflict {
+        /// The host.
+        host: String,
+        /// The Node name the host would take.
+        node: String,
+        /// Whose the name is, or why the Node is not the host's.
+        reason: String,
+    },
     /// The `WindowsInstance` lacks what the flow needs (namespace, name, or a recorded identity).
     #[error("WindowsInstance {instance}: {what} is missing")]
     Record {
@@ -280,6 +297,7 @@ impl FlowError {
             | FlowError::ChainOutput { .. }
             | FlowError::Identity { source: IdentityError::Output { .. }, .. }
             | FlowError::Preflight { .. }
+            | FlowError::NodeNameConflict { .. }
             | FlowError::Reboot { .. } => true,
             FlowError::Plan { .. }
             | FlowError::Render { .. }
@@ -305,14 +323,15 @@ impl FlowError {
             FlowError::StopTimedOut { .. } => "stop_timed_out",
             FlowError::Record { .. } => "record",
             FlowError::Preflight { .. } => "preflight",
+            FlowError::NodeNameConflict { .. } => "node_name_conflict",
             FlowError::Reboot { .. } => "reboot",
         }
     }
 
-    /// Whether the record goes to phase `Failed`: permanent errors, and a failed preflight (retried, but nothing
-    /// was installed and nothing will be until the admin fixes the host).
+    /// Whether the record goes to phase `Failed`: permanent errors, a failed preflight and a taken Node name
+    /// (retried, but nothing changes until the admin fixes the host or the other one).
     pub fn fails_the_record(&self) -> bool {
-        !self.is_retryable() || matches!(self, FlowError::Preflight { .. })
+        !self.is_retryable() || matches!(self, FlowError::Preflight { .. } | FlowError::NodeNameConflict { .. })
     }
 
     /// The failing preflight checks, if this is a failed preflight.
@@ -338,6 +357,7 @@ impl FlowError {
             }
             FlowError::Identity { .. } | FlowError::Preflight { .. } => Some(FlowStep::Identify),
             FlowError::Reboot { .. } => Some(FlowStep::Reboot),
+            FlowError::NodeNameConflict { .. } => Some(FlowStep::ClaimNode),
             FlowError::StopTimedOut { .. } => Some(FlowStep::Services),
             FlowError::Record { .. } => Some(FlowStep::Record),
         }
@@ -364,6 +384,12 @@ impl FlowError {
             }
             _ => false,
         }
+    }
+
+    /// Whether the host's Node name is taken ([`FlowError::NodeNameConflict`]): the flow records the
+    /// `NodeNameConflict` condition and the controller a Warning Event of that reason.
+    pub fn is_node_name_conflict(&self) -> bool {
+        matches!(self, FlowError::NodeNameConflict { .. })
     }
 }
 

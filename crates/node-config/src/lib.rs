@@ -13,6 +13,9 @@
 //!   costs one probe round trip and no upload.
 //! - [`deconfigure`]: cordon, drain, stop and delete services (dependents first), remove directories and HNS
 //!   networks, delete the Node — never deleting the Node of an unreachable host unless force-remove is set.
+//! - Node ownership: the flow touches the host's Node only when it is the record's (its UID in the Node's
+//!   `instance-uid` annotation, written on first sight of a Windows Node at the host's node IP); a Node or a
+//!   name that is another's fails the pass with [`FlowError::NodeNameConflict`] and is never touched.
 //! - [`DisruptionGate`]: a pass that would stop services on a Node in service first claims one unit of the fleet's
 //!   unavailability budget through it, or waits ([`ConfigureState::WaitingForBudget`]).
 //! - [`preflight`]: on first contact, before anything is installed, the host's Windows build, `Containers`
@@ -33,6 +36,7 @@ mod disruption;
 mod error;
 mod identity;
 mod memo;
+mod ownership;
 mod preflight;
 mod reboot;
 mod record;

@@ -8,7 +8,7 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use wmco_cluster_client::types::{
     AUTHENTICATION_FAILED_CONDITION, ConditionState, HOST_KEY_MISMATCH_CONDITION, InstancePhase,
-    PREFLIGHT_FAILED_CONDITION, WindowsInstance, WindowsInstanceStatus,
+    NODE_NAME_CONFLICT_CONDITION, PREFLIGHT_FAILED_CONDITION, WindowsInstance, WindowsInstanceStatus,
 };
 use wmco_cluster_client::{InstanceRecords, WindowsInstanceExt};
 use wmco_vocabulary::BOOTSTRAP_WINDOW_REOPEN_AFTER;
@@ -131,6 +131,16 @@ impl<'a> Recorder<'a> {
         self.status.set_condition(state, self.generation, Timestamp::now());
     }
 
+    /// Notes that the host's Node name is its own (its Node is the record's, or no Node and no other record holds
+    /// the name): a `True` [`NODE_NAME_CONFLICT_CONDITION`] becomes `False`. Returns whether it changed.
+    pub(crate) fn note_node_name_free(&mut self) -> bool {
+        let conflicted = self.status.condition_is_true(NODE_NAME_CONFLICT_CONDITION);
+        if conflicted {
+            self.status.set_condition(ConditionState::node_name_free(), self.generation, Timestamp::now());
+        }
+        conflicted
+    }
+
     /// Notes that a login succeeded (with the pinned host key, since the transport checks it): a `True`
     /// [`AUTHENTICATION_FAILED_CONDITION`] or [`HOST_KEY_MISMATCH_CONDITION`] becomes `False`. Returns whether one
     /// changed.
@@ -177,6 +187,13 @@ impl<'a> Recorder<'a> {
         }
         if error.fails_the_record() {
             self.status.phase = Some(InstancePhase::Failed);
+        }
+        if error.is_node_name_conflict() {
+            // A record that expects no Node name is out of the CSR approver's scope: the requests of the Node
+            // that holds the name are never decided against this host's record.
+            self.status.expected_node_name = None;
+            let state = ConditionState::new(NODE_NAME_CONFLICT_CONDITION, true, "NodeNameTaken", error.to_string());
+            self.status.set_condition(state, self.generation, Timestamp::now());
         }
         let failures = error.preflight_failures();
         if !failures.is_empty() {

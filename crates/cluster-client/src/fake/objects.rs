@@ -99,6 +99,14 @@ impl NodeBuilder {
         self
     }
 
+    /// Claimed by `record`, as the operator claims its host's Node: `record`'s UID in
+    /// [`INSTANCE_UID_ANNOTATION`](crate::names::INSTANCE_UID_ANNOTATION). `record` must have been applied (the
+    /// fake, like the API server, gives it its UID).
+    pub fn owned_by(self, record: &WindowsInstance) -> Self {
+        let uid = record.metadata.uid.as_deref().expect("an applied record has a UID");
+        self.annotated(crate::names::INSTANCE_UID_ANNOTATION, uid)
+    }
+
     /// With `spec.unschedulable` set to `unschedulable` (cordoned when `true`).
     pub fn unschedulable(mut self, unschedulable: bool) -> Self {
         self.0.spec.get_or_insert_with(NodeSpec::default).unschedulable = Some(unschedulable);

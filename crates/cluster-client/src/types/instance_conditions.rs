@@ -41,6 +41,10 @@ pub const UPGRADING_CONDITION: &str = "Upgrading";
 /// too little free space on `C:`, Docker installed): nothing was installed, the record is `Failed`, and the operator checks again
 /// with backoff. `False` once the checks pass, and on records never checked.
 pub const PREFLIGHT_FAILED_CONDITION: &str = "PreflightFailed";
+/// The Node named after the host is another's (another record's, a Linux Node, a Windows Node at another address),
+/// or another record already expects that name: the host is refused and that Node never touched. `False` once the
+/// name is the host's, and on records never checked.
+pub const NODE_NAME_CONFLICT_CONDITION: &str = "NodeNameConflict";
 
 /// One condition as a writer states it; [`WindowsInstanceStatus::set_condition`] adds the time and generation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -74,6 +78,16 @@ impl ConditionState {
     /// [`PREFLIGHT_FAILED_CONDITION`] `False` on a record that has not failed a preflight check.
     pub fn no_failed_preflight() -> Self {
         ConditionState::new(PREFLIGHT_FAILED_CONDITION, false, "NoFailedCheck", "No preflight check failed.")
+    }
+
+    /// [`NODE_NAME_CONFLICT_CONDITION`] `False`: no other Node or record holds the host's Node name.
+    pub fn node_name_free() -> Self {
+        ConditionState::new(
+            NODE_NAME_CONFLICT_CONDITION,
+            false,
+            "NodeNameFree",
+            "No other Node or record holds the host's Node name.",
+        )
     }
 
     /// [`HOST_KEY_MISMATCH_CONDITION`] `False`: the host presents its pinned host key.
@@ -140,7 +154,8 @@ impl WindowsInstanceStatus {
 
     /// Derives the summary conditions (Ready, Progressing, Degraded) and [`UPGRADING_CONDITION`] from the phase,
     /// the last error and the specific conditions, adds [`AUTHENTICATION_FAILED_CONDITION`],
-    /// [`HOST_KEY_MISMATCH_CONDITION`] and [`PREFLIGHT_FAILED_CONDITION`] as `False` where they are missing, and records `generation` as
+    /// [`HOST_KEY_MISMATCH_CONDITION`], [`PREFLIGHT_FAILED_CONDITION`] and [`NODE_NAME_CONFLICT_CONDITION`] as `False`
+    /// where they are missing, and records `generation` as
     /// `observedGeneration`. Idempotent: a second call with the same record changes nothing.
     ///
     /// ```
@@ -157,6 +172,7 @@ impl WindowsInstanceStatus {
             ConditionState::key_accepted(),
             ConditionState::host_key_as_pinned(),
             ConditionState::no_failed_preflight(),
+            ConditionState::node_name_free(),
         ] {
             match self.conditions.iter_mut().find(|condition| condition.type_ == default.type_) {
                 Some(condition) => condition.observed_generation = generation,
@@ -200,6 +216,8 @@ impl WindowsInstanceStatus {
             Some((HOST_KEY_MISMATCH_CONDITION, self.condition_message(HOST_KEY_MISMATCH_CONDITION)))
         } else if self.condition_is_true(AUTHENTICATION_FAILED_CONDITION) {
             Some((AUTHENTICATION_FAILED_CONDITION, self.condition_message(AUTHENTICATION_FAILED_CONDITION)))
+        } else if self.condition_is_true(NODE_NAME_CONFLICT_CONDITION) {
+            Some((NODE_NAME_CONFLICT_CONDITION, self.condition_message(NODE_NAME_CONFLICT_CONDITION)))
         } else if phase == InstancePhase::Failed {
             Some(("Failed", error.unwrap_or("The last step failed.").to_owned()))
         } else {

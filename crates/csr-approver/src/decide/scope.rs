@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use super::{Check, InScope, ignore};
 use crate::names::NODE_NAME_PREFIX;
 use crate::request::AttributeType;
+use crate::world::ManagedInstance;
 use crate::{CsrFacts, KubeletSigner, RuleId, World};
 
 const DECIDED_CONDITIONS: [&str; 3] = ["Approved", "Denied", "Failed"];
@@ -33,6 +34,7 @@ pub(super) fn check<'a>(facts: &'a CsrFacts, world: &'a World) -> Check<InScope<
         .iter()
         .flat_map(|node_name| world.instances_named(node_name).map(move |instance| (*node_name, instance)))
         .collect();
+    let matches = owners_only(matches, world);
     let (node_name, instance) = match matches.as_slice() {
         [] => {
             let names = node_names.into_iter().collect::<Vec<_>>().join(", ");
@@ -53,4 +55,24 @@ pub(super) fn check<'a>(facts: &'a CsrFacts, world: &'a World) -> Check<InScope<
         ));
     }
     Ok(InScope { signer, request, node_name, instance })
+}
+
+/// Of several instances expecting one node name, the one its existing Node belongs to (its owner annotation names
+/// the instance's UID): a clone whose host took the same name never makes the owner's requests ambiguous. Matches
+/// without such a Node are kept as they are.
+fn owners_only<'a>(matches: Vec<(&'a str, &'a ManagedInstance)>, world: &World) -> Vec<(&'a str, &'a ManagedInstance)> {
+    if matches.len() < 2 {
+        return matches;
+    }
+    let owned: Vec<_> = matches
+        .iter()
+        .copied()
+        .filter(|(node_name, instance)| {
+            world
+                .node(node_name)
+                .and_then(|node| node.owner_uid.as_deref())
+                .is_some_and(|owner| instance.uid() == Some(owner))
+        })
+        .collect();
+    if owned.is_empty() { matches } else { owned }
 }

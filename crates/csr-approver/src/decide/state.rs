@@ -180,6 +180,14 @@ fn check_linked_node(scope: &InScope<'_>, sans: &[ServingSan<'_>], world: &World
             format!("Node {node_name} is not linked to instance {}", scope.instance.name()),
         ));
     }
+    if let Some(owner) = &node.owner_uid
+        && scope.instance.uid() != Some(owner.as_str())
+    {
+        return Err(ignore(
+            RuleId::F3,
+            format!("Node {node_name} belongs to another WindowsInstance (UID {owner}), not {}", scope.instance.name()),
+        ));
+    }
     if let Some(missing) = sans.iter().find(|san| !addresses_list(&node.addresses, san)) {
         return Err(ignore(
             RuleId::F3,

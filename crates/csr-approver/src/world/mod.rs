@@ -64,6 +64,14 @@ impl ManagedInstance {
         }
     }
 
+    /// The `WindowsInstance` UID, once known: the owner a Node of the instance carries (rule F3).
+    pub fn uid(&self) -> Option<&str> {
+        match self {
+            Self::Byoh(byoh) => byoh.uid.as_deref(),
+            Self::Machine(machine) => machine.uid.as_deref(),
+        }
+    }
+
     /// The bootstrap approval already recorded for this instance.
     pub fn bootstrap_approval(&self) -> Option<&BootstrapApproval> {
         match self {
@@ -79,6 +87,9 @@ impl ManagedInstance {
 pub struct ByohInstance {
     /// The `WindowsInstance` name.
     pub name: String,
+    /// The `WindowsInstance` UID (`metadata.uid`).
+    #[serde(default)]
+    pub uid: Option<String>,
     /// The ConfigMap key: a DNS name or an IPv4 address.
     pub address: String,
     /// lowercase(short hostname), recorded before the kubelet starts; passed as `--hostname-override`.
@@ -112,6 +123,9 @@ pub struct ByohInstance {
 pub struct MachineInstance {
     /// The Machine (and `WindowsInstance`) name.
     pub name: String,
+    /// The `WindowsInstance` UID (`metadata.uid`).
+    #[serde(default)]
+    pub uid: Option<String>,
     /// The recorded node name: the Machine name on vSphere and Nutanix, otherwise its `InternalDNS` address.
     #[serde(default)]
     pub expected_node_name: Option<String>,
@@ -153,6 +167,10 @@ pub struct NodeRecord {
     /// `metadata.deletionTimestamp`.
     #[serde(default)]
     pub deletion_timestamp: Option<Timestamp>,
+    /// The UID of the `WindowsInstance` the operator claimed the Node for (annotation
+    /// `windowsmachineconfig.openshift.io/instance-uid`); `None` before the claim.
+    #[serde(default)]
+    pub owner_uid: Option<String>,
 }
 
 /// One entry of `status.addresses` (Node or Machine).

@@ -40,6 +40,7 @@ pub fn windows_node(name: &str, addresses: Vec<NodeAddress>) -> NodeRecord {
         labels: [("kubernetes.io/os".to_owned(), "windows".to_owned())].into(),
         addresses,
         deletion_timestamp: None,
+        owner_uid: None,
     }
 }
 
@@ -47,6 +48,7 @@ pub fn windows_node(name: &str, addresses: Vec<NodeAddress>) -> NodeRecord {
 pub fn byoh(name: &str, node_ip: &str) -> ByohInstance {
     ByohInstance {
         name: name.into(),
+        uid: Some(format!("uid-{name}")),
         address: format!("{name}.corp.example"),
         expected_node_name: Some(name.into()),
         phase: InstancePhase::WaitingForNode,
@@ -69,6 +71,7 @@ pub fn world() -> WorldData {
     win_2.phase = InstancePhase::Ready;
     let machine_a = MachineInstance {
         name: "winm-a".into(),
+        uid: Some("uid-winm-a".into()),
         expected_node_name: Some("winm-a.internal".into()),
         creation_timestamp: minutes_ago(20),
         addresses: vec![
@@ -82,6 +85,7 @@ pub fn world() -> WorldData {
         vec![address(AddressType::InternalIp, "10.0.1.6"), address(AddressType::InternalDns, "winm-b.internal")];
     let machine_b = MachineInstance {
         name: "winm-b".into(),
+        uid: Some("uid-winm-b".into()),
         expected_node_name: Some("winm-b.internal".into()),
         creation_timestamp: minutes_ago(600),
         addresses: machine_b_addresses.clone(),

@@ -5,15 +5,17 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeStatus};
+use k8s_openapi::api::core::v1::{Node, NodeAddress, NodeCondition, NodeStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use wmco_cluster_client::fake::{FakeDrainer, FakeInstanceRecords, FakeNodes, objects};
 use wmco_cluster_client::names::{
-    BYOH_LABEL, FORCE_REMOVE_ANNOTATION, HYBRID_OVERLAY_SUBNET_ANNOTATION, PUB_KEY_HASH_ANNOTATION, VERSION_ANNOTATION,
-    WORKER_ROLE_LABEL,
+    BYOH_LABEL, FORCE_REMOVE_ANNOTATION, HYBRID_OVERLAY_SUBNET_ANNOTATION, INSTANCE_UID_ANNOTATION,
+    PUB_KEY_HASH_ANNOTATION, VERSION_ANNOTATION, WORKER_ROLE_LABEL,
 };
-use wmco_cluster_client::types::{InstanceOrigin, InstancePhase, PREFLIGHT_FAILED_CONDITION, WindowsInstance};
-use wmco_cluster_client::{BlockReason, BlockedPod, DrainOptions, InstanceRecords, NodeMetadataPatch, Nodes};
+use wmco_cluster_client::types::{
+    InstanceOrigin, InstancePhase, NODE_NAME_CONFLICT_CONDITION, PREFLIGHT_FAILED_CONDITION, WindowsInstance,
+};
+use wmco_cluster_client::{BlockReason, BlockedPod, DrainOptions, InstanceRecords, NodeExt, NodeMetadataPatch, Nodes};
 use wmco_payload_manifest::render::RenderedFile;
 use wmco_payload_manifest::{HostFile, HostFileContent, HostFileSet};
 use wmco_windows_services::{ServiceSpec, ServiceStage, WinPath, node_services};
@@ -29,6 +31,8 @@ use crate::{
 const IDENTITY: &str = r#"{"hostname":"WIN-A","fqdn":"win-a.lab.example","ip":"203.0.113.7","build":"20348","freeBytes":85899345920,"containers":true}"#;
 const NAMESPACE: &str = "wmco";
 const NAME: &str = "win-a";
+/// The node IP the identity reports (`IDENTITY`).
+const NODE_IP: &str = "203.0.113.7";
 const VERSION: &str = "10.17.0";
 const KEY_HASH: &str = "0f1e2d";
 const BOOTSTRAP_KUBECONFIG: &str = r"C:\k\bootstrap-kubeconfig";
@@ -209,12 +213,16 @@ impl World {
         deconfigure(session, self.cluster(), &DeconfigureInputs { instance: &instance, drain: &drain }).await
     }
 
+    /// Registers the host's Node as its kubelet does: labelled `kubernetes.io/os=windows`, the `--node-ip` as its
+    /// `InternalIP`, and (once the hybrid overlay gave it one) its subnet.
     fn register_node(&self, with_subnet: bool) {
         let annotations =
             with_subnet.then(|| [(HYBRID_OVERLAY_SUBNET_ANNOTATION.to_owned(), "10.132.0.0/24".to_owned())].into());
+        let labels = Some([("kubernetes.io/os".to_owned(), "windows".to_owned())].into());
         self.nodes.insert(Node {
-            metadata: ObjectMeta { name: Some(NAME.into()), annotations, ..ObjectMeta::default() },
+            metadata: ObjectMeta { name: Some(NAME.into()), annotations, labels, ..ObjectMeta::default() },
             status: Some(NodeStatus {
+                addresses: Some(vec![NodeAddress { type_: "InternalIP".into(), address: NODE_IP.into() }]),
                 conditions: Some(vec![NodeCondition {
                     type_: "Ready".into(),
                     status: "True".into(),
@@ -366,6 +374,126 @@ async fn a_host_back_after_hours_away_gets_a_new_bootstrap_window_with_its_fresh
     assert!(opened >= before, "the window stayed at {opened}, closed since {closed}");
     assert_eq!(status.approved_bootstrap_key_sha256, None, "the first window's key binds no later one");
     assert_eq!(status.phase, Some(InstancePhase::WaitingForNode));
+}
+
+/// Configures the record `name` (other than the World's own) whose host is `host`.
+async fn configure_other(world: &World, name: &str, host: &Arc<FakeWindowsHost>) -> Result<ConfigureState, FlowError> {
+    let instance = world.records.record(NAMESPACE, name).unwrap();
+    let settings = sample_service_settings();
+    let inputs = ConfigureInputs {
+        instance: &instance,
+        settings: &settings,
+        files: &world.files,
+        operator_version: VERSION,
+        pub_key_hash: KEY_HASH,
+        disruptions: &world.gate,
+        drain: &DrainOptions::default(),
+    };
+    let session = HostSession::new(host.clone());
+    configure(&session, world.cluster(), &inputs).await.map(|outcome| outcome.state)
+}
+
+/// A second host whose identity is `identity`, with its record `name` applied.
+async fn other_host(world: &World, name: &str, address: &str, identity: &str) -> Arc<FakeWindowsHost> {
+    let record = objects::record(name).in_namespace(NAMESPACE).byoh(address).build();
+    world.records.apply(&record).await.unwrap();
+    Arc::new(FakeWindowsHost::new(identity, catalog()))
+}
+
+#[tokio::test]
+async fn a_cloned_host_whose_name_another_hosts_node_holds_is_refused_and_that_node_is_never_touched() {
+    let world = World::new().await;
+    world.configure_to_ready(&world.session()).await;
+    let owner = world.nodes.node(NAME).unwrap();
+    // A clone of the same image: the same host name, another address.
+    let clone = other_host(&world, "win-a-clone", "10.0.0.6",
+        r#"{"hostname":"WIN-A","fqdn":"win-a.lab.example","ip":"203.0.113.8","build":"20348","freeBytes":85899345920,"containers":true}"#,
+    ).await;
+
+    let error = configure_other(&world, "win-a-clone", &clone).await.unwrap_err();
+
+    assert!(error.is_node_name_conflict(), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains(&format!("Node name {NAME} is taken: it belongs to WindowsInstance {NAMESPACE}/{NAME}")),
+        "{error}"
+    );
+    let status = world.records.record(NAMESPACE, "win-a-clone").unwrap().status.unwrap();
+    assert_eq!(status.phase, Some(InstancePhase::Failed));
+    assert_eq!(status.expected_node_name, None, "the clone's record must not expect the other host's Node");
+    let condition = status.condition(NODE_NAME_CONFLICT_CONDITION).unwrap();
+    assert_eq!((condition.status.as_str(), condition.reason.as_str()), ("True", "NodeNameTaken"));
+    assert!(summary(&clone.take_log()).iter().all(|op| !op.starts_with("upload") && !op.starts_with("sc ")));
+    assert_eq!(world.nodes.node(NAME).unwrap(), owner, "the owner's Node was touched");
+
+    // Removing the clone cleans the clone and leaves the owner's Node alone.
+    let instance = world.records.record(NAMESPACE, "win-a-clone").unwrap();
+    let deconfigured = deconfigure(
+        &HostSession::new(clone.clone()),
+        world.cluster(),
+        &DeconfigureInputs { instance: &instance, drain: &DrainOptions::default() },
+    )
+    .await
+    .unwrap();
+    assert_eq!(deconfigured.node_name, None);
+    assert_eq!(world.nodes.node(NAME).unwrap(), owner);
+    assert!(world.drainer.drained().is_empty());
+}
+
+#[tokio::test]
+async fn a_windows_host_named_like_a_linux_node_never_touches_that_node_and_its_removal_keeps_it() {
+    let world = World::new().await;
+    let control_plane =
+        objects::node("master-0").labelled("kubernetes.io/os", "linux").internal_ip("10.0.0.100").ready().build();
+    world.nodes.insert(control_plane.clone());
+    world.host.set_identity_json(
+        r#"{"hostname":"MASTER-0","fqdn":"master-0.lab.example","ip":"203.0.113.7","build":"20348","freeBytes":85899345920,"containers":true}"#,
+    );
+
+    let error = world.configure(&world.session()).await.unwrap_err();
+
+    assert!(
+        error.to_string().contains("Node name master-0 is taken: it is not a Windows Node (kubernetes.io/os=linux)"),
+        "{error}"
+    );
+    assert_eq!(world.record().status.unwrap().expected_node_name, None);
+    world.deconfigure(&world.session()).await.unwrap();
+    assert_eq!(world.nodes.node("master-0").unwrap(), control_plane, "the control-plane Node was touched");
+    assert!(world.drainer.drained().is_empty(), "{:?}", world.drainer.drained());
+}
+
+#[tokio::test]
+async fn a_second_record_expecting_a_name_before_any_node_registers_waits_for_the_first() {
+    let world = World::new().await;
+    assert_eq!(world.configure(&world.session()).await.unwrap().state, ConfigureState::WaitingForNode);
+    let clone = other_host(&world, "win-a-clone", "10.0.0.6",
+        r#"{"hostname":"win-a","fqdn":"win-a","ip":"203.0.113.8","build":"20348","freeBytes":85899345920,"containers":true}"#,
+    ).await;
+
+    let error = configure_other(&world, "win-a-clone", &clone).await.unwrap_err();
+
+    assert!(error.to_string().contains(&format!("WindowsInstance {NAMESPACE}/{NAME} already expects it")), "{error}");
+    assert!(summary(&clone.take_log()).iter().all(|op| !op.starts_with("upload")), "the clone's kubelet would compete");
+}
+
+#[tokio::test]
+async fn a_node_left_unowned_by_an_earlier_version_is_claimed_on_the_first_pass_and_one_whose_owner_is_gone_too() {
+    let world = World::new().await;
+    world.configure_to_ready(&world.session()).await;
+    let uid = world.record().metadata.uid.unwrap();
+    assert_eq!(world.nodes.node(NAME).unwrap().annotation(INSTANCE_UID_ANNOTATION), Some(uid.as_str()));
+
+    // The record is recreated (a new UID) while the Node stays: the Node's owner is gone, the Node is the host's.
+    let mut node = world.nodes.node(NAME).unwrap();
+    node.metadata
+        .annotations
+        .as_mut()
+        .unwrap()
+        .insert(INSTANCE_UID_ANNOTATION.into(), "uid-of-a-deleted-record".into());
+    world.nodes.insert(node);
+    assert_eq!(world.configure(&world.probing_session()).await.unwrap().state, ConfigureState::Ready);
+    assert_eq!(world.nodes.node(NAME).unwrap().annotation(INSTANCE_UID_ANNOTATION), Some(uid.as_str()));
 }
 
 #[tokio::test]

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeStatus};
+use k8s_openapi::api::core::v1::{Node, NodeAddress, NodeCondition, NodeStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use winhost_sim::disk::WinPath as SimPath;
 use winhost_sim::host::HnsNetwork;
@@ -173,13 +173,17 @@ async fn whole_lifecycle(shell: Option<&str>) -> Arc<InProcessHost> {
             gateway: None,
         }));
     }
+    // As the kubelet registers it: a Windows Node whose InternalIP is the `--node-ip` the record holds.
+    let node_ip = records.record("wmco", "win-3").unwrap().status.unwrap().node_ip.unwrap();
     nodes.insert(Node {
         metadata: ObjectMeta {
             name: Some("winworker-3".into()),
+            labels: Some([("kubernetes.io/os".to_owned(), "windows".to_owned())].into()),
             annotations: Some([(HYBRID_OVERLAY_SUBNET_ANNOTATION.to_owned(), SUBNET.to_owned())].into()),
             ..ObjectMeta::default()
         },
         status: Some(NodeStatus {
+            addresses: Some(vec![NodeAddress { type_: "InternalIP".into(), address: node_ip.to_string() }]),
             conditions: Some(vec![NodeCondition {
                 type_: "Ready".into(),
                 status: "True".into(),

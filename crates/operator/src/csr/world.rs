@@ -6,6 +6,8 @@ use std::net::IpAddr;
 
 use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
+use wmco_cluster_client::NodeExt;
+use wmco_cluster_client::names::INSTANCE_UID_ANNOTATION;
 use wmco_cluster_client::types::{InstanceOrigin, Machine, WindowsInstance, WindowsInstanceStatus};
 use wmco_csr_approver::{
     AddressType, BootstrapApproval, ByohInstance, MachineInstance, ManagedInstance, NodeAddress, NodeRecord,
@@ -33,6 +35,7 @@ pub fn managed_instance(instance: &WindowsInstance) -> Option<ManagedInstance> {
     let bootstrap_approval = bootstrap_approval(&status);
     Some(ManagedInstance::Byoh(ByohInstance {
         name: instance.name_any(),
+        uid: instance.metadata.uid.clone(),
         address: instance.spec.address.clone(),
         expected_node_name: status.expected_node_name,
         phase: status.phase.unwrap_or_default(),
@@ -65,6 +68,7 @@ pub fn machine_instance(instance: &WindowsInstance, machine: &Machine) -> Option
     let machine_status = machine.status.as_ref();
     Some(ManagedInstance::Machine(MachineInstance {
         name: machine.name_any(),
+        uid: instance.metadata.uid.clone(),
         expected_node_name: status.expected_node_name.clone().or_else(|| instance.spec.expected_node_name.clone()),
         creation_timestamp,
         addresses: machine_status
@@ -107,6 +111,7 @@ pub fn node_record(node: &Node) -> NodeRecord {
         labels: node.metadata.labels.clone().unwrap_or_default(),
         addresses,
         deletion_timestamp: node.metadata.deletion_timestamp.as_ref().map(|time| time.0),
+        owner_uid: node.annotation(INSTANCE_UID_ANNOTATION).map(str::to_owned),
     }
 }
 
@@ -167,6 +172,7 @@ mod tests {
             instance,
             Some(ManagedInstance::Machine(MachineInstance {
                 name: "win-a".into(),
+                uid: None,
                 expected_node_name: Some("ip-10-0-1-5.ec2.internal".into()),
                 creation_timestamp: "2026-11-22T11:00:00Z".parse().unwrap(),
                 addresses: vec![

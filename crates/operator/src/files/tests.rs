@@ -461,8 +461,13 @@ async fn node_config_configures_a_simulated_host_in_both_phases_from_the_payload
     assert_eq!(read(r"C:\k\tls\certs\tls.crt"), None);
     assert_eq!(read(r"C:\k\cni\config\cni.conf"), None);
 
+    // As the kubelet registers it: a Windows Node whose InternalIP is the `--node-ip` the record holds.
+    let node_ip = records.record(NAMESPACE, "byoh-127-0-0-50").unwrap().status.unwrap().node_ip.unwrap();
     let mut node = node_with_subnet(SUBNET);
     node.metadata.name = Some(bootstrap.node_name.clone());
+    node.metadata.labels.get_or_insert_default().insert("kubernetes.io/os".into(), "windows".into());
+    let address = k8s_openapi::api::core::v1::NodeAddress { type_: "InternalIP".into(), address: node_ip.to_string() };
+    node.status.get_or_insert_default().addresses = Some(vec![address]);
     {
         let mut host = sim.host();
         host.disk.write(&winhost_sim::disk::WinPath::parse(r"C:\k\kubeconfig").unwrap(), b"apiVersion: v1\n").unwrap();

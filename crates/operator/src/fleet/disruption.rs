@@ -104,9 +104,10 @@ mod tests {
         for name in ["win-a", "win-b"] {
             let status = objects::status().phase(InstancePhase::Ready).expected_node_name(name).build();
             let record = objects::record(name).in_namespace(NAMESPACE).byoh(name).build();
-            cluster.records.apply(&record).await.unwrap();
+            let record = cluster.records.apply(&record).await.unwrap();
             cluster.records.apply_status(NAMESPACE, name, &status).await.unwrap();
-            cluster.nodes.insert(objects::windows_node(name).ready().annotated(VERSION_ANNOTATION, "1.0.0").build());
+            let node = objects::windows_node(name).owned_by(&record).ready().annotated(VERSION_ANNOTATION, "1.0.0");
+            cluster.nodes.insert(node.build());
         }
         cluster
     }

@@ -6,7 +6,7 @@ use k8s_openapi::api::core::v1::Node;
 use semver::Version;
 use wmco_cluster_client::names::{PUB_KEY_HASH_ANNOTATION, VERSION_ANNOTATION};
 use wmco_cluster_client::types::{HostReboot, WindowsInstance};
-use wmco_cluster_client::{InstanceRecords, NodeExt, Nodes, ResourceExt, WindowsInstanceExt};
+use wmco_cluster_client::{InstanceRecords, NodeExt, Nodes, ResourceExt, WindowsInstanceExt, is_records_node};
 use wmco_upgrade_planner::{CordonedBy, Failure, Instance, NodeState};
 
 /// One record and its Node as read.
@@ -66,7 +66,8 @@ pub enum ObserveError {
     },
 }
 
-/// Every record of `namespace` with its Node (`status.expectedNodeName`), in record-name order.
+/// Every record of `namespace` with its Node (`status.expectedNodeName`, when it is the record's:
+/// [`is_records_node`]), in record-name order.
 ///
 /// # Errors
 /// [`ObserveError::ListRecords`] or [`ObserveError::ReadNode`] when the API server fails.
@@ -90,6 +91,8 @@ pub async fn observe_instances(
             })?,
             None => None,
         };
+        // A Node that is not the record's (another record's, a Linux Node) is never marked, cordoned or drained.
+        let node = node.filter(|node| is_records_node(node, &record));
         instances.push(ObservedInstance { record, node });
     }
     Ok(instances)
@@ -161,17 +164,22 @@ mod tests {
     async fn records_come_in_name_order_each_with_its_node_when_registered() {
         let records = FakeInstanceRecords::default();
         let nodes = FakeNodes::default();
-        for (name, node_name) in [("b", Some("win-b")), ("a", None), ("c", Some("win-gone"))] {
-            records.apply(&objects::record(name).in_namespace("wmco").byoh("10.0.0.5").build()).await.unwrap();
+        for (name, node_name) in [("b", Some("win-b")), ("a", None), ("c", Some("win-gone")), ("d", Some("master-0"))] {
+            let record =
+                records.apply(&objects::record(name).in_namespace("wmco").byoh("10.0.0.5").build()).await.unwrap();
             let status =
                 WindowsInstanceStatus { expected_node_name: node_name.map(str::to_owned), ..Default::default() };
             records.apply_status("wmco", name, &status).await.unwrap();
+            if name == "b" {
+                nodes.insert(objects::node("win-b").annotated(VERSION_ANNOTATION, "1.0.0").owned_by(&record).build());
+            }
         }
-        nodes.insert(node("win-b", false, false));
+        // A Node the record expects by name but that is not its own is never the record's.
+        nodes.insert(node("master-0", false, false));
 
         let observed = observe_instances(&records, &nodes, "wmco").await.unwrap();
         let seen: Vec<_> = observed.iter().map(|observed| (observed.name(), observed.node_name())).collect();
-        assert_eq!(seen, [("a", None), ("b", Some("win-b")), ("c", None)]);
+        assert_eq!(seen, [("a", None), ("b", Some("win-b")), ("c", None), ("d", None)]);
         assert_eq!(observed[1].record.key(), "wmco/b");
         assert!(observe_instances(&records, &nodes, "other").await.unwrap().is_empty());
     }

@@ -262,12 +262,14 @@ fn flow_error(instance: &WindowsInstance, source: FlowError) -> InstancesError {
     InstancesError::Flow { instance: instance.key(), source: Box::new(source) }
 }
 
-/// The Warning Event for a failure of the host or one that needs an admin: `HostKeyMismatch`, or the Go operator's
+/// The Warning Event for a failure of the host or one that needs an admin: `HostKeyMismatch`, `NodeNameConflict`
+/// (the note names the Node and whose it is), or the Go operator's
 /// `InstanceSetupFailure` (BYOH) / `MachineSetupFailure` (Machine). The note names the step and says whether the
 /// operator retries; repeats of one failure fold into one Event series.
 pub(crate) fn failure_event(instance: &WindowsInstance, error: &InstancesError) -> NewEvent {
     let reason = match (error, instance.spec.origin) {
         (InstancesError::Flow { source, .. }, _) if source.is_host_key_mismatch() => "HostKeyMismatch",
+        (InstancesError::Flow { source, .. }, _) if source.is_node_name_conflict() => "NodeNameConflict",
         (InstancesError::ClusterUnsupported { .. }, _) => "ClusterUnsupported",
         (InstancesError::HostKeyImport { .. }, _) => "HostKeyImportFailed",
         (_, InstanceOrigin::Byoh) => "InstanceSetupFailure",
@@ -289,7 +291,10 @@ async fn publish_failure(instance: &WindowsInstance, ctx: &InstancesContext, err
         return;
     }
     let event = failure_event(instance, error);
-    if matches!(event.reason.as_str(), "HostKeyMismatch" | "ClusterUnsupported" | "HostKeyImportFailed") {
+    if matches!(
+        event.reason.as_str(),
+        "HostKeyMismatch" | "NodeNameConflict" | "ClusterUnsupported" | "HostKeyImportFailed"
+    ) {
         publish(instance, ctx, &event).await;
     } else {
         publish_everywhere(instance, ctx, &event).await;

@@ -265,6 +265,7 @@ async fn stored_record(fx: &Fixture) -> WindowsInstance {
     let status = WindowsInstanceStatus {
         pinned_host_key: Some(PINNED.to_owned()),
         expected_node_name: Some("win-5".to_owned()),
+        node_ip: Some(HOST_NODE_IP.parse().unwrap()),
         phase: Some(InstancePhase::Ready),
         ..WindowsInstanceStatus::default()
     };
@@ -273,8 +274,12 @@ async fn stored_record(fx: &Fixture) -> WindowsInstance {
     instance
 }
 
+/// The node IP of [`stored_record`]'s host.
+const HOST_NODE_IP: &str = "10.0.0.5";
+
+/// The Node `name` as the kubelet of [`stored_record`]'s host registers it.
 fn node(name: &str) -> Node {
-    wmco_cluster_client::fake::objects::node(name).build()
+    wmco_cluster_client::fake::objects::windows_node(name).internal_ip(HOST_NODE_IP).build()
 }
 
 #[tokio::test]

@@ -15,7 +15,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use semver::Version;
 use serde_json::json;
 use wmco_cluster_client::fake::{FakeCluster, FakeEvents, FakeInstanceRecords, FakeNodes, FakeSecrets, objects};
-use wmco_cluster_client::names::{PUB_KEY_HASH_ANNOTATION, UPGRADING_LABEL, VERSION_ANNOTATION};
+use wmco_cluster_client::names::{
+    INSTANCE_UID_ANNOTATION, PUB_KEY_HASH_ANNOTATION, UPGRADING_LABEL, VERSION_ANNOTATION,
+};
 use wmco_cluster_client::types::{InstancePhase, Machine, WindowsInstance};
 use wmco_cluster_client::{InstanceRecords, Machines, NewEvent, ResourceExt, Seams, Secrets, Severity};
 use wmco_ssh_transport::PrivateKey;
@@ -189,10 +191,11 @@ impl Cluster {
     }
 
     /// Stores `record` in phase Ready, expecting its spec's Node name or else its own name without `machine-`.
-    async fn record(&self, record: WindowsInstance) {
+    async fn record(&self, mut record: WindowsInstance) {
         let name = record.name_any();
         let node_name =
             record.spec.expected_node_name.clone().unwrap_or(name.trim_start_matches("machine-").to_owned());
+        record.metadata.uid = Some(uid_for(&node_name));
         self.records.apply(&record).await.unwrap();
         let status = objects::status().phase(InstancePhase::Ready).expected_node_name(&node_name);
         self.records.apply_status(NAMESPACE, &name, &status.build()).await.unwrap();
@@ -218,8 +221,15 @@ impl Cluster {
     }
 }
 
+/// The UID the fixture gives the record expecting Node `node_name`, so that the fixture's Nodes are their records'
+/// as the operator claims them ([`INSTANCE_UID_ANNOTATION`]).
+fn uid_for(node_name: &str) -> String {
+    format!("uid-of-the-record-of-{node_name}")
+}
+
 fn node(name: &str, hash: &str, ready: bool) -> Node {
     let node = objects::windows_node(name).annotated(VERSION_ANNOTATION, VERSION);
+    let node = node.annotated(INSTANCE_UID_ANNOTATION, &uid_for(name));
     node.annotated(PUB_KEY_HASH_ANNOTATION, hash).ready_if(ready).build()
 }
 

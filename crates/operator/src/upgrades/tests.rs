@@ -95,10 +95,11 @@ impl Cluster {
 
     async fn add(&self, name: &str, host: Host) {
         let record = objects::record(name).in_namespace(NAMESPACE).byoh(&format!("{name}.lab.example")).build();
-        self.records.apply(&record).await.unwrap();
+        let record = self.records.apply(&record).await.unwrap();
         let status = objects::status().phase(host.phase).expected_node_name(name).configured_version(host.version);
         self.records.apply_status(NAMESPACE, name, &status.build()).await.unwrap();
         let mut node = objects::windows_node(name)
+            .owned_by(&record)
             .annotated(VERSION_ANNOTATION, host.version)
             .annotated(PUB_KEY_HASH_ANNOTATION, KEY)
             .unschedulable(host.unschedulable)
