@@ -6,7 +6,8 @@
 //! Stages, chosen from what exists rather than from memory, so a crash anywhere resumes correctly:
 //!
 //! 1. **Bootstrap** (no Node yet): directories, payload and phase-1 files (including the bootstrap kubeconfig),
-//!    containerd and kubelet. Outcome [`ConfigureState::WaitingForNode`].
+//!    containerd and kubelet. Outcome [`ConfigureState::WaitingForNode`]. On first contact, before this first join,
+//!    the CNI state an earlier configuration left is removed (`leftovers`).
 //! 2. **Registered** (the Node exists, no hybrid-overlay subnet yet): phase-1 state without the bootstrap
 //!    kubeconfig, which is deleted from the host. Outcome [`ConfigureState::WaitingForSubnet`].
 //! 3. **Node** (the Node has its subnet): every service, phase-2 files (CNI, kube-proxy, TLS), labels and
@@ -48,6 +49,7 @@ use crate::disruption::{
 };
 use crate::error::{FlowError, FlowStep, SourceError};
 use crate::identity::HostIdentity;
+use crate::leftovers;
 use crate::memo::{self, InputsWithNode, PassInputs, PassMemo};
 use crate::ownership::read_own_node;
 use crate::preflight::{
@@ -441,28 +443,13 @@ async fn configure_pass(
             session.host().host_key().await.map_err(|source| session.transport_error(FlowStep::PinHostKey, source))?;
         recorder.status.pinned_host_key = Some(key.to_openssh());
     }
-    let identity = match recorded_identity {
-        Some(identity) => identity,
-        None => {
-            let stdout = match after_reboot {
-                Some(stdout) => stdout,
-                None => run_identity_command(session).await?,
-            };
-            let (identity, facts) = parse_identity(session, &stdout)?;
-            let identity = identity
-                .named_by(&inputs.instance.spec)
-                .map_err(|source| FlowError::Identity { host: session.label().to_owned(), source })?;
-            check_preflight(session, inputs, &identity, &facts)?;
-            if let Some(step) = containers_to_enable(&facts) {
-                let node = read_own_node(session, cluster, inputs.instance, &identity).await?;
-                let node_name = node.as_ref().map(|_| identity.expected_node_name.as_str());
-                let state = enable_containers(session, cluster, inputs, recorder, &facts, step, node_name).await?;
-                return Ok(PassResult::new(state, identity.expected_node_name, 0));
-            }
-            recorder.note_preflight_passed();
-            identity.record_in(&mut recorder.status);
-            identity
-        }
+    // A host met before had its Node read at the start of the pass, a host met for the first time in its first contact.
+    let (identity, first_contact_node) = match recorded_identity {
+        Some(identity) => (identity, None),
+        None => match first_contact(session, cluster, inputs, recorder, after_reboot).await? {
+            FirstContact::Ends(result) => return Ok(result),
+            FirstContact::Identified(identity, node) => (identity, node),
+        },
     };
     recorder.save().await?;
 
@@ -470,7 +457,7 @@ async fn configure_pass(
     let node = match recorded_node {
         Some(node) => node,
         None => {
-            let node = read_own_node(session, cluster, inputs.instance, &identity).await?;
+            let node = first_contact_node.map(|node| *node);
             // A host met for the first time whose Node another configuration left at another version (the Go
             // operator's, before a takeover) is in service: it goes through the upgrade executor (mark, cordon,
             // drain, within the budget) like any Node at another version, never reconfigured in place.
@@ -524,10 +511,12 @@ async fn configure_pass(
     }
     restart_on_changed_start_files(&mut desired, &bootstrap_kubeconfig);
 
-    let mut request = ProbeRequest::for_state(&desired);
+    let mut removed_files = vec![(leftovers::go_daemon_kubeconfig(session)?, FlowStep::RemoveFiles)];
     if node_exists {
-        request.files.insert(bootstrap_kubeconfig.clone());
+        removed_files.push((bootstrap_kubeconfig.clone(), FlowStep::RemoveBootstrapKubeconfig));
     }
+    let mut request = ProbeRequest::for_state(&desired);
+    request.files.extend(removed_files.iter().map(|(path, _)| path.clone()));
     let observed = session.probe(&request).await?;
     let steps =
         plan(&desired, &observed).map_err(|source| FlowError::Plan { host: session.label().to_owned(), source })?;
@@ -548,13 +537,7 @@ async fn configure_pass(
         tracing::info!(host = session.label(), step = %step, "applying");
     }
     session.apply(&steps, &wanted_files, &observed).await?;
-    if node_exists && observed.files.get(&bootstrap_kubeconfig).is_some_and(Option::is_some) {
-        session
-            .host()
-            .remove(&bootstrap_kubeconfig.to_sftp())
-            .await
-            .map_err(|source| session.transport_error(FlowStep::RemoveBootstrapKubeconfig, source))?;
-    }
+    leftovers::remove_found(session, &removed_files, &observed).await?;
 
     let node = match stage {
         Stage::Bootstrap => {
@@ -615,6 +598,49 @@ async fn configure_pass(
     recorder.save().await?;
     let inputs = Some(pass_inputs.with_node(Some(&memo::patched(&node, &patch))));
     Ok(PassResult { state, node_name, steps_applied: steps.len(), withheld, inputs })
+}
+
+/// What the first contact with a host found.
+enum FirstContact {
+    /// The pass ends here: the host is getting its `Containers` feature (installed, then a reboot).
+    Ends(PassResult),
+    /// The host passed its preflight and its identity is in the recorder (saved by the caller); with its Node, if
+    /// one exists (boxed: a Node is large).
+    Identified(HostIdentity, Option<Box<Node>>),
+}
+
+/// The first contact with a host whose record holds no identity yet: reads its identity and facts (`after_reboot`:
+/// the identity command's output a reboot's return already read), runs the preflight, enables the `Containers`
+/// feature if needed, and before its first join (no Node yet) clears the CNI state an earlier configuration left.
+/// The clearing happens before the identity is recorded, so a crash in between clears again on the next pass.
+async fn first_contact(
+    session: &HostSession,
+    cluster: ClusterAccess<'_>,
+    inputs: &ConfigureInputs<'_>,
+    recorder: &mut Recorder<'_>,
+    after_reboot: Option<String>,
+) -> Result<FirstContact, FlowError> {
+    let stdout = match after_reboot {
+        Some(stdout) => stdout,
+        None => run_identity_command(session).await?,
+    };
+    let (identity, facts) = parse_identity(session, &stdout)?;
+    let identity = identity
+        .named_by(&inputs.instance.spec)
+        .map_err(|source| FlowError::Identity { host: session.label().to_owned(), source })?;
+    check_preflight(session, inputs, &identity, &facts)?;
+    let node = read_own_node(session, cluster, inputs.instance, &identity).await?;
+    if let Some(step) = containers_to_enable(&facts) {
+        let node_name = node.as_ref().map(|_| identity.expected_node_name.as_str());
+        let state = enable_containers(session, cluster, inputs, recorder, &facts, step, node_name).await?;
+        return Ok(FirstContact::Ends(PassResult::new(state, identity.expected_node_name, 0)));
+    }
+    if node.is_none() && facts.cni_state == Some(true) {
+        leftovers::clear_cni_state(session).await?;
+    }
+    recorder.note_preflight_passed();
+    identity.record_in(&mut recorder.status);
+    Ok(FirstContact::Identified(identity, node.map(Box::new)))
 }
 
 /// Asks the disruption gate for the budget to apply `steps`; granted, records phase `Upgrading` before the claim is
@@ -767,7 +793,7 @@ fn check_preflight(
         source,
     })?;
     let payload_bytes = files.files.files().iter().map(|file| file.size).sum();
-    let failures = preflight(facts, payload_bytes);
+    let failures = preflight(facts, payload_bytes, inputs.settings.hybrid_overlay_vxlan_port);
     if failures.is_empty() {
         return Ok(());
     }

@@ -43,7 +43,7 @@ pub const MANAGED_SERVICES: [&str; 8] = [
 /// The directories deconfiguration removes with everything in them: the payload and configuration (`C:\k`), the
 /// kubelet's and CNI's state, and the services' logs. `C:\Temp` is the admin's and stays.
 pub const REMOVED_DIRECTORIES: [&str; 9] = {
-    let state = [r"C:\k", r"C:\var\lib\kubelet", r"C:\var\lib\cni"];
+    let state = [r"C:\k", r"C:\var\lib\kubelet", script::CNI_STATE_DIRECTORY];
     let mut all = [""; 9];
     let mut index = 0;
     while index < all.len() {

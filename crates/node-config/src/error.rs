@@ -53,7 +53,8 @@ pub enum FlowStep {
     Cordon,
     /// Draining the Node.
     Drain,
-    /// Removing payload, configuration and log directories.
+    /// Removing payload, configuration and log directories (deconfiguration), or what an earlier configuration left
+    /// (the CNI state before the first join, the Go operator's daemon kubeconfig).
     RemoveFiles,
     /// Removing the hybrid-overlay HNS networks.
     RemoveNetworks,

@@ -18,9 +18,12 @@
 //!   name that is another's fails the pass with [`FlowError::NodeNameConflict`] and is never touched.
 //! - [`DisruptionGate`]: a pass that would stop services on a Node in service first claims one unit of the fleet's
 //!   unavailability budget through it, or waits ([`ConfigureState::WaitingForBudget`]).
-//! - [`preflight`]: on first contact, before anything is installed, the host's Windows build, `Containers`
-//!   feature and free space on `C:` ([`HostFacts`], read by the identity command in the same round trip); a
-//!   failed check fails the pass with [`FlowError::Preflight`] naming every failing check.
+//! - [`preflight`]: on first contact, before anything is installed, the host's Windows build (and its update
+//!   revision, against the cluster's VXLAN port), `Containers` feature and free space on `C:` ([`HostFacts`], read
+//!   by the identity command in the same round trip); a failed check fails the pass with [`FlowError::Preflight`]
+//!   naming every failing check.
+//! - `leftovers`: what earlier configurations left that a pass removes: the CNI state before the first join, the
+//!   Go operator's daemon kubeconfig ([`GO_DAEMON_KUBECONFIG`]).
 //! - [`FlowError`]: names host, step and file; [`FlowError::is_retryable`] and [`FlowError::metric_label`].
 //!
 //! - `testing` (feature `testing`): the sample service settings and bootstrap files shared by flow and controller
@@ -35,6 +38,7 @@ mod deconfigure;
 mod disruption;
 mod error;
 mod identity;
+mod leftovers;
 mod memo;
 mod ownership;
 mod preflight;
@@ -58,9 +62,11 @@ pub use deconfigure::{
 pub use disruption::{Admission, DisruptionGate, DisruptionRequest};
 pub use error::{FlowError, FlowStep, SourceError};
 pub use identity::{HostIdentity, IdentityError, expected_node_name};
+pub use leftovers::GO_DAEMON_KUBECONFIG;
 pub use preflight::{
-    CHECKS, ContainersStep, DISK_HEADROOM_BYTES, FeatureState, HostCheck, HostFacts, PreflightCheck, PreflightFailure,
-    SUPPORTED_BUILDS, check_host, containers_to_enable, preflight,
+    CHECKS, ContainersStep, DEFAULT_VXLAN_PORT, DISK_HEADROOM_BYTES, FeatureState, HostCheck, HostFacts, KB5012637_UBR,
+    PreflightCheck, PreflightFailure, SERVER_2019_BUILD, SERVER_2022_BUILD, SUPPORTED_BUILDS, check_host,
+    containers_to_enable, preflight,
 };
 pub use reboot::{CONTAINERS_REBOOT_REASON, REBOOT_TIMEOUT, RESEND_AFTER};
 pub use script::HYBRID_OVERLAY_NETWORKS;

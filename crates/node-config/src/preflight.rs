@@ -1,5 +1,7 @@
 //! Preflight: what a host must be before anything is installed on it, checked from the facts the identity command
-//! reads in the same round trip ([`HostFacts`]): a supported Windows Server build, the `Containers` feature
+//! reads in the same round trip ([`HostFacts`]): a supported Windows Server build that the cluster's hybrid overlay
+//! works with (Windows Server 2022 from revision 20348.681, KB5012637, on; Windows Server 2019 only with the default
+//! VXLAN port), the `Containers` feature
 //! enabled or installable (the configuration installs it and reboots the host once, [`containers_to_enable`]),
 //! room on `C:` for the payload, OpenSSH's default shell cmd.exe or PowerShell, and no Docker service (a containerd service already there is taken
 //! over: the operator's configuration replaces its own). [`preflight`] returns every failing check, each naming what was found
@@ -20,6 +22,20 @@ use crate::session::HostSession;
 pub const SUPPORTED_BUILDS: [(u32, &str); 3] =
     [(17_763, "Windows Server 2019"), (20_348, "Windows Server 2022"), (26_100, "Windows Server 2025")];
 
+/// Windows Server 2019's build, whose overlay networking has no custom VXLAN port (the Go operator's
+/// wmco-prerequisites.md, "Custom VXLAN port": Windows Server 2022 and 2025 only; its issues #340 and #451).
+pub const SERVER_2019_BUILD: u32 = 17_763;
+
+/// Windows Server 2022's build.
+pub const SERVER_2022_BUILD: u32 = 20_348;
+
+/// The first update revision (`UBR`) of Windows Server 2022 with KB5012637 (OS build 20348.681, April 2022), the
+/// container networking fix the Go operator's wmco-prerequisites.md requires of every Windows Server 2022 image.
+pub const KB5012637_UBR: u32 = 681;
+
+/// The hybrid overlay's VXLAN port when `hybridOverlayVXLANPort` is unset: another value is a custom port.
+pub const DEFAULT_VXLAN_PORT: u16 = 4789;
+
 /// Free space asked on `C:` beyond the payload's own bytes: the services' logs and the first container images.
 pub const DISK_HEADROOM_BYTES: u64 = 2 << 30;
 
@@ -28,6 +44,8 @@ pub const DISK_HEADROOM_BYTES: u64 = 2 << 30;
 pub struct HostFacts {
     /// `CurrentBuildNumber` of `HKLM\SOFTWARE\Microsoft\Windows NT\CurrentVersion`.
     pub build: Option<u32>,
+    /// `UBR` (update build revision, a `REG_DWORD`) of the same key: the build's monthly patch level, `20348.<ubr>`.
+    pub ubr: Option<u32>,
     /// `FreeSpace` of `Win32_LogicalDisk` `C:`, in bytes.
     pub free_bytes: Option<u64>,
     /// The state of the optional feature `Containers`.
@@ -45,6 +63,9 @@ pub struct HostFacts {
     /// `LastBootUpTime` of `Win32_OperatingSystem` as the host printed it: compared, never interpreted, to tell a
     /// completed reboot from one still to come.
     pub last_boot: Option<String>,
+    /// Whether `C:\var\lib\cni` (the CNI plugins' state: host-local IPAM's address leases) exists: before its first
+    /// join a host must not keep another configuration's leases.
+    pub cni_state: Option<bool>,
 }
 
 /// The state of a Windows optional feature (`Get-WindowsOptionalFeature`'s `State`, windows-commands.md §4).
@@ -133,6 +154,7 @@ pub enum ContainersStep {
 #[derive(Deserialize)]
 struct RawFacts {
     build: Option<serde_json::Value>,
+    ubr: Option<serde_json::Value>,
     #[serde(rename = "freeBytes")]
     free_bytes: Option<serde_json::Value>,
     containers: Option<serde_json::Value>,
@@ -141,6 +163,7 @@ struct RawFacts {
     defender: Option<bool>,
     shell: Option<String>,
     boot: Option<serde_json::Value>,
+    cni: Option<bool>,
 }
 
 impl HostFacts {
@@ -161,6 +184,7 @@ impl HostFacts {
         };
         HostFacts {
             build: raw.build.as_ref().and_then(number).and_then(|build| u32::try_from(build).ok()),
+            ubr: raw.ubr.as_ref().and_then(number).and_then(|ubr| u32::try_from(ubr).ok()),
             free_bytes: raw.free_bytes.as_ref().and_then(number),
             containers: raw.containers.as_ref().and_then(feature_state),
             docker_service: raw.docker.filter(|path| !path.is_empty()),
@@ -168,6 +192,7 @@ impl HostFacts {
             defender_running: raw.defender,
             default_shell: raw.shell.filter(|shell| !shell.trim().is_empty()),
             last_boot: raw.boot.as_ref().and_then(boot_text),
+            cni_state: raw.cni,
         }
     }
 }
@@ -206,7 +231,8 @@ fn number(value: &serde_json::Value) -> Option<u64> {
 pub enum PreflightCheck {
     /// The host's name gives an RFC 1123 Node name and it has an IPv4 default route ([`HostIdentity::parse`]).
     Identity,
-    /// The Windows Server build is one of [`SUPPORTED_BUILDS`].
+    /// The Windows Server build is one of [`SUPPORTED_BUILDS`], Windows Server 2022 at revision [`KB5012637_UBR`] or
+    /// later, and Windows Server 2019 only on a cluster with the default VXLAN port.
     WindowsBuild,
     /// The `Containers` feature is enabled, or can be installed by the configuration (which reboots the host once).
     ContainersFeature,
@@ -254,7 +280,8 @@ impl fmt::Display for PreflightFailure {
     }
 }
 
-/// The failing checks of a host with `facts`, which is to receive `payload_bytes` (empty: the host passes).
+/// The failing checks of a host with `facts`, which is to receive `payload_bytes`, on a cluster whose hybrid overlay
+/// uses `vxlan_port` (`hybridOverlayVXLANPort`, `None` when unset) (empty: the host passes).
 ///
 /// ```
 /// use wmco_node_config::{HostFacts, PreflightCheck, preflight};
@@ -264,27 +291,13 @@ impl fmt::Display for PreflightFailure {
 ///     containers: Some(wmco_node_config::FeatureState::Enabled),
 ///     ..HostFacts::default()
 /// };
-/// let failures = preflight(&old, 400 << 20);
+/// let failures = preflight(&old, 400 << 20, None);
 /// assert_eq!(failures.len(), 1);
 /// assert_eq!(failures[0].check, PreflightCheck::WindowsBuild);
 /// assert!(failures[0].message.contains("14393"));
 /// ```
-pub fn preflight(facts: &HostFacts, payload_bytes: u64) -> Vec<PreflightFailure> {
-    let mut failures = Vec::new();
-    let supported = SUPPORTED_BUILDS.map(|(build, name)| format!("{build} ({name})")).join(", ");
-    match facts.build {
-        Some(build) if SUPPORTED_BUILDS.iter().any(|(supported, _)| *supported == build) => {}
-        Some(build) => failures.push(PreflightFailure {
-            check: PreflightCheck::WindowsBuild,
-            message: format!(
-                "Windows build {build} is not supported (supported: {supported}); install a supported Windows Server"
-            ),
-        }),
-        None => failures.push(PreflightFailure {
-            check: PreflightCheck::WindowsBuild,
-            message: format!("the host did not report its Windows build (CurrentBuildNumber); supported: {supported}"),
-        }),
-    }
+pub fn preflight(facts: &HostFacts, payload_bytes: u64, vxlan_port: Option<u16>) -> Vec<PreflightFailure> {
+    let mut failures: Vec<PreflightFailure> = build_failure(facts, vxlan_port).into_iter().collect();
     match &facts.containers {
         Some(
             FeatureState::Enabled
@@ -345,6 +358,42 @@ pub fn preflight(facts: &HostFacts, payload_bytes: u64) -> Vec<PreflightFailure>
     failures
 }
 
+/// The failed [`PreflightCheck::WindowsBuild`] of a host with `facts` on a cluster whose VXLAN port is `vxlan_port`,
+/// if it fails: a build not in [`SUPPORTED_BUILDS`], Windows Server 2022 before KB5012637, or Windows Server 2019
+/// with a custom VXLAN port.
+fn build_failure(facts: &HostFacts, vxlan_port: Option<u16>) -> Option<PreflightFailure> {
+    let failure = |message: String| Some(PreflightFailure { check: PreflightCheck::WindowsBuild, message });
+    let supported = SUPPORTED_BUILDS.map(|(build, name)| format!("{build} ({name})")).join(", ");
+    let Some(build) = facts.build else {
+        return failure(format!(
+            "the host did not report its Windows build (CurrentBuildNumber); supported: {supported}"
+        ));
+    };
+    if !SUPPORTED_BUILDS.iter().any(|(supported, _)| *supported == build) {
+        return failure(format!(
+            "Windows build {build} is not supported (supported: {supported}); install a supported Windows Server"
+        ));
+    }
+    let custom_port = vxlan_port.filter(|port| *port != DEFAULT_VXLAN_PORT);
+    match (build, facts.ubr, custom_port) {
+        (SERVER_2019_BUILD, _, Some(port)) => failure(format!(
+            "Windows Server 2019 (build {build}) does not support the hybrid overlay's custom VXLAN port {port} of \
+             this cluster (hybridOverlayVXLANPort of networks.operator.openshift.io cluster): use Windows Server \
+             2022 or remove the custom VXLAN port"
+        )),
+        (SERVER_2022_BUILD, Some(ubr), _) if ubr < KB5012637_UBR => failure(format!(
+            "Windows Server 2022 build {build}.{ubr} lacks KB5012637 (build {build}.{KB5012637_UBR}), the container \
+             networking fix the node needs: install KB5012637 or a later cumulative update"
+        )),
+        (SERVER_2022_BUILD, None, _) => failure(format!(
+            "the host did not report the update revision of its Windows Server 2022 build {build} (UBR), so \
+             KB5012637 (build {build}.{KB5012637_UBR}) cannot be confirmed: install KB5012637 or a later cumulative \
+             update"
+        )),
+        _ => None,
+    }
+}
+
 /// The failed [`PreflightCheck::DefaultShell`] of a host whose OpenSSH default shell is `shell`.
 pub(crate) fn unsupported_shell(shell: &str) -> PreflightFailure {
     PreflightFailure {
@@ -378,12 +427,13 @@ pub struct HostCheck {
 }
 
 /// Runs the identity command on the host of `session` (one round trip, the same command a configuration's first
-/// pass runs) and the checks against `payload_bytes`, without changing anything on the host.
+/// pass runs) and the checks against `payload_bytes` and the cluster's VXLAN port `vxlan_port`, without changing
+/// anything on the host.
 ///
 /// ```no_run
 /// # async fn example(host: std::sync::Arc<dyn wmco_ssh_transport::RemoteHost>) -> Result<(), wmco_node_config::FlowError> {
 /// use wmco_node_config::{HostSession, check_host};
-/// let check = check_host(&HostSession::new(host), 430 << 20).await?;
+/// let check = check_host(&HostSession::new(host), 430 << 20, None).await?;
 /// for failure in &check.failures {
 ///     println!("{failure}");
 /// }
@@ -393,7 +443,11 @@ pub struct HostCheck {
 ///
 /// # Errors
 /// [`FlowError`] when the host cannot be reached, the command fails, or its output is not the identity document.
-pub async fn check_host(session: &HostSession, payload_bytes: u64) -> Result<HostCheck, FlowError> {
+pub async fn check_host(
+    session: &HostSession,
+    payload_bytes: u64,
+    vxlan_port: Option<u16>,
+) -> Result<HostCheck, FlowError> {
     let stdout = crate::configure::run_identity_command(session).await?;
     let facts = HostFacts::parse(&stdout);
     let mut failures = Vec::new();
@@ -407,7 +461,7 @@ pub async fn check_host(session: &HostSession, payload_bytes: u64) -> Result<Hos
             None
         }
     };
-    failures.extend(preflight(&facts, payload_bytes));
+    failures.extend(preflight(&facts, payload_bytes, vxlan_port));
     Ok(HostCheck { identity, facts, failures })
 }
 
@@ -424,6 +478,7 @@ mod tests {
     fn good() -> HostFacts {
         HostFacts {
             build: Some(20_348),
+            ubr: Some(2849),
             free_bytes: Some(40 << 30),
             containers: Some(FeatureState::Enabled),
             ..HostFacts::default()
@@ -433,7 +488,7 @@ mod tests {
     #[test]
     fn a_supported_host_with_room_passes() {
         for (build, _) in SUPPORTED_BUILDS {
-            assert_eq!(preflight(&HostFacts { build: Some(build), ..good() }, 430 << 20), Vec::new());
+            assert_eq!(preflight(&HostFacts { build: Some(build), ..good() }, 430 << 20, None), Vec::new());
         }
     }
 
@@ -441,6 +496,7 @@ mod tests {
     fn every_failing_check_is_named_with_what_was_found() {
         let facts = HostFacts {
             build: Some(14_393),
+            ubr: Some(5_427),
             free_bytes: Some(1 << 30),
             containers: Some(FeatureState::DisablePending),
             docker_service: Some(r"C:\Program Files\Docker\dockerd.exe --run-service".into()),
@@ -448,8 +504,9 @@ mod tests {
             defender_running: Some(true),
             default_shell: Some(r"C:\cygwin64\bin\bash.exe".into()),
             last_boot: None,
+            cni_state: None,
         };
-        let failures = preflight(&facts, 430 << 20);
+        let failures = preflight(&facts, 430 << 20, None);
         let checks: Vec<PreflightCheck> = failures.iter().map(|failure| failure.check).collect();
         assert_eq!(
             checks,
@@ -490,10 +547,11 @@ mod tests {
         for (state, step) in cases {
             let facts = HostFacts { containers: Some(FeatureState::parse(state)), ..good() };
             assert_eq!(containers_to_enable(&facts), step, "{state}");
-            let refused = preflight(&facts, 0).iter().any(|failure| failure.check == PreflightCheck::ContainersFeature);
+            let refused =
+                preflight(&facts, 0, None).iter().any(|failure| failure.check == PreflightCheck::ContainersFeature);
             assert_eq!(refused, matches!(state, "DisablePending" | "Staged"), "{state}");
         }
-        let staged = preflight(&HostFacts { containers: Some(FeatureState::parse("Staged")), ..good() }, 0);
+        let staged = preflight(&HostFacts { containers: Some(FeatureState::parse("Staged")), ..good() }, 0, None);
         assert!(staged[0].message.contains("in state Staged"), "{}", staged[0]);
     }
 
@@ -511,17 +569,38 @@ mod tests {
     }
 
     #[test]
+    fn server_2022_needs_kb5012637_and_server_2019_the_default_vxlan_port() {
+        let at = |build, ubr| HostFacts { build: Some(build), ubr, ..good() };
+        let refused =
+            |facts: &HostFacts, port| preflight(facts, 0, port).first().map(|failure| failure.message.clone());
+        assert_eq!(refused(&at(SERVER_2022_BUILD, Some(KB5012637_UBR)), Some(9898)), None);
+        let unpatched = refused(&at(SERVER_2022_BUILD, Some(KB5012637_UBR - 1)), None).unwrap();
+        assert!(unpatched.starts_with("Windows Server 2022 build 20348.680 lacks KB5012637 (build 20348.681)"));
+        assert!(unpatched.ends_with("install KB5012637 or a later cumulative update"), "{unpatched}");
+        let unknown = refused(&at(SERVER_2022_BUILD, None), None).unwrap();
+        assert!(unknown.contains("did not report the update revision") && unknown.contains("KB5012637"), "{unknown}");
+        let server_2019 = at(SERVER_2019_BUILD, Some(1));
+        for port in [None, Some(DEFAULT_VXLAN_PORT)] {
+            assert_eq!(refused(&server_2019, port), None, "{port:?}");
+        }
+        let custom = refused(&server_2019, Some(9898)).unwrap();
+        assert!(custom.contains("does not support the hybrid overlay's custom VXLAN port 9898"), "{custom}");
+        assert!(custom.ends_with("use Windows Server 2022 or remove the custom VXLAN port"), "{custom}");
+        assert_eq!(refused(&at(26_100, Some(1)), Some(9898)), None, "Windows Server 2025 has no such limit");
+    }
+
+    #[test]
     fn the_disk_needs_the_payload_and_the_headroom_exactly() {
         let payload = 430 << 20;
         let exact = HostFacts { free_bytes: Some(payload + DISK_HEADROOM_BYTES), ..good() };
-        assert_eq!(preflight(&exact, payload), Vec::new());
+        assert_eq!(preflight(&exact, payload, None), Vec::new());
         let short = HostFacts { free_bytes: Some(payload + DISK_HEADROOM_BYTES - 1), ..good() };
-        assert_eq!(preflight(&short, payload)[0].check, PreflightCheck::DiskSpace);
+        assert_eq!(preflight(&short, payload, None)[0].check, PreflightCheck::DiskSpace);
     }
 
     #[test]
     fn facts_the_host_did_not_print_fail_their_checks() {
-        let failures = preflight(&HostFacts::default(), 0);
+        let failures = preflight(&HostFacts::default(), 0, None);
         assert_eq!(failures.len(), 3);
         assert!(failures.iter().all(|failure| failure.message.contains("did not report")), "{failures:?}");
     }
@@ -529,12 +608,13 @@ mod tests {
     #[test]
     fn facts_are_read_from_numbers_or_digit_strings_and_garbage_is_none() {
         let facts = HostFacts::parse(
-            "noise\r\n{\"build\":17763,\"freeBytes\":\"1024\",\"containers\":false,\"docker\":null,\"containerd\":\"C:\\\\c.exe\",\"defender\":true}\r\n",
+            "noise\r\n{\"build\":17763,\"ubr\":6532,\"cni\":true,\"freeBytes\":\"1024\",\"containers\":false,\"docker\":null,\"containerd\":\"C:\\\\c.exe\",\"defender\":true}\r\n",
         );
         assert_eq!(
             facts,
             HostFacts {
                 build: Some(17_763),
+                ubr: Some(6532),
                 free_bytes: Some(1024),
                 containers: Some(FeatureState::Disabled),
                 docker_service: None,
@@ -542,6 +622,7 @@ mod tests {
                 defender_running: Some(true),
                 default_shell: None,
                 last_boot: None,
+                cni_state: Some(true),
             }
         );
         assert_eq!(HostFacts::parse("{\"build\":\"x\",\"freeBytes\":-1}"), HostFacts::default());

@@ -13,6 +13,9 @@ use wmco_windows_services::{
 pub const HYBRID_OVERLAY_NETWORKS: [&str; 2] =
     ["BaseOVNKubernetesHybridOverlayNetwork", "OVNKubernetesHybridOverlayNetwork"];
 
+/// The CNI plugins' state directory (host-local IPAM's leases): the identity command says whether it exists.
+pub(crate) const CNI_STATE_DIRECTORY: &str = r"C:\var\lib\cni";
+
 /// A single-quoted PowerShell literal (`'` doubled).
 fn literal(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
@@ -31,12 +34,13 @@ fn render(what: &str, statements: &[String]) -> Result<RenderedCommand, CommandE
     Ok(RenderedCommand { shell: Shell::PowerShell, line, script_file: None })
 }
 
-/// Prints `{"hostname":..,"fqdn":..,"ip":..,"build":..,"freeBytes":..,"containers":..,"docker":..,"containerd":..,
-/// "defender":..,"shell":..,"boot":..}`: the host name, its DNS name, the IPv4 address of the interface of the first
-/// default route, and the preflight facts (the Windows build, the free bytes of `C:`, the state of the `Containers`
-/// feature by name, the binPath of a `docker` and of a `containerd` service, `null` when absent, whether Defender's
-/// `MsMpEng` runs, OpenSSH's default shell; windows-commands.md §4.1) and the last boot time (which tells a completed
-/// reboot from a pending one).
+/// Prints `{"hostname":..,"fqdn":..,"ip":..,"build":..,"ubr":..,"freeBytes":..,"containers":..,"docker":..,
+/// "containerd":..,"defender":..,"shell":..,"boot":..,"cni":..}`: the host name, its DNS name, the IPv4 address of the
+/// interface of the first default route, and the preflight facts (the Windows build and its update revision, read
+/// from the same registry key, the free bytes of `C:`, the state of the `Containers` feature by name, the binPath of
+/// a `docker` and of a `containerd` service, `null` when absent, whether Defender's `MsMpEng` runs, OpenSSH's default
+/// shell; windows-commands.md §4.1), the last boot time (which tells a completed reboot from a pending one) and
+/// whether [`CNI_STATE_DIRECTORY`] exists.
 pub(crate) fn identity() -> Result<RenderedCommand, CommandError> {
     // The feature's State is an enum; comparing it with each name prints the name without a method call (the
     // subset has none) and without relying on the enum's numbers.
@@ -57,9 +61,11 @@ pub(crate) fn identity() -> Result<RenderedCommand, CommandError> {
             r#"$ct = Get-CimInstance Win32_Service -Filter "Name='containerd'""#.to_owned(),
             "$mp = Get-Process -Name MsMpEng -ErrorAction SilentlyContinue".to_owned(),
             r"$sh = (Get-ItemProperty 'HKLM:\SOFTWARE\OpenSSH' -ErrorAction SilentlyContinue).DefaultShell".to_owned(),
-            "[ordered]@{ hostname = $h; fqdn = $f; ip = $a.IPAddress; build = $v.CurrentBuildNumber; \
+            format!("$cn = Test-Path -LiteralPath {} -PathType Container", literal(CNI_STATE_DIRECTORY)),
+            "[ordered]@{ hostname = $h; fqdn = $f; ip = $a.IPAddress; build = $v.CurrentBuildNumber; ubr = $v.UBR; \
              freeBytes = $d.FreeSpace; containers = $cs; docker = $dk.PathName; containerd = $ct.PathName; \
-             defender = $null -ne $mp; shell = $sh; boot = $os.LastBootUpTime } | ConvertTo-Json -Compress -Depth 2"
+             defender = $null -ne $mp; shell = $sh; boot = $os.LastBootUpTime; cni = $cn } | \
+             ConvertTo-Json -Compress -Depth 2"
                 .to_owned(),
         ],
     )
@@ -118,7 +124,7 @@ mod tests {
     }
 
     #[test]
-    fn identity_reads_hostname_fqdn_default_route_address_and_the_preflight_facts() {
+    fn identity_reads_hostname_fqdn_default_route_address_the_preflight_facts_and_the_cni_state() {
         let command = identity().unwrap();
         assert!(command.line.starts_with("powershell.exe -NoLogo -NonInteractive -NoProfile"));
         assert_eq!(
@@ -137,9 +143,11 @@ mod tests {
              $ct = Get-CimInstance Win32_Service -Filter \"Name='containerd'\"\n\
              $mp = Get-Process -Name MsMpEng -ErrorAction SilentlyContinue\n\
              $sh = (Get-ItemProperty 'HKLM:\\SOFTWARE\\OpenSSH' -ErrorAction SilentlyContinue).DefaultShell\n\
-             [ordered]@{ hostname = $h; fqdn = $f; ip = $a.IPAddress; build = $v.CurrentBuildNumber; \
+             $cn = Test-Path -LiteralPath 'C:\\var\\lib\\cni' -PathType Container\n\
+             [ordered]@{ hostname = $h; fqdn = $f; ip = $a.IPAddress; build = $v.CurrentBuildNumber; ubr = $v.UBR; \
              freeBytes = $d.FreeSpace; containers = $cs; docker = $dk.PathName; containerd = $ct.PathName; \
-             defender = $null -ne $mp; shell = $sh; boot = $os.LastBootUpTime } | ConvertTo-Json -Compress -Depth 2\nexit 0"
+             defender = $null -ne $mp; shell = $sh; boot = $os.LastBootUpTime; cni = $cn } | \
+             ConvertTo-Json -Compress -Depth 2\nexit 0"
         );
     }
 

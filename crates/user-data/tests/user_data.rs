@@ -182,7 +182,7 @@ mod simulator {
             hostname: "win-user-data".into(),
             fqdn: "win-user-data.example.test".into(),
             build: 20348,
-            ubr: 1,
+            ubr: 2849,
             node_ip: "203.0.113.30".parse().unwrap(),
         };
         let host = Host::new(identity, root.path(), Latency::zero()).unwrap();

@@ -15,7 +15,7 @@ fn host(root: &std::path::Path) -> Host {
         hostname: "bench".into(),
         fqdn: "bench.sim.test".into(),
         build: 20348,
-        ubr: 1,
+        ubr: 2849,
         node_ip: Ipv4Addr::new(203, 0, 113, 10),
     };
     Host::new(identity, root, Latency::zero()).expect("host")

@@ -65,7 +65,7 @@ const INVALID_COMMAND_LINE: u32 = 1639;
 ///     hostname: "win-1".into(),
 ///     fqdn: "win-1.example.test".into(),
 ///     build: 20348,
-///     ubr: 1,
+///     ubr: 2849,
 ///     node_ip: "203.0.113.10".parse()?,
 /// };
 /// let mut host = Host::new(identity, root.path(), Latency::zero())?;

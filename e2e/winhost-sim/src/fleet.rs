@@ -76,6 +76,10 @@ pub struct NewHost {
     /// Windows build (default 20348).
     #[serde(default)]
     pub build: Option<u32>,
+    /// The build's update revision, `UBR` (default: a current one, [`crate::host::current_ubr`]); below 681 a
+    /// Windows Server 2022 host lacks KB5012637.
+    #[serde(default)]
+    pub ubr: Option<u32>,
     /// Which kubelet the host runs: the simulated one (default) or the uploaded `kubelet.exe` under Wine.
     #[serde(default)]
     pub kubelet: crate::wine_kubelet::KubeletModel,
@@ -168,7 +172,7 @@ impl Fleet {
             fqdn: format!("{hostname}.sim.test"),
             hostname,
             build: request.build.unwrap_or(20348),
-            ubr: 2340,
+            ubr: request.ubr.unwrap_or_else(|| crate::host::current_ubr(request.build.unwrap_or(20348))),
             node_ip: Ipv4Addr::new(203, 0, 113, octet),
         };
         let disk_error = |source| FleetError::Disk { name: name.clone(), source };

@@ -339,8 +339,24 @@ pub fn feature_state(name: &str) -> Option<(&'static str, i64)> {
 pub const SERVICES_KEY: &str = r"HKLM\SYSTEM\CurrentControlSet\Services";
 /// The registry key holding machine environment variables.
 pub const MACHINE_ENVIRONMENT_KEY: &str = r"HKLM\SYSTEM\CurrentControlSet\Control\Session Manager\Environment";
-/// The registry key of the Windows version.
+/// The registry key of the Windows version: `CurrentBuildNumber` (a string) and `UBR` (a DWORD, the update build
+/// revision a cumulative update raises).
 pub const CURRENT_VERSION_KEY: &str = r"HKLM\SOFTWARE\Microsoft\Windows NT\CurrentVersion";
+
+/// A current update revision (`UBR`) of `build`: that of the November 2024 cumulative updates (Windows Server 2019
+/// 17763.6532, KB5046615; 2022 20348.2849, KB5046616; 2025 26100.2314, KB5046617), 1 for other builds.
+///
+/// ```
+/// assert_eq!(winhost_sim::host::current_ubr(20348), 2849);
+/// ```
+pub fn current_ubr(build: u32) -> u32 {
+    match build {
+        17763 => 6532,
+        20348 => 2849,
+        26100 => 2314,
+        _ => 1,
+    }
+}
 /// The file sshd reads administrators' keys from.
 pub const ADMIN_AUTHORIZED_KEYS: &str = r"C:\ProgramData\ssh\administrators_authorized_keys";
 

@@ -11,7 +11,7 @@
 //!     hostname: "win-1".into(),
 //!     fqdn: "win-1.example.test".into(),
 //!     build: 20348,
-//!     ubr: 1,
+//!     ubr: 2849,
 //!     node_ip: "203.0.113.10".parse()?,
 //! };
 //! let mut host = Host::new(identity, root.path(), Latency::zero())?;

@@ -33,7 +33,7 @@ pub const SAMPLE_HOST_KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIM08b+WEq
 ///     hostname: "WinWorker-1".into(),
 ///     fqdn: "winworker-1.lab.example".into(),
 ///     build: 20348,
-///     ubr: 1,
+///     ubr: 2849,
 ///     node_ip: "203.0.113.10".parse()?,
 /// };
 /// let key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIM08b+WEqAXyfq8hlcYCpadCyeYxiEkixYthAQCJ+Gey";
@@ -91,7 +91,7 @@ impl InProcessHost {
             hostname: format!("WinWorker-{number}"),
             fqdn: format!("winworker-{number}.lab.example"),
             build: 20348,
-            ubr: 1,
+            ubr: 2849,
             node_ip: Ipv4Addr::new(203, 0, 113, octet),
         };
         let label = format!("administrator@127.0.0.{octet}:22");

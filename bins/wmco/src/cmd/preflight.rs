@@ -28,6 +28,10 @@ pub struct PreflightArgs {
     /// 430 MiB).
     #[arg(long, value_name = "MIB", default_value_t = 512)]
     payload_mib: u64,
+    /// The cluster's hybrid overlay VXLAN port (`hybridOverlayVXLANPort` of networks.operator.openshift.io
+    /// `cluster`), if it sets one: Windows Server 2019 supports only the default, 4789.
+    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    vxlan_port: Option<u16>,
     #[command(flatten)]
     output: OutputArgs,
 }
@@ -70,7 +74,7 @@ pub fn run(args: &PreflightArgs) -> anyhow::Result<Outcome> {
             Ok(host) => Arc::new(host),
             Err(error) => return PreflightReport::unchecked(label, error.to_string()),
         };
-        match check_host(&HostSession::new(host), payload_bytes).await {
+        match check_host(&HostSession::new(host), payload_bytes, args.vxlan_port).await {
             Ok(check) => PreflightReport::from_check(label, &check),
             Err(error) => PreflightReport::unchecked(label, error.to_string()),
         }
@@ -132,7 +136,10 @@ fn passed_detail(check: PreflightCheck, found: &HostCheck) -> String {
         PreflightCheck::WindowsBuild => {
             let build = found.facts.build.unwrap_or_default();
             let name = SUPPORTED_BUILDS.iter().find(|(supported, _)| *supported == build).map_or("", |(_, name)| name);
-            format!("build {build} ({name})")
+            match found.facts.ubr {
+                Some(ubr) => format!("build {build}.{ubr} ({name})"),
+                None => format!("build {build} ({name})"),
+            }
         }
         PreflightCheck::ContainersFeature => match containers_to_enable(&found.facts) {
             Some(ContainersStep::Install) => {

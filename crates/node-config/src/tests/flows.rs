@@ -28,7 +28,7 @@ use crate::{
     SessionSettings, SourceError, StageFiles, WithheldService, configure, deconfigure,
 };
 
-const IDENTITY: &str = r#"{"hostname":"WIN-A","fqdn":"win-a.lab.example","ip":"203.0.113.7","build":"20348","freeBytes":85899345920,"containers":true}"#;
+const IDENTITY: &str = r#"{"hostname":"WIN-A","fqdn":"win-a.lab.example","ip":"203.0.113.7","build":"20348","ubr":2849,"freeBytes":85899345920,"containers":true}"#;
 const NAMESPACE: &str = "wmco";
 const NAME: &str = "win-a";
 /// The node IP the identity reports (`IDENTITY`).

@@ -4,5 +4,6 @@
 //! commands generically.
 
 pub(crate) mod fake_host;
+mod first_contact;
 mod flows;
 mod simulator;

@@ -26,7 +26,7 @@ const SUBNET: &str = "10.132.3.0/24";
 
 /// The bootstrap files, and in the node stage also the phase-2 binaries, a kube-proxy configuration for the
 /// overlay network and windows_exporter's TLS web configuration.
-struct SimFiles;
+pub(super) struct SimFiles;
 
 impl HostFilesSource for SimFiles {
     fn files(&self, identity: &HostIdentity, stage: FileStage<'_>) -> Result<StageFiles, SourceError> {
@@ -371,11 +371,11 @@ async fn check_host_reads_identity_and_facts_in_one_command_and_changes_nothing(
     let before = tree(sim.root());
     let session = HostSession::new(sim.clone());
 
-    let check = crate::check_host(&session, 430 << 20).await.unwrap();
+    let check = crate::check_host(&session, 430 << 20, None).await.unwrap();
 
     assert_eq!(check.failures, Vec::new());
     assert_eq!(check.identity.map(|identity| identity.expected_node_name).as_deref(), Some("winworker-6"));
-    assert_eq!(check.facts.build, Some(20348));
+    assert_eq!((check.facts.build, check.facts.ubr), (Some(20348), Some(2849)));
     assert_eq!(check.facts.containers, Some(crate::FeatureState::Enabled));
     assert_eq!(check.facts.free_bytes, Some(sim.host().volume.free_bytes));
     assert_eq!(session.counters().commands, 1);
@@ -386,7 +386,7 @@ async fn check_host_reads_identity_and_facts_in_one_command_and_changes_nothing(
         .host()
         .exec("admin", r#"sc.exe create docker binPath= "C:\Program Files\docker\dockerd.exe --run-service""#);
     assert_eq!(created.code, 0, "{created:?}");
-    let check = crate::check_host(&session, 430 << 20).await.unwrap();
+    let check = crate::check_host(&session, 430 << 20, None).await.unwrap();
     let checks: Vec<crate::PreflightCheck> = check.failures.iter().map(|failure| failure.check).collect();
     assert_eq!(checks, [crate::PreflightCheck::DiskSpace, crate::PreflightCheck::ContainerRuntime]);
     assert_eq!(check.facts.docker_service.as_deref(), Some(r"C:\Program Files\docker\dockerd.exe --run-service"));

@@ -41,7 +41,7 @@ async fn a_vsphere_machine_becomes_a_kubelet_named_after_the_machine() {
         hostname: "WIN-TEMPLATE01".into(),
         fqdn: "win-template01.lab.example".into(),
         build: 20348,
-        ubr: 1,
+        ubr: 2849,
         node_ip: "203.0.113.41".parse().unwrap(),
     };
     let host = Arc::new(
