@@ -15,7 +15,9 @@ use k8s_openapi::api::core::v1::{ConfigMap, Event, Node, ObjectReference, Pod, S
 
 use crate::csrs::with_decision;
 use crate::error::{Error, Result, Verb, object_name};
-use crate::names::{INSTANCE_FINALIZER, MACHINE_API_NAMESPACE, MACHINE_OS_ID_LABEL, OS_ID_WINDOWS};
+use crate::names::{
+    INSTANCE_FINALIZER, KUBERNETES_OS_LABEL, MACHINE_API_NAMESPACE, MACHINE_OS_ID_LABEL, OS_ID_WINDOWS,
+};
 use crate::nodes::reports_address;
 use crate::types::{ControllerConfig, Machine, WindowsInstance, WindowsInstanceStatus};
 use crate::{
@@ -92,6 +94,14 @@ impl Nodes for FakeNodes {
         Ok(locked(&self.nodes).values().find(|node| reports_address(node, address)).cloned())
     }
 
+    async fn list_windows(&self) -> Result<Vec<Node>> {
+        let windows = |node: &&Node| {
+            node.metadata.labels.as_ref().and_then(|labels| labels.get(KUBERNETES_OS_LABEL)).map(String::as_str)
+                == Some("windows")
+        };
+        Ok(locked(&self.nodes).values().filter(windows).cloned().collect())
+    }
+
     async fn patch_metadata(&self, name: &str, patch: &NodeMetadataPatch) -> Result<Node> {
         self.update(Verb::Patch, name, |node| patch.apply_to(node))
     }
@@ -107,6 +117,53 @@ impl Nodes for FakeNodes {
     async fn delete(&self, name: &str) -> Result<()> {
         locked(&self.nodes).remove(name);
         Ok(())
+    }
+}
+
+/// The Go operator's daemon identity in memory: the objects a test inserts exist; [`GoDaemonObjects::delete`]
+/// removes one and logs it, or fails for an object the test made refuse.
+#[derive(Debug, Default)]
+pub struct FakeGoDaemonObjects {
+    present: Mutex<BTreeSet<crate::GoDaemonObject>>,
+    refused: Mutex<BTreeSet<crate::GoDaemonObject>>,
+    deleted: Mutex<Vec<crate::GoDaemonObject>>,
+}
+
+impl FakeGoDaemonObjects {
+    /// Makes `objects` exist.
+    pub fn insert(&self, objects: impl IntoIterator<Item = crate::GoDaemonObject>) {
+        locked(&self.present).extend(objects);
+    }
+
+    /// Makes deleting `object` fail (as an API server answering 500).
+    pub fn refuse(&self, object: crate::GoDaemonObject) {
+        locked(&self.refused).insert(object);
+    }
+
+    /// The objects that exist, in order.
+    pub fn present(&self) -> Vec<crate::GoDaemonObject> {
+        locked(&self.present).iter().cloned().collect()
+    }
+
+    /// Every object deleted so far, in order.
+    pub fn deleted(&self) -> Vec<crate::GoDaemonObject> {
+        locked(&self.deleted).clone()
+    }
+}
+
+#[async_trait]
+impl crate::GoDaemonObjects for FakeGoDaemonObjects {
+    async fn delete(&self, object: &crate::GoDaemonObject) -> Result<bool> {
+        if locked(&self.refused).contains(object) {
+            let status = kube::core::Status { code: 500, message: "etcd unavailable".into(), ..Default::default() };
+            let source = kube::Error::Api(Box::new(status));
+            return Err(Error::api(Verb::Delete, object.kind.as_str(), object.to_string(), source));
+        }
+        let existed = locked(&self.present).remove(object);
+        if existed {
+            locked(&self.deleted).push(object.clone());
+        }
+        Ok(existed)
     }
 }
 
@@ -954,6 +1011,8 @@ pub struct FakeCluster {
     pub controller_configs: Arc<FakeControllerConfigs>,
     /// Pods and their logs.
     pub pod_logs: Arc<FakePodLogs>,
+    /// The Go operator's daemon identity (none until a test inserts it).
+    pub go_daemon: Arc<FakeGoDaemonObjects>,
 }
 
 impl FakeCluster {
@@ -973,6 +1032,7 @@ impl FakeCluster {
             cluster_version: Arc::new(FakeClusterVersion::new(version)),
             controller_configs: Arc::default(),
             pod_logs: Arc::default(),
+            go_daemon: Arc::default(),
         }
     }
 
@@ -992,6 +1052,7 @@ impl FakeCluster {
             drainer: self.drainer.clone(),
             cluster_version: self.cluster_version.clone(),
             controller_configs: self.controller_configs.clone(),
+            go_daemon: self.go_daemon.clone(),
         }
     }
 }

@@ -9,7 +9,8 @@
 //! - Capability traits, each with a real implementation over [`kube`] and an in-memory fake in `fake` (feature `testing`):
 //!   [`Nodes`], [`Drainer`], [`Csrs`], [`EventPublisher`], [`Secrets`], [`ConfigMaps`], [`Namespaces`],
 //!   [`ServiceAccountTokens`], [`InstanceRecords`], [`Machines`], [`WindowsMachines`], [`ClusterFactsSource`], [`ClusterVersion`], [`ControllerConfigs`],
-//!   [`AccessReviews`] (TokenReview and SubjectAccessReview, for the metrics endpoint), and the read-only
+//!   [`AccessReviews`] (TokenReview and SubjectAccessReview, for the metrics endpoint), [`GoDaemonObjects`] (deletes
+//!   the Go operator's daemon identity, [`GoDaemonObject::all`], by exact name), and the read-only
 //!   [`EventHistory`] and [`PodLogs`] (the Events about an object, the operator's pods and logs: `wmco status` and
 //!   `wmco diagnose`).
 //! - [`Seams`]: all of them as trait objects built once, from a client ([`Seams::for_client`]) or, in tests, from
@@ -28,6 +29,7 @@ mod ext;
 mod facts;
 #[cfg(feature = "testing")]
 pub mod fake;
+mod go_daemon;
 mod ignition;
 mod instances;
 mod machines;
@@ -55,6 +57,9 @@ pub use ext::{NodeExt, WindowsInstanceExt};
 pub use facts::{
     ClusterFacts, ClusterFactsSource, MirrorSet, OpenShiftFacts, PlainKubernetesConfig, PlainKubernetesFacts,
     PodNetworking, ProxySettings, serves_openshift_config,
+};
+pub use go_daemon::{
+    GO_DAEMON_CERTIFICATE_RBAC, GO_DAEMON_NAME, GoDaemonKind, GoDaemonObject, GoDaemonObjects, KubeGoDaemonObjects,
 };
 pub use ignition::{IgnitionError, KubeletCloud, RENDERED_WORKER_PREFIX, kubelet_cloud};
 pub use instances::{InstanceRecords, KubeInstanceRecords};

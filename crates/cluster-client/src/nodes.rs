@@ -110,6 +110,9 @@ pub trait Nodes: Send + Sync {
     /// if several do.
     async fn find_by_address(&self, address: &str) -> Result<Option<Node>>;
 
+    /// Every Windows Node (label `kubernetes.io/os=windows`), by name.
+    async fn list_windows(&self) -> Result<Vec<Node>>;
+
     /// Applies label and annotation changes in one merge patch.
     async fn patch_metadata(&self, name: &str, patch: &NodeMetadataPatch) -> Result<Node>;
 
@@ -160,6 +163,14 @@ impl Nodes for KubeNodes {
         let mut matching: Vec<Node> = nodes.items.into_iter().filter(|node| reports_address(node, address)).collect();
         matching.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         Ok(matching.into_iter().next())
+    }
+
+    async fn list_windows(&self) -> Result<Vec<Node>> {
+        let params = ListParams::default().labels(&format!("{KUBERNETES_OS_LABEL}=windows"));
+        let nodes = self.api.list(&params).await.map_err(|source| Error::api(Verb::List, KIND, "Windows", source))?;
+        let mut nodes = nodes.items;
+        nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        Ok(nodes)
     }
 
     async fn patch_metadata(&self, name: &str, patch: &NodeMetadataPatch) -> Result<Node> {

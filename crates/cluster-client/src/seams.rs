@@ -8,10 +8,10 @@ use std::sync::Arc;
 use kube::Client;
 
 use crate::{
-    ClusterVersion, ConfigMaps, ControllerConfigs, Csrs, Drainer, EventPublisher, InstanceRecords, KubeClusterVersion,
-    KubeConfigMaps, KubeControllerConfigs, KubeCsrs, KubeDrainer, KubeEvents, KubeInstanceRecords, KubeMachines,
-    KubeNamespaces, KubeNodes, KubeSecrets, KubeServiceAccountTokens, Machines, Namespaces, NoWindowsMachines, Nodes,
-    Result, Secrets, ServiceAccountTokens, WindowsMachines,
+    ClusterVersion, ConfigMaps, ControllerConfigs, Csrs, Drainer, EventPublisher, GoDaemonObjects, InstanceRecords,
+    KubeClusterVersion, KubeConfigMaps, KubeControllerConfigs, KubeCsrs, KubeDrainer, KubeEvents, KubeGoDaemonObjects,
+    KubeInstanceRecords, KubeMachines, KubeNamespaces, KubeNodes, KubeSecrets, KubeServiceAccountTokens, Machines,
+    Namespaces, NoWindowsMachines, Nodes, Result, Secrets, ServiceAccountTokens, WindowsMachines,
 };
 
 /// The cluster capabilities of one operator process, each built once and shared by every controller.
@@ -52,6 +52,8 @@ pub struct Seams {
     pub cluster_version: Arc<dyn ClusterVersion>,
     /// OpenShift's `ControllerConfig` objects (the kubelet client CA).
     pub controller_configs: Arc<dyn ControllerConfigs>,
+    /// The Go operator's daemon identity, deleted once no host needs it.
+    pub go_daemon: Arc<dyn GoDaemonObjects>,
 }
 
 impl Seams {
@@ -83,6 +85,7 @@ impl Seams {
             drainer: Arc::new(KubeDrainer::from_config(drain_config)?),
             cluster_version: Arc::new(KubeClusterVersion::new(client.clone())),
             controller_configs: Arc::new(KubeControllerConfigs::new(client.clone())),
+            go_daemon: Arc::new(KubeGoDaemonObjects::new(client.clone())),
         })
     }
 }

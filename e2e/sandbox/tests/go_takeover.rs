@@ -10,9 +10,11 @@
 //!
 //! Then a host whose Node the Go operator left at its own version (10.16.1): the test configures it, kills the
 //! operator, removes its record and puts back what the Go operator leaves (the version annotation, the stored host
-//! key, the daemon service). The restarted operator imports the key, leaves the Node to the upgrade executor (marked,
+//! key, the daemon service and its kubeconfig `C:\k\wicd-kubeconfig`, and in the cluster the daemon's
+//! ServiceAccount, token Secret and RBAC). The restarted operator imports the key, leaves the Node to the upgrade executor (marked,
 //! cordoned, drained within the budget, never reconfigured in place) and ends with the Node Ready, schedulable and
-//! unmarked at its own version, an `Upgraded` Event, and the daemon gone.
+//! unmarked at its own version, an `Upgraded` Event, the daemon and its kubeconfig gone, and then, no Node running
+//! the daemon any more, its identity deleted with a `GoDaemonIdentityRemoved` Event.
 //!
 //! Needs the control-plane binaries (`cargo xtask controlplane build`) and the `wmco` binary (`WMCO_BIN`, set by
 //! `cargo xtask test`, or `target/<profile>/wmco`).
@@ -26,7 +28,8 @@ use futures::StreamExt as _;
 use kube::runtime::{WatchStreamExt as _, watcher};
 
 use anyhow::{Context as _, ensure};
-use k8s_openapi::api::core::v1::{ConfigMap, Node};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Secret, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use winhost_sim::fleet::{HostInfo, NewHost};
 use wmco_cluster_client::NodeExt;
@@ -44,8 +47,12 @@ const STALE_ADDRESS: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 62);
 const UPGRADED_ADDRESS: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 64);
 /// The version the Go operator wrote on its Nodes.
 const GO_VERSION: &str = "10.16.1";
-/// The Go operator's on-host daemon, which this operator removes.
+/// The Go operator's on-host daemon, which this operator removes, and the name of its identity in the cluster.
 const GO_DAEMON: &str = "windows-instance-config-daemon";
+/// The Go daemon's kubeconfig on the host, with a ServiceAccount token that never expires.
+const GO_DAEMON_KUBECONFIG: &str = r"C:\k\wicd-kubeconfig";
+/// The ClusterRole and ClusterRoleBinding of the Go daemon's certificate identity (group `system:wicd-nodes`).
+const GO_DAEMON_CERTIFICATE_GROUP_RBAC: &str = "system-wicd-nodes";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hosts_keep_the_host_keys_the_go_operator_pinned() -> anyhow::Result<()> {
@@ -156,6 +163,7 @@ async fn a_node_the_go_operator_left_at_its_version_is_upgraded_within_the_budge
         .create(&PostParams::default(), &config_map)
         .await?;
     install_go_daemon(&sandbox, &host.name).await?;
+    create_go_daemon_identity(&sandbox).await?;
 
     // When the Node is first cordoned, as a watch sees it, and which host commands come after the restart.
     let cordoned_at = first_cordon(nodes.clone(), node_name.clone());
@@ -183,6 +191,22 @@ async fn a_node_the_go_operator_left_at_its_version_is_upgraded_within_the_budge
     }
     let services = sandbox.services(&host.name).await?;
     ensure!(!services.iter().any(|service| service.name == GO_DAEMON), "the Go operator's daemon is still installed");
+    ensure!(!has_go_daemon_kubeconfig(&sandbox, &host.name).await?, "the Go daemon's kubeconfig is still on the host");
+    // No host runs the Go daemon any more: its identity goes, by exact name, with one Event listing it.
+    sandbox
+        .wait_for("the Go daemon's identity to be deleted", FAILURE_TIMEOUT, || async {
+            let left = go_daemon_identity_left(&sandbox).await?;
+            ensure!(left.is_empty(), "still there: {left:?}");
+            Ok(())
+        })
+        .await?;
+    let events = sandbox.events_about("ServiceAccount", GO_DAEMON).await?;
+    ensure!(
+        events.iter().any(|(kind, reason, note)| kind == "Normal"
+            && reason == "GoDaemonIdentityRemoved"
+            && note.contains(&format!("ClusterRoleBinding {GO_DAEMON_CERTIFICATE_GROUP_RBAC}"))),
+        "no GoDaemonIdentityRemoved Event lists what went: {events:#?}"
+    );
     // Nothing changed on the host before the Node was out of service: the daemon's deletion (the first change the
     // new record's configuration makes) finished after the cordon.
     let cordoned_at =
@@ -216,13 +240,132 @@ fn first_cordon(nodes: Api<Node>, name: String) -> Arc<Mutex<Option<SystemTime>>
     seen
 }
 
-/// Installs the Go operator's daemon service (stopped) on the host `name`.
+/// Installs the Go operator's daemon service (stopped) on the host `name`, with its kubeconfig.
 async fn install_go_daemon(sandbox: &Sandbox, name: &str) -> anyhow::Result<()> {
     let server = sandbox.server(name).await?;
     let create = format!(r#"sc.exe create {GO_DAEMON} binPath= "C:\k\{GO_DAEMON}.exe controller" start= auto"#);
-    let output = winhost_sim::ssh::lock(&server.host).exec("SSH-2.0-go-operator", &create);
+    let mut host = winhost_sim::ssh::lock(&server.host);
+    let output = host.exec("SSH-2.0-go-operator", &create);
     ensure!(output.code == 0, "sc.exe create failed: {output:?}");
+    let kubeconfig = winhost_sim::disk::WinPath::parse(GO_DAEMON_KUBECONFIG)?;
+    host.disk.create_dir_all(&kubeconfig.parent().context("a path without a parent")?)?;
+    host.disk
+        .write(&kubeconfig, b"apiVersion: v1\nkind: Config\nusers:\n- name: wicd\n  user:\n    token: go-daemon\n")?;
     Ok(())
+}
+
+/// Whether the host `name` still holds the Go daemon's kubeconfig.
+async fn has_go_daemon_kubeconfig(sandbox: &Sandbox, name: &str) -> anyhow::Result<bool> {
+    let server = sandbox.server(name).await?;
+    let path = winhost_sim::disk::WinPath::parse(GO_DAEMON_KUBECONFIG)?;
+    Ok(winhost_sim::ssh::lock(&server.host).disk.entry(&path).is_some())
+}
+
+/// Creates what the Go operator leaves in the cluster for its daemon (upstream config/wicd/, config/rbac/wicd-*,
+/// `EnsureWICDRBAC`, the token Secret), each with its upstream name and content.
+async fn create_go_daemon_identity(sandbox: &Sandbox) -> anyhow::Result<()> {
+    let client = sandbox.admin_client();
+    let post = PostParams::default();
+    let named = |name: &str| ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() };
+    let account = Subject {
+        kind: "ServiceAccount".into(),
+        name: GO_DAEMON.into(),
+        namespace: Some(OPERATOR_NAMESPACE.into()),
+        ..Subject::default()
+    };
+    let rule = |group: &str, resources: &[&str], verbs: &[&str]| PolicyRule {
+        api_groups: Some(vec![group.to_owned()]),
+        resources: Some(resources.iter().map(|text| (*text).to_owned()).collect()),
+        verbs: verbs.iter().map(|text| (*text).to_owned()).collect(),
+        ..PolicyRule::default()
+    };
+    let role_ref = |kind: &str, name: &str| RoleRef {
+        api_group: "rbac.authorization.k8s.io".into(),
+        kind: kind.into(),
+        name: name.into(),
+    };
+    Api::<ServiceAccount>::namespaced(client.clone(), OPERATOR_NAMESPACE)
+        .create(&post, &ServiceAccount { metadata: named(GO_DAEMON), ..ServiceAccount::default() })
+        .await?;
+    let mut token = named(GO_DAEMON);
+    token.annotations = Some(BTreeMap::from([("kubernetes.io/service-account.name".to_owned(), GO_DAEMON.to_owned())]));
+    Api::<Secret>::namespaced(client.clone(), OPERATOR_NAMESPACE)
+        .create(
+            &post,
+            &Secret { metadata: token, type_: Some("kubernetes.io/service-account-token".into()), ..Secret::default() },
+        )
+        .await?;
+    let configmaps = rule("", &["configmaps"], &["get", "list", "watch"]);
+    Api::<Role>::namespaced(client.clone(), OPERATOR_NAMESPACE)
+        .create(&post, &Role { metadata: named(GO_DAEMON), rules: Some(vec![configmaps.clone()]) })
+        .await?;
+    Api::<RoleBinding>::namespaced(client.clone(), OPERATOR_NAMESPACE)
+        .create(
+            &post,
+            &RoleBinding {
+                metadata: named(GO_DAEMON),
+                role_ref: role_ref("Role", GO_DAEMON),
+                subjects: Some(vec![account.clone()]),
+            },
+        )
+        .await?;
+    let nodes = rule("", &["nodes"], &["get", "list", "patch", "update"]);
+    for name in [GO_DAEMON, GO_DAEMON_CERTIFICATE_GROUP_RBAC] {
+        Api::<ClusterRole>::all(client.clone())
+            .create(
+                &post,
+                &ClusterRole { metadata: named(name), rules: Some(vec![nodes.clone()]), ..ClusterRole::default() },
+            )
+            .await?;
+    }
+    let group = Subject {
+        kind: "Group".into(),
+        name: "system:wicd-nodes".into(),
+        api_group: Some("rbac.authorization.k8s.io".into()),
+        ..Subject::default()
+    };
+    for (name, subject) in [(GO_DAEMON, account), (GO_DAEMON_CERTIFICATE_GROUP_RBAC, group)] {
+        Api::<ClusterRoleBinding>::all(client.clone())
+            .create(
+                &post,
+                &ClusterRoleBinding {
+                    metadata: named(name),
+                    role_ref: role_ref("ClusterRole", name),
+                    subjects: Some(vec![subject]),
+                },
+            )
+            .await?;
+    }
+    Ok(())
+}
+
+/// The Go daemon's objects that still exist, as `Kind name`.
+async fn go_daemon_identity_left(sandbox: &Sandbox) -> anyhow::Result<Vec<String>> {
+    let client = sandbox.admin_client();
+    let namespace = OPERATOR_NAMESPACE;
+    let mut found = vec![
+        (
+            "ServiceAccount",
+            GO_DAEMON,
+            Api::<ServiceAccount>::namespaced(client.clone(), namespace).get_opt(GO_DAEMON).await?.is_some(),
+        ),
+        ("Secret", GO_DAEMON, Api::<Secret>::namespaced(client.clone(), namespace).get_opt(GO_DAEMON).await?.is_some()),
+        ("Role", GO_DAEMON, Api::<Role>::namespaced(client.clone(), namespace).get_opt(GO_DAEMON).await?.is_some()),
+        (
+            "RoleBinding",
+            GO_DAEMON,
+            Api::<RoleBinding>::namespaced(client.clone(), namespace).get_opt(GO_DAEMON).await?.is_some(),
+        ),
+    ];
+    for name in [GO_DAEMON, GO_DAEMON_CERTIFICATE_GROUP_RBAC] {
+        found.push(("ClusterRole", name, Api::<ClusterRole>::all(client.clone()).get_opt(name).await?.is_some()));
+        found.push((
+            "ClusterRoleBinding",
+            name,
+            Api::<ClusterRoleBinding>::all(client.clone()).get_opt(name).await?.is_some(),
+        ));
+    }
+    Ok(found.into_iter().filter(|(_, _, exists)| *exists).map(|(kind, name, _)| format!("{kind} {name}")).collect())
 }
 
 /// Adds a host at `address` holding what the Go operator leaves: its daemon service (stopped).

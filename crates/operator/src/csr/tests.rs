@@ -180,6 +180,10 @@ impl Nodes for RecordingNodes {
         unreachable!("the CSR controller never searches Nodes by address")
     }
 
+    async fn list_windows(&self) -> wmco_cluster_client::Result<Vec<Node>> {
+        unreachable!("the CSR controller never lists Nodes")
+    }
+
     async fn patch_metadata(&self, _: &str, _: &NodeMetadataPatch) -> wmco_cluster_client::Result<Node> {
         unreachable!("the CSR controller never patches Nodes")
     }

@@ -1,8 +1,9 @@
 //! The executor's shared state: the cluster seams, the API server version source, the settings (the planner's
 //! policy), and the only process-local state: the retry backoff of failed upgrade steps, the drains running in the
-//! background, and the skew warnings already published.
+//! background, the skew warnings already published, and whether the Go operator's daemon identity was seen gone.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -11,7 +12,8 @@ use semver::Version;
 use tokio::sync::{Mutex as AsyncMutex, Notify};
 use tokio::task::JoinHandle;
 use wmco_cluster_client::{
-    ClusterVersion, DrainOptions, Drainer, EventPublisher, InstanceRecords, Nodes, Seams, WindowsMachines,
+    ClusterVersion, DrainOptions, Drainer, EventPublisher, GoDaemonObjects, InstanceRecords, Nodes, Seams,
+    WindowsMachines,
 };
 use wmco_upgrade_planner::{Failure, Policy};
 
@@ -61,6 +63,8 @@ pub struct UpgradesContext {
     pub windows_machines: Arc<dyn WindowsMachines>,
     /// Where errors are counted (a private registry unless [`UpgradesContext::with_metrics`] is used).
     pub metrics: Arc<Metrics>,
+    /// The Go operator's daemon identity, deleted once no Windows Node may still run that daemon.
+    pub go_daemon: Arc<dyn GoDaemonObjects>,
     /// Whether the cluster lets Windows nodes be configured at all; while it does not, no upgrade starts (a drained
     /// Node could not be configured again). Always by default.
     pub cluster_gate: Option<ServiceSettingsSource>,
@@ -70,6 +74,7 @@ pub struct UpgradesContext {
     drains: Mutex<HashMap<String, JoinHandle<()>>>,
     drain_ended: Notify,
     skew_warned: Mutex<HashSet<String>>,
+    go_daemon_gone: AtomicBool,
 }
 
 /// The failed upgrade steps of one instance since it last finished an upgrade.
@@ -114,6 +119,7 @@ impl UpgradesContext {
             api_server: Arc::clone(&seams.cluster_version),
             settings,
             windows_machines: Arc::clone(&seams.windows_machines),
+            go_daemon: Arc::clone(&seams.go_daemon),
             metrics: Arc::new(Metrics::new()),
             cluster_gate: None,
             budget_lock: Arc::default(),
@@ -122,6 +128,7 @@ impl UpgradesContext {
             drains: Mutex::default(),
             drain_ended: Notify::new(),
             skew_warned: Mutex::default(),
+            go_daemon_gone: AtomicBool::new(false),
         }
     }
 
@@ -265,6 +272,16 @@ impl UpgradesContext {
                 tracing::warn!(instance, error = %error, "the drain task ended abnormally");
             }
         }
+    }
+
+    /// Whether this process already saw every object of the Go operator's daemon identity deleted or absent.
+    pub(crate) fn go_daemon_gone(&self) -> bool {
+        self.go_daemon_gone.load(Ordering::Relaxed)
+    }
+
+    /// Notes that every object of the Go operator's daemon identity is gone: later reconciles skip the check.
+    pub(crate) fn note_go_daemon_gone(&self) {
+        self.go_daemon_gone.store(true, Ordering::Relaxed);
     }
 
     /// `true` the first time `key` is seen (one skew warning per instance, target and API server version).

@@ -51,6 +51,15 @@ pub enum UpgradesError {
         #[source]
         source: Box<wmco_cluster_client::Error>,
     },
+    /// Listing the Windows Nodes, or deleting an object of the Go operator's daemon identity, failed.
+    #[error("removing the Go operator's daemon identity: {step} failed")]
+    GoDaemonCleanup {
+        /// What was attempted, e.g. `delete ServiceAccount ns/windows-instance-config-daemon`.
+        step: String,
+        /// The cluster error.
+        #[source]
+        source: Box<wmco_cluster_client::Error>,
+    },
 }
 
 impl From<ObserveError> for UpgradesError {
@@ -93,6 +102,7 @@ impl ReconcilerError for UpgradesError {
             Self::ApiServerVersion { .. } => "upgrade_api_server_version",
             Self::ListRecords { .. } | Self::ListMachines { .. } => "upgrade_list",
             Self::Step { .. } => "upgrade_step",
+            Self::GoDaemonCleanup { .. } => "go_daemon_cleanup",
         }
     }
 }

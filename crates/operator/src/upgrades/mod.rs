@@ -23,12 +23,15 @@
 //!   state (on [`crate::fleet::observe_instances`] and [`crate::fleet::planner_instance`]).
 //! - [`controller`]: the watches (records and Windows Nodes) driving [`crate::fleet::run_loop()`], woken also when a
 //!   background drain ends.
+//! - `go_daemon`: after the upgrades, each reconcile deletes the Go operator's daemon identity (ServiceAccount, token
+//!   Secret, RBAC) once no Windows Node may still run that daemon, with a `GoDaemonIdentityRemoved` Event.
 //! - [`operator_version`]: the version written to Nodes; [`payload_kubelet_version`]: the kubelet the payload
 //!   installs (for the skew rule).
 
 mod context;
 mod controller;
 mod error;
+mod go_daemon;
 mod observe;
 mod reconcile;
 mod version;

@@ -10,10 +10,11 @@ use kube::Resource;
 use semver::Version;
 use wmco_cluster_client::names::{UPGRADING_LABEL, VERSION_ANNOTATION};
 use wmco_cluster_client::types::InstancePhase;
-use wmco_cluster_client::{NewEvent, NodeExt, NodeMetadataPatch, Severity, WindowsInstanceExt};
+use wmco_cluster_client::{GoDaemonObject, NewEvent, NodeExt, NodeMetadataPatch, Severity, WindowsInstanceExt};
 use wmco_upgrade_planner::{Action, Plan, Policy, Reason, WaitReason, plan};
 
 use super::controller::UPGRADES;
+use super::go_daemon::remove_go_daemon_identity_logged;
 use super::{ObservedFleet, UpgradesContext, UpgradesError, observe_fleet};
 use crate::fleet::{ApiServerVersionError, ObservedInstance, machines_away};
 use crate::runtime::ReconcilerError;
@@ -38,6 +39,9 @@ pub struct FleetOutcome {
     pub next_retry: Option<Timestamp>,
     /// Windows Machines away from the fleet (being replaced, provisioning), taken off the budget.
     pub machines_away: Vec<String>,
+    /// The objects of the Go operator's daemon identity deleted in this reconcile (once no Windows Node may still
+    /// run that daemon).
+    pub go_daemon_removed: Vec<GoDaemonObject>,
 }
 
 /// Reconciles the whole fleet at `now`.
@@ -117,6 +121,7 @@ pub async fn reconcile_fleet(ctx: &Arc<UpgradesContext>, now: Timestamp) -> Resu
     }
 
     let held_by_skew = warn_about_skew(ctx, &current, &observed).await;
+    let go_daemon_removed = remove_go_daemon_identity_logged(ctx).await;
     Ok(FleetOutcome {
         plan: current,
         started,
@@ -125,6 +130,7 @@ pub async fn reconcile_fleet(ctx: &Arc<UpgradesContext>, now: Timestamp) -> Resu
         held_by_skew,
         next_retry: ctx.next_retry(),
         machines_away,
+        go_daemon_removed,
     })
 }
 

@@ -433,6 +433,10 @@ impl Nodes for RefusingUncordon {
         self.nodes.find_by_address(address).await
     }
 
+    async fn list_windows(&self) -> wmco_cluster_client::Result<Vec<Node>> {
+        self.nodes.list_windows().await
+    }
+
     async fn patch_metadata(&self, name: &str, patch: &NodeMetadataPatch) -> wmco_cluster_client::Result<Node> {
         self.nodes.patch_metadata(name, patch).await
     }
