@@ -6,8 +6,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use winhost_sim::disk::WinPath as SimPath;
 use winhost_sim::host::Identity;
 use winhost_sim::remote_host::InProcessHost;
@@ -93,22 +91,17 @@ impl World {
 
     /// The Node registers Ready with its hybrid-overlay subnet.
     fn register_node(&self) {
-        self.nodes.insert(Node {
-            metadata: ObjectMeta {
-                name: Some(NODE.into()),
-                annotations: Some([(HYBRID_OVERLAY_SUBNET_ANNOTATION.to_owned(), "10.132.3.0/24".to_owned())].into()),
-                ..ObjectMeta::default()
-            },
-            status: Some(NodeStatus {
-                conditions: Some(vec![NodeCondition {
-                    type_: "Ready".into(),
-                    status: "True".into(),
-                    ..NodeCondition::default()
-                }]),
-                ..NodeStatus::default()
-            }),
-            ..Node::default()
-        });
+        let node = objects::windows_node(NODE).annotated(HYBRID_OVERLAY_SUBNET_ANNOTATION, "10.132.3.0/24").ready();
+        self.nodes.insert(node.build());
+    }
+
+    /// The one failed preflight check of a pass that must fail only the `WindowsBuild` check: its message.
+    async fn refused_build(&self, settings: &ServiceSettings) -> String {
+        let error = self.configure(settings).await.unwrap_err();
+        let failures = error.preflight_failures();
+        assert_eq!(failures.len(), 1, "{failures:#?}");
+        assert_eq!(failures[0].check, PreflightCheck::WindowsBuild);
+        failures[0].message.clone()
     }
 }
 
@@ -159,12 +152,9 @@ async fn the_go_operators_daemon_kubeconfig_goes_with_its_daemon() {
 async fn a_server_2022_host_without_kb5012637_is_refused_naming_the_update_and_a_patched_one_passes() {
     let settings = sample_service_settings();
     let world = World::new(20348, 587).await;
-    let error = world.configure(&settings).await.unwrap_err();
-    let failures = error.preflight_failures();
-    assert_eq!(failures.len(), 1, "{failures:#?}");
-    assert_eq!(failures[0].check, PreflightCheck::WindowsBuild);
-    assert!(failures[0].message.contains("20348.587"), "{}", failures[0]);
-    assert!(failures[0].message.contains("install KB5012637 or a later cumulative update"), "{}", failures[0]);
+    let message = world.refused_build(&settings).await;
+    assert!(message.contains("20348.587"), "{message}");
+    assert!(message.contains("install KB5012637 or a later cumulative update"), "{message}");
     assert_eq!(world.sim.host().command_log.len(), 1, "the identity command only, reading the build and its UBR");
 
     let patched = World::new(20348, 681).await;
@@ -175,12 +165,9 @@ async fn a_server_2022_host_without_kb5012637_is_refused_naming_the_update_and_a
 async fn a_server_2019_host_is_refused_on_a_cluster_with_a_custom_vxlan_port_naming_both_fixes() {
     let custom = ServiceSettings { hybrid_overlay_vxlan_port: Some(9898), ..sample_service_settings() };
     let world = World::new(17763, 6532).await;
-    let error = world.configure(&custom).await.unwrap_err();
-    let failures = error.preflight_failures();
-    assert_eq!(failures.len(), 1, "{failures:#?}");
-    assert_eq!(failures[0].check, PreflightCheck::WindowsBuild);
-    assert!(failures[0].message.contains("custom VXLAN port 9898"), "{}", failures[0]);
-    assert!(failures[0].message.contains("use Windows Server 2022 or remove the custom VXLAN port"), "{}", failures[0]);
+    let message = world.refused_build(&custom).await;
+    assert!(message.contains("custom VXLAN port 9898"), "{message}");
+    assert!(message.contains("use Windows Server 2022 or remove the custom VXLAN port"), "{message}");
 
     let default_port = World::new(17763, 6532).await;
     let explicit_default = ServiceSettings { hybrid_overlay_vxlan_port: Some(4789), ..sample_service_settings() };
