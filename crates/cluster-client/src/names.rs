@@ -80,3 +80,7 @@ pub const TRUSTED_CA_KEY: &str = "ca-bundle.crt";
 pub const NODE_BOOTSTRAPPER_NAMESPACE: &str = "openshift-machine-config-operator";
 /// ServiceAccount whose short-lived tokens bootstrap kubelets.
 pub const NODE_BOOTSTRAPPER_SERVICE_ACCOUNT: &str = "node-bootstrapper";
+/// ServiceAccount (in the operator namespace) whose short-lived tokens azure-cloud-node-manager runs with on Azure
+/// hosts: it may update Nodes (taints, provider ID, labels) and patch their status, which NodeRestriction forbids
+/// the kubelet's node identity for its own taints.
+pub const CLOUD_NODE_MANAGER_SERVICE_ACCOUNT: &str = "cloud-node-manager";

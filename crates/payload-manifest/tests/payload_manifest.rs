@@ -330,6 +330,25 @@ fn bootstrap_kubeconfig_parses_as_a_kubeconfig() {
 }
 
 #[test]
+fn cloud_node_manager_kubeconfig_parses_and_reads_its_token_from_the_token_file() {
+    let files =
+        render::cloud_node_manager_files("https://api-int.fixture.example:6443", &SecretToken::new(TOKEN)).unwrap();
+    let destinations: Vec<&str> = files.iter().map(|file| file.destination().as_str()).collect();
+    assert_eq!(destinations, [r"C:\k\cloud-node-manager-kubeconfig", r"C:\k\cloud-node-manager-token"]);
+    let text = std::str::from_utf8(files[0].bytes()).unwrap();
+    let config = kube::config::Kubeconfig::from_yaml(text).unwrap();
+    let named_cluster = config.clusters[0].cluster.as_ref().unwrap();
+    assert_eq!(named_cluster.server.as_deref(), Some("https://api-int.fixture.example:6443"));
+    assert_eq!(named_cluster.certificate_authority.as_deref(), Some(r"C:\k\bootstrap-ca.crt"));
+    let user = config.auth_infos[0].auth_info.as_ref().unwrap();
+    assert_eq!((user.token.is_some(), user.token_file.as_deref()), (false, Some(r"C:\k\cloud-node-manager-token")));
+    assert_eq!(config.current_context.as_deref(), Some("cloud-node-manager"));
+    assert!(!text.contains(TOKEN), "the kubeconfig never holds the token: a rotation leaves it unchanged");
+    assert_eq!(files[1].bytes(), TOKEN.as_bytes());
+    assert!(!format!("{files:?}").contains(TOKEN));
+}
+
+#[test]
 fn structured_files_parse_back_with_the_expected_values() {
     let files = render::render_host_files(&full_cluster(), &host_with_overlay()).unwrap();
     let find = |destination: &str| files.iter().find(|file| file.destination().as_str() == destination).unwrap();

@@ -70,10 +70,10 @@ pub use host::{
     RegistryValueName, RotatedFiles, Sha256Hex,
 };
 pub use node::{
-    DEFENDER_EXCLUDED_PROGRAMS, FIREWALL_RULES, KEPT_CLIENT_CERTIFICATES, LEGACY_DAEMON_SERVICE, LogRotation,
-    NodeError, NodeInputs, NodeProxy, NodeService, PROXY_SERVICES, PROXY_VARIABLES, SERVICE_LOG_DIRECTORIES,
-    ServiceStage, Verbosity, WINDOWS_EXPORTER_SERVICE, defender_excluded_programs, go_duration,
-    hybrid_overlay_client_certificates, node_host_state, node_services,
+    CLOUD_NODE_MANAGER_KUBECONFIG, CLOUD_NODE_MANAGER_SERVICE, DEFENDER_EXCLUDED_PROGRAMS, FIREWALL_RULES,
+    KEPT_CLIENT_CERTIFICATES, LEGACY_DAEMON_SERVICE, LogRotation, NodeError, NodeInputs, NodeProxy, NodeService,
+    PROXY_SERVICES, PROXY_VARIABLES, SERVICE_LOG_DIRECTORIES, ServiceStage, Verbosity, WINDOWS_EXPORTER_SERVICE,
+    defender_excluded_programs, go_duration, hybrid_overlay_client_certificates, node_host_state, node_services,
 };
 pub use path::{MAX_PATH_CHARS, PathError, WinPath};
 pub use plan::{PlanError, Reconfiguration, Step, plan};

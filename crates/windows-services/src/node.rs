@@ -24,6 +24,13 @@ use crate::service::{FailureActions, Millis, ServiceCommand, ServiceName, Servic
 pub const LEGACY_DAEMON_SERVICE: &str = "windows-instance-config-daemon";
 /// The node-metrics service: windows_exporter on port 9182, serving TLS with the pair under `C:\k\tls\certs`.
 pub const WINDOWS_EXPORTER_SERVICE: &str = "windows_exporter";
+/// The kubeconfig of azure-cloud-node-manager (Azure): its own identity, ServiceAccount `cloud-node-manager` of the
+/// operator namespace, whose bearer token it reads from a separate file the operator rotates. Never the kubelet's
+/// kubeconfig: NodeRestriction forbids a node identity to change its own Node's taints, so the
+/// `node.cloudprovider.kubernetes.io/uninitialized` taint would never be removed.
+pub const CLOUD_NODE_MANAGER_KUBECONFIG: &str = r"C:\k\cloud-node-manager-kubeconfig";
+/// The service of azure-cloud-node-manager (Azure only).
+pub const CLOUD_NODE_MANAGER_SERVICE: &str = "cloud-node-manager";
 /// The inbound firewall rules a node gets (the Go operator's names): the kubelet's port 10250 for container logs
 /// and exec, and windows_exporter's port 9182 (node stage). Deconfiguration removes both.
 pub const FIREWALL_RULES: [&str; 2] = ["ContainerLogsPort", "WindowsExporter"];
@@ -549,10 +556,10 @@ fn cloud_node_manager(inputs: &NodeInputs, k: &WinPath) -> Result<ServiceSpec, N
             "--windows-service".to_owned(),
             format!("--node-name={}", inputs.node_name),
             "--wait-routes=false".to_owned(),
-            format!("--kubeconfig={}", k.join("kubeconfig")?),
+            format!("--kubeconfig={}", WinPath::parse(CLOUD_NODE_MANAGER_KUBECONFIG)?),
         ],
     );
-    service("cloud-node-manager", command, &[], vec![])
+    service(CLOUD_NODE_MANAGER_SERVICE, command, &[], vec![])
 }
 
 #[cfg(test)]
@@ -692,9 +699,25 @@ mod tests {
             image_paths(&NodeInputs { platform: Platform::Azure, ..inputs() }).into_iter().collect();
         assert_eq!(
             paths["cloud-node-manager"],
-            r"C:\k\azure-cloud-node-manager.exe --windows-service --node-name=winworker-1 --wait-routes=false --kubeconfig=C:\k\kubeconfig"
+            r"C:\k\azure-cloud-node-manager.exe --windows-service --node-name=winworker-1 --wait-routes=false --kubeconfig=C:\k\cloud-node-manager-kubeconfig"
         );
         assert_eq!(paths.len(), 7);
+    }
+
+    #[test]
+    fn the_cloud_node_manager_never_runs_with_the_kubelets_kubeconfig() {
+        // NodeRestriction forbids the node identity to remove the uninitialized taint from its own Node.
+        let services = node_services(&NodeInputs { platform: Platform::Azure, ..inputs() }).unwrap();
+        let manager = services.iter().find(|service| service.spec.name.as_str() == CLOUD_NODE_MANAGER_SERVICE).unwrap();
+        let kubeconfigs: Vec<&str> = manager
+            .spec
+            .command
+            .arguments
+            .iter()
+            .filter_map(|argument| argument.strip_prefix("--kubeconfig="))
+            .collect();
+        assert_eq!(kubeconfigs, [CLOUD_NODE_MANAGER_KUBECONFIG]);
+        assert_ne!(kubeconfigs[0].to_ascii_lowercase(), r"c:\k\kubeconfig");
     }
 
     #[test]

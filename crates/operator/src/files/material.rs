@@ -1,5 +1,5 @@
 //! The cluster material a host's files are rendered from — the API server CA, the kubelet client CA, the
-//! node-bootstrapper token and windows_exporter's TLS pair — and the cluster-wide settings (proxy, mirrors, …), as
+//! node-bootstrapper token, windows_exporter's TLS pair and (Azure) cloud-node-manager's token — and the cluster-wide settings (proxy, mirrors, …), as
 //! one immutable snapshot. Each piece of material is either usable or the reason it is not, so a missing TLS Secret
 //! blocks only the node stage, never a bootstrap; the settings are always those last read successfully.
 
@@ -19,7 +19,10 @@ pub struct ClusterMaterial {
     /// The CA bundle of the clients the kubelet accepts (`C:\k\kubelet-ca.crt`).
     pub kubelet_client_ca: Result<PemBundle, MaterialError>,
     /// The short-lived node-bootstrapper token for the bootstrap kubeconfig.
-    pub bootstrap_token: Result<BootstrapToken, MaterialError>,
+    pub bootstrap_token: Result<MintedToken, MaterialError>,
+    /// The token of ServiceAccount `cloud-node-manager` (`C:\k\cloud-node-manager-token`), azure-cloud-node-manager's
+    /// own identity; `None` on every platform but Azure, which runs no cloud-node-manager.
+    pub cloud_node_manager_token: Result<Option<MintedToken>, MaterialError>,
     /// windows_exporter's serving certificate and key (`C:\k\tls\certs`).
     pub exporter_tls: Result<ServingTls, MaterialError>,
     /// The cluster's global pull secret (OpenShift's `openshift-config/pull-secret`; `None` where there is none):
@@ -48,16 +51,19 @@ impl ClusterMaterial {
             api_server_ca: Err(MaterialError::NotReadYet { what: "the API server CA" }),
             kubelet_client_ca: Err(MaterialError::NotReadYet { what: "the kubelet client CA" }),
             bootstrap_token: Err(MaterialError::NotReadYet { what: "the node-bootstrapper token" }),
+            cloud_node_manager_token: Err(MaterialError::NotReadYet { what: "the cloud-node-manager token" }),
             exporter_tls: Err(MaterialError::NotReadYet { what: "the windows_exporter TLS pair" }),
         }
     }
 
     /// Whether `other` renders registered hosts the same files and services: both CA bundles, windows_exporter's TLS
-    /// pair, the pull secret, the registry CAs, the trusted CA bundle (or the reasons they are unusable) and the
-    /// cluster settings are equal. The bootstrap token is left out: only hosts without a Node use it, and each of
-    /// their passes reads the current one.
+    /// pair, the pull secret, the registry CAs, the trusted CA bundle, cloud-node-manager's token (or the reasons
+    /// they are unusable) and the cluster settings are equal, so a rotated cloud-node-manager token reaches every
+    /// Azure host at once. The bootstrap token is left out: only hosts without a Node use it, and each of their
+    /// passes reads the current one.
     pub fn same_node_files(&self, other: &ClusterMaterial) -> bool {
         self.settings == other.settings
+            && self.cloud_node_manager_token == other.cloud_node_manager_token
             && self.pull_secret == other.pull_secret
             && self.registry_cas == other.registry_cas
             && self.trusted_ca == other.trusted_ca
@@ -69,7 +75,7 @@ impl ClusterMaterial {
     /// The settings generation: a short digest of everything registered hosts' files and services are rendered
     /// from (what [`ClusterMaterial::same_node_files`] compares), so two snapshots that render the same have the same
     /// generation. A host's record carries the generation it last converged to; hosts behind a cluster setting
-    /// change show an older one. Stable for one build of the operator (it hashes the values as Rust sees them).
+    /// change show an older one. cloud-node-manager's token is left out: a rotation is not a setting. Stable for one build of the operator (it hashes the values as Rust sees them).
     ///
     /// ```
     /// # use std::sync::Arc;
@@ -99,6 +105,7 @@ impl ClusterMaterial {
         self.api_server_ca.is_ok()
             && self.kubelet_client_ca.is_ok()
             && self.bootstrap_token.is_ok()
+            && self.cloud_node_manager_token.is_ok()
             && self.exporter_tls.is_ok()
             && self.pull_secret.is_ok()
             && self.registry_cas.is_ok()
@@ -121,18 +128,19 @@ impl std::hash::Hasher for DigestHasher {
     }
 }
 
-/// A node-bootstrapper token and when it expires. `Debug` hides the token.
+/// A ServiceAccount token the operator minted (node-bootstrapper, cloud-node-manager) and when it expires. `Debug`
+/// hides the token.
 #[derive(Clone, PartialEq, Eq)]
-pub struct BootstrapToken {
+pub struct MintedToken {
     /// The bearer token.
     pub token: SecretToken,
     /// When the API server stops accepting it.
     pub expires_at: Timestamp,
 }
 
-impl fmt::Debug for BootstrapToken {
+impl fmt::Debug for MintedToken {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BootstrapToken").field("token", &self.token).field("expires_at", &self.expires_at).finish()
+        f.debug_struct("MintedToken").field("token", &self.token).field("expires_at", &self.expires_at).finish()
     }
 }
 

@@ -25,7 +25,7 @@ pub use cluster::{
     CLUSTER_DNS_INDEX, CLUSTER_DOMAIN, ClusterSettings, ClusterSettingsError, MAX_KUBELET_MINOR_SKEW, OVN_KUBERNETES,
     RenderMaterial,
 };
-pub use material::{BootstrapToken, ClusterMaterial, MaterialError};
+pub use material::{ClusterMaterial, MaterialError, MintedToken};
 pub use node_files::{FilesError, NodeFiles};
 pub use refresher::{
     EXPORTER_TLS_SECRET, KubeletCaSource, MaterialRefresher, MaterialSnapshot, MaterialSources, PULL_SECRET_KEY,

@@ -2,7 +2,8 @@
 //! latest [`ClusterMaterial`](super::ClusterMaterial) snapshot (material and [`ClusterSettings`]) and, in the node
 //! stage, the Node's hybrid-overlay subnet. It never does IO: the snapshot is kept fresh by the
 //! [`MaterialRefresher`](super::MaterialRefresher). Without windows_exporter's TLS Secret only windows_exporter waits
-//! ([`WithheldService`]); networking and the kubelet never depend on metrics.
+//! ([`WithheldService`]); networking and the kubelet never depend on metrics. On Azure the node stage carries
+//! cloud-node-manager's kubeconfig and token; without a usable token only cloud-node-manager waits.
 
 use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
@@ -10,11 +11,11 @@ use wmco_cluster_client::names::HYBRID_OVERLAY_SUBNET_ANNOTATION;
 use wmco_node_config::{FileStage, HostFilesSource, HostIdentity, SourceError, StageFiles, WithheldService};
 use wmco_payload_manifest::render::destinations::BOOTSTRAP_KUBECONFIG;
 use wmco_payload_manifest::render::{
-    HostInputs, IpCidr, OverlayNetwork, OverlayNetworkError, RenderError, SecretToken, exporter_tls_files,
-    render_host_files,
+    HostInputs, IpCidr, OverlayNetwork, OverlayNetworkError, RenderError, SecretToken, cloud_node_manager_files,
+    exporter_tls_files, render_host_files,
 };
 use wmco_payload_manifest::{HostFileSet, HostFileSetError, Manifest, Payload};
-use wmco_windows_services::WINDOWS_EXPORTER_SERVICE;
+use wmco_windows_services::{CLOUD_NODE_MANAGER_SERVICE, WINDOWS_EXPORTER_SERVICE};
 
 use super::material::MaterialError;
 use super::refresher::MaterialSnapshot;
@@ -77,8 +78,9 @@ impl NodeFiles {
     ///   kubeconfig with the current node-bootstrapper token.
     /// - Node: the same without the bootstrap kubeconfig (so a token refresh or an unusable token never touches a
     ///   registered host), plus the CNI and kube-proxy configuration for the Node's subnet and windows_exporter's
-    ///   TLS files. Without a usable TLS Secret only windows_exporter waits: it is withheld (with the reason
-    ///   naming the Secret) and everything else, networking included, goes ahead.
+    ///   TLS files, and on Azure cloud-node-manager's kubeconfig and token. Without a usable TLS Secret only
+    ///   windows_exporter waits, without a usable cloud-node-manager token only cloud-node-manager: each is withheld
+    ///   (with the reason naming the object) and everything else, networking included, goes ahead.
     ///
     /// # Errors
     /// [`FilesError`] naming the missing or unusable object.
@@ -116,6 +118,11 @@ impl NodeFiles {
             match &material.exporter_tls {
                 Ok(tls) => rendered.extend(exporter_tls_files(tls)?),
                 Err(reason) => withheld.push(WithheldService::new(WINDOWS_EXPORTER_SERVICE, reason.to_string())),
+            }
+            match &material.cloud_node_manager_token {
+                Ok(Some(token)) => rendered.extend(cloud_node_manager_files(&settings.api_server_url, &token.token)?),
+                Ok(None) => {}
+                Err(reason) => withheld.push(WithheldService::new(CLOUD_NODE_MANAGER_SERVICE, reason.to_string())),
             }
         }
         let files = HostFileSet::new(&self.manifest, &self.payload, settings.platform, rendered)?;

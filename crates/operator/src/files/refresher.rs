@@ -10,6 +10,9 @@
 //!   written into `C:\k\ca-bundle.crt`.
 //! - node-bootstrapper token: TokenRequest for `openshift-machine-config-operator/node-bootstrapper`, minted again
 //!   at half its lifetime; a failed mint keeps the previous token while it is valid.
+//! - cloud-node-manager token (Azure only): TokenRequest for ServiceAccount `cloud-node-manager` of the operator
+//!   namespace, the same way with a longer lifetime (a day by default), so Azure hosts keep a valid credential
+//!   through an operator outage of half of it. Every registered Azure host gets the new token at once.
 //! - windows_exporter TLS: Secret `windows-machine-config-operator-tls` (`tls.crt`, `tls.key`).
 //! - pull secret (OpenShift): Secret `openshift-config/pull-secret` (`.dockerconfigjson`), whose credentials for
 //!   image mirrors go into `hosts.toml`; none where the Secret does not exist.
@@ -32,17 +35,18 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
 use tokio::sync::watch;
 use wmco_cluster_client::names::{
-    INJECT_TRUSTED_CA_BUNDLE_LABEL, NODE_BOOTSTRAPPER_NAMESPACE, NODE_BOOTSTRAPPER_SERVICE_ACCOUNT, PULL_SECRET,
-    PULL_SECRET_NAMESPACE, TRUSTED_CA_CONFIG_MAP, TRUSTED_CA_KEY,
+    CLOUD_NODE_MANAGER_SERVICE_ACCOUNT, INJECT_TRUSTED_CA_BUNDLE_LABEL, NODE_BOOTSTRAPPER_NAMESPACE,
+    NODE_BOOTSTRAPPER_SERVICE_ACCOUNT, PULL_SECRET, PULL_SECRET_NAMESPACE, TRUSTED_CA_CONFIG_MAP, TRUSTED_CA_KEY,
 };
 use wmco_cluster_client::types::ControllerConfig;
 use wmco_cluster_client::{
     ClusterFactsSource, ConfigMaps, ControllerConfigs, Secrets, ServiceAccountTokens, TokenRequestSpec,
 };
 use wmco_payload_manifest::render::{PemBundle, PullSecret, RegistryCa, SecretToken, ServingTls};
+use wmco_vocabulary::Platform;
 
 use super::ClusterSettings;
-use super::material::{BootstrapToken, ClusterMaterial, MaterialError};
+use super::material::{ClusterMaterial, MaterialError, MintedToken};
 use crate::csr::Clock;
 
 /// How long a refresh waits after a trigger for the rest of its burst.
@@ -92,6 +96,8 @@ pub struct RefreshSettings {
     pub namespace: String,
     /// The lifetime asked for the node-bootstrapper token; it is minted again at half of it.
     pub token_lifetime: Duration,
+    /// The lifetime asked for the cloud-node-manager token (Azure); it is minted again at half of it.
+    pub cloud_node_manager_token_lifetime: Duration,
     /// How often the CAs and the TLS Secret are read again while everything is usable.
     pub resync: Duration,
     /// How often a piece that is not usable is read again.
@@ -99,11 +105,13 @@ pub struct RefreshSettings {
 }
 
 impl RefreshSettings {
-    /// Defaults: a one-hour token, everything re-read every minute, missing pieces every five seconds.
+    /// Defaults: a one-hour bootstrap token, a one-day cloud-node-manager token, everything re-read every minute,
+    /// missing pieces every five seconds.
     pub fn new(namespace: impl Into<String>) -> Self {
         Self {
             namespace: namespace.into(),
             token_lifetime: Duration::from_secs(3600),
+            cloud_node_manager_token_lifetime: Duration::from_secs(24 * 3600),
             resync: Duration::from_secs(60),
             retry: Duration::from_secs(5),
         }
@@ -199,12 +207,15 @@ impl MaterialRefresher {
         let bootstrap_token = self.bootstrap_token(&previous.bootstrap_token, now).await;
         let exporter_tls = self.exporter_tls().await;
         let settings = self.cluster_settings(&previous.settings).await;
+        let cloud_node_manager_token =
+            self.cloud_node_manager_token(&previous.cloud_node_manager_token, settings.platform, now).await;
         let pull_secret = self.pull_secret().await;
         let trusted_ca = self.trusted_ca().await;
         let material = ClusterMaterial {
             api_server_ca,
             kubelet_client_ca,
             bootstrap_token,
+            cloud_node_manager_token,
             exporter_tls,
             pull_secret,
             registry_cas,
@@ -240,20 +251,27 @@ impl MaterialRefresher {
         }
     }
 
-    /// The resync interval, the retry interval when a piece is unusable, and never past the token's half-life.
+    /// The resync interval, the retry interval when a piece is unusable, and never past a token's half-life.
     fn next_wait(&self, material: &ClusterMaterial, now: Timestamp) -> Duration {
         let mut wait = if material.is_complete() { self.settings.resync } else { self.settings.retry };
-        if let Ok(token) = &material.bootstrap_token {
-            let until_due = self.refresh_due(token).duration_since(now);
-            wait = wait.min(Duration::try_from(until_due).unwrap_or(Duration::ZERO));
+        let tokens = [
+            (material.bootstrap_token.as_ref().ok(), self.settings.token_lifetime),
+            (
+                material.cloud_node_manager_token.as_ref().ok().and_then(Option::as_ref),
+                self.cloud_node_manager_lifetime(),
+            ),
+        ];
+        for (token, lifetime) in tokens {
+            if let Some(token) = token {
+                let until_due = refresh_due(token, lifetime).duration_since(now);
+                wait = wait.min(Duration::try_from(until_due).unwrap_or(Duration::ZERO));
+            }
         }
         wait
     }
 
-    /// When `token` is to be replaced: half the lifetime before it expires.
-    fn refresh_due(&self, token: &BootstrapToken) -> Timestamp {
-        let half = SignedDuration::try_from(self.settings.token_lifetime / 2).unwrap_or(SignedDuration::ZERO);
-        token.expires_at.checked_sub(half).unwrap_or(Timestamp::MIN)
+    fn cloud_node_manager_lifetime(&self) -> Duration {
+        self.settings.cloud_node_manager_token_lifetime
     }
 
     /// The cluster settings read again; the `previous` ones when the facts cannot be read or used.
@@ -389,30 +407,61 @@ impl MaterialRefresher {
 
     async fn bootstrap_token(
         &self,
-        previous: &Result<BootstrapToken, MaterialError>,
+        previous: &Result<MintedToken, MaterialError>,
         now: Timestamp,
-    ) -> Result<BootstrapToken, MaterialError> {
+    ) -> Result<MintedToken, MaterialError> {
+        let account = (NODE_BOOTSTRAPPER_NAMESPACE, NODE_BOOTSTRAPPER_SERVICE_ACCOUNT);
+        self.token(previous, now, account, self.settings.token_lifetime, "node-bootstrapper").await
+    }
+
+    /// cloud-node-manager's token on Azure; `None` on every other platform (no host runs cloud-node-manager).
+    async fn cloud_node_manager_token(
+        &self,
+        previous: &Result<Option<MintedToken>, MaterialError>,
+        platform: Platform,
+        now: Timestamp,
+    ) -> Result<Option<MintedToken>, MaterialError> {
+        if platform != Platform::Azure {
+            return Ok(None);
+        }
+        let previous = match previous {
+            Ok(Some(token)) => Ok(token.clone()),
+            Ok(None) => Err(MaterialError::NotReadYet { what: "the cloud-node-manager token" }),
+            Err(error) => Err(error.clone()),
+        };
+        let account = (self.settings.namespace.as_str(), CLOUD_NODE_MANAGER_SERVICE_ACCOUNT);
+        self.token(&previous, now, account, self.cloud_node_manager_lifetime(), "cloud-node-manager").await.map(Some)
+    }
+
+    /// The `previous` token while it is not due; otherwise a token of ServiceAccount `account` (namespace, name) for
+    /// `lifetime`, or, when the mint fails, the previous one while it is still valid.
+    async fn token(
+        &self,
+        previous: &Result<MintedToken, MaterialError>,
+        now: Timestamp,
+        (namespace, service_account): (&str, &str),
+        lifetime: Duration,
+        what: &'static str,
+    ) -> Result<MintedToken, MaterialError> {
         if let Ok(token) = previous
-            && now < self.refresh_due(token)
+            && now < refresh_due(token, lifetime)
         {
             return Ok(token.clone());
         }
-        let spec = TokenRequestSpec { audiences: Vec::new(), lifetime: self.settings.token_lifetime };
-        match self.sources.tokens.request(NODE_BOOTSTRAPPER_NAMESPACE, NODE_BOOTSTRAPPER_SERVICE_ACCOUNT, &spec).await {
+        let spec = TokenRequestSpec { audiences: Vec::new(), lifetime };
+        match self.sources.tokens.request(namespace, service_account, &spec).await {
             Ok(minted) => {
-                tracing::info!(expires_at = %minted.expires_at(), "minted a node-bootstrapper token");
-                Ok(BootstrapToken { token: SecretToken::new(minted.secret()), expires_at: minted.expires_at() })
+                tracing::info!(expires_at = %minted.expires_at(), "minted a {what} token");
+                Ok(MintedToken { token: SecretToken::new(minted.secret()), expires_at: minted.expires_at() })
             }
             Err(error) => {
                 let error = MaterialError::Read {
-                    what: format!(
-                        "a token of ServiceAccount {NODE_BOOTSTRAPPER_NAMESPACE}/{NODE_BOOTSTRAPPER_SERVICE_ACCOUNT}"
-                    ),
+                    what: format!("a token of ServiceAccount {namespace}/{service_account}"),
                     reason: error.to_string(),
                 };
                 match previous {
                     Ok(token) if now < token.expires_at => {
-                        tracing::warn!(error = %error, "keeping the previous node-bootstrapper token until it expires");
+                        tracing::warn!(error = %error, "keeping the previous {what} token until it expires");
                         Ok(token.clone())
                     }
                     _ => Err(error),
@@ -459,6 +508,12 @@ impl MaterialRefresher {
         let chain: PemBundle = text("tls.crt")?.parse().map_err(|error| invalid("tls.crt", format!("{error}")))?;
         ServingTls::new(chain, &text("tls.key")?).map_err(|error| invalid("tls.key", error.to_string()))
     }
+}
+
+/// When `token`, asked for `lifetime`, is to be replaced: half the lifetime before it expires.
+fn refresh_due(token: &MintedToken, lifetime: Duration) -> Timestamp {
+    let half = SignedDuration::try_from(lifetime / 2).unwrap_or(SignedDuration::ZERO);
+    token.expires_at.checked_sub(half).unwrap_or(Timestamp::MIN)
 }
 
 /// What the API server said (the cluster error's source), as the reason of a failed ControllerConfig listing.
@@ -532,6 +587,11 @@ fn log_changes(previous: &ClusterMaterial, current: &ClusterMaterial) {
         "node-bootstrapper token",
         previous.bootstrap_token.as_ref().err(),
         current.bootstrap_token.as_ref().err(),
+    );
+    log_change(
+        "cloud-node-manager token",
+        previous.cloud_node_manager_token.as_ref().err(),
+        current.cloud_node_manager_token.as_ref().err(),
     );
     log_change("windows_exporter TLS pair", previous.exporter_tls.as_ref().err(), current.exporter_tls.as_ref().err());
     log_change("pull secret", previous.pull_secret.as_ref().err(), current.pull_secret.as_ref().err());

@@ -808,3 +808,62 @@ async fn the_workers_cloud_provider_and_cloud_config_reach_the_kubelet_and_c_k_c
     assert_eq!(services.cloud_provider.as_deref(), Some("external"));
     assert_eq!(services.cloud_config.map(|path| path.to_string()).as_deref(), Some(r"C:\k\cloud.conf"));
 }
+
+/// The world on Azure: the facts say platform Azure from the first refresh on.
+async fn azure_world() -> World {
+    let world = World::new(None).await;
+    *world.facts.0.lock().unwrap() = Ok(ClusterFacts { platform: Platform::Azure.into(), ..facts() });
+    world.put_tls_secret().await;
+    world
+}
+
+/// The cloud-node-manager tokens minted so far, as `(namespace/name, lifetime)`.
+fn cloud_node_manager_tokens(world: &World) -> Vec<(String, Duration)> {
+    let issued = world.tokens.issued().into_iter();
+    issued.filter(|(account, _)| account == "wmco/cloud-node-manager").map(|(a, spec)| (a, spec.lifetime)).collect()
+}
+
+#[tokio::test]
+async fn on_azure_the_node_set_carries_cloud_node_manager_s_own_kubeconfig_and_a_token_of_its_service_account() {
+    let world = azure_world().await;
+    world.refresher.refresh().await;
+    assert_eq!(
+        cloud_node_manager_tokens(&world),
+        [("wmco/cloud-node-manager".to_owned(), Duration::from_secs(24 * 3600))]
+    );
+    let (_dir, files) = node_files(&world);
+    let bootstrap = rendered(&files.file_set(&identity(), FileStage::Bootstrap).unwrap().files);
+    assert!(!bootstrap.keys().any(|name| name.contains("cloud-node-manager-")), "node stage only: {bootstrap:?}");
+    let node = node_with_subnet(SUBNET);
+    let stage = files.file_set(&identity(), FileStage::Node(&node)).unwrap();
+    assert!(stage.withheld.is_empty(), "{:?}", stage.withheld);
+    let set = rendered(&stage.files);
+    let kubeconfig = &set[r"C:\k\cloud-node-manager-kubeconfig"];
+    assert!(kubeconfig.contains(r"tokenFile: C:\k\cloud-node-manager-token"), "{kubeconfig}");
+    assert!(kubeconfig.contains("server: https://api-int.example:6443\n"), "{kubeconfig}");
+    let token = world.snapshot.current().cloud_node_manager_token.clone().unwrap().unwrap();
+    assert_eq!(set[r"C:\k\cloud-node-manager-token"], token.token.expose());
+    assert_ne!(token.token.expose(), world.token(), "not the node-bootstrapper's token");
+}
+
+#[tokio::test]
+async fn the_cloud_node_manager_token_is_minted_again_at_half_its_day_and_reaches_every_registered_host() {
+    use futures::{FutureExt as _, StreamExt as _};
+    let world = azure_world().await;
+    let mut changes = Box::pin(world.snapshot.node_file_changes());
+    world.refresher.refresh().await;
+    assert!(changes.next().now_or_never().is_some());
+    let first = world.snapshot.current().cloud_node_manager_token.clone().unwrap().unwrap();
+    for _ in 0..23 {
+        world.advance(SignedDuration::from_mins(30));
+        world.refresher.refresh().await;
+    }
+    assert_eq!(cloud_node_manager_tokens(&world).len(), 1, "11.5 hours: not due yet");
+    assert!(changes.next().now_or_never().is_none(), "a new bootstrap token changes no registered host");
+    world.advance(SignedDuration::from_mins(30));
+    world.refresher.refresh().await;
+    assert_eq!(cloud_node_manager_tokens(&world).len(), 2, "minted again at 12 hours");
+    let second = world.snapshot.current().cloud_node_manager_token.clone().unwrap().unwrap();
+    assert_ne!(first.token, second.token);
+    assert!(changes.next().now_or_never().is_some(), "every host is reconciled with the new token");
+}

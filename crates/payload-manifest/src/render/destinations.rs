@@ -11,6 +11,11 @@ pub const KUBELET_CONFIG: &str = r"C:\k\kubelet.conf";
 pub const BOOTSTRAP_KUBECONFIG: &str = r"C:\k\bootstrap-kubeconfig";
 /// The kubeconfig the kubelet writes after bootstrapping (`--kubeconfig`); kube-proxy uses it too.
 pub const KUBELET_KUBECONFIG: &str = r"C:\k\kubeconfig";
+/// azure-cloud-node-manager's kubeconfig (Azure; `--kubeconfig`): the API server, [`BOOTSTRAP_CA`] and
+/// [`CLOUD_NODE_MANAGER_TOKEN`] as its token file.
+pub const CLOUD_NODE_MANAGER_KUBECONFIG: &str = wmco_windows_services::CLOUD_NODE_MANAGER_KUBECONFIG;
+/// The bearer token of ServiceAccount `cloud-node-manager` (Azure), rotated by the operator.
+pub const CLOUD_NODE_MANAGER_TOKEN: &str = r"C:\k\cloud-node-manager-token";
 /// The CA bundle that verifies the API server.
 pub const BOOTSTRAP_CA: &str = r"C:\k\bootstrap-ca.crt";
 /// The CA bundle of clients the kubelet accepts.
@@ -74,6 +79,8 @@ mod tests {
             KUBELET_CONFIG,
             BOOTSTRAP_KUBECONFIG,
             KUBELET_KUBECONFIG,
+            CLOUD_NODE_MANAGER_KUBECONFIG,
+            CLOUD_NODE_MANAGER_TOKEN,
             BOOTSTRAP_CA,
             KUBELET_CLIENT_CA,
             CA_BUNDLE,

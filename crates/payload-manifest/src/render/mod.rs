@@ -14,10 +14,11 @@
 //! | CNI config (phase 2) | `C:\k\cni\config\cni.conf` | [`cni_config`] |
 //! | KubeProxyConfiguration (phase 2) | `C:\k\kube-proxy.conf` | [`kube_proxy_config`] |
 //! | windows_exporter TLS (phase 2) | `C:\k\tls\certs\tls.crt`, `tls.key` | [`exporter_tls_files`] |
+//! | cloud-node-manager kubeconfig and token (Azure, phase 2) | `C:\k\cloud-node-manager-kubeconfig`, `-token` | [`cloud_node_manager_files`] |
 //!
 //! windows_exporter's web configuration is a payload file (`payload/windows-exporter/`), not rendered: it only
-//! names the two TLS files. The TLS files are not part of [`render_host_files`]: they come from a Secret the
-//! caller may not have yet, and only the node stage needs them.
+//! names the two TLS files. The TLS files and cloud-node-manager's credential are not part of [`render_host_files`]:
+//! they come from a Secret or a token the caller may not have yet, and only the node stage needs them.
 
 mod ca;
 mod cni;
@@ -44,7 +45,7 @@ pub use inputs::{
     OverlayNetworkError, PemBundle, PemBundleError, Proxy, PullSecret, PullSecretError, RegistryCa, SecretToken,
 };
 pub use kube_proxy::kube_proxy_config;
-pub use kubeconfig::bootstrap_kubeconfig;
+pub use kubeconfig::{bootstrap_kubeconfig, cloud_node_manager_files};
 pub use kubelet::{credential_provider_config, kubelet_config};
 pub use registries::{MirrorHost, RegistryHosts, plan_registry_hosts, registry_hosts_files};
 pub use tls::{PrivateKeyPemError, ServingTls, exporter_tls_files};
