@@ -3,14 +3,17 @@
 //! The generator renders `manifests/overlays/openshift` with kubectl and turns it into a registry+v1 bundle:
 //! - `manifests/<package>.clusterserviceversion.yaml`: `manifests/olm/csv-base.yaml` (annotations, owned CRD and
 //!   its descriptors, install modes, links; `description.md` as the description) plus the rendered Deployment and
-//!   the operator's RBAC: the Role bound in the operator namespace becomes `permissions`; the ClusterRole and the
-//!   Roles bound in other namespaces become `clusterPermissions` (OLM installs namespaced objects into the
-//!   operator namespace only, so those rules are cluster-wide here: docs/install.md lists the difference);
+//!   the RBAC of the ServiceAccounts of the operator namespace (the operator's, and `cloud-node-manager`, whose
+//!   tokens Azure hosts run azure-cloud-node-manager with): per ServiceAccount, the Roles bound in the operator
+//!   namespace become its `permissions`; the ClusterRoles and the Roles bound in other namespaces its
+//!   `clusterPermissions` (OLM installs namespaced objects into the operator namespace only, so those rules are
+//!   cluster-wide here: docs/install.md lists the difference);
 //! - the CRD, the Services, ServiceMonitors, PrometheusRule, Prometheus' Role and the metrics reader's ClusterRole
 //!   and binding, without namespaces;
 //! - `metadata/annotations.yaml`.
 //!
-//! The Namespace and the operator's ServiceAccount are left to OLM. `--check` compares the committed `bundle/`
+//! The Namespace and the ServiceAccounts of the operator namespace are left to OLM, which creates each one the CSV's
+//! permissions name (in whatever namespace the operator is installed). `--check` compares the committed `bundle/`
 //! with what would be generated; both modes validate it with `e2e/bundle-validate` (the operatorframework suite)
 //! and build the bundle image (`FROM scratch` with the bundle and its labels) beside the operator image.
 
@@ -119,6 +122,7 @@ pub struct BundleSettings<'a> {
 pub fn generate(rendered: &[Value], settings: &BundleSettings<'_>) -> anyhow::Result<BTreeMap<String, String>> {
     let mut roles: BTreeMap<(String, String), Value> = BTreeMap::new();
     let mut bindings = Vec::new();
+    let mut service_accounts = BTreeSet::new();
     let mut deployments = Vec::new();
     let mut others = Vec::new();
     for object in rendered {
@@ -127,11 +131,15 @@ pub fn generate(rendered: &[Value], settings: &BundleSettings<'_>) -> anyhow::Re
         let namespace = object["metadata"]["namespace"].as_str().unwrap_or_default().to_owned();
         match kind {
             "Namespace" => {}
-            "ServiceAccount" if name == OPERATOR_SERVICE_ACCOUNT && namespace == OPERATOR_NAMESPACE => {}
+            "ServiceAccount" if namespace == OPERATOR_NAMESPACE => {
+                service_accounts.insert(name);
+            }
             "Role" | "ClusterRole" => {
                 roles.insert((namespace, name), object.clone());
             }
-            "RoleBinding" | "ClusterRoleBinding" if binds_operator(object) => bindings.push(object.clone()),
+            "RoleBinding" | "ClusterRoleBinding" if let Some(account) = bound_service_account(object) => {
+                bindings.push((account, object.clone()));
+            }
             "Deployment" => deployments.push(object.clone()),
             "CustomResourceDefinition"
             | "ClusterRoleBinding"
@@ -149,10 +157,10 @@ pub fn generate(rendered: &[Value], settings: &BundleSettings<'_>) -> anyhow::Re
         }
     }
 
-    let mut permissions = Vec::new();
-    let mut cluster_permissions = Vec::new();
+    let mut permissions = Permissions::new();
+    let mut cluster_permissions = Permissions::new();
     let mut bound = BTreeSet::new();
-    for binding in &bindings {
+    for (account, binding) in &bindings {
         let namespace = binding["metadata"]["namespace"].as_str().unwrap_or_default().to_owned();
         let role_kind = binding["roleRef"]["kind"].as_str().unwrap_or_default();
         let role_name = binding["roleRef"]["name"].as_str().unwrap_or_default().to_owned();
@@ -160,12 +168,22 @@ pub fn generate(rendered: &[Value], settings: &BundleSettings<'_>) -> anyhow::Re
         let role =
             roles.get(&key).with_context(|| format!("{role_kind} {}/{} is bound but not rendered", key.0, key.1))?;
         let rules = role["rules"].as_array().cloned().unwrap_or_default();
-        if binding["kind"] == "RoleBinding" && namespace == OPERATOR_NAMESPACE {
-            permissions.extend(rules);
+        let target = if binding["kind"] == "RoleBinding" && namespace == OPERATOR_NAMESPACE {
+            &mut permissions
         } else {
-            cluster_permissions.extend(rules);
-        }
+            &mut cluster_permissions
+        };
+        target.entry(account.clone()).or_default().extend(rules);
         bound.insert(key);
+    }
+    for account in &service_accounts {
+        ensure!(
+            account == OPERATOR_SERVICE_ACCOUNT
+                || permissions.contains_key(account)
+                || cluster_permissions.contains_key(account),
+            "ServiceAccount {OPERATOR_NAMESPACE}/{account} has no RBAC: OLM creates only the ServiceAccounts the \
+             CSV's permissions name"
+        );
     }
     for ((namespace, name), role) in &roles {
         if !bound.contains(&(namespace.clone(), name.clone())) {
@@ -206,22 +224,33 @@ pub fn bundle_annotations() -> BTreeMap<&'static str, &'static str> {
     ])
 }
 
-fn binds_operator(binding: &Value) -> bool {
-    binding["subjects"].as_array().is_some_and(|subjects| {
-        subjects.iter().any(|subject| {
-            subject["kind"] == "ServiceAccount"
-                && subject["name"] == OPERATOR_SERVICE_ACCOUNT
-                && subject["namespace"] == OPERATOR_NAMESPACE
-        })
+/// Rules per ServiceAccount of the operator namespace.
+type Permissions = BTreeMap<String, Vec<Value>>;
+
+/// The ServiceAccount of the operator namespace that `binding` binds, if any.
+fn bound_service_account(binding: &Value) -> Option<String> {
+    binding["subjects"].as_array()?.iter().find_map(|subject| {
+        (subject["kind"] == "ServiceAccount" && subject["namespace"] == OPERATOR_NAMESPACE)
+            .then(|| subject["name"].as_str().map(str::to_owned))
+            .flatten()
     })
+}
+
+/// The CSV's entries of `permissions`: the operator's ServiceAccount first (always), then the others by name.
+fn permission_entries(mut permissions: Permissions) -> Vec<Value> {
+    let operator = permissions.remove(OPERATOR_SERVICE_ACCOUNT).unwrap_or_default();
+    std::iter::once((OPERATOR_SERVICE_ACCOUNT.to_owned(), operator))
+        .chain(permissions)
+        .map(|(account, rules)| json!({ "serviceAccountName": account, "rules": rules }))
+        .collect()
 }
 
 /// The CSV: the base with the version, image and description filled in, and the install strategy.
 fn csv(
     settings: &BundleSettings<'_>,
     deployment: &Value,
-    permissions: Vec<Value>,
-    cluster_permissions: Vec<Value>,
+    permissions: Permissions,
+    cluster_permissions: Permissions,
 ) -> anyhow::Result<Value> {
     let base = settings.csv_base.replace("${VERSION}", settings.version).replace("${IMAGE}", settings.image);
     let mut csv: Value = serde_saphyr::from_str(&base).context("manifests/olm/csv-base.yaml is not YAML")?;
@@ -241,8 +270,8 @@ fn csv(
                 "label": deployment["metadata"]["labels"],
                 "spec": deployment_spec,
             }],
-            "permissions": [{ "serviceAccountName": OPERATOR_SERVICE_ACCOUNT, "rules": permissions }],
-            "clusterPermissions": [{ "serviceAccountName": OPERATOR_SERVICE_ACCOUNT, "rules": cluster_permissions }],
+            "permissions": permission_entries(permissions),
+            "clusterPermissions": permission_entries(cluster_permissions),
         },
     });
     Ok(csv)
@@ -414,6 +443,18 @@ mod tests {
   metadata: {name: cluster}
   roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster}
   subjects: [{kind: ServiceAccount, name: windows-machine-config-operator, namespace: openshift-windows-machine-config-operator}]
+- apiVersion: v1
+  kind: ServiceAccount
+  metadata: {name: cloud-node-manager, namespace: openshift-windows-machine-config-operator}
+- apiVersion: rbac.authorization.k8s.io/v1
+  kind: ClusterRole
+  metadata: {name: cloud-node-manager}
+  rules: [{apiGroups: [""], resources: [nodes/status], verbs: [patch]}]
+- apiVersion: rbac.authorization.k8s.io/v1
+  kind: ClusterRoleBinding
+  metadata: {name: cloud-node-manager}
+  roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cloud-node-manager}
+  subjects: [{kind: ServiceAccount, name: cloud-node-manager, namespace: openshift-windows-machine-config-operator}]
 - apiVersion: rbac.authorization.k8s.io/v1
   kind: Role
   metadata: {name: prometheus-k8s, namespace: openshift-windows-machine-config-operator}
@@ -473,6 +514,15 @@ mod tests {
         let resources: Vec<&Value> = cluster_rules.iter().map(|rule| &rule["resources"][0]).collect();
         assert_eq!(resources, [&json!("secrets"), &json!("nodes")]);
         assert_eq!(cluster_rules[0]["resourceNames"], json!(["windows-user-data"]));
+        let accounts: Vec<&Value> = install["clusterPermissions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|entry| &entry["serviceAccountName"])
+            .collect();
+        assert_eq!(accounts, [&json!(OPERATOR_SERVICE_ACCOUNT), &json!("cloud-node-manager")]);
+        assert_eq!(install["clusterPermissions"][1]["rules"][0]["resources"], json!(["nodes/status"]));
+        assert_eq!(install["permissions"].as_array().unwrap().len(), 1, "no Role binds cloud-node-manager");
         let deployment = &install["deployments"][0];
         assert_eq!(deployment["name"], "windows-machine-config-operator");
         assert_eq!(
@@ -497,6 +547,17 @@ mod tests {
         assert_eq!(
             error.to_string(),
             "ConfigMap default/x cannot be installed from an OLM bundle (only into the operator namespace)"
+        );
+    }
+
+    #[test]
+    fn a_service_account_without_rbac_is_refused_by_name() {
+        let mut objects = rendered();
+        objects.push(json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": "idle", "namespace": OPERATOR_NAMESPACE}}));
+        let error = generate(&objects, &settings()).unwrap_err();
+        assert!(
+            error.to_string().starts_with("ServiceAccount openshift-windows-machine-config-operator/idle has no RBAC")
         );
     }
 

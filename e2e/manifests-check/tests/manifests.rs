@@ -5,8 +5,11 @@
 //! renders without its monitoring component, the Deployment's pod passes the namespace's `restricted` Pod Security level, and the operator's token can
 //! do exactly what `docs/install.md` says (SelfSubjectAccessReviews for the whole table, real calls for the
 //! sensitive rules: CSR approval per signer, TokenRequest per ServiceAccount, Secrets, the API server CA in
-//! `kube-root-ca.crt`, Node patch, eviction, `WindowsInstance` status), and the optional `cluster-api` component
-//! grants exactly the mirror of `windows-user-data` in `openshift-cluster-api` once applied there.
+//! `kube-root-ca.crt`, Node patch, eviction, `WindowsInstance` status), the optional `cluster-api` component
+//! grants exactly the mirror of `windows-user-data` in `openshift-cluster-api` once applied there, and Azure's
+//! cloud-node-manager credential as the operator mints and renders it removes the
+//! `node.cloudprovider.kubernetes.io/uninitialized` taint from a Node, which the kubelet's node identity cannot
+//! (NodeRestriction).
 //!
 //! One control plane serves the whole test; without the control-plane binaries `ControlPlane::start` fails with a
 //! message saying how to build them.
@@ -34,6 +37,9 @@ const OPERATOR_NAME: &str = "windows-machine-config-operator";
 /// The kubelet bootstrap identity.
 const BOOTSTRAPPER_NAMESPACE: &str = "openshift-machine-config-operator";
 const BOOTSTRAPPER_NAME: &str = "node-bootstrapper";
+/// azure-cloud-node-manager's ServiceAccount (operator namespace) and the taint it removes.
+const CLOUD_NODE_MANAGER: &str = "cloud-node-manager";
+const UNINITIALIZED_TAINT: &str = "node.cloudprovider.kubernetes.io/uninitialized";
 /// The two signers the operator may approve, and one it must not.
 const KUBELET_CLIENT_SIGNER: &str = "kubernetes.io/kube-apiserver-client-kubelet";
 const KUBELET_SERVING_SIGNER: &str = "kubernetes.io/kubelet-serving";
@@ -57,8 +63,10 @@ const ACCESS_TABLE: &[AccessCase] = &[
     ("create", "certificates.k8s.io", "certificatesigningrequests", "", "", false),
     ("delete", "certificates.k8s.io", "certificatesigningrequests", "", "", false),
     ("update", "certificates.k8s.io", "certificatesigningrequests/status", "", "", false),
-    // Bootstrap tokens: node-bootstrapper only.
+    // Tokens: node-bootstrapper and cloud-node-manager only.
     ("create", "", "serviceaccounts/token", BOOTSTRAPPER_NAMESPACE, BOOTSTRAPPER_NAME, true),
+    ("create", "", "serviceaccounts/token", OPERATOR_NAMESPACE, CLOUD_NODE_MANAGER, true),
+    ("create", "", "serviceaccounts/token", OPERATOR_NAMESPACE, "default", false),
     ("create", "", "serviceaccounts/token", BOOTSTRAPPER_NAMESPACE, "default", false),
     ("create", "", "serviceaccounts/token", OPERATOR_NAMESPACE, OPERATOR_NAME, false),
     ("create", "", "serviceaccounts/token", "kube-system", "default", false),
@@ -202,6 +210,7 @@ async fn manifests_install_the_operator_with_least_privilege() -> anyhow::Result
     patches_nodes_and_evicts_pods(&control_plane, &operator).await?;
     updates_windows_instance_status(&control_plane, &operator).await?;
     cluster_api_component_grants_the_mirror(&control_plane, &operator).await?;
+    cloud_node_manager_removes_the_uninitialized_taint_the_kubelet_cannot(&control_plane, &operator).await?;
     Ok(())
 }
 
@@ -254,17 +263,22 @@ fn kinds_and_names(objects: &[Value]) -> BTreeSet<String> {
 const BASE_OBJECTS: &[&str] = &[
     "customresourcedefinition.apiextensions.k8s.io/windowsinstances.windowsmachineconfig.openshift.io",
     "serviceaccount/windows-machine-config-operator",
+    "serviceaccount/cloud-node-manager",
     "role.rbac.authorization.k8s.io/windows-machine-config-operator",
     "role.rbac.authorization.k8s.io/windows-machine-config-operator-machine-api",
     "role.rbac.authorization.k8s.io/windows-machine-config-operator-bootstrap-token",
+    "role.rbac.authorization.k8s.io/windows-machine-config-operator-cloud-node-manager-token",
     "role.rbac.authorization.k8s.io/windows-machine-config-operator-events",
     "clusterrole.rbac.authorization.k8s.io/windows-machine-config-operator",
     "clusterrole.rbac.authorization.k8s.io/windows-machine-config-operator-metrics-reader",
+    "clusterrole.rbac.authorization.k8s.io/windows-machine-config-operator-cloud-node-manager",
     "rolebinding.rbac.authorization.k8s.io/windows-machine-config-operator",
     "rolebinding.rbac.authorization.k8s.io/windows-machine-config-operator-machine-api",
     "rolebinding.rbac.authorization.k8s.io/windows-machine-config-operator-bootstrap-token",
+    "rolebinding.rbac.authorization.k8s.io/windows-machine-config-operator-cloud-node-manager-token",
     "rolebinding.rbac.authorization.k8s.io/windows-machine-config-operator-events",
     "clusterrolebinding.rbac.authorization.k8s.io/windows-machine-config-operator",
+    "clusterrolebinding.rbac.authorization.k8s.io/windows-machine-config-operator-cloud-node-manager",
     "service/windows-machine-config-operator-metrics",
     "service/windows-exporter",
     "deployment.apps/windows-machine-config-operator",
@@ -764,4 +778,96 @@ async fn cluster_api_component_grants_the_mirror(
         .context("the operator could not apply the mirrored windows-user-data")?;
     secrets.get("windows-user-data").await.context("the operator could not read the mirrored windows-user-data")?;
     Ok(())
+}
+
+/// Azure's cloud-node-manager credential: a Node registered by its kubelet (`system:node:<name>`) with the
+/// uninitialized taint, as a kubelet with `--cloud-provider=external` registers it. The kubelet may not remove the
+/// taint (NodeRestriction); the operator mints a token of ServiceAccount `cloud-node-manager` through the product's
+/// TokenRequest client, renders the host's kubeconfig and token file with the product's renderer, and a client
+/// built from exactly those files (moved off `C:\k`) initializes the Node as upstream cloud-node-manager does:
+/// provider ID, zone label, addresses, the taint removed, an Event. It may not delete the Node or read Secrets.
+async fn cloud_node_manager_removes_the_uninitialized_taint_the_kubelet_cannot(
+    control_plane: &ControlPlane,
+    operator: &kube::Client,
+) -> anyhow::Result<()> {
+    use wmco_cluster_client::ServiceAccountTokens as _;
+    const NODE: &str = "azure-win-1";
+    let kubelet_certificate =
+        control_plane.issue_client_certificate(&format!("system:node:{NODE}"), &["system:nodes"])?;
+    let kubelet = control_plane.client_for_certificate("kubelet", &kubelet_certificate).await?;
+    let taint = json!({"key": UNINITIALIZED_TAINT, "value": "true", "effect": "NoSchedule"});
+    let node: Node = serde_json::from_value(json!({"metadata": {"name": NODE}, "spec": {"taints": [taint]}}))?;
+    Api::<Node>::all(kubelet.clone()).create(&PostParams::default(), &node).await.context("the kubelet registers")?;
+    let untaint = Patch::Merge(json!({"spec": {"taints": []}}));
+    match Api::<Node>::all(kubelet).patch(NODE, &PatchParams::default(), &untaint).await {
+        Err(kube::Error::Api(status)) if status.code == 403 && status.message.contains("taints") => {}
+        other => {
+            bail!("the kubelet removing its own taint should be refused by NodeRestriction, got {}", describe(other))
+        }
+    }
+
+    let spec = wmco_cluster_client::TokenRequestSpec {
+        audiences: Vec::new(),
+        lifetime: std::time::Duration::from_secs(24 * 3600),
+    };
+    let minted = wmco_cluster_client::KubeServiceAccountTokens::new(operator.clone())
+        .request(OPERATOR_NAMESPACE, CLOUD_NODE_MANAGER, &spec)
+        .await
+        .context("the operator could not mint a cloud-node-manager token")?;
+    let token = wmco_payload_manifest::render::SecretToken::new(minted.secret());
+    let files = wmco_payload_manifest::render::cloud_node_manager_files(control_plane.api_server_url(), &token)?;
+    let (manager, _host_files) = client_from_host_files(control_plane, &files).await?;
+
+    let nodes: Api<Node> = Api::all(manager.clone());
+    let initialize = Patch::Merge(json!({
+        "metadata": {"labels": {"topology.kubernetes.io/zone": "eastus-1"}},
+        "spec": {"providerID": format!("azure:///subscriptions/s/resourceGroups/g/providers/Microsoft.Compute/virtualMachines/{NODE}"), "taints": []},
+    }));
+    nodes.patch(NODE, &PatchParams::default(), &initialize).await.context("cloud-node-manager initializes its Node")?;
+    let addresses = Patch::Merge(json!({"status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.7"}]}}));
+    nodes.patch_status(NODE, &PatchParams::default(), &addresses).await.context("cloud-node-manager sets addresses")?;
+    let event: k8s_openapi::api::core::v1::Event = serde_json::from_value(json!({
+        "metadata": {"generateName": "azure-win-1."},
+        "involvedObject": {"kind": "Node", "name": NODE},
+        "reason": "Synced", "message": "Node synced successfully", "type": "Normal",
+    }))?;
+    Api::namespaced(manager.clone(), "default").create(&PostParams::default(), &event).await.context("an Event")?;
+
+    let initialized = Api::<Node>::all(control_plane.admin_client()).get(NODE).await?;
+    let spec = initialized.spec.unwrap_or_default();
+    ensure!(spec.taints.unwrap_or_default().is_empty(), "the uninitialized taint is still there");
+    ensure!(spec.provider_id.is_some_and(|id| id.starts_with("azure:///")), "no provider ID");
+    match nodes.delete(NODE, &Default::default()).await {
+        Err(kube::Error::Api(status)) if status.code == 403 => {}
+        other => bail!("cloud-node-manager deleting a Node should be forbidden, got {}", describe(other)),
+    }
+    match Api::<Secret>::namespaced(manager, OPERATOR_NAMESPACE).list(&ListParams::default()).await {
+        Err(kube::Error::Api(status)) if status.code == 403 => Ok(()),
+        other => bail!("cloud-node-manager listing Secrets should be forbidden, got {}", describe(other)),
+    }
+}
+
+/// A client from cloud-node-manager's kubeconfig and token file as rendered for a host, with the host's paths
+/// (`C:\k\bootstrap-ca.crt`, `C:\k\cloud-node-manager-token`) moved into a temporary directory holding the cluster
+/// CA and the token file's bytes (kept while the returned directory lives), so the client reads its token from the
+/// file as azure-cloud-node-manager does.
+async fn client_from_host_files(
+    control_plane: &ControlPlane,
+    files: &[wmco_payload_manifest::render::RenderedFile],
+) -> anyhow::Result<(kube::Client, tempfile::TempDir)> {
+    use wmco_payload_manifest::render::destinations::{
+        BOOTSTRAP_CA, CLOUD_NODE_MANAGER_KUBECONFIG, CLOUD_NODE_MANAGER_TOKEN,
+    };
+    let directory = tempfile::tempdir()?;
+    let file = |path: &str| files.iter().find(|file| file.destination().as_str() == path).context(path.to_owned());
+    let ca = directory.path().join("bootstrap-ca.crt");
+    std::fs::write(&ca, control_plane.ca_certificate_pem())?;
+    let token = directory.path().join("cloud-node-manager-token");
+    std::fs::write(&token, file(CLOUD_NODE_MANAGER_TOKEN)?.bytes())?;
+    let text = std::str::from_utf8(file(CLOUD_NODE_MANAGER_KUBECONFIG)?.bytes())?
+        .replace(BOOTSTRAP_CA, &ca.display().to_string())
+        .replace(CLOUD_NODE_MANAGER_TOKEN, &token.display().to_string());
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&text)?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default()).await?;
+    Ok((kube::Client::try_from(config)?, directory))
 }
