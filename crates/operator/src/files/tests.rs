@@ -408,68 +408,65 @@ async fn neither_the_token_nor_the_tls_key_reaches_debug_output_errors_or_logs()
     }
 }
 
-#[tokio::test]
-async fn node_config_configures_a_simulated_host_in_both_phases_from_the_payload_backed_files() {
-    use wmco_cluster_client::InstanceRecords;
-    use wmco_cluster_client::fake::{FakeDrainer, FakeInstanceRecords, FakeNodes};
-    use wmco_cluster_client::types::InstancePhase;
-    use wmco_node_config::{ClusterAccess, ConfigureInputs, ConfigureState, HostSession, configure};
-    use wmco_windows_services::Verbosity;
+/// One simulated host (`winhost-sim`'s in-process host) with its BYOH record, configured through `wmco-node-config`
+/// over the cluster-client fakes.
+struct SimulatedHost {
+    sim: Arc<winhost_sim::remote_host::InProcessHost>,
+    nodes: wmco_cluster_client::fake::FakeNodes,
+    records: wmco_cluster_client::fake::FakeInstanceRecords,
+    drainer: wmco_cluster_client::fake::FakeDrainer,
+    session: wmco_node_config::HostSession,
+}
 
-    let world = World::new(None).await;
-    world.put_tls_secret().await;
-    world.refresher.refresh().await;
-    let (_dir, files) = node_files(&world);
-    let settings = ClusterSettings::from_facts(&facts()).unwrap().service_settings(Verbosity::Normal);
-    let sim = Arc::new(winhost_sim::remote_host::InProcessHost::sample(5).unwrap());
-    let (nodes, records, drainer) = (FakeNodes::default(), FakeInstanceRecords::default(), FakeDrainer::default());
-    let cluster = ClusterAccess { nodes: &nodes, records: &records, drainer: &drainer };
-    let instance = wmco_cluster_client::fake::objects::record("byoh-127-0-0-50")
-        .in_namespace(NAMESPACE)
-        .byoh("127.0.0.50")
-        .username("administrator")
-        .build();
-    records.apply(&instance).await.unwrap();
-    let session = HostSession::new(sim.clone());
-    let configure_once = || async {
-        let instance = records.record(NAMESPACE, "byoh-127-0-0-50").unwrap();
-        let inputs = ConfigureInputs {
+impl SimulatedHost {
+    const RECORD: &str = "byoh-127-0-0-50";
+
+    async fn new() -> SimulatedHost {
+        use wmco_cluster_client::InstanceRecords as _;
+        let sim = Arc::new(winhost_sim::remote_host::InProcessHost::sample(5).unwrap());
+        let records = wmco_cluster_client::fake::FakeInstanceRecords::default();
+        let instance = wmco_cluster_client::fake::objects::record(Self::RECORD)
+            .in_namespace(NAMESPACE)
+            .byoh("127.0.0.50")
+            .username("administrator")
+            .build();
+        records.apply(&instance).await.unwrap();
+        let session = wmco_node_config::HostSession::new(sim.clone());
+        SimulatedHost { sim, nodes: Default::default(), records, drainer: Default::default(), session }
+    }
+
+    fn access(&self) -> wmco_node_config::ClusterAccess<'_> {
+        wmco_node_config::ClusterAccess { nodes: &self.nodes, records: &self.records, drainer: &self.drainer }
+    }
+
+    /// One configure pass with the files of `files` and the service settings of `world`'s current cluster.
+    async fn configure(&self, world: &World, files: &NodeFiles) -> wmco_node_config::ConfigureOutcome {
+        let settings = world.snapshot.current().settings.service_settings(Verbosity::Normal);
+        let instance = self.records.record(NAMESPACE, Self::RECORD).unwrap();
+        let inputs = wmco_node_config::ConfigureInputs {
             instance: &instance,
             settings: &settings,
-            files: &files,
+            files,
             operator_version: "10.17.0",
             pub_key_hash: "ab",
             disruptions: &wmco_node_config::testing::AdmitEvery::default(),
             drain: &wmco_cluster_client::DrainOptions::default(),
         };
-        configure(&session, cluster, &inputs).await.unwrap()
-    };
-    let read = |path: &str| {
-        let host = sim.host();
-        host.disk
-            .read(&winhost_sim::disk::WinPath::parse(path).unwrap())
-            .ok()
-            .map(|bytes| String::from_utf8(bytes).unwrap())
-    };
+        wmco_node_config::configure(&self.session, self.access(), &inputs).await.unwrap()
+    }
 
-    let bootstrap = configure_once().await;
-    assert_eq!(bootstrap.state, ConfigureState::WaitingForNode);
-    let kubeconfig = read(r"C:\k\bootstrap-kubeconfig").unwrap();
-    assert!(kubeconfig.contains("token: fake-token-1\n"), "{kubeconfig}");
-    assert_eq!(read(r"C:\k\bootstrap-ca.crt").as_deref(), Some(API_CA));
-    assert_eq!(read(r"C:\k\kubelet-ca.crt").as_deref(), Some(KUBELET_CA));
-    assert_eq!(read(r"C:\k\tls\certs\tls.crt"), None);
-    assert_eq!(read(r"C:\k\cni\config\cni.conf"), None);
-
-    // As the kubelet registers it: a Windows Node whose InternalIP is the `--node-ip` the record holds.
-    let node_ip = records.record(NAMESPACE, "byoh-127-0-0-50").unwrap().status.unwrap().node_ip.unwrap();
-    let mut node = node_with_subnet(SUBNET);
-    node.metadata.name = Some(bootstrap.node_name.clone());
-    node.metadata.labels.get_or_insert_default().insert("kubernetes.io/os".into(), "windows".into());
-    let address = k8s_openapi::api::core::v1::NodeAddress { type_: "InternalIP".into(), address: node_ip.to_string() };
-    node.status.get_or_insert_default().addresses = Some(vec![address]);
-    {
-        let mut host = sim.host();
+    /// What the kubelet and OVN-Kubernetes would do once the first pass started the kubelet: the kubelet's
+    /// kubeconfig, the hybrid-overlay networks, and the Node `node_name` with its subnet, registered as the kubelet
+    /// registers it (a Windows Node whose InternalIP is the `--node-ip` the record holds).
+    fn register(&self, node_name: &str) {
+        let node_ip = self.records.record(NAMESPACE, Self::RECORD).unwrap().status.unwrap().node_ip.unwrap();
+        let mut node = node_with_subnet(SUBNET);
+        node.metadata.name = Some(node_name.to_owned());
+        node.metadata.labels.get_or_insert_default().insert("kubernetes.io/os".into(), "windows".into());
+        let address =
+            k8s_openapi::api::core::v1::NodeAddress { type_: "InternalIP".into(), address: node_ip.to_string() };
+        node.status.get_or_insert_default().addresses = Some(vec![address]);
+        let mut host = self.sim.host();
         host.disk.write(&winhost_sim::disk::WinPath::parse(r"C:\k\kubeconfig").unwrap(), b"apiVersion: v1\n").unwrap();
         host.hns_networks.extend(wmco_node_config::HYBRID_OVERLAY_NETWORKS.map(|name| winhost_sim::host::HnsNetwork {
             name: name.to_owned(),
@@ -478,29 +475,105 @@ async fn node_config_configures_a_simulated_host_in_both_phases_from_the_payload
             address_prefix: Some(SUBNET.into()),
             gateway: None,
         }));
+        drop(host);
+        self.nodes.insert(node);
     }
-    nodes.insert(node);
-    let ready = configure_once().await;
-    assert_eq!(ready.state, ConfigureState::Ready);
-    assert_eq!(records.record(NAMESPACE, "byoh-127-0-0-50").unwrap().status.unwrap().phase, Some(InstancePhase::Ready));
-    assert_eq!(read(r"C:\k\bootstrap-kubeconfig"), None);
-    assert_eq!(read(r"C:\k\tls\certs\tls.key").as_deref(), Some(TLS_KEY));
-    assert!(read(r"C:\k\cni\config\cni.conf").unwrap().contains("\"rangeStart\": \"10.132.4.3\""));
-    assert!(read(r"C:\k\kube-proxy.conf").unwrap().contains("\"sourceVip\": \"10.132.4.2\""));
-    {
-        let mut host = sim.host();
+
+    fn read(&self, path: &str) -> Option<String> {
+        let host = self.sim.host();
+        host.disk
+            .read(&winhost_sim::disk::WinPath::parse(path).unwrap())
+            .ok()
+            .map(|bytes| String::from_utf8(bytes).unwrap())
+    }
+
+    /// The running services by name, with their process IDs.
+    fn running(&self) -> BTreeMap<String, u32> {
+        let mut host = self.sim.host();
         host.refresh();
         assert!(host.unknown_commands.is_empty(), "{:?}", host.unknown_commands);
-        assert_eq!(host.scm.services().filter(|service| service.state == winhost_sim::scm::State::Running).count(), 6);
+        let running = host.scm.services().filter(|service| service.state == winhost_sim::scm::State::Running);
+        running.map(|service| (service.name.clone(), service.pid)).collect()
     }
+}
+
+#[tokio::test]
+async fn node_config_configures_a_simulated_host_in_both_phases_from_the_payload_backed_files() {
+    use wmco_cluster_client::types::InstancePhase;
+    use wmco_node_config::ConfigureState;
+
+    let world = World::new(None).await;
+    world.put_tls_secret().await;
+    world.refresher.refresh().await;
+    let (_dir, files) = node_files(&world);
+    let host = SimulatedHost::new().await;
+
+    let bootstrap = host.configure(&world, &files).await;
+    assert_eq!(bootstrap.state, ConfigureState::WaitingForNode);
+    let kubeconfig = host.read(r"C:\k\bootstrap-kubeconfig").unwrap();
+    assert!(kubeconfig.contains("token: fake-token-1\n"), "{kubeconfig}");
+    assert_eq!(host.read(r"C:\k\bootstrap-ca.crt").as_deref(), Some(API_CA));
+    assert_eq!(host.read(r"C:\k\kubelet-ca.crt").as_deref(), Some(KUBELET_CA));
+    assert_eq!(host.read(r"C:\k\tls\certs\tls.crt"), None);
+    assert_eq!(host.read(r"C:\k\cni\config\cni.conf"), None);
+
+    host.register(&bootstrap.node_name);
+    let ready = host.configure(&world, &files).await;
+    assert_eq!(ready.state, ConfigureState::Ready);
+    let record = host.records.record(NAMESPACE, SimulatedHost::RECORD).unwrap();
+    assert_eq!(record.status.unwrap().phase, Some(InstancePhase::Ready));
+    assert_eq!(host.read(r"C:\k\bootstrap-kubeconfig"), None);
+    assert_eq!(host.read(r"C:\k\tls\certs\tls.key").as_deref(), Some(TLS_KEY));
+    assert!(host.read(r"C:\k\cni\config\cni.conf").unwrap().contains("\"rangeStart\": \"10.132.4.3\""));
+    assert!(host.read(r"C:\k\kube-proxy.conf").unwrap().contains("\"sourceVip\": \"10.132.4.2\""));
+    assert_eq!(host.running().len(), 6);
 
     // A new token changes nothing on a registered host: the node stage's files are the same, so the pass is
     // answered from the session's memory of the last one, without a command or an upload.
     world.advance(SignedDuration::from_mins(31));
     world.refresher.refresh().await;
     assert_eq!(world.token(), "fake-token-2");
-    let converged = configure_once().await;
+    let converged = host.configure(&world, &files).await;
     assert_eq!((converged.state, converged.commands, converged.uploads), (ConfigureState::Ready, 0, 0));
+}
+
+#[tokio::test]
+async fn an_azure_host_gets_cloud_node_manager_s_credential_renewed_without_a_restart_and_loses_it_on_removal() {
+    use wmco_node_config::{ConfigureState, DeconfigureInputs, deconfigure};
+
+    let world = azure_world().await;
+    world.refresher.refresh().await;
+    let (_dir, files) = node_files(&world);
+    let host = SimulatedHost::new().await;
+    let bootstrap = host.configure(&world, &files).await;
+    assert_eq!(host.read(r"C:\k\cloud-node-manager-kubeconfig"), None, "node stage only");
+    host.register(&bootstrap.node_name);
+    assert_eq!(host.configure(&world, &files).await.state, ConfigureState::Ready);
+    let token = |world: &World| {
+        world.snapshot.current().cloud_node_manager_token.clone().unwrap().unwrap().token.expose().to_owned()
+    };
+    let first = token(&world);
+    assert_eq!(host.read(r"C:\k\cloud-node-manager-token"), Some(first.clone()));
+    let kubeconfig = host.read(r"C:\k\cloud-node-manager-kubeconfig").unwrap();
+    assert!(kubeconfig.contains(r"tokenFile: C:\k\cloud-node-manager-token"), "{kubeconfig}");
+    let before = host.running();
+    assert_eq!(before.len(), 7, "cloud-node-manager runs: {before:?}");
+
+    world.advance(SignedDuration::from_hours(12));
+    world.refresher.refresh().await;
+    let second = token(&world);
+    assert_ne!(first, second);
+    let renewed = host.configure(&world, &files).await;
+    assert_eq!((renewed.state, renewed.uploads), (ConfigureState::Ready, 1), "the token file alone");
+    assert_eq!(host.read(r"C:\k\cloud-node-manager-token"), Some(second));
+    assert_eq!(host.running(), before, "no service restarted: client-go reads the token file again");
+
+    let instance = host.records.record(NAMESPACE, SimulatedHost::RECORD).unwrap();
+    let drain = wmco_cluster_client::DrainOptions::default();
+    deconfigure(&host.session, host.access(), &DeconfigureInputs { instance: &instance, drain: &drain }).await.unwrap();
+    for path in [r"C:\k\cloud-node-manager-kubeconfig", r"C:\k\cloud-node-manager-token"] {
+        assert_eq!(host.read(path), None, "{path} is removed with the host's configuration");
+    }
 }
 
 #[tokio::test]
