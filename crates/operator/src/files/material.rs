@@ -134,13 +134,38 @@ impl std::hash::Hasher for DigestHasher {
 pub struct MintedToken {
     /// The bearer token.
     pub token: SecretToken,
+    /// When the operator received it.
+    pub issued_at: Timestamp,
     /// When the API server stops accepting it.
     pub expires_at: Timestamp,
 }
 
+impl MintedToken {
+    /// When the token is to be replaced: at half the lifetime the API server granted, which may be shorter than the
+    /// one asked for (`--service-account-max-token-expiration`), so a shortened token is not replaced at every
+    /// refresh.
+    ///
+    /// ```
+    /// # use wmco_operator::files::MintedToken;
+    /// # use wmco_payload_manifest::render::SecretToken;
+    /// let issued_at: jiff::Timestamp = "2026-11-22T03:00:00Z".parse().unwrap();
+    /// let expires_at = issued_at.checked_add(jiff::SignedDuration::from_hours(1)).unwrap();
+    /// let token = MintedToken { token: SecretToken::new("t"), issued_at, expires_at };
+    /// assert_eq!(token.refresh_due(), issued_at.checked_add(jiff::SignedDuration::from_mins(30)).unwrap());
+    /// ```
+    pub fn refresh_due(&self) -> Timestamp {
+        let granted = self.expires_at.duration_since(self.issued_at).max(jiff::SignedDuration::ZERO);
+        self.issued_at.checked_add(granted / 2).unwrap_or(self.expires_at)
+    }
+}
+
 impl fmt::Debug for MintedToken {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MintedToken").field("token", &self.token).field("expires_at", &self.expires_at).finish()
+        f.debug_struct("MintedToken")
+            .field("token", &self.token)
+            .field("issued_at", &self.issued_at)
+            .field("expires_at", &self.expires_at)
+            .finish()
     }
 }
 

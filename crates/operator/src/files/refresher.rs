@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
-use jiff::{SignedDuration, Timestamp};
+use jiff::Timestamp;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
@@ -255,17 +255,12 @@ impl MaterialRefresher {
     fn next_wait(&self, material: &ClusterMaterial, now: Timestamp) -> Duration {
         let mut wait = if material.is_complete() { self.settings.resync } else { self.settings.retry };
         let tokens = [
-            (material.bootstrap_token.as_ref().ok(), self.settings.token_lifetime),
-            (
-                material.cloud_node_manager_token.as_ref().ok().and_then(Option::as_ref),
-                self.cloud_node_manager_lifetime(),
-            ),
+            material.bootstrap_token.as_ref().ok(),
+            material.cloud_node_manager_token.as_ref().ok().and_then(Option::as_ref),
         ];
-        for (token, lifetime) in tokens {
-            if let Some(token) = token {
-                let until_due = refresh_due(token, lifetime).duration_since(now);
-                wait = wait.min(Duration::try_from(until_due).unwrap_or(Duration::ZERO));
-            }
+        for token in tokens.into_iter().flatten() {
+            let until_due = token.refresh_due().duration_since(now);
+            wait = wait.min(Duration::try_from(until_due).unwrap_or(Duration::ZERO));
         }
         wait
     }
@@ -444,7 +439,7 @@ impl MaterialRefresher {
         what: &'static str,
     ) -> Result<MintedToken, MaterialError> {
         if let Ok(token) = previous
-            && now < refresh_due(token, lifetime)
+            && now < token.refresh_due()
         {
             return Ok(token.clone());
         }
@@ -452,7 +447,11 @@ impl MaterialRefresher {
         match self.sources.tokens.request(namespace, service_account, &spec).await {
             Ok(minted) => {
                 tracing::info!(expires_at = %minted.expires_at(), "minted a {what} token");
-                Ok(MintedToken { token: SecretToken::new(minted.secret()), expires_at: minted.expires_at() })
+                Ok(MintedToken {
+                    token: SecretToken::new(minted.secret()),
+                    issued_at: now,
+                    expires_at: minted.expires_at(),
+                })
             }
             Err(error) => {
                 let error = MaterialError::Read {
@@ -508,12 +507,6 @@ impl MaterialRefresher {
         let chain: PemBundle = text("tls.crt")?.parse().map_err(|error| invalid("tls.crt", format!("{error}")))?;
         ServingTls::new(chain, &text("tls.key")?).map_err(|error| invalid("tls.key", error.to_string()))
     }
-}
-
-/// When `token`, asked for `lifetime`, is to be replaced: half the lifetime before it expires.
-fn refresh_due(token: &MintedToken, lifetime: Duration) -> Timestamp {
-    let half = SignedDuration::try_from(lifetime / 2).unwrap_or(SignedDuration::ZERO);
-    token.expires_at.checked_sub(half).unwrap_or(Timestamp::MIN)
 }
 
 /// What the API server said (the cluster error's source), as the reason of a failed ControllerConfig listing.
