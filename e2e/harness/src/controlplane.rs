@@ -1,6 +1,6 @@
 //! [`ControlPlane`]: etcd, kube-apiserver and kube-controller-manager started as child processes on 127.0.0.1,
-//! with fresh certificates, an admin kubeconfig, the OpenShift fixtures installed, and ways to act as other
-//! identities. Everything lives in one temporary state directory that is removed when the control plane is
+//! with fresh certificates, an admin kubeconfig, the OpenShift fixtures installed (or none: a bare control plane, as
+//! kubeadm leaves it), and ways to act as other identities. Everything lives in one temporary state directory that is removed when the control plane is
 //! dropped (or, if the harness dies abruptly, by its watchdog).
 
 use std::ffi::OsString;
@@ -63,6 +63,7 @@ const PROBE_INTERVAL: Duration = Duration::from_millis(200);
 #[derive(Debug, Clone, Default)]
 pub struct ControlPlaneOptions {
     node_monitor_grace_period: Option<Duration>,
+    bare: bool,
 }
 
 impl ControlPlaneOptions {
@@ -78,6 +79,21 @@ impl ControlPlaneOptions {
     #[must_use]
     pub fn node_monitor_grace_period(mut self, period: Duration) -> Self {
         self.node_monitor_grace_period = Some(period);
+        self
+    }
+
+    /// Installs none of the fixtures: no OpenShift or monitoring CRD, no OpenShift namespace, no node-bootstrapper
+    /// identity; only what kube-apiserver and kube-controller-manager create themselves, as on a fresh kubeadm
+    /// cluster. [`ControlPlane::start`] then waits for the `default` ServiceAccount of namespace `default` instead of
+    /// the node-bootstrapper token, and [`ControlPlane::node_bootstrapper_token`] fails.
+    ///
+    /// ```
+    /// let options = wmco_e2e_harness::ControlPlaneOptions::default().without_fixtures();
+    /// # let _ = options;
+    /// ```
+    #[must_use]
+    pub fn without_fixtures(mut self) -> Self {
+        self.bare = true;
         self
     }
 }
@@ -222,15 +238,17 @@ impl ControlPlane {
         };
         control_plane.wait_for_api_server().await?;
         lock(&control_plane.controller_manager).start()?;
-        fixtures::install(
-            &control_plane.admin_client,
-            &FixtureValues {
-                api_server_url: control_plane.api_server_url.clone(),
-                ca_certificate_base64: STANDARD.encode(control_plane.pki.ca_certificate_pem()),
-            },
-        )
-        .await?;
-        control_plane.wait_for_controller_manager().await?;
+        if !options.bare {
+            fixtures::install(
+                &control_plane.admin_client,
+                &FixtureValues {
+                    api_server_url: control_plane.api_server_url.clone(),
+                    ca_certificate_base64: STANDARD.encode(control_plane.pki.ca_certificate_pem()),
+                },
+            )
+            .await?;
+        }
+        control_plane.wait_for_controller_manager(options.bare).await?;
         control_plane.startup_duration = started.elapsed();
         Ok(control_plane)
     }
@@ -362,6 +380,13 @@ impl ControlPlane {
             })
     }
 
+    /// ServiceAccount `default/default`, which kube-controller-manager's serviceaccount-controller creates.
+    async fn default_service_account(&self) -> Result<String, Error> {
+        let accounts: Api<ServiceAccount> = Api::namespaced(self.admin_client(), "default");
+        let account = accounts.get("default").await.map_err(Error::api("read ServiceAccount default/default"))?;
+        Ok(account.metadata.name.unwrap_or_default())
+    }
+
     /// Stops kube-apiserver and starts it again on the same port and etcd data, then waits until it is ready.
     pub async fn restart_api_server(&self) -> Result<(), Error> {
         lock(&self.api_server).start()?;
@@ -403,17 +428,22 @@ impl ControlPlane {
         }
     }
 
-    async fn wait_for_controller_manager(&self) -> Result<(), Error> {
+    /// Waits until kube-controller-manager works: it filled the node-bootstrapper token Secret (fixtures) or, on a
+    /// bare control plane, created ServiceAccount `default/default`.
+    async fn wait_for_controller_manager(&self, bare: bool) -> Result<(), Error> {
         let started = Instant::now();
+        let what = if bare { "the default ServiceAccount" } else { "the node-bootstrapper token Secret" };
         loop {
             self.check_processes()?;
-            let last_problem = match self.node_bootstrapper_token().await {
+            let outcome =
+                if bare { self.default_service_account().await } else { self.node_bootstrapper_token().await };
+            let last_problem = match outcome {
                 Ok(_) => return Ok(()),
                 Err(problem) => problem.to_string(),
             };
             if started.elapsed() > CONTROLLER_MANAGER_READY_TIMEOUT {
                 return Err(Error::Timeout {
-                    what: "kube-controller-manager (the node-bootstrapper token Secret)".to_owned(),
+                    what: format!("kube-controller-manager ({what})"),
                     waited: started.elapsed(),
                     last_problem,
                 });

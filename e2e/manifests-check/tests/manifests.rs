@@ -2,7 +2,8 @@
 //! privilege: `kubectl apply -k` accepts both overlays (OpenShift, then plain Kubernetes over it), a second apply of
 //! each changes nothing, each carries what its flavour needs (service-ca annotation, cluster-monitoring label,
 //! monitoring objects; the cluster-settings ConfigMap and node-bootstrapper binding), the plain-Kubernetes overlay
-//! renders without its monitoring component, the Deployment's pod passes the namespace's `restricted` Pod Security level, and the operator's token can
+//! renders the monitoring component once an admin adds it, the Deployment's pod passes the namespace's `restricted`
+//! Pod Security level, and the operator's token can
 //! do exactly what `docs/install.md` says (SelfSubjectAccessReviews for the whole table, real calls for the
 //! sensitive rules: CSR approval per signer, TokenRequest per ServiceAccount, Secrets, the API server CA in
 //! `kube-root-ca.crt`, Node patch, eviction, `WindowsInstance` status), the optional `cluster-api` component
@@ -11,7 +12,11 @@
 //! `node.cloudprovider.kubernetes.io/uninitialized` taint from a Node, which the kubelet's node identity cannot
 //! (NodeRestriction).
 //!
-//! One control plane serves the whole test; without the control-plane binaries `ControlPlane::start` fails with a
+//! A second test applies the plain-Kubernetes overlay alone to a bare control plane (no OpenShift namespace, no
+//! OpenShift or monitoring CRD, as `kubectl apply -k` on kubeadm meets it): it applies, a second apply changes
+//! nothing, and nothing it renders needs OpenShift or the Prometheus Operator.
+//!
+//! One control plane serves each test; without the control-plane binaries `ControlPlane::start` fails with a
 //! message saying how to build them.
 
 use std::collections::BTreeSet;
@@ -195,7 +200,7 @@ async fn manifests_install_the_operator_with_least_privilege() -> anyhow::Result
     openshift_overlay_applies_and_is_idempotent(&control_plane).await?;
     operator_pod_passes_restricted_pod_security(&control_plane).await?;
     kubernetes_overlay_applies_and_is_idempotent(&control_plane).await?;
-    kubernetes_overlay_renders_without_the_monitoring_component(&control_plane).await?;
+    kubernetes_overlay_renders_with_the_monitoring_component(&control_plane).await?;
     operator_pod_passes_restricted_pod_security(&control_plane).await?;
 
     let operator = control_plane
@@ -211,6 +216,40 @@ async fn manifests_install_the_operator_with_least_privilege() -> anyhow::Result
     updates_windows_instance_status(&control_plane, &operator).await?;
     cluster_api_component_grants_the_mirror(&control_plane, &operator).await?;
     cloud_node_manager_removes_the_uninitialized_taint_the_kubelet_cannot(&control_plane, &operator).await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn kubernetes_overlay_installs_on_a_bare_control_plane() -> anyhow::Result<()> {
+    let control_plane = ControlPlane::start(ControlPlaneOptions::default().without_fixtures())
+        .await
+        .context("the bare e2e control plane did not start")?;
+    let kubernetes = overlay("kubernetes");
+    let first = kubectl_apply(&control_plane, &kubernetes).await?;
+    ensure!(
+        first.iter().all(|line| line.ends_with(" created")) && first.contains(&format!("{PLAIN_NEW} created")),
+        "first apply of overlays/kubernetes on a bare control plane said {first:#?}"
+    );
+    let second = kubectl_apply(&control_plane, &kubernetes).await?;
+    ensure!(
+        second.len() == first.len() && second.iter().all(|line| line.ends_with(" unchanged")),
+        "second apply of overlays/kubernetes on a bare control plane was not a no-op: {second:#?}"
+    );
+    // Nothing that needs OpenShift or the Prometheus Operator, even where kubectl would take it (a Role names a
+    // namespace that happens to exist).
+    let foreign: Vec<String> = kubectl_kustomize(&control_plane, &kubernetes)
+        .await?
+        .iter()
+        .filter(|object| {
+            let api_version = object["apiVersion"].as_str().unwrap_or_default();
+            api_version.contains(".openshift.io/")
+                || api_version.starts_with("monitoring.coreos.com/")
+                || object["metadata"]["namespace"] == "openshift-machine-api"
+        })
+        .map(|object| format!("{} {}/{}", object["apiVersion"], object["kind"], object["metadata"]["name"]))
+        .collect();
+    ensure!(foreign.is_empty(), "overlays/kubernetes renders objects of OpenShift or monitoring: {foreign:?}");
+    operator_pod_passes_restricted_pod_security(&control_plane).await?;
     Ok(())
 }
 
@@ -265,7 +304,6 @@ const BASE_OBJECTS: &[&str] = &[
     "serviceaccount/windows-machine-config-operator",
     "serviceaccount/cloud-node-manager",
     "role.rbac.authorization.k8s.io/windows-machine-config-operator",
-    "role.rbac.authorization.k8s.io/windows-machine-config-operator-machine-api",
     "role.rbac.authorization.k8s.io/windows-machine-config-operator-bootstrap-token",
     "role.rbac.authorization.k8s.io/windows-machine-config-operator-cloud-node-manager-token",
     "role.rbac.authorization.k8s.io/windows-machine-config-operator-events",
@@ -273,7 +311,6 @@ const BASE_OBJECTS: &[&str] = &[
     "clusterrole.rbac.authorization.k8s.io/windows-machine-config-operator-metrics-reader",
     "clusterrole.rbac.authorization.k8s.io/windows-machine-config-operator-cloud-node-manager",
     "rolebinding.rbac.authorization.k8s.io/windows-machine-config-operator",
-    "rolebinding.rbac.authorization.k8s.io/windows-machine-config-operator-machine-api",
     "rolebinding.rbac.authorization.k8s.io/windows-machine-config-operator-bootstrap-token",
     "rolebinding.rbac.authorization.k8s.io/windows-machine-config-operator-cloud-node-manager-token",
     "rolebinding.rbac.authorization.k8s.io/windows-machine-config-operator-events",
@@ -292,6 +329,8 @@ const MONITORING_OBJECTS: &[&str] = &[
 ];
 /// What only the OpenShift overlay adds.
 const OPENSHIFT_OBJECTS: &[&str] = &[
+    "role.rbac.authorization.k8s.io/windows-machine-config-operator-machine-api",
+    "rolebinding.rbac.authorization.k8s.io/windows-machine-config-operator-machine-api",
     "role.rbac.authorization.k8s.io/prometheus-k8s",
     "rolebinding.rbac.authorization.k8s.io/prometheus-k8s",
     "role.rbac.authorization.k8s.io/windows-machine-config-operator-pull-secret",
@@ -405,36 +444,21 @@ async fn kubernetes_overlay_applies_and_is_idempotent(control_plane: &ControlPla
     let exporter = Api::<Service>::namespaced(client, OPERATOR_NAMESPACE).get("windows-exporter").await?;
     let annotations = exporter.metadata.annotations.unwrap_or_default();
     ensure!(!annotations.contains_key(SERVICE_CA_ANNOTATION), "{annotations:?}");
-    let monitor = service_monitor(control_plane, "windows-exporter").await?;
-    let ca = &monitor["spec"]["endpoints"][0]["tlsConfig"]["ca"]["secret"];
-    ensure!(ca["name"] == EXPORTER_TLS_SECRET && ca["key"] == "ca.crt", "{monitor}");
     Ok(())
 }
 
-/// An admin on a cluster without the Prometheus Operator deletes the `components:` line of the plain-Kubernetes
-/// overlay: the rest renders unchanged, without a monitoring.coreos.com object.
-async fn kubernetes_overlay_renders_without_the_monitoring_component(
-    control_plane: &ControlPlane,
-) -> anyhow::Result<()> {
+/// An admin on a cluster with the Prometheus Operator adds the monitoring component to the plain-Kubernetes overlay
+/// (as its kustomization says): the same objects render, plus the monitoring ones, and windows_exporter's
+/// certificate is checked against the Secret's `ca.crt` (cert-manager), not OpenShift's service CA.
+async fn kubernetes_overlay_renders_with_the_monitoring_component(control_plane: &ControlPlane) -> anyhow::Result<()> {
     let copy = tempfile::tempdir()?;
     copy_tree(&manifests_dir(), &copy.path().join("manifests"))?;
     let kustomization = copy.path().join("manifests/overlays/kubernetes/kustomization.yaml");
     let text = std::fs::read_to_string(&kustomization)?;
-    let without: String = text
-        .lines()
-        .filter(|line| !line.starts_with("components:") && !line.contains("components/monitoring"))
-        .map(|line| format!("{line}\n"))
-        .collect();
-    ensure!(without.len() < text.len(), "no components line in {}", kustomization.display());
-    std::fs::write(&kustomization, without)?;
-    let full = kinds_and_names(&kubectl_kustomize(control_plane, &overlay("kubernetes")).await?);
+    ensure!(!text.contains("\ncomponents:"), "overlays/kubernetes already has components: {text}");
+    std::fs::write(&kustomization, format!("{text}components:\n  - ../../components/monitoring\n"))?;
+    let plain = kinds_and_names(&kubectl_kustomize(control_plane, &overlay("kubernetes")).await?);
     let objects = kubectl_kustomize(control_plane, &copy.path().join("manifests/overlays/kubernetes")).await?;
-    ensure!(
-        objects
-            .iter()
-            .all(|object| !object["apiVersion"].as_str().unwrap_or_default().starts_with("monitoring.coreos.com/")),
-        "monitoring objects rendered without the component"
-    );
     let monitoring: BTreeSet<String> = [
         "ServiceMonitor/windows-machine-config-operator",
         "ServiceMonitor/windows-exporter",
@@ -443,8 +467,14 @@ async fn kubernetes_overlay_renders_without_the_monitoring_component(
     ]
     .map(String::from)
     .into();
-    let expected: BTreeSet<String> = full.difference(&monitoring).cloned().collect();
-    ensure!(kinds_and_names(&objects) == expected, "without the component: {:#?}", kinds_and_names(&objects));
+    let expected: BTreeSet<String> = plain.union(&monitoring).cloned().collect();
+    ensure!(kinds_and_names(&objects) == expected, "with the component: {:#?}", kinds_and_names(&objects));
+    let exporter_monitor = objects
+        .iter()
+        .find(|object| object["kind"] == "ServiceMonitor" && object["metadata"]["name"] == "windows-exporter")
+        .context("no windows-exporter ServiceMonitor")?;
+    let ca = &exporter_monitor["spec"]["endpoints"][0]["tlsConfig"]["ca"]["secret"];
+    ensure!(ca["name"] == EXPORTER_TLS_SECRET && ca["key"] == "ca.crt", "{exporter_monitor}");
     Ok(())
 }
 
