@@ -1,10 +1,10 @@
 //! `cargo xtask test`: every check CI runs, as timed stages.
 //!
-//! The Go builds (the control plane, the real payload, the bundle validator; each a no-op once cached) start first
-//! and run beside the Rust stages ([`crate::background`]), which compile the workspace once for clippy and rustdoc
-//! (check metadata) and once for the tests (`cargo test --no-run`, which also builds the `wmco` the e2e tests run).
-//! The test binaries and the README's main command then run side by side ([`crate::test_pool`]). The operator
-//! image of the run carries the dev-profile `wmco` the tests use; `cargo xtask image` ships the release one.
+//! The Go builds (the control plane, the real payload, the bundle validator, promtool; each a no-op once cached)
+//! start first and run beside the Rust stages ([`crate::background`]), which compile the workspace once for clippy
+//! and rustdoc (check metadata) and once for the tests (`cargo test --no-run`, which also builds the `wmco` the e2e
+//! tests run). The test binaries and the README's main command then run side by side ([`crate::test_pool`]). The
+//! operator image of the run carries the dev-profile `wmco` the tests use; `cargo xtask image` ships the release one.
 
 use std::num::NonZeroU32;
 use std::path::PathBuf;
@@ -99,17 +99,21 @@ fn check_sources(clock: &mut StageClock) -> anyhow::Result<()> {
     clock.run("doc", doc)
 }
 
-/// The Go builds that run beside the Rust stages: the control plane, the real payload and the bundle validator.
+/// The Go builds that run beside the Rust stages: the control plane, the real payload, the bundle validator and
+/// promtool (for the rule tests of `wmco-manifests-check`).
 fn go_builds() -> anyhow::Result<Vec<Step>> {
     let xtask = std::env::current_exe().context("cannot find the running xtask executable")?;
     let mut payload = Command::new(xtask);
     payload.args(["payload", "build"]).current_dir(workspace_root());
     let mut validator = Command::new("bash");
     validator.arg(workspace_root().join("e2e/bundle-validate/build.sh"));
+    let mut promtool = Command::new("bash");
+    promtool.arg(workspace_root().join("e2e/promtool/build.sh"));
     Ok(vec![
         Step { name: "controlplane".to_owned(), command: controlplane::build_command() },
         Step { name: "payload build".to_owned(), command: payload },
         Step { name: "bundle-validate build".to_owned(), command: validator },
+        Step { name: "promtool build".to_owned(), command: promtool },
     ])
 }
 

@@ -1,7 +1,7 @@
 //! [`ControlPlane`]: etcd, kube-apiserver and kube-controller-manager started as child processes on 127.0.0.1,
 //! with fresh certificates, an admin kubeconfig, the OpenShift fixtures installed (or none: a bare control plane, as
-//! kubeadm leaves it), and ways to act as other identities. Everything lives in one temporary state directory that is removed when the control plane is
-//! dropped (or, if the harness dies abruptly, by its watchdog).
+//! kubeadm leaves it), and ways to act as other identities. Everything lives in one temporary state directory that
+//! is removed when the control plane is dropped (or, if the harness dies abruptly, by its watchdog).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

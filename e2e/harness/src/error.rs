@@ -17,6 +17,17 @@ pub enum Error {
         /// The Kubernetes version the harness was built for.
         version: String,
     },
+    /// promtool is missing from the cache.
+    #[error(
+        "promtool {path} is missing; run `bash e2e/promtool/build.sh` (builds Prometheus {version}'s promtool from \
+         Go modules into the cache once; `cargo xtask test` runs it beside its other stages)"
+    )]
+    PromtoolMissing {
+        /// Where the binary was expected.
+        path: PathBuf,
+        /// The Prometheus module version the harness was built for.
+        version: String,
+    },
     /// Neither `WMCO_CACHE` nor `HOME` is set, so the cache directory is unknown.
     #[error("cannot locate the control-plane cache: set WMCO_CACHE or HOME")]
     NoCacheDirectory,

@@ -24,7 +24,7 @@ mod kubeconfig;
 mod pki;
 mod process;
 
-pub use binaries::{ControlPlaneBinaries, binary_directory, kubernetes_version};
+pub use binaries::{ControlPlaneBinaries, binary_directory, kubernetes_version, promtool, promtool_version};
 pub use controlplane::{CONTROLLERS, ControlPlane, ControlPlaneOptions, SERVICE_CIDR};
 pub use error::Error;
 pub use eventually::{RETRY_INTERVAL, eventually, eventually_some, eventually_true};
