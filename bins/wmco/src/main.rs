@@ -28,8 +28,18 @@ enum Command {
     Version(cmd::version::VersionArgs),
     /// Check SSH access to a Windows host: host key, authentication, and a command round trip.
     Ssh(cmd::ssh::SshArgs),
-    /// Run the operator's preflight checks on a Windows host before listing it: Node name, Windows Server build,
-    /// Containers feature, free space on C: (`wmco preflight ADDRESS --user USER --key FILE`); changes nothing.
+    /// Run the operator's preflight checks on a Windows host before listing it; changes nothing.
+    ///
+    /// `wmco preflight ADDRESS --user USER --key FILE` runs the checks the operator runs on first contact with a
+    /// host, with one command on the host. The checks, by the names Events, conditions and `-o json` give them:
+    ///   Identity           the host name gives an RFC 1123 Node name and the host has an IPv4 default route
+    ///   WindowsBuild       Windows build: Windows Server 2019 (17763), 2022 (20348) or 2025 (26100);
+    ///                      2019 with a custom VXLAN port refused; 2022 needs 20348.681 or later (KB5012637)
+    ///   ContainersFeature  the Windows feature Containers is enabled, or can be installed (one reboot)
+    ///   DiskSpace          C: has room for the payload (--payload-mib) and 2 GiB more for logs and images
+    ///   ContainerRuntime   no Docker service: the node runs the payload's containerd
+    ///   DefaultShell       OpenSSH's default shell is cmd.exe or PowerShell
+    #[command(verbatim_doc_comment)]
     Preflight(cmd::preflight::PreflightArgs),
     /// Print the WindowsInstance CustomResourceDefinition generated from the Rust type (YAML; JSON with -o json).
     Crd(cmd::crd::CrdArgs),

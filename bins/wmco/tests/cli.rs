@@ -1,6 +1,7 @@
 //! The `wmco` binary as scripts and admins use it: every subcommand that prints data run with `-o json` and
 //! `-o yaml` (each document parsed back, its `apiVersion` and `kind` checked, every key checked for camelCase),
-//! the exit codes (0 ok, 1 findings, 2 unusable input), `wmco run` refusing `-o`, shell completions and man pages.
+//! the exit codes (0 ok, 1 findings, 2 unusable input), `wmco run` refusing `-o`, shell completions and man pages,
+//! and `wmco preflight --help` naming exactly the checks the operator runs.
 //! The subcommands that need a cluster (`status`, `diagnose`) are run against the e2e control plane in
 //! `e2e/sandbox/tests/cli.rs`.
 
@@ -281,6 +282,28 @@ fn run_takes_no_output_flag() {
     assert!(stderr.contains("unexpected argument '-o'"), "{stderr}");
     let (_, help, _) = exit_code(&["run", "--help"]);
     assert!(!help.contains("--output"), "{help}");
+}
+
+/// The check names `wmco preflight --help` lists: the first word of each line indented by two spaces above `Usage:`.
+fn checks_in_help(help: &str) -> Vec<String> {
+    help.lines()
+        .take_while(|line| !line.starts_with("Usage:"))
+        .filter_map(|line| line.strip_prefix("  "))
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|word| word.chars().next().is_some_and(char::is_uppercase))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn preflight_help_names_every_check_the_operator_runs() {
+    let output = wmco(&["preflight", "--help"]);
+    assert!(output.status.success());
+    let help = String::from_utf8_lossy(&output.stdout);
+    let performed: Vec<String> = wmco_node_config::CHECKS.iter().map(|check| check.name().to_owned()).collect();
+    assert_eq!(checks_in_help(&help), performed, "{help}");
+    assert!(help.contains("2019 with a custom VXLAN port refused"), "{help}");
+    assert!(help.contains("20348.681 or later"), "{help}");
 }
 
 #[test]
