@@ -563,6 +563,32 @@ fn d4_and_f3_match_a_windows_host_s_upper_case_names_with_the_kubelet_s_lower_ca
     assert_approve(&Csr::serving(pem, "win-2").decide_in(&world));
 }
 
+/// On AWS the operator names a BYOH host's Node after the instance metadata's `local-hostname`; the kubelet reports
+/// that name as its Hostname address and asks for it as a serving SAN. Before issue 35 only the Windows host name
+/// and FQDN counted, so the request was denied by D4.
+#[test]
+fn d4_accepts_the_recorded_node_name_a_cloud_platform_gave_the_byoh_host() {
+    use wmco_csr_approver::AddressType::{Hostname, InternalDns, InternalIp};
+    let mut world = world();
+    let byoh = common::byoh_mut(&mut world, "win-2");
+    byoh.hostname = Some("EC2AMAZ-4B7Q2LM".into());
+    byoh.fqdn = Some("EC2AMAZ-4B7Q2LM.ec2.internal".into());
+    byoh.expected_node_name = Some("ip-10-0-1-23.ec2.internal".into());
+    world.nodes[0] = common::windows_node(
+        "ip-10-0-1-23.ec2.internal",
+        vec![
+            name_entry(InternalIp, "203.0.113.12"),
+            name_entry(InternalDns, "ip-10-0-1-23.ec2.internal"),
+            name_entry(Hostname, "ip-10-0-1-23.ec2.internal"),
+        ],
+    );
+    let node = "ip-10-0-1-23.ec2.internal";
+    let pem = serving_pem(node, &[node, "203.0.113.12"]);
+    assert_approve(&Csr::serving(pem, node).decide_in(&world));
+    let other = serving_pem(node, &[node, "ip-10-0-9-9.ec2.internal"]);
+    assert_deny(&Csr::serving(other, node).decide_in(&world), RuleId::D4);
+}
+
 #[test]
 fn d4_a_machine_s_mixed_case_dns_address_matches_the_lower_case_san() {
     use wmco_csr_approver::AddressType::InternalDns;

@@ -48,7 +48,7 @@ use crate::disruption::{
     self, Admission, DisruptionGate, DisruptionRequest, needs_budget, same_release, stopped_services,
 };
 use crate::error::{FlowError, FlowStep, SourceError};
-use crate::identity::HostIdentity;
+use crate::identity::{HostIdentity, NodeNaming};
 use crate::leftovers;
 use crate::memo::{self, InputsWithNode, PassInputs, PassMemo};
 use crate::ownership::read_own_node;
@@ -210,6 +210,13 @@ pub struct ConfigureInputs<'a> {
     pub disruptions: &'a dyn DisruptionGate,
     /// How a Node is drained before its host reboots.
     pub drain: &'a DrainOptions,
+}
+
+impl ConfigureInputs<'_> {
+    /// How the host's Node name is decided: the record's own name, else the platform's rule.
+    pub(crate) fn node_naming(&self) -> NodeNaming {
+        NodeNaming::for_record(self.settings.platform, &self.instance.spec)
+    }
 }
 
 /// Where a host stands after a configure pass.
@@ -622,9 +629,9 @@ async fn first_contact(
 ) -> Result<FirstContact, FlowError> {
     let stdout = match after_reboot {
         Some(stdout) => stdout,
-        None => run_identity_command(session).await?,
+        None => run_identity_command(session, inputs.node_naming()).await?,
     };
-    let (identity, facts) = parse_identity(session, &stdout)?;
+    let (identity, facts) = parse_identity(session, &stdout, inputs.node_naming())?;
     let identity = identity
         .named_by(&inputs.instance.spec)
         .map_err(|source| FlowError::Identity { host: session.label().to_owned(), source })?;
@@ -700,9 +707,13 @@ fn starts_a_bootstrap(steps: &[Step], bootstrap_kubeconfig: &WinPath) -> bool {
     })
 }
 
-/// The host's identity and preflight facts from the identity command's output.
-fn parse_identity(session: &HostSession, stdout: &str) -> Result<(HostIdentity, HostFacts), FlowError> {
-    let identity = HostIdentity::parse(stdout)
+/// The host's identity (its Node name decided by `naming`) and preflight facts from the identity command's output.
+fn parse_identity(
+    session: &HostSession,
+    stdout: &str,
+    naming: NodeNaming,
+) -> Result<(HostIdentity, HostFacts), FlowError> {
+    let identity = HostIdentity::parse_with(stdout, naming)
         .map_err(|source| FlowError::Identity { host: session.label().to_owned(), source })?;
     Ok((identity, HostFacts::parse(stdout)))
 }
@@ -768,9 +779,9 @@ async fn enable_containers(
     reboot::request(session, cluster, inputs, recorder, reboot::CONTAINERS_REBOOT_REASON, boot, node_name).await
 }
 
-/// Runs the identity command ([`script::identity`]) and returns what it printed.
-pub(crate) async fn run_identity_command(session: &HostSession) -> Result<String, FlowError> {
-    let command = script::identity().map_err(|source| FlowError::Render {
+/// Runs the identity command ([`script::identity`], reading what `naming` needs) and returns what it printed.
+pub(crate) async fn run_identity_command(session: &HostSession, naming: NodeNaming) -> Result<String, FlowError> {
+    let command = script::identity(naming).map_err(|source| FlowError::Render {
         host: session.label().to_owned(),
         step: FlowStep::Identify,
         source,

@@ -296,7 +296,7 @@ impl FlowError {
             | FlowError::StopTimedOut { .. }
             | FlowError::Probe { .. }
             | FlowError::ChainOutput { .. }
-            | FlowError::Identity { source: IdentityError::Output { .. }, .. }
+            | FlowError::Identity { source: IdentityError::Output { .. } | IdentityError::CloudName { .. }, .. }
             | FlowError::Preflight { .. }
             | FlowError::NodeNameConflict { .. }
             | FlowError::Reboot { .. } => true,

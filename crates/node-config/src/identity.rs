@@ -1,13 +1,81 @@
-//! What a host says about itself — hostname, FQDN and the IPv4 address of its default-route interface — read in
-//! one round trip, and the Node name the operator decides from it (the lower-cased short hostname, an RFC 1123
-//! label, unless the record's `spec.expectedNodeName` names it, as for a Machine). The kubelet gets
-//! `--hostname-override` and `--node-ip` from these; the CSR approver reads them from the record.
+//! What a host says about itself — hostname, FQDN, the IPv4 address of its default-route interface and, on a
+//! cloud, the name its instance metadata gives it — read in one round trip, and the Node name the operator decides
+//! from it by the cluster's platform ([`NodeNaming`], the Go operator's kubelet `--hostname-override` per platform):
+//! the metadata's `local-hostname` on AWS, the metadata server's hostname on GCP, the FQDN on vSphere, the short
+//! hostname elsewhere, always lower-cased, unless the record's `spec.expectedNodeName` names it, as for a Machine.
+//! The kubelet gets `--hostname-override` and `--node-ip` from these; the CSR approver reads them from the record.
 
 use std::net::Ipv4Addr;
 
 use serde::Deserialize;
 use wmco_cluster_client::types::{WindowsInstanceSpec, WindowsInstanceStatus};
-use wmco_vocabulary::excerpt;
+use wmco_vocabulary::{Platform, excerpt};
+
+/// The longest GCP hostname kept whole; a longer one becomes its first label (the Go operator's
+/// `gcp-get-hostname.ps1`, which matches the name RHCOS workers take there).
+const GCP_HOSTNAME_LIMIT: usize = 63;
+
+/// Where a host's Node name comes from on the cluster's platform: what the cloud controller knows the instance by,
+/// as the Go operator passes it to the kubelet as `--hostname-override` (wmco-anchor.md §2.6). The identity command
+/// reads it in its one round trip ([`NodeNaming::source`] names what it reads).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeNaming {
+    /// The short hostname (Azure, Nutanix, None — plain Kubernetes — and every platform this product does not
+    /// know): the name the kubelet takes by itself.
+    ShortHostname,
+    /// The FQDN (vSphere, where the cloud provider finds the VM by the guest's DNS name).
+    Fqdn,
+    /// AWS: the instance metadata's `local-hostname` (`ip-10-0-1-23.ec2.internal`), read with an IMDSv2 token.
+    AwsLocalHostname,
+    /// GCP: the metadata server's `instance/hostname` (`win-1.us-central1-a.c.project.internal`), its first
+    /// label when longer than 63 characters.
+    GcpHostname,
+}
+
+impl NodeNaming {
+    /// The naming rule of `platform`.
+    ///
+    /// ```
+    /// use wmco_node_config::NodeNaming;
+    /// use wmco_vocabulary::Platform;
+    /// assert_eq!(NodeNaming::for_platform(Platform::Aws), NodeNaming::AwsLocalHostname);
+    /// assert_eq!(NodeNaming::for_platform(Platform::None), NodeNaming::ShortHostname);
+    /// ```
+    pub fn for_platform(platform: Platform) -> NodeNaming {
+        match platform {
+            Platform::Aws => NodeNaming::AwsLocalHostname,
+            Platform::Gcp => NodeNaming::GcpHostname,
+            Platform::VSphere => NodeNaming::Fqdn,
+            Platform::Azure | Platform::Nutanix | Platform::None => NodeNaming::ShortHostname,
+        }
+    }
+
+    /// The rule for the host of `spec` on `platform`: a record that names its Node (`spec.expectedNodeName`, a
+    /// Machine) needs nothing from the cloud, so the identity command reads no metadata for it.
+    pub fn for_record(platform: Platform, spec: &WindowsInstanceSpec) -> NodeNaming {
+        if spec.expected_node_name.is_some() { NodeNaming::ShortHostname } else { NodeNaming::for_platform(platform) }
+    }
+
+    /// What the Node name is read from, for messages.
+    pub fn source(self) -> &'static str {
+        match self {
+            NodeNaming::ShortHostname => "the short hostname",
+            NodeNaming::Fqdn => "the FQDN",
+            NodeNaming::AwsLocalHostname => {
+                "the AWS instance metadata's local-hostname (http://169.254.169.254/latest/meta-data/local-hostname)"
+            }
+            NodeNaming::GcpHostname => {
+                "the GCP metadata server's hostname \
+                 (http://metadata.google.internal/computeMetadata/v1/instance/hostname)"
+            }
+        }
+    }
+
+    /// Whether the identity command asks a cloud's metadata service.
+    pub fn reads_metadata(self) -> bool {
+        matches!(self, NodeNaming::AwsLocalHostname | NodeNaming::GcpHostname)
+    }
+}
 
 /// A host's identity as read over SSH, plus the Node name decided from it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -18,7 +86,8 @@ pub struct HostIdentity {
     pub fqdn: String,
     /// The IPv4 address of the default-route interface (kubelet `--node-ip`).
     pub node_ip: Ipv4Addr,
-    /// The Node name: the lower-cased short hostname (kubelet `--hostname-override`).
+    /// The Node name (kubelet `--hostname-override`), decided by [`NodeNaming`]: lower-cased, an RFC 1123
+    /// subdomain.
     pub expected_node_name: String,
 }
 
@@ -51,6 +120,26 @@ pub enum IdentityError {
         /// The name in the record.
         node_name: String,
     },
+    /// The cloud's metadata service did not give the host's name (not on that cloud, metadata service disabled or
+    /// unreachable).
+    #[error(
+        "the cluster's platform names Nodes by {read_from}, but the host did not get it: {reason}; on this platform \
+         a Windows host must run on the cloud's instance with its metadata service reachable"
+    )]
+    CloudName {
+        /// What the name is read from ([`NodeNaming::source`]).
+        read_from: &'static str,
+        /// What the host reported (an excerpt).
+        reason: String,
+    },
+    /// The name read from the platform's source is not an RFC 1123 subdomain once lower-cased.
+    #[error("{read_from} {name:?} is not an RFC 1123 subdomain once lower-cased, so it cannot name the host's Node")]
+    PlatformNodeName {
+        /// What the name was read from ([`NodeNaming::source`]).
+        read_from: &'static str,
+        /// The name read (an excerpt).
+        name: String,
+    },
     /// The short hostname is not an RFC 1123 label once lower-cased.
     #[error(
         "hostname {hostname:?} gives node name {node_name:?}, which is not an RFC 1123 label (1-63 of a-z, 0-9, '-', \
@@ -65,14 +154,20 @@ pub enum IdentityError {
 }
 
 #[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct RawIdentity {
     hostname: Option<String>,
     fqdn: Option<String>,
     ip: Option<serde_json::Value>,
+    /// The name the cloud's metadata service gave, when the command asked one.
+    cloud_name: Option<String>,
+    /// Why the metadata service gave none (the exception's message).
+    cloud_error: Option<String>,
 }
 
 impl HostIdentity {
-    /// Parses the identity script's output (the last line starting with `{`).
+    /// Parses the identity script's output (the last line starting with `{`) under the short-hostname rule
+    /// (platform `None`); [`HostIdentity::parse_with`] for another platform's rule.
     ///
     /// ```
     /// use wmco_node_config::HostIdentity;
@@ -83,9 +178,26 @@ impl HostIdentity {
     /// ```
     ///
     /// # Errors
-    /// [`IdentityError`] when the output is not the document, the address is missing or not IPv4, or the hostname
-    /// does not give a valid node name.
+    /// As [`HostIdentity::parse_with`].
     pub fn parse(stdout: &str) -> Result<HostIdentity, IdentityError> {
+        HostIdentity::parse_with(stdout, NodeNaming::ShortHostname)
+    }
+
+    /// Parses the identity script's output (the last line starting with `{`) and decides the Node name by
+    /// `naming`.
+    ///
+    /// ```
+    /// use wmco_node_config::{HostIdentity, NodeNaming};
+    /// let stdout = r#"{"hostname":"EC2AMAZ-4B7Q2","fqdn":"EC2AMAZ-4B7Q2","ip":"10.0.1.23","cloudName":"ip-10-0-1-23.ec2.internal"}"#;
+    /// let identity = HostIdentity::parse_with(stdout, NodeNaming::AwsLocalHostname)?;
+    /// assert_eq!(identity.expected_node_name, "ip-10-0-1-23.ec2.internal");
+    /// # Ok::<(), wmco_node_config::IdentityError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`IdentityError`] when the output is not the document, the address is missing or not IPv4, the cloud's
+    /// metadata gave no name, or the name read does not give a valid Node name.
+    pub fn parse_with(stdout: &str, naming: NodeNaming) -> Result<HostIdentity, IdentityError> {
         let output_error = |reason: String| IdentityError::Output { reason, output: excerpt(stdout) };
         let json = json_line(stdout).ok_or_else(|| output_error("no JSON line".to_owned()))?;
         let raw: RawIdentity = serde_json::from_str(json).map_err(|error| output_error(error.to_string()))?;
@@ -99,7 +211,17 @@ impl HostIdentity {
         };
         let node_ip: Ipv4Addr =
             address.trim().parse().map_err(|_| IdentityError::BadAddress { address: excerpt(&address) })?;
-        let expected_node_name = expected_node_name(&hostname)?;
+        let expected_node_name = match naming {
+            NodeNaming::ShortHostname => expected_node_name(&hostname)?,
+            NodeNaming::Fqdn => platform_node_name(naming, &fqdn)?,
+            NodeNaming::AwsLocalHostname | NodeNaming::GcpHostname => {
+                let cloud_name = raw.cloud_name.filter(|name| !name.trim().is_empty()).ok_or_else(|| {
+                    let reason = raw.cloud_error.as_deref().unwrap_or("the metadata service answered no name");
+                    IdentityError::CloudName { read_from: naming.source(), reason: excerpt(reason) }
+                })?;
+                platform_node_name(naming, &cloud_name)?
+            }
+        };
         Ok(HostIdentity { hostname, fqdn, node_ip, expected_node_name })
     }
 
@@ -178,6 +300,26 @@ pub fn expected_node_name(hostname: &str) -> Result<String, IdentityError> {
     }
 }
 
+/// The Node name `name` (read from `naming`'s source) gives: lower-cased (as the kubelet lower-cases its
+/// `--hostname-override`) without a trailing dot; on GCP a name longer than 63 characters becomes its first label
+/// (or its first 63 characters); it must be an RFC 1123 subdomain.
+fn platform_node_name(naming: NodeNaming, name: &str) -> Result<String, IdentityError> {
+    let lowered = name.trim().trim_end_matches('.').to_ascii_lowercase();
+    let node_name = if naming == NodeNaming::GcpHostname && lowered.len() > GCP_HOSTNAME_LIMIT {
+        match lowered.split_once('.') {
+            Some((first, _)) if !first.is_empty() && first.len() <= GCP_HOSTNAME_LIMIT => first.to_owned(),
+            _ => lowered.chars().take(GCP_HOSTNAME_LIMIT).collect(),
+        }
+    } else {
+        lowered
+    };
+    if is_dns_subdomain(&node_name) {
+        Ok(node_name)
+    } else {
+        Err(IdentityError::PlatformNodeName { read_from: naming.source(), name: excerpt(name) })
+    }
+}
+
 /// An RFC 1123 label: 1-63 of `a-z`, `0-9`, `-`, not starting or ending with `-`.
 fn is_dns_label(label: &str) -> bool {
     !label.is_empty()
@@ -234,6 +376,109 @@ mod tests {
         assert!(matches!(HostIdentity::parse("nothing"), Err(IdentityError::Output { .. })));
         assert!(expected_node_name(&"a".repeat(64)).unwrap_err().to_string().contains("RFC 1123"));
         assert_eq!(expected_node_name(&"a".repeat(63)).unwrap(), "a".repeat(63));
+    }
+
+    /// An EC2 Windows host as launched from Amazon's AMI: `EC2AMAZ-…` name, the VPC's DNS suffix.
+    const AWS_HOST: &str = r#"{"hostname":"EC2AMAZ-4B7Q2LM","fqdn":"EC2AMAZ-4B7Q2LM.ec2.internal","ip":"10.0.1.23","cloudName":"ip-10-0-1-23.ec2.internal","cloudError":null}"#;
+
+    #[test]
+    fn every_platform_has_its_naming_rule() {
+        let rules: Vec<(Platform, NodeNaming)> =
+            Platform::ALL.iter().map(|platform| (*platform, NodeNaming::for_platform(*platform))).collect();
+        assert_eq!(
+            rules,
+            [
+                (Platform::Aws, NodeNaming::AwsLocalHostname),
+                (Platform::Azure, NodeNaming::ShortHostname),
+                (Platform::Gcp, NodeNaming::GcpHostname),
+                (Platform::VSphere, NodeNaming::Fqdn),
+                (Platform::Nutanix, NodeNaming::ShortHostname),
+                (Platform::None, NodeNaming::ShortHostname),
+            ]
+        );
+        assert!(NodeNaming::AwsLocalHostname.reads_metadata() && NodeNaming::GcpHostname.reads_metadata());
+        assert!(!NodeNaming::Fqdn.reads_metadata() && !NodeNaming::ShortHostname.reads_metadata());
+    }
+
+    #[test]
+    fn a_machine_record_names_its_node_so_no_metadata_is_read() {
+        assert_eq!(
+            NodeNaming::for_record(Platform::Aws, &spec_deciding(Some("ip-10-0-0-9.ec2.internal"))),
+            NodeNaming::ShortHostname
+        );
+        assert_eq!(NodeNaming::for_record(Platform::Aws, &spec_deciding(None)), NodeNaming::AwsLocalHostname);
+    }
+
+    #[test]
+    fn an_aws_host_is_named_by_its_local_hostname_not_its_windows_name() {
+        let identity = HostIdentity::parse_with(AWS_HOST, NodeNaming::AwsLocalHostname).unwrap();
+        assert_eq!(identity.expected_node_name, "ip-10-0-1-23.ec2.internal");
+        assert_eq!(
+            (identity.hostname.as_str(), identity.fqdn.as_str()),
+            ("EC2AMAZ-4B7Q2LM", "EC2AMAZ-4B7Q2LM.ec2.internal")
+        );
+        let regional = AWS_HOST.replace("ip-10-0-1-23.ec2.internal", "IP-10-0-1-23.us-west-2.compute.internal.");
+        let identity = HostIdentity::parse_with(&regional, NodeNaming::AwsLocalHostname).unwrap();
+        assert_eq!(identity.expected_node_name, "ip-10-0-1-23.us-west-2.compute.internal");
+        // The same host on platform None keeps the kubelet's own name.
+        assert_eq!(HostIdentity::parse(AWS_HOST).unwrap().expected_node_name, "ec2amaz-4b7q2lm");
+    }
+
+    #[test]
+    fn a_host_the_metadata_service_did_not_answer_is_refused_naming_the_service_and_the_reason() {
+        let off_cloud = r#"{"hostname":"WIN-1","fqdn":"WIN-1","ip":"10.0.0.5","cloudName":null,"cloudError":"Unable to connect to the remote server"}"#;
+        let error = HostIdentity::parse_with(off_cloud, NodeNaming::AwsLocalHostname).unwrap_err();
+        assert_eq!(
+            error,
+            IdentityError::CloudName {
+                read_from: NodeNaming::AwsLocalHostname.source(),
+                reason: "Unable to connect to the remote server".into()
+            }
+        );
+        let text = error.to_string();
+        assert!(
+            text.contains("169.254.169.254/latest/meta-data/local-hostname") && text.contains("Unable to connect"),
+            "{text}"
+        );
+        let silent = r#"{"hostname":"WIN-1","fqdn":"WIN-1","ip":"10.0.0.5","cloudName":""}"#;
+        let error = HostIdentity::parse_with(silent, NodeNaming::GcpHostname).unwrap_err().to_string();
+        assert!(error.contains("metadata.google.internal") && error.contains("answered no name"), "{error}");
+        let bad = r#"{"hostname":"WIN-1","fqdn":"WIN-1","ip":"10.0.0.5","cloudName":"ip_10.ec2.internal"}"#;
+        assert_eq!(
+            HostIdentity::parse_with(bad, NodeNaming::AwsLocalHostname),
+            Err(IdentityError::PlatformNodeName {
+                read_from: NodeNaming::AwsLocalHostname.source(),
+                name: "ip_10.ec2.internal".into()
+            })
+        );
+    }
+
+    #[test]
+    fn a_gcp_host_is_named_by_the_metadata_hostname_cut_to_its_first_label_past_63_characters() {
+        let gcp = |name: &str| {
+            let stdout = format!(r#"{{"hostname":"WIN-1","fqdn":"WIN-1","ip":"10.128.0.5","cloudName":"{name}"}}"#);
+            HostIdentity::parse_with(&stdout, NodeNaming::GcpHostname).map(|identity| identity.expected_node_name)
+        };
+        assert_eq!(gcp("win-1.c.project-id.internal").unwrap(), "win-1.c.project-id.internal");
+        let zonal = format!("{}.us-central1-a.c.my-project.internal", "w".repeat(40));
+        assert_eq!(gcp(&zonal).unwrap(), "w".repeat(40));
+        assert_eq!(gcp(&"x".repeat(70)).unwrap(), "x".repeat(63));
+        let fits = format!("{}.c.p.internal", "w".repeat(40));
+        assert_eq!(gcp(&fits).unwrap(), fits);
+    }
+
+    #[test]
+    fn a_vsphere_host_is_named_by_its_lower_cased_fqdn() {
+        let stdout = r#"{"hostname":"WIN-VS1","fqdn":"WIN-VS1.Corp.Example","ip":"10.0.0.5"}"#;
+        let identity = HostIdentity::parse_with(stdout, NodeNaming::Fqdn).unwrap();
+        assert_eq!(identity.expected_node_name, "win-vs1.corp.example");
+        let no_suffix = r#"{"hostname":"WIN-VS1","fqdn":null,"ip":"10.0.0.5"}"#;
+        assert_eq!(HostIdentity::parse_with(no_suffix, NodeNaming::Fqdn).unwrap().expected_node_name, "win-vs1");
+        let bad = r#"{"hostname":"WIN-VS1","fqdn":"win_vs1.corp","ip":"10.0.0.5"}"#;
+        assert!(matches!(
+            HostIdentity::parse_with(bad, NodeNaming::Fqdn),
+            Err(IdentityError::PlatformNodeName { read_from: "the FQDN", .. })
+        ));
     }
 
     fn spec_deciding(expected_node_name: Option<&str>) -> WindowsInstanceSpec {

@@ -61,7 +61,7 @@ pub use deconfigure::{
 };
 pub use disruption::{Admission, DisruptionGate, DisruptionRequest};
 pub use error::{FlowError, FlowStep, SourceError};
-pub use identity::{HostIdentity, IdentityError, expected_node_name};
+pub use identity::{HostIdentity, IdentityError, NodeNaming, expected_node_name};
 pub use leftovers::GO_DAEMON_KUBECONFIG;
 pub use preflight::{
     CHECKS, ContainersStep, DEFAULT_VXLAN_PORT, DISK_HEADROOM_BYTES, FeatureState, HostCheck, HostFacts, KB5012637_UBR,

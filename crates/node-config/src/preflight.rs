@@ -13,9 +13,10 @@
 use std::fmt;
 
 use serde::Deserialize;
+use wmco_vocabulary::Platform;
 
 use crate::error::FlowError;
-use crate::identity::{HostIdentity, IdentityError};
+use crate::identity::{HostIdentity, IdentityError, NodeNaming};
 use crate::session::HostSession;
 
 /// The Windows Server builds a node may run: 2019, 2022 and 2025 (`CurrentBuildNumber`).
@@ -427,13 +428,13 @@ pub struct HostCheck {
 }
 
 /// Runs the identity command on the host of `session` (one round trip, the same command a configuration's first
-/// pass runs) and the checks against `payload_bytes` and the cluster's VXLAN port `vxlan_port`, without changing
-/// anything on the host.
+/// pass runs on the cluster's `platform`, which decides the Node name) and the checks against `payload_bytes` and
+/// the cluster's VXLAN port `vxlan_port`, without changing anything on the host.
 ///
 /// ```no_run
 /// # async fn example(host: std::sync::Arc<dyn wmco_ssh_transport::RemoteHost>) -> Result<(), wmco_node_config::FlowError> {
 /// use wmco_node_config::{HostSession, check_host};
-/// let check = check_host(&HostSession::new(host), 430 << 20, None).await?;
+/// let check = check_host(&HostSession::new(host), wmco_vocabulary::Platform::None, 430 << 20, None).await?;
 /// for failure in &check.failures {
 ///     println!("{failure}");
 /// }
@@ -445,13 +446,15 @@ pub struct HostCheck {
 /// [`FlowError`] when the host cannot be reached, the command fails, or its output is not the identity document.
 pub async fn check_host(
     session: &HostSession,
+    platform: Platform,
     payload_bytes: u64,
     vxlan_port: Option<u16>,
 ) -> Result<HostCheck, FlowError> {
-    let stdout = crate::configure::run_identity_command(session).await?;
+    let naming = NodeNaming::for_platform(platform);
+    let stdout = crate::configure::run_identity_command(session, naming).await?;
     let facts = HostFacts::parse(&stdout);
     let mut failures = Vec::new();
-    let identity = match HostIdentity::parse(&stdout) {
+    let identity = match HostIdentity::parse_with(&stdout, naming) {
         Ok(identity) => Some(identity),
         Err(source @ IdentityError::Output { .. }) => {
             return Err(FlowError::Identity { host: session.label().to_owned(), source });

@@ -115,7 +115,7 @@ pub(crate) async fn advance(
         RebootState::Restarting | RebootState::Completed => {
             let sent = reboot.restart_sent_at.as_ref().map_or(reboot.requested_at.0, |time| time.0);
             let since = Timestamp::now().duration_since(sent);
-            let stdout = match run_identity_command(session).await {
+            let stdout = match run_identity_command(session, inputs.node_naming()).await {
                 Ok(stdout) => stdout,
                 Err(error) if is_down(&error) => {
                     tracing::debug!(host = session.label(), error = %error, "the host is not back yet");

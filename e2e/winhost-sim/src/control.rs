@@ -3,7 +3,7 @@
 //! | Method and path | Body | Answer |
 //! |---|---|---|
 //! | `GET /hosts` | | every host's facts |
-//! | `POST /hosts` | `{"name"?, "authorized_key"?, "build"?, "address"?, "containers"?}` | the new host's facts |
+//! | `POST /hosts` | `{"name"?, "authorized_key"?, "build"?, "address"?, "containers"?, "instance_metadata"?}` | the new host's facts |
 //! | `DELETE /hosts/<name>` | | 204 |
 //! | `POST /hosts/<name>/provision` | `{"user_data": "<PowerShell>"}` | `{"stdout","stderr","code"}` |
 //! | `POST /hosts/<name>/faults` | `{"drop_connections","refuse_connections","hang_commands","fail_next","rules"}` (rules: [`crate::faults`]) | the faults |

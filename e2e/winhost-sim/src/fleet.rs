@@ -92,6 +92,10 @@ pub struct NewHost {
     /// host on which `Install-WindowsFeature -Name Containers` still has to run and a reboot to follow.
     #[serde(default)]
     pub containers: Option<String>,
+    /// The cloud the host runs on, as its metadata service answers (`{"cloud": "aws", "local_hostname": ..,
+    /// "tokens_required": ..}`, `{"cloud": "gcp", "hostname": ..}`); none by default.
+    #[serde(default)]
+    pub instance_metadata: crate::metadata::InstanceMetadata,
 }
 
 /// What tests and people need to reach a host.
@@ -178,6 +182,7 @@ impl Fleet {
         let disk_error = |source| FleetError::Disk { name: name.clone(), source };
         let mut host = Host::new(identity, &self.base.join(&name), self.latency).map_err(disk_error)?;
         host.kubelet_model = request.kubelet;
+        host.instance_metadata = request.instance_metadata;
         if let Some(state) = containers {
             host.features.insert("Containers".to_owned(), state.to_owned());
         }

@@ -1,7 +1,7 @@
 //! One simulated Windows host's state: identity, disk, service table, registry, machine environment, firewall
 //! rules, HNS networks, optional features (whose pending states settle at a reboot), the last boot time, ACLs, local
 //! user accounts, what an AWS host adds (EC2Launch v2's version, the persistent metadata routes, the URLs it can
-//! download), and the logs tests read (commands, unknown commands). Commands enter through [`Host::exec`] (cmd.exe,
+//! download), the cloud metadata service it reaches, and the logs tests read (commands, unknown commands). Commands enter through [`Host::exec`] (cmd.exe,
 //! as Win32-OpenSSH's default shell runs them).
 
 use std::collections::BTreeMap;
@@ -293,6 +293,8 @@ pub struct Host {
     /// What `Invoke-WebRequest` can download, by URL; any other URL is unreachable. A fresh host reaches
     /// [`crate::ec2launch::MSI_URL`] (clear this map for a disconnected host).
     pub downloads: BTreeMap<String, Vec<u8>>,
+    /// The cloud the host runs on, as its metadata service answers `Invoke-RestMethod` (none on a fresh host).
+    pub instance_metadata: crate::metadata::InstanceMetadata,
 }
 
 /// The system volume's space, in bytes (`Win32_LogicalDisk` `FreeSpace` and `Size`). The simulated disk is a
@@ -402,6 +404,7 @@ impl Host {
             ec2launch_version: None,
             persistent_routes: Vec::new(),
             downloads: BTreeMap::from([(crate::ec2launch::MSI_URL.to_owned(), crate::ec2launch::MSI_CONTENT.to_vec())]),
+            instance_metadata: crate::metadata::InstanceMetadata::None,
             identity,
         };
         let (product, display, release) = if host.identity.build >= 20348 {

@@ -29,6 +29,7 @@ pub mod ec2launch;
 pub mod faults;
 pub mod fleet;
 pub mod host;
+pub mod metadata;
 pub mod native;
 pub mod process;
 pub mod ps;

@@ -1,6 +1,7 @@
-//! `wmco preflight ADDRESS --user USER --key FILE`: the checks the operator runs on first contact with a host,
-//! before it installs anything, run from an admin's machine: the host's name and default-route address give a
-//! Node, a supported Windows Server build, the `Containers` feature enabled, room on `C:` for the payload. One
+//! `wmco preflight ADDRESS --user USER --key FILE [--platform P]`: the checks the operator runs on first contact
+//! with a host, before it installs anything, run from an admin's machine: the host's name and default-route address
+//! give a Node (named by the cluster's platform: on AWS and GCP the name the instance metadata gives), a supported
+//! Windows Server build, the `Containers` feature enabled, room on `C:` for the payload. One
 //! command on the host (the operator's identity command); nothing is changed. Exit 0 when every check passes, 1
 //! when one fails or the host cannot be checked (unreachable, refused key, unreadable answer), 2 for unusable
 //! arguments.
@@ -12,6 +13,7 @@ use wmco_node_config::{
     CHECKS, ContainersStep, HostCheck, HostSession, PreflightCheck, SUPPORTED_BUILDS, check_host, containers_to_enable,
 };
 use wmco_ssh_transport::{RemoteHost, SshHost};
+use wmco_vocabulary::Platform;
 
 use crate::cli_support::{Outcome, OutputArgs, print_stdout, render};
 use crate::cmd::ssh::{ConnectArgs, host_config};
@@ -32,8 +34,16 @@ pub struct PreflightArgs {
     /// `cluster`), if it sets one: Windows Server 2019 supports only the default, 4789.
     #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
     vxlan_port: Option<u16>,
+    /// The cluster's platform, which decides the Node name: `aws` (the instance metadata's local-hostname), `gcp`
+    /// (the metadata server's hostname), `vsphere` (the FQDN); `azure`, `nutanix` and `none` the short host name.
+    #[arg(long, default_value = "none", value_parser = parse_platform)]
+    platform: Platform,
     #[command(flatten)]
     output: OutputArgs,
+}
+
+fn parse_platform(name: &str) -> Result<Platform, String> {
+    name.parse().map_err(|error: wmco_vocabulary::UnknownPlatform| error.to_string())
 }
 
 /// What `wmco preflight` found.
@@ -74,7 +84,7 @@ pub fn run(args: &PreflightArgs) -> anyhow::Result<Outcome> {
             Ok(host) => Arc::new(host),
             Err(error) => return PreflightReport::unchecked(label, error.to_string()),
         };
-        match check_host(&HostSession::new(host), payload_bytes, args.vxlan_port).await {
+        match check_host(&HostSession::new(host), args.platform, payload_bytes, args.vxlan_port).await {
             Ok(check) => PreflightReport::from_check(label, &check),
             Err(error) => PreflightReport::unchecked(label, error.to_string()),
         }

@@ -143,8 +143,11 @@ fn byoh_record_has(byoh: &ByohInstance, san: &ServingSan<'_>) -> bool {
         ServingSan::Dns(name) => {
             let address_is_name = byoh.address.parse::<IpAddr>().is_err();
             let recorded = |value: Option<&str>| value.is_some_and(|value| same_dns_name(value, name));
+            // The Node name the operator decided (on a cloud, the name its metadata gives, which the kubelet
+            // reports as its Hostname address) is the CN's own name as well.
             recorded(byoh.hostname.as_deref())
                 || recorded(byoh.fqdn.as_deref())
+                || recorded(byoh.expected_node_name.as_deref())
                 || (address_is_name && same_dns_name(&byoh.address, name))
         }
         ServingSan::Ip(ip) => byoh.resolved_address.map(IpAddr::V4) == Some(*ip) || byoh.node_ip == Some(*ip),

@@ -92,7 +92,9 @@ pub struct ByohInstance {
     pub uid: Option<String>,
     /// The ConfigMap key: a DNS name or an IPv4 address.
     pub address: String,
-    /// lowercase(short hostname), recorded before the kubelet starts; passed as `--hostname-override`.
+    /// The Node name decided by the cluster's platform (lower-cased: the short hostname, the FQDN on vSphere, the
+    /// instance metadata's name on AWS and GCP), recorded before the kubelet starts; passed as
+    /// `--hostname-override`.
     #[serde(default)]
     pub expected_node_name: Option<String>,
     /// The `WindowsInstance` phase.

@@ -371,7 +371,7 @@ async fn check_host_reads_identity_and_facts_in_one_command_and_changes_nothing(
     let before = tree(sim.root());
     let session = HostSession::new(sim.clone());
 
-    let check = crate::check_host(&session, 430 << 20, None).await.unwrap();
+    let check = crate::check_host(&session, wmco_vocabulary::Platform::None, 430 << 20, None).await.unwrap();
 
     assert_eq!(check.failures, Vec::new());
     assert_eq!(check.identity.map(|identity| identity.expected_node_name).as_deref(), Some("winworker-6"));
@@ -386,9 +386,89 @@ async fn check_host_reads_identity_and_facts_in_one_command_and_changes_nothing(
         .host()
         .exec("admin", r#"sc.exe create docker binPath= "C:\Program Files\docker\dockerd.exe --run-service""#);
     assert_eq!(created.code, 0, "{created:?}");
-    let check = crate::check_host(&session, 430 << 20, None).await.unwrap();
+    let check = crate::check_host(&session, wmco_vocabulary::Platform::None, 430 << 20, None).await.unwrap();
     let checks: Vec<crate::PreflightCheck> = check.failures.iter().map(|failure| failure.check).collect();
     assert_eq!(checks, [crate::PreflightCheck::DiskSpace, crate::PreflightCheck::ContainerRuntime]);
     assert_eq!(check.facts.docker_service.as_deref(), Some(r"C:\Program Files\docker\dockerd.exe --run-service"));
     assert_eq!(check.facts.containerd_service, None);
+}
+
+/// The first pass of a fresh host on the record `name` under `settings`: the outcome (or the error) and the record.
+async fn first_pass(
+    sim: Arc<InProcessHost>,
+    settings: &crate::ServiceSettings,
+) -> (Result<crate::ConfigureOutcome, crate::FlowError>, wmco_cluster_client::types::WindowsInstance) {
+    let (nodes, records, drainer) = (FakeNodes::default(), FakeInstanceRecords::default(), FakeDrainer::default());
+    let cluster = ClusterAccess { nodes: &nodes, records: &records, drainer: &drainer };
+    let instance = objects::record("win-3").in_namespace("wmco").byoh("127.0.0.30").username("administrator").build();
+    records.apply(&instance).await.unwrap();
+    let session = HostSession::new(sim);
+    let inputs = ConfigureInputs {
+        instance: &instance,
+        settings,
+        files: &SimFiles,
+        operator_version: "10.17.0",
+        pub_key_hash: "ab",
+        disruptions: &crate::testing::AdmitEvery::default(),
+        drain: &wmco_cluster_client::DrainOptions::default(),
+    };
+    let outcome = configure(&session, cluster, &inputs).await;
+    (outcome, records.record("wmco", "win-3").unwrap())
+}
+
+/// The kubelet service's command line on `sim`, if the service exists.
+fn kubelet_command_line(sim: &InProcessHost) -> Option<String> {
+    let host = sim.host();
+    host.scm.services().find(|service| service.name == "kubelet").map(|service| service.image_path.clone())
+}
+
+/// On AWS the cloud controller knows the instance by its private DNS name: the Node is named after the instance
+/// metadata's `local-hostname` (read with an IMDSv2 token by the identity command, in the same round trip), not after
+/// the Windows host name. Before issue 35 the Node was `winworker-3`, a name the AWS cloud controller cannot find.
+#[tokio::test]
+async fn an_aws_host_takes_its_node_name_from_the_instance_metadata_in_the_same_round_trips() {
+    use winhost_sim::metadata::InstanceMetadata;
+    let aws = crate::ServiceSettings { platform: wmco_windows_services::Platform::Aws, ..sample_service_settings() };
+    let on_ec2 = Arc::new(InProcessHost::sample(3).unwrap());
+    on_ec2.host().instance_metadata =
+        InstanceMetadata::Aws { local_hostname: "ip-10-0-3-30.ec2.internal".into(), tokens_required: true };
+    let (outcome, record) = first_pass(on_ec2.clone(), &aws).await;
+    let outcome = outcome.unwrap();
+    assert_eq!(
+        (outcome.state, outcome.node_name.as_str()),
+        (ConfigureState::WaitingForNode, "ip-10-0-3-30.ec2.internal")
+    );
+    let status = record.status.unwrap();
+    assert_eq!(status.expected_node_name.as_deref(), Some("ip-10-0-3-30.ec2.internal"));
+    assert_eq!(status.hostname.as_deref(), Some("WinWorker-3"));
+    let kubelet = kubelet_command_line(&on_ec2).unwrap();
+    assert!(kubelet.contains("--hostname-override=ip-10-0-3-30.ec2.internal "), "{kubelet}");
+    assert!(on_ec2.host().unknown_commands.is_empty());
+
+    // The same host on platform None: the short host name, and as many round trips.
+    let on_premises = Arc::new(InProcessHost::sample(3).unwrap());
+    let (plain, _) = first_pass(on_premises, &sample_service_settings()).await;
+    let plain = plain.unwrap();
+    assert_eq!(plain.node_name, "winworker-3");
+    assert_eq!(outcome.commands, plain.commands, "reading the metadata adds no round trip");
+}
+
+/// A host outside GCP joined to a GCP cluster: the metadata server's name does not resolve, so the host is refused
+/// (retryably) with the reason, before anything is installed.
+#[tokio::test]
+async fn a_host_off_the_clusters_cloud_is_refused_naming_the_metadata_service_with_nothing_installed() {
+    let gcp = crate::ServiceSettings { platform: wmco_windows_services::Platform::Gcp, ..sample_service_settings() };
+    let sim = Arc::new(InProcessHost::sample(3).unwrap());
+    let before = tree(sim.root());
+    let (outcome, _) = first_pass(sim.clone(), &gcp).await;
+    let error = outcome.unwrap_err();
+    assert!(error.is_retryable());
+    let text = error.to_string();
+    assert!(
+        text.contains("metadata.google.internal")
+            && text.contains("The remote name could not be resolved: 'metadata.google.internal'"),
+        "{text}"
+    );
+    assert_eq!(tree(sim.root()), before);
+    assert_eq!(kubelet_command_line(&sim), None);
 }

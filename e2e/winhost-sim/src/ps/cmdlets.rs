@@ -66,6 +66,7 @@ pub fn invoke(
         "add-windowscapability" => add_capability(session, &call),
         "get-acl" => get_acl(session, &call),
         "set-acl" => set_acl(session, &call),
+        "invoke-restmethod" | "irm" => super::rest::invoke_rest_method(session, &call.arguments),
         "restart-computer" => {
             session.host.reboot_requested = true;
             Ok(Vec::new())

@@ -9,6 +9,7 @@ pub mod eval;
 pub mod format;
 pub mod parser;
 pub mod provisioning;
+pub mod rest;
 pub mod value;
 
 use base64::Engine;

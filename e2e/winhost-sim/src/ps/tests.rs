@@ -555,3 +555,36 @@ fn get_child_item_lists_a_directory_by_filter_and_a_missing_one_is_a_non_termina
     let output = ps(&mut host, r"(Get-ChildItem -LiteralPath 'C:\k\cni' | Select-Object -First 1).PSIsContainer");
     assert_eq!(output.stdout.trim(), "True");
 }
+
+/// `Invoke-RestMethod` as the AWS and GCP documentation call the metadata services, on each cloud and off it.
+#[test]
+fn invoke_rest_method_reaches_the_hosts_metadata_service_only() {
+    use crate::metadata::InstanceMetadata;
+    let aws_script = "$ErrorActionPreference = 'Stop'\n\
+        try {\n\
+        $t = Invoke-RestMethod -UseBasicParsing -TimeoutSec 10 -Method PUT -Uri 'http://169.254.169.254/latest/api/token' -Headers @{ 'X-aws-ec2-metadata-token-ttl-seconds' = '60' }\n\
+        Invoke-RestMethod -UseBasicParsing -Uri 'http://169.254.169.254/latest/meta-data/local-hostname' -Headers @{ 'X-aws-ec2-metadata-token' = $t }\n\
+        } catch { 'failed'; $_.Exception.Message }\n\
+        exit 0";
+    let gcp_script = "try { Invoke-RestMethod -Headers @{ 'Metadata-Flavor' = 'Google' } -Uri 'http://metadata.google.internal/computeMetadata/v1/instance/hostname' } catch { $_.Exception.Message }";
+    let (_root, mut host) = test_host();
+    host.instance_metadata =
+        InstanceMetadata::Aws { local_hostname: "ip-10-0-1-23.ec2.internal".into(), tokens_required: true };
+    let output = ps(&mut host, aws_script);
+    assert_eq!((output.stdout.as_str(), output.stderr.as_str(), output.code), ("ip-10-0-1-23.ec2.internal\r\n", "", 0));
+    let v1 = ps(&mut host, "Invoke-RestMethod -Uri 'http://169.254.169.254/latest/meta-data/local-hostname'");
+    assert!(v1.stderr.contains("The remote server returned an error: (401) Unauthorized."), "{v1:?}");
+    assert!(v1.stderr.contains("WebCmdletWebResponseException,Microsoft.PowerShell.Commands.InvokeRestMethodCommand"));
+    assert_eq!(v1.code, 1);
+    let output = ps(&mut host, gcp_script);
+    assert_eq!(output.stdout, "The remote name could not be resolved: 'metadata.google.internal'\r\n");
+
+    host.instance_metadata = InstanceMetadata::Gcp { hostname: "win-1.us-central1-a.c.project-id.internal".into() };
+    assert_eq!(ps(&mut host, gcp_script).stdout, "win-1.us-central1-a.c.project-id.internal\r\n");
+    host.instance_metadata = InstanceMetadata::None;
+    let output = ps(&mut host, aws_script);
+    assert_eq!(output.stdout, "failed\r\nUnable to connect to the remote server\r\n");
+    let refused = ps(&mut host, "Invoke-RestMethod -Uri 'http://169.254.169.254/' -Body 'x'");
+    assert!(refused.stderr.contains("does not model parameter -body"), "{refused:?}");
+    assert!(host.unknown_commands.is_empty(), "{:?}", host.unknown_commands);
+}
