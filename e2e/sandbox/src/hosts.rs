@@ -11,7 +11,9 @@ use std::sync::Arc;
 use winhost_sim::control::SharedFleet;
 use winhost_sim::fleet::{Fleet, HostInfo, NewHost};
 use winhost_sim::host::Latency;
+use winhost_sim::metadata::InstanceMetadata;
 use winhost_sim::wine_kubelet::KubeletModel;
+use wmco_cluster_client::Platform;
 
 use crate::SandboxError;
 
@@ -45,6 +47,24 @@ pub struct FleetPlan {
     /// The host (by index) that reports a lower-case host name, as one an admin renamed so; the others report
     /// theirs in upper case, as stock Windows images do.
     pub lower_case_host: Option<u8>,
+    /// The cluster's platform: on AWS and GCP every host runs on that cloud ([`instance_metadata`]).
+    pub platform: Platform,
+}
+
+/// The metadata service host `index` reaches on `platform`: on AWS an EC2 instance in us-east-1 that requires IMDSv2
+/// (`ip-10-0-1-<10+index>.ec2.internal`), on GCP a VM named after the host (`winhost-<index>.us-central1-a.c.
+/// wmco-e2e.internal`, zonal DNS), elsewhere none.
+pub fn instance_metadata(platform: Platform, index: u8) -> InstanceMetadata {
+    match platform {
+        Platform::Aws => InstanceMetadata::Aws {
+            local_hostname: format!("ip-10-0-1-{}.ec2.internal", 10u8.saturating_add(index)),
+            tokens_required: true,
+        },
+        Platform::Gcp => {
+            InstanceMetadata::Gcp { hostname: format!("winhost-{index}.us-central1-a.c.wmco-e2e.internal") }
+        }
+        Platform::Azure | Platform::VSphere | Platform::Nutanix | Platform::None => InstanceMetadata::None,
+    }
 }
 
 /// A started fleet.
@@ -92,6 +112,7 @@ pub async fn start_fleet(plan: &FleetPlan) -> Result<StartedFleet, SandboxError>
             authorized_key: Some(plan.authorized_key.clone()),
             address: Some(address),
             kubelet: plan.kubelet,
+            instance_metadata: instance_metadata(plan.platform, index),
             ..NewHost::default()
         };
         let info = fleet.lock().await.add(request).await?;
@@ -143,6 +164,7 @@ mod tests {
             authorized_key: String::new(),
             kubelet: KubeletModel::Simulated,
             lower_case_host: None,
+            platform: Platform::None,
         }
     }
 

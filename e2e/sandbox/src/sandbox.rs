@@ -20,6 +20,7 @@ use winhost_sim::control::SharedFleet;
 use winhost_sim::host::{CommandRecord, Latency, UnknownCommand};
 use winhost_sim::scm::Service;
 use winhost_sim::ssh::{SshServer, lock};
+use wmco_cluster_client::Platform;
 use wmco_cluster_client::types::{InstancePhase, WindowsInstance};
 use wmco_e2e_harness::{ControlPlane, ControlPlaneOptions, eventually};
 
@@ -90,6 +91,10 @@ pub struct SandboxOptions {
     /// Deployment's pod ([`crate::pod`]): the payload is the image's, `payload_dir` is ignored. `None` runs the
     /// `wmco` binary as a process.
     pub operator_image: Option<PathBuf>,
+    /// The cluster's platform (`Infrastructure` `status.platformStatus.type`, set before the operator starts; the
+    /// fixtures say `None`). On AWS and GCP every host runs on that cloud: it answers its metadata service's
+    /// questions (`hosts.rs`, `instance_metadata`).
+    pub platform: Platform,
 }
 
 impl Default for SandboxOptions {
@@ -108,8 +113,29 @@ impl Default for SandboxOptions {
             exporter_tls_secret: true,
             private_key_secret: true,
             operator_image: None,
+            platform: Platform::None,
         }
     }
+}
+
+/// Sets the `Infrastructure` object's platform (`status.platform` and `status.platformStatus.type`), as the installer
+/// of a cluster on `platform` leaves it.
+async fn set_platform(admin: &kube::Client, platform: Platform) -> Result<(), SandboxError> {
+    let resource = kube::discovery::ApiResource {
+        group: "config.openshift.io".into(),
+        version: "v1".into(),
+        api_version: "config.openshift.io/v1".into(),
+        kind: "Infrastructure".into(),
+        plural: "infrastructures".into(),
+    };
+    let infrastructures: Api<kube::api::DynamicObject> = Api::all_with(admin.clone(), &resource);
+    let status =
+        serde_json::json!({"status": {"platform": platform.as_str(), "platformStatus": {"type": platform.as_str()}}});
+    infrastructures
+        .patch_status("cluster", &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .map_err(SandboxError::kube(format!("set the Infrastructure's platform to {platform}")))?;
+    Ok(())
 }
 
 /// One `WindowsInstance` with its Node, as the sandbox command prints them.
@@ -233,6 +259,9 @@ impl Sandbox {
         let control_plane = ControlPlane::start(control_plane_options).await?;
         let applied = manifests::install(&control_plane).await?;
         let admin = control_plane.admin_client();
+        if options.platform != Platform::None {
+            set_platform(&admin, options.platform).await?;
+        }
         wait_for_instance_storage(&admin).await?;
         let admin_key = AdminKey::generate()?;
         if options.private_key_secret {
@@ -259,6 +288,7 @@ impl Sandbox {
             authorized_key: admin_key.public_line().to_owned(),
             kubelet: options.kubelet,
             lower_case_host: options.lower_case_host,
+            platform: options.platform,
         })
         .await?;
         let ovn = OvnStandIn::start(admin);
