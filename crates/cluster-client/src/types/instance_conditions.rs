@@ -304,6 +304,7 @@ mod tests {
                     row(AUTHENTICATION_FAILED_CONDITION, "False", "KeyAccepted"),
                     row(DEGRADED_CONDITION, degraded, degraded_reason),
                     row(HOST_KEY_MISMATCH_CONDITION, "False", "HostKeyAsPinned"),
+                    row(NODE_NAME_CONFLICT_CONDITION, "False", "NodeNameFree"),
                     row(PREFLIGHT_FAILED_CONDITION, "False", "NoFailedCheck"),
                     row(PROGRESSING_CONDITION, progressing, reason),
                     row(READY_CONDITION, ready, reason),

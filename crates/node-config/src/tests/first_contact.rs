@@ -91,7 +91,10 @@ impl World {
 
     /// The Node registers Ready with its hybrid-overlay subnet.
     fn register_node(&self) {
-        let node = objects::windows_node(NODE).annotated(HYBRID_OVERLAY_SUBNET_ANNOTATION, "10.132.3.0/24").ready();
+        // As the kubelet registers it: its `--node-ip` as InternalIP.
+        let node_ip = self.sim.host().identity.node_ip.to_string();
+        let node = objects::windows_node(NODE).internal_ip(&node_ip);
+        let node = node.annotated(HYBRID_OVERLAY_SUBNET_ANNOTATION, "10.132.3.0/24").ready();
         self.nodes.insert(node.build());
     }
 

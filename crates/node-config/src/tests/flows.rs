@@ -330,7 +330,7 @@ async fn a_host_fixed_hours_after_its_preflight_failed_gets_a_bootstrap_window_f
     let world = World::new().await;
     let session = world.session();
     world.host.set_identity_json(
-        r#"{"hostname":"WIN-A","fqdn":"win-a","ip":"203.0.113.7","build":"20348","freeBytes":1073741824,"containers":true}"#,
+        r#"{"hostname":"WIN-A","fqdn":"win-a","ip":"203.0.113.7","build":"20348","ubr":2849,"freeBytes":1073741824,"containers":true}"#,
     );
     world.configure(&session).await.unwrap_err();
     assert_eq!(world.record().status.unwrap().phase, Some(InstancePhase::Failed));
@@ -407,7 +407,7 @@ async fn a_cloned_host_whose_name_another_hosts_node_holds_is_refused_and_that_n
     let owner = world.nodes.node(NAME).unwrap();
     // A clone of the same image: the same host name, another address.
     let clone = other_host(&world, "win-a-clone", "10.0.0.6",
-        r#"{"hostname":"WIN-A","fqdn":"win-a.lab.example","ip":"203.0.113.8","build":"20348","freeBytes":85899345920,"containers":true}"#,
+        r#"{"hostname":"WIN-A","fqdn":"win-a.lab.example","ip":"203.0.113.8","build":"20348","ubr":2849,"freeBytes":85899345920,"containers":true}"#,
     ).await;
 
     let error = configure_other(&world, "win-a-clone", &clone).await.unwrap_err();
@@ -448,7 +448,7 @@ async fn a_windows_host_named_like_a_linux_node_never_touches_that_node_and_its_
         objects::node("master-0").labelled("kubernetes.io/os", "linux").internal_ip("10.0.0.100").ready().build();
     world.nodes.insert(control_plane.clone());
     world.host.set_identity_json(
-        r#"{"hostname":"MASTER-0","fqdn":"master-0.lab.example","ip":"203.0.113.7","build":"20348","freeBytes":85899345920,"containers":true}"#,
+        r#"{"hostname":"MASTER-0","fqdn":"master-0.lab.example","ip":"203.0.113.7","build":"20348","ubr":2849,"freeBytes":85899345920,"containers":true}"#,
     );
 
     let error = world.configure(&world.session()).await.unwrap_err();
@@ -468,7 +468,7 @@ async fn a_second_record_expecting_a_name_before_any_node_registers_waits_for_th
     let world = World::new().await;
     assert_eq!(world.configure(&world.session()).await.unwrap().state, ConfigureState::WaitingForNode);
     let clone = other_host(&world, "win-a-clone", "10.0.0.6",
-        r#"{"hostname":"win-a","fqdn":"win-a","ip":"203.0.113.8","build":"20348","freeBytes":85899345920,"containers":true}"#,
+        r#"{"hostname":"win-a","fqdn":"win-a","ip":"203.0.113.8","build":"20348","ubr":2849,"freeBytes":85899345920,"containers":true}"#,
     ).await;
 
     let error = configure_other(&world, "win-a-clone", &clone).await.unwrap_err();

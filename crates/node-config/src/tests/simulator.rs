@@ -401,7 +401,7 @@ async fn first_pass(
     let (nodes, records, drainer) = (FakeNodes::default(), FakeInstanceRecords::default(), FakeDrainer::default());
     let cluster = ClusterAccess { nodes: &nodes, records: &records, drainer: &drainer };
     let instance = objects::record("win-3").in_namespace("wmco").byoh("127.0.0.30").username("administrator").build();
-    records.apply(&instance).await.unwrap();
+    let instance = records.apply(&instance).await.unwrap();
     let session = HostSession::new(sim);
     let inputs = ConfigureInputs {
         instance: &instance,
