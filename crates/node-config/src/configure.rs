@@ -47,6 +47,7 @@ use wmco_windows_services::{
 use crate::disruption::{
     self, Admission, DisruptionGate, DisruptionRequest, needs_budget, same_release, stopped_services,
 };
+use crate::drift::{self, IdentityChange};
 use crate::error::{FlowError, FlowStep, SourceError};
 use crate::identity::{HostIdentity, NodeNaming};
 use crate::leftovers;
@@ -265,6 +266,8 @@ pub struct ConfigureOutcome {
     pub withheld: Vec<WithheldService>,
     /// A reboot this pass started or saw completed (the record's `status.reboot` has the details).
     pub reboot: Option<RebootStep>,
+    /// The host's recorded identity changed in this pass (a new DHCP address or DNS name).
+    pub identity_change: Option<Box<IdentityChange>>,
 }
 
 /// What a configure pass did about a reboot of the host, for the controller's Events.
@@ -371,8 +374,9 @@ pub async fn configure(
 ) -> Result<ConfigureOutcome, FlowError> {
     let before = session.counters();
     let reboot_before = inputs.instance.status.as_ref().and_then(|status| status.reboot.clone());
+    let identity_before = inputs.instance.status.as_ref().and_then(HostIdentity::from_status);
     let mut recorder = Recorder::new(cluster.records, inputs.instance, session.label())?;
-    let result = configure_pass(session, cluster, inputs, &mut recorder).await;
+    let result = configure_pass(session, cluster, inputs, &mut recorder, IdentityCheck::Probe).await;
     let logged_in = session.counters().commands > before.commands;
     match result {
         Ok(PassResult { state, node_name, steps_applied, withheld, inputs }) => {
@@ -398,6 +402,8 @@ pub async fn configure(
                 bytes_uploaded: after.bytes_uploaded - before.bytes_uploaded,
                 withheld,
                 reboot: RebootStep::between(reboot_before.as_ref(), recorder.status.reboot.as_ref()),
+                identity_change: IdentityChange::between(identity_before, HostIdentity::from_status(&recorder.status))
+                    .map(Box::new),
             })
         }
         Err(error) => {
@@ -414,13 +420,24 @@ pub async fn configure(
     }
 }
 
+/// Whether a pass reads the host's identity again in its probe ([`drift`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum IdentityCheck {
+    /// Read it and follow a change (a pass of a host whose identity is recorded).
+    Probe,
+    /// Not again: this pass plans with the identity a probe of the same pass just read.
+    Done,
+}
+
 async fn configure_pass(
     session: &HostSession,
     cluster: ClusterAccess<'_>,
     inputs: &ConfigureInputs<'_>,
     recorder: &mut Recorder<'_>,
+    identity_check: IdentityCheck,
 ) -> Result<PassResult, FlowError> {
     let recorded_identity = HostIdentity::from_status(&recorder.status);
+    let identity_check = if recorded_identity.is_some() { identity_check } else { IdentityCheck::Done };
     let recorded_node = match &recorded_identity {
         Some(identity) => Some(read_own_node(session, cluster, inputs.instance, identity).await?),
         None => None,
@@ -524,7 +541,26 @@ async fn configure_pass(
     }
     let mut request = ProbeRequest::for_state(&desired);
     request.files.extend(removed_files.iter().map(|(path, _)| path.clone()));
+    // Every probe reads the identity (the script stays the same file on the host); a pass checks it only when the
+    // identity was recorded before it.
+    request.identity = true;
     let observed = session.probe(&request).await?;
+    if identity_check == IdentityCheck::Probe {
+        let naming = inputs.node_naming();
+        let now =
+            drift::drifted(session.label(), naming, &inputs.instance.spec, &identity, observed.identity.as_ref())?;
+        let hostname_back = recorder.note_hostname_as_recorded();
+        if let Some(now) = now {
+            tracing::info!(host = session.label(), node = %node_name, node_ip = %now.node_ip, hostname = %now.hostname,
+                "the host's identity changed: recorded, and the pass planned again with it");
+            now.record_in(&mut recorder.status);
+            recorder.save().await?;
+            return Box::pin(configure_pass(session, cluster, inputs, recorder, IdentityCheck::Done)).await;
+        }
+        if hostname_back {
+            recorder.save().await?;
+        }
+    }
     let steps =
         plan(&desired, &observed).map_err(|source| FlowError::Plan { host: session.label().to_owned(), source })?;
     if let Stage::Node(node) = &stage

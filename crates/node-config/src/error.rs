@@ -267,6 +267,24 @@ pub enum FlowError {
         /// Whose the name is, or why the Node is not the host's.
         reason: String,
     },
+    /// The host's name changed since it was recorded, and the new one gives another Node name: its kubelet would
+    /// register a second Node beside the first.
+    #[error(
+        "host {host}: its host name changed from {recorded} to {observed}, which would make it Node {new_node} \
+         beside its Node {recorded_node}; rename it back to {recorded}, or remove the host and add it again"
+    )]
+    HostnameChanged {
+        /// The host.
+        host: String,
+        /// The recorded host name.
+        recorded: String,
+        /// The host name it reports now.
+        observed: String,
+        /// The host's Node.
+        recorded_node: String,
+        /// The Node name the new host name gives.
+        new_node: String,
+    },
     /// The `WindowsInstance` lacks what the flow needs (namespace, name, or a recorded identity).
     #[error("WindowsInstance {instance}: {what} is missing")]
     Record {
@@ -299,6 +317,7 @@ impl FlowError {
             | FlowError::Identity { source: IdentityError::Output { .. } | IdentityError::CloudName { .. }, .. }
             | FlowError::Preflight { .. }
             | FlowError::NodeNameConflict { .. }
+            | FlowError::HostnameChanged { .. }
             | FlowError::Reboot { .. } => true,
             FlowError::Plan { .. }
             | FlowError::Render { .. }
@@ -325,6 +344,7 @@ impl FlowError {
             FlowError::Record { .. } => "record",
             FlowError::Preflight { .. } => "preflight",
             FlowError::NodeNameConflict { .. } => "node_name_conflict",
+            FlowError::HostnameChanged { .. } => "hostname_changed",
             FlowError::Reboot { .. } => "reboot",
         }
     }
@@ -332,7 +352,11 @@ impl FlowError {
     /// Whether the record goes to phase `Failed`: permanent errors, a failed preflight and a taken Node name
     /// (retried, but nothing changes until the admin fixes the host or the other one).
     pub fn fails_the_record(&self) -> bool {
-        !self.is_retryable() || matches!(self, FlowError::Preflight { .. } | FlowError::NodeNameConflict { .. })
+        !self.is_retryable()
+            || matches!(
+                self,
+                FlowError::Preflight { .. } | FlowError::NodeNameConflict { .. } | FlowError::HostnameChanged { .. }
+            )
     }
 
     /// The failing preflight checks, if this is a failed preflight.
@@ -359,6 +383,7 @@ impl FlowError {
             FlowError::Identity { .. } | FlowError::Preflight { .. } => Some(FlowStep::Identify),
             FlowError::Reboot { .. } => Some(FlowStep::Reboot),
             FlowError::NodeNameConflict { .. } => Some(FlowStep::ClaimNode),
+            FlowError::HostnameChanged { .. } => Some(FlowStep::Probe),
             FlowError::StopTimedOut { .. } => Some(FlowStep::Services),
             FlowError::Record { .. } => Some(FlowStep::Record),
         }

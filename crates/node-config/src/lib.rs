@@ -36,6 +36,7 @@
 mod configure;
 mod deconfigure;
 mod disruption;
+mod drift;
 mod error;
 mod identity;
 mod leftovers;
@@ -60,6 +61,7 @@ pub use deconfigure::{
     DeconfigureInputs, DeconfigureOutcome, MANAGED_SERVICES, REMOVED_DIRECTORIES, deconfigure, force_remove_requested,
 };
 pub use disruption::{Admission, DisruptionGate, DisruptionRequest};
+pub use drift::IdentityChange;
 pub use error::{FlowError, FlowStep, SourceError};
 pub use identity::{HostIdentity, IdentityError, NodeNaming, expected_node_name};
 pub use leftovers::GO_DAEMON_KUBECONFIG;

@@ -7,8 +7,8 @@
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use wmco_cluster_client::types::{
-    AUTHENTICATION_FAILED_CONDITION, ConditionState, HOST_KEY_MISMATCH_CONDITION, InstancePhase,
-    NODE_NAME_CONFLICT_CONDITION, PREFLIGHT_FAILED_CONDITION, WindowsInstance, WindowsInstanceStatus,
+    AUTHENTICATION_FAILED_CONDITION, ConditionState, HOST_KEY_MISMATCH_CONDITION, HOSTNAME_CHANGED_CONDITION,
+    InstancePhase, NODE_NAME_CONFLICT_CONDITION, PREFLIGHT_FAILED_CONDITION, WindowsInstance, WindowsInstanceStatus,
 };
 use wmco_cluster_client::{InstanceRecords, WindowsInstanceExt};
 use wmco_vocabulary::BOOTSTRAP_WINDOW_REOPEN_AFTER;
@@ -141,6 +141,16 @@ impl<'a> Recorder<'a> {
         conflicted
     }
 
+    /// Notes that the host reports its recorded host name: a `True` [`HOSTNAME_CHANGED_CONDITION`] becomes `False`.
+    /// Returns whether it changed.
+    pub(crate) fn note_hostname_as_recorded(&mut self) -> bool {
+        let changed = self.status.condition_is_true(HOSTNAME_CHANGED_CONDITION);
+        if changed {
+            self.status.set_condition(ConditionState::hostname_as_recorded(), self.generation, Timestamp::now());
+        }
+        changed
+    }
+
     /// Notes that a login succeeded (with the pinned host key, since the transport checks it): a `True`
     /// [`AUTHENTICATION_FAILED_CONDITION`] or [`HOST_KEY_MISMATCH_CONDITION`] becomes `False`. Returns whether one
     /// changed.
@@ -187,6 +197,10 @@ impl<'a> Recorder<'a> {
         }
         if error.fails_the_record() {
             self.status.phase = Some(InstancePhase::Failed);
+        }
+        if let FlowError::HostnameChanged { .. } = error {
+            let state = ConditionState::new(HOSTNAME_CHANGED_CONDITION, true, "HostnameChanged", error.to_string());
+            self.status.set_condition(state, self.generation, Timestamp::now());
         }
         if error.is_node_name_conflict() {
             // A record that expects no Node name is out of the CSR approver's scope: the requests of the Node

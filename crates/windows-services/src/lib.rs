@@ -56,6 +56,7 @@ mod path;
 mod plan;
 mod powershell;
 mod probe;
+mod probe_identity;
 mod quote;
 mod sc;
 mod sc_output;
@@ -84,6 +85,7 @@ pub use probe::{
     ObservedDefender, ObservedFirewallRule, ObservedHost, ObservedService, ProbeError, ProbeRequest,
     decode_failure_actions,
 };
+pub use probe_identity::ObservedIdentity;
 pub use sc::{ConfigChanges, ScCommand};
 pub use sc_output::{
     ScErrorCode, ScFailure, ScParseError, ServiceConfig, ServiceStatus, parse_sc_failure, parse_sc_qc, parse_sc_query,

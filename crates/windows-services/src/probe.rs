@@ -1,6 +1,7 @@
 //! The batched state probe: one PowerShell script (of the §8 subset) that reads everything `plan` diffs —
 //! the configuration and state of listed services, SHA-256 of listed files, which listed directories exist, listed
-//! machine environment variables, firewall rules, registry values and the trusted root store — and prints it as one
+//! machine environment variables, firewall rules, registry values, the trusted root store and, when asked, the host's
+//! identity ([`ObservedIdentity`]) — and prints it as one
 //! compact JSON document; plus the parser of that document into an [`ObservedHost`].
 //!
 //! Service configuration comes from the service's registry key (`HKLM\SYSTEM\CurrentControlSet\Services\<name>`:
@@ -22,6 +23,7 @@ use serde_json::Value;
 use crate::host::{EnvVarName, HostState, RegistryData, RegistryKey, RegistryValueName, RotatedFiles, Sha256Hex};
 use crate::path::WinPath;
 use crate::powershell::PowerShellScript;
+use crate::probe_identity::{self, ObservedIdentity};
 use crate::quote::powershell_literal;
 use crate::service::{
     FailureAction, FailureActionKind, FailureActions, Millis, ResetPeriod, ServiceName, ServiceState, StartType,
@@ -58,6 +60,8 @@ pub struct ProbeRequest {
     pub defender: bool,
     /// Rotated files to list.
     pub rotated_files: BTreeSet<RotatedFiles>,
+    /// Whether to read the host's identity again (host name, DNS name, default-route IPv4 address).
+    pub identity: bool,
 }
 
 impl ProbeRequest {
@@ -87,6 +91,7 @@ impl ProbeRequest {
             trusted_roots: desired.trusted_roots.as_ref().map(|roots| roots.record.clone()),
             defender: !desired.defender_exclusions.is_empty() || !desired.removed_defender_exclusions.is_empty(),
             rotated_files: desired.rotated_files.clone(),
+            identity: false,
         }
     }
 
@@ -206,13 +211,18 @@ impl ProbeRequest {
             }
             rotated_entry = format!("; rotated = @({})", entries.join(", "));
         }
+        let mut identity_entry = "";
+        if self.identity {
+            statements.extend(probe_identity::statements().map(str::to_owned));
+            identity_entry = probe_identity::ENTRY;
+        }
         // The shell sshd starts for exec requests (read at each connection): the caller renders later commands for it.
         statements.push(format!(
             "$sh = (Get-ItemProperty {} -ErrorAction SilentlyContinue).DefaultShell",
             powershell_literal(OPENSSH_KEY)
         ));
         statements.push(format!(
-            "[ordered]@{{ services = @({}); files = @({}); dirs = @({}); env = @({}); firewall = @({}); registry = @({}){trust_entry}{defender_entry}{rotated_entry}; shell = $sh }} \
+            "[ordered]@{{ services = @({}); files = @({}); dirs = @({}); env = @({}); firewall = @({}); registry = @({}){trust_entry}{defender_entry}{rotated_entry}{identity_entry}; shell = $sh }} \
              | ConvertTo-Json -Compress -Depth 8",
             service_entries.join(", "),
             file_entries.join(", "),
@@ -238,6 +248,9 @@ impl ProbeRequest {
         let firewall = positional("firewall", &self.firewall_rules, raw.firewall)?;
         let registry = positional("registry", &self.registry_values, raw.registry)?;
         let mut observed = ObservedHost { default_shell: raw.shell.clone(), ..ObservedHost::default() };
+        if self.identity {
+            observed.identity = probe_identity::parse(raw.identity.clone());
+        }
         for (name, value) in services {
             if let Some(service) = observed_service(name, value)? {
                 observed.services.insert(name.clone(), service);
@@ -414,6 +427,8 @@ pub struct ObservedHost {
     pub rotated_files: BTreeMap<RotatedFiles, Vec<String>>,
     /// Win32-OpenSSH's `DefaultShell` value (`None`: unset, so cmd.exe).
     pub default_shell: Option<String>,
+    /// The host's identity, when requested and readable.
+    pub identity: Option<ObservedIdentity>,
 }
 
 /// Windows Defender as the probe found it.
@@ -460,6 +475,8 @@ struct RawProbe {
     defender: Value,
     #[serde(default)]
     rotated: Value,
+    #[serde(default)]
+    identity: Value,
     #[serde(default)]
     shell: Option<String>,
 }

@@ -45,6 +45,9 @@ pub const PREFLIGHT_FAILED_CONDITION: &str = "PreflightFailed";
 /// or another record already expects that name: the host is refused and that Node never touched. `False` once the
 /// name is the host's, and on records never checked.
 pub const NODE_NAME_CONFLICT_CONDITION: &str = "NodeNameConflict";
+/// The host reports another host name than the recorded one, which would give it another Node: the operator leaves
+/// it as it is until the name is back or the host is added again. `False` while the name is the recorded one.
+pub const HOSTNAME_CHANGED_CONDITION: &str = "HostnameChanged";
 
 /// One condition as a writer states it; [`WindowsInstanceStatus::set_condition`] adds the time and generation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -78,6 +81,16 @@ impl ConditionState {
     /// [`PREFLIGHT_FAILED_CONDITION`] `False` on a record that has not failed a preflight check.
     pub fn no_failed_preflight() -> Self {
         ConditionState::new(PREFLIGHT_FAILED_CONDITION, false, "NoFailedCheck", "No preflight check failed.")
+    }
+
+    /// [`HOSTNAME_CHANGED_CONDITION`] `False`: the host reports the recorded host name.
+    pub fn hostname_as_recorded() -> Self {
+        ConditionState::new(
+            HOSTNAME_CHANGED_CONDITION,
+            false,
+            "HostnameAsRecorded",
+            "The host reports the recorded host name.",
+        )
     }
 
     /// [`NODE_NAME_CONFLICT_CONDITION`] `False`: no other Node or record holds the host's Node name.
@@ -154,7 +167,8 @@ impl WindowsInstanceStatus {
 
     /// Derives the summary conditions (Ready, Progressing, Degraded) and [`UPGRADING_CONDITION`] from the phase,
     /// the last error and the specific conditions, adds [`AUTHENTICATION_FAILED_CONDITION`],
-    /// [`HOST_KEY_MISMATCH_CONDITION`], [`PREFLIGHT_FAILED_CONDITION`] and [`NODE_NAME_CONFLICT_CONDITION`] as `False`
+    /// [`HOST_KEY_MISMATCH_CONDITION`], [`PREFLIGHT_FAILED_CONDITION`], [`NODE_NAME_CONFLICT_CONDITION`] and
+    /// [`HOSTNAME_CHANGED_CONDITION`] as `False`
     /// where they are missing, and records `generation` as
     /// `observedGeneration`. Idempotent: a second call with the same record changes nothing.
     ///
@@ -173,6 +187,7 @@ impl WindowsInstanceStatus {
             ConditionState::host_key_as_pinned(),
             ConditionState::no_failed_preflight(),
             ConditionState::node_name_free(),
+            ConditionState::hostname_as_recorded(),
         ] {
             match self.conditions.iter_mut().find(|condition| condition.type_ == default.type_) {
                 Some(condition) => condition.observed_generation = generation,
@@ -218,6 +233,8 @@ impl WindowsInstanceStatus {
             Some((AUTHENTICATION_FAILED_CONDITION, self.condition_message(AUTHENTICATION_FAILED_CONDITION)))
         } else if self.condition_is_true(NODE_NAME_CONFLICT_CONDITION) {
             Some((NODE_NAME_CONFLICT_CONDITION, self.condition_message(NODE_NAME_CONFLICT_CONDITION)))
+        } else if self.condition_is_true(HOSTNAME_CHANGED_CONDITION) {
+            Some((HOSTNAME_CHANGED_CONDITION, self.condition_message(HOSTNAME_CHANGED_CONDITION)))
         } else if phase == InstancePhase::Failed {
             Some(("Failed", error.unwrap_or("The last step failed.").to_owned()))
         } else {
@@ -304,6 +321,7 @@ mod tests {
                     row(AUTHENTICATION_FAILED_CONDITION, "False", "KeyAccepted"),
                     row(DEGRADED_CONDITION, degraded, degraded_reason),
                     row(HOST_KEY_MISMATCH_CONDITION, "False", "HostKeyAsPinned"),
+                    row(HOSTNAME_CHANGED_CONDITION, "False", "HostnameAsRecorded"),
                     row(NODE_NAME_CONFLICT_CONDITION, "False", "NodeNameFree"),
                     row(PREFLIGHT_FAILED_CONDITION, "False", "NoFailedCheck"),
                     row(PROGRESSING_CONDITION, progressing, reason),

@@ -475,7 +475,8 @@ impl FakeWindowsHost {
 
     fn run_powershell(&self, text: &str) -> (String, Output) {
         let mut model = lock(&self.model);
-        if text.contains("GetHostName") {
+        // The identity command (the probe reads the names too, with its own variables).
+        if text.contains("$h = [System.Net.Dns]::GetHostName()") {
             let mut identity = lock(&self.identity_json).clone();
             if let Some(boot) = lock(&self.boot).as_ref() {
                 let mut json: Value = serde_json::from_str(&identity).expect("the identity answer is JSON");
@@ -637,8 +638,13 @@ impl FakeWindowsHost {
             })
             .collect();
         let rotated = (!rotated.is_empty()).then_some(rotated);
+        // The host's identity, when asked: the same names and address the identity command prints.
+        let identity = text.contains("identity = [ordered]").then(|| {
+            let document: Value = serde_json::from_str(&lock(&self.identity_json)).unwrap_or(Value::Null);
+            json!({"hostname": document["hostname"], "fqdn": document["fqdn"], "ip": document["ip"]})
+        });
         json!({"services": services, "files": files, "dirs": dirs, "env": env, "firewall": firewall, "registry": [],
-               "trust": trust, "defender": defender, "rotated": rotated})
+               "trust": trust, "defender": defender, "rotated": rotated, "identity": identity})
         .to_string()
     }
 }

@@ -13,7 +13,8 @@ use wmco_cluster_client::names::{
     PUB_KEY_HASH_ANNOTATION, VERSION_ANNOTATION, WORKER_ROLE_LABEL,
 };
 use wmco_cluster_client::types::{
-    InstanceOrigin, InstancePhase, NODE_NAME_CONFLICT_CONDITION, PREFLIGHT_FAILED_CONDITION, WindowsInstance,
+    HOSTNAME_CHANGED_CONDITION, InstanceOrigin, InstancePhase, NODE_NAME_CONFLICT_CONDITION,
+    PREFLIGHT_FAILED_CONDITION, WindowsInstance,
 };
 use wmco_cluster_client::{BlockReason, BlockedPod, DrainOptions, InstanceRecords, NodeExt, NodeMetadataPatch, Nodes};
 use wmco_payload_manifest::render::RenderedFile;
@@ -1271,6 +1272,64 @@ async fn a_restart_on_a_node_in_service_claims_the_budget_and_records_upgrading_
     assert_eq!(*world.gate.phases_at_release.lock().unwrap(), [Some(InstancePhase::Upgrading)]);
     assert_eq!(world.record().status.unwrap().phase, Some(InstancePhase::Ready));
     assert!(summary(&world.host.take_log()).contains(&"sc stop kubelet".to_owned()));
+}
+
+#[tokio::test]
+async fn a_host_whose_dhcp_address_changed_gets_its_kubelet_reconfigured_within_the_budget_and_the_record_follows() {
+    let mut world = World::new().await;
+    world.gate.records = Some(Arc::clone(&world.records));
+    world.configure_to_ready(&world.session()).await;
+    world.host.take_log();
+
+    // The DHCP server hands the host another address.
+    world.host.set_identity_json(&IDENTITY.replace(NODE_IP, "203.0.113.77"));
+    let outcome = world.configure(&world.probing_session()).await.unwrap();
+
+    let status = world.record().status.unwrap();
+    assert_eq!(
+        status.node_ip.map(|ip| ip.to_string()).as_deref(),
+        Some("203.0.113.77"),
+        "the record kept the old address"
+    );
+    assert_eq!(status.expected_node_name.as_deref(), Some(NAME));
+    assert_eq!(*world.gate.requests.lock().unwrap(), [KUBELET_RESTART], "the restart took a unit of the budget");
+    let log = summary(&world.host.take_log());
+    assert!(log.contains(&"sc config kubelet".to_owned()) && log.contains(&"sc start kubelet".to_owned()), "{log:?}");
+    let change = outcome.identity_change.expect("an identity change to report");
+    assert_eq!(
+        (change.before.node_ip.to_string(), change.after.node_ip.to_string()),
+        (NODE_IP.into(), "203.0.113.77".into())
+    );
+    assert!(change.note().contains("node IP 203.0.113.7 -> 203.0.113.77"), "{}", change.note());
+}
+
+#[tokio::test]
+async fn a_host_renamed_since_it_was_recorded_is_refused_naming_both_names_and_its_node_stays() {
+    let world = World::new().await;
+    world.configure_to_ready(&world.session()).await;
+    world.host.take_log();
+    let node = world.nodes.node(NAME).unwrap();
+
+    world.host.set_identity_json(&IDENTITY.replace("WIN-A", "WIN-B").replace("win-a.lab", "win-b.lab"));
+    let error = world.configure(&world.probing_session()).await.unwrap_err();
+
+    assert!(
+        error.to_string().contains(
+            "its host name changed from WIN-A to WIN-B, which would make it Node win-b beside its Node win-a"
+        ),
+        "{error}"
+    );
+    let status = world.record().status.unwrap();
+    assert_eq!(status.phase, Some(InstancePhase::Failed));
+    assert!(status.condition_is_true(HOSTNAME_CHANGED_CONDITION));
+    let log = summary(&world.host.take_log());
+    assert!(log.iter().all(|op| op == "probe" || op == "stat script"), "something was done to the host: {log:?}");
+    assert_eq!(world.nodes.node(NAME).unwrap(), node);
+
+    // Renamed back: configured as before, the condition clears.
+    world.host.set_identity_json(IDENTITY);
+    world.configure(&world.probing_session()).await.unwrap();
+    assert!(!world.record().status.unwrap().condition_is_true(HOSTNAME_CHANGED_CONDITION));
 }
 
 #[tokio::test]

@@ -227,6 +227,17 @@ async fn whole_lifecycle(shell: Option<&str>) -> Arc<InProcessHost> {
     report("pass after the probe script was removed", &healed);
     assert_eq!((healed.state, healed.uploads), (ConfigureState::Ready, 1), "the script was uploaded again");
 
+    // The DHCP server hands the host another address: the next probe reads it, the record follows and the
+    // kubelet runs with it as --node-ip (the probe answers from the simulator's Get-NetIPAddress).
+    let moved = std::net::Ipv4Addr::new(203, 0, 113, 99);
+    sim.host().identity.node_ip = moved;
+    let followed = configure_once().await;
+    report("pass after a DHCP address change", &followed);
+    assert_eq!(followed.identity_change.map(|change| change.after.node_ip), Some(moved));
+    assert_eq!(records.record("wmco", "win-3").unwrap().status.unwrap().node_ip, Some(moved));
+    let kubelet = kubelet_command_line(&sim);
+    assert!(kubelet.as_deref().is_some_and(|line| line.contains("--node-ip=203.0.113.99")), "{kubelet:?}");
+
     let before = session.counters();
     let instance = records.record("wmco", "win-3").unwrap();
     let drain = DrainOptions::default();

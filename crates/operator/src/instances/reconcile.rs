@@ -15,7 +15,7 @@ use wmco_cluster_client::{NewEvent, Severity, WindowsInstanceExt};
 use wmco_machines::names::MACHINE_API_NAMESPACE;
 use wmco_node_config::{
     ConfigureInputs, ConfigureOutcome, ConfigureState, DeconfigureInputs, DeconfigureOutcome, FlowError, HostSession,
-    PreflightFailure, RebootStep, WithheldService, configure, deconfigure,
+    IdentityChange, PreflightFailure, RebootStep, WithheldService, configure, deconfigure,
 };
 
 use super::{InstancesContext, InstancesError, go_operator_host_key};
@@ -124,6 +124,10 @@ async fn configure_pass(
     if let Some(step) = &outcome.reboot {
         publish(instance, ctx, &reboot_event(instance, step)).await;
     }
+    if let Some(change) = &outcome.identity_change {
+        tracing::info!(instance = %instance.key(), change = %change.note(), "the host's identity changed");
+        publish(instance, ctx, &identity_event(change)).await;
+    }
     for withheld in ctx.newly_withheld(instance, &outcome.withheld) {
         tracing::warn!(instance = %instance.key(), service = %withheld.service, reason = %withheld.reason,
             "service withheld until its input exists; the other services go ahead");
@@ -184,6 +188,17 @@ pub(crate) fn reboot_event(instance: &WindowsInstance, step: &RebootStep) -> New
         }
     };
     NewEvent { severity: Severity::Normal, reason: reason.to_owned(), action: "Configure".to_owned(), note: Some(note) }
+}
+
+/// The Normal Event on the record for a host whose recorded identity a pass changed (`HostIdentityChanged`): a new
+/// DHCP address or DNS name; the note says what changed.
+pub(crate) fn identity_event(change: &IdentityChange) -> NewEvent {
+    NewEvent {
+        severity: Severity::Normal,
+        reason: "HostIdentityChanged".to_owned(),
+        action: "Configure".to_owned(),
+        note: Some(change.note()),
+    }
 }
 
 /// The Warning Event on the record for a service a configure pass left out.

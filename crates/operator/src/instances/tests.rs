@@ -458,6 +458,26 @@ fn the_withheld_event_is_a_warning_naming_the_service_and_what_is_missing() {
 }
 
 #[test]
+fn a_changed_identity_is_told_with_what_changed() {
+    let before = wmco_node_config::HostIdentity {
+        hostname: "WIN-A".into(),
+        fqdn: "WIN-A.corp.example".into(),
+        node_ip: "10.0.0.7".parse().unwrap(),
+        expected_node_name: "win-a".into(),
+    };
+    let after = wmco_node_config::HostIdentity { node_ip: "10.0.0.42".parse().unwrap(), ..before.clone() };
+    let event = super::reconcile::identity_event(&wmco_node_config::IdentityChange { before, after });
+    assert_eq!((event.severity, event.reason.as_str()), (Severity::Normal, "HostIdentityChanged"));
+    assert_eq!(
+        event.note.as_deref(),
+        Some(
+            "the host's node IP 10.0.0.7 -> 10.0.0.42 (Node win-a): recorded, and the kubelet is reconfigured with it \
+             within --max-unavailable"
+        )
+    );
+}
+
+#[test]
 fn setup_teardown_and_failure_events_carry_the_go_operator_s_reasons_by_origin() {
     use wmco_node_config::{ConfigureOutcome, ConfigureState, DeconfigureOutcome};
     let byoh = record("10.0.0.5", InstanceOrigin::Byoh);
@@ -472,6 +492,7 @@ fn setup_teardown_and_failure_events_carry_the_go_operator_s_reasons_by_origin()
         bytes_uploaded: 0,
         withheld: Vec::new(),
         reboot: None,
+        identity_change: None,
     };
     let started = wmco_node_config::RebootStep::Started("the Windows feature Containers was installed".to_owned());
     let rebooting = super::reconcile::reboot_event(&byoh, &started);
