@@ -1,5 +1,5 @@
-# Shared by the build scripts of the cached Go tools (e2e/bundle-validate/build.sh, e2e/promtool/build.sh); source
-# it. Go's module and build caches are the control plane's (go/mod, go/build under the cache root).
+# Shared by the build scripts of the cached Go tools (e2e/controlplane/build.sh, e2e/bundle-validate/build.sh,
+# e2e/promtool/build.sh); source it. Go's module and build caches are the control plane's (go/mod, go/build under the cache root).
 
 # is_current BINARY STAMP_VALUE: the binary exists and its `.built-from` stamp (beside it) names the same inputs.
 is_current() {
@@ -22,4 +22,16 @@ go_build_into() {
     (cd "$module_dir" && go build -trimpath -o "$partial" "$@")
     mv -f "$partial" "$binary"
     echo "$stamp_value" > "$(dirname "$binary")/.built-from"
+}
+
+# module_version MODULE GO_MOD: prints the version GO_MOD requires of MODULE; exits 2 naming both when it requires
+# none (`version=$(module_version …)` then stops the calling script under `set -e`).
+module_version() {
+    local version
+    version=$(awk -v module="$1" '$1 == module && $2 ~ /^v/ { print $2; exit }' "$2")
+    if [[ -z "$version" ]]; then
+        echo "build.sh: no $1 requirement in $2" >&2
+        exit 2
+    fi
+    echo "$version"
 }

@@ -11,11 +11,9 @@ started=$(date +%s)
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${WMCO_CACHE:-$HOME/.cache/wmco-rs}
 
-k8s_version=$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ { print $2; exit }' "$here/go.mod")
-if [[ -z "$k8s_version" ]]; then
-    echo "build.sh: no k8s.io/kubernetes requirement in $here/go.mod" >&2
-    exit 2
-fi
+# shellcheck source=../go-build.sh
+source "$here/../go-build.sh"
+k8s_version=$(module_version k8s.io/kubernetes "$here/go.mod")
 bin_dir="$cache/controlplane/$k8s_version/bin"
 binaries=(kube-apiserver kube-controller-manager kubectl etcd)
 

@@ -11,15 +11,11 @@ started=$(date +%s)
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${WMCO_CACHE:-$HOME/.cache/wmco-rs}
 
-version=$(awk '$1 == "github.com/prometheus/prometheus" && $2 ~ /^v/ { print $2; exit }' "$here/go.mod")
-if [[ -z "$version" ]]; then
-    echo "build.sh: no github.com/prometheus/prometheus requirement in $here/go.mod" >&2
-    exit 2
-fi
-binary="$cache/tools/promtool/$version/promtool"
-stamp_value=$(cat "$here/go.mod" "$here/go.sum" | sha256sum | cut -d' ' -f1)
 # shellcheck source=../go-build.sh
 source "$here/../go-build.sh"
+version=$(module_version github.com/prometheus/prometheus "$here/go.mod")
+binary="$cache/tools/promtool/$version/promtool"
+stamp_value=$(cat "$here/go.mod" "$here/go.sum" | sha256sum | cut -d' ' -f1)
 
 if is_current "$binary" "$stamp_value"; then
     echo "promtool $version already built (0 s)" >&2

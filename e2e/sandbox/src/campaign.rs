@@ -105,7 +105,7 @@ impl Step {
 /// The steps of a first configure and of a deconfigure the campaign breaks.
 pub fn steps() -> Vec<Step> {
     vec![
-        Step::command("identify", Flow::Configure, "GetHostName"),
+        Step::command("identify", Flow::Configure, "$h = [System.Net.Dns]::GetHostName()"),
         Step::command("probe", Flow::Configure, r"\k\wmco\scripts\"),
         Step::upload("upload kubelet.exe", r"\k\kubelet.exe"),
         Step::upload("upload bootstrap-kubeconfig", r"\k\bootstrap-kubeconfig"),

@@ -419,9 +419,10 @@ async fn a_first_configure_costs_at_most_ten_commands(sandbox: &Sandbox) -> anyh
             }
             if command.line.to_ascii_lowercase().starts_with("powershell") {
                 let script = powershell_script(sandbox, name, &command.line).await?;
-                // The identity command reads services too (the preflight's Docker and containerd), so it is told
-                // apart first: it does work, it is no idle probe.
-                if script.contains("GetHostName") {
+                // The identity command reads services too (the preflight's Docker and containerd), and every probe
+                // reads the host's names again (identity drift), so the identity command is told apart first by its
+                // own statement: it does work, it is no idle probe.
+                if script.contains("$h = [System.Net.Dns]::GetHostName()") {
                     kind = 'i';
                 } else if script.contains(PROBE_MARKER) {
                     is_probe = true;

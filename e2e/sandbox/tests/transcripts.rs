@@ -24,8 +24,8 @@ use wmco_ssh_transport::transcript::{Operation, read_transcript, transcript_file
 /// A generous upper bound for a loaded 2-core machine (never a timed assertion).
 const READY_TIMEOUT: Duration = Duration::from_secs(600);
 const ADDRESS: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 65);
-/// What the identity command's script calls, and nothing else does.
-const IDENTITY_MARKER: &str = "GetHostName";
+/// The identity command's first statement (every probe reads the host's names too, into other variables).
+const IDENTITY_MARKER: &str = "$h = [System.Net.Dns]::GetHostName()";
 /// Where the state probe's script is uploaded to and run from.
 const PROBE_SCRIPTS: &str = r"C:\k\wmco\scripts\";
 
