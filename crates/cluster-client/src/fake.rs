@@ -21,8 +21,8 @@ use crate::names::{
 use crate::nodes::reports_address;
 use crate::types::{ControllerConfig, Machine, WindowsInstance, WindowsInstanceStatus};
 use crate::{
-    ClusterFacts, ClusterFactsSource, ClusterVersion, ConfigMaps, ControllerConfigs, CsrDecision, Csrs, DrainOptions,
-    DrainReport, Drainer, EventHistory, EventPublisher, InstanceRecords, Machines, Namespaces, NewEvent,
+    ClusterFacts, ClusterFactsSource, ClusterVersion, ConfigMapEntry, ConfigMaps, ControllerConfigs, CsrDecision, Csrs,
+    DrainOptions, DrainReport, Drainer, EventHistory, EventPublisher, InstanceRecords, Machines, Namespaces, NewEvent,
     NodeMetadataPatch, Nodes, PodLogs, Seams, Secrets, ServiceAccountTokens, ShortLivedToken, TokenRequestSpec,
     WindowsMachines, csrs::is_pending,
 };
@@ -528,6 +528,24 @@ impl ConfigMaps for FakeConfigMaps {
         };
         stored.insert(key, merged.clone());
         Ok(merged)
+    }
+
+    async fn set_entry(&self, entry: &ConfigMapEntry<'_>, value: Option<&str>) -> Result<()> {
+        let mut stored = locked(&self.config_maps);
+        let key = (entry.namespace.to_owned(), entry.name.to_owned());
+        match (stored.get_mut(&key), value) {
+            (Some(config_map), Some(value)) => {
+                config_map.data.get_or_insert_default().insert(entry.key.to_owned(), value.to_owned());
+            }
+            (Some(config_map), None) => {
+                config_map.data.get_or_insert_default().remove(entry.key);
+            }
+            (None, Some(value)) => {
+                stored.insert(key, entry.new_config_map(value));
+            }
+            (None, None) => {}
+        }
+        Ok(())
     }
 }
 

@@ -30,6 +30,7 @@ mod facts;
 #[cfg(feature = "testing")]
 pub mod fake;
 mod go_daemon;
+mod host_key_store;
 mod ignition;
 mod instances;
 mod machines;
@@ -61,12 +62,13 @@ pub use facts::{
 pub use go_daemon::{
     GO_DAEMON_CERTIFICATE_RBAC, GO_DAEMON_NAME, GoDaemonKind, GoDaemonObject, GoDaemonObjects, KubeGoDaemonObjects,
 };
+pub use host_key_store::{HOST_KEYS_CONFIG_MAP, forget_host_key, keep_host_key, kept_host_key};
 pub use ignition::{IgnitionError, KubeletCloud, RENDERED_WORKER_PREFIX, kubelet_cloud};
 pub use instances::{InstanceRecords, KubeInstanceRecords};
 pub use kube::ResourceExt;
 pub use machines::{KubeMachines, Machines, NoWindowsMachines, WindowsMachines, serves_machine_api};
-pub use nodes::{KubeNodes, NodeMetadataPatch, Nodes};
-pub use objects::{ConfigMaps, KubeConfigMaps, KubeNamespaces, KubeSecrets, Namespaces, Secrets};
+pub use nodes::{KubeNodes, NodeMetadataPatch, Nodes, reports_address};
+pub use objects::{ConfigMapEntry, ConfigMaps, KubeConfigMaps, KubeNamespaces, KubeSecrets, Namespaces, Secrets};
 pub use ownership::{ForeignNode, NodeClaim, is_records_node, node_claim};
 pub use pod_logs::{KubePodLogs, PodLogs};
 pub use reviews::{AccessReviews, KubeAccessReviews, ReviewedUser};

@@ -93,7 +93,7 @@ fn apply_changes(target: &mut BTreeMap<String, String>, changes: &BTreeMap<Strin
 }
 
 /// Whether `node` reports exactly `address` (no substring matching) among its status addresses.
-pub(crate) fn reports_address(node: &Node, address: &str) -> bool {
+pub fn reports_address(node: &Node, address: &str) -> bool {
     node.status
         .as_ref()
         .and_then(|status| status.addresses.as_ref())

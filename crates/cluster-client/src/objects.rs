@@ -1,10 +1,11 @@
 //! Secrets and ConfigMaps: read any (the admin's inputs), and create or update the operator's own by server-side
-//! apply with field manager `wmco`; and whether a Namespace is there to hold them.
+//! apply with field manager `wmco`, or, for a ConfigMap many writers add to (one entry per host), one entry at a time
+//! by a merge patch; and whether a Namespace is there to hold them.
 
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::Client;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 
 use crate::error::{Error, Result, Verb, object_name};
 use crate::names::FIELD_MANAGER;
@@ -44,6 +45,41 @@ pub trait ConfigMaps: Send + Sync {
 
     /// Creates or updates `config_map` (namespace and name set) by server-side apply.
     async fn apply(&self, config_map: &ConfigMap) -> Result<ConfigMap>;
+
+    /// Sets (`Some`) or removes (`None`) the one `data` entry `key` of ConfigMap `namespace/name`, leaving its other
+    /// entries as they are (a merge patch, so concurrent writers of other keys never undo each other). Setting an
+    /// entry of a missing ConfigMap creates it with `labels`; removing one from a missing ConfigMap does nothing.
+    async fn set_entry(&self, entry: &ConfigMapEntry<'_>, value: Option<&str>) -> Result<()>;
+}
+
+/// One `data` entry of a ConfigMap, and the labels the ConfigMap is created with when it is missing.
+#[derive(Clone, Copy, Debug)]
+pub struct ConfigMapEntry<'a> {
+    /// The ConfigMap's namespace.
+    pub namespace: &'a str,
+    /// The ConfigMap's name.
+    pub name: &'a str,
+    /// The entry's key.
+    pub key: &'a str,
+    /// The labels of a ConfigMap this creates.
+    pub labels: &'a [(&'a str, &'a str)],
+}
+
+impl ConfigMapEntry<'_> {
+    /// The ConfigMap holding only this entry with `value`, as created when missing.
+    pub(crate) fn new_config_map(&self, value: &str) -> ConfigMap {
+        let labels = self.labels.iter().map(|(key, value)| ((*key).to_owned(), (*value).to_owned())).collect();
+        ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(self.name.to_owned()),
+                namespace: Some(self.namespace.to_owned()),
+                labels: Some(labels),
+                ..ObjectMeta::default()
+            },
+            data: Some([(self.key.to_owned(), value.to_owned())].into()),
+            ..ConfigMap::default()
+        }
+    }
 }
 
 /// Whether a Namespace exists, asked by name (`get` on one Namespace, never a list).
@@ -112,6 +148,32 @@ impl ConfigMaps for KubeConfigMaps {
             .patch(name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(config_map))
             .await
             .map_err(|source| Error::api(Verb::Apply, "ConfigMap", object_name(Some(namespace), name), source))
+    }
+
+    async fn set_entry(&self, entry: &ConfigMapEntry<'_>, value: Option<&str>) -> Result<()> {
+        let api = Api::<ConfigMap>::namespaced(self.client.clone(), entry.namespace);
+        let described = || object_name(Some(entry.namespace), entry.name);
+        let body = serde_json::json!({ "data": { entry.key: value } });
+        let patch = || async {
+            api.patch(entry.name, &PatchParams::default(), &Patch::Merge(&body))
+                .await
+                .map(drop)
+                .map_err(|source| Error::api(Verb::Patch, "ConfigMap", described(), source))
+        };
+        match (patch().await, value) {
+            (Err(error), Some(value)) if error.is_not_found() => {
+                match api.create(&PostParams::default(), &entry.new_config_map(value)).await {
+                    Ok(_) => Ok(()),
+                    // Another writer created it first: the patch now applies.
+                    Err(source) => match Error::api(Verb::Create, "ConfigMap", described(), source) {
+                        error if error.is_conflict() => patch().await,
+                        error => Err(error),
+                    },
+                }
+            }
+            (Err(error), None) if error.is_not_found() => Ok(()),
+            (result, _) => result,
+        }
     }
 }
 

@@ -34,10 +34,10 @@ use wmco_cluster_client::types::{
     InstanceOrigin, InstancePhase, WindowsInstance, WindowsInstanceSpec, WindowsInstanceStatus,
 };
 use wmco_cluster_client::{
-    BlockReason, BlockedPod, ClusterFactsSource as _, CsrDecision, Csrs as _, DrainOptions, Drainer as _, Error,
-    InstanceRecords as _, KubeCsrs, KubeDrainer, KubeInstanceRecords, KubeNodes, KubeServiceAccountTokens,
-    NodeMetadataPatch, Nodes as _, OpenShiftFacts, Platform, PlatformName, ServiceAccountTokens as _, SkipReason,
-    SkippedPod, TokenRequestSpec,
+    BlockReason, BlockedPod, ClusterFactsSource as _, ConfigMapEntry, ConfigMaps as _, CsrDecision, Csrs as _,
+    DrainOptions, Drainer as _, Error, InstanceRecords as _, KubeConfigMaps, KubeCsrs, KubeDrainer,
+    KubeInstanceRecords, KubeNodes, KubeServiceAccountTokens, NodeMetadataPatch, Nodes as _, OpenShiftFacts, Platform,
+    PlatformName, ServiceAccountTokens as _, SkipReason, SkippedPod, TokenRequestSpec,
 };
 use wmco_e2e_harness::{ControlPlane, ControlPlaneOptions, SERVICE_CIDR, eventually};
 
@@ -55,6 +55,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("status_apply_is_idempotent_and_a_second_manager_conflicts", |cp| Box::pin(status_apply_conflicts(cp))),
     ("status_writes_never_drop_the_approved_bootstrap_key", |cp| Box::pin(bootstrap_key_survives_status_writes(cp))),
     ("cordon_uncordon_and_metadata_patches_reach_the_node", |cp| Box::pin(cordon_and_patch(cp))),
+    ("config_map_entries_are_set_and_removed_one_at_a_time", |cp| Box::pin(config_map_entries(cp))),
     ("drain_is_blocked_by_the_budget_then_finishes_once_it_allows", |cp| Box::pin(drain_with_budget(cp))),
     ("csr_approval_round_trip_refuses_a_stale_read_and_ends_signed", |cp| Box::pin(csr_round_trip(cp))),
     ("node_bootstrapper_token_is_short_lived_and_works", |cp| Box::pin(bootstrapper_token(cp))),
@@ -307,6 +308,27 @@ async fn bootstrap_key_survives_status_writes(control_plane: Arc<ControlPlane>) 
     let status = cleared.status.context("no status")?;
     ensure!(status.approved_bootstrap_key_sha256.is_none(), "key not cleared: {status:?}");
     ensure!(status.phase == Some(InstancePhase::Ready), "clearing the key touched the phase: {status:?}");
+    Ok(())
+}
+
+async fn config_map_entries(control_plane: Arc<ControlPlane>) -> anyhow::Result<()> {
+    namespace(&control_plane, "cc-entries").await?;
+    let config_maps = KubeConfigMaps::new(control_plane.admin_client());
+    let labels = [("app.kubernetes.io/managed-by", "windows-machine-config-operator")];
+    let entry = |key| ConfigMapEntry { namespace: "cc-entries", name: "host-keys", key, labels: &labels };
+    config_maps.set_entry(&entry("gone"), None).await.context("removing from a missing ConfigMap")?;
+    ensure!(config_maps.get("cc-entries", "host-keys").await?.is_none(), "a removal created the ConfigMap");
+    // Two writers at once: the first creates, the other's create conflicts and its patch applies.
+    let (a, b) = (entry("a"), entry("b"));
+    let (first, second) = tokio::join!(config_maps.set_entry(&a, Some("1")), config_maps.set_entry(&b, Some("2")));
+    first.context("first entry")?;
+    second.context("second entry")?;
+    config_maps.set_entry(&entry("a"), None).await.context("remove a")?;
+    let stored = config_maps.get("cc-entries", "host-keys").await?.context("no ConfigMap")?;
+    let data = stored.data.unwrap_or_default();
+    ensure!(data.len() == 1 && data.get("b").map(String::as_str) == Some("2"), "entries: {data:?}");
+    let managed = stored.metadata.labels.unwrap_or_default();
+    ensure!(managed.contains_key("app.kubernetes.io/managed-by"), "created without its labels");
     Ok(())
 }
 

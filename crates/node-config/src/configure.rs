@@ -30,10 +30,14 @@ use std::time::Instant;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
 use wmco_cluster_client::names::{
-    BYOH_LABEL, HYBRID_OVERLAY_SUBNET_ANNOTATION, PUB_KEY_HASH_ANNOTATION, VERSION_ANNOTATION, WORKER_ROLE_LABEL,
+    BYOH_LABEL, HYBRID_OVERLAY_SUBNET_ANNOTATION, PUB_KEY_HASH_ANNOTATION, SSH_HOST_KEY_ANNOTATION,
+    SSH_HOST_KEY_TYPE_ANNOTATION, VERSION_ANNOTATION, WORKER_ROLE_LABEL,
 };
 use wmco_cluster_client::types::{HostReboot, InstanceOrigin, InstancePhase, WindowsInstance};
-use wmco_cluster_client::{DrainOptions, Drainer, InstanceRecords, NodeExt, NodeMetadataPatch, Nodes};
+use wmco_cluster_client::{
+    ConfigMaps, DrainOptions, Drainer, InstanceRecords, NodeExt, NodeMetadataPatch, Nodes, WindowsInstanceExt,
+    keep_host_key,
+};
 use wmco_payload_manifest::render::destinations::{
     BOOTSTRAP_KUBECONFIG, IMPORTED_ROOTS_RECORD, REGISTRIES_DIR, REGISTRIES_INDEX, TRUSTED_CERTIFICATES_DIR,
     TRUSTED_CERTIFICATES_INDEX,
@@ -192,6 +196,9 @@ pub struct ClusterAccess<'a> {
     pub records: &'a dyn InstanceRecords,
     /// Draining (deconfiguration, and a Node's host before it reboots).
     pub drainer: &'a dyn Drainer,
+    /// The operator's copy of each host's pinned key (ConfigMap `windows-instance-host-keys`), written before the
+    /// record's status on first use and removed on release.
+    pub config_maps: &'a dyn ConfigMaps,
 }
 
 /// What one configure pass needs besides the host and the cluster.
@@ -268,6 +275,8 @@ pub struct ConfigureOutcome {
     pub reboot: Option<RebootStep>,
     /// The host's recorded identity changed in this pass (a new DHCP address or DNS name).
     pub identity_change: Option<Box<IdentityChange>>,
+    /// The host key this pass pinned on first use (no key was stored for the host), as an OpenSSH line.
+    pub host_key_first_use: Option<String>,
 }
 
 /// What a configure pass did about a reboot of the host, for the controller's Events.
@@ -375,6 +384,7 @@ pub async fn configure(
     let before = session.counters();
     let reboot_before = inputs.instance.status.as_ref().and_then(|status| status.reboot.clone());
     let identity_before = inputs.instance.status.as_ref().and_then(HostIdentity::from_status);
+    let pinned_before = inputs.instance.pinned_host_key().is_some();
     let mut recorder = Recorder::new(cluster.records, inputs.instance, session.label())?;
     let result = configure_pass(session, cluster, inputs, &mut recorder, IdentityCheck::Probe).await;
     let logged_in = session.counters().commands > before.commands;
@@ -404,6 +414,7 @@ pub async fn configure(
                 reboot: RebootStep::between(reboot_before.as_ref(), recorder.status.reboot.as_ref()),
                 identity_change: IdentityChange::between(identity_before, HostIdentity::from_status(&recorder.status))
                     .map(Box::new),
+                host_key_first_use: recorder.status.pinned_host_key.clone().filter(|_| !pinned_before),
             })
         }
         Err(error) => {
@@ -465,6 +476,11 @@ async fn configure_pass(
     if recorder.status.pinned_host_key.is_none() {
         let key =
             session.host().host_key().await.map_err(|source| session.transport_error(FlowStep::PinHostKey, source))?;
+        // Kept where a recreated record finds it before the status says so: a record lost after this pass never
+        // trusts another key on first use.
+        keep_host_key(cluster.config_maps, inputs.instance, &key.to_openssh()).await.map_err(|source| {
+            FlowError::Cluster { host: session.label().to_owned(), step: FlowStep::PinHostKey, source }
+        })?;
         recorder.status.pinned_host_key = Some(key.to_openssh());
     }
     // A host met before had its Node read at the start of the pass, a host met for the first time in its first contact.
@@ -619,7 +635,7 @@ async fn configure_pass(
         (true, false) => None,
     };
     let ready = running == Some(true) && node.is_ready();
-    let patch = node_patch(&node, inputs, ready);
+    let patch = node_patch(&node, inputs, recorder.status.pinned_host_key.as_deref(), ready);
     if patch != NodeMetadataPatch::default() {
         cluster.nodes.patch_metadata(&node_name, &patch).await.map_err(|source| FlowError::Cluster {
             host: session.label().to_owned(),
@@ -970,9 +986,10 @@ fn subnet(node: &Node) -> Option<&str> {
         .filter(|s| !s.is_empty())
 }
 
-/// The labels and annotations the Node lacks: BYOH and worker role (BYOH hosts), the public key hash, and the
-/// version once `ready`.
-fn node_patch(node: &Node, inputs: &ConfigureInputs<'_>, ready: bool) -> NodeMetadataPatch {
+/// The labels and annotations the Node lacks: BYOH and worker role (BYOH hosts), the public key hash, the pinned
+/// host key (in the Go operator's annotations, so its tooling and a rollback to it keep the pin), and the version
+/// once `ready`.
+fn node_patch(node: &Node, inputs: &ConfigureInputs<'_>, pinned: Option<&str>, ready: bool) -> NodeMetadataPatch {
     let label = |key: &str| node.metadata.labels.as_ref().and_then(|labels| labels.get(key)).map(String::as_str);
     let mut patch = NodeMetadataPatch::default();
     if inputs.instance.spec.origin == InstanceOrigin::Byoh {
@@ -985,6 +1002,13 @@ fn node_patch(node: &Node, inputs: &ConfigureInputs<'_>, ready: bool) -> NodeMet
     }
     if node.annotation(PUB_KEY_HASH_ANNOTATION) != Some(inputs.pub_key_hash) {
         patch = patch.set_annotation(PUB_KEY_HASH_ANNOTATION, inputs.pub_key_hash);
+    }
+    if let Some((algorithm, blob)) = pinned.and_then(|line| line.split_once(' ')) {
+        for (annotation, value) in [(SSH_HOST_KEY_TYPE_ANNOTATION, algorithm), (SSH_HOST_KEY_ANNOTATION, blob)] {
+            if node.annotation(annotation) != Some(value) {
+                patch = patch.set_annotation(annotation, value);
+            }
+        }
     }
     if ready && node.annotation(VERSION_ANNOTATION) != Some(inputs.operator_version) {
         patch = patch.set_annotation(VERSION_ANNOTATION, inputs.operator_version);

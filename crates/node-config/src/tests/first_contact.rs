@@ -10,7 +10,7 @@ use winhost_sim::disk::WinPath as SimPath;
 use winhost_sim::host::Identity;
 use winhost_sim::remote_host::InProcessHost;
 use wmco_cluster_client::InstanceRecords;
-use wmco_cluster_client::fake::{FakeDrainer, FakeInstanceRecords, FakeNodes, objects};
+use wmco_cluster_client::fake::{FakeConfigMaps, FakeDrainer, FakeInstanceRecords, FakeNodes, objects};
 use wmco_cluster_client::names::HYBRID_OVERLAY_SUBNET_ANNOTATION;
 
 use super::simulator::SimFiles;
@@ -34,6 +34,7 @@ struct World {
     nodes: FakeNodes,
     records: FakeInstanceRecords,
     drainer: FakeDrainer,
+    config_maps: FakeConfigMaps,
     session: HostSession,
 }
 
@@ -60,11 +61,23 @@ impl World {
             ..SessionSettings::default()
         };
         let session = HostSession::with_settings(sim.clone(), settings);
-        World { sim, nodes: FakeNodes::default(), records, drainer: FakeDrainer::default(), session }
+        World {
+            sim,
+            nodes: FakeNodes::default(),
+            records,
+            drainer: FakeDrainer::default(),
+            config_maps: FakeConfigMaps::default(),
+            session,
+        }
     }
 
     async fn configure(&self, settings: &ServiceSettings) -> Result<ConfigureOutcome, FlowError> {
-        let cluster = ClusterAccess { nodes: &self.nodes, records: &self.records, drainer: &self.drainer };
+        let cluster = ClusterAccess {
+            nodes: &self.nodes,
+            records: &self.records,
+            drainer: &self.drainer,
+            config_maps: &self.config_maps,
+        };
         let instance = self.records.record("wmco", "win-3").unwrap();
         let inputs = ConfigureInputs {
             instance: &instance,

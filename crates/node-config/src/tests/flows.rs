@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, NodeAddress, NodeCondition, NodeStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use wmco_cluster_client::fake::{FakeDrainer, FakeInstanceRecords, FakeNodes, objects};
+use wmco_cluster_client::fake::{FakeConfigMaps, FakeDrainer, FakeInstanceRecords, FakeNodes, objects};
 use wmco_cluster_client::names::{
     BYOH_LABEL, FORCE_REMOVE_ANNOTATION, HYBRID_OVERLAY_SUBNET_ANNOTATION, INSTANCE_UID_ANNOTATION,
-    PUB_KEY_HASH_ANNOTATION, VERSION_ANNOTATION, WORKER_ROLE_LABEL,
+    PUB_KEY_HASH_ANNOTATION, SSH_HOST_KEY_ANNOTATION, SSH_HOST_KEY_TYPE_ANNOTATION, VERSION_ANNOTATION,
+    WORKER_ROLE_LABEL,
 };
 use wmco_cluster_client::types::{
     HOSTNAME_CHANGED_CONDITION, InstanceOrigin, InstancePhase, NODE_NAME_CONFLICT_CONDITION,
@@ -148,6 +149,7 @@ struct World {
     nodes: Arc<FakeNodes>,
     records: Arc<FakeInstanceRecords>,
     drainer: FakeDrainer,
+    config_maps: FakeConfigMaps,
     files: Files,
     host: Arc<FakeWindowsHost>,
     gate: Gate,
@@ -159,6 +161,7 @@ impl World {
             nodes: Arc::default(),
             records: Arc::default(),
             drainer: FakeDrainer::default(),
+            config_maps: FakeConfigMaps::default(),
             files: Files::default(),
             host: Arc::new(FakeWindowsHost::new(IDENTITY, catalog())),
             gate: Gate::default(),
@@ -186,7 +189,12 @@ impl World {
     }
 
     fn cluster(&self) -> ClusterAccess<'_> {
-        ClusterAccess { nodes: self.nodes.as_ref(), records: self.records.as_ref(), drainer: &self.drainer }
+        ClusterAccess {
+            nodes: self.nodes.as_ref(),
+            records: self.records.as_ref(),
+            drainer: &self.drainer,
+            config_maps: &self.config_maps,
+        }
     }
 
     fn record(&self) -> WindowsInstance {
@@ -1601,4 +1609,22 @@ mod containers_reboot {
         assert!(error.to_string().contains("did not come back"), "{error}");
         assert_eq!(reboot_state(&world), Some(RebootState::Restarting));
     }
+}
+
+#[tokio::test]
+async fn a_key_trusted_on_first_use_is_kept_in_the_host_keys_config_map_and_on_the_node() {
+    let world = World::new().await;
+    let outcome = world.configure(&world.session()).await.unwrap();
+    assert_eq!(outcome.host_key_first_use.as_deref(), Some(HOST_KEY), "the operator says where the pin came from");
+    let kept = wmco_cluster_client::kept_host_key(&world.config_maps, &world.record()).await.unwrap();
+    assert_eq!(kept.as_deref(), Some(HOST_KEY), "a recreated record finds the pin there");
+
+    world.register_node(true);
+    let outcome = world.configure(&world.session()).await.unwrap();
+    assert_eq!(outcome.state, ConfigureState::Ready);
+    assert_eq!(outcome.host_key_first_use, None, "pinned already");
+    let node = world.nodes.node(NAME).unwrap();
+    let (algorithm, blob) = HOST_KEY.split_once(' ').unwrap();
+    assert_eq!(node.annotation(SSH_HOST_KEY_TYPE_ANNOTATION), Some(algorithm));
+    assert_eq!(node.annotation(SSH_HOST_KEY_ANNOTATION), Some(blob), "the Go operator's annotations");
 }

@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use winhost_sim::disk::WinPath as SimPath;
 use winhost_sim::host::HnsNetwork;
 use winhost_sim::remote_host::InProcessHost;
-use wmco_cluster_client::fake::{FakeDrainer, FakeInstanceRecords, FakeNodes, objects};
+use wmco_cluster_client::fake::{FakeConfigMaps, FakeDrainer, FakeInstanceRecords, FakeNodes, objects};
 use wmco_cluster_client::names::HYBRID_OVERLAY_SUBNET_ANNOTATION;
 use wmco_cluster_client::types::InstancePhase;
 use wmco_cluster_client::{DrainOptions, InstanceRecords};
@@ -105,7 +105,8 @@ fn sim_host(shell: Option<&str>) -> InProcessHost {
 async fn whole_lifecycle(shell: Option<&str>) -> Arc<InProcessHost> {
     let sim = Arc::new(sim_host(shell));
     let (nodes, records, drainer) = (FakeNodes::default(), FakeInstanceRecords::default(), FakeDrainer::default());
-    let cluster = ClusterAccess { nodes: &nodes, records: &records, drainer: &drainer };
+    let config_maps = FakeConfigMaps::default();
+    let cluster = ClusterAccess { nodes: &nodes, records: &records, drainer: &drainer, config_maps: &config_maps };
     let instance = objects::record("win-3").in_namespace("wmco").byoh("127.0.0.30").username("administrator").build();
     records.apply(&instance).await.unwrap();
     let settings = sample_service_settings();
@@ -328,7 +329,8 @@ async fn a_server_2016_host_losing_containers_without_room_is_refused_by_the_rea
     }
     let before = tree(sim.root());
     let (nodes, records, drainer) = (FakeNodes::default(), FakeInstanceRecords::default(), FakeDrainer::default());
-    let cluster = ClusterAccess { nodes: &nodes, records: &records, drainer: &drainer };
+    let config_maps = FakeConfigMaps::default();
+    let cluster = ClusterAccess { nodes: &nodes, records: &records, drainer: &drainer, config_maps: &config_maps };
     let instance = objects::record("old").in_namespace("wmco").byoh("203.0.113.90").username("administrator").build();
     records.apply(&instance).await.unwrap();
     let settings = sample_service_settings();
@@ -410,7 +412,8 @@ async fn first_pass(
     settings: &crate::ServiceSettings,
 ) -> (Result<crate::ConfigureOutcome, crate::FlowError>, wmco_cluster_client::types::WindowsInstance) {
     let (nodes, records, drainer) = (FakeNodes::default(), FakeInstanceRecords::default(), FakeDrainer::default());
-    let cluster = ClusterAccess { nodes: &nodes, records: &records, drainer: &drainer };
+    let config_maps = FakeConfigMaps::default();
+    let cluster = ClusterAccess { nodes: &nodes, records: &records, drainer: &drainer, config_maps: &config_maps };
     let instance = objects::record("win-3").in_namespace("wmco").byoh("127.0.0.30").username("administrator").build();
     let instance = records.apply(&instance).await.unwrap();
     let session = HostSession::new(sim);

@@ -415,6 +415,7 @@ struct SimulatedHost {
     nodes: wmco_cluster_client::fake::FakeNodes,
     records: wmco_cluster_client::fake::FakeInstanceRecords,
     drainer: wmco_cluster_client::fake::FakeDrainer,
+    config_maps: wmco_cluster_client::fake::FakeConfigMaps,
     session: wmco_node_config::HostSession,
 }
 
@@ -432,11 +433,23 @@ impl SimulatedHost {
             .build();
         records.apply(&instance).await.unwrap();
         let session = wmco_node_config::HostSession::new(sim.clone());
-        SimulatedHost { sim, nodes: Default::default(), records, drainer: Default::default(), session }
+        SimulatedHost {
+            sim,
+            nodes: Default::default(),
+            records,
+            drainer: Default::default(),
+            config_maps: Default::default(),
+            session,
+        }
     }
 
     fn access(&self) -> wmco_node_config::ClusterAccess<'_> {
-        wmco_node_config::ClusterAccess { nodes: &self.nodes, records: &self.records, drainer: &self.drainer }
+        wmco_node_config::ClusterAccess {
+            nodes: &self.nodes,
+            records: &self.records,
+            drainer: &self.drainer,
+            config_maps: &self.config_maps,
+        }
     }
 
     /// One configure pass with the files of `files` and the service settings of `world`'s current cluster.

@@ -145,7 +145,12 @@ impl InstancesContext {
 
     /// The cluster capabilities the node-config flows use.
     pub(crate) fn cluster(&self) -> ClusterAccess<'_> {
-        ClusterAccess { nodes: self.nodes.as_ref(), records: self.records.as_ref(), drainer: self.drainer.as_ref() }
+        ClusterAccess {
+            nodes: self.nodes.as_ref(),
+            records: self.records.as_ref(),
+            drainer: self.drainer.as_ref(),
+            config_maps: self.config_maps.as_ref(),
+        }
     }
 
     /// The session of `instance`'s host: the cached one while its address and user are unchanged, else a new one.

@@ -8,7 +8,7 @@
 //!   entry, publishes one Warning Event per problem and requests deletion of records whose entry is gone;
 //!   [`plan_records`] is its pure diff.
 //! - [`reconcile_instance`] configures a live record or deconfigures a deleted one and releases its finalizer; a
-//!   record without a pinned host key first takes over the key the Go operator stored ([`go_operator_host_key`]).
+//!   record without a pinned host key first takes over the key stored for its host ([`stored_host_key`]).
 //! - [`controller`] runs both under kube-runtime with bounded concurrency and backoff.
 
 mod connector;
@@ -30,7 +30,7 @@ pub use controller::{
     DEFAULT_CONCURRENCY, NODE_WAIT_RECHECK, READY_RECHECK, REBOOT_RECHECK, WAITING_RECHECK, controller,
 };
 pub use error::InstancesError;
-pub use host_keys::{GO_HOST_KEYS_CONFIG_MAP, HostKeyImportError, ImportedHostKey, go_operator_host_key};
+pub use host_keys::{GO_HOST_KEYS_CONFIG_MAP, HostKeyImportError, ImportedHostKey, stored_host_key};
 pub use inventory::{
     INSTANCES_CONFIG_MAP, InventoryOutcome, RecordPlan, desired_record, plan_records, reconcile_inventory,
 };

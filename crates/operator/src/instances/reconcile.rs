@@ -11,14 +11,18 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Resource;
 use wmco_cluster_client::names::INSTANCE_FINALIZER;
 use wmco_cluster_client::types::{InstanceOrigin, InstancePhase, WindowsInstance};
-use wmco_cluster_client::{NewEvent, Severity, WindowsInstanceExt};
+use wmco_cluster_client::{
+    ConfigMapEntry, HOST_KEYS_CONFIG_MAP, NewEvent, Severity, WindowsInstanceExt, forget_host_key, keep_host_key,
+};
 use wmco_machines::names::MACHINE_API_NAMESPACE;
 use wmco_node_config::{
     ConfigureInputs, ConfigureOutcome, ConfigureState, DeconfigureInputs, DeconfigureOutcome, FlowError, HostSession,
     IdentityChange, PreflightFailure, RebootStep, WithheldService, configure, deconfigure,
 };
 
-use super::{InstancesContext, InstancesError, go_operator_host_key};
+use wmco_ssh_transport::HostKey;
+
+use super::{GO_HOST_KEYS_CONFIG_MAP, HostKeyImportError, InstancesContext, InstancesError, stored_host_key};
 use crate::runtime::{Controlled, ReconcilerError};
 
 /// What one instance reconcile did.
@@ -98,7 +102,7 @@ async fn configure_pass(
     if let Some(reason) = ctx.settings.services.refusal() {
         return Err(InstancesError::ClusterUnsupported { instance: instance.key(), reason });
     }
-    let adopted = adopt_go_operator_host_key(instance, ctx).await?;
+    let adopted = adopt_stored_host_key(instance, ctx).await?;
     let instance = adopted.as_ref().unwrap_or(instance);
     let session = ctx.session(instance)?;
     let services = ctx.settings.services.current();
@@ -124,6 +128,9 @@ async fn configure_pass(
     if let Some(step) = &outcome.reboot {
         publish(instance, ctx, &reboot_event(instance, step)).await;
     }
+    if let Some(key_line) = &outcome.host_key_first_use {
+        publish(instance, ctx, &first_use_event(key_line)).await;
+    }
     if let Some(change) = &outcome.identity_change {
         tracing::info!(instance = %instance.key(), change = %change.note(), "the host's identity changed");
         publish(instance, ctx, &identity_event(change)).await;
@@ -136,33 +143,33 @@ async fn configure_pass(
     Ok(outcome)
 }
 
-/// For a record without a pinned host key, the record with the key the Go operator stored for its host pinned in
-/// its status (the connection then checks it and the flow records it), and a Normal Event `HostKeyImported` naming
-/// the key and where it was found; `None` when the record has a key or nothing was stored.
-async fn adopt_go_operator_host_key(
+/// For a record without a pinned host key, the record with the key stored for its host ([`stored_host_key`]) pinned
+/// in its status (the connection then checks it and the flow records it), a copy in the operator's own ConfigMap
+/// when the key came from elsewhere, and a Normal Event `HostKeyImported` naming the key and where it was found;
+/// `None` when the record has a key or nothing was stored (the flow then trusts the host's key on first use).
+async fn adopt_stored_host_key(
     instance: &WindowsInstance,
     ctx: &InstancesContext,
 ) -> Result<Option<WindowsInstance>, InstancesError> {
     if instance.pinned_host_key().is_some() {
         return Ok(None);
     }
-    let found = go_operator_host_key(
-        ctx.nodes.as_ref(),
-        ctx.config_maps.as_ref(),
-        &ctx.settings.namespace,
-        &instance.spec.address,
-    )
-    .await
-    .map_err(|source| InstancesError::HostKeyImport { instance: instance.key(), source })?;
+    let import_error = |source| InstancesError::HostKeyImport { instance: instance.key(), source };
+    let found = stored_host_key(ctx.nodes.as_ref(), ctx.config_maps.as_ref(), instance).await.map_err(import_error)?;
     let Some(imported) = found else { return Ok(None) };
     tracing::info!(instance = %instance.key(), fingerprint = %imported.key.fingerprint(), origin = %imported.origin,
-        "taking over the host key the Go operator pinned");
+        "pinning the host key stored for this host");
+    if !imported.kept_by_operator {
+        keep_host_key(ctx.config_maps.as_ref(), instance, &imported.key.to_openssh())
+            .await
+            .map_err(|source| import_error(HostKeyImportError::Cluster(Box::new(source))))?;
+    }
     let event = NewEvent {
         severity: Severity::Normal,
         reason: "HostKeyImported".to_owned(),
         action: "Configure".to_owned(),
         note: Some(format!(
-            "host key {} {} taken over from {}, where the Go operator pinned it; the host must present it",
+            "host key {} {} pinned from {}; the host must present it",
             imported.key.algorithm(),
             imported.key.fingerprint(),
             imported.origin
@@ -172,6 +179,43 @@ async fn adopt_go_operator_host_key(
     let mut adopted = instance.clone();
     adopted.status.get_or_insert_default().pinned_host_key = Some(imported.key.to_openssh());
     Ok(Some(adopted))
+}
+
+/// The Normal Event on the record for a host key pinned on first use (`HostKeyTrustedOnFirstUse`): nothing was
+/// stored for the host, so the key it presented is pinned from now on.
+pub(crate) fn first_use_event(key_line: &str) -> NewEvent {
+    let described = match HostKey::from_openssh(key_line) {
+        Ok(key) => format!("{} {}", key.algorithm(), key.fingerprint()),
+        Err(_) => key_line.to_owned(),
+    };
+    NewEvent {
+        severity: Severity::Normal,
+        reason: "HostKeyTrustedOnFirstUse".to_owned(),
+        action: "Configure".to_owned(),
+        note: Some(format!(
+            "no host key was stored for this host (ConfigMap {HOST_KEYS_CONFIG_MAP}, ConfigMap \
+             {GO_HOST_KEYS_CONFIG_MAP}, or a Node the Go operator configured): the key it presented, {described}, is \
+             pinned and kept in ConfigMap {HOST_KEYS_CONFIG_MAP}"
+        )),
+    }
+}
+
+/// Removes the host's pin from the operator's ConfigMap and the Go operator's (its record is released for good, so
+/// a new host may take its address and is met as new).
+async fn forget_pins(instance: &WindowsInstance, ctx: &InstancesContext) -> Result<(), InstancesError> {
+    let record_error = |source| InstancesError::Record {
+        instance: instance.key(),
+        action: "forget the pinned host key",
+        source: Box::new(source),
+    };
+    forget_host_key(ctx.config_maps.as_ref(), instance).await.map_err(record_error)?;
+    let go_entry = ConfigMapEntry {
+        namespace: &ctx.settings.namespace,
+        name: GO_HOST_KEYS_CONFIG_MAP,
+        key: &instance.spec.address,
+        labels: &[],
+    };
+    ctx.config_maps.set_entry(&go_entry, None).await.map_err(record_error)
 }
 
 /// The Normal Event on the record for a reboot the operator started (`HostRebooting`) or saw completed
@@ -232,6 +276,7 @@ async fn release(instance: &WindowsInstance, ctx: &InstancesContext) -> Result<I
     for skipped in &outcome.forced_past {
         tracing::warn!(instance = %instance.key(), skipped = %skipped, "force-remove: failure skipped");
     }
+    forget_pins(instance, ctx).await?;
     ctx.records.release_finalizer(instance).await.map_err(|source| InstancesError::Record {
         instance: instance.key(),
         action: "release finalizer",

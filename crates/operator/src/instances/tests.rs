@@ -10,11 +10,11 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use wmco_cluster_client::fake::{FakeCluster, FakeEvents, FakeInstanceRecords, FakeNodes};
-use wmco_cluster_client::names::{FORCE_REMOVE_ANNOTATION, INSTANCE_FINALIZER};
+use wmco_cluster_client::names::{BYOH_LABEL, FORCE_REMOVE_ANNOTATION, INSTANCE_FINALIZER, VERSION_ANNOTATION};
 use wmco_cluster_client::types::{
     InstanceOrigin, InstancePhase, WindowsInstance, WindowsInstanceSpec, WindowsInstanceStatus,
 };
-use wmco_cluster_client::{DrainOptions, InstanceRecords, Seams, Severity, WindowsInstanceExt};
+use wmco_cluster_client::{ConfigMaps as _, DrainOptions, InstanceRecords, Seams, Severity, WindowsInstanceExt};
 use wmco_instance_inventory::{StaticResolver, build_inventory, instance_name};
 use wmco_node_config::{
     FileStage, HostFilesSource, HostIdentity, ServiceSettings, SourceError, StageFiles, WithheldService,
@@ -96,6 +96,7 @@ impl HostFilesSource for NoFiles {
 struct Fixture {
     records: Arc<FakeInstanceRecords>,
     nodes: Arc<FakeNodes>,
+    config_maps: Arc<wmco_cluster_client::fake::FakeConfigMaps>,
     events: Arc<FakeEvents>,
     ctx: InstancesContext,
 }
@@ -104,6 +105,7 @@ fn fixture(fail: fn(&str) -> TransportError) -> Fixture {
     let records = Arc::new(FakeInstanceRecords::default());
     let nodes = Arc::new(FakeNodes::default());
     let events = Arc::new(FakeEvents::default());
+    let config_maps = Arc::new(wmco_cluster_client::fake::FakeConfigMaps::default());
     let settings = InstancesSettings {
         namespace: NAMESPACE.to_owned(),
         services: ServiceSettingsSource::Fixed(ServiceSettings {
@@ -126,6 +128,7 @@ fn fixture(fail: fn(&str) -> TransportError) -> Fixture {
         records: records.clone(),
         nodes: nodes.clone(),
         events: events.clone(),
+        config_maps: config_maps.clone(),
         ..FakeCluster::default().seams()
     };
     let ctx = InstancesContext::new(
@@ -134,7 +137,7 @@ fn fixture(fail: fn(&str) -> TransportError) -> Fixture {
         Arc::new(NoFiles),
         settings,
     );
-    Fixture { records, nodes, events, ctx }
+    Fixture { records, nodes, config_maps, events, ctx }
 }
 
 fn config_map(entries: &[(&str, &str)]) -> ConfigMap {
@@ -398,6 +401,20 @@ async fn force_remove_deconfigures_past_an_unreachable_host_then_releases_the_fi
     let mut instance = stored_record(&fx).await;
     instance.metadata.deletion_timestamp = Some(Time(Timestamp::UNIX_EPOCH));
     instance.metadata.annotations = Some(BTreeMap::from([(FORCE_REMOVE_ANNOTATION.to_owned(), "true".to_owned())]));
+    wmco_cluster_client::keep_host_key(fx.config_maps.as_ref(), &instance, PINNED).await.unwrap();
+    let go_keys = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(GO_HOST_KEYS_CONFIG_MAP.to_owned()),
+            namespace: Some(NAMESPACE.to_owned()),
+            ..ObjectMeta::default()
+        },
+        data: Some(BTreeMap::from([
+            ("10.0.0.5".to_owned(), "AAAA".to_owned()),
+            ("10.0.0.9".to_owned(), "AAAA".to_owned()),
+        ])),
+        ..ConfigMap::default()
+    };
+    fx.config_maps.replace(go_keys).unwrap();
 
     let outcome = reconcile_instance(&instance, &fx.ctx).await.unwrap();
 
@@ -408,6 +425,11 @@ async fn force_remove_deconfigures_past_an_unreachable_host_then_releases_the_fi
     assert!(fx.nodes.node("win-5").is_none());
     let stored = fx.records.record(NAMESPACE, &instance_name("10.0.0.5")).unwrap();
     assert_eq!(stored.metadata.finalizers, Some(vec![]));
+    let kept = wmco_cluster_client::kept_host_key(fx.config_maps.as_ref(), &instance).await.unwrap();
+    assert_eq!(kept, None, "a new host at this address is met as new");
+    let go_entries = fx.config_maps.get(NAMESPACE, GO_HOST_KEYS_CONFIG_MAP).await.unwrap().unwrap().data.unwrap();
+    assert!(!go_entries.contains_key("10.0.0.5"), "the Go operator's entry for the address goes too");
+    assert!(go_entries.contains_key("10.0.0.9"), "other hosts' entries stay");
     let rerun = tokio::time::timeout(std::time::Duration::from_millis(100), fx.ctx.released.notified()).await;
     assert!(rerun.is_ok(), "the inventory is told to run again (an entry may have come back meanwhile)");
 }
@@ -493,6 +515,7 @@ fn setup_teardown_and_failure_events_carry_the_go_operator_s_reasons_by_origin()
         withheld: Vec::new(),
         reboot: None,
         identity_change: None,
+        host_key_first_use: None,
     };
     let started = wmco_node_config::RebootStep::Started("the Windows feature Containers was installed".to_owned());
     let rebooting = super::reconcile::reboot_event(&byoh, &started);
@@ -600,7 +623,11 @@ async fn go_configured(annotations: &[(&str, &str)]) -> (Fixture, Arc<PinRecordi
         pins: std::sync::Mutex::default(),
     });
     fx.ctx.connector = connector.clone();
-    let node = wmco_cluster_client::fake::objects::windows_node("win-5").internal_ip("10.0.0.5");
+    // The Go operator's marks: its version annotation and, on a BYOH host's Node, the BYOH label.
+    let node = wmco_cluster_client::fake::objects::windows_node("win-5")
+        .internal_ip("10.0.0.5")
+        .annotated(VERSION_ANNOTATION, "10.19.0")
+        .labelled(BYOH_LABEL, "true");
     fx.nodes.insert(annotations.iter().fold(node, |node, (key, value)| node.annotated(key, value)).build());
     let instance = fx.records.apply(&record("10.0.0.5", InstanceOrigin::Byoh)).await.unwrap();
     (fx, connector, instance)
@@ -639,4 +666,35 @@ async fn an_unreadable_go_operator_key_stops_the_record_before_any_connection() 
     let published = fx.events.published();
     assert!(published.iter().any(|(_, event)| event.reason == "HostKeyImportFailed"
         && event.note.as_deref().is_some_and(|note| note.contains("the annotations of Node win-5"))));
+}
+
+#[tokio::test]
+async fn a_recreated_record_pins_the_key_the_operator_kept_instead_of_trusting_the_host_again() {
+    let (fx, connector, instance) = go_configured(&[]).await;
+    // The lost record's first pass kept the key; the inventory recreated the record under the same name.
+    wmco_cluster_client::keep_host_key(fx.config_maps.as_ref(), &instance, PINNED).await.unwrap();
+
+    reconcile_instance(&instance, &fx.ctx).await.unwrap_err();
+
+    assert_eq!(*connector.pins.lock().unwrap(), [Some(PINNED.to_owned())], "pinned, not trusted on first use");
+    let imported: Vec<_> =
+        fx.events.published().into_iter().filter(|(_, event)| event.reason == "HostKeyImported").collect();
+    let note = imported[0].1.note.clone().unwrap();
+    assert!(
+        note.contains(&format!("ConfigMap windows-instance-host-keys entry {}", instance_name("10.0.0.5"))),
+        "{note}"
+    );
+}
+
+#[tokio::test]
+async fn a_key_taken_from_a_go_node_is_kept_in_the_operator_s_config_map() {
+    use wmco_cluster_client::names::{SSH_HOST_KEY_ANNOTATION, SSH_HOST_KEY_TYPE_ANNOTATION};
+    let blob = PINNED.split(' ').nth(1).unwrap();
+    let (fx, _, instance) =
+        go_configured(&[(SSH_HOST_KEY_ANNOTATION, blob), (SSH_HOST_KEY_TYPE_ANNOTATION, "ssh-ed25519")]).await;
+
+    reconcile_instance(&instance, &fx.ctx).await.unwrap_err();
+
+    let kept = wmco_cluster_client::kept_host_key(fx.config_maps.as_ref(), &instance).await.unwrap();
+    assert_eq!(kept.as_deref(), Some(PINNED), "the Node's annotation is written by its kubelet too: a copy is kept");
 }
