@@ -51,7 +51,6 @@ mod host_key;
 mod key;
 mod limiter;
 mod pool;
-pub mod redact;
 mod remote;
 mod retry;
 mod sftp_ops;
@@ -74,4 +73,7 @@ pub use remote::RemoteHost;
 pub use retry::{RetryPolicy, retry};
 pub use source::source_hashes;
 pub use upload::{BatchOutcome, UploadBatch, UploadOutcome, UploadRequest, UploadSource, staging_path};
+/// Redaction of credentials, which transcripts apply to every text (the `wmco-redact` crate, kept here under its old
+/// path).
+pub use wmco_redact as redact;
 pub use wmco_vocabulary::{DigestParseError, Sha256Digest};
