@@ -3,7 +3,9 @@
 //! The `Recorder` folds every Event with the same object, type, reason and action into one series and keeps the
 //! first note, so two different problems (two bad ConfigMap entries, a client and a serving CSR) would show as one
 //! Event naming only the first. [`KubeEvents`] therefore starts a new Event whenever the note differs from the last
-//! one published for that object, reason and action; only exact repeats become a series.
+//! one published for that object, reason and action; only exact repeats become a series. Every note is published
+//! redacted ([`wmco_redact::redact`]): an error that quotes a proxy URL or a host's output never puts a credential in
+//! an Event.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -132,7 +134,7 @@ impl EventPublisher for KubeEvents {
                 Severity::Warning => EventType::Warning,
             },
             reason: event.reason.clone(),
-            note: event.note.as_deref().map(fit_note),
+            note: event.note.as_deref().map(|note| fit_note(&wmco_redact::redact(note))),
             action: event.action.clone(),
             secondary: None,
         };
@@ -193,6 +195,36 @@ mod tests {
         });
         let exchanges = vec![
             Exchange::post_containing("/apis/events.k8s.io/v1/namespaces/wmco/events?", expected).reply(201, created),
+        ];
+        scenario(exchanges, |client| async move {
+            KubeEvents::new(client, "wmco-instances", None).publish(&regarding, &event).await.unwrap();
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn a_note_is_published_without_the_credentials_it_quotes() {
+        let regarding = ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Node".into()),
+            name: Some("win-a".into()),
+            uid: Some("uid-3".into()),
+            ..ObjectReference::default()
+        };
+        let event = NewEvent {
+            severity: Severity::Warning,
+            reason: "InstanceSetupFailure".into(),
+            action: "Configure".into(),
+            note: Some("setting HTTPS_PROXY to http://wmco:pr0xy-s3cret@proxy.example:3129 failed".into()),
+        };
+        let expected = json!({"note": "setting HTTPS_PROXY to http://[REDACTED]@proxy.example:3129 failed"});
+        let created = json!({
+            "apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "win-a.1", "namespace": "default"},
+            "eventTime": "2026-01-01T00:00:00.000000Z"
+        });
+        let exchanges = vec![
+            Exchange::post_containing("/apis/events.k8s.io/v1/namespaces/default/events?", expected)
+                .reply(201, created),
         ];
         scenario(exchanges, |client| async move {
             KubeEvents::new(client, "wmco-instances", None).publish(&regarding, &event).await.unwrap();

@@ -29,8 +29,9 @@ pub struct PodNetworking {
     pub hybrid_overlay_vxlan_port: Option<u16>,
 }
 
-/// The cluster-wide proxy, as given to services on the hosts.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// The cluster-wide proxy, as given to services on the hosts. `Debug` hides the user info of the URLs (a proxy URL
+/// may carry a password).
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProxySettings {
     /// Proxy for plain HTTP.
@@ -42,6 +43,18 @@ pub struct ProxySettings {
     /// Comma-separated destinations reached without the proxy.
     #[serde(default)]
     pub no_proxy: Option<String>,
+}
+
+impl fmt::Debug for ProxySettings {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let redacted = |url: &Option<String>| url.as_deref().map(wmco_redact::redact);
+        formatter
+            .debug_struct("ProxySettings")
+            .field("http_proxy", &redacted(&self.http_proxy))
+            .field("https_proxy", &redacted(&self.https_proxy))
+            .field("no_proxy", &self.no_proxy)
+            .finish()
+    }
 }
 
 /// The mirrors of one source repository.
@@ -356,6 +369,19 @@ mod tests {
     use super::*;
     use crate::test_support::{Exchange, scenario};
     use serde_json::{Value, json};
+
+    #[test]
+    fn proxy_settings_debug_hides_the_user_info_of_the_urls() {
+        let proxy = ProxySettings {
+            http_proxy: Some("http://proxy.example:3128".into()),
+            https_proxy: Some("http://wmco:pr0xy-s3cret@proxy.example:3129".into()),
+            no_proxy: Some(".svc".into()),
+        };
+        assert_eq!(
+            format!("{proxy:?}"),
+            r#"ProxySettings { http_proxy: Some("http://proxy.example:3128"), https_proxy: Some("http://[REDACTED]@proxy.example:3129"), no_proxy: Some(".svc") }"#
+        );
+    }
 
     fn list(kind: &str, items: Vec<Value>) -> Value {
         json!({"apiVersion": "config.openshift.io/v1", "kind": format!("{kind}List"), "metadata": {}, "items": items})

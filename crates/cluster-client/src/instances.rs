@@ -113,9 +113,14 @@ pub(crate) fn finalizer_release_patch(instance: &WindowsInstance) -> Option<serd
     Some(json!({ "metadata": { "resourceVersion": instance.metadata.resource_version, "finalizers": remaining } }))
 }
 
-/// The apply body for a record's status.
+/// The apply body for a record's status, its `lastError` and condition messages redacted
+/// ([`wmco_redact::redact`]): an error quoting a proxy URL or a host's output never puts a credential in a record.
 pub(crate) fn status_apply_body(name: &str, status: &WindowsInstanceStatus) -> serde_json::Value {
-    let status = WindowsInstanceStatus { approved_bootstrap_key_sha256: None, ..status.clone() };
+    let mut status = WindowsInstanceStatus { approved_bootstrap_key_sha256: None, ..status.clone() };
+    status.last_error = status.last_error.as_deref().map(wmco_redact::redact);
+    for condition in &mut status.conditions {
+        condition.message = wmco_redact::redact(&condition.message);
+    }
     json!({
         "apiVersion": WindowsInstance::api_version(&()),
         "kind": WindowsInstance::kind(&()),
@@ -219,6 +224,7 @@ mod tests {
     use super::*;
     use crate::test_support::{APPLY_PATCH, Exchange, MERGE_PATCH, scenario, status_reply};
     use crate::types::{InstanceOrigin, InstancePhase, WindowsInstanceSpec};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
     use serde_json::Value;
 
     const BASE: &str = "/apis/windowsmachineconfig.openshift.io/v1alpha1/namespaces/wmco/windowsinstances";
@@ -287,6 +293,29 @@ mod tests {
             KubeInstanceRecords::new(client).apply_status("wmco", "byoh-10-0-0-5", &status).await.unwrap()
         })
         .await;
+    }
+
+    #[test]
+    fn a_status_is_written_without_the_credentials_its_messages_quote() {
+        let url = "http://wmco:pr0xy-s3cret@proxy.example:3129";
+        let status = WindowsInstanceStatus {
+            last_error: Some(format!("step EnvironmentVariables: HTTPS_PROXY {url} refused")),
+            conditions: vec![Condition {
+                type_: "Degraded".into(),
+                status: "True".into(),
+                reason: "StepFailed".into(),
+                message: format!("cannot set {url}"),
+                last_transition_time: Time(jiff::Timestamp::UNIX_EPOCH),
+                observed_generation: None,
+            }],
+            ..WindowsInstanceStatus::default()
+        };
+        let body = status_apply_body("byoh-10-0-0-5", &status);
+        assert_eq!(
+            body["status"]["lastError"],
+            "step EnvironmentVariables: HTTPS_PROXY http://[REDACTED]@proxy.example:3129 refused"
+        );
+        assert_eq!(body["status"]["conditions"][0]["message"], "cannot set http://[REDACTED]@proxy.example:3129");
     }
 
     #[tokio::test]

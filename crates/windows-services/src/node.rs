@@ -10,6 +10,7 @@
 //! the Go operator passed these numbers as milliseconds by mistake), resetting after 300 s without failure.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
@@ -111,8 +112,9 @@ pub const PROXY_VARIABLES: [&str; 3] = ["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"]
 /// (`HTTP_PROXY`, `HTTPS_PROXY`, `NO_PROXY`): a machine variable (for sessions and processes started later) and a
 /// variable of each of [`PROXY_SERVICES`]' own environment (effective at the service's next start, which the plan
 /// brings about; machine variables would reach services only after a reboot, windows-commands.md §4.1). A value
-/// that is not set removes its variable from both.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// that is not set removes its variable from both. `Debug` hides the user info of the URLs (a proxy URL may carry a
+/// password).
+#[derive(Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct NodeProxy {
     /// Proxy of plain HTTP (`HTTP_PROXY`).
     pub http_proxy: Option<String>,
@@ -120,6 +122,18 @@ pub struct NodeProxy {
     pub https_proxy: Option<String>,
     /// Destinations reached directly, comma-separated (`NO_PROXY`).
     pub no_proxy: Option<String>,
+}
+
+impl fmt::Debug for NodeProxy {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let redacted = |url: &Option<String>| url.as_deref().map(wmco_redact::redact);
+        formatter
+            .debug_struct("NodeProxy")
+            .field("http_proxy", &redacted(&self.http_proxy))
+            .field("https_proxy", &redacted(&self.https_proxy))
+            .field("no_proxy", &self.no_proxy)
+            .finish()
+    }
 }
 
 impl NodeProxy {
@@ -568,6 +582,19 @@ mod tests {
     use crate::plan::{Step, plan};
     use crate::probe::ObservedHost;
     use crate::sc::ScCommand;
+
+    #[test]
+    fn node_proxy_debug_hides_the_user_info_of_the_urls() {
+        let proxy = NodeProxy {
+            http_proxy: None,
+            https_proxy: Some("http://wmco:pr0xy-s3cret@proxy.example:3129".into()),
+            no_proxy: Some(".svc".into()),
+        };
+        assert_eq!(
+            format!("{proxy:?}"),
+            r#"NodeProxy { http_proxy: None, https_proxy: Some("http://[REDACTED]@proxy.example:3129"), no_proxy: Some(".svc") }"#
+        );
+    }
 
     fn inputs() -> NodeInputs {
         NodeInputs {
