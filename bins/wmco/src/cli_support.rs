@@ -14,6 +14,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tracing_subscriber::EnvFilter;
 
+use crate::redacting_log::Redacting;
+
 /// The `apiVersion` of every document `wmco` prints with `-o json` or `-o yaml` (except Kubernetes objects it
 /// prints as they are: the CRD and a generated MachineSet). A breaking change of any document moves it.
 pub const API_VERSION: &str = "cli.wmco-rs.io/v1alpha1";
@@ -228,25 +230,32 @@ impl fmt::Display for UnusableInput {
 
 impl std::error::Error for UnusableInput {}
 
-/// Sets up the tracing subscriber on standard error, filtered by `RUST_LOG` (default `info`).
+/// Sets up the tracing subscriber on standard error, filtered by `RUST_LOG` (default `info`), every line redacted
+/// ([`Redacting`]).
 pub fn init_logging(format: LogFormat) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(Redacting(std::io::stderr));
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().flatten_event(true).init(),
     }
 }
 
-/// Maps a subcommand's result to the process exit code, printing an error with its causes to standard error.
+/// Maps a subcommand's result to the process exit code, printing an error with its causes to standard error,
+/// redacted.
 pub fn finish(result: anyhow::Result<Outcome>) -> ExitCode {
     match result {
         Ok(outcome) => ExitCode::from(outcome.exit_code()),
         Err(error) => {
-            eprintln!("error: {error:#}");
+            eprintln!("{}", error_line(&error));
             ExitCode::from(exit_code_of_error(&error))
         }
     }
+}
+
+/// The line a failed command prints: `error: ` and the error with its causes, redacted.
+fn error_line(error: &anyhow::Error) -> String {
+    wmco_redact::redact(&format!("error: {error:#}"))
 }
 
 /// The exit code of a failed command: 2 when unusable input is anywhere in the error chain, else 1.
@@ -262,6 +271,12 @@ mod tests {
     fn unusable_input_exits_2_even_when_wrapped_in_context() {
         let error = anyhow::Error::new(UnusableInput("cannot read world.yaml".into())).context("csr check");
         assert_eq!(exit_code_of_error(&error), 2);
+    }
+
+    #[test]
+    fn an_error_is_printed_without_the_credentials_it_quotes() {
+        let error = anyhow::anyhow!("proxy http://wmco:pr0xy-s3cret@proxy.example:3129 refused").context("wmco run");
+        assert_eq!(error_line(&error), "error: wmco run: proxy http://[REDACTED]@proxy.example:3129 refused");
     }
 
     #[test]

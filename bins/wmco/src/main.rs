@@ -3,6 +3,7 @@
 
 mod cli_support;
 mod cmd;
+mod redacting_log;
 
 use std::process::ExitCode;
 

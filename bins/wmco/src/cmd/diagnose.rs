@@ -9,6 +9,7 @@
 //! and every text taken from the cluster is passed through [`redact`]. Exit 0 when the report was written, 1 when
 //! the cluster could not be read, 2 for an unknown record or an unusable flag.
 
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -780,15 +781,36 @@ pub fn archive_files(gathered: &Gathered) -> anyhow::Result<Vec<(String, String)
     Ok(files)
 }
 
-/// Writes `files` into a gzip-compressed tarball at `path`.
+/// Writes `files` into a gzip-compressed tarball at `path`, readable by its owner only (mode 0600): the tarball goes
+/// into a new file created with that mode beside `path` and is renamed over it, so `path` never holds a partial
+/// archive, nor one others could read (an existing file keeps its mode when truncated, a renamed one does not).
 pub fn write_archive(path: &Path, files: &[(String, String)]) -> anyhow::Result<()> {
-    let file = std::fs::File::create(path).with_context(|| format!("cannot create --archive {}", path.display()))?;
+    let mut staging_name = path.file_name().unwrap_or_default().to_os_string();
+    staging_name.push(format!(".{}.partial", std::process::id()));
+    let staging = path.with_file_name(staging_name);
+    let written = write_tarball(&staging, files)
+        .and_then(|()| std::fs::rename(&staging, path).with_context(|| format!("cannot write {}", path.display())));
+    if written.is_err() {
+        // Best effort: the error that matters is the one returned.
+        let _ = std::fs::remove_file(&staging);
+    }
+    written
+}
+
+/// Writes `files` into a gzip-compressed tarball at `path`, a new file created with mode 0600.
+fn write_tarball(path: &Path, files: &[(String, String)]) -> anyhow::Result<()> {
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("cannot create --archive {}", path.display()))?;
     let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(file, flate2::Compression::default()));
     let mtime = u64::try_from(Timestamp::now().as_second()).unwrap_or_default();
     for (name, contents) in files {
         let mut header = tar::Header::new_gnu();
         header.set_size(contents.len() as u64);
-        header.set_mode(0o644);
+        header.set_mode(0o600);
         header.set_mtime(mtime);
         header.set_cksum();
         builder
@@ -798,6 +820,7 @@ pub fn write_archive(path: &Path, files: &[(String, String)]) -> anyhow::Result<
     builder
         .into_inner()
         .and_then(|encoder| encoder.finish())
+        .and_then(|file| file.sync_all())
         .with_context(|| format!("cannot finish {}", path.display()))?;
     Ok(())
 }
@@ -905,6 +928,31 @@ mod tests {
         assert!(is_about("INFO reconcile{instance=wmco/byoh-10-0-0-6}: probing", key));
         assert!(!is_about("INFO reconcile{instance=wmco/byoh-10-0-0-60 host=10.0.0.60}: probing", key));
         assert!(!is_about("INFO unrelated line", key));
+    }
+
+    #[test]
+    fn the_archive_is_readable_by_its_owner_only_even_over_an_existing_file() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let files = [("win/report.txt".to_owned(), "report\n".to_owned())];
+        let fresh = dir.path().join("fresh.tar.gz");
+        let existing = dir.path().join("existing.tar.gz");
+        std::fs::write(&existing, "an older archive").unwrap();
+        std::fs::set_permissions(&existing, std::fs::Permissions::from_mode(0o644)).unwrap();
+        for path in [&fresh, &existing] {
+            write_archive(path, &files).unwrap();
+            let mode = std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{} has mode {mode:o}", path.display());
+        }
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["existing.tar.gz", "fresh.tar.gz"], "no staging file is left");
+        let unwritable = dir.path().join("missing-directory").join("a.tar.gz");
+        let error = write_archive(&unwritable, &files).unwrap_err();
+        assert!(format!("{error:#}").contains("cannot create --archive"), "{error:#}");
     }
 
     #[tokio::test]
