@@ -30,6 +30,7 @@
 //! ```
 
 pub mod campaign;
+pub mod cluster_settings;
 pub mod credentials;
 pub mod csr;
 pub mod disruption;

@@ -33,7 +33,7 @@ use crate::operator::{
 };
 use crate::ovn::OvnStandIn;
 use crate::pod::{PodContainer, PodRun, UnpackedImage};
-use crate::secret_scan::{MIN_SECRET_LENGTH, ScanInputs, SecretKind, SecretScan};
+use crate::secret_scan::{MIN_SECRET_LENGTH, ScanInputs, Secret, SecretKind, SecretScan};
 use crate::{OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, SandboxError, manifests};
 
 /// The admin's ConfigMap listing BYOH hosts.
@@ -95,6 +95,8 @@ pub struct SandboxOptions {
     /// fixtures say `None`). On AWS and GCP every host runs on that cloud: it answers its metadata service's
     /// questions (`hosts.rs`, `instance_metadata`).
     pub platform: Platform,
+    /// Start the operator with `--record-transcripts` in [`Sandbox::transcripts_dir`] (which the secret scan reads).
+    pub record_transcripts: bool,
 }
 
 impl Default for SandboxOptions {
@@ -114,6 +116,7 @@ impl Default for SandboxOptions {
             private_key_secret: true,
             operator_image: None,
             platform: Platform::None,
+            record_transcripts: false,
         }
     }
 }
@@ -183,6 +186,8 @@ pub struct Sandbox {
     operator_ready_timeout: Duration,
     control_plane: ControlPlane,
     keep_directory: AtomicBool,
+    /// The proxy and registry credentials the test planted, for the secret scan.
+    pub(crate) planted: Mutex<Vec<Secret>>,
     directory: Option<tempfile::TempDir>,
     directory_path: PathBuf,
 }
@@ -371,10 +376,15 @@ impl Sandbox {
             operator_ready_timeout: options.operator_ready_timeout,
             control_plane,
             keep_directory: AtomicBool::new(options.keep_directory),
+            planted: Mutex::new(Vec::new()),
             directory: Some(directory),
             directory_path,
         };
-        sandbox.restart_operator_with(&options.operator_args).await?;
+        let mut operator_args = options.operator_args.clone();
+        if options.record_transcripts {
+            operator_args.push(format!("--record-transcripts={}", sandbox.transcripts_dir().display()));
+        }
+        sandbox.restart_operator_with(&operator_args).await?;
         Ok(sandbox)
     }
 
@@ -888,9 +898,11 @@ impl Sandbox {
     /// Looks for the secrets the sandbox planted or the operator minted — the admin SSH key, every
     /// node-bootstrapper token a host's bootstrap kubeconfig held, the `windows-machine-config-operator-tls` and
     /// `windows-machine-config-operator-metrics-tls` keys, the operator's ServiceAccount token, the metrics
-    /// scraper's token — in the operator's log, every host's commands (lines, decoded
-    /// `-EncodedCommand` scripts, output) and files under `C:\var\log`, the command transcripts in
-    /// [`Sandbox::transcripts_dir`], and every Event; see [`crate::secret_scan`].
+    /// scraper's token, the proxy and registry credentials planted with [`Sandbox::set_proxy_status`] and
+    /// [`Sandbox::set_registry_credentials`] — in the operator's log, every host's commands (lines, decoded
+    /// `-EncodedCommand` scripts, output) and files under `C:\var\log` (not for the credentials the hosts are meant to
+    /// get), the command transcripts in [`Sandbox::transcripts_dir`], every Event and every record's status; see
+    /// [`crate::secret_scan`].
     ///
     /// # Errors
     /// [`SandboxError::Kube`] or [`SandboxError::Io`] if something to search cannot be read.
@@ -908,6 +920,7 @@ impl Sandbox {
             fleet: &self.fleet,
             hosts_dir: self.directory_path.join("hosts"),
             transcripts_dir: self.transcripts_dir(),
+            planted: self.planted.lock().unwrap_or_else(PoisonError::into_inner).clone(),
         })
         .await
     }

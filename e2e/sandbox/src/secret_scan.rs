@@ -1,10 +1,13 @@
 //! The secret scan of the e2e suite: the secrets a sandbox plants or the operator mints — the admin's SSH private key,
 //! the node-bootstrapper tokens in the bootstrap kubeconfigs the operator writes onto hosts, the keys of the
 //! `windows-machine-config-operator-tls` and `windows-machine-config-operator-metrics-tls` Secrets, the operator's
-//! own ServiceAccount token, and the bearer token the sandbox scrapes `/metrics` with — looked for in
-//! everything the product writes where an admin or a log collector reads: the operator's log, every host command
-//! (its line, the script of an `-EncodedCommand`, its output), the hosts' log files under `C:\var\log`, the command
-//! transcripts of `--record-transcripts` when a test records them, and every Event in the cluster.
+//! own ServiceAccount token, the bearer token the sandbox scrapes `/metrics` with, and the proxy and registry
+//! credentials a test planted (the user info of a Proxy URL, an `auth` of Secret `openshift-config/pull-secret`) —
+//! looked for in everything the product writes where an admin or a log collector reads: the operator's log, every
+//! host command (its line, the script of an `-EncodedCommand`, its output), the hosts' log files under `C:\var\log`,
+//! the command transcripts of `--record-transcripts` when a test records them, every Event in the cluster and the
+//! status of every `WindowsInstance` record. Proxy and registry credentials must reach the hosts (the product hands
+//! them to containerd and the kubelet), so they are not looked for in host commands and host files.
 //!
 //! A secret is searched as the values a leak would show ([`Secret::pem`], [`Secret::token`]): a PEM key's body lines
 //! and its Base64 form (as a Secret's `data` carries it), a token whole, its JWT signature and its Base64 form.
@@ -25,6 +28,7 @@ use winhost_sim::control::SharedFleet;
 use winhost_sim::disk::{Disk, WinPath};
 use winhost_sim::host::CommandRecord;
 use winhost_sim::ssh::lock;
+use wmco_cluster_client::types::WindowsInstance;
 use wmco_payload_manifest::render::destinations::BOOTSTRAP_KUBECONFIG;
 
 use crate::credentials::{AdminKey, METRICS_TLS_SECRET, PRIVATE_KEY_FIELD, PRIVATE_KEY_SECRET, TLS_SECRET};
@@ -46,6 +50,18 @@ pub enum SecretKind {
     OperatorToken,
     /// The bearer token the sandbox scrapes `/metrics` with (the operator reviews it on every new one).
     ScraperToken,
+    /// The user info (`user:password`) of a cluster-wide proxy URL.
+    ProxyCredentials,
+    /// A registry's `auth` (Base64 of `user:password`) in Secret `openshift-config/pull-secret`.
+    RegistryCredentials,
+}
+
+impl SecretKind {
+    /// Whether the product hands secrets of this kind to the hosts on purpose (proxy URLs become the services'
+    /// environment, registry credentials containerd's `hosts.toml`): then host commands and host files are no leak.
+    pub fn reaches_hosts(self) -> bool {
+        matches!(self, SecretKind::ProxyCredentials | SecretKind::RegistryCredentials)
+    }
 }
 
 impl fmt::Display for SecretKind {
@@ -56,6 +72,8 @@ impl fmt::Display for SecretKind {
             SecretKind::OperatorTlsKey => "an operator TLS private key",
             SecretKind::OperatorToken => "the operator's ServiceAccount token",
             SecretKind::ScraperToken => "the metrics scraper's bearer token",
+            SecretKind::ProxyCredentials => "a proxy's user and password",
+            SecretKind::RegistryCredentials => "a registry's user and password",
         })
     }
 }
@@ -125,6 +143,25 @@ impl Secret {
             values.push((*signature).to_owned());
         }
         values.push(STANDARD.encode(token));
+        Secret::with_values(kind, source.into(), values)
+    }
+
+    /// A `user:password` pair: the pair, the password alone and the pair's Base64 form (as a pull secret's `auth` and
+    /// an HTTP `Basic` header carry it).
+    ///
+    /// ```
+    /// use wmco_sandbox::secret_scan::{Secret, SecretKind};
+    /// let secret = Secret::credentials(SecretKind::ProxyCredentials, "Proxy cluster", "wmco:pr0xy-s3cret-e2e-only");
+    /// assert_eq!(secret.searched(), 3);
+    /// let short = Secret::credentials(SecretKind::ProxyCredentials, "Proxy cluster", "wmco:pr0xy-s3cret");
+    /// assert_eq!((short.searched(), short.too_short()), (2, 1));
+    /// ```
+    pub fn credentials(kind: SecretKind, source: impl Into<String>, user_password: &str) -> Secret {
+        let mut values = vec![user_password.to_owned()];
+        if let Some((_, password)) = user_password.split_once(':') {
+            values.push(password.to_owned());
+        }
+        values.push(STANDARD.encode(user_password));
         Secret::with_values(kind, source.into(), values)
     }
 
@@ -221,6 +258,8 @@ pub enum Place {
     },
     /// A command transcript file (`wmco run --record-transcripts`).
     Transcript(PathBuf),
+    /// The status of a `WindowsInstance` record (`namespace/name`), as JSON.
+    RecordStatus(String),
     /// A field of an Event.
     Event {
         /// `v1` or `events.k8s.io/v1`.
@@ -247,6 +286,7 @@ impl fmt::Display for Place {
             }
             Place::HostLogFile { host, path } => write!(formatter, "host {host} file {path}"),
             Place::Transcript(path) => write!(formatter, "the command transcript {}", path.display()),
+            Place::RecordStatus(name) => write!(formatter, "the status of record {name}"),
             Place::Event { api, name, field } => write!(formatter, "{api} Event {name} ({field})"),
         }
     }
@@ -327,6 +367,7 @@ impl fmt::Display for SecretScan {
                 Place::HostCommand { .. } => "host command texts",
                 Place::HostLogFile { .. } => "host log files",
                 Place::Transcript(_) => "command transcripts",
+                Place::RecordStatus(_) => "record statuses",
                 Place::Event { .. } => "Event fields",
             };
             *places.entry(category).or_default() += 1;
@@ -379,9 +420,11 @@ impl Scanner {
         Scanner { secrets: kept, scan: SecretScan { secrets: scanned, ..SecretScan::default() } }
     }
 
-    /// Searches `text` as `place`.
+    /// Searches `text` as `place` (a host's command or file only for secrets that must not reach hosts, see
+    /// [`SecretKind::reaches_hosts`]).
     pub fn search(&mut self, place: Place, text: &str) {
-        for secret in &self.secrets {
+        let on_a_host = matches!(place, Place::HostCommand { .. } | Place::HostLogFile { .. });
+        for secret in self.secrets.iter().filter(|secret| !(on_a_host && secret.kind.reaches_hosts())) {
             let first = secret.values.iter().filter_map(|value| text.find(value.as_str())).min();
             if let Some(offset) = first {
                 let line = text[..offset].matches('\n').count() + 1;
@@ -546,6 +589,8 @@ pub struct ScanInputs<'a> {
     pub hosts_dir: PathBuf,
     /// The directory of command transcripts (every file in it is searched; a missing directory is no error).
     pub transcripts_dir: PathBuf,
+    /// The proxy and registry credentials the test planted ([`Secret::credentials`]).
+    pub planted: Vec<Secret>,
 }
 
 /// Collects the planted secrets and searches every place; see the module documentation.
@@ -559,6 +604,7 @@ pub async fn scan(inputs: &ScanInputs<'_>) -> Result<SecretScan, SandboxError> {
     };
     let mut secrets = cluster_secrets(inputs).await?;
     secrets.extend(bootstrap_tokens(&fleet_hosts, &inputs.hosts_dir)?);
+    secrets.extend(inputs.planted.iter().cloned());
     let mut scanner = Scanner::new(secrets);
 
     scanner.search_file(Place::OperatorLog(inputs.operator_log.clone()), &inputs.operator_log)?;
@@ -578,6 +624,13 @@ pub async fn scan(inputs: &ScanInputs<'_>) -> Result<SecretScan, SandboxError> {
     let events =
         events.list(&ListParams::default()).await.map_err(SandboxError::kube("list events.k8s.io/v1 Events"))?.items;
     scanner.search_events(&core, &events);
+    let records: Api<WindowsInstance> = Api::all(inputs.admin.clone());
+    let records = records.list(&ListParams::default()).await.map_err(SandboxError::kube("list WindowsInstances"))?;
+    for record in records.items {
+        let name = object_name(record.metadata.namespace.as_deref(), record.metadata.name.as_deref());
+        let status = serde_json::to_string_pretty(&record.status).unwrap_or_default();
+        scanner.search(Place::RecordStatus(name), &status);
+    }
     Ok(scanner.finish())
 }
 
@@ -776,6 +829,34 @@ mod tests {
         assert_eq!(scan.unsearched().len(), 1);
         assert_eq!(scan.secrets_of(SecretKind::AdminSshKey), 1);
         assert!(scan.to_string().ends_with("no secret found"), "{scan}");
+    }
+
+    #[test]
+    fn proxy_and_registry_credentials_are_looked_for_everywhere_but_on_the_hosts_they_are_given_to() {
+        let planted = vec![
+            Secret::credentials(SecretKind::ProxyCredentials, "Proxy cluster", "wmco:pr0xy-s3cret-e2e-only"),
+            Secret::credentials(SecretKind::RegistryCredentials, "pull-secret", "mirror:registry-s3cret-e2e"),
+        ];
+        let auth = STANDARD.encode("mirror:registry-s3cret-e2e");
+        let mut scanner = Scanner::new(planted);
+        let directory = tempfile::tempdir().unwrap();
+        let mut host = host(directory.path());
+        host.exec("SSH-2.0-wmco_0.1.0 wmco-sandbox", "echo HTTPS_PROXY=http://wmco:pr0xy-s3cret-e2e-only@proxy");
+        scanner.search_commands("winhost-0", &host.command_log);
+        scanner.search(
+            Place::Transcript(PathBuf::from("t.jsonl")),
+            "setx HTTPS_PROXY http://wmco:pr0xy-s3cret-e2e-only@p",
+        );
+        scanner.search(Place::RecordStatus("wmco/byoh-a".into()), &format!("{{\"lastError\":\"auth {auth}\"}}"));
+        scanner.search(Place::OperatorLog(PathBuf::from("operator.log")), "proxy http://[REDACTED]@proxy");
+        let scan = scanner.finish();
+        assert_eq!(
+            scan.hits.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            [
+                "a proxy's user and password (from Proxy cluster) in the command transcript t.jsonl, line 1",
+                "a registry's user and password (from pull-secret) in the status of record wmco/byoh-a, line 1",
+            ]
+        );
     }
 
     #[test]

@@ -11,7 +11,8 @@
 //! of service, so it claims the `--max-unavailable` budget (1 here): a watch on the Nodes sees each marked
 //! `upgrading` in turn, never two at once, and each record gets a `Reconfigured` Event. A host removed meanwhile
 //! keeps none of the variables, and gets them again when added back. Clearing the proxy removes the variables from
-//! both. The proxy URL's password never reaches the operator's log.
+//! both. The operator records command transcripts throughout; the proxy URL's password and the registry credentials
+//! (below) reach no transcript, operator log line, Event or record status (the secret scan at the end).
 //!
 //! Mirrors: an ImageDigestMirrorSet rule and a credential for its mirror in Secret `openshift-config/pull-secret`
 //! reach every host's containerd `hosts.toml` (the mirror, then its `Authorization` header), and a changed
@@ -38,14 +39,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, ensure};
 use base64::Engine as _;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use winhost_sim::host::BUILTIN_ROOT_THUMBPRINT;
 use winhost_sim::scm::State;
-use wmco_cluster_client::types::{ControllerConfig, ImageDigestMirrorSet, MachineConfig, OperatorNetwork, Proxy};
+use wmco_cluster_client::types::{ControllerConfig, ImageDigestMirrorSet, MachineConfig, OperatorNetwork};
 use wmco_sandbox::disruption::{DisruptionWatch, disruption_of};
 use wmco_sandbox::operator::http_get;
+use wmco_sandbox::secret_scan::{Place, SecretKind};
 use wmco_sandbox::{Sandbox, SandboxOptions, node_is_ready};
 
 /// Generous upper bounds for a loaded 2-core machine (never timed assertions).
@@ -67,7 +69,7 @@ const NO_PROXY: &str = ".cluster.local,.svc,172.30.0.0/16,10.128.0.0/14";
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_proxy_reaches_every_host_and_leaves_when_cleared_without_an_operator_restart() -> anyhow::Result<()>
 {
-    let sandbox = Sandbox::start(SandboxOptions { hosts: 2, ..SandboxOptions::default() })
+    let sandbox = Sandbox::start(SandboxOptions { hosts: 2, record_transcripts: true, ..SandboxOptions::default() })
         .await
         .context("the sandbox did not start")?;
     sandbox.write_instances(&sandbox.entries_for_all_hosts()).await?;
@@ -86,7 +88,7 @@ async fn a_cluster_proxy_reaches_every_host_and_leaves_when_cleared_without_an_o
         })
         .await?;
     let set = Instant::now();
-    set_proxy_status(&sandbox, HTTP_PROXY, HTTPS_PROXY, NO_PROXY).await?;
+    sandbox.set_proxy_status(HTTP_PROXY, HTTPS_PROXY, NO_PROXY).await?;
     let wanted = [HTTP_PROXY, HTTPS_PROXY, NO_PROXY];
     sandbox
         .wait_for("the proxy on every host, every Node unmarked", SETTINGS_TIMEOUT, || async {
@@ -163,7 +165,7 @@ async fn a_cluster_proxy_reaches_every_host_and_leaves_when_cleared_without_an_o
     println!("trusted CA: removed certificate gone from every host after {:.1} s", removed.elapsed().as_secs_f64());
 
     let cleared = Instant::now();
-    set_proxy_status(&sandbox, "", "", "").await?;
+    sandbox.set_proxy_status("", "", "").await?;
     sandbox
         .wait_for("no proxy on any host", SETTINGS_TIMEOUT, || async {
             for host in sandbox.hosts() {
@@ -192,6 +194,11 @@ async fn a_cluster_proxy_reaches_every_host_and_leaves_when_cleared_without_an_o
         let unknown = sandbox.unknown_commands(&host.info.name).await?;
         ensure!(unknown.is_empty(), "host {} saw unknown commands: {unknown:?}", host.info.name);
     }
+    // The proxy's password and both registry credentials, in the transcripts, the log, Events and records.
+    let scan = sandbox.assert_no_secret_leaked().await?;
+    ensure!(scan.secrets_of(SecretKind::ProxyCredentials) == 1, "{scan}");
+    ensure!(scan.secrets_of(SecretKind::RegistryCredentials) == 2, "{scan}");
+    ensure!(scan.places.iter().any(|place| matches!(place, Place::Transcript(_))), "no transcript scanned: {scan}");
     Ok(())
 }
 
@@ -425,31 +432,22 @@ async fn roots_everywhere(sandbox: &Sandbox, present: &[&str], absent: &[&str]) 
 const QUAY_HOSTS_TOML: &str = r"C:\k\containerd\registries\quay.io\hosts.toml";
 
 async fn mirrors_and_their_credentials_reach_every_host(sandbox: &Sandbox) -> anyhow::Result<()> {
-    let admin = sandbox.admin_client();
     let rule: ImageDigestMirrorSet = serde_json::from_value(serde_json::json!({
         "apiVersion": "config.openshift.io/v1", "kind": "ImageDigestMirrorSet", "metadata": {"name": "release"},
         "spec": {"imageDigestMirrors": [{"source": "quay.io/openshift-release-dev",
                                          "mirrors": ["mirror.example:5000/openshift-release-dev"]}]}}))?;
-    Api::<ImageDigestMirrorSet>::all(admin.clone()).create(&PostParams::default(), &rule).await?;
+    Api::<ImageDigestMirrorSet>::all(sandbox.admin_client()).create(&PostParams::default(), &rule).await?;
     let started = Instant::now();
     hosts_toml_everywhere(sandbox, &["https://mirror.example:5000"], &["Authorization"]).await?;
     println!("mirror rule: in every host's hosts.toml after {:.1} s", started.elapsed().as_secs_f64());
 
-    let secrets = Api::<Secret>::namespaced(admin, "openshift-config");
-    let pull_secret = |auth: &str| -> anyhow::Result<Secret> {
-        let document = serde_json::json!({"auths": {"mirror.example:5000": {"auth": auth}}}).to_string();
-        Ok(serde_json::from_value(serde_json::json!({
-            "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
-            "metadata": {"name": "pull-secret", "namespace": "openshift-config"},
-            "stringData": {".dockerconfigjson": document}}))?)
-    };
+    sandbox.set_registry_credentials("mirror.example:5000", "mirror:first-s3cret").await?;
     let first = base64::engine::general_purpose::STANDARD.encode("mirror:first-s3cret");
-    secrets.create(&PostParams::default(), &pull_secret(&first)?).await?;
     let started = Instant::now();
     hosts_toml_everywhere(sandbox, &[&format!("Basic {first}")], &[]).await?;
     println!("pull secret: credential in every host's hosts.toml after {:.1} s", started.elapsed().as_secs_f64());
+    sandbox.set_registry_credentials("mirror.example:5000", "mirror:second-s3cret").await?;
     let second = base64::engine::general_purpose::STANDARD.encode("mirror:second-s3cret");
-    secrets.replace("pull-secret", &PostParams::default(), &pull_secret(&second)?).await?;
     hosts_toml_everywhere(sandbox, &[&format!("Basic {second}")], &[&first]).await?;
 
     Api::<ImageDigestMirrorSet>::all(sandbox.admin_client()).delete("release", &DeleteParams::default()).await?;
@@ -484,14 +482,6 @@ async fn hosts_toml_everywhere(sandbox: &Sandbox, present: &[&str], absent: &[&s
             Ok(())
         })
         .await?;
-    Ok(())
-}
-
-/// Writes Proxy `cluster`'s status as the cluster's network operator would (empty strings: no proxy).
-async fn set_proxy_status(sandbox: &Sandbox, http: &str, https: &str, no_proxy: &str) -> anyhow::Result<()> {
-    let proxies = Api::<Proxy>::all(sandbox.admin_client());
-    let status = serde_json::json!({"status": {"httpProxy": http, "httpsProxy": https, "noProxy": no_proxy}});
-    proxies.patch_status("cluster", &PatchParams::default(), &Patch::Merge(&status)).await?;
     Ok(())
 }
 

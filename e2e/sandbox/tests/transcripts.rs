@@ -7,6 +7,12 @@
 //! nothing went unrecorded). The secret scan, which reads the transcript directory too, finds no secret. Replayed
 //! on a fresh simulated host, no command is unknown to the simulator and the identity command prints the same.
 //!
+//! With a credentialed proxy and a registry credential (issue 36): a host joins with the proxy in its services'
+//! environment and the credential in containerd's `hosts.toml`; its transcript shows the proxy URL with the user
+//! info replaced (`http://[REDACTED]@…`), and the secret scan finds neither the proxy's user and password nor the
+//! registry's in the transcript, the operator log, any Event or record status. `wmco diagnose --archive` of the host
+//! writes a tarball of mode 0600 holding neither.
+//!
 //! Needs the control-plane binaries (`cargo xtask controlplane build`) and the `wmco` binary (`WMCO_BIN`, set by
 //! `cargo xtask test`, or `target/<profile>/wmco`).
 
@@ -15,10 +21,16 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, ensure};
+use base64::Engine as _;
+use kube::Api;
+use kube::api::PostParams;
 use winhost_sim::fleet::NewHost;
 use winhost_sim::replay::{Verdict, replay_file};
-use wmco_sandbox::secret_scan::Place;
-use wmco_sandbox::{HOST_USER, Sandbox, SandboxOptions};
+use wmco_cluster_client::types::ImageDigestMirrorSet;
+use wmco_instance_inventory::instance_name;
+use wmco_sandbox::operator::locate_operator_binary;
+use wmco_sandbox::secret_scan::{Place, SecretKind};
+use wmco_sandbox::{HOST_USER, OPERATOR_NAMESPACE, Sandbox, SandboxOptions};
 use wmco_ssh_transport::transcript::{Operation, read_transcript, transcript_file_name};
 
 /// A generous upper bound for a loaded 2-core machine (never a timed assertion).
@@ -28,6 +40,13 @@ const ADDRESS: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 65);
 const IDENTITY_MARKER: &str = "$h = [System.Net.Dns]::GetHostName()";
 /// Where the state probe's script is uploaded to and run from.
 const PROBE_SCRIPTS: &str = r"C:\k\wmco\scripts\";
+/// A proxy URL with a user and password long enough for the secret scan (16 characters and more).
+const PROXY_USER_INFO: &str = "wmco-e2e:pr0xy-pa55word-e2e";
+const PROXY_HOST: &str = "proxy.example:3129";
+/// A registry's credential in the pull secret, and the mirror it is for.
+const REGISTRY_USER_PASSWORD: &str = "mirror-e2e:registry-pa55word-e2e";
+const MIRROR: &str = "mirror.example:5000";
+const QUAY_HOSTS_TOML: &str = r"C:\k\containerd\registries\quay.io\hosts.toml";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recorded_run_is_complete_redacted_and_replays_on_the_simulator() -> anyhow::Result<()> {
@@ -119,5 +138,88 @@ async fn a_recorded_run_is_complete_redacted_and_replays_on_the_simulator() -> a
     let identity_step = &replay.steps[identity];
     ensure!(identity_step.verdict == Verdict::Same, "the identity command replayed differently: {identity_step:?}");
     println!("transcripts e2e: {:.1} s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_and_registry_credentials_reach_the_host_but_no_transcript_log_event_record_or_archive()
+-> anyhow::Result<()> {
+    let sandbox = Sandbox::start(SandboxOptions {
+        hosts: 1,
+        localhost_host: false,
+        record_transcripts: true,
+        ..SandboxOptions::default()
+    })
+    .await
+    .context("the sandbox did not start")?;
+    let https_proxy = format!("http://{PROXY_USER_INFO}@{PROXY_HOST}");
+    sandbox.set_proxy_status("", &https_proxy, ".svc").await?;
+    let rule: ImageDigestMirrorSet = serde_json::from_value(serde_json::json!({
+        "apiVersion": "config.openshift.io/v1", "kind": "ImageDigestMirrorSet", "metadata": {"name": "release"},
+        "spec": {"imageDigestMirrors": [{"source": "quay.io/openshift-release-dev",
+                                         "mirrors": [format!("{MIRROR}/openshift-release-dev")]}]}}))?;
+    Api::<ImageDigestMirrorSet>::all(sandbox.admin_client()).create(&PostParams::default(), &rule).await?;
+    sandbox.set_registry_credentials(MIRROR, REGISTRY_USER_PASSWORD).await?;
+    sandbox.write_instances(&sandbox.entries_for_all_hosts()).await?;
+    sandbox.wait_until_ready(1, READY_TIMEOUT).await?;
+
+    // The credentials reached the host, as they must.
+    let host = sandbox.hosts()[0].clone();
+    let auth = base64::engine::general_purpose::STANDARD.encode(REGISTRY_USER_PASSWORD);
+    let found = sandbox.machine_env(&host.info.name, "HTTPS_PROXY").await?;
+    ensure!(found.as_deref() == Some(https_proxy.as_str()), "HTTPS_PROXY on the host is {found:?}");
+    let hosts_toml = String::from_utf8(sandbox.read_file(&host.info.name, QUAY_HOSTS_TOML).await?.unwrap_or_default())?;
+    ensure!(hosts_toml.contains(&format!("Basic {auth}")), "{QUAY_HOSTS_TOML}: {hosts_toml:?}");
+
+    // The transcript shows where the proxy went, without its user info.
+    let transcripts = std::fs::read_dir(sandbox.transcripts_dir())?.collect::<Result<Vec<_>, _>>()?;
+    ensure!(transcripts.len() == 1, "{} transcripts", transcripts.len());
+    let transcript = std::fs::read_to_string(transcripts[0].path())?;
+    ensure!(transcript.contains(&format!("http://[REDACTED]@{PROXY_HOST}")), "the transcript never shows the proxy");
+    let scan = sandbox.assert_no_secret_leaked().await?;
+    for kind in [SecretKind::ProxyCredentials, SecretKind::RegistryCredentials] {
+        ensure!(scan.secrets_of(kind) == 1, "{kind} not searched: {scan}");
+    }
+    ensure!(scan.places.iter().any(|place| matches!(place, Place::RecordStatus(_))), "no record scanned: {scan}");
+
+    // wmco diagnose --archive: owner-only, and neither credential inside.
+    let scratch = tempfile::tempdir()?;
+    let archive = scratch.path().join("diagnosis.tar.gz");
+    let binary = locate_operator_binary()?;
+    let output = std::process::Command::new(&binary)
+        .args(["diagnose", &instance_name(&host.key), "--operator-log"])
+        .arg(sandbox.operator_log_path())
+        .arg("--archive")
+        .arg(&archive)
+        .arg("--kubeconfig")
+        .arg(sandbox.kubeconfig_path())
+        .args(["-n", OPERATOR_NAMESPACE])
+        .output()?;
+    ensure!(output.status.success(), "wmco diagnose: {}", String::from_utf8_lossy(&output.stderr));
+    let mode = std::fs::metadata(&archive)?.permissions().mode() & 0o777;
+    ensure!(mode == 0o600, "the archive has mode {mode:o}");
+    let extracted = scratch.path().join("extracted");
+    std::fs::create_dir_all(&extracted)?;
+    let status = std::process::Command::new("tar").arg("-xzf").arg(&archive).arg("-C").arg(&extracted).status()?;
+    ensure!(status.success(), "tar -xzf {} failed", archive.display());
+    let password = |user_password: &'static str| user_password.split_once(':').map_or("", |(_, password)| password);
+    let secrets =
+        [PROXY_USER_INFO, password(PROXY_USER_INFO), REGISTRY_USER_PASSWORD, password(REGISTRY_USER_PASSWORD), &auth];
+    let mut pending = vec![extracted];
+    let mut entries = 0;
+    while let Some(path) = pending.pop() {
+        if path.is_dir() {
+            pending.extend(
+                std::fs::read_dir(&path)?
+                    .map(|entry| entry.map(|entry| entry.path()))
+                    .collect::<Result<Vec<_>, _>>()?,
+            );
+            continue;
+        }
+        let contents = std::fs::read_to_string(&path)?;
+        ensure!(!secrets.iter().any(|secret| contents.contains(secret)), "a credential in {}", path.display());
+        entries += 1;
+    }
+    ensure!(entries >= 5, "only {entries} files in the archive");
     Ok(())
 }
