@@ -911,6 +911,7 @@ impl Sandbox {
             let operator = lock_operator(&self.operator);
             (operator.launch().log.clone(), operator.launch().kubeconfig.clone())
         };
+        let planted = self.planted.lock().unwrap_or_else(PoisonError::into_inner).clone();
         crate::secret_scan::scan(&ScanInputs {
             admin: self.admin_client(),
             admin_key: &self.admin_key,
@@ -920,7 +921,7 @@ impl Sandbox {
             fleet: &self.fleet,
             hosts_dir: self.directory_path.join("hosts"),
             transcripts_dir: self.transcripts_dir(),
-            planted: self.planted.lock().unwrap_or_else(PoisonError::into_inner).clone(),
+            planted,
         })
         .await
     }
