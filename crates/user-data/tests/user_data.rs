@@ -153,6 +153,7 @@ fn the_script_fits_an_encoded_command_line_and_aws_user_data_fits_ec2() {
 
 mod simulator {
     use super::*;
+    use winhost_sim::acl;
     use winhost_sim::disk::WinPath;
     use winhost_sim::fleet::{Fleet, NewHost};
     use winhost_sim::host::{ADMIN_AUTHORIZED_KEYS, Host, Identity, Latency, LocalUser, Output};
@@ -203,7 +204,10 @@ mod simulator {
         let path = WinPath::parse(ADMIN_AUTHORIZED_KEYS).unwrap();
         let keys = String::from_utf8(host.disk.read(&path).unwrap()).unwrap();
         assert_eq!(keys, format!("{}\r\n", operator_key().authorized_key_line()));
-        assert_eq!(host.acls[&path.key()], ["*S-1-5-32-544:F", "*S-1-5-18:F"]);
+        let acl = host.disk.acl_settings(&path);
+        let grants: Vec<(&str, u32)> = acl.explicit.iter().map(|entry| (entry.sid.as_str(), entry.mask)).collect();
+        assert!(acl.protected);
+        assert_eq!(grants, [(acl::ADMINISTRATORS, acl::FULL_CONTROL), (acl::SYSTEM, acl::FULL_CONTROL)]);
         let rules: Vec<&str> = host.firewall.iter().map(|rule| rule.name.as_str()).collect();
         assert_eq!(rules, ["OpenSSH-Server-In-TCP", "ContainerLogsPort", "WindowsExporter"]);
         let config =

@@ -2,10 +2,13 @@
 //! accept (windows-commands.md §5–6), case-insensitive lookup over a real directory tree (`C:\k\kubelet.exe` is
 //! `<root>/C/k/kubelet.exe`), and Windows file semantics (rename onto an existing file fails).
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::acl::{ADMINISTRATORS, AclSettings, Dacl, TRUSTED_INSTALLER};
 
 /// Why a Windows path or file operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -147,11 +150,14 @@ pub enum Entry {
     Directory,
 }
 
-/// The `C:` drive of one host, backed by `<root>/C`. Clones share the drive and its [`Disk::keep_versions`] list.
+/// The `C:` drive of one host, backed by `<root>/C`. Clones share the drive, its [`Disk::keep_versions`] list and
+/// its access control lists ([`crate::acl`]).
 #[derive(Clone, Debug)]
 pub struct Disk {
     drive_root: PathBuf,
     history: Arc<Mutex<History>>,
+    /// The paths' own ACL settings by [`WinPath::key`]; a path without any inherits everything.
+    acls: Arc<Mutex<BTreeMap<String, AclSettings>>>,
 }
 
 /// The files whose replaced contents are kept, and those contents in the order they were replaced.
@@ -169,7 +175,72 @@ impl Disk {
     pub fn new(root: &Path) -> Result<Disk, DiskError> {
         let drive_root = root.join("C");
         fs::create_dir_all(&drive_root).map_err(|source| DiskError::Io { path: "C:\\".into(), source })?;
-        Ok(Disk { drive_root, history: Arc::default() })
+        let root_acl = BTreeMap::from([(WinPath { components: Vec::new() }.key(), AclSettings::drive_root())]);
+        Ok(Disk { drive_root, history: Arc::default(), acls: Arc::new(Mutex::new(root_acl)) })
+    }
+
+    /// The DACL of `path` (`None` if nothing is there): its own settings, and what it inherits from its parents.
+    ///
+    /// ```
+    /// use winhost_sim::acl::{AclSettings, USERS};
+    /// use winhost_sim::disk::{Disk, WinPath};
+    /// let root = tempfile::tempdir().unwrap();
+    /// let disk = Disk::new(root.path()).unwrap();
+    /// let k = WinPath::parse(r"C:\k").unwrap();
+    /// disk.create_dir_all(&k).unwrap();
+    /// assert!(disk.dacl(&k).unwrap().grantees().contains(&USERS.to_owned()), "C:\\ lets Users read");
+    /// disk.set_acl(&k, AclSettings::system_and_administrators());
+    /// assert!(disk.dacl(&k).unwrap().only_system_and_administrators());
+    /// ```
+    pub fn dacl(&self, path: &WinPath) -> Option<Dacl> {
+        let directory = self.entry(path)? == Entry::Directory;
+        let acls = self.acls.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut walked = WinPath { components: Vec::new() };
+        let root = acls.get(&walked.key()).cloned().unwrap_or_else(AclSettings::drive_root);
+        let mut current = Dacl::compose(&root, None, true, TRUSTED_INSTALLER);
+        for (index, component) in path.components.iter().enumerate() {
+            walked = walked.join(component);
+            let is_directory = directory || index + 1 < path.components.len();
+            let settings = acls.get(&walked.key()).cloned().unwrap_or_default();
+            current = Dacl::compose(&settings, Some(&current), is_directory, ADMINISTRATORS);
+        }
+        Some(current)
+    }
+
+    /// The owner of `path`: TrustedInstaller for `C:\`, Administrators for everything the (elevated) sessions
+    /// create.
+    pub fn owner(&self, path: &WinPath) -> &'static str {
+        if path.components.is_empty() { TRUSTED_INSTALLER } else { ADMINISTRATORS }
+    }
+
+    /// The own ACL settings of `path` (none: it inherits everything).
+    pub fn acl_settings(&self, path: &WinPath) -> AclSettings {
+        self.acls.lock().unwrap_or_else(PoisonError::into_inner).get(&path.key()).cloned().unwrap_or_default()
+    }
+
+    /// Replaces the own ACL settings of `path`; what lies below inherits from them.
+    pub fn set_acl(&self, path: &WinPath, settings: AclSettings) {
+        self.acls.lock().unwrap_or_else(PoisonError::into_inner).insert(path.key(), settings);
+    }
+
+    /// Every path with its own ACL settings (by [`WinPath::key`]), `C:\` included.
+    pub fn acl_overrides(&self) -> Vec<(String, AclSettings)> {
+        let acls = self.acls.lock().unwrap_or_else(PoisonError::into_inner);
+        acls.iter().map(|(key, settings)| (key.clone(), settings.clone())).collect()
+    }
+
+    /// Drops the ACL settings of `path` and everything below it (they went with it), or moves them to `to`.
+    fn move_acls(&self, path: &WinPath, to: Option<&WinPath>) {
+        let mut acls = self.acls.lock().unwrap_or_else(PoisonError::into_inner);
+        let prefix = format!("{}\\", path.key());
+        let moved: Vec<String> =
+            acls.keys().filter(|key| **key == path.key() || key.starts_with(&prefix)).cloned().collect();
+        for key in moved {
+            let Some(settings) = acls.remove(&key) else { continue };
+            if let Some(to) = to {
+                acls.insert(format!("{}{}", to.key(), &key[path.key().len()..]), settings);
+            }
+        }
     }
 
     /// Keeps, from now on, every version of the file at `path` that this disk (or a clone) overwrites, removes
@@ -304,7 +375,9 @@ impl Disk {
             Some(Entry::File) => fs::remove_file(host),
             Some(Entry::Directory) => fs::remove_dir_all(host),
         };
-        result.map_err(|source| DiskError::Io { path: path.to_string(), source })
+        result.map_err(|source| DiskError::Io { path: path.to_string(), source })?;
+        self.move_acls(path, None);
+        Ok(())
     }
 
     /// Renames like `MoveFileW` without replace: the target must not exist.
@@ -326,7 +399,11 @@ impl Disk {
             self.before_change(from);
         }
         fs::rename(self.host_path(from), self.host_path(to))
-            .map_err(|source| DiskError::Io { path: to.to_string(), source })
+            .map_err(|source| DiskError::Io { path: to.to_string(), source })?;
+        if from != to {
+            self.move_acls(from, Some(to));
+        }
+        Ok(())
     }
 
     /// The names in a directory.

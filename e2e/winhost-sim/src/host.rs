@@ -1,5 +1,5 @@
 //! One simulated Windows host's state: identity, disk, service table, registry, machine environment, firewall
-//! rules, HNS networks, optional features (whose pending states settle at a reboot), the last boot time, ACLs, local
+//! rules, HNS networks, optional features (whose pending states settle at a reboot), the last boot time, local
 //! user accounts, what an AWS host adds (EC2Launch v2's version, the persistent metadata routes, the URLs it can
 //! download), the cloud metadata service it reaches, and the logs tests read (commands, unknown commands). Commands enter through [`Host::exec`] (cmd.exe,
 //! as Win32-OpenSSH's default shell runs them).
@@ -253,8 +253,6 @@ pub struct Host {
     pub last_boot_up: SystemTime,
     /// Installed capabilities (`OpenSSH.Server~~~~0.0.1.0`).
     pub capabilities: Vec<String>,
-    /// ACL entries by lower-cased path (`Administrators:F`).
-    pub acls: BTreeMap<String, Vec<String>>,
     /// Every command run.
     pub command_log: Vec<CommandRecord>,
     /// Unknown commands (e2e tests assert this stays empty).
@@ -373,6 +371,8 @@ impl Host {
         {
             disk.create_dir_all(&WinPath::parse(directory)?)?;
         }
+        // The sshd installer's directory grants only SYSTEM and Administrators (windows-commands.md §5).
+        disk.set_acl(&WinPath::parse(r"C:\ProgramData\ssh")?, crate::acl::AclSettings::system_and_administrators());
         let timing = Timing { start: latency.service_transition, stop: latency.service_transition };
         let mut host = Host {
             disk,
@@ -383,7 +383,6 @@ impl Host {
             features: BTreeMap::from([("Containers".to_owned(), "Enabled".to_owned())]),
             last_boot_up: SystemTime::now(),
             capabilities: Vec::new(),
-            acls: BTreeMap::new(),
             command_log: Vec::new(),
             unknown_commands: Vec::new(),
             process_events: Vec::new(),

@@ -20,6 +20,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod acl;
 pub mod argv;
 pub mod cmd;
 pub mod control;

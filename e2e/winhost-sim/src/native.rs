@@ -3,6 +3,7 @@
 //! their System32 path; and, once installed, EC2Launch v2's `EC2Launch.exe` by its full path
 //! ([`crate::ec2launch`]).
 
+use crate::acl::{Ace, AclSettings, parse_icacls_grant, principal_sid};
 use crate::disk::WinPath;
 use crate::host::{Host, Output};
 
@@ -51,7 +52,9 @@ fn cmd(host: &mut Host, raw: &str) -> Output {
     }
 }
 
-/// `icacls <path> [/inheritance:r] [/grant <principal>:<perm>]...`: replaces or extends the path's ACL.
+/// `icacls <path> /reset [/q] [/c]`, or `icacls <path> [/inheritance:e|d|r] [/grant[:r] <principal>:<perm>...]...
+/// [/remove[:g|:d] <principal>...]... [/q] [/c]` (options applied in order; principals as `*S-1-5-18` or English
+/// account names): changes the path's own ACL settings ([`crate::acl`]); what lies below follows by inheritance.
 fn icacls(host: &mut Host, arguments: &[String]) -> Output {
     let Some((target, options)) = arguments.split_first() else {
         return Output::new("", "Invalid parameter \"\"\r\n", 87);
@@ -65,7 +68,7 @@ fn icacls(host: &mut Host, arguments: &[String]) -> Output {
             123,
         );
     };
-    if host.disk.entry(&path).is_none() {
+    let Some(dacl) = host.disk.dacl(&path) else {
         return Output::new(
             "",
             format!(
@@ -73,28 +76,90 @@ fn icacls(host: &mut Host, arguments: &[String]) -> Output {
             ),
             2,
         );
-    }
-    let mut entries = host.acls.get(&path.key()).cloned().unwrap_or_else(|| inherited_acl_of(&path));
+    };
+    let mut settings = host.disk.acl_settings(&path);
+    let mut quiet = false;
+    let invalid = |option: &str| Output::new("", format!("Invalid parameter \"{option}\"\r\n"), 87);
+    let resets = options.iter().any(|option| option.eq_ignore_ascii_case("/reset"));
     let mut index = 0;
     while index < options.len() {
         let option = options[index].to_ascii_lowercase();
-        if option == "/inheritance:r" {
-            entries.retain(|entry| !entry.ends_with("(I)"));
-        } else if option == "/grant" || option == "/grant:r" {
-            let Some(grant) = options.get(index + 1) else {
-                return Output::new("", format!("Invalid parameter \"{}\"\r\n", options[index]), 87);
-            };
-            let principal = grant.split(':').next().unwrap_or_default().to_lowercase();
-            entries.retain(|entry| entry.split(':').next().unwrap_or_default().to_lowercase() != principal);
-            entries.push(grant.clone());
-            index += 1;
-        } else {
-            return Output::new("", format!("Invalid parameter \"{}\"\r\n", options[index]), 87);
+        let values: Vec<&String> = options[index + 1..].iter().take_while(|value| !value.starts_with('/')).collect();
+        match option.as_str() {
+            "/q" => quiet = true,
+            "/c" => {}
+            "/reset" => settings = AclSettings::default(),
+            _ if resets => return invalid(&options[index]),
+            "/inheritance:r" => settings.protected = true,
+            "/inheritance:e" => settings.protected = false,
+            "/inheritance:d" => {
+                if !settings.protected {
+                    let copies = dacl.entries.iter().filter(|entry| entry.inherited);
+                    settings.explicit.extend(copies.map(|entry| Ace { inherited: false, ..entry.clone() }));
+                }
+                settings.protected = true;
+            }
+            "/grant" | "/grant:r" | "/remove" | "/remove:g" | "/remove:d" if !values.is_empty() => {
+                for value in &values {
+                    if let Err(output) = apply_icacls_value(&mut settings, &option, value) {
+                        return output;
+                    }
+                }
+                index += values.len();
+            }
+            _ => return invalid(&options[index]),
         }
         index += 1;
     }
-    host.acls.insert(path.key(), entries);
-    Output::ok(format!("processed file: {target}\r\nSuccessfully processed 1 files; Failed processing 0 files\r\n"))
+    settings.explicit.sort_by_key(|entry| entry.allow);
+    host.disk.set_acl(&path, settings);
+    let processed = if quiet { String::new() } else { format!("processed file: {target}\r\n") };
+    Output::ok(format!("{processed}Successfully processed 1 files; Failed processing 0 files\r\n"))
+}
+
+/// One `<principal>:<perm>` of `/grant` (`/grant:r` first drops the principal's explicit grants; a plain `/grant`
+/// adds to an explicit grant of the same inheritance) or one `<principal>` of `/remove` (`:g` grants only, `:d`
+/// denials only).
+fn apply_icacls_value(settings: &mut AclSettings, option: &str, value: &str) -> Result<(), Output> {
+    let unmapped = || {
+        Output::new(
+            "",
+            format!(
+                "{value}: No mapping between account names and security IDs was done.\r\nSuccessfully processed 0 files; Failed processing 1 files\r\n"
+            ),
+            1332,
+        )
+    };
+    if let Some(kind) = option.strip_prefix("/remove") {
+        let sid = principal_sid(value).ok_or_else(unmapped)?;
+        settings.explicit.retain(|entry| {
+            let matches_kind = match kind {
+                ":g" => entry.allow,
+                ":d" => !entry.allow,
+                _ => true,
+            };
+            !(entry.sid == sid && matches_kind)
+        });
+        return Ok(());
+    }
+    let (principal, permission) = value.split_once(':').ok_or_else(unmapped)?;
+    let sid = principal_sid(principal).ok_or_else(unmapped)?;
+    let grant = parse_icacls_grant(&sid, permission)
+        .ok_or_else(|| Output::new("", format!("Invalid parameter \"{value}\"\r\n"), 87))?;
+    if option == "/grant:r" {
+        settings.explicit.retain(|entry| !(entry.allow && entry.sid == sid));
+    }
+    let same = settings.explicit.iter_mut().find(|entry| {
+        entry.allow
+            && entry.sid == sid
+            && (entry.object_inherit, entry.container_inherit, entry.inherit_only, entry.no_propagate)
+                == (grant.object_inherit, grant.container_inherit, grant.inherit_only, grant.no_propagate)
+    });
+    match same {
+        Some(entry) => entry.mask |= grant.mask,
+        None => settings.explicit.push(grant),
+    }
+    Ok(())
 }
 
 /// `certutil -hashfile <path> [algorithm]` (windows-commands.md §2.1): the file's hash in lower-case hex between
@@ -134,20 +199,10 @@ fn certutil_failure(verb: &str, code: &str, message: &str) -> Output {
     Output::new(format!("CertUtil: {verb} command FAILED: {code}\r\nCertUtil: {message}\r\n"), "", status)
 }
 
-/// The ACL a file inherits: `C:\ProgramData\ssh` (created by the sshd installer) grants only SYSTEM and
-/// Administrators; elsewhere Users may read.
-pub fn inherited_acl_of(path: &WinPath) -> Vec<String> {
-    let mut entries = vec!["NT AUTHORITY\\SYSTEM:F(I)".to_owned(), "BUILTIN\\Administrators:F(I)".to_owned()];
-    let ssh_directory = WinPath::parse(r"C:\ProgramData\ssh").is_ok_and(|directory| path.starts_with(&directory));
-    if !ssh_directory {
-        entries.push("BUILTIN\\Users:RX(I)".to_owned());
-    }
-    entries
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::acl::{ADMINISTRATORS, SYSTEM, USERS};
     use crate::host::tests::test_host;
 
     #[test]
@@ -194,7 +249,42 @@ mod tests {
             r#"icacls.exe "C:\ProgramData\ssh\administrators_authorized_keys" /inheritance:r /grant "Administrators:F" /grant "SYSTEM:F""#,
         );
         assert_eq!(output.code, 0, "{output:?}");
-        let key = WinPath::parse(crate::host::ADMIN_AUTHORIZED_KEYS).unwrap().key();
-        assert_eq!(host.acls[&key], vec!["Administrators:F".to_owned(), "SYSTEM:F".to_owned()]);
+        let key = WinPath::parse(crate::host::ADMIN_AUTHORIZED_KEYS).unwrap();
+        let dacl = host.disk.dacl(&key).unwrap();
+        assert!(dacl.protected);
+        assert_eq!(dacl.grantees(), [ADMINISTRATORS, SYSTEM]);
+    }
+
+    #[test]
+    fn icacls_restricts_a_directory_and_what_lies_below_follows() {
+        let (_root, mut host) = test_host();
+        let k = WinPath::parse(r"C:\k").unwrap();
+        host.disk.create_dir_all(&k.join("cni")).unwrap();
+        host.disk.write(&k.join("bootstrap-kubeconfig"), b"token").unwrap();
+        let token = k.join("bootstrap-kubeconfig");
+        assert!(host.disk.dacl(&token).unwrap().grantees().contains(&USERS.to_owned()), "C:\\ lets Users read");
+        let output = host.exec(
+            "c",
+            "icacls.exe C:\\k /inheritance:r /grant:r *S-1-5-18:(OI)(CI)F /grant:r *S-1-5-32-544:(OI)(CI)F /q",
+        );
+        assert_eq!(
+            (output.code, output.stdout.as_str()),
+            (0, "Successfully processed 1 files; Failed processing 0 files\r\n")
+        );
+        assert_eq!(host.disk.dacl(&k).unwrap().sddl(ADMINISTRATORS), "O:BAG:SYD:PAI(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)");
+        assert_eq!(host.disk.dacl(&token).unwrap().grantees(), [SYSTEM, ADMINISTRATORS]);
+        assert_eq!(host.disk.dacl(&k.join("cni")).unwrap().grantees(), [SYSTEM, ADMINISTRATORS]);
+        // An explicit grant survives /inheritance:r and /grant:r of others; /reset drops it and inherits again.
+        assert_eq!(host.exec("c", r"icacls C:\k\cni /grant Users:(OI)(CI)RX").code, 0);
+        assert!(host.disk.dacl(&k.join("cni")).unwrap().grantees().contains(&USERS.to_owned()));
+        assert_eq!(host.exec("c", r"icacls C:\k\cni /reset /grant Users:RX").code, 87, "/reset stands alone");
+        assert_eq!(host.exec("c", r"icacls C:\k\cni /reset /q").code, 0);
+        assert_eq!(host.disk.dacl(&k.join("cni")).unwrap().grantees(), [SYSTEM, ADMINISTRATORS]);
+        assert_eq!(host.exec("c", r"icacls C:\k /grant nobody:F").code, 1332);
+        assert_eq!(host.exec("c", r"icacls C:\k /grant Users:Q").code, 87);
+        // Removing the directory takes its settings along: a new C:\k inherits from C:\ again.
+        host.disk.remove(&k).unwrap();
+        host.disk.create_dir_all(&k).unwrap();
+        assert!(!host.disk.dacl(&k).unwrap().only_system_and_administrators());
     }
 }

@@ -216,22 +216,6 @@ fn key_identity(line: &str) -> String {
     line.split_whitespace().take(2).collect::<Vec<_>>().join(" ")
 }
 
-/// Principals sshd's StrictModes accepts on `administrators_authorized_keys`.
-fn acl_is_strict(entries: &[String]) -> bool {
-    entries.iter().all(|entry| {
-        let principal = entry.split(':').next().unwrap_or_default().to_ascii_lowercase();
-        matches!(
-            principal.as_str(),
-            "system"
-                | "nt authority\\system"
-                | "administrators"
-                | "builtin\\administrators"
-                | "*s-1-5-32-544"
-                | "*s-1-5-18"
-        )
-    })
-}
-
 impl Connection {
     /// Whether the connection is dead: dropped by a fault, or opened before the host's latest reboot.
     fn is_dead(&self) -> bool {
@@ -246,8 +230,8 @@ impl Connection {
         let host = lock(&self.shared.host);
         let Ok(path) = WinPath::parse(ADMIN_AUTHORIZED_KEYS) else { return false };
         let Ok(bytes) = host.disk.read(&path) else { return false };
-        let acl = host.acls.get(&path.key()).cloned().unwrap_or_else(|| crate::native::inherited_acl_of(&path));
-        if !acl_is_strict(&acl) {
+        // StrictModes: only SYSTEM and Administrators may hold any access (windows-commands.md §5).
+        if !host.disk.dacl(&path).is_some_and(|dacl| dacl.only_system_and_administrators()) {
             return false;
         }
         String::from_utf8_lossy(&bytes)
@@ -438,12 +422,23 @@ pub async fn reboot(server: &SshServer) {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::acl::{ADMINISTRATORS, Ace, Dacl, FULL_CONTROL, READ_EXECUTE, SYSTEM, USERS};
 
     #[test]
     fn strict_modes_accept_only_system_and_administrators() {
-        assert!(acl_is_strict(&["Administrators:F".into(), "SYSTEM:F".into()]));
-        assert!(acl_is_strict(&["NT AUTHORITY\\SYSTEM:F(I)".into(), "BUILTIN\\Administrators:F(I)".into()]));
-        assert!(!acl_is_strict(&["Administrators:F".into(), "BUILTIN\\Users:RX(I)".into()]));
+        let strict = Dacl {
+            protected: true,
+            entries: vec![
+                Ace::allow(ADMINISTRATORS, FULL_CONTROL, false, false),
+                Ace::allow(SYSTEM, FULL_CONTROL, false, false),
+            ],
+        };
+        assert!(strict.only_system_and_administrators());
+        let mut loose = strict.clone();
+        loose.entries.push(Ace { inherited: true, ..Ace::allow(USERS, READ_EXECUTE, false, false) });
+        assert!(!loose.only_system_and_administrators());
+        let mut inherit_only = strict;
+        inherit_only.entries.push(Ace { inherit_only: true, ..Ace::allow(USERS, READ_EXECUTE, true, true) });
+        assert!(inherit_only.only_system_and_administrators(), "an inherit-only entry grants nothing here");
     }
 }

@@ -305,7 +305,7 @@ fn footprint(host: &winhost_sim::host::Host) -> Vec<String> {
         lines.extend(values.values.keys().map(|name| format!("value {key} {name}")));
     }
     lines.extend(host.features.iter().map(|(name, state)| format!("feature {name} {state}")));
-    lines.extend(host.acls.iter().map(|(path, entries)| format!("acl {path} {entries:?}")));
+    lines.extend(host.disk.acl_overrides().iter().map(|(path, settings)| format!("acl {path} {settings:?}")));
     lines.sort();
     lines
 }

@@ -1558,24 +1558,35 @@ fn install_openssh_server(host: &mut Host) {
 /// Where the OpenSSH capability installs its programs.
 const OPENSSH_DIRECTORY: &str = r"C:\Windows\System32\OpenSSH";
 
+/// `Get-Acl [-Path|-LiteralPath] P`: a `FileSecurity` (`DirectorySecurity` for a directory) with `Sddl`, `Owner`,
+/// `Access` (one text per entry, [`crate::acl::Dacl::access_texts`]), `AccessToString` and
+/// `AreAccessRulesProtected`.
 fn get_acl(session: &mut Session<'_>, call: &Call) -> Result<Vec<Value>, Flow> {
     let Some(path_text) = call.path() else { return Err(call.missing_argument("Path")) };
     let Ok(path) = WinPath::parse(&path_text) else { return fail(session, call, call.missing_path(&path_text)) };
-    if session.host.disk.entry(&path).is_none() {
+    let Some(dacl) = session.host.disk.dacl(&path) else {
         return fail(session, call, call.missing_path(&path_text));
-    }
-    let entries = session.host.acls.get(&path.key()).cloned().unwrap_or_else(|| crate::native::inherited_acl_of(&path));
+    };
+    let kind = match session.host.disk.entry(&path) {
+        Some(crate::disk::Entry::Directory) => "System.Security.AccessControl.DirectorySecurity",
+        _ => "System.Security.AccessControl.FileSecurity",
+    };
+    let owner = session.host.disk.owner(&path);
+    let entries = dacl.access_texts();
     Ok(vec![Value::Object(Box::new(Object::typed(
-        "System.Security.AccessControl.FileSecurity",
+        kind,
         vec![
             ("Path", Value::Str(path.to_string())),
-            ("Owner", Value::str("BUILTIN\\Administrators")),
+            ("Owner", Value::Str(crate::acl::account_name(owner))),
             ("Access", Value::Array(entries.iter().cloned().map(Value::Str).collect())),
             ("AccessToString", Value::Str(entries.join("\n"))),
+            ("AreAccessRulesProtected", Value::Bool(dacl.protected)),
+            ("Sddl", Value::Str(dacl.sddl(owner))),
         ],
     )))])
 }
 
+/// `Set-Acl -Path P -AclObject $acl`: the object's explicit entries and protection become the path's own settings.
 fn set_acl(session: &mut Session<'_>, call: &Call) -> Result<Vec<Value>, Flow> {
     let Some(path_text) = call.path() else { return Err(call.missing_argument("Path")) };
     let Some(acl) = call.arguments.get_or_position("aclobject", 1).cloned() else {
@@ -1585,9 +1596,15 @@ fn set_acl(session: &mut Session<'_>, call: &Call) -> Result<Vec<Value>, Flow> {
     if session.host.disk.entry(&path).is_none() {
         return fail(session, call, call.missing_path(&path_text));
     }
-    let entries: Vec<String> =
-        acl.member("Access").enumerate().iter().map(Value::to_text).filter(|e| !e.is_empty()).collect();
-    session.host.acls.insert(path.key(), entries);
+    let explicit = acl
+        .member("Access")
+        .enumerate()
+        .iter()
+        .filter_map(|entry| crate::acl::parse_access_text(&entry.to_text()))
+        .filter(|entry| !entry.inherited)
+        .collect();
+    let protected = acl.member("AreAccessRulesProtected").truthy();
+    session.host.disk.set_acl(&path, crate::acl::AclSettings { protected, explicit });
     Ok(Vec::new())
 }
 

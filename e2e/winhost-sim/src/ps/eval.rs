@@ -623,13 +623,18 @@ fn method(target: Value, name: &str, arguments: &[Value]) -> Result<Value, Flow>
         let mut object = object.clone();
         let protect = arguments.first().is_some_and(Value::truthy);
         let keep = arguments.get(1).is_some_and(Value::truthy);
-        if protect
-            && !keep
-            && let Some(Value::Array(entries)) = object.get("Access").cloned()
-        {
-            let kept: Vec<Value> = entries.into_iter().filter(|entry| !entry.to_text().ends_with("(I)")).collect();
-            object.properties.retain(|(key, _)| key != "Access");
+        if protect && let Some(Value::Array(entries)) = object.get("Access").cloned() {
+            // Protection drops the inherited entries, or (keep) makes them explicit.
+            let kept: Vec<Value> = entries
+                .into_iter()
+                .filter_map(|entry| match entry.to_text().strip_suffix("(I)") {
+                    Some(explicit) => keep.then(|| Value::Str(explicit.to_owned())),
+                    None => Some(entry),
+                })
+                .collect();
+            object.properties.retain(|(key, _)| key != "Access" && key != "AreAccessRulesProtected");
             object.properties.push(("Access".to_owned(), Value::Array(kept)));
+            object.properties.push(("AreAccessRulesProtected".to_owned(), Value::Bool(true)));
         }
         return Ok(Value::Object(object));
     }
