@@ -594,6 +594,7 @@ fn chains(step: &Step) -> bool {
 fn flow_step(step: &Step) -> FlowStep {
     match step {
         Step::EnsureDirectories(_)
+        | Step::RestrictDirectories { .. }
         | Step::SetMachineEnv(_)
         | Step::SetRegistryValue(_)
         | Step::RemoveFirewallRule(_)

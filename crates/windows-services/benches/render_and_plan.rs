@@ -52,10 +52,11 @@ fn converged_output(desired: &HostState) -> String {
         })
         .collect();
     let dirs = vec!["true"; request.directories.len()].join(",");
+    let acls = vec![r#""O:BAG:SYD:PAI(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)""#; request.directory_acls.len()].join(",");
     let firewall =
         vec![r#"{"exists":true,"direction":1,"enabled":1,"action":2}"#; request.firewall_rules.len()].join(",");
     format!(
-        r#"{{"services":[{}],"files":[],"dirs":[{dirs}],"env":[],"firewall":[{firewall}],"registry":[]}}"#,
+        r#"{{"services":[{}],"files":[],"dirs":[{dirs}],"acls":[{acls}],"env":[],"firewall":[{firewall}],"registry":[]}}"#,
         services.join(",")
     )
 }

@@ -381,6 +381,11 @@ pub struct HostState {
     pub removed_services: BTreeSet<ServiceName>,
     /// Directories that must exist.
     pub directories: BTreeSet<WinPath>,
+    /// Directories that must exist and grant only SYSTEM and Administrators (full control, inherited by everything
+    /// below; nothing inherited from above), like the directories of desired files within them
+    /// ([`crate::grants_only_system_and_administrators`]).
+    #[serde(default)]
+    pub private_directories: BTreeSet<WinPath>,
     /// Files that must hold the given content; the caller uploads those whose observed hash differs.
     pub files: BTreeMap<WinPath, Sha256Hex>,
     /// Directories the desired state owns entirely, each with its index file (one of [`HostState::files`]): when

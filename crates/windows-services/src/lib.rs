@@ -33,10 +33,15 @@
 //! let probe = request.script().render()?; // run `probe.line` (after uploading `probe.script_file`, if any)
 //! assert!(probe.line.starts_with("powershell.exe -NoLogo"));
 //! // What a fresh host answers: nothing exists yet.
-//! let stdout = r#"{"services":[{"key":false},{"key":false},{"key":false}],"files":[],"dirs":[false,false,false,false,false,false,false,false,false,false,false,false,false,false,false],"env":[null,null,null],"firewall":[{"exists":false}],"registry":[],"defender":{"running":true,"exclusions":[null]}}"#;
-//! let observed = request.parse_output(stdout)?;
+//! let dirs = vec!["false"; request.directories.len()].join(",");
+//! let acls = vec!["null"; request.directory_acls.len()].join(",");
+//! let stdout = format!(
+//!     r#"{{"services":[{{"key":false}},{{"key":false}},{{"key":false}}],"files":[],"dirs":[{dirs}],"acls":[{acls}],"env":[null,null,null],"firewall":[{{"exists":false}}],"registry":[],"defender":{{"running":true,"exclusions":[null]}}}}"#
+//! );
+//! let observed = request.parse_output(&stdout)?;
 //! let steps = plan(&desired, &observed)?;
 //! assert!(matches!(steps[0], Step::EnsureDirectories(_)));
+//! assert!(matches!(steps[1], Step::RestrictDirectories { .. }), "C:\\k and the others for SYSTEM and Administrators");
 //! assert!(steps.contains(&Step::AddDefenderExclusion(r"C:\k\containerd\containerd.exe".parse()?)));
 //! assert_eq!(steps.last(), Some(&Step::StartService("kubelet".parse()?)));
 //! for step in &steps {
@@ -47,6 +52,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod access;
 mod certutil;
 mod chain;
 mod command;
@@ -63,6 +69,9 @@ mod sc_output;
 mod service;
 mod trust;
 
+pub use access::{
+    ADMINISTRATORS_SID, SYSTEM_SID, grants_only_system_and_administrators, has_explicit_entry_for_others,
+};
 pub use certutil::FileHashes;
 pub use chain::{CHAIN_MARKER, ChainFailure, ChainReadError, ChainReport, CommandChain};
 pub use command::{CommandError, DefaultShell, MAX_COMMAND_LINE_CHARS, RenderedCommand, ScriptFile, Shell};
@@ -73,8 +82,9 @@ pub use host::{
 pub use node::{
     CLOUD_NODE_MANAGER_KUBECONFIG, CLOUD_NODE_MANAGER_SERVICE, DEFENDER_EXCLUDED_PROGRAMS, FIREWALL_RULES,
     KEPT_CLIENT_CERTIFICATES, LEGACY_DAEMON_SERVICE, LogRotation, NodeError, NodeInputs, NodeProxy, NodeService,
-    PROXY_SERVICES, PROXY_VARIABLES, SERVICE_LOG_DIRECTORIES, ServiceStage, Verbosity, WINDOWS_EXPORTER_SERVICE,
-    defender_excluded_programs, go_duration, hybrid_overlay_client_certificates, node_host_state, node_services,
+    PRIVATE_DIRECTORIES, PROXY_SERVICES, PROXY_VARIABLES, SERVICE_LOG_DIRECTORIES, ServiceStage, Verbosity,
+    WINDOWS_EXPORTER_SERVICE, defender_excluded_programs, go_duration, hybrid_overlay_client_certificates,
+    node_host_state, node_services,
 };
 pub use path::{MAX_PATH_CHARS, PathError, WinPath};
 pub use plan::{PlanError, Reconfiguration, Step, plan};

@@ -283,8 +283,13 @@ pub const SERVICE_LOG_DIRECTORIES: [&str; 6] = [
     r"C:\var\log\windows_exporter",
 ];
 
-/// The desired host state for `phase`: the services of that phase and the earlier one, the node's directories, the
-/// proxy's machine variables, its firewall rules, containerd's Defender exclusion, and the Go operator's daemon listed
+/// The directories only SYSTEM and Administrators may use (issue 36, point 7): `C:\k` (binaries the services run as
+/// LocalSystem, the bootstrap kubeconfig, the kubelet's kubeconfig, registry credentials, TLS keys), the kubelet's
+/// `--cert-dir` parent `C:\var\lib\kubelet` (its client and serving keys) and the services' log directories.
+pub const PRIVATE_DIRECTORIES: [&str; 2] = [r"C:\k", r"C:\var\lib\kubelet"];
+
+/// The desired host state for `phase`: the services of that phase and the earlier one, the node's directories (those
+/// of [`PRIVATE_DIRECTORIES`] and [`SERVICE_LOG_DIRECTORIES`] private), the proxy's machine variables, its firewall rules, containerd's Defender exclusion, and the Go operator's daemon listed
 /// for removal. Payload files are
 /// added by the caller.
 ///
@@ -303,11 +308,14 @@ pub fn node_host_state(inputs: &NodeInputs, phase: ServiceStage) -> Result<HostS
         r"C:\k\etc\kubernetes\manifests",
         r"C:\k\tls",
         r"C:\k\wmco\scripts",
+        r"C:\var\lib\kubelet",
     ]
     .into_iter()
     .chain(SERVICE_LOG_DIRECTORIES)
     .map(WinPath::parse)
     .collect::<Result<_, _>>()?;
+    let private_directories =
+        PRIVATE_DIRECTORIES.into_iter().chain(SERVICE_LOG_DIRECTORIES).map(WinPath::parse).collect::<Result<_, _>>()?;
     let [logs_rule, exporter_rule] = FIREWALL_RULES;
     let mut firewall_rules = std::collections::BTreeSet::new();
     firewall_rules.insert(FirewallRule::new(logs_rule, Direction::Inbound, Protocol::Tcp, 10250)?);
@@ -320,6 +328,7 @@ pub fn node_host_state(inputs: &NodeInputs, phase: ServiceStage) -> Result<HostS
         services,
         removed_services: [ServiceName::new(LEGACY_DAEMON_SERVICE)?].into(),
         directories,
+        private_directories,
         machine_env: inputs.proxy.variables(),
         firewall_rules,
         defender_exclusions: defender_excluded_programs()?,
@@ -753,7 +762,10 @@ mod tests {
         let names: Vec<&str> = bootstrap.services.iter().map(|spec| spec.name.as_str()).collect();
         assert_eq!(names, ["containerd", "kubelet"]);
         assert_eq!(bootstrap.firewall_rules.len(), 1);
-        assert_eq!(bootstrap.directories.len(), 15);
+        assert_eq!(bootstrap.directories.len(), 16);
+        assert_eq!(bootstrap.private_directories.len(), 8);
+        assert!(bootstrap.private_directories.iter().all(|directory| bootstrap.directories.contains(directory)));
+        assert!(!bootstrap.private_directories.contains(&WinPath::parse(r"C:\Temp").unwrap()), "the admin's");
         assert!(bootstrap.directories.contains(&WinPath::parse(r"C:\k\wmco\scripts").unwrap()));
         assert_eq!(
             bootstrap.removed_services.iter().map(ServiceName::as_str).collect::<Vec<_>>(),

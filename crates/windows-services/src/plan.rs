@@ -1,7 +1,8 @@
 //! `plan(desired, observed)`: the minimal, ordered, deterministic list of [`Step`]s that converges a host from
 //! what the state probe observed to a [`HostState`].
 //!
-//! Order of the plan: missing directories (the uploads go into them); stops, dependents before their dependencies
+//! Order of the plan: missing directories (the uploads go into them); the ACLs of private directories that are new or
+//! grant anyone but SYSTEM and Administrators (before anything secret is uploaded into them); stops, dependents before their dependencies
 //! (the SCM refuses to stop a service with running dependents, error 1051); deletions of removed services,
 //! dependents first; the emptying of owned directories whose index changed; the file replacements the caller
 //! performs ([`Step::ReplaceFiles`], after the services that hold those binaries stopped); the trusted roots; the
@@ -25,6 +26,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
+use crate::access::{grants_only_system_and_administrators, has_explicit_entry_for_others};
 use crate::command::{CommandError, RenderedCommand};
 use crate::host::{Direction, EnvVarName, FirewallRule, HostState, RegistryValue};
 use crate::path::WinPath;
@@ -62,6 +64,15 @@ pub struct Reconfiguration {
 pub enum Step {
     /// Create missing directories.
     EnsureDirectories(Vec<WinPath>),
+    /// Let only SYSTEM and Administrators into private directories ([`crate::access`]).
+    RestrictDirectories {
+        /// Directories that lose their explicit entries and inherit again first (`icacls /reset`): those within a
+        /// private directory that grant others, and private ones with explicit entries for others.
+        reset: Vec<WinPath>,
+        /// Private directories that are new or grant others: inheritance off, SYSTEM and Administrators full
+        /// control inherited below.
+        protect: Vec<WinPath>,
+    },
     /// Set or remove machine environment variables.
     SetMachineEnv(BTreeMap<EnvVarName, Option<String>>),
     /// Write a registry value.
@@ -120,6 +131,9 @@ impl Step {
             Step::EnsureDirectories(directories) => {
                 Ok(vec![PowerShellScript::ensure_directories(directories)?.render()?])
             }
+            Step::RestrictDirectories { reset, protect } => {
+                Ok(vec![PowerShellScript::restrict_directories(reset, protect).render()?])
+            }
             Step::SetMachineEnv(variables) => Ok(vec![PowerShellScript::set_machine_env(variables).render()?]),
             Step::SetRegistryValue(value) => Ok(vec![PowerShellScript::set_registry_value(value).render()?]),
             Step::RemoveFirewallRule(name) => Ok(vec![PowerShellScript::remove_firewall_rule(name).render()?]),
@@ -149,6 +163,9 @@ impl fmt::Display for Step {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Step::EnsureDirectories(directories) => write!(f, "create {} directories", directories.len()),
+            Step::RestrictDirectories { reset, protect } => {
+                write!(f, "restrict {} directories to SYSTEM and Administrators", reset.len().max(protect.len()))
+            }
             Step::SetMachineEnv(variables) => write!(f, "set {} machine environment variables", variables.len()),
             Step::SetRegistryValue(value) => write!(f, r"set registry value {}\{}", value.key, value.name),
             Step::RemoveFirewallRule(name) => write!(f, "remove firewall rule {name}"),
@@ -296,6 +313,7 @@ pub fn plan(desired: &HostState, observed: &ObservedHost) -> Result<Vec<Step>, P
         dependency_order(&desired_names, desired_dependencies).map_err(|cycle| PlanError::DependencyCycle { cycle })?;
 
     let mut steps: Vec<Step> = directory_step(desired, observed).into_iter().collect();
+    steps.extend(restriction_step(desired, observed));
     let mut changed_files: BTreeSet<&WinPath> = desired
         .files
         .iter()
@@ -415,11 +433,48 @@ fn directory_resets(desired: &HostState, observed: &ObservedHost) -> Vec<Step> {
         .collect()
 }
 
-/// The creation of the desired directories the host lacks, if any.
+/// The creation of the desired directories (private ones included) the host lacks, if any.
 fn directory_step(desired: &HostState, observed: &ObservedHost) -> Option<Step> {
-    let missing: Vec<WinPath> =
-        desired.directories.iter().filter(|path| observed.directories.get(*path) != Some(&true)).cloned().collect();
+    let missing: Vec<WinPath> = desired
+        .directories
+        .union(&desired.private_directories)
+        .filter(|path| observed.directories.get(*path) != Some(&true))
+        .cloned()
+        .collect();
     (!missing.is_empty()).then_some(Step::EnsureDirectories(missing))
+}
+
+/// The restriction of the private directories that are new (no ACL read) or let others in, and the reset of the
+/// directories within them that let others in on their own (an explicit entry, or a private parent that is fine),
+/// if any. A directory within a private one that the probe did not find is new, and one that lets others in only by
+/// what it inherits follows its parent's restriction: both inherit from the private parent.
+fn restriction_step(desired: &HostState, observed: &ObservedHost) -> Option<Step> {
+    let mut reset = Vec::new();
+    let mut protect = Vec::new();
+    for directory in &desired.private_directories {
+        match observed.directory_acls.get(directory).and_then(Option::as_deref) {
+            Some(sddl) if grants_only_system_and_administrators(sddl) => {}
+            Some(sddl) => {
+                if has_explicit_entry_for_others(sddl) {
+                    reset.push(directory.clone());
+                }
+                protect.push(directory.clone());
+            }
+            None => protect.push(directory.clone()),
+        }
+    }
+    for (directory, sddl) in &observed.directory_acls {
+        let within = desired.private_directories.iter().any(|root| directory.is_within(root));
+        let parent_restricted_now = protect.iter().any(|root| directory.is_within(root));
+        let loose_on_its_own = sddl.as_deref().is_some_and(|sddl| {
+            !grants_only_system_and_administrators(sddl)
+                && (has_explicit_entry_for_others(sddl) || !parent_restricted_now)
+        });
+        if within && desired.directories.contains(directory) && loose_on_its_own {
+            reset.push(directory.clone());
+        }
+    }
+    (!protect.is_empty() || !reset.is_empty()).then_some(Step::RestrictDirectories { reset, protect })
 }
 
 /// Steps for the machine environment, registry values, firewall rules, Defender exclusions (only while Defender

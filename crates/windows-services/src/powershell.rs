@@ -79,6 +79,23 @@ impl PowerShellScript {
         Ok(PowerShellScript::from_statements(&statements))
     }
 
+    /// Restricts directories to SYSTEM and Administrators ([`crate::access`]): each of `reset` loses its explicit
+    /// entries and inherits again (`icacls /reset`), then each of `protect` stops inheriting and grants SYSTEM and
+    /// Administrators full control that everything below inherits. An icacls failure ends the script with its exit
+    /// code.
+    ///
+    /// ```
+    /// use wmco_windows_services::{PowerShellScript, WinPath};
+    /// let script = PowerShellScript::restrict_directories(&[], &[WinPath::parse(r"C:\k")?]);
+    /// assert!(script.text().contains(
+    ///     "icacls.exe $p /inheritance:r /grant:r '*S-1-5-18:(OI)(CI)F' /grant:r '*S-1-5-32-544:(OI)(CI)F' /q"
+    /// ));
+    /// # Ok::<(), wmco_windows_services::PathError>(())
+    /// ```
+    pub fn restrict_directories(reset: &[WinPath], protect: &[WinPath]) -> PowerShellScript {
+        PowerShellScript::from_statements(&crate::access::restrict_statements(reset, protect))
+    }
+
     /// Writes `service`'s own `Environment` value (REG_MULTI_SZ, one `NAME=value` per entry, windows-commands.md
     /// §4.1) under its key in `HKLM\SYSTEM\CurrentControlSet\Services`, or removes the value when `entries` is
     /// empty. The service sees it from its next start.
@@ -296,6 +313,26 @@ mod tests {
             PowerShellScript::ensure_directories(&[path(r"C:\k\[x]")]),
             Err(CommandError::WildcardInPath { path: r"C:\k\[x]".into() })
         );
+    }
+
+    #[test]
+    fn restricting_script_is_exact_and_stays_on_the_command_line() {
+        let log_directories: Vec<WinPath> = crate::SERVICE_LOG_DIRECTORIES.iter().map(|text| path(text)).collect();
+        let mut protect = vec![path(r"C:\k"), path(r"C:\var\lib\kubelet")];
+        protect.extend(log_directories);
+        let script = PowerShellScript::restrict_directories(&[path(r"C:\k\cni")], &protect);
+        assert_eq!(
+            script.text(),
+            "$ProgressPreference = 'SilentlyContinue'\n$ErrorActionPreference = 'Stop'\n\
+             foreach ($p in @('C:\\k\\cni')) { icacls.exe $p /reset /q; if ($LASTEXITCODE -ne 0) { exit $LASTEXITCODE } }\n\
+             foreach ($p in @('C:\\k', 'C:\\var\\lib\\kubelet', 'C:\\var\\log\\containerd', 'C:\\var\\log\\csi-proxy', \
+             'C:\\var\\log\\hybrid-overlay', 'C:\\var\\log\\kube-proxy', 'C:\\var\\log\\kubelet', \
+             'C:\\var\\log\\windows_exporter')) { icacls.exe $p /inheritance:r /grant:r '*S-1-5-18:(OI)(CI)F' \
+             /grant:r '*S-1-5-32-544:(OI)(CI)F' /q; if ($LASTEXITCODE -ne 0) { exit $LASTEXITCODE } }\nexit 0"
+        );
+        let rendered = script.render().unwrap();
+        assert!(rendered.script_file.is_none(), "every directory of a node fits one -EncodedCommand line");
+        assert_eq!(plain_statements(&rendered), None, "it exits early, so it keeps its own process in a chain");
     }
 
     #[test]

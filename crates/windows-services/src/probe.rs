@@ -1,6 +1,6 @@
 //! The batched state probe: one PowerShell script (of the §8 subset) that reads everything `plan` diffs —
-//! the configuration and state of listed services, SHA-256 of listed files, which listed directories exist, listed
-//! machine environment variables, firewall rules, registry values, the trusted root store and, when asked, the host's
+//! the configuration and state of listed services, SHA-256 of listed files, which listed directories exist and the
+//! security descriptors (SDDL) of the private ones, listed machine environment variables, firewall rules, registry values, the trusted root store and, when asked, the host's
 //! identity ([`ObservedIdentity`]) — and prints it as one
 //! compact JSON document; plus the parser of that document into an [`ObservedHost`].
 //!
@@ -48,6 +48,8 @@ pub struct ProbeRequest {
     pub files: BTreeSet<WinPath>,
     /// Directories to test.
     pub directories: BTreeSet<WinPath>,
+    /// Directories whose security descriptor to read (`(Get-Acl -LiteralPath P).Sddl`), in the same script.
+    pub directory_acls: BTreeSet<WinPath>,
     /// Machine environment variables to read.
     pub machine_env: BTreeSet<EnvVarName>,
     /// Firewall rules (by name) to read.
@@ -75,7 +77,8 @@ impl ProbeRequest {
                 .chain(desired.removed_services.iter().cloned())
                 .collect(),
             files: desired.files.keys().cloned().collect(),
-            directories: desired.directories.clone(),
+            directories: desired.directories.union(&desired.private_directories).cloned().collect(),
+            directory_acls: private_directories_and_below(desired),
             machine_env: desired.machine_env.keys().cloned().collect(),
             firewall_rules: desired
                 .firewall_rules
@@ -143,6 +146,20 @@ impl ProbeRequest {
                 powershell_literal(directory.as_str())
             ));
             directory_entries.push(format!("$d{index}"));
+        }
+        let mut acl_entry = String::new();
+        if !self.directory_acls.is_empty() {
+            let mut entries = Vec::new();
+            for (index, directory) in self.directory_acls.iter().enumerate() {
+                let literal = powershell_literal(directory.as_str());
+                statements.push(format!("$a{index} = $null"));
+                statements.push(format!(
+                    "if (Test-Path -LiteralPath {literal} -PathType Container) {{ $a{index} = (Get-Acl -LiteralPath \
+                     {literal}).Sddl }}"
+                ));
+                entries.push(format!("$a{index}"));
+            }
+            acl_entry = format!("; acls = @({})", entries.join(", "));
         }
         let mut env_entries = Vec::new();
         for (index, name) in self.machine_env.iter().enumerate() {
@@ -222,7 +239,7 @@ impl ProbeRequest {
             powershell_literal(OPENSSH_KEY)
         ));
         statements.push(format!(
-            "[ordered]@{{ services = @({}); files = @({}); dirs = @({}); env = @({}); firewall = @({}); registry = @({}){trust_entry}{defender_entry}{rotated_entry}{identity_entry}; shell = $sh }} \
+            "[ordered]@{{ services = @({}); files = @({}); dirs = @({}){acl_entry}; env = @({}); firewall = @({}); registry = @({}){trust_entry}{defender_entry}{rotated_entry}{identity_entry}; shell = $sh }} \
              | ConvertTo-Json -Compress -Depth 8",
             service_entries.join(", "),
             file_entries.join(", "),
@@ -266,6 +283,16 @@ impl ProbeRequest {
         }
         for (path, value) in directories {
             observed.directories.insert(path.clone(), value.as_bool() == Some(true));
+        }
+        if !self.directory_acls.is_empty() {
+            for (path, value) in positional("acls", &self.directory_acls, raw.acls)? {
+                let sddl = match value {
+                    Value::Null => None,
+                    Value::String(text) => Some(text),
+                    other => return Err(bad("acls", path.as_str(), &other.to_string())),
+                };
+                observed.directory_acls.insert(path.clone(), sddl);
+            }
         }
         for (name, value) in env {
             observed.machine_env.insert(name.clone(), value.as_str().map(str::to_owned));
@@ -325,6 +352,19 @@ impl ProbeRequest {
         }
         Ok(observed)
     }
+}
+
+/// The desired state's private directories and every desired directory within one: those whose ACL the probe
+/// reads.
+fn private_directories_and_below(desired: &HostState) -> BTreeSet<WinPath> {
+    let private = &desired.private_directories;
+    desired
+        .directories
+        .iter()
+        .filter(|directory| private.iter().any(|root| directory.is_within(root)))
+        .chain(private)
+        .cloned()
+        .collect()
 }
 
 /// Why the probe output could not be read.
@@ -413,6 +453,8 @@ pub struct ObservedHost {
     pub files: BTreeMap<WinPath, Option<Sha256Hex>>,
     /// Whether each directory exists.
     pub directories: BTreeMap<WinPath, bool>,
+    /// The security descriptor (SDDL) of each requested directory (`None`: no such directory).
+    pub directory_acls: BTreeMap<WinPath, Option<String>>,
     /// Machine environment variables (`None`: unset).
     pub machine_env: BTreeMap<EnvVarName, Option<String>>,
     /// Firewall rules (`None`: no such rule).
@@ -463,6 +505,8 @@ struct RawProbe {
     files: Value,
     #[serde(default)]
     dirs: Value,
+    #[serde(default)]
+    acls: Value,
     #[serde(default)]
     env: Value,
     #[serde(default)]
@@ -890,6 +934,41 @@ mod tests {
             ["windows-instance-config-daemon"]
         );
         assert_eq!(request.directories.len(), 1);
+    }
+
+    #[test]
+    fn private_directories_and_those_within_them_are_read_as_sddl_in_the_same_script() {
+        let path = |text: &str| WinPath::parse(text).unwrap();
+        let mut desired = HostState::default();
+        desired.directories = [path(r"C:\Temp"), path(r"C:\k"), path(r"C:\k\cni")].into();
+        desired.private_directories = [path(r"C:\k"), path(r"C:\var\lib\kubelet")].into();
+        let request = ProbeRequest::for_state(&desired);
+        assert_eq!(request.directories.len(), 4, "the private ones exist too");
+        assert_eq!(request.directory_acls, [path(r"C:\k"), path(r"C:\k\cni"), path(r"C:\var\lib\kubelet")].into());
+        let script = request.script();
+        assert!(script.text().contains(
+            "\n$a1 = $null\nif (Test-Path -LiteralPath 'C:\\k\\cni' -PathType Container) { $a1 = (Get-Acl -LiteralPath \
+             'C:\\k\\cni').Sddl }\n"
+        ));
+        assert!(script.text().contains("dirs = @($d0, $d1, $d2, $d3); acls = @($a0, $a1, $a2); env = @()"));
+        let output = |acls: &str| {
+            format!(
+                r#"{{"services":[],"files":[],"dirs":[true,true,true,false],"acls":{acls},"env":[],"firewall":[],"registry":[]}}"#
+            )
+        };
+        let private = "O:BAG:SYD:PAI(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)";
+        let observed = request.parse_output(&output(&format!(r#"["{private}","O:BAG:SYD:AI",null]"#))).unwrap();
+        assert_eq!(observed.directory_acls[&path(r"C:\k")].as_deref(), Some(private));
+        assert_eq!(observed.directory_acls[&path(r"C:\var\lib\kubelet")], None, "missing");
+        assert_eq!(
+            request.parse_output(&output(r#"["a","b"]"#)),
+            Err(ProbeError::Count { section: "acls", expected: 3, found: 2 })
+        );
+        assert!(matches!(
+            request.parse_output(&output("[1,null,null]")),
+            Err(ProbeError::BadValue { section: "acls", .. })
+        ));
+        assert!(!ProbeRequest::default().script().text().contains("Get-Acl"), "nothing private, nothing read");
     }
 
     #[test]

@@ -169,6 +169,42 @@ fn run_script(host: &mut Host, script: &wmco_windows_services::PowerShellScript)
     Ok(output.stdout)
 }
 
+/// A directory created under `C:\` lets Users read everything in it and create files and folders there (issue 36,
+/// point 7): the product's probe reads its SDDL and reports it so, its plan restricts it, the host's icacls leaves
+/// SYSTEM and Administrators alone on it and on what is already inside, and the next probe finds nothing to do.
+#[test]
+fn a_user_readable_directory_is_reported_and_restricted() -> anyhow::Result<()> {
+    use wmco_windows_services::{HostState, Step, grants_only_system_and_administrators, plan};
+    let (_root, mut host) = host()?;
+    let (k, cni) = (WinPath::parse(r"C:\k")?, WinPath::parse(r"C:\k\cni")?);
+    put(&host, r"C:\k\cni\bootstrap-token", b"token")?;
+    let desired = HostState {
+        directories: [k.clone(), cni.clone()].into(),
+        private_directories: [k.clone()].into(),
+        ..HostState::default()
+    };
+    let request = ProbeRequest::for_state(&desired);
+    let observed = request.parse_output(&run_script(&mut host, &request.script())?)?;
+    let sddl = observed.directory_acls[&k].clone().context("C:\\k exists")?;
+    assert!(sddl.contains("(A;OICIID;0x1200a9;;;BU)") && sddl.contains("(A;CIID;LC;;;BU)"), "{sddl}");
+    assert!(!grants_only_system_and_administrators(&sddl), "{sddl}");
+    let steps = plan(&desired, &observed)?;
+    assert_eq!(steps, [Step::RestrictDirectories { reset: Vec::new(), protect: vec![k.clone()] }]);
+    for command in steps[0].commands()? {
+        let output = host.exec("test", &command.line);
+        assert_eq!((output.code, output.stderr.as_str()), (0, ""), "{}", output.stdout);
+    }
+
+    let observed = request.parse_output(&run_script(&mut host, &request.script())?)?;
+    assert_eq!(observed.directory_acls[&k].as_deref(), Some("O:BAG:SYD:PAI(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)"));
+    assert_eq!(observed.directory_acls[&cni].as_deref(), Some("O:BAG:SYD:AI(A;OICIID;FA;;;SY)(A;OICIID;FA;;;BA)"));
+    assert_eq!(plan(&desired, &observed)?, Vec::<Step>::new());
+    let token = host.disk.dacl(&winhost_sim::disk::WinPath::parse(r"C:\k\cni\bootstrap-token")?).context("token")?;
+    assert!(token.only_system_and_administrators(), "the file already there follows");
+    assert!(host.unknown_commands.is_empty(), "{:?}", host.unknown_commands);
+    Ok(())
+}
+
 #[test]
 fn root_certificates_are_imported_recorded_and_only_ours_removed() -> anyhow::Result<()> {
     use wmco_windows_services::{RootSync, Thumbprint, TrustedRoots};

@@ -66,6 +66,26 @@ struct Model {
     hns_networks: BTreeSet<String>,
     /// The root store's thumbprints (all imported by the flow; the record lists the same).
     roots: BTreeSet<String>,
+    /// Directories (lower-cased) that grant only SYSTEM and Administrators, and everything within them; any other
+    /// directory inherits `C:\`'s ACL, which lets Users in.
+    restricted: BTreeSet<String>,
+}
+
+/// The SDDL of a restricted directory.
+const RESTRICTED_SDDL: &str = "O:BAG:SYD:PAI(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)";
+/// The SDDL of a directory inheriting `C:\`'s ACL.
+const INHERITED_SDDL: &str = "O:BAG:SYD:AI(A;OICIID;FA;;;SY)(A;OICIID;FA;;;BA)(A;OICIID;0x1200a9;;;BU)";
+
+impl Model {
+    /// The SDDL the probe reads for `path`, `null` when it is missing.
+    fn sddl(&self, path: &str) -> Value {
+        let path = key(path);
+        if !self.dirs.contains(&path) {
+            return Value::Null;
+        }
+        let restricted = self.restricted.iter().any(|root| path == *root || path.starts_with(&format!("{root}\\")));
+        json!(if restricted { RESTRICTED_SDDL } else { INHERITED_SDDL })
+    }
 }
 
 /// The fake host.
@@ -517,6 +537,12 @@ impl FakeWindowsHost {
             }
             return ("trust-roots".into(), output(0, ""));
         }
+        if text.contains("icacls.exe $p /inheritance:r") {
+            let protected = text.lines().find(|line| line.contains("/inheritance:r")).unwrap_or_default();
+            let list = protected.split("@(").nth(1).and_then(|rest| rest.split("))").next()).unwrap_or_default();
+            model.restricted.extend(list.split(", ").map(|literal| key(literal.trim_matches('\''))));
+            return ("restrict-directories".into(), output(0, ""));
+        }
         if text.contains("New-Item -ItemType Directory") {
             for line in text.lines().filter_map(|line| quoted_after(line, "-Path ")) {
                 add_directory(&mut model, line);
@@ -557,6 +583,7 @@ impl FakeWindowsHost {
                 let inside = |path: &String| *path == prefix || path.starts_with(&format!("{prefix}\\"));
                 model.files.retain(|path, _| !inside(path));
                 model.dirs.retain(|path| !inside(path));
+                model.restricted.retain(|path| !inside(path));
             }
             return ("remove-directories".into(), output(0, ""));
         }
@@ -572,6 +599,7 @@ impl FakeWindowsHost {
     /// Answers the probe from the model, in the order the script asks.
     fn probe(&self, model: &Model, text: &str) -> String {
         let (mut services, mut files, mut dirs, mut env, mut firewall) = (vec![], vec![], vec![], vec![], vec![]);
+        let mut acls = Vec::new();
         for line in text.lines() {
             if let Some(start) = line.find(r"Services\").filter(|_| line.starts_with("if (Test-Path")) {
                 let name = &line[start + r"Services\".len()..];
@@ -596,6 +624,8 @@ impl FakeWindowsHost {
                         })
                     }
                 });
+            } else if line.contains("(Get-Acl -LiteralPath ") {
+                acls.push(model.sddl(quoted_after(line, "-LiteralPath ").unwrap()));
             } else if line.starts_with("if (Test-Path -LiteralPath") && line.contains("$ti = ") {
                 // The root store record: answered with the trust section below.
             } else if line.starts_with("if (Test-Path -LiteralPath") && line.contains("-PathType Leaf") {
@@ -643,7 +673,7 @@ impl FakeWindowsHost {
             let document: Value = serde_json::from_str(&lock(&self.identity_json)).unwrap_or(Value::Null);
             json!({"hostname": document["hostname"], "fqdn": document["fqdn"], "ip": document["ip"]})
         });
-        json!({"services": services, "files": files, "dirs": dirs, "env": env, "firewall": firewall, "registry": [],
+        json!({"services": services, "files": files, "dirs": dirs, "acls": acls, "env": env, "firewall": firewall, "registry": [],
                "trust": trust, "defender": defender, "rotated": rotated, "identity": identity})
         .to_string()
     }

@@ -523,6 +523,8 @@ async fn fresh_host_is_configured_in_two_phases_in_order() {
     let directories = log.iter().skip(expected.len()).take_while(|line| line.starts_with("mkdir ")).count();
     assert!(directories > 5, "{log:#?}");
     expected.extend(log[expected.len()..expected.len() + directories].iter().cloned());
+    // The private directories (C:\k, C:\var\lib\kubelet, the logs) for SYSTEM and Administrators before any upload.
+    expected.push("restrict-directories".to_owned());
     let mut uploads: Vec<&WinPath> = bootstrap_files.files().iter().map(|file| &file.destination).collect();
     uploads.sort();
     expected.extend(uploads.iter().map(|path| format!("upload {path}")));
@@ -532,9 +534,10 @@ async fn fresh_host_is_configured_in_two_phases_in_order() {
     expected.extend(["sc start containerd", "sc start kubelet"].map(String::from));
     assert_eq!(log, expected);
     assert_eq!(outcome.uploads, 1 + bootstrap_files.files().len() as u64);
-    // The identity, the probe, one hash check per verified host file (this host places files one at a time), and
-    // one chain: the firewall rule, containerd's Defender exclusion and the services' ten sc.exe calls.
-    assert_eq!(outcome.commands, 2 + bootstrap_files.files().len() as u64 + 1);
+    // The identity, the probe, the restriction of the new private directories, one hash check per verified host
+    // file (this host places files one at a time), and one chain: the firewall rule, containerd's Defender exclusion
+    // and the services' ten sc.exe calls.
+    assert_eq!(outcome.commands, 3 + bootstrap_files.files().len() as u64 + 1);
     assert_eq!(world.host.defender_exclusions(), [r"C:\k\containerd\containerd.exe".to_owned()].into());
 
     let status = world.record().status.unwrap();

@@ -100,6 +100,39 @@ fn sim_host(shell: Option<&str>) -> InProcessHost {
     sim
 }
 
+/// A session whose every pass probes: no memory of unchanged passes, so that each pass shows its commands.
+fn probing_session(sim: &Arc<InProcessHost>) -> HostSession {
+    HostSession::with_settings(
+        sim.clone(),
+        SessionSettings {
+            unchanged_pass_window: std::time::Duration::ZERO,
+            node_wait_window: std::time::Duration::ZERO,
+            services_wait_window: std::time::Duration::ZERO,
+            ..SessionSettings::default()
+        },
+    )
+}
+
+/// One configure pass of record `wmco/win-3` as `records` holds it now.
+async fn configure_record(
+    session: &HostSession,
+    cluster: ClusterAccess<'_>,
+    records: &FakeInstanceRecords,
+    settings: &crate::ServiceSettings,
+) -> Result<crate::ConfigureOutcome, crate::FlowError> {
+    let instance = records.record("wmco", "win-3").unwrap();
+    let inputs = ConfigureInputs {
+        instance: &instance,
+        settings,
+        files: &SimFiles,
+        operator_version: "10.17.0",
+        pub_key_hash: "ab",
+        disruptions: &crate::testing::AdmitEvery::default(),
+        drain: &wmco_cluster_client::DrainOptions::default(),
+    };
+    configure(session, cluster, &inputs).await
+}
+
 /// Configures a fresh host through both stages, checks a converged pass, heals a removed probe script,
 /// deconfigures it and compares it with a fresh host; returns the host.
 async fn whole_lifecycle(shell: Option<&str>) -> Arc<InProcessHost> {
@@ -110,29 +143,8 @@ async fn whole_lifecycle(shell: Option<&str>) -> Arc<InProcessHost> {
     let instance = objects::record("win-3").in_namespace("wmco").byoh("127.0.0.30").username("administrator").build();
     records.apply(&instance).await.unwrap();
     let settings = sample_service_settings();
-    // Every pass probes: no memory of unchanged passes, so that each pass below shows its commands.
-    let session = HostSession::with_settings(
-        sim.clone(),
-        SessionSettings {
-            unchanged_pass_window: std::time::Duration::ZERO,
-            node_wait_window: std::time::Duration::ZERO,
-            services_wait_window: std::time::Duration::ZERO,
-            ..SessionSettings::default()
-        },
-    );
-    let configure_attempt = || async {
-        let instance = records.record("wmco", "win-3").unwrap();
-        let inputs = ConfigureInputs {
-            instance: &instance,
-            settings: &settings,
-            files: &SimFiles,
-            operator_version: "10.17.0",
-            pub_key_hash: "ab",
-            disruptions: &crate::testing::AdmitEvery::default(),
-            drain: &wmco_cluster_client::DrainOptions::default(),
-        };
-        configure(&session, cluster, &inputs).await
-    };
+    let session = probing_session(&sim);
+    let configure_attempt = || configure_record(&session, cluster, &records, &settings);
     let configure_once = || async { configure_attempt().await.unwrap() };
 
     let first = configure_once().await;
@@ -272,10 +284,11 @@ async fn whole_lifecycle(shell: Option<&str>) -> Arc<InProcessHost> {
     sim
 }
 
-/// What a deconfigured host keeps that a fresh one lacks: three empty directories that may well have existed before
-/// the operator came (`C:\Temp` is a common scratch directory, `C:\var\log` other software's logs), so they stay:
-/// no file, service, registry value, firewall rule, Defender exclusion, certificate or network does.
-const LEFT_BEHIND: [&str; 3] = [r"path c:\temp", r"path c:\var", r"path c:\var\log"];
+/// What a deconfigured host keeps that a fresh one lacks: four empty directories that may well have existed before
+/// the operator came (`C:\Temp` is a common scratch directory, `C:\var\log` other software's logs, `C:\var\lib`
+/// other software's state, the parent of the kubelet's `C:\var\lib\kubelet`), so they stay: no file, service,
+/// registry value, firewall rule, Defender exclusion, certificate, network or ACL setting does.
+const LEFT_BEHIND: [&str; 4] = [r"path c:\temp", r"path c:\var", r"path c:\var\lib", r"path c:\var\log"];
 
 /// Everything of a simulated host that configuration touches, one line per item, to compare two hosts: every path
 /// on `C:`, services, firewall rules, Defender exclusions, root certificates, machine variables, HNS networks,
@@ -485,4 +498,75 @@ async fn a_host_off_the_clusters_cloud_is_refused_naming_the_metadata_service_wi
     );
     assert_eq!(tree(sim.root()), before);
     assert_eq!(kubelet_command_line(&sim), None);
+}
+
+/// The directories the operator keeps for itself on a host (issue 36, point 7): the payload and configuration in
+/// `C:\k`, the kubelet's keys in `C:\var\lib\kubelet`, and the services' logs.
+fn private_directories() -> Vec<SimPath> {
+    [r"C:\k", r"C:\var\lib\kubelet"]
+        .into_iter()
+        .chain(wmco_windows_services::SERVICE_LOG_DIRECTORIES)
+        .map(|path| SimPath::parse(path).unwrap())
+        .collect()
+}
+
+/// Every path at or below [`private_directories`] that grants anyone but SYSTEM and Administrators (with its SDDL),
+/// and every one of those directories that is missing.
+fn loose_paths(sim: &InProcessHost) -> Vec<String> {
+    let host = sim.host();
+    let mut loose = Vec::new();
+    let mut pending = private_directories();
+    while let Some(path) = pending.pop() {
+        match host.disk.dacl(&path) {
+            None => loose.push(format!("{path} is missing")),
+            Some(dacl) if !dacl.only_system_and_administrators() => {
+                loose.push(format!("{path}: {}", dacl.sddl(host.disk.owner(&path))));
+            }
+            Some(_) => {}
+        }
+        pending.extend(host.disk.list(&path).unwrap_or_default().into_iter().map(|(name, _, _)| path.join(&name)));
+    }
+    loose.sort();
+    loose
+}
+
+/// `C:\` lets Users read everything below it and create files and folders in it (docs/testing.md § "Simulated
+/// Windows hosts"), so the bootstrap token, the kubelet's keys and the services' binaries need directories of their
+/// own: after a configure pass every directory the operator keeps, and everything in it, grants only SYSTEM and
+/// Administrators. An admin who loosens them sees them repaired by the next pass — one round trip after the probe —
+/// and reading the ACLs costs a converged pass no round trip beyond the probe.
+#[tokio::test]
+async fn host_directories_grant_only_system_and_administrators_and_loosened_ones_are_repaired() {
+    let sim = Arc::new(sim_host(None));
+    let (nodes, records, drainer) = (FakeNodes::default(), FakeInstanceRecords::default(), FakeDrainer::default());
+    let cluster = ClusterAccess { nodes: &nodes, records: &records, drainer: &drainer };
+    let instance = objects::record("win-3").in_namespace("wmco").byoh("127.0.0.30").username("administrator").build();
+    records.apply(&instance).await.unwrap();
+    let settings = sample_service_settings();
+    let session = probing_session(&sim);
+    let pass = || async { configure_record(&session, cluster, &records, &settings).await.unwrap() };
+
+    let first = pass().await;
+    assert_eq!(first.state, ConfigureState::WaitingForNode);
+    assert_eq!(loose_paths(&sim), Vec::<String>::new());
+
+    for line in [
+        r"icacls C:\k\cni /grant Users:(OI)(CI)RX",
+        r"icacls C:\var\log\kubelet /reset",
+        r"icacls C:\var\lib\kubelet /inheritance:e",
+    ] {
+        let output = sim.host().exec("admin", line);
+        assert_eq!(output.code, 0, "{line}: {output:?}");
+    }
+    let loosened = loose_paths(&sim);
+    for path in [r"C:\k\cni:", r"C:\var\log\kubelet:", r"C:\var\lib\kubelet:"] {
+        assert!(loosened.iter().any(|line| line.starts_with(path)), "{path} in {loosened:#?}");
+    }
+    let repaired = pass().await;
+    report("pass after an admin loosened the ACLs", &repaired);
+    assert_eq!(loose_paths(&sim), Vec::<String>::new());
+    assert_eq!(repaired.commands, 2, "the probe, then one command restores the ACLs");
+    let converged = pass().await;
+    assert_eq!((converged.commands, converged.steps_applied), (1, 0), "the probe alone");
+    assert!(sim.host().unknown_commands.is_empty(), "{:?}", sim.host().unknown_commands);
 }

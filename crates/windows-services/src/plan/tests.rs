@@ -853,3 +853,64 @@ fn rotated_files_beyond_the_newest_are_pruned_and_the_current_pointer_stays() {
     )));
     assert_eq!(steps[0].to_string(), "remove 2 rotated files");
 }
+
+#[test]
+fn private_directories_are_restricted_when_new_or_loose_and_left_alone_when_private() {
+    let private = "O:BAG:SYD:PAI(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)";
+    let inherited = "O:BAG:SYD:AI(A;OICIID;FA;;;SY)(A;OICIID;FA;;;BA)";
+    let below_drive_root = "O:BAG:SYD:AI(A;OICIID;FA;;;SY)(A;OICIID;FA;;;BA)(A;OICIID;0x1200a9;;;BU)(A;CIID;LC;;;BU)";
+    let mut desired = HostState::default();
+    desired.directories = [path(r"C:\Temp"), path(r"C:\k"), path(r"C:\k\cni"), path(r"C:\k\tls")].into();
+    desired.private_directories = [path(r"C:\k"), path(r"C:\var\log\kubelet")].into();
+    let every: Vec<WinPath> = desired.directories.union(&desired.private_directories).cloned().collect();
+    let roots = vec![path(r"C:\k"), path(r"C:\var\log\kubelet")];
+
+    // A fresh host: the directories are created, then the private ones restricted (nothing to reset).
+    assert_eq!(
+        plan(&desired, &ObservedHost::default()).unwrap(),
+        vec![
+            Step::EnsureDirectories(every.clone()),
+            Step::RestrictDirectories { reset: Vec::new(), protect: roots.clone() },
+        ]
+    );
+
+    // Restricted, and what lies within inherits it: nothing to do.
+    let mut observed = ObservedHost::default();
+    observed.directories = every.iter().map(|directory| (directory.clone(), true)).collect();
+    observed.directory_acls = [
+        (path(r"C:\k"), Some(private.to_owned())),
+        (path(r"C:\k\cni"), Some(inherited.to_owned())),
+        (path(r"C:\k\tls"), Some(inherited.to_owned())),
+        (path(r"C:\var\log\kubelet"), Some(private.to_owned())),
+    ]
+    .into();
+    assert_eq!(plan(&desired, &observed).unwrap(), Vec::<Step>::new());
+
+    // An admin let Users in: explicitly on C:\k and C:\k\cni, by inheritance from C:\ on C:\var\log\kubelet.
+    let users = "(A;OICI;0x1200a9;;;BU)";
+    observed.directory_acls.insert(path(r"C:\k"), Some(format!("{private}{users}")));
+    observed.directory_acls.insert(path(r"C:\k\cni"), Some(format!("{inherited}{users}")));
+    observed.directory_acls.insert(path(r"C:\var\log\kubelet"), Some(below_drive_root.to_owned()));
+    let step = Step::RestrictDirectories { reset: vec![path(r"C:\k"), path(r"C:\k\cni")], protect: roots.clone() };
+    assert_eq!(plan(&desired, &observed).unwrap(), vec![step.clone()]);
+    assert_eq!(step.to_string(), "restrict 2 directories to SYSTEM and Administrators");
+    let lines: Vec<String> = step.commands().unwrap().into_iter().map(|command| command.line).collect();
+    assert_eq!(lines.len(), 1, "one command: {lines:?}");
+
+    // C:\k inherits C:\'s ACL again, so C:\k\tls does too: restricting C:\k is enough for it. Once C:\k is fine, a
+    // directory within it that still lets others in (protected without them) is reset on its own.
+    observed.directory_acls.insert(path(r"C:\k"), Some(below_drive_root.to_owned()));
+    observed.directory_acls.insert(path(r"C:\k\cni"), Some(inherited.to_owned()));
+    observed.directory_acls.insert(path(r"C:\k\tls"), Some(below_drive_root.to_owned()));
+    observed.directory_acls.insert(path(r"C:\var\log\kubelet"), Some(private.to_owned()));
+    assert_eq!(
+        plan(&desired, &observed).unwrap(),
+        vec![Step::RestrictDirectories { reset: Vec::new(), protect: vec![path(r"C:\k")] }]
+    );
+    observed.directory_acls.insert(path(r"C:\k"), Some(private.to_owned()));
+    observed.directory_acls.insert(path(r"C:\k\tls"), Some("O:BAG:SYD:PAI(A;OICI;FA;;;SY)".to_owned()));
+    assert_eq!(
+        plan(&desired, &observed).unwrap(),
+        vec![Step::RestrictDirectories { reset: vec![path(r"C:\k\tls")], protect: Vec::new() }]
+    );
+}
