@@ -939,9 +939,11 @@ mod tests {
     #[test]
     fn private_directories_and_those_within_them_are_read_as_sddl_in_the_same_script() {
         let path = |text: &str| WinPath::parse(text).unwrap();
-        let mut desired = HostState::default();
-        desired.directories = [path(r"C:\Temp"), path(r"C:\k"), path(r"C:\k\cni")].into();
-        desired.private_directories = [path(r"C:\k"), path(r"C:\var\lib\kubelet")].into();
+        let desired = HostState {
+            directories: [path(r"C:\Temp"), path(r"C:\k"), path(r"C:\k\cni")].into(),
+            private_directories: [path(r"C:\k"), path(r"C:\var\lib\kubelet")].into(),
+            ..HostState::default()
+        };
         let request = ProbeRequest::for_state(&desired);
         assert_eq!(request.directories.len(), 4, "the private ones exist too");
         assert_eq!(request.directory_acls, [path(r"C:\k"), path(r"C:\k\cni"), path(r"C:\var\lib\kubelet")].into());

@@ -859,9 +859,11 @@ fn private_directories_are_restricted_when_new_or_loose_and_left_alone_when_priv
     let private = "O:BAG:SYD:PAI(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)";
     let inherited = "O:BAG:SYD:AI(A;OICIID;FA;;;SY)(A;OICIID;FA;;;BA)";
     let below_drive_root = "O:BAG:SYD:AI(A;OICIID;FA;;;SY)(A;OICIID;FA;;;BA)(A;OICIID;0x1200a9;;;BU)(A;CIID;LC;;;BU)";
-    let mut desired = HostState::default();
-    desired.directories = [path(r"C:\Temp"), path(r"C:\k"), path(r"C:\k\cni"), path(r"C:\k\tls")].into();
-    desired.private_directories = [path(r"C:\k"), path(r"C:\var\log\kubelet")].into();
+    let desired = HostState {
+        directories: [path(r"C:\Temp"), path(r"C:\k"), path(r"C:\k\cni"), path(r"C:\k\tls")].into(),
+        private_directories: [path(r"C:\k"), path(r"C:\var\log\kubelet")].into(),
+        ..HostState::default()
+    };
     let every: Vec<WinPath> = desired.directories.union(&desired.private_directories).cloned().collect();
     let roots = vec![path(r"C:\k"), path(r"C:\var\log\kubelet")];
 
@@ -875,15 +877,17 @@ fn private_directories_are_restricted_when_new_or_loose_and_left_alone_when_priv
     );
 
     // Restricted, and what lies within inherits it: nothing to do.
-    let mut observed = ObservedHost::default();
-    observed.directories = every.iter().map(|directory| (directory.clone(), true)).collect();
-    observed.directory_acls = [
-        (path(r"C:\k"), Some(private.to_owned())),
-        (path(r"C:\k\cni"), Some(inherited.to_owned())),
-        (path(r"C:\k\tls"), Some(inherited.to_owned())),
-        (path(r"C:\var\log\kubelet"), Some(private.to_owned())),
-    ]
-    .into();
+    let mut observed = ObservedHost {
+        directories: every.iter().map(|directory| (directory.clone(), true)).collect(),
+        directory_acls: [
+            (path(r"C:\k"), Some(private.to_owned())),
+            (path(r"C:\k\cni"), Some(inherited.to_owned())),
+            (path(r"C:\k\tls"), Some(inherited.to_owned())),
+            (path(r"C:\var\log\kubelet"), Some(private.to_owned())),
+        ]
+        .into(),
+        ..ObservedHost::default()
+    };
     assert_eq!(plan(&desired, &observed).unwrap(), Vec::<Step>::new());
 
     // An admin let Users in: explicitly on C:\k and C:\k\cni, by inheritance from C:\ on C:\var\log\kubelet.
