@@ -428,18 +428,8 @@ async fn first_pass(
     let config_maps = FakeConfigMaps::default();
     let cluster = ClusterAccess { nodes: &nodes, records: &records, drainer: &drainer, config_maps: &config_maps };
     let instance = objects::record("win-3").in_namespace("wmco").byoh("127.0.0.30").username("administrator").build();
-    let instance = records.apply(&instance).await.unwrap();
-    let session = HostSession::new(sim);
-    let inputs = ConfigureInputs {
-        instance: &instance,
-        settings,
-        files: &SimFiles,
-        operator_version: "10.17.0",
-        pub_key_hash: "ab",
-        disruptions: &crate::testing::AdmitEvery::default(),
-        drain: &wmco_cluster_client::DrainOptions::default(),
-    };
-    let outcome = configure(&session, cluster, &inputs).await;
+    records.apply(&instance).await.unwrap();
+    let outcome = configure_record(&HostSession::new(sim), cluster, &records, settings).await;
     (outcome, records.record("wmco", "win-3").unwrap())
 }
 
