@@ -529,7 +529,8 @@ fn loose_paths(sim: &InProcessHost) -> Vec<String> {
 async fn host_directories_grant_only_system_and_administrators_and_loosened_ones_are_repaired() {
     let sim = Arc::new(sim_host(None));
     let (nodes, records, drainer) = (FakeNodes::default(), FakeInstanceRecords::default(), FakeDrainer::default());
-    let cluster = ClusterAccess { nodes: &nodes, records: &records, drainer: &drainer };
+    let config_maps = FakeConfigMaps::default();
+    let cluster = ClusterAccess { nodes: &nodes, records: &records, drainer: &drainer, config_maps: &config_maps };
     let instance = objects::record("win-3").in_namespace("wmco").byoh("127.0.0.30").username("administrator").build();
     records.apply(&instance).await.unwrap();
     let settings = sample_service_settings();
