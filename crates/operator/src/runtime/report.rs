@@ -105,7 +105,10 @@ mod tests {
 
     use super::*;
 
+    use tracing::Level;
+
     use crate::runtime::error::TestFailure as Failure;
+    use crate::test_logs::{CapturedLogs, LogFormat};
 
     struct Context {
         metrics: Metrics,
@@ -179,8 +182,17 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn report_consumes_successes_and_errors() {
+    async fn report_logs_each_error_with_its_controller_and_nothing_for_a_success() {
+        let logs = CapturedLogs::start(LogFormat::Json, Level::INFO);
         report("test", Ok::<_, Failure>(())).await;
+        assert_eq!(logs.contents(), "", "a success logs nothing");
         report("test", Err::<(), _>(Failure::Unreachable)).await;
+        let lines: Vec<serde_json::Value> =
+            logs.contents().lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+        let [line] = lines.as_slice() else { panic!("expected one line: {lines:?}") };
+        assert_eq!(line["level"], "WARN", "{line}");
+        assert_eq!(line["controller"], "test", "{line}");
+        assert_eq!(line["error"], Failure::Unreachable.to_string(), "{line}");
+        assert_eq!(line["message"], "controller reported an error", "{line}");
     }
 }
