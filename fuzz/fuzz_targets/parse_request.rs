@@ -66,6 +66,7 @@ fuzz_target!(|data: &[u8]| {
         extra: Default::default(),
         expiration_seconds: None,
         condition_types: vec![],
+        approved_at: None,
         has_certificate: false,
         request,
     };

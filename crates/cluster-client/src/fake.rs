@@ -12,6 +12,7 @@ use async_trait::async_trait;
 use jiff::Timestamp;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Node, ObjectReference, Pod, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::csrs::with_decision;
 use crate::error::{Error, Result, Verb, object_name};
@@ -206,7 +207,8 @@ impl Drainer for FakeDrainer {
     }
 }
 
-/// CertificateSigningRequests in memory; decisions append the condition as the API server does.
+/// CertificateSigningRequests in memory; decisions append the condition, stamped with the time, as the API server
+/// does.
 #[derive(Debug, Default)]
 pub struct FakeCsrs {
     csrs: Mutex<BTreeMap<String, CertificateSigningRequest>>,
@@ -257,7 +259,19 @@ impl Csrs for FakeCsrs {
             return Err(Error::api(verb, "CertificateSigningRequest", name, kube::Error::Api(Box::new(status))));
         }
         *stored = with_decision(stored, decision);
+        stamp_condition_times(stored, Timestamp::now());
         Ok(stored.clone())
+    }
+}
+
+/// Sets the `lastUpdateTime` and `lastTransitionTime` of every condition that has none to `now`, as the API server
+/// does on an `/approval` write (kubernetes `pkg/registry/certificates/certificates/strategy.go`,
+/// `populateConditionTimestamps`; the conditions written before keep theirs).
+fn stamp_condition_times(csr: &mut CertificateSigningRequest, now: Timestamp) {
+    let conditions = csr.status.iter_mut().flat_map(|status| status.conditions.iter_mut().flatten());
+    for condition in conditions {
+        condition.last_update_time.get_or_insert(Time(now));
+        condition.last_transition_time.get_or_insert(Time(now));
     }
 }
 

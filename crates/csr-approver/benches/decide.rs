@@ -52,7 +52,8 @@ fn world() -> World {
             username: format!("system:node:{}", node_name(index % INSTANCES)),
             creation_timestamp: now() - SignedDuration::from_mins(5),
             state: if index < INSTANCES { CsrState::Pending } else { CsrState::Approved },
-            node_name: Some(node_name(index % INSTANCES)),
+            approved_at: (index >= INSTANCES).then(|| now() - SignedDuration::from_mins(4)),
+            node_names: vec![node_name(index % INSTANCES)],
             public_key_sha256: Some(format!("{index:064x}")),
         })
         .collect();

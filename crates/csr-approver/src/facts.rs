@@ -6,8 +6,9 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use jiff::Timestamp;
 
-use crate::manifest::{CSR_API_VERSION, CSR_KIND, CsrManifest};
-use crate::request::{ParsedRequest, UnreadableRequest};
+use crate::manifest::{CSR_API_VERSION, CSR_KIND, CsrCondition, CsrManifest};
+use crate::names::NODE_NAME_PREFIX;
+use crate::request::{AttributeType, ParsedRequest, UnreadableRequest};
 use crate::world::{CsrState, CsrSummary};
 
 /// The manifest is not a `certificates.k8s.io/v1` CertificateSigningRequest.
@@ -43,6 +44,10 @@ pub struct CsrFacts {
     pub expiration_seconds: Option<i64>,
     /// The types of `status.conditions`.
     pub condition_types: Vec<String>,
+    /// When the `Approved` condition was written: the later of its `lastUpdateTime` and `lastTransitionTime` (the
+    /// API server stamps both when the condition is added; cluster-machine-approver reads the latter). `None`
+    /// without an `Approved` condition, or when it carries neither time.
+    pub approved_at: Option<Timestamp>,
     /// Whether `status.certificate` is non-empty.
     pub has_certificate: bool,
     /// The decoded request, or why it could not be read.
@@ -86,33 +91,31 @@ impl CsrFacts {
             extra: spec.extra.clone(),
             expiration_seconds: spec.expiration_seconds,
             condition_types: manifest.status.conditions.iter().map(|c| c.condition_type.clone()).collect(),
+            approved_at: approval_time(&manifest.status.conditions),
             has_certificate: manifest.status.certificate.as_deref().is_some_and(|certificate| !certificate.is_empty()),
             request,
         })
     }
 
-    /// Where the CSR stands: the first decisive condition, else `Approved` if a certificate is attached, else
-    /// `Pending`.
+    /// Where the CSR stands, whatever the order of its conditions: `Approved` if a certificate is attached (it was
+    /// issued); else `Denied`, `Failed` or `Approved` if such a condition is present, in that precedence (a signer
+    /// marks an approved request it will not sign `Failed`, and kube-controller-manager's signers never sign a
+    /// failed one); else `Pending`.
     pub fn state(&self) -> CsrState {
-        let decisive = self.condition_types.iter().find_map(|condition| match condition.as_str() {
-            "Denied" => Some(CsrState::Denied),
-            "Failed" => Some(CsrState::Failed),
-            "Approved" => Some(CsrState::Approved),
-            _ => None,
-        });
-        decisive.unwrap_or(if self.has_certificate { CsrState::Approved } else { CsrState::Pending })
+        if self.has_certificate {
+            return CsrState::Approved;
+        }
+        let present = |wanted: &str| self.condition_types.iter().any(|condition| condition == wanted);
+        [("Denied", CsrState::Denied), ("Failed", CsrState::Failed), ("Approved", CsrState::Approved)]
+            .into_iter()
+            .find_map(|(condition, state)| present(condition).then_some(state))
+            .unwrap_or(CsrState::Pending)
     }
 
     /// The summary of this CSR that other decisions read from the World (pending limit, one approval per instance).
     pub fn summary(&self) -> CsrSummary {
         let parsed = self.request.as_ref().ok();
-        let node_name = parsed.and_then(|request| {
-            request
-                .subject
-                .values_of(&crate::request::AttributeType::CommonName)
-                .find_map(|cn| cn.strip_prefix(crate::names::NODE_NAME_PREFIX))
-                .map(str::to_owned)
-        });
+        let node_names = parsed.map(node_names_of).unwrap_or_default();
         let public_key_sha256 =
             parsed.and_then(|request| request.body.as_ref()).map(|body| body.public_key.spki_sha256_hex());
         CsrSummary {
@@ -121,8 +124,31 @@ impl CsrFacts {
             username: self.username.clone(),
             creation_timestamp: self.creation_timestamp,
             state: self.state(),
-            node_name,
+            approved_at: self.approved_at,
+            node_names,
             public_key_sha256,
         }
     }
+}
+
+/// The node names after `system:node:` in the subject's CNs, each once, in subject order.
+fn node_names_of(request: &ParsedRequest) -> Vec<String> {
+    let mut node_names: Vec<String> = Vec::new();
+    let common_names = request.subject.values_of(&AttributeType::CommonName);
+    for node_name in common_names.filter_map(|common_name| common_name.strip_prefix(NODE_NAME_PREFIX)) {
+        if !node_names.iter().any(|known| known == node_name) {
+            node_names.push(node_name.to_owned());
+        }
+    }
+    node_names
+}
+
+/// The later of the `lastUpdateTime` and `lastTransitionTime` of the `Approved` conditions, if any carries one.
+fn approval_time(conditions: &[CsrCondition]) -> Option<Timestamp> {
+    conditions
+        .iter()
+        .filter(|condition| condition.condition_type == "Approved")
+        .flat_map(|condition| [condition.last_update_time, condition.last_transition_time])
+        .flatten()
+        .max()
 }

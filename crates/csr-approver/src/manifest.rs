@@ -85,4 +85,12 @@ pub struct CsrCondition {
     /// `True` or `False`.
     #[serde(default)]
     pub status: String,
+    /// `lastUpdateTime`: the API server sets it to the time of the write that adds the condition, unless the writer
+    /// did (`kubectl certificate approve` sends its own clock's time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_update_time: Option<Timestamp>,
+    /// `lastTransitionTime`: the API server sets it to the time of the write that adds the condition, unless the
+    /// writer did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<Timestamp>,
 }

@@ -6,6 +6,7 @@
 mod common;
 
 use common::*;
+use jiff::Timestamp;
 use rcgen::{Attribute, CustomExtension, DnType, DnValue, IsCa, KeyUsagePurpose, SanType};
 use wmco_csr_approver::{
     BootstrapApproval, CsrFacts, CsrState, CsrSummary, InstancePhase, ManagedInstance, RuleId, Verdict, WorldData,
@@ -145,7 +146,8 @@ fn pending(name: &str, minutes: i64) -> CsrSummary {
         username: "system:node:linux".into(),
         creation_timestamp: minutes_ago(minutes),
         state: CsrState::Pending,
-        node_name: Some("linux".into()),
+        approved_at: None,
+        node_names: vec!["linux".into()],
         public_key_sha256: None,
     }
 }
@@ -786,7 +788,8 @@ fn bootstrap_summary(name: &str, key: String, state: CsrState) -> CsrSummary {
         username: BOOTSTRAPPER.into(),
         creation_timestamp: minutes_ago(3),
         state,
-        node_name: Some("win-1".into()),
+        approved_at: None,
+        node_names: vec!["win-1".into()],
         public_key_sha256: Some(key),
     }
 }
@@ -798,14 +801,102 @@ fn f2_pending_bootstrap_with_another_key_is_ignored() {
     assert_ignore(&Csr::bootstrap(client_pem("win-1")).decide_in(&world), RuleId::F2);
 }
 
+/// A bootstrap CSR for the node of `pem` named `name`, created at `created`, with an `Approved` condition stamped
+/// `approved_at` (`None`: a condition without times), summarized as the operator puts it into the World.
+fn approved_summary(
+    name: &str,
+    pem: impl Into<Vec<u8>>,
+    created: Timestamp,
+    approved_at: Option<Timestamp>,
+) -> CsrSummary {
+    let mut csr = Csr::bootstrap(pem);
+    csr.name = name.into();
+    csr.created = created;
+    csr.conditions = vec!["Approved".into()];
+    csr.approved_at = approved_at;
+    csr.facts().summary()
+}
+
 #[test]
-fn f2_pending_bootstrap_from_before_the_attempt_does_not_compete() {
-    // T0 is 30 minutes ago: the kubelet of the host's previous configuration filed this one, then was removed.
+fn f2_pending_bootstrap_from_before_the_attempt_does_not_compete_until_it_is_approved() {
+    // T0 is 30 minutes ago. Filed a minute before it: by the kubelet of the host's previous configuration (removed
+    // since), or by someone holding the bootstrap token, waiting for an admin's approval.
+    let mut stale = Csr::bootstrap(client_pem("win-1"));
+    stale.name = "csr-stale".into();
+    stale.created = minutes_ago(31);
     let mut world = world();
-    world.csrs.push(client_summary("csr-stale", key_sha256(&client_pem("win-1")), CsrState::Pending, BOOTSTRAPPER, 31));
+    world.csrs.push(stale.facts().summary());
     assert_approve(&Csr::bootstrap(client_pem("win-1")).decide_in(&world));
     world.csrs[0].creation_timestamp = minutes_ago(29);
     assert_ignore(&Csr::bootstrap(client_pem("win-1")).decide_in(&world), RuleId::F2);
+    // An admin approves it during the attempt (a routine mass approval): a client certificate for win-1 may exist.
+    stale.conditions = vec!["Approved".into()];
+    stale.approved_at = Some(minutes_ago(2));
+    world.csrs[0] = stale.facts().summary();
+    let verdict = Csr::bootstrap(client_pem("win-1")).decide_in(&world);
+    assert_ignore(&verdict, RuleId::F2);
+    assert!(verdict.reason().contains("csr-stale"), "{verdict:?}");
+}
+
+#[test]
+fn f2_a_client_csr_approved_in_the_attempt_counts_whenever_it_was_created() {
+    // T0 is 30 minutes ago; filed 50 minutes ago, approved 5 minutes ago.
+    let mut world = world();
+    world.csrs.push(approved_summary("csr-filed-early", client_pem("win-1"), minutes_ago(50), Some(minutes_ago(5))));
+    let verdict = Csr::bootstrap(client_pem("win-1")).decide_in(&world);
+    assert_ignore(&verdict, RuleId::F2);
+    assert!(verdict.reason().contains("csr-filed-early"), "{verdict:?}");
+}
+
+#[test]
+fn f2_an_approval_without_a_time_counts() {
+    let mut world = world();
+    world.csrs.push(approved_summary("csr-untimed", client_pem("win-1"), minutes_ago(50), None));
+    assert_ignore(&Csr::bootstrap(client_pem("win-1")).decide_in(&world), RuleId::F2);
+}
+
+#[test]
+fn f2_an_approved_csr_counts_under_every_node_name_of_its_subject() {
+    // CN=system:node:decoy, CN=system:node:win-fx: Go's x509, and so the kubelet client signer, issues it for win-fx.
+    let mut world = world();
+    world.csrs.push(approved_summary(
+        "csr-decoy",
+        fixture("decoy-then-win-fx.pem"),
+        minutes_ago(5),
+        Some(minutes_ago(4)),
+    ));
+    let verdict = Csr::bootstrap(client_pem("win-fx")).decide_in(&world);
+    assert_ignore(&verdict, RuleId::F2);
+    assert!(verdict.reason().contains("csr-decoy"), "{verdict:?}");
+}
+
+#[test]
+fn f2_a_csr_carrying_a_certificate_counts_as_issued_whatever_its_conditions() {
+    let mut issued = Csr::bootstrap(client_pem("win-1"));
+    issued.name = "csr-issued".into();
+    issued.conditions = vec!["Failed".into(), "Approved".into()];
+    issued.approved_at = Some(minutes_ago(4));
+    issued.certificate = Some("LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t".into());
+    let summary = issued.facts().summary();
+    assert_eq!(summary.state, CsrState::Approved);
+    let mut world = world();
+    world.csrs.push(summary);
+    assert_ignore(&Csr::bootstrap(client_pem("win-1")).decide_in(&world), RuleId::F2);
+}
+
+#[test]
+fn f2_an_approval_the_signer_failed_does_not_count_in_either_order() {
+    for conditions in [["Approved", "Failed"], ["Failed", "Approved"]] {
+        let mut failed = Csr::bootstrap(client_pem("win-1"));
+        failed.name = "csr-failed".into();
+        failed.conditions = conditions.iter().map(|condition| (*condition).to_owned()).collect();
+        failed.approved_at = Some(minutes_ago(4));
+        let summary = failed.facts().summary();
+        assert_eq!(summary.state, CsrState::Failed, "{conditions:?}");
+        let mut world = world();
+        world.csrs.push(summary);
+        assert_approve(&Csr::bootstrap(client_pem("win-1")).decide_in(&world));
+    }
 }
 
 #[test]
@@ -870,8 +961,8 @@ fn f2_issued_csr_counts_as_approved() {
 fn f2_approvals_before_the_attempt_and_other_csrs_do_not_count() {
     let mut world = world();
     let other_key = || key_sha256(&client_pem("win-1"));
-    // T0 is 30 minutes ago: created before T0 − 10 s, from an earlier attempt.
-    world.csrs.push(client_summary("csr-old", other_key(), CsrState::Approved, BOOTSTRAPPER, 31));
+    // T0 is 30 minutes ago: approved before T0 − 10 s, in an earlier attempt.
+    world.csrs.push(approved_summary("csr-old", client_pem("win-1"), minutes_ago(45), Some(minutes_ago(31))));
     world.csrs.push(client_summary("csr-denied", other_key(), CsrState::Denied, BOOTSTRAPPER, 5));
     world.csrs.push(client_summary("csr-failed", other_key(), CsrState::Failed, BOOTSTRAPPER, 5));
     let serving = CsrSummary {
@@ -880,19 +971,20 @@ fn f2_approvals_before_the_attempt_and_other_csrs_do_not_count() {
     };
     world.csrs.push(serving);
     let mut other_node = bootstrap_summary("csr-win-fx", other_key(), CsrState::Approved);
-    other_node.node_name = Some("win-fx".into());
+    other_node.node_names = vec!["win-fx".into()];
     world.csrs.push(other_node);
     assert_approve(&Csr::bootstrap(client_pem("win-1")).decide_in(&world));
 }
 
 #[test]
-fn f2_approved_csr_created_at_the_early_tolerance_counts() {
+fn f2_approved_csr_approved_at_the_early_tolerance_counts() {
+    // T0 is 30 minutes ago; both were filed before the attempt.
+    let edge = minutes_ago(30) - jiff::SignedDuration::from_secs(10);
     let mut world = world();
-    let mut edge = bootstrap_summary("csr-edge", key_sha256(&client_pem("win-1")), CsrState::Approved);
-    edge.creation_timestamp = minutes_ago(30) - jiff::SignedDuration::from_secs(10);
-    world.csrs.push(edge.clone());
+    world.csrs.push(approved_summary("csr-edge", client_pem("win-1"), minutes_ago(45), Some(edge)));
     assert_ignore(&Csr::bootstrap(client_pem("win-1")).decide_in(&world), RuleId::F2);
-    world.csrs[0].creation_timestamp = edge.creation_timestamp - jiff::SignedDuration::from_secs(1);
+    let before = edge - jiff::SignedDuration::from_secs(1);
+    world.csrs[0] = approved_summary("csr-edge", client_pem("win-1"), minutes_ago(45), Some(before));
     assert_approve(&Csr::bootstrap(client_pem("win-1")).decide_in(&world));
 }
 
@@ -923,14 +1015,13 @@ fn f2_recorded_key_does_not_outrank_an_approved_csr_with_another_key() {
 
 #[test]
 fn f2_machine_attempt_starts_at_the_machine_creation() {
+    // The Machine was created 20 minutes ago; the CSR was filed 25 minutes ago.
+    let pem = || client_pem("winm-a.internal");
     let mut world = world();
-    let mut approved = bootstrap_summary("csr-by-hand", key_sha256(&client_pem("winm-a.internal")), CsrState::Approved);
-    approved.node_name = Some("winm-a.internal".into());
-    approved.creation_timestamp = minutes_ago(19);
-    world.csrs.push(approved);
-    assert_ignore(&Csr::bootstrap(client_pem("winm-a.internal")).decide_in(&world), RuleId::F2);
-    world.csrs[0].creation_timestamp = minutes_ago(21);
-    assert_approve(&Csr::bootstrap(client_pem("winm-a.internal")).decide_in(&world));
+    world.csrs.push(approved_summary("csr-by-hand", pem(), minutes_ago(25), Some(minutes_ago(19))));
+    assert_ignore(&Csr::bootstrap(pem()).decide_in(&world), RuleId::F2);
+    world.csrs[0] = approved_summary("csr-by-hand", pem(), minutes_ago(25), Some(minutes_ago(21)));
+    assert_approve(&Csr::bootstrap(pem()).decide_in(&world));
 }
 
 #[test]

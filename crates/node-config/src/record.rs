@@ -65,16 +65,20 @@ impl<'a> Recorder<'a> {
     }
 
     /// Enters `phase`; entering [`InstancePhase::Configuring`] or [`InstancePhase::Deconfiguring`] from another phase
-    /// stamps `configuringSince`. Coming from a phase outside a configuration (Pending, Ready, Upgrading, Failed)
-    /// starts a new attempt, which also clears the previous attempt's approved bootstrap key; resuming one
-    /// (from Configuring or WaitingForNode, after a crash or a retry) keeps the key the attempt is bound to.
+    /// stamps `configuringSince`. Coming from a phase after a configuration (Ready, Upgrading, Failed) starts a new
+    /// attempt, which also clears the previous attempt's approved bootstrap key. Resuming one (from Configuring or
+    /// WaitingForNode, after a crash or a retry) keeps the key the attempt is bound to, and so does a record's first
+    /// pass (no phase yet, or Pending): a Machine's kubelet may bootstrap from the Machine's creation on (rule F1),
+    /// and a key recorded then belongs to the Machine's one attempt.
     pub(crate) fn set_phase(&mut self, phase: InstancePhase) {
         let starting = matches!(phase, InstancePhase::Configuring | InstancePhase::Deconfiguring);
         if starting && self.status.phase != Some(phase) {
             self.status.configuring_since = Some(Time(Timestamp::now()));
-            let resuming =
-                matches!(self.status.phase, Some(InstancePhase::Configuring | InstancePhase::WaitingForNode));
-            if !resuming && self.status.approved_bootstrap_key_sha256.take().is_some() {
+            let keeps_the_key = matches!(
+                self.status.phase,
+                None | Some(InstancePhase::Pending | InstancePhase::Configuring | InstancePhase::WaitingForNode)
+            );
+            if !keeps_the_key && self.status.approved_bootstrap_key_sha256.take().is_some() {
                 self.clear_bootstrap_key = true;
             }
         }
@@ -231,8 +235,9 @@ mod tests {
 
     use super::*;
 
-    /// Seeds a record in `phase` whose status holds an approved bootstrap key, and returns it as read.
-    async fn record_with_key(records: &FakeInstanceRecords, phase: InstancePhase) -> WindowsInstance {
+    /// Seeds a record in `phase` (none: a record no pass has written yet) whose status holds an approved bootstrap
+    /// key, and returns it as read.
+    async fn record_with_key(records: &FakeInstanceRecords, phase: Option<InstancePhase>) -> WindowsInstance {
         let record = WindowsInstance {
             metadata: ObjectMeta {
                 name: Some("byoh-a".into()),
@@ -249,7 +254,7 @@ mod tests {
             status: None,
         };
         records.apply(&record).await.unwrap();
-        let status = WindowsInstanceStatus { phase: Some(phase), ..WindowsInstanceStatus::default() };
+        let status = WindowsInstanceStatus { phase, ..WindowsInstanceStatus::default() };
         records.apply_status("wmco", "byoh-a", &status).await.unwrap();
         records.apply_bootstrap_key("wmco", "byoh-a", Some("old-key")).await.unwrap();
         records.record("wmco", "byoh-a").unwrap()
@@ -261,9 +266,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_new_attempt_clears_the_previous_attempts_bootstrap_key() {
-        for before in [InstancePhase::Ready, InstancePhase::Failed, InstancePhase::Upgrading, InstancePhase::Pending] {
+        for before in [InstancePhase::Ready, InstancePhase::Failed, InstancePhase::Upgrading] {
             let records = FakeInstanceRecords::default();
-            let record = record_with_key(&records, before).await;
+            let record = record_with_key(&records, Some(before)).await;
             let mut recorder = Recorder::new(&records, &record, "10.0.0.5").unwrap();
             recorder.set_phase(InstancePhase::Configuring);
             recorder.save().await.unwrap();
@@ -275,9 +280,26 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_first_pass_keeps_a_key_recorded_before_it() {
+        // A Machine's kubelet may bootstrap from the Machine's creation on (rule F1), before the flow's first pass:
+        // that key belongs to the Machine's one attempt.
+        for before in [None, Some(InstancePhase::Pending)] {
+            let records = FakeInstanceRecords::default();
+            let record = record_with_key(&records, before).await;
+            let mut recorder = Recorder::new(&records, &record, "10.0.0.5").unwrap();
+            recorder.set_phase(InstancePhase::Configuring);
+            recorder.save().await.unwrap();
+            let status = records.record("wmco", "byoh-a").unwrap().status.unwrap();
+            assert_eq!(status.approved_bootstrap_key_sha256.as_deref(), Some("old-key"), "after {before:?}");
+            assert_eq!(status.phase, Some(InstancePhase::Configuring));
+            assert!(status.configuring_since.is_some());
+        }
+    }
+
+    #[tokio::test]
     async fn status_writes_within_an_attempt_keep_the_key_the_csr_controller_recorded() {
         let records = FakeInstanceRecords::default();
-        let record = record_with_key(&records, InstancePhase::Ready).await;
+        let record = record_with_key(&records, Some(InstancePhase::Ready)).await;
         let mut recorder = Recorder::new(&records, &record, "10.0.0.5").unwrap();
         recorder.set_phase(InstancePhase::Configuring);
         recorder.save().await.unwrap();

@@ -370,7 +370,7 @@ async fn node_csrs(
     let of_node: Vec<(&CertificateSigningRequest, Option<&CsrFacts>)> = facts
         .iter()
         .map(|(csr, facts)| (*csr, facts.as_ref()))
-        .filter(|(_, facts)| facts.is_some_and(|facts| facts.summary().node_name.as_deref() == Some(node_name)))
+        .filter(|(_, facts)| facts.is_some_and(|facts| facts.summary().names_node(node_name)))
         .collect();
     if of_node.is_empty() {
         notes.push(format!("no kubelet CSR names system:node:{node_name}"));
@@ -395,7 +395,7 @@ async fn node_csrs(
             .filter(|summary| {
                 summary.state == CsrState::Pending
                     || (summary.signer_name == wmco_cluster_client::names::KUBELET_CLIENT_SIGNER
-                        && summary.node_name.as_deref() == Some(node_name))
+                        && summary.names_node(node_name))
             })
             .collect();
         notes.push(

@@ -86,17 +86,20 @@ fn check_bootstrap_window(facts: &CsrFacts, scope: &InScope<'_>, world: &World) 
 ///
 /// - A recorded bootstrap key of the attempt that is not this CSR's key → IGNORE. The operator records the key
 ///   before it writes the approval, so a recorded key binds the attempt even when that approval never got written.
-/// - Any client CSR for the node created since T0 − 10 s and approved (issued or not, by anyone: the operator, an
-///   admin, another approver) with another or an unreadable key → IGNORE: a client certificate for the node may
-///   already exist, whatever the record says.
+/// - Any client CSR naming the node in one of its CNs (Go's x509, and so the signer, issues the last one), approved
+///   since T0 − 10 s (issued or not, by anyone: the operator, an admin, another approver) with another or an
+///   unreadable key → IGNORE: a client certificate for the node may already exist, whatever the record says. What
+///   counts is when it was approved, not when it was filed: a request filed before the attempt and approved during
+///   it (an admin's routine mass approval) counts. An approval of unknown time counts too.
 /// - A pending bootstrap CSR for the node created since T0 − 10 s with another or an unreadable key → IGNORE (two
 ///   kubelets, or a kubelet and an impostor; neither is chosen) — unless this CSR carries the key recorded for the
-///   attempt: the choice was made then, and the other CSR can never be approved in this attempt. A pending CSR from
-///   before the attempt does not compete: F1 keeps it from ever being approved in this attempt (it is typically
-///   the kubelet of the host's previous configuration, stopped and removed by the deconfigure; left pending until
-///   kube-controller-manager's cleaner removes it, it would otherwise block the host for a day).
+///   attempt: the choice was made then. A pending CSR from before the attempt does not compete: F1 keeps this
+///   operator from ever approving it in this attempt (it is typically the kubelet of the host's previous
+///   configuration, stopped and removed by the deconfigure; left pending until kube-controller-manager's cleaner
+///   removes it, it would otherwise block the host for a day). If someone else approves it during the attempt, it
+///   counts from then on, as above.
 ///
-/// Denied and failed CSRs do not count: no certificate comes from them.
+/// Denied and failed CSRs without a certificate do not count: no certificate comes from them.
 fn check_single_bootstrap_key(
     facts: &CsrFacts,
     scope: &InScope<'_>,
@@ -127,13 +130,14 @@ fn check_single_bootstrap_key(
     let mut pending_competitor = None;
     for other in other_keys {
         match other.state {
-            CsrState::Approved if other.creation_timestamp >= earliest => {
+            CsrState::Approved if other.approved_at.is_none_or(|approved_at| approved_at >= earliest) => {
+                let when = other.approved_at.map_or_else(
+                    || "at an unknown time".to_owned(),
+                    |approved_at| format!("at {approved_at}, in this configuration attempt,"),
+                );
                 return Err(ignore(
                     RuleId::F2,
-                    format!(
-                        "client CSR {} for {}, created {} in this configuration attempt, was approved with another key",
-                        other.name, scope.node_name, other.creation_timestamp
-                    ),
+                    format!("client CSR {} for {}, approved {when} carries another key", other.name, scope.node_name),
                 ));
             }
             CsrState::Pending

@@ -37,8 +37,11 @@ impl WorldIndex {
         }
         let window_start = data.now.saturating_sub(PENDING_WINDOW).unwrap_or(data.now);
         for (position, csr) in data.csrs.iter().enumerate() {
-            if let Some(node_name) = &csr.node_name {
-                index.csrs_by_node_name.entry(node_name.clone()).or_default().push(position);
+            for node_name in &csr.node_names {
+                let positions = index.csrs_by_node_name.entry(node_name.clone()).or_default();
+                if positions.last() != Some(&position) {
+                    positions.push(position);
+                }
             }
             let kubelet_signer = KubeletSigner::from_name(&csr.signer_name).is_some();
             if kubelet_signer && csr.state == CsrState::Pending && csr.creation_timestamp >= window_start {

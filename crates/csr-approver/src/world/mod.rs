@@ -239,12 +239,24 @@ pub struct CsrSummary {
     pub creation_timestamp: Timestamp,
     /// Its state.
     pub state: CsrState,
-    /// The node name after `system:node:` in its first such CN, if readable.
+    /// When it was approved: the later of its `Approved` condition's `lastUpdateTime` and `lastTransitionTime`;
+    /// `None` when it is not approved or the condition carries no time (rule F2 then counts it as approved now).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_at: Option<Timestamp>,
+    /// The node names after `system:node:` in its CNs, every one, in subject order: Go's x509 (and so the kubelet
+    /// client signer) issues the last CN, other readers take the first.
     #[serde(default)]
-    pub node_name: Option<String>,
+    pub node_names: Vec<String>,
     /// Lowercase hex SHA-256 of its SubjectPublicKeyInfo, if readable.
     #[serde(default)]
     pub public_key_sha256: Option<String>,
+}
+
+impl CsrSummary {
+    /// Whether one of its CNs names `node_name`.
+    pub fn names_node(&self, node_name: &str) -> bool {
+        self.node_names.iter().any(|named| named == node_name)
+    }
 }
 
 /// The World with its lookup indexes. Serializes as [`WorldData`].
@@ -287,7 +299,7 @@ impl World {
         self.index.node_by_name.get(node_name).and_then(|position| self.data.nodes.get(*position))
     }
 
-    /// The other CSRs whose CN names `node_name`.
+    /// The other CSRs one of whose CNs names `node_name`.
     pub fn csrs_for_node<'a>(&'a self, node_name: &str) -> impl Iterator<Item = &'a CsrSummary> + 'a {
         let positions = self.index.csrs_by_node_name.get(node_name).map_or(&[][..], Vec::as_slice);
         positions.iter().filter_map(|position| self.data.csrs.get(*position))

@@ -150,6 +150,8 @@ pub struct Csr {
     pub expiration_seconds: Option<i64>,
     pub created: Timestamp,
     pub conditions: Vec<String>,
+    /// The `lastUpdateTime` and `lastTransitionTime` of its `Approved` condition, as the API server stamps them.
+    pub approved_at: Option<Timestamp>,
     pub certificate: Option<String>,
     /// The PEM text; base64-encoded into spec.request.
     pub pem: Vec<u8>,
@@ -172,6 +174,7 @@ impl Csr {
             expiration_seconds: None,
             created: minutes_ago(5),
             conditions: vec![],
+            approved_at: None,
             certificate: None,
             pem: pem.into(),
         }
@@ -204,8 +207,7 @@ impl Csr {
 
     pub fn manifest_json(&self) -> serde_json::Value {
         let mut status = serde_json::Map::new();
-        let conditions: Vec<_> =
-            self.conditions.iter().map(|c| serde_json::json!({"type": c, "status": "True"})).collect();
+        let conditions: Vec<_> = self.conditions.iter().map(|c| self.condition_json(c)).collect();
         status.insert("conditions".into(), conditions.into());
         if let Some(certificate) = &self.certificate {
             status.insert("certificate".into(), certificate.clone().into());
@@ -228,6 +230,16 @@ impl Csr {
             "spec": spec,
             "status": status,
         })
+    }
+
+    /// One `status.conditions` entry of type `condition_type`; an `Approved` one carries [`Csr::approved_at`].
+    fn condition_json(&self, condition_type: &str) -> serde_json::Value {
+        let mut condition = serde_json::json!({"type": condition_type, "status": "True"});
+        if let Some(at) = self.approved_at.filter(|_| condition_type == "Approved") {
+            condition["lastUpdateTime"] = at.to_string().into();
+            condition["lastTransitionTime"] = at.to_string().into();
+        }
+        condition
     }
 
     pub fn facts(&self) -> CsrFacts {

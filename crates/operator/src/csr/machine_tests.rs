@@ -110,6 +110,28 @@ async fn a_machines_bootstrap_csr_is_approved_with_its_machine_read_and_its_key_
     assert_eq!(status.approved_bootstrap_key_sha256, Some(hex::encode(Sha256::digest(key.subject_public_key_info()))));
 }
 
+/// The Machine's first bootstrap CSR was approved before the flow's first pass (no `configuringSince` yet) and has
+/// been garbage-collected since: its recorded key alone still binds the Machine's attempt.
+#[tokio::test]
+async fn a_key_recorded_before_the_first_pass_leaves_another_key_pending() {
+    let cluster = cluster().await;
+    let status = WindowsInstanceStatus { expected_node_name: Some(NODE.into()), ..WindowsInstanceStatus::default() };
+    cluster.records.apply_status(NAMESPACE, "machine-win-a", &status).await.unwrap();
+    let first_key = KeyPair::generate().unwrap();
+    let first_key_sha256 = hex::encode(Sha256::digest(first_key.subject_public_key_info()));
+    cluster.records.apply_bootstrap_key(NAMESPACE, "machine-win-a", Some(&first_key_sha256)).await.unwrap();
+    let csr = bootstrap_csr(&KeyPair::generate().unwrap());
+    cluster.csrs.insert(csr.clone());
+
+    let CsrOutcome::Decided { verdict, .. } = reconcile_csr(&csr, &context(&cluster, true)).await.unwrap() else {
+        panic!("expected a decision")
+    };
+
+    assert!(matches!(&verdict, Verdict::Ignore { rule: wmco_csr_approver::RuleId::F2, .. }), "{verdict:?}");
+    let status = cluster.records.record(NAMESPACE, "machine-win-a").unwrap().status.unwrap();
+    assert_eq!(status.approved_bootstrap_key_sha256, Some(first_key_sha256));
+}
+
 #[tokio::test]
 async fn without_machines_or_with_a_node_ref_the_machines_csr_is_not_approved() {
     let cluster = cluster().await;

@@ -62,7 +62,7 @@ pub async fn reconcile_csr(
         return Ok(CsrOutcome::Skipped);
     }
     let facts = facts_of(csr, &csr_name)?;
-    let node_name = facts.summary().node_name;
+    let node_name = facts.summary().node_names.pop();
     let _node_guard = match &node_name {
         Some(node_name) => Some(ctx.lock_node(node_name).await),
         None => None,
@@ -161,7 +161,7 @@ async fn kubelet_csr_summaries(
         .list(&KUBELET_SIGNERS)
         .await
         .map_err(|source| CsrControllerError::ListCsrs { csr: csr_name.to_owned(), source: Box::new(source) })?;
-    let names_the_node = |summary: &CsrSummary| node_name.is_some() && summary.node_name.as_deref() == node_name;
+    let names_the_node = |summary: &CsrSummary| node_name.is_some_and(|node_name| summary.names_node(node_name));
     Ok(listed
         .iter()
         .filter(|other| other.metadata.name.as_deref() != Some(csr_name))

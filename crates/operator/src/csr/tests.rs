@@ -337,6 +337,23 @@ fn approved_by_admin(csr: &CertificateSigningRequest) -> CertificateSigningReque
     objects::CsrBuilder::from(csr.clone()).approved_and_issued("issued").build()
 }
 
+/// [`approved_by_admin`] at `at`: the API server stamps the `Approved` condition's `lastUpdateTime` and
+/// `lastTransitionTime` with the time of the `/approval` write.
+fn approved_by_admin_at(csr: &CertificateSigningRequest, at: Timestamp) -> CertificateSigningRequest {
+    let mut approved = approved_by_admin(csr);
+    let conditions = approved.status.as_mut().and_then(|status| status.conditions.as_mut()).unwrap();
+    for condition in conditions {
+        condition.last_update_time = Some(at.into());
+        condition.last_transition_time = Some(at.into());
+    }
+    approved
+}
+
+/// A CSR created `minutes` ago.
+fn created_minutes_ago(csr: CertificateSigningRequest, minutes: i64) -> CertificateSigningRequest {
+    objects::CsrBuilder::from(csr).created_at(minutes_ago(minutes)).build()
+}
+
 fn key_sha256(key: &KeyPair) -> String {
     hex::encode(Sha256::digest(key.subject_public_key_info()))
 }
@@ -619,6 +636,29 @@ async fn second_bootstrap_key_after_an_admin_approval_is_never_approved() {
     harness.csrs.inner.insert(retry.clone());
     harness.csrs.inner.decide(&second, &CsrDecision::deny("Test", "out of the way")).await.unwrap();
     let outcome = reconcile_csr(&retry, &harness.context).await.unwrap();
+    assert_eq!(outcome, CsrOutcome::Decided { verdict: Verdict::Approve, instance: Some("win-1".into()) });
+}
+
+/// Rule F2 counts an approval by when it was approved: a bootstrap CSR filed before the attempt (T0 is 30 minutes
+/// ago) and approved by an admin during it binds the attempt; one approved before the attempt does not.
+#[tokio::test]
+async fn a_bootstrap_csr_filed_before_the_attempt_binds_it_once_an_admin_approves_it_during_the_attempt() {
+    let harness = Harness::new().await;
+    let early = created_minutes_ago(named_bootstrap_csr("csr-early", &KeyPair::generate().unwrap()), 40);
+    harness.csrs.inner.insert(approved_by_admin_at(&early, minutes_ago(2)));
+    let kubelets = named_bootstrap_csr("csr-boot-2", &KeyPair::generate().unwrap());
+    harness.csrs.inner.insert(kubelets.clone());
+
+    let outcome = reconcile_csr(&kubelets, &harness.context).await.unwrap();
+
+    let CsrOutcome::Decided { verdict: Verdict::Ignore { rule: RuleId::F2, reason }, .. } = outcome else {
+        panic!("expected an ignore by F2, got {outcome:?}");
+    };
+    assert!(reason.contains("csr-early"), "{reason}");
+    assert!(harness.is_pending("csr-boot-2"));
+
+    harness.csrs.inner.insert(approved_by_admin_at(&early, minutes_ago(35)));
+    let outcome = reconcile_csr(&kubelets, &harness.context).await.unwrap();
     assert_eq!(outcome, CsrOutcome::Decided { verdict: Verdict::Approve, instance: Some("win-1".into()) });
 }
 

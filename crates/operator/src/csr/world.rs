@@ -4,6 +4,7 @@
 
 use std::net::IpAddr;
 
+use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
 use wmco_cluster_client::NodeExt;
@@ -32,7 +33,7 @@ pub fn managed_instance(instance: &WindowsInstance) -> Option<ManagedInstance> {
     }
     let status = instance.status.clone().unwrap_or_default();
     let configuring_since = status.configuring_since.as_ref().map(|time| time.0);
-    let bootstrap_approval = bootstrap_approval(&status);
+    let bootstrap_approval = bootstrap_approval(&status, None);
     Some(ManagedInstance::Byoh(ByohInstance {
         name: instance.name_any(),
         uid: instance.metadata.uid.clone(),
@@ -77,19 +78,18 @@ pub fn machine_instance(instance: &WindowsInstance, machine: &Machine) -> Option
             .filter_map(|address| node_address(&address.type_, &address.address))
             .collect(),
         node_ref: machine_status.and_then(|status| status.node_ref.as_ref()).and_then(|node_ref| node_ref.name.clone()),
-        bootstrap_approval: bootstrap_approval(&status),
+        bootstrap_approval: bootstrap_approval(&status, Some(creation_timestamp)),
     }))
 }
 
 /// The recorded bootstrap key belongs to the current configuration attempt, so its approval time is taken as the
-/// attempt's start (`configuringSince`).
-fn bootstrap_approval(status: &WindowsInstanceStatus) -> Option<BootstrapApproval> {
-    match (&status.approved_bootstrap_key_sha256, &status.configuring_since) {
-        (Some(public_key_sha256), Some(approved_at)) => {
-            Some(BootstrapApproval { public_key_sha256: public_key_sha256.clone(), approved_at: approved_at.0 })
-        }
-        _ => None,
-    }
+/// attempt's start: `configuringSince`, or before the first configuration pass stamped it, `attempt_start` (a
+/// Machine's creation: its kubelet may bootstrap from then on, rule F1). `None` without a key, or without either time
+/// (a BYOH record, whose kubelet bootstraps only once `configuringSince` is stamped).
+fn bootstrap_approval(status: &WindowsInstanceStatus, attempt_start: Option<Timestamp>) -> Option<BootstrapApproval> {
+    let approved_at = status.configuring_since.as_ref().map(|since| since.0).or(attempt_start)?;
+    let public_key_sha256 = status.approved_bootstrap_key_sha256.clone()?;
+    Some(BootstrapApproval { public_key_sha256, approved_at })
 }
 
 /// The approver's record of a Node: name, labels, the addresses of known types, deletion timestamp.
@@ -188,5 +188,19 @@ mod tests {
         );
         assert_eq!(managed_instance(&record(InstanceOrigin::Machine)), None);
         assert_eq!(machine_instance(&record(InstanceOrigin::Byoh), &machine(None)), None);
+    }
+
+    #[test]
+    fn a_machines_key_recorded_before_its_first_pass_binds_from_the_machines_creation() {
+        let mut record = record(InstanceOrigin::Machine);
+        record.status.as_mut().unwrap().configuring_since = None;
+        let Some(ManagedInstance::Machine(instance)) = machine_instance(&record, &machine(None)) else {
+            panic!("expected a Machine instance")
+        };
+        let approved_at = "2026-11-22T11:00:00Z".parse().unwrap();
+        assert_eq!(
+            instance.bootstrap_approval,
+            Some(BootstrapApproval { public_key_sha256: "ab".into(), approved_at })
+        );
     }
 }
