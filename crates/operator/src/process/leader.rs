@@ -1,17 +1,23 @@
-//! Leader election through a Lease: the process stands by as follower and runs the controllers while it holds the
-//! lease. Losing the lease aborts every controller at once and is an error (another replica may already lead); the
-//! shutdown signal stops them gracefully and releases the lease, so the next leader need not wait for it to expire.
+//! Leader election through a Lease ([`super::election`]): the process stands by as follower and runs the controllers
+//! while it holds the lease. A term ends in one of three ways:
+//! - the shutdown signal: the controllers stop gracefully while the lease is still renewed, then the lease is
+//!   released, so the next leader need not wait for it to expire (`Ok`);
+//! - no renewal succeeded for the renew deadline (the API server is unreachable from this process): every
+//!   controller is aborted at once and the process exits with an error, before any other replica may take the lease
+//!   over (it waits the full lease duration after it last saw the lease renewed);
+//! - another replica holds the lease: the same, at once.
+//!
+//! The fenced process exits rather than standing by again: its watches, caches and in-process locks belong to the
+//! term that ended, and the kubelet restarts the pod as a fresh follower.
 
 use std::future::Future;
 use std::time::Duration;
 
 use kube::Client;
-use kube_lease_manager::LeaseManagerBuilder;
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
 use super::RunError;
-use super::supervisor::{Controllers, Operator, start_controllers};
+use super::election::{ElectionTimings, Elector, KubeLeaseStore, TermEnd};
+use super::supervisor::{Operator, start_controllers};
 use crate::health::Readiness;
 
 /// How long shutdown waits for the lease to be released before exiting anyway.
@@ -24,11 +30,13 @@ pub struct LeaseSettings {
     pub name: String,
     /// How long a graceful stop lets the host reconciles in flight finish.
     pub grace: Duration,
+    /// The lease duration, renew deadline and retry period.
+    pub timings: ElectionTimings,
 }
 
 /// Takes part in leader election on `lease`: standing by as follower (ready), running controllers as leader, until
-/// `shutdown` completes (controllers stopped gracefully, lease released: `Ok`) or the lease is lost (controllers
-/// aborted: an error).
+/// `shutdown` completes (controllers stopped gracefully, lease released: `Ok`) or the term ends without it
+/// (controllers aborted: an error).
 pub(crate) async fn lead_then_run(
     client: &Client,
     lease: &LeaseSettings,
@@ -38,61 +46,59 @@ pub(crate) async fn lead_then_run(
 ) -> Result<(), RunError> {
     let namespace = operator.config.namespace().to_owned();
     let identity = operator.config.flags.identity.clone();
-    let manager = LeaseManagerBuilder::new(client.clone(), &lease.name)
-        .with_namespace(&namespace)
-        .with_identity(&identity)
-        .build()
-        .await
-        .map_err(|source| RunError::Lease { namespace: namespace.clone(), name: lease.name.clone(), source })?;
-    let (mut leading, lease_task) = manager.watch().await;
+    let store = KubeLeaseStore::new(client.clone(), &namespace, &lease.name);
+    let mut elector = Elector::new(store, &identity, lease.timings);
     readiness.set_ready(true);
     tracing::info!(lease = %lease.name, "standing by for the lease");
-    let mut controllers: Option<Controllers> = None;
     tokio::pin!(shutdown);
-    let outcome = loop {
-        tokio::select! {
-            () = &mut shutdown => break Ok(()),
-            changed = leading.changed() => {
-                if changed.is_err() {
-                    break Err(RunError::ElectionStopped { name: lease.name.clone() });
-                }
-                match (is_leader(&mut leading), controllers.is_some()) {
-                    (true, false) => {
-                        tracing::info!(lease = %lease.name, identity, "acquired the lease: starting controllers");
-                        controllers = Some(start_controllers(operator));
-                        operator.metrics.set_leader(true);
-                    }
-                    (false, true) => break Err(RunError::LeaseLost { name: lease.name.clone() }),
-                    _ => {}
+    tokio::select! {
+        () = &mut shutdown => return Ok(()),
+        () = elector.acquire() => {}
+    }
+    tracing::info!(lease = %lease.name, identity, "acquired the lease: starting controllers");
+    let controllers = start_controllers(operator);
+    operator.metrics.set_leader(true);
+    let fenced = tokio::select! {
+        () = &mut shutdown => None,
+        end = elector.keep_renewing() => Some(end),
+    };
+    let outcome = match fenced {
+        Some(end) => {
+            tracing::error!(lease = %lease.name, identity, reason = ?end, "leadership ended: aborting every controller");
+            controllers.abort().await;
+            Err(term_error(&lease.name, lease.timings, end))
+        }
+        None => {
+            let mut lost = None;
+            controllers.stop_gracefully(lease.grace, async { lost = Some(elector.keep_renewing().await) }).await;
+            match lost {
+                Some(end) => Err(term_error(&lease.name, lease.timings, end)),
+                None => {
+                    release_lease(&mut elector).await;
+                    Ok(())
                 }
             }
         }
     };
-    if let Some(controllers) = controllers {
-        match &outcome {
-            Ok(()) => controllers.stop_gracefully(lease.grace).await,
-            Err(_) => controllers.abort().await,
-        }
-    }
     operator.metrics.set_leader(false);
-    release_lease(leading, lease_task).await;
     outcome
 }
 
-fn is_leader(leading: &mut watch::Receiver<bool>) -> bool {
-    *leading.borrow_and_update()
+fn term_error(name: &str, timings: ElectionTimings, end: TermEnd) -> RunError {
+    match end {
+        TermEnd::RenewDeadlinePassed => {
+            RunError::RenewDeadlinePassed { name: name.to_owned(), renew_deadline: timings.renew_deadline }
+        }
+        TermEnd::TakenOver { holder } => RunError::LeaseLost { name: name.to_owned(), holder },
+    }
 }
 
-/// Closing the channel makes the lease manager release the lease; waits a bounded time for it.
-async fn release_lease(
-    leading: watch::Receiver<bool>,
-    lease_task: JoinHandle<kube_lease_manager::Result<kube_lease_manager::LeaseManager>>,
-) {
-    drop(leading);
-    match tokio::time::timeout(RELEASE_TIMEOUT, lease_task).await {
-        Ok(Ok(Ok(_))) => tracing::info!("lease released"),
-        Ok(Ok(Err(error))) => tracing::warn!(error = %error, "could not release the lease"),
-        Ok(Err(error)) => tracing::warn!(error = %error, "lease task"),
+/// Releases the lease (only if this process still holds it); waits a bounded time.
+async fn release_lease(elector: &mut Elector<KubeLeaseStore>) {
+    match tokio::time::timeout(RELEASE_TIMEOUT, elector.release()).await {
+        Ok(Ok(true)) => tracing::info!("lease released"),
+        Ok(Ok(false)) => tracing::info!("lease not held: nothing to release"),
+        Ok(Err(error)) => tracing::warn!(error = %error, "could not release the lease"),
         Err(_) => tracing::warn!(timeout = ?RELEASE_TIMEOUT, "lease not released in time"),
     }
 }

@@ -4,6 +4,7 @@
 //! stops the controllers of each leadership term. Nothing else in the crate imports this module.
 
 mod config;
+mod election;
 mod leader;
 mod log_rotation;
 mod metrics_endpoint;
@@ -11,6 +12,7 @@ mod run;
 mod supervisor;
 
 pub use config::{CONTROLLER_NAME, ClusterShape, ConfigError, OperatorConfig, OperatorFlags};
+pub use election::ElectionTimings;
 pub use leader::LeaseSettings;
 pub use log_rotation::{parse_log_duration, parse_log_file_size};
 pub use metrics_endpoint::{METRICS_SERVICE, MetricsEndpointOptions};

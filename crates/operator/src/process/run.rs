@@ -17,6 +17,7 @@ use wmco_payload_manifest::{Manifest, Payload};
 use wmco_vocabulary::IpCidr;
 
 use super::config::{CONTROLLER_NAME, ClusterShape, ConfigError, OperatorConfig, OperatorFlags};
+use super::election::ElectionTimings;
 use super::leader::{LeaseSettings, lead_then_run};
 use super::metrics_endpoint::{self, MetricsEndpointOptions};
 use super::supervisor::{Operator, start_controllers};
@@ -126,28 +127,24 @@ pub enum RunError {
     /// The cluster seams cannot be built.
     #[error("cannot build the cluster clients")]
     Seams(#[source] wmco_cluster_client::Error),
-    /// The Lease cannot be used.
-    #[error("cannot use Lease {namespace}/{name}")]
-    Lease {
-        /// The operator namespace.
-        namespace: String,
+    /// No renewal of the Lease succeeded for the renew deadline: the controllers were aborted before another
+    /// replica may take the Lease over.
+    #[error(
+        "could not renew Lease {name} for {renew_deadline:?}: controllers stopped, exiting so a new leader takes over"
+    )]
+    RenewDeadlinePassed {
         /// The Lease's name.
         name: String,
-        /// The lease manager's error.
-        #[source]
-        source: kube_lease_manager::LeaseManagerError,
-    },
-    /// Leader election stopped.
-    #[error("leader election of Lease {name} stopped")]
-    ElectionStopped {
-        /// The Lease's name.
-        name: String,
+        /// The renew deadline that passed.
+        renew_deadline: Duration,
     },
     /// Another replica took the lease.
-    #[error("lost Lease {name}: exiting so a new leader takes over")]
+    #[error("lost Lease {name} to {holder}: exiting so the new leader runs alone")]
     LeaseLost {
         /// The Lease's name.
         name: String,
+        /// The replica holding it now.
+        holder: String,
     },
 }
 
@@ -240,7 +237,7 @@ async fn operate_with(
     };
     match options.lease {
         Some(name) => {
-            let lease = LeaseSettings { name, grace: options.shutdown_grace };
+            let lease = LeaseSettings { name, grace: options.shutdown_grace, timings: ElectionTimings::default() };
             lead_then_run(&client, &lease, &operator, &readiness, shutdown).await
         }
         None => {
@@ -249,7 +246,7 @@ async fn operate_with(
             readiness.set_ready(true);
             tracing::info!("leader election off: controllers started");
             shutdown.await;
-            controllers.stop_gracefully(options.shutdown_grace).await;
+            controllers.stop_gracefully(options.shutdown_grace, std::future::pending()).await;
             Ok(())
         }
     }
@@ -305,6 +302,6 @@ mod tests {
 
     #[test]
     fn a_lost_lease_is_a_failure_not_unusable_input() {
-        assert!(!RunError::LeaseLost { name: "wmco".into() }.is_unusable_input());
+        assert!(!RunError::LeaseLost { name: "wmco".into(), holder: "wmco-b".into() }.is_unusable_input());
     }
 }

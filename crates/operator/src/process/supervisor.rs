@@ -7,6 +7,7 @@
 //! controller and the upgrade executor run host steps: on a graceful stop they start no new work and get a grace
 //! period to finish the reconciles in flight.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -77,16 +78,28 @@ pub(crate) struct Controllers {
 
 impl Controllers {
     /// Graceful stop (SIGTERM): the API-only controllers stop at once, the host controllers start no new work and
-    /// get `grace` to finish the reconciles in flight, then whatever still runs is aborted.
-    pub(crate) async fn stop_gracefully(self, grace: Duration) {
+    /// get `grace` to finish the reconciles in flight, then whatever still runs is aborted; aborted at once too if
+    /// `fence` completes first (the leadership term ended during the stop).
+    pub(crate) async fn stop_gracefully(self, grace: Duration, fence: impl Future<Output = ()>) {
         let Controllers { immediate, graceful: (name, mut graceful), shutdown } = self;
         shutdown.trigger();
         abort_all(immediate).await;
         tracing::info!(grace = ?grace, "waiting for the host reconciles in flight");
-        match tokio::time::timeout(grace, &mut graceful).await {
-            Ok(result) => log_end(name, result),
-            Err(_) => {
+        let finished = tokio::select! {
+            finished = tokio::time::timeout(grace, &mut graceful) => Some(finished),
+            () = fence => None,
+        };
+        match finished {
+            Some(Ok(result)) => log_end(name, result),
+            Some(Err(_)) => {
                 tracing::warn!(controller = name, grace = ?grace, "host reconciles still running after the grace period: aborting them");
+                abort_all(vec![(name, graceful)]).await;
+            }
+            None => {
+                tracing::warn!(
+                    controller = name,
+                    "leadership ended during the graceful stop: aborting the host reconciles"
+                );
                 abort_all(vec![(name, graceful)]).await;
             }
         }
@@ -379,7 +392,9 @@ mod tests {
         };
         let api_work = tokio::spawn(std::future::pending::<()>());
         let started = tokio::time::Instant::now();
-        controllers_of(host_work, api_work, shutdown).stop_gracefully(Duration::from_secs(15)).await;
+        controllers_of(host_work, api_work, shutdown)
+            .stop_gracefully(Duration::from_secs(15), std::future::pending())
+            .await;
         assert!(finished.load(std::sync::atomic::Ordering::SeqCst));
         assert_eq!(started.elapsed(), Duration::from_secs(5));
     }
@@ -390,8 +405,21 @@ mod tests {
         let host_work = tokio::spawn(std::future::pending::<()>());
         let api_work = tokio::spawn(std::future::pending::<()>());
         let started = tokio::time::Instant::now();
-        controllers_of(host_work, api_work, shutdown).stop_gracefully(Duration::from_secs(15)).await;
+        controllers_of(host_work, api_work, shutdown)
+            .stop_gracefully(Duration::from_secs(15), std::future::pending())
+            .await;
         assert_eq!(started.elapsed(), Duration::from_secs(15));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_term_ending_during_a_graceful_stop_aborts_the_host_work_at_once() {
+        let (shutdown, _signal) = shutdown_channel();
+        let host_work = tokio::spawn(std::future::pending::<()>());
+        let api_work = tokio::spawn(std::future::pending::<()>());
+        let started = tokio::time::Instant::now();
+        let fence = tokio::time::sleep(Duration::from_secs(3));
+        controllers_of(host_work, api_work, shutdown).stop_gracefully(Duration::from_secs(15), fence).await;
+        assert_eq!(started.elapsed(), Duration::from_secs(3));
     }
 
     #[tokio::test(start_paused = true)]
