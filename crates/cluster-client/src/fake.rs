@@ -693,6 +693,17 @@ impl InstanceRecords for FakeInstanceRecords {
         })
     }
 
+    /// The fake keeps no resourceVersions (its records carry none), so the condition always holds here; the API
+    /// server's check is tested against the e2e control plane.
+    async fn apply_bootstrap_key_if_unchanged(
+        &self,
+        read: &WindowsInstance,
+        public_key_sha256: &str,
+    ) -> Result<WindowsInstance> {
+        let (namespace, name) = key_of("WindowsInstance", &read.metadata)?;
+        self.apply_bootstrap_key(&namespace, &name, Some(public_key_sha256)).await
+    }
+
     async fn release_finalizer(&self, instance: &WindowsInstance) -> Result<()> {
         let key = key_of("WindowsInstance", &instance.metadata)?;
         if let Some(finalizers) =

@@ -45,6 +45,16 @@ pub trait InstanceRecords: Send + Sync {
         public_key_sha256: Option<&str>,
     ) -> Result<WindowsInstance>;
 
+    /// Sets `status.approvedBootstrapKeySha256` as [`InstanceRecords::apply_bootstrap_key`] does, on condition that
+    /// the record is still as `read` (its resourceVersion is sent with the apply): a record changed since, by
+    /// another writer or a replica that led before, fails with a conflict ([`crate::Error::is_conflict`]) instead of
+    /// being overwritten.
+    async fn apply_bootstrap_key_if_unchanged(
+        &self,
+        read: &WindowsInstance,
+        public_key_sha256: &str,
+    ) -> Result<WindowsInstance>;
+
     /// Removes the [`INSTANCE_FINALIZER`] from `instance` as read (the patch carries the resourceVersion read, so a
     /// concurrent change fails with a conflict instead of dropping another finalizer). Does nothing when it is
     /// absent.
@@ -198,6 +208,20 @@ impl InstanceRecords for KubeInstanceRecords {
             .map_err(|source| Error::api(Verb::Apply, KIND, object_name(Some(namespace), name), source))
     }
 
+    async fn apply_bootstrap_key_if_unchanged(
+        &self,
+        read: &WindowsInstance,
+        public_key_sha256: &str,
+    ) -> Result<WindowsInstance> {
+        let (namespace, name) = identity(Verb::Apply, read)?;
+        let mut body = bootstrap_key_apply_body(&name, Some(public_key_sha256));
+        body["metadata"]["resourceVersion"] = json!(read.metadata.resource_version);
+        self.api(&namespace)
+            .patch_status(&name, &PatchParams::apply(BOOTSTRAP_KEY_FIELD_MANAGER).force(), &Patch::Apply(&body))
+            .await
+            .map_err(|source| Error::api(Verb::Apply, KIND, object_name(Some(&namespace), &name), source))
+    }
+
     async fn release_finalizer(&self, instance: &WindowsInstance) -> Result<()> {
         let (namespace, name) = identity(Verb::Patch, instance)?;
         let Some(patch) = finalizer_release_patch(instance) else {
@@ -336,6 +360,26 @@ mod tests {
         .await;
         assert!(error.is_conflict());
         assert_eq!(error.to_string(), "patch WindowsInstance wmco/byoh-10-0-0-5 failed");
+    }
+
+    #[tokio::test]
+    async fn a_conditional_bootstrap_key_write_carries_the_resource_version_read_and_a_change_is_a_conflict() {
+        let read: WindowsInstance = serde_json::from_value(stored(json!([]))).unwrap();
+        let expected = json!({
+            "apiVersion": "windowsmachineconfig.openshift.io/v1alpha1", "kind": "WindowsInstance",
+            "metadata": {"name": "byoh-10-0-0-5", "resourceVersion": "7"},
+            "status": {"approvedBootstrapKeySha256": "ab12"}
+        });
+        let url = format!("{BASE}/byoh-10-0-0-5/status?&force=true&fieldManager={BOOTSTRAP_KEY_FIELD_MANAGER}");
+        let exchanges = vec![
+            Exchange::patch(&url, APPLY_PATCH, expected)
+                .reply(409, status_reply(409, "Conflict", "the object has been modified")),
+        ];
+        let error = scenario(exchanges, |client| async move {
+            KubeInstanceRecords::new(client).apply_bootstrap_key_if_unchanged(&read, "ab12").await.unwrap_err()
+        })
+        .await;
+        assert!(error.is_conflict());
     }
 
     #[tokio::test]

@@ -282,7 +282,8 @@ async fn status_apply_conflicts(control_plane: Arc<ControlPlane>) -> anyhow::Res
 }
 
 /// The flow's status writes carry no bootstrap key; the CSR controller's key, applied under its own field manager,
-/// survives them, and only its own empty apply clears it.
+/// survives them, and only its own empty apply clears it. A key written on condition of the record as read is
+/// refused once the record changed.
 async fn bootstrap_key_survives_status_writes(control_plane: Arc<ControlPlane>) -> anyhow::Result<()> {
     namespace(&control_plane, "cc-key").await?;
     let records = KubeInstanceRecords::new(control_plane.admin_client());
@@ -308,6 +309,18 @@ async fn bootstrap_key_survives_status_writes(control_plane: Arc<ControlPlane>) 
     let status = cleared.status.context("no status")?;
     ensure!(status.approved_bootstrap_key_sha256.is_none(), "key not cleared: {status:?}");
     ensure!(status.phase == Some(InstancePhase::Ready), "clearing the key touched the phase: {status:?}");
+    let read = records.get("cc-key", "byoh-10-0-0-8").await?.context("record vanished")?;
+    let configuring = WindowsInstanceStatus { phase: Some(InstancePhase::Configuring), ..waiting };
+    records.apply_status("cc-key", "byoh-10-0-0-8", &configuring).await.context("a write after the read")?;
+    let refused = records.apply_bootstrap_key_if_unchanged(&read, "cd34").await;
+    ensure!(
+        refused.as_ref().is_err_and(wmco_cluster_client::Error::is_conflict),
+        "a key written over a record changed since it was read: {refused:?}"
+    );
+    let fresh = records.get("cc-key", "byoh-10-0-0-8").await?.context("record vanished")?;
+    let written = records.apply_bootstrap_key_if_unchanged(&fresh, "cd34").await.context("key over the newest")?;
+    let key = written.status.and_then(|status| status.approved_bootstrap_key_sha256);
+    ensure!(key.as_deref() == Some("cd34"), "the conditional write did not set the key: {key:?}");
     Ok(())
 }
 

@@ -7,6 +7,8 @@
 //! [`LEASE_NAME`] unless told otherwise. [`lease_holder`] reads who leads. Every SSH client version the operator
 //! sends is `SSH-2.0-wmco_<version> <identity>`, so [`client_identity`] tells which process sent a logged command
 //! and [`sender_turns`] gives the order in which processes took turns on one host.
+//! [`Replica::start_via`] points a replica at the API server through another address (a
+//! [`crate::tcp_proxy::TcpProxy`] the test can cut).
 
 use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt as _;
@@ -52,12 +54,40 @@ impl Replica {
     /// # Errors
     /// [`SandboxError`] if the token, the kubeconfig or the process cannot be made, or it is not ready in time.
     pub async fn start(sandbox: &Sandbox, identity: &str, extra_args: &[&str]) -> Result<Replica, SandboxError> {
+        Replica::launch(sandbox, identity, extra_args, None).await
+    }
+
+    /// [`Replica::start`], the replica reaching the API server at `api_server` (a [`crate::tcp_proxy::TcpProxy`]
+    /// in front of it) instead of its own address.
+    ///
+    /// # Errors
+    /// As [`Replica::start`].
+    pub async fn start_via(
+        sandbox: &Sandbox,
+        identity: &str,
+        extra_args: &[&str],
+        api_server: std::net::SocketAddr,
+    ) -> Result<Replica, SandboxError> {
+        Replica::launch(sandbox, identity, extra_args, Some(api_server)).await
+    }
+
+    async fn launch(
+        sandbox: &Sandbox,
+        identity: &str,
+        extra_args: &[&str],
+        api_server: Option<std::net::SocketAddr>,
+    ) -> Result<Replica, SandboxError> {
         let control_plane = sandbox.control_plane();
         let token =
             control_plane.service_account_token(OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, TOKEN_LIFETIME).await?;
         let user = format!("system:serviceaccount:{OPERATOR_NAMESPACE}:{OPERATOR_SERVICE_ACCOUNT}");
         let kubeconfig = sandbox.directory().join(format!("operator-{identity}.kubeconfig"));
-        write_private_file(&kubeconfig, &control_plane.kubeconfig_for_token(&user, &token))?;
+        let mut contents = control_plane.kubeconfig_for_token(&user, &token);
+        if let Some(address) = api_server {
+            // The serving certificate names 127.0.0.1, so a loopback proxy on another port still verifies.
+            contents = contents.replace(control_plane.api_server_url(), &format!("https://{address}"));
+        }
+        write_private_file(&kubeconfig, &contents)?;
         let free_port = || {
             std::net::TcpListener::bind("127.0.0.1:0")
                 .and_then(|listener| listener.local_addr())

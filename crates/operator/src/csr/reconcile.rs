@@ -260,7 +260,8 @@ async fn apply(
 }
 
 /// Records the key SHA-256 of a bootstrap CSR about to be approved on the instance's status (rule F2), re-reading
-/// the record first so the status written is the newest one. Called before `/approval` is written: once this
+/// the record first so the status written is the newest one, and writing on condition that it is still as read (a
+/// replica that led before cannot overwrite a newer record). Called before `/approval` is written: once this
 /// returns, the configuration attempt is bound to this key, whether or not the approval gets written. A record that
 /// already holds this key (a retry after a failed approval) is not written again; one that holds another key
 /// changed since the World was read ([`CsrControllerError::BootstrapKeyChanged`], decide again).
@@ -287,7 +288,8 @@ async fn record_bootstrap_key(
         }
         _ => {}
     }
-    ctx.instances.apply_bootstrap_key(&namespace, &name, Some(&public_key_sha256)).await.map_err(failed)?;
+    let read = current.as_ref().unwrap_or(instance);
+    ctx.instances.apply_bootstrap_key_if_unchanged(read, &public_key_sha256).await.map_err(failed)?;
     Ok(())
 }
 

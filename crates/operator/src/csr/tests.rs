@@ -147,6 +147,16 @@ impl InstanceRecords for RecordingInstances {
         self.inner.apply_bootstrap_key(namespace, name, public_key_sha256).await
     }
 
+    async fn apply_bootstrap_key_if_unchanged(
+        &self,
+        read: &WindowsInstance,
+        public_key_sha256: &str,
+    ) -> wmco_cluster_client::Result<WindowsInstance> {
+        let (namespace, name) =
+            (read.metadata.namespace.clone().unwrap_or_default(), read.metadata.name.clone().unwrap_or_default());
+        self.apply_bootstrap_key(&namespace, &name, Some(public_key_sha256)).await
+    }
+
     async fn release_finalizer(&self, instance: &WindowsInstance) -> wmco_cluster_client::Result<()> {
         self.inner.release_finalizer(instance).await
     }

@@ -195,21 +195,25 @@ impl<S: LeaseStore> Elector<S> {
         }
     }
 
-    /// Gives the Lease up if this process still holds it as last observed (a conditional write: a Lease another
-    /// replica took meanwhile is left alone), so the next leader need not wait for it to expire.
+    /// Gives the Lease up if this process still holds it, so the next leader need not wait for it to expire: a
+    /// conditional write over the version last observed, or, when that changed (a renewal cancelled in flight may
+    /// have been written), over the newest version if it is still held by this process. A Lease another replica
+    /// holds is left alone (`Ok(false)`).
     pub(crate) async fn release(&mut self) -> Result<bool, LeaseStoreError> {
-        let Some(observed) = self.observed.as_ref().filter(|_| self.holder().as_deref() == Some(&self.identity)) else {
+        let Some(observed) = self.observed.clone().filter(|_| self.holder().as_deref() == Some(&self.identity)) else {
             return Ok(false);
         };
-        let spec = observed.spec.clone().unwrap_or_default();
-        let released = LeaseSpec {
-            holder_identity: None,
-            lease_duration_seconds: Some(1),
-            acquire_time: None,
-            renew_time: Some(MicroTime(jiff::Timestamp::now())),
-            ..spec
+        let written = match self.store.replace(&released(&observed)).await {
+            Err(LeaseStoreError::Conflict) => {
+                let Some(current) = self.store.get().await? else { return Ok(false) };
+                if holder_of(&current).as_deref() != Some(&self.identity) {
+                    self.observe(current);
+                    return Ok(false);
+                }
+                self.store.replace(&released(&current)).await?
+            }
+            other => other?,
         };
-        let written = self.store.replace(&Lease { spec: Some(released), ..observed.clone() }).await?;
         self.observed = Some(written);
         Ok(true)
     }
@@ -286,6 +290,18 @@ impl<S: LeaseStore> Elector<S> {
         };
         Lease { metadata: previous.metadata.clone(), spec: Some(spec) }
     }
+}
+
+/// `lease` released: no holder, a lease duration of one second (client-go's release), the transitions kept.
+fn released(lease: &Lease) -> Lease {
+    let spec = LeaseSpec {
+        holder_identity: None,
+        lease_duration_seconds: Some(1),
+        acquire_time: None,
+        renew_time: Some(MicroTime(jiff::Timestamp::now())),
+        ..lease.spec.clone().unwrap_or_default()
+    };
+    Lease { spec: Some(spec), ..lease.clone() }
 }
 
 /// The holder named in `lease`; an empty name is no holder (a released Lease).
@@ -518,8 +534,20 @@ mod tests {
 
         let mut stale = first;
         stale.observed.as_mut().unwrap().spec.as_mut().unwrap().holder_identity = Some("wmco-a".into());
-        assert!(matches!(stale.release().await, Err(LeaseStoreError::Conflict)));
+        assert!(!stale.release().await.unwrap());
         assert_eq!(server.holder().as_deref(), Some("wmco-b"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_release_after_a_renewal_written_but_never_answered_releases_the_newest_version() {
+        let server = ApiServer::default();
+        let (mut leader, _) = candidate(&server, "wmco-a");
+        leader.acquire().await;
+        let mut renewed = server.lease.lock().unwrap().clone().unwrap();
+        renewed.spec.as_mut().unwrap().renew_time = Some(MicroTime(jiff::Timestamp::now()));
+        server.store(renewed);
+        assert!(leader.release().await.unwrap());
+        assert_eq!(server.holder(), None);
     }
 
     #[tokio::test(start_paused = true)]
