@@ -218,6 +218,21 @@ pub async fn lease_holder(client: &kube::Client) -> Result<Option<String>, Sandb
     Ok(lease.and_then(|lease| lease.spec).and_then(|spec| spec.holder_identity).filter(|holder| !holder.is_empty()))
 }
 
+/// Waits up to `timeout` until the process `identity` holds the operator's Lease.
+///
+/// # Errors
+/// [`SandboxError::Timeout`] (quoting the sandbox operator's log) if it does not in time.
+pub async fn wait_for_holder(sandbox: &Sandbox, identity: &str, timeout: Duration) -> Result<(), SandboxError> {
+    let admin = sandbox.admin_client();
+    sandbox
+        .wait_for(&format!("{identity} leading"), timeout, || async {
+            let holder = lease_holder(&admin).await?;
+            anyhow::ensure!(holder.as_deref() == Some(identity), "holder {holder:?}");
+            Ok(())
+        })
+        .await
+}
+
 /// The process identity in an operator's SSH client version string (`SSH-2.0-wmco_<version> <identity>`); `None`
 /// for other clients.
 ///

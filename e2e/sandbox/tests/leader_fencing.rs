@@ -23,7 +23,7 @@ use anyhow::{Context as _, bail, ensure};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use winhost_sim::host::Latency;
-use wmco_sandbox::replicas::{LEASE_NAME, Replica, client_identity, lease_holder, sender_turns};
+use wmco_sandbox::replicas::{LEASE_NAME, Replica, client_identity, lease_holder, sender_turns, wait_for_holder};
 use wmco_sandbox::tcp_proxy::TcpProxy;
 use wmco_sandbox::{OPERATOR_IDENTITY, OPERATOR_NAMESPACE, Sandbox, SandboxError, SandboxOptions};
 
@@ -43,13 +43,7 @@ async fn a_leader_cut_off_from_the_api_server_stops_acting_before_the_other_repl
         .await
         .context("the sandbox did not start")?;
     let admin = sandbox.admin_client();
-    sandbox
-        .wait_for("the sandbox's operator leading", LEADER_TIMEOUT, || async {
-            let holder = lease_holder(&admin).await?;
-            ensure!(holder.as_deref() == Some(OPERATOR_IDENTITY), "holder {holder:?}");
-            Ok(())
-        })
-        .await?;
+    wait_for_holder(&sandbox, OPERATOR_IDENTITY, LEADER_TIMEOUT).await?;
     sandbox.kill_operator();
 
     let api_server: SocketAddr = sandbox

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, ensure};
 use winhost_sim::fleet::NewHost;
-use wmco_sandbox::replicas::{Replica, lease_holder, sender_turns};
+use wmco_sandbox::replicas::{Replica, lease_holder, sender_turns, wait_for_holder};
 use wmco_sandbox::{OPERATOR_IDENTITY, Sandbox, SandboxOptions};
 
 /// Generous upper bounds for a loaded 2-core machine (never timed assertions, except the takeover bound the issue
@@ -51,13 +51,7 @@ async fn a_killed_leader_is_replaced_without_overlap_and_the_operator_survives_a
         .await
         .context("the sandbox did not start")?;
     let admin = sandbox.admin_client();
-    sandbox
-        .wait_for("the sandbox's operator leading", LEADER_TIMEOUT, || async {
-            let holder = lease_holder(&admin).await?;
-            ensure!(holder.as_deref() == Some(OPERATOR_IDENTITY), "holder {holder:?}");
-            Ok(())
-        })
-        .await?;
+    wait_for_holder(&sandbox, OPERATOR_IDENTITY, LEADER_TIMEOUT).await?;
     let mut replica = Replica::start(&sandbox, REPLICA, &[]).await?;
     ensure!(lease_holder(&admin).await?.as_deref() == Some(OPERATOR_IDENTITY), "the first process keeps leading");
 
