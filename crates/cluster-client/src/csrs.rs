@@ -1,7 +1,7 @@
-//! CertificateSigningRequests: list those of given signers (all, or only the pending ones), and approve or deny one
-//! through the
-//! `/approval` subresource with a reason and message, sending the resourceVersion that was read so a decision on a
-//! changed request is refused (409) instead of applied.
+//! CertificateSigningRequests: list those of given signers (all, or only the pending ones; one field-selected,
+//! paginated LIST per signer), and approve or deny one through the `/approval` subresource with a reason and
+//! message, sending the resourceVersion that was read so a decision on a changed request is refused (409) instead
+//! of applied.
 
 use async_trait::async_trait;
 use k8s_openapi::api::certificates::v1::{
@@ -13,6 +13,8 @@ use kube::api::{Api, ListParams, PostParams};
 use crate::error::{Error, Result, Verb};
 
 const KIND: &str = "CertificateSigningRequest";
+/// How many requests one LIST page holds.
+const LIST_PAGE: u32 = 500;
 
 /// Approve or deny, with the reason (`PascalCase`, names the rule) and a sentence for people.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,20 +102,27 @@ impl KubeCsrs {
 }
 
 impl KubeCsrs {
-    /// The requests of `signers` that `keep` accepts, in name order; `what` names them in errors.
+    /// The requests of `signers` that `keep` accepts, in name order; `what` names them in errors. Each signer is
+    /// listed with a `spec.signerName` field selector (the API server filters, so other signers' requests never
+    /// arrive), in pages of [`LIST_PAGE`].
     async fn list_where(
         &self,
         signers: &[&str],
         what: &str,
         keep: impl Fn(&CertificateSigningRequest) -> bool,
     ) -> Result<Vec<CertificateSigningRequest>> {
-        let list =
-            self.api.list(&ListParams::default()).await.map_err(|source| Error::api(Verb::List, KIND, what, source))?;
-        let mut kept: Vec<CertificateSigningRequest> = list
-            .items
-            .into_iter()
-            .filter(|csr| signers.contains(&csr.spec.signer_name.as_str()) && keep(csr))
-            .collect();
+        let mut kept = Vec::new();
+        for signer in signers {
+            let mut params = ListParams::default().fields(&format!("spec.signerName={signer}")).limit(LIST_PAGE);
+            loop {
+                let page = self.api.list(&params).await.map_err(|source| Error::api(Verb::List, KIND, what, source))?;
+                kept.extend(page.items.into_iter().filter(|csr| keep(csr)));
+                match page.metadata.continue_.filter(|token| !token.is_empty()) {
+                    Some(token) => params = params.continue_token(&token),
+                    None => break,
+                }
+            }
+        }
         kept.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         Ok(kept)
     }
@@ -166,18 +175,36 @@ mod tests {
         })
     }
 
+    fn csr_list(items: Vec<Value>, continue_token: Option<&str>) -> Value {
+        json!({"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequestList",
+            "metadata": {"continue": continue_token}, "items": items})
+    }
+
+    /// The LIST of one signer's requests, page by page (`continue` empty on the first page).
+    fn signer_list(signer: &str, continue_token: &str) -> String {
+        let selector = format!("spec.signerName%3D{}", signer.replace('/', "%2F"));
+        let token = if continue_token.is_empty() { String::new() } else { format!("&continue={continue_token}") };
+        format!("/apis/certificates.k8s.io/v1/certificatesigningrequests?&fieldSelector={selector}&limit=500{token}")
+    }
+
+    /// Each signer is listed on its own with a `spec.signerName` field selector (the API server filters; other
+    /// signers' requests never reach the operator), in pages of 500.
     #[tokio::test]
     async fn list_pending_keeps_undecided_requests_of_the_given_signers() {
-        let list = json!({"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequestList", "metadata": {},
-        "items": [
-            csr("csr-b", KUBELET_CLIENT_SIGNER, json!([])),
-            csr("csr-a", KUBELET_SERVING_SIGNER, json!([])),
-            csr("csr-c", "example.com/other", json!([])),
-            csr("csr-d", KUBELET_CLIENT_SIGNER, json!([{"type": "Approved", "status": "True"}])),
-            csr("csr-e", KUBELET_CLIENT_SIGNER, json!([{"type": "Denied", "status": "True"}])),
-        ]});
-        let exchanges =
-            vec![Exchange::get("/apis/certificates.k8s.io/v1/certificatesigningrequests?").reply(200, list)];
+        let exchanges = vec![
+            Exchange::get(&signer_list(KUBELET_CLIENT_SIGNER, "")).reply(
+                200,
+                csr_list(
+                    vec![
+                        csr("csr-b", KUBELET_CLIENT_SIGNER, json!([])),
+                        csr("csr-d", KUBELET_CLIENT_SIGNER, json!([{"type": "Approved", "status": "True"}])),
+                    ],
+                    None,
+                ),
+            ),
+            Exchange::get(&signer_list(KUBELET_SERVING_SIGNER, ""))
+                .reply(200, csr_list(vec![csr("csr-a", KUBELET_SERVING_SIGNER, json!([]))], None)),
+        ];
         let pending = scenario(exchanges, |client| async move {
             KubeCsrs::new(client).list_pending(&[KUBELET_CLIENT_SIGNER, KUBELET_SERVING_SIGNER]).await.unwrap()
         })
@@ -187,23 +214,34 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn list_keeps_requests_of_the_given_signers_in_every_state() {
-        let list = json!({"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequestList", "metadata": {},
-        "items": [
-            csr("csr-e", KUBELET_CLIENT_SIGNER, json!([{"type": "Denied", "status": "True"}])),
-            csr("csr-b", KUBELET_CLIENT_SIGNER, json!([])),
-            csr("csr-c", "example.com/other", json!([])),
-            csr("csr-d", KUBELET_CLIENT_SIGNER, json!([{"type": "Approved", "status": "True"}])),
-            csr("csr-a", KUBELET_SERVING_SIGNER, json!([{"type": "Failed", "status": "True"}])),
-        ]});
-        let exchanges =
-            vec![Exchange::get("/apis/certificates.k8s.io/v1/certificatesigningrequests?").reply(200, list)];
-        let listed = scenario(exchanges, |client| async move {
-            KubeCsrs::new(client).list(&[KUBELET_CLIENT_SIGNER, KUBELET_SERVING_SIGNER]).await.unwrap()
-        })
-        .await;
+    async fn list_reads_every_page_of_one_signer_in_every_state() {
+        let exchanges = vec![
+            Exchange::get(&signer_list(KUBELET_CLIENT_SIGNER, "")).reply(
+                200,
+                csr_list(
+                    vec![
+                        csr("csr-e", KUBELET_CLIENT_SIGNER, json!([{"type": "Denied", "status": "True"}])),
+                        csr("csr-b", KUBELET_CLIENT_SIGNER, json!([])),
+                    ],
+                    Some("page-2"),
+                ),
+            ),
+            Exchange::get(&signer_list(KUBELET_CLIENT_SIGNER, "page-2")).reply(
+                200,
+                csr_list(
+                    vec![csr("csr-d", KUBELET_CLIENT_SIGNER, json!([{"type": "Approved", "status": "True"}]))],
+                    None,
+                ),
+            ),
+        ];
+        let listed =
+            scenario(
+                exchanges,
+                |client| async move { KubeCsrs::new(client).list(&[KUBELET_CLIENT_SIGNER]).await.unwrap() },
+            )
+            .await;
         let names: Vec<_> = listed.iter().map(|csr| csr.metadata.name.clone().unwrap()).collect();
-        assert_eq!(names, ["csr-a", "csr-b", "csr-d", "csr-e"]);
+        assert_eq!(names, ["csr-b", "csr-d", "csr-e"]);
     }
 
     #[tokio::test]

@@ -32,6 +32,11 @@ fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// The resourceVersion after a write to an object at `current`: the API server changes it on every write.
+fn next_resource_version(current: Option<&str>) -> String {
+    current.and_then(|version| version.parse::<u64>().ok()).map_or(1, |version| version + 1).to_string()
+}
+
 fn not_found(verb: Verb, kind: &'static str, name: String) -> Error {
     let status = kube::core::Status {
         code: 404,
@@ -260,6 +265,7 @@ impl Csrs for FakeCsrs {
         }
         *stored = with_decision(stored, decision);
         stamp_condition_times(stored, Timestamp::now());
+        stored.metadata.resource_version = Some(next_resource_version(stored.metadata.resource_version.as_deref()));
         Ok(stored.clone())
     }
 }
@@ -894,7 +900,9 @@ mod tests {
         assert!(csrs.list_pending(&[crate::names::KUBELET_CLIENT_SIGNER]).await.unwrap().is_empty());
         assert_eq!(csrs.list(&[crate::names::KUBELET_CLIENT_SIGNER]).await.unwrap().len(), 1);
         assert!(csrs.list(&[crate::names::KUBELET_SERVING_SIGNER]).await.unwrap().is_empty());
-        let condition = &csrs.csr("csr-1").unwrap().status.unwrap().conditions.unwrap()[0];
+        let decided = csrs.csr("csr-1").unwrap();
+        assert_eq!(decided.metadata.resource_version.as_deref(), Some("2"));
+        let condition = &decided.status.unwrap().conditions.unwrap()[0];
         assert_eq!((condition.type_.as_str(), condition.reason.as_deref()), ("Approved", Some("WMCOApprove")));
     }
 

@@ -8,7 +8,7 @@ use jiff::Timestamp;
 
 use crate::manifest::{CSR_API_VERSION, CSR_KIND, CsrCondition, CsrManifest};
 use crate::names::NODE_NAME_PREFIX;
-use crate::request::{AttributeType, ParsedRequest, UnreadableRequest};
+use crate::request::{AttributeType, MAX_REQUEST_BYTES, ParsedRequest, UnreadableRequest};
 use crate::world::{CsrState, CsrSummary};
 
 /// The manifest is not a `certificates.k8s.io/v1` CertificateSigningRequest.
@@ -77,10 +77,7 @@ impl CsrFacts {
             });
         }
         let spec = &manifest.spec;
-        let request = STANDARD
-            .decode(spec.request.trim())
-            .map_err(|_| UnreadableRequest::ManifestBase64)
-            .and_then(|pem_text| ParsedRequest::from_pem(&pem_text));
+        let request = decode_request(&spec.request);
         Ok(Self {
             name: manifest.metadata.name.clone(),
             creation_timestamp: manifest.metadata.creation_timestamp,
@@ -151,4 +148,14 @@ fn approval_time(conditions: &[CsrCondition]) -> Option<Timestamp> {
         .flat_map(|condition| [condition.last_update_time, condition.last_transition_time])
         .flatten()
         .max()
+}
+
+/// Decodes `spec.request` (base64 of the PEM), refusing one longer than [`MAX_REQUEST_BYTES`] before any decoding.
+fn decode_request(request: &str) -> Result<ParsedRequest, UnreadableRequest> {
+    let request = request.trim();
+    if request.len() > MAX_REQUEST_BYTES {
+        return Err(UnreadableRequest::TooLarge { bytes: request.len(), limit: MAX_REQUEST_BYTES });
+    }
+    let pem_text = STANDARD.decode(request).map_err(|_| UnreadableRequest::ManifestBase64)?;
+    ParsedRequest::from_pem(&pem_text)
 }

@@ -43,9 +43,9 @@ pub use names::{
     is_rfc1123_subdomain,
 };
 pub use request::{
-    AttributeType, EncodingDefect, ExtensionContent, KeyKind, ParsedRequest, PublicKeyFacts, RequestBody,
-    RequestedExtension, SanEntry, SignatureAlgorithm, SignatureError, StringType, Subject, SubjectAttribute,
-    UnreadableRequest,
+    AttributeType, EncodingDefect, ExtensionContent, KeyKind, MAX_REQUEST_BYTES, ParsedRequest, PublicKeyFacts,
+    RequestBody, RequestedExtension, SanEntry, SignatureAlgorithm, SignatureError, StringType, Subject,
+    SubjectAttribute, UnreadableRequest,
 };
 pub use rule::RuleId;
 pub use verdict::{APPROVE_REASON, Verdict, VerdictReport};

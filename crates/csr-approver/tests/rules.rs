@@ -73,6 +73,16 @@ fn a2_other_signers_are_ignored() {
     }
 }
 
+/// A request padded to 1 MiB (blank lines before a valid PEM block) is not decoded at all: the size is checked
+/// before any parsing, so a flood of padded requests costs no parse.
+#[test]
+fn a3_an_oversized_request_is_ignored_before_parsing() {
+    let padded = format!("{}{}", "\n".repeat(1 << 20), client_pem("win-1"));
+    let verdict = Csr::bootstrap(padded).decide_in(&world());
+    assert_ignore(&verdict, RuleId::A3);
+    assert!(verdict.reason().contains("larger than the limit of 65536 bytes"), "{verdict:?}");
+}
+
 #[test]
 fn a3_garbage_request_is_ignored() {
     assert_ignore(&Csr::bootstrap("hello").decide_in(&world()), RuleId::A3);
@@ -139,6 +149,7 @@ fn f3_a_node_claimed_for_another_record_is_never_the_instances() {
     assert!(verdict.reason().contains("belongs to another WindowsInstance (UID uid-of-another-record)"), "{verdict:?}");
 }
 
+/// A pending client request a Linux node made for itself.
 fn pending(name: &str, minutes: i64) -> CsrSummary {
     CsrSummary {
         name: name.into(),
@@ -152,29 +163,62 @@ fn pending(name: &str, minutes: i64) -> CsrSummary {
     }
 }
 
+/// A pending bootstrap request (made with the bootstrap credential) for a node that is no managed instance.
+fn bootstrap_pending(name: &str, minutes: i64) -> CsrSummary {
+    CsrSummary { username: BOOTSTRAPPER.into(), node_name: Some(format!("node-{name}")), ..pending(name, minutes) }
+}
+
 #[test]
 fn a6_pending_flood_stops_approvals() {
-    // 5 instances, 2 Windows Nodes: limit 105; 105 others + this one = 106.
+    // 5 instances, 2 Windows Nodes: limit 105; 105 bootstrap requests + this one = 106.
     let mut world = world();
-    world.csrs = (0..105).map(|i| pending(&format!("flood-{i}"), 1)).collect();
+    world.csrs = (0..105).map(|i| bootstrap_pending(&format!("flood-{i}"), 1)).collect();
     assert_ignore(&Csr::bootstrap(client_pem("win-1")).decide_in(&world), RuleId::A6);
 }
 
 #[test]
 fn a6_at_the_limit_and_old_or_decided_csrs_do_not_count() {
     let mut world = world();
-    world.csrs = (0..104).map(|i| pending(&format!("flood-{i}"), 1)).collect();
-    world.csrs.extend((0..50).map(|i| pending(&format!("old-{i}"), 61)));
-    world.csrs.extend((0..50).map(|i| CsrSummary { state: CsrState::Approved, ..pending(&format!("done-{i}"), 1) }));
+    world.csrs = (0..104).map(|i| bootstrap_pending(&format!("flood-{i}"), 1)).collect();
+    world.csrs.extend((0..50).map(|i| bootstrap_pending(&format!("old-{i}"), 61)));
+    world.csrs.extend(
+        (0..50).map(|i| CsrSummary { state: CsrState::Approved, ..bootstrap_pending(&format!("done-{i}"), 1) }),
+    );
     assert_approve(&Csr::bootstrap(client_pem("win-1")).decide_in(&world));
 }
 
 #[test]
 fn a6_listed_self_is_counted_once() {
     let mut world = world();
-    world.csrs = (0..104).map(|i| pending(&format!("flood-{i}"), 1)).collect();
-    world.csrs.push(pending("csr-bootstrap", 5));
+    world.csrs = (0..104).map(|i| bootstrap_pending(&format!("flood-{i}"), 1)).collect();
+    world.csrs.push(bootstrap_pending("csr-bootstrap", 5));
     assert_approve(&Csr::bootstrap(client_pem("win-1")).decide_in(&world));
+}
+
+/// A Linux scale-up (or a cluster whose admins approve Linux requests by hand): thousands of pending requests made
+/// by Linux nodes for themselves name no managed instance and never stall a Windows approval.
+#[test]
+fn a6_does_not_count_linux_nodes_own_requests() {
+    let mut world = world();
+    world.csrs = (0..5_000).map(|i| pending(&format!("linux-{i}"), 1)).collect();
+    world.csrs.extend(
+        (0..5_000)
+            .map(|i| CsrSummary { signer_name: SERVING_SIGNER.into(), ..pending(&format!("linux-serving-{i}"), 1) }),
+    );
+    assert_approve(&Csr::bootstrap(client_pem("win-1")).decide_in(&world));
+    let pem = serving_pem("win-2", &["win-2", "203.0.113.12"]);
+    assert_approve(&Csr::serving(pem, "win-2").decide_in(&world));
+}
+
+/// Requests naming a managed instance count whoever made them (a node credential naming a Windows host).
+#[test]
+fn a6_counts_requests_naming_a_managed_instance() {
+    let mut world = world();
+    world.csrs =
+        (0..105).map(|i| CsrSummary { node_name: Some("win-2".into()), ..pending(&format!("win-2-{i}"), 1) }).collect();
+    let verdict = Csr::bootstrap(client_pem("win-1")).decide_in(&world);
+    assert_ignore(&verdict, RuleId::A6);
+    assert!(verdict.reason().contains("106 undecided kubelet CSRs"), "{verdict:?}");
 }
 
 // ---- B: encoding and crypto (DENY) --------------------------------------------------------------------------

@@ -51,7 +51,10 @@ pub(super) fn check<'a>(facts: &'a CsrFacts, world: &'a World) -> Check<InScope<
     if pending > limit {
         return Err(ignore(
             RuleId::A6,
-            format!("{pending} undecided kubelet CSRs in the last 60 min exceed the limit {limit}; approving nothing"),
+            format!(
+                "{pending} undecided kubelet CSRs in the last 60 min (naming a managed instance or from the bootstrap \
+                 credential) exceed the limit {limit}; approving nothing"
+            ),
         ));
     }
     Ok(InScope { signer, request, node_name, instance })

@@ -13,9 +13,21 @@ use sha2::{Digest as _, Sha256};
 use x509_parser::certification_request::X509CertificationRequest;
 use x509_parser::prelude::FromDer as _;
 
+/// The longest `spec.request` (base64 text of the PEM) that is decoded: a kubelet's request, RSA-4096 with every
+/// SAN a node has, is a few KiB; a larger one is refused unread (rule A3), so padded requests cost no parse.
+pub const MAX_REQUEST_BYTES: usize = 64 * 1024;
+
 /// Why `spec.request` could not be decoded far enough to read a subject (rule A3).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum UnreadableRequest {
+    /// `spec.request` is longer than [`MAX_REQUEST_BYTES`]; it is not decoded at all.
+    #[error("spec.request is {bytes} bytes, larger than the limit of {limit} bytes")]
+    TooLarge {
+        /// The length of the base64 text.
+        bytes: usize,
+        /// [`MAX_REQUEST_BYTES`].
+        limit: usize,
+    },
     /// `spec.request` is not base64 (the manifest field, not the PEM body).
     #[error("spec.request is not base64")]
     ManifestBase64,

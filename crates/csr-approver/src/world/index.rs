@@ -4,9 +4,9 @@ use std::collections::{HashMap, HashSet};
 
 use jiff::SignedDuration;
 
-use super::{CsrState, WorldData};
+use super::{CsrState, CsrSummary, WorldData};
 use crate::KubeletSigner;
-use crate::names::{OS_LABEL, OS_WINDOWS};
+use crate::names::{NODE_BOOTSTRAPPER_USERNAME, OS_LABEL, OS_WINDOWS};
 
 /// How far back rule A6 counts undecided CSRs.
 const PENDING_WINDOW: SignedDuration = SignedDuration::from_mins(60);
@@ -44,10 +44,19 @@ impl WorldIndex {
                 }
             }
             let kubelet_signer = KubeletSigner::from_name(&csr.signer_name).is_some();
-            if kubelet_signer && csr.state == CsrState::Pending && csr.creation_timestamp >= window_start {
+            let recent_pending = csr.state == CsrState::Pending && csr.creation_timestamp >= window_start;
+            if kubelet_signer && recent_pending && index.counts_against_the_limit(csr) {
                 index.recent_pending_names.insert(csr.name.clone());
             }
         }
         index
+    }
+
+    /// Whether rule A6 counts `csr`: it names a managed instance's node, or it was made with the bootstrap
+    /// credential (whose node the operator cannot tell from a Linux one). Linux nodes' own requests never stall a
+    /// Windows approval.
+    fn counts_against_the_limit(&self, csr: &CsrSummary) -> bool {
+        csr.username == NODE_BOOTSTRAPPER_USERNAME
+            || csr.node_name.as_ref().is_some_and(|node_name| self.instances_by_node_name.contains_key(node_name))
     }
 }

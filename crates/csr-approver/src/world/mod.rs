@@ -305,7 +305,8 @@ impl World {
         positions.iter().filter_map(|position| self.data.csrs.get(*position))
     }
 
-    /// Undecided kubelet-signer CSRs created in the last 60 minutes, counting `csr_name` once whether listed or not.
+    /// Undecided kubelet-signer CSRs created in the last 60 minutes that name a managed instance's node or were made
+    /// with the bootstrap credential, counting `csr_name` once whether listed or not.
     pub fn recent_pending_count_including(&self, csr_name: &str) -> usize {
         let listed = &self.index.recent_pending_names;
         listed.len() + usize::from(!listed.contains(csr_name))
