@@ -57,6 +57,6 @@ impl WorldIndex {
     /// Windows approval.
     fn counts_against_the_limit(&self, csr: &CsrSummary) -> bool {
         csr.username == NODE_BOOTSTRAPPER_USERNAME
-            || csr.node_name.as_ref().is_some_and(|node_name| self.instances_by_node_name.contains_key(node_name))
+            || csr.node_names.iter().any(|node_name| self.instances_by_node_name.contains_key(node_name))
     }
 }

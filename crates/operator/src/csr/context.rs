@@ -1,5 +1,6 @@
-//! The CSR controller's shared state: the cluster seams, the operator namespace and networks, a clock, the
-//! per-node-name locks that serialise decisions for one node (rule F2), and the retry backoff of failed reconciles.
+//! The CSR controller's shared state: the cluster seams, the watch-fed cache of kubelet CSRs and records with the
+//! parsed CSR summaries, the operator namespace and networks, a clock, the per-node-name locks that serialise
+//! decisions for one node (rule F2), and the retry backoff of failed reconciles.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -12,6 +13,7 @@ use wmco_cluster_client::{Csrs, EventPublisher, InstanceRecords, Machines, Nodes
 use wmco_csr_approver::IpCidr;
 
 use super::CsrControllerError;
+use super::cache::{CsrCache, CsrSummaries, WatchedCache};
 use crate::metrics::Metrics;
 use crate::runtime::{Controlled, RetryBackoff};
 
@@ -43,11 +45,13 @@ pub struct CsrSettings {
 
 /// Everything one CSR reconcile needs (`Arc<CsrContext>` is shared by all reconciles).
 pub struct CsrContext {
-    /// Lists pending CSRs and approves or denies them through `/approval`.
+    /// Lists the kubelet client CSRs before a bootstrap approval and approves or denies through `/approval`.
     pub csrs: Arc<dyn Csrs>,
+    /// The kubelet CSRs and the records as their watches last delivered them (ignores are decided from these).
+    pub cache: Arc<dyn CsrCache>,
     /// Reads Nodes (always a live GET).
     pub nodes: Arc<dyn Nodes>,
-    /// Reads `WindowsInstance` records and records the approved bootstrap key.
+    /// Lists `WindowsInstance` records before an approval or denial, and records the approved bootstrap key.
     pub instances: Arc<dyn InstanceRecords>,
     /// Publishes one Event per decision.
     pub events: Arc<dyn EventPublisher>,
@@ -58,6 +62,7 @@ pub struct CsrContext {
     /// Reads the Machine of a Machine-backed record (creation time, addresses, nodeRef for the rules); without it,
     /// Machine-backed records take no part in decisions.
     pub machines: Option<Arc<dyn Machines>>,
+    pub(crate) summaries: CsrSummaries,
     node_locks: NodeLocks,
     retries: RetryBackoff,
 }
@@ -82,12 +87,14 @@ impl CsrContext {
     pub fn new(seams: &Seams, settings: CsrSettings) -> Self {
         Self {
             csrs: Arc::clone(&seams.csrs),
+            cache: Arc::new(WatchedCache::default()),
             nodes: Arc::clone(&seams.nodes),
             instances: Arc::clone(&seams.records),
             events: Arc::clone(&seams.events),
             settings,
             metrics: Arc::new(Metrics::new()),
             machines: None,
+            summaries: CsrSummaries::default(),
             node_locks: NodeLocks::default(),
             retries: RetryBackoff::new(FIRST_RETRY, MAX_RETRY),
         }
@@ -96,6 +103,13 @@ impl CsrContext {
     /// Records verdicts and errors in `metrics` (the registry `/metrics` serves).
     pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
         self.metrics = metrics;
+        self
+    }
+
+    /// Reads the kubelet CSRs and the records from `cache` ([`controller`](super::controller) attaches its
+    /// watches' stores; tests pass fakes).
+    pub fn with_cache(mut self, cache: Arc<dyn CsrCache>) -> Self {
+        self.cache = cache;
         self
     }
 

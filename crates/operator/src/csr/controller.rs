@@ -1,40 +1,93 @@
-//! The kube-runtime wiring of the CSR controller: a `Controller` over CertificateSigningRequests calling
-//! [`reconcile_csr`], with requeues for state rules and the runtime's error policy (exponential backoff from 0.5 s
-//! to 60 s, kept in [`CsrContext`]).
-//!
-//! A field selector cannot OR two values of `spec.signerName`, so the watch covers every CSR and
-//! [`reconcile_csr`] skips other signers before any work. Exercised against a real apiserver by the e2e suite.
+//! The kube-runtime wiring of the CSR controller: one `Controller` per kubelet signer, each watching only its
+//! signer's CertificateSigningRequests (a `spec.signerName` field selector: a selector cannot OR two values, so two
+//! watches; the API server filters, so other signers' requests never reach the operator), each running at most
+//! [`CONCURRENCY_PER_SIGNER`] reconciles at once, both calling [`reconcile_csr`]. A `WindowsInstance` watch feeds
+//! the records store and, on every record change, triggers the pending CSRs naming that record's node (a request
+//! out of scope waits for that instead of a timer). The stores of the three watches make the [`WatchedCache`] the
+//! reconciles read. Requeues for state rules, and the runtime's error policy (exponential backoff from 0.5 s to
+//! 60 s, kept in [`CsrContext`]). Exercised against a real apiserver by the e2e suite and `cargo xtask bench-csr`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
-use kube::runtime::controller::Action;
-use kube::runtime::{Controller, watcher};
+use kube::runtime::controller::{self, Action};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Api, Client};
+use wmco_cluster_client::types::WindowsInstance;
 use wmco_csr_approver::{RuleId, Verdict};
 
-use super::{CsrContext, CsrControllerError, CsrOutcome, reconcile_csr};
+use super::cache::WatchedCache;
+use super::reconcile::expected_node_name;
+use super::{CsrContext, CsrControllerError, CsrOutcome, KUBELET_SIGNERS, reconcile_csr};
 use crate::runtime::{Controlled, error_policy, report, tracked};
 
-/// How soon a CSR left pending by a rule that can still change (A5, A6, F1–F3) is decided again: those rules read
-/// records and Nodes this controller does not watch.
+/// How soon a CSR naming a managed instance and left pending by a rule that can still change (F1–F3) is decided
+/// again: those rules read Nodes this controller does not watch. Only requests naming a managed instance's node
+/// get here, and the node lock runs them one at a time per node.
 pub const STATE_RECHECK: Duration = Duration::from_secs(10);
 
-/// Runs the CSR controller until the watch ends (the process shuts down).
+/// How soon a CSR left pending by the flood limit (A6) is decided again.
+pub const FLOOD_RECHECK: Duration = Duration::from_secs(60);
+
+/// How many CSRs of one signer are decided at once (two signers: at most twice as many in all).
+pub const CONCURRENCY_PER_SIGNER: u16 = 2;
+
+/// Runs the CSR controllers until their watches end (the process shuts down); `ctx` is given the
+/// [`WatchedCache`] of their watches.
 ///
 /// ```no_run
-/// # async fn run(client: kube::Client, context: std::sync::Arc<wmco_operator::csr::CsrContext>) {
+/// # async fn run(client: kube::Client, context: wmco_operator::csr::CsrContext) {
 /// wmco_operator::csr::controller(client, context).await;
 /// # }
 /// ```
-pub async fn controller(client: Client, ctx: Arc<CsrContext>) {
-    let csrs: Api<CertificateSigningRequest> = Api::all(client);
-    Controller::new(csrs, watcher::Config::default())
-        .run(reconcile, error_policy, ctx)
-        .for_each(|result| report(CsrContext::NAME, result))
-        .await;
+pub async fn controller(client: Client, ctx: CsrContext) {
+    let records_api: Api<WindowsInstance> = Api::namespaced(client.clone(), &ctx.settings.namespace);
+    let cache = Arc::new(WatchedCache::default());
+    let (records, writer) = reflector::store::<WindowsInstance>();
+    cache.attach_records(records);
+    let records_watch =
+        watcher(records_api.clone(), watcher::Config::default()).default_backoff().reflect(writer).for_each(|event| {
+            if let Err(error) = event {
+                tracing::warn!(error = %error, "CSR controller: WindowsInstance watch");
+            }
+            std::future::ready(())
+        });
+    let controllers: Vec<Controller<CertificateSigningRequest>> = KUBELET_SIGNERS
+        .iter()
+        .map(|signer| {
+            let one_signer = watcher::Config::default().fields(&format!("spec.signerName={signer}"));
+            Controller::new(Api::all(client.clone()), one_signer)
+                .with_config(controller::Config::default().concurrency(CONCURRENCY_PER_SIGNER))
+        })
+        .collect();
+    cache.attach_csrs(controllers.iter().map(Controller::store).collect());
+    let ctx = Arc::new(ctx.with_cache(cache));
+    let runs = controllers.into_iter().map(|csr_controller| {
+        let store = csr_controller.store();
+        let triggers = Arc::clone(&ctx);
+        csr_controller
+            .watches(records_api.clone(), watcher::Config::default(), move |record| {
+                pending_naming_record(&triggers, &store, &record)
+            })
+            .run(reconcile, error_policy, Arc::clone(&ctx))
+            .for_each(|result| report(CsrContext::NAME, result))
+    });
+    futures::join!(records_watch, futures::future::join_all(runs));
+}
+
+/// The pending CSRs in `store` that name the node `record` expects.
+fn pending_naming_record(
+    ctx: &CsrContext,
+    store: &Store<CertificateSigningRequest>,
+    record: &WindowsInstance,
+) -> Vec<ObjectRef<CertificateSigningRequest>> {
+    match expected_node_name(record) {
+        Some(node_name) => ctx.summaries.pending_naming(&store.state(), node_name),
+        None => Vec::new(),
+    }
 }
 
 async fn reconcile(csr: Arc<CertificateSigningRequest>, ctx: Arc<CsrContext>) -> Result<Action, CsrControllerError> {
@@ -42,18 +95,16 @@ async fn reconcile(csr: Arc<CertificateSigningRequest>, ctx: Arc<CsrContext>) ->
     Ok(action_after(&outcome))
 }
 
-/// What to do after a successful reconcile: recheck state rules soon, otherwise wait for the CSR to change.
+/// What to do after a successful reconcile: recheck state rules soon and the flood limit later; anything else (out
+/// of scope, decided, never approvable) waits for the CSR or a record to change.
 fn action_after(outcome: &CsrOutcome) -> Action {
     match outcome {
-        CsrOutcome::Decided { verdict: Verdict::Ignore { rule, .. }, .. } if rule_can_change(*rule) => {
+        CsrOutcome::Decided { verdict: Verdict::Ignore { rule: RuleId::F1 | RuleId::F2 | RuleId::F3, .. }, .. } => {
             Action::requeue(STATE_RECHECK)
         }
+        CsrOutcome::Decided { verdict: Verdict::Ignore { rule: RuleId::A6, .. }, .. } => Action::requeue(FLOOD_RECHECK),
         CsrOutcome::Skipped | CsrOutcome::Decided { .. } => Action::await_change(),
     }
-}
-
-fn rule_can_change(rule: RuleId) -> bool {
-    matches!(rule, RuleId::A5 | RuleId::A6 | RuleId::F1 | RuleId::F2 | RuleId::F3)
 }
 
 #[cfg(test)]
@@ -91,6 +142,16 @@ mod tests {
             clock: super::super::system_clock(),
         };
         Arc::new(CsrContext::new(&FakeCluster::default().seams(), settings))
+    }
+
+    /// A request naming no managed instance (A5) waits for a record change (the record watch triggers it), and one
+    /// left by the flood limit (A6) is looked at again after a minute, not every 10 s.
+    #[test]
+    fn out_of_scope_requests_wait_for_a_record_and_a_flood_backs_off() {
+        let ignored =
+            |rule| CsrOutcome::Decided { verdict: Verdict::Ignore { rule, reason: String::new() }, instance: None };
+        assert_eq!(action_after(&ignored(RuleId::A5)), Action::await_change());
+        assert_eq!(action_after(&ignored(RuleId::A6)), Action::requeue(Duration::from_secs(60)));
     }
 
     #[test]

@@ -15,6 +15,7 @@ use wmco_cluster_client::types::{
 use wmco_cluster_client::{InstanceRecords, Machines, Seams};
 use wmco_csr_approver::Verdict;
 
+use super::fake_cache::FakeCache;
 use super::*;
 
 const NAMESPACE: &str = "wmco";
@@ -70,7 +71,8 @@ fn context(cluster: &Cluster, with_machines: bool) -> CsrContext {
     };
     let seams =
         Seams { csrs: cluster.csrs.clone(), records: cluster.records.clone(), ..FakeCluster::default().seams() };
-    let context = CsrContext::new(&seams, settings);
+    let cache = FakeCache::new(cluster.csrs.clone(), cluster.records.clone(), NAMESPACE);
+    let context = CsrContext::new(&seams, settings).with_cache(Arc::new(cache));
     if with_machines { context.with_machines(cluster.machines.clone()) } else { context }
 }
 

@@ -1,10 +1,12 @@
-//! One CSR reconcile: observe (records, Node, the other kubelet CSRs), decide (pure, `wmco-csr-approver`), record
-//! (a bootstrap approval's key hash, before the approval), act (`/approval`) and tell (one Event).
+//! One CSR reconcile: scope (cached records), observe (records, Node, the other kubelet CSRs), decide (pure,
+//! `wmco-csr-approver`), confirm an approval or denial on fresh reads, record (a bootstrap approval's key hash,
+//! before the approval), act (`/approval`) and tell (one Event).
 //!
 //! The bootstrap guard (rule F2) rests on two things, so that no failure or crash leads to a second client identity
-//! for one node: the World holds every kubelet client CSR naming the node in every state, read live, so a CSR
-//! approved by anyone since the attempt began counts; and the key is recorded on the `WindowsInstance` before
-//! `/approval` is written, so a retry after a failed approval can only approve that same key.
+//! for one node: before a bootstrap approval the World holds every kubelet client CSR naming the node in every
+//! state, read live (not from the watch cache, which may lag), so a CSR approved by anyone since the attempt began
+//! counts; and the key is recorded on the `WindowsInstance` before `/approval` is written, so a retry after a failed
+//! approval can only approve that same key.
 
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use kube::{Resource, ResourceExt};
@@ -12,7 +14,8 @@ use wmco_cluster_client::names::{KUBELET_CLIENT_SIGNER, KUBELET_SERVING_SIGNER};
 use wmco_cluster_client::types::{InstanceOrigin, WindowsInstance};
 use wmco_cluster_client::{CsrDecision, NewEvent, Severity, WindowsInstanceExt, is_pending};
 use wmco_csr_approver::{
-    CsrFacts, CsrManifest, CsrState, CsrSummary, NODE_BOOTSTRAPPER_USERNAME, RuleId, Verdict, World, WorldData, decide,
+    AttributeType, CsrFacts, CsrManifest, CsrState, CsrSummary, NODE_BOOTSTRAPPER_USERNAME, NODE_NAME_PREFIX, RuleId,
+    Verdict, World, WorldData, decide,
 };
 
 use super::world::{machine_instance, managed_instance, node_record};
@@ -42,11 +45,17 @@ pub enum CsrOutcome {
 
 /// Decides one CSR and applies the verdict.
 ///
-/// Reads, in order: the `WindowsInstance` records of the operator namespace, the kubelet CSRs (one live LIST: every
-/// pending one, and every client CSR naming the same node in any state), the Machine of each Machine-backed record
-/// that expects the CSR's node name (when the context can read Machines) and, when a record expects it, the Node
-/// the CSR names (live GET), all under the lock of that node name. An approval of a client CSR GETs the Node once
-/// more and decides again with it right before approving (rule F1).
+/// Scope comes first, from the cached records ([`CsrContext::cache`]): a request whose `system:node:` CNs name no
+/// record's node (a Linux node's, garbage, an oversized request) is decided with no API call at all, and left
+/// alone (rules A3–A5).
+///
+/// An in-scope request is decided under the lock of its node name with: the cached records, the other kubelet CSRs
+/// from the cache (every pending one for rule A6, every client CSR naming the same node in any state for F2), the
+/// Machine of each Machine-backed record that expects the node name (when the context can read Machines) and the
+/// Node it names (live GET). An ignore is final there. An approval or a denial is first confirmed by deciding again
+/// on fresh reads: the records (one LIST of the operator namespace), the Machines and the Node again, and, for a
+/// bootstrap approval, the kubelet client CSRs (one LIST with a `spec.signerName` field selector), so no lag of a
+/// watch can let a second client identity through (rule F2) or deny on a stale record.
 ///
 /// An approved bootstrap CSR's key is recorded on its `WindowsInstance` first; only then is the approval written
 /// (a failed record write approves nothing: [`CsrControllerError::RecordApproval`]). Approve and deny go through
@@ -62,46 +71,32 @@ pub async fn reconcile_csr(
         return Ok(CsrOutcome::Skipped);
     }
     let facts = facts_of(csr, &csr_name)?;
+    let cached: Vec<WindowsInstance> = ctx.cache.records().await.iter().map(|record| (**record).clone()).collect();
+    if !names_a_record(&facts, &cached) {
+        let verdict = decide(&facts, &World::new(world_data(ctx, &cached, Vec::new())));
+        tracing::debug!(csr = %csr_name, verdict = verdict.kind(), rule = ?verdict.rule(), reason = verdict.reason(), "CSR out of scope");
+        count_verdict(ctx, &verdict);
+        return Ok(CsrOutcome::Decided { verdict, instance: None });
+    }
     let node_name = facts.summary().node_names.pop();
     let _node_guard = match &node_name {
         Some(node_name) => Some(ctx.lock_node(node_name).await),
         None => None,
     };
 
-    let records =
-        ctx.instances.list(&ctx.settings.namespace).await.map_err(|source| CsrControllerError::ListInstances {
-            csr: csr_name.clone(),
-            namespace: ctx.settings.namespace.clone(),
-            source: Box::new(source),
-        })?;
-    let other_csrs = kubelet_csr_summaries(ctx, &csr_name, node_name.as_deref()).await?;
-    let mut data = WorldData {
-        now: (ctx.settings.clock)(),
-        service_network: ctx.settings.service_network.clone(),
-        cluster_network: ctx.settings.cluster_network.clone(),
-        instances: records.iter().filter_map(managed_instance).collect(),
-        nodes: Vec::new(),
-        csrs: other_csrs,
-    };
-    if let Some(node_name) = &node_name {
-        data.instances.extend(machine_instances(ctx, &records, node_name, &csr_name).await?);
-    }
-    if let Some(node_name) = &node_name
-        && data.instances.iter().any(|instance| instance.expected_node_name() == Some(node_name.as_str()))
-    {
-        data.nodes = live_node(ctx, &csr_name, node_name).await?;
-    }
-    let world = World::new(data);
+    let other_csrs = cached_csr_summaries(ctx, &csr_name, node_name.as_deref()).await;
+    let world = observe(ctx, &csr_name, node_name.as_deref(), &cached, other_csrs).await?;
     let mut verdict = decide(&facts, &world);
-
-    if verdict == Verdict::Approve
-        && let Some(node_name) = &node_name
-        && csr.spec.signer_name == KUBELET_CLIENT_SIGNER
-    {
-        let mut data = WorldData::from(world);
-        data.nodes = live_node(ctx, &csr_name, node_name).await?;
-        data.now = (ctx.settings.clock)();
-        verdict = decide(&facts, &World::new(data));
+    let mut records = cached;
+    if matches!(verdict, Verdict::Approve | Verdict::Deny { .. }) {
+        records = live_records(ctx, &csr_name).await?;
+        let other_csrs = if verdict == Verdict::Approve && is_bootstrap(&facts) {
+            live_csr_summaries(ctx, &csr_name, node_name.as_deref()).await?
+        } else {
+            WorldData::from(world).csrs
+        };
+        let world = observe(ctx, &csr_name, node_name.as_deref(), &records, other_csrs).await?;
+        verdict = decide(&facts, &world);
     }
 
     let instance = node_name.as_deref().and_then(|node_name| instance_named(&records, node_name));
@@ -115,13 +110,70 @@ pub async fn reconcile_csr(
     }
     apply(csr, &csr_name, &verdict, ctx).await?;
     publish_event(ctx, &csr_name, instance, &verdict).await;
-    ctx.metrics.record_csr_verdict(
-        verdict_label(&verdict),
-        &verdict.rule().map_or_else(|| "all".to_owned(), |rule| rule.to_string()),
-    );
+    count_verdict(ctx, &verdict);
     tracing::info!(csr = %csr_name, verdict = verdict.kind(), rule = ?verdict.rule(), reason = verdict.reason(), "CSR decided");
     let instance = instance.and_then(|instance| instance.metadata.name.clone());
     Ok(CsrOutcome::Decided { verdict, instance })
+}
+
+/// Whether a `system:node:` CN of the request names the node a record expects (an unreadable request names none).
+fn names_a_record(facts: &CsrFacts, records: &[WindowsInstance]) -> bool {
+    let Ok(request) = &facts.request else {
+        return false;
+    };
+    request
+        .subject
+        .values_of(&AttributeType::CommonName)
+        .filter_map(|common_name| common_name.strip_prefix(NODE_NAME_PREFIX))
+        .any(|node_name| records.iter().any(|record| expected_node_name(record) == Some(node_name)))
+}
+
+/// The World's data with the BYOH instances of `records` and the other CSRs `csrs`; no Nodes yet.
+fn world_data(ctx: &CsrContext, records: &[WindowsInstance], csrs: Vec<CsrSummary>) -> WorldData {
+    WorldData {
+        now: (ctx.settings.clock)(),
+        service_network: ctx.settings.service_network.clone(),
+        cluster_network: ctx.settings.cluster_network.clone(),
+        instances: records.iter().filter_map(managed_instance).collect(),
+        nodes: Vec::new(),
+        csrs,
+    }
+}
+
+/// The World of an in-scope request: [`world_data`] with the Machine instances expecting `node_name` and, when an
+/// instance expects it, the Node `node_name` (both read live).
+async fn observe(
+    ctx: &CsrContext,
+    csr_name: &str,
+    node_name: Option<&str>,
+    records: &[WindowsInstance],
+    other_csrs: Vec<CsrSummary>,
+) -> Result<World, CsrControllerError> {
+    let mut data = world_data(ctx, records, other_csrs);
+    if let Some(node_name) = node_name {
+        data.instances.extend(machine_instances(ctx, records, node_name, csr_name).await?);
+        if data.instances.iter().any(|instance| instance.expected_node_name() == Some(node_name)) {
+            data.nodes = live_node(ctx, csr_name, node_name).await?;
+        }
+    }
+    Ok(World::new(data))
+}
+
+/// Counts the verdict in the metrics.
+fn count_verdict(ctx: &CsrContext, verdict: &Verdict) {
+    ctx.metrics.record_csr_verdict(
+        verdict_label(verdict),
+        &verdict.rule().map_or_else(|| "all".to_owned(), |rule| rule.to_string()),
+    );
+}
+
+/// The `WindowsInstance` records of the operator namespace, read live (one LIST).
+async fn live_records(ctx: &CsrContext, csr_name: &str) -> Result<Vec<WindowsInstance>, CsrControllerError> {
+    ctx.instances.list(&ctx.settings.namespace).await.map_err(|source| CsrControllerError::ListInstances {
+        csr: csr_name.to_owned(),
+        namespace: ctx.settings.namespace.clone(),
+        source: Box::new(source),
+    })
 }
 
 /// The metric label of a verdict.
@@ -134,7 +186,7 @@ fn verdict_label(verdict: &Verdict) -> CsrVerdictLabel {
 }
 
 /// The approver's facts of a CSR, converted through its JSON form.
-fn facts_of(csr: &CertificateSigningRequest, csr_name: &str) -> Result<CsrFacts, CsrControllerError> {
+pub(super) fn facts_of(csr: &CertificateSigningRequest, csr_name: &str) -> Result<CsrFacts, CsrControllerError> {
     let manifest: CsrManifest = serde_json::to_value(csr)
         .and_then(serde_json::from_value)
         .map_err(|source| CsrControllerError::Manifest { csr: csr_name.to_owned(), source })?;
@@ -147,31 +199,48 @@ fn is_bootstrap(facts: &CsrFacts) -> bool {
     facts.signer_name == KUBELET_CLIENT_SIGNER && facts.username == NODE_BOOTSTRAPPER_USERNAME
 }
 
-/// Summaries of the other kubelet CSRs, from one live LIST: every pending one (rule A6), and every client CSR naming
+/// Summaries of the other kubelet CSRs from the cache: every pending one (rule A6), and every client CSR naming
 /// `node_name` in any state — pending, approved by the operator or anyone else, issued, denied, failed — whatever
 /// its age (rule F2 counts those created since the configuration attempt began). Ones that cannot be read are left
 /// out.
-async fn kubelet_csr_summaries(
+async fn cached_csr_summaries(ctx: &CsrContext, csr_name: &str, node_name: Option<&str>) -> Vec<CsrSummary> {
+    let cached = ctx.cache.kubelet_csrs().await;
+    ctx.summaries.retain(&cached);
+    let summaries = ctx.summaries.of(cached.iter().map(AsRef::as_ref));
+    relevant(summaries, csr_name, node_name)
+}
+
+/// [`cached_csr_summaries`] with the client CSRs read live (one LIST of the client signer): a bootstrap approval
+/// must see every client identity issued for the node, including one approved a moment ago (rule F2). The
+/// serving CSRs still come from the cache: they only count for A6.
+async fn live_csr_summaries(
     ctx: &CsrContext,
     csr_name: &str,
     node_name: Option<&str>,
 ) -> Result<Vec<CsrSummary>, CsrControllerError> {
     let listed = ctx
         .csrs
-        .list(&KUBELET_SIGNERS)
+        .list(&[KUBELET_CLIENT_SIGNER])
         .await
         .map_err(|source| CsrControllerError::ListCsrs { csr: csr_name.to_owned(), source: Box::new(source) })?;
+    let cached = ctx.cache.kubelet_csrs().await;
+    let serving = cached.iter().map(AsRef::as_ref).filter(|csr| csr.spec.signer_name == KUBELET_SERVING_SIGNER);
+    let summaries = ctx.summaries.of(listed.iter().chain(serving));
+    Ok(relevant(summaries, csr_name, node_name))
+}
+
+/// The summaries a decision about `csr_name` reads: every other pending one, and every client CSR naming
+/// `node_name`.
+fn relevant(summaries: Vec<CsrSummary>, csr_name: &str, node_name: Option<&str>) -> Vec<CsrSummary> {
     let names_the_node = |summary: &CsrSummary| node_name.is_some_and(|node_name| summary.names_node(node_name));
-    Ok(listed
-        .iter()
-        .filter(|other| other.metadata.name.as_deref() != Some(csr_name))
-        .filter_map(|other| facts_of(other, &other.name_any()).ok())
-        .map(|facts| facts.summary())
+    summaries
+        .into_iter()
+        .filter(|summary| summary.name != csr_name)
         .filter(|summary| {
             summary.state == CsrState::Pending
                 || (summary.signer_name == KUBELET_CLIENT_SIGNER && names_the_node(summary))
         })
-        .collect())
+        .collect()
 }
 
 /// The Node `node_name` as the approver's record, read with a live GET (empty if there is none).
@@ -220,7 +289,7 @@ async fn machine_instances(
 
 /// The node name a record expects: the one recorded in its status, or for a Machine-backed record the one decided
 /// in its spec before it is recorded (BYOH records have none until the host was read over SSH).
-fn expected_node_name(record: &WindowsInstance) -> Option<&str> {
+pub(super) fn expected_node_name(record: &WindowsInstance) -> Option<&str> {
     let recorded = record.expected_node_name();
     match record.spec.origin {
         InstanceOrigin::Machine => recorded.or(record.spec.expected_node_name.as_deref()),

@@ -19,9 +19,11 @@ use wmco_cluster_client::{
 };
 use wmco_csr_approver::{APPROVE_REASON, RuleId, Verdict};
 
+use super::fake_cache::FakeCache;
 use super::*;
 
 const NAMESPACE: &str = "wmco";
+const CLIENT_SIGNER: &str = "kubernetes.io/kube-apiserver-client-kubelet";
 const BOOTSTRAPPER: &str = "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper";
 const BOOTSTRAP_GROUPS: [&str; 3] =
     ["system:serviceaccounts", "system:serviceaccounts:openshift-machine-config-operator", "system:authenticated"];
@@ -43,12 +45,12 @@ fn server_error(verb: Verb, kind: &'static str, name: &str) -> wmco_cluster_clie
     wmco_cluster_client::Error::api(verb, kind, name, kube::Error::Api(Box::new(status)))
 }
 
-/// `Csrs` over [`FakeCsrs`] that logs `list` and `approve|deny NAME REASON: MESSAGE` for every call, and
+/// `Csrs` over [`FakeCsrs`] that logs `list SIGNERS` and `approve|deny NAME REASON: MESSAGE` for every call, and
 /// `approve|deny NAME` in the shared [`Writes`] for every decision written; the next `failing_decisions` decisions
 /// fail with a 500 without being written.
 #[derive(Default)]
 struct RecordingCsrs {
-    inner: FakeCsrs,
+    inner: Arc<FakeCsrs>,
     calls: Mutex<Vec<String>>,
     writes: Writes,
     failing_decisions: Mutex<u32>,
@@ -62,7 +64,7 @@ impl Csrs for RecordingCsrs {
     }
 
     async fn list(&self, signers: &[&str]) -> wmco_cluster_client::Result<Vec<CertificateSigningRequest>> {
-        self.calls.lock().unwrap().push("list".into());
+        self.calls.lock().unwrap().push(format!("list {}", signers.join(",")));
         self.inner.list(signers).await
     }
 
@@ -91,14 +93,15 @@ impl Csrs for RecordingCsrs {
 }
 
 /// `InstanceRecords` over [`FakeInstanceRecords`] that logs each status write as `record NAME key=HASH` in the
-/// shared [`Writes`]; while `failing_status_writes` is set, status writes fail with a 500 without being written.
+/// shared [`Writes`] and counts LISTs in `lists`; while `failing_status_writes` is set, status writes fail with a 500 without being written.
 /// Each record in `writes_on_get` is stored (status included, as another writer would) just before the next GET.
 #[derive(Default)]
 struct RecordingInstances {
-    inner: FakeInstanceRecords,
+    inner: Arc<FakeInstanceRecords>,
     writes: Writes,
     failing_status_writes: Mutex<bool>,
     writes_on_get: Mutex<Vec<WindowsInstance>>,
+    lists: Mutex<u32>,
 }
 
 #[async_trait]
@@ -117,6 +120,7 @@ impl InstanceRecords for RecordingInstances {
     }
 
     async fn list(&self, namespace: &str) -> wmco_cluster_client::Result<Vec<WindowsInstance>> {
+        *self.lists.lock().unwrap() += 1;
         self.inner.list(namespace).await
     }
 
@@ -217,6 +221,7 @@ struct Harness {
     instances: Arc<RecordingInstances>,
     writes: Writes,
     events: Arc<FakeEvents>,
+    cache: Arc<FakeCache>,
     context: CsrContext,
 }
 
@@ -264,8 +269,9 @@ impl Harness {
             events: events.clone(),
             ..FakeCluster::default().seams()
         };
-        let context = CsrContext::new(&seams, settings);
-        Harness { csrs, nodes, instances, writes, context, events }
+        let cache = Arc::new(FakeCache::new(Arc::clone(&csrs.inner), Arc::clone(&instances.inner), NAMESPACE));
+        let context = CsrContext::new(&seams, settings).with_cache(cache.clone());
+        Harness { csrs, nodes, instances, writes, events, cache, context }
     }
 
     fn csr_calls(&self) -> Vec<String> {
@@ -274,6 +280,11 @@ impl Harness {
 
     fn node_calls(&self) -> Vec<String> {
         self.nodes.calls.lock().unwrap().clone()
+    }
+
+    /// How many times the `WindowsInstance` records were listed from the API server.
+    fn record_lists(&self) -> u32 {
+        *self.instances.lists.lock().unwrap()
     }
 
     fn recorded_key(&self) -> Option<String> {
@@ -394,7 +405,8 @@ async fn approvable_bootstrap_csr_is_approved_its_key_recorded_and_one_event_pub
 
     assert_eq!(outcome, CsrOutcome::Decided { verdict: Verdict::Approve, instance: Some("win-1".into()) });
     let approve = format!("approve csr-boot {APPROVED_CONDITION_REASON}: {APPROVE_REASON}");
-    assert_eq!(harness.csr_calls(), vec!["list".to_owned(), approve]);
+    assert_eq!(harness.csr_calls(), vec![format!("list {CLIENT_SIGNER}"), approve]);
+    assert_eq!(harness.record_lists(), 1);
     assert_eq!(harness.node_calls(), vec!["get win-1", "get win-1"]);
     assert!(!is_pending(&harness.csrs.inner.csr("csr-boot").unwrap()));
     assert_eq!(harness.recorded_key(), Some(key_sha256(&key)));
@@ -419,7 +431,7 @@ async fn node_registered_between_the_two_live_reads_leaves_the_bootstrap_csr_pen
     let outcome = reconcile_csr(&csr, &harness.context).await.unwrap();
 
     assert!(ignored(RuleId::F1)(&outcome), "{outcome:?}");
-    assert_eq!(harness.csr_calls(), vec!["list"]);
+    assert_eq!(harness.csr_calls(), vec![format!("list {CLIENT_SIGNER}")]);
     assert_eq!(harness.node_calls(), vec!["get win-1", "get win-1"]);
     assert!(is_pending(&harness.csrs.inner.csr("csr-boot").unwrap()));
     assert_eq!(harness.recorded_key(), None);
@@ -439,8 +451,9 @@ async fn serving_csr_for_a_windows_node_from_another_identity_is_denied_by_e3() 
         panic!("expected a denial by E3, got {outcome:?}");
     };
     assert_eq!(instance.as_deref(), Some("win-1"));
-    assert_eq!(harness.csr_calls(), vec!["list".to_owned(), format!("deny csr-serving E3: {reason}")]);
-    assert_eq!(harness.node_calls(), vec!["get win-1"]);
+    assert_eq!(harness.csr_calls(), vec![format!("deny csr-serving E3: {reason}")]);
+    assert_eq!(harness.record_lists(), 1);
+    assert_eq!(harness.node_calls(), vec!["get win-1", "get win-1"]);
     let denied = harness.csrs.inner.csr("csr-serving").unwrap();
     let condition = &denied.status.unwrap().conditions.unwrap()[0];
     assert_eq!((condition.type_.as_str(), condition.reason.as_deref()), ("Denied", Some("E3")));
@@ -450,8 +463,11 @@ async fn serving_csr_for_a_windows_node_from_another_identity_is_denied_by_e3() 
     assert!(metrics.contains("wmco_csr_verdicts_total{verdict=\"Denied\",rule=\"E3\"} 1\n"), "{metrics}");
 }
 
+/// A Linux node's request (here its serving CSR, left for an admin or another approver) names no managed
+/// instance: it is decided from the cached records alone, with no API call at all (no LIST of CSRs or records, no
+/// Node read), and nothing is written.
 #[tokio::test]
-async fn linux_node_serving_csr_is_left_pending_without_any_write() {
+async fn linux_node_serving_csr_is_left_pending_without_any_api_call() {
     let harness = Harness::new().await;
     let csr = serving_csr("linux-1", "system:node:linux-1", &["system:nodes", "system:authenticated"]);
     harness.csrs.inner.insert(csr.clone());
@@ -459,7 +475,8 @@ async fn linux_node_serving_csr_is_left_pending_without_any_write() {
     let outcome = reconcile_csr(&csr, &harness.context).await.unwrap();
 
     assert!(ignored(RuleId::A5)(&outcome), "{outcome:?}");
-    assert_eq!(harness.csr_calls(), vec!["list"]);
+    assert_eq!(harness.csr_calls(), Vec::<String>::new());
+    assert_eq!(harness.record_lists(), 0);
     assert_eq!(harness.node_calls(), Vec::<String>::new());
     assert!(is_pending(&harness.csrs.inner.csr("csr-serving").unwrap()));
     assert_eq!(harness.events(), vec![]);
@@ -559,7 +576,8 @@ async fn competing_bootstrap_keys_are_left_pending_with_one_warning() {
     let CsrOutcome::Decided { verdict: Verdict::Ignore { rule: RuleId::F2, reason }, .. } = outcome else {
         panic!("expected an ignore by F2, got {outcome:?}");
     };
-    assert_eq!(harness.csr_calls(), vec!["list"]);
+    assert_eq!(harness.csr_calls(), Vec::<String>::new());
+    assert_eq!(harness.record_lists(), 0);
     assert_eq!(harness.node_calls(), vec!["get win-1"]);
     assert!(is_pending(&harness.csrs.inner.csr("csr-boot").unwrap()));
     let note = format!("CSR csr-boot: ignore by rule F2: {reason}");
@@ -718,4 +736,26 @@ async fn retry_after_a_failed_approval_approves_only_the_recorded_key() {
     let outcome = reconcile_csr(&other, &harness.context).await.unwrap();
     assert!(ignored(RuleId::F2)(&outcome), "{outcome:?}");
     assert!(harness.is_pending("csr-boot-2"));
+}
+
+/// The watch cache does not show yet an admin's approval of another key for win-1 (a watch lags): the bootstrap
+/// approval is confirmed on a live LIST of the client signer, which shows it, so the second key stays pending.
+#[tokio::test]
+async fn a_bootstrap_approval_is_confirmed_on_a_live_list_when_the_cache_lags() {
+    let harness = Harness::new().await;
+    let first = named_bootstrap_csr("csr-boot-1", &KeyPair::generate().unwrap());
+    harness.csrs.inner.insert(approved_by_admin(&first));
+    harness.cache.lagging.lock().unwrap().push("csr-boot-1".into());
+    let second = named_bootstrap_csr("csr-boot-2", &KeyPair::generate().unwrap());
+    harness.csrs.inner.insert(second.clone());
+
+    let outcome = reconcile_csr(&second, &harness.context).await.unwrap();
+
+    let CsrOutcome::Decided { verdict: Verdict::Ignore { rule: RuleId::F2, reason }, .. } = outcome else {
+        panic!("expected an ignore by F2, got {outcome:?}");
+    };
+    assert!(reason.contains("csr-boot-1"), "{reason}");
+    assert_eq!(harness.csr_calls(), vec![format!("list {CLIENT_SIGNER}")]);
+    assert!(harness.is_pending("csr-boot-2"));
+    assert_eq!(harness.writes(), Vec::<String>::new());
 }

@@ -145,7 +145,7 @@ pub(crate) fn start_controllers(operator: &Operator) -> Controllers {
         csr = csr.with_machines(Arc::clone(&seams.machines));
     }
     tracing::info!(namespace = %config.namespace(), "starting the CSR controller");
-    let mut immediate = vec![("csr", tokio::spawn(crate::csr::controller(client.clone(), Arc::new(csr))))];
+    let mut immediate = vec![("csr", tokio::spawn(crate::csr::controller(client.clone(), csr)))];
     let (key_watcher, keys) =
         KeyWatcher::new(Arc::clone(&seams.secrets), Arc::clone(&seams.events), config.namespace());
     immediate.push(("operator-key", tokio::spawn(key_watcher.run(key_secret_changes(client, config), KEY_RESYNC))));
