@@ -85,8 +85,11 @@ impl CsrCache for WatchedCache {
 /// be read as one): a CSR is parsed again only once it changed.
 #[derive(Default)]
 pub struct CsrSummaries {
-    by_name: Mutex<HashMap<String, (Option<String>, Option<CsrSummary>)>>,
+    by_name: Mutex<HashMap<String, ParsedAt>>,
 }
+
+/// A CSR's summary (`None`: unreadable) and the resourceVersion it was parsed at.
+type ParsedAt = (Option<String>, Option<CsrSummary>);
 
 impl CsrSummaries {
     /// The summaries of `csrs` (ones that cannot be read are left out), parsing only those not seen at their
@@ -162,7 +165,7 @@ mod tests {
         let summaries = CsrSummaries::default();
         let linux = csr("csr-linux", "linux-1", "1");
         let windows = csr("csr-win", "win-1", "1");
-        let all = vec![Arc::clone(&linux), Arc::clone(&windows)];
+        let all = [Arc::clone(&linux), Arc::clone(&windows)];
         assert_eq!(summaries.of(all.iter().map(AsRef::as_ref)).len(), 2);
         let seen = |name: &str| summaries.by_name.lock().unwrap().get(name).map(|(version, _)| version.clone());
         assert_eq!(seen("csr-win"), Some(Some("1".into())));
