@@ -13,6 +13,7 @@
 //! `cargo xtask man` writes the man pages of `wmco`.
 
 mod background;
+mod bench_csr;
 mod bench_fleet;
 mod bench_ssh;
 mod bundle;
@@ -57,6 +58,9 @@ enum Task {
     /// first run's fleet (max-unavailable 1 and 4, then one changed payload file): times, budget use, bytes per host.
     /// `--payload real` uses the real payload, `--release` a release build of the operator.
     BenchFleet(bench_fleet::BenchFleetArgs),
+    /// The CSR controller under a flood: simulated Windows hosts join without and after thousands of pending Linux
+    /// kubelet CSRs; time to approve them, API requests per decision, operator peak RSS.
+    BenchCsr(bench_csr::BenchCsrArgs),
     /// Benchmark ssh-transport against a local sshd: upload throughput versus OpenSSH sftp, commands/s, connect time.
     BenchSsh,
     /// The fault campaign: every step of a configure and a deconfigure broken by each fault (drop, fail, hang or
@@ -88,6 +92,7 @@ fn main() -> ExitCode {
         Task::Test(args) => test::run(&args),
         Task::Sandbox(args) => sandbox::run(&args),
         Task::BenchFleet(args) => bench_fleet::run(&args),
+        Task::BenchCsr(args) => bench_csr::run(&args),
         Task::BenchSsh => bench_ssh::run(),
         Task::FaultCampaign(args) => fault_campaign::run(&args),
         Task::Soak(args) => soak::run(&args),
