@@ -2,7 +2,8 @@
 //! 200 while the process is alive, `/readyz` answers 200 once [`Readiness::set_ready`] was called (leader election
 //! settled, controllers started or standing by) and 503 before, or 503 with the reason while the cluster does not
 //! let Windows nodes join ([`Readiness::set_refusal`]). Any other path is 404: `/metrics` is served only
-//! over HTTPS to authorized clients ([`crate::metrics_server`]).
+//! over HTTPS to authorized clients ([`crate::metrics_server`]). Connections are bounded by
+//! [`ConnectionLimits`]: slow or silent clients are disconnected and cannot crowd out the probes.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -12,11 +13,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
-use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
+
+use crate::connection_limits::{ConnectionGate, ConnectionLimits};
 
 /// Errors of the health server.
 #[derive(Debug, thiserror::Error)]
@@ -73,15 +75,16 @@ pub async fn bind(address: SocketAddr) -> Result<TcpListener, HealthError> {
     TcpListener::bind(address).await.map_err(|source| HealthError::Bind { address, source })
 }
 
-/// Serves `/healthz` and `/readyz` on `listener` until `shutdown` completes.
+/// Serves `/healthz` and `/readyz` on `listener` within `limits` until `shutdown` completes.
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), wmco_operator::health::HealthError> {
 /// use std::sync::Arc;
+/// use wmco_operator::connection_limits::ConnectionLimits;
 /// use wmco_operator::health::{Readiness, bind, serve};
 /// let listener = bind("0.0.0.0:8080".parse().expect("an address")).await?;
 /// let readiness = Arc::new(Readiness::default());
-/// serve(listener, readiness, std::future::pending()).await?;
+/// serve(listener, ConnectionLimits::default(), readiness, std::future::pending()).await?;
 /// # Ok(())
 /// # }
 /// ```
@@ -91,24 +94,29 @@ pub async fn bind(address: SocketAddr) -> Result<TcpListener, HealthError> {
 /// [`HealthError::Accept`] when the listener fails.
 pub async fn serve(
     listener: TcpListener,
+    limits: ConnectionLimits,
     readiness: Arc<Readiness>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), HealthError> {
+    let gate = ConnectionGate::new(limits);
     tokio::pin!(shutdown);
     loop {
-        let (stream, _peer) = tokio::select! {
+        let (permit, accepted) = tokio::select! {
             () = &mut shutdown => return Ok(()),
-            accepted = listener.accept() => accepted.map_err(HealthError::Accept)?,
+            admitted = gate.accept(&listener) => admitted,
         };
+        let (stream, _peer) = accepted.map_err(HealthError::Accept)?;
         let readiness = Arc::clone(&readiness);
+        let http = gate.http1();
         tokio::spawn(async move {
             let service = service_fn(move |request| {
                 let response = respond(&request, &readiness);
                 async move { Ok::<_, Infallible>(response) }
             });
-            if let Err(error) = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await {
+            if let Err(error) = http.serve_connection(TokioIo::new(stream), service).await {
                 tracing::debug!(error = %error, "health server connection");
             }
+            drop(permit);
         });
     }
 }
@@ -147,6 +155,7 @@ fn with_content_type(status: StatusCode, content_type: &'static str, body: Strin
 mod tests {
     use super::*;
     use http_body_util::{BodyExt, Empty};
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
     use tokio::net::TcpStream;
 
     async fn get(address: SocketAddr, path: &str) -> (StatusCode, String, String) {
@@ -172,7 +181,7 @@ mod tests {
         let address = listener.local_addr().expect("local address");
         let readiness = Arc::new(Readiness::default());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(serve(listener, Arc::clone(&readiness), async {
+        let server = tokio::spawn(serve(listener, ConnectionLimits::default(), Arc::clone(&readiness), async {
             let _ = stopped.await;
         }));
 
@@ -192,6 +201,59 @@ mod tests {
 
         stop.send(()).expect("server still running");
         server.await.expect("joined").expect("clean stop");
+    }
+
+    /// Starts a health server with `limits` on loopback; the server stops when the runtime does.
+    async fn start(limits: ConnectionLimits) -> SocketAddr {
+        let listener = bind("127.0.0.1:0".parse().expect("address")).await.expect("bound");
+        let address = listener.local_addr().expect("local address");
+        let readiness = Arc::new(Readiness::default());
+        tokio::spawn(serve(listener, limits, readiness, std::future::pending()));
+        address
+    }
+
+    /// Whether the server closed `stream` within an hour (of tokio's clock, paused in these tests).
+    async fn closed_within_an_hour(stream: &mut TcpStream) -> bool {
+        let mut buffer = [0_u8; 512];
+        loop {
+            match tokio::time::timeout(std::time::Duration::from_secs(3600), stream.read(&mut buffer)).await {
+                Err(_) => return false,
+                Ok(Ok(0) | Err(_)) => return true,
+                Ok(Ok(_)) => {}
+            }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_client_that_never_finishes_its_request_head_is_disconnected() {
+        let address = start(ConnectionLimits::default()).await;
+        let mut slow = TcpStream::connect(address).await.expect("connected");
+        slow.write_all(b"GET /healthz HTTP/1.1\r\nhost: localhost\r\n").await.expect("written");
+        assert!(closed_within_an_hour(&mut slow).await, "a client without a full request head held its connection");
+        let mut silent = TcpStream::connect(address).await.expect("connected");
+        assert!(closed_within_an_hour(&mut silent).await, "a client that sent nothing held its connection");
+        assert_eq!(get(address, "/healthz").await.0, StatusCode::OK);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn connections_beyond_the_cap_wait_until_a_slot_frees() {
+        let address = start(ConnectionLimits { max_connections: 2, ..ConnectionLimits::default() }).await;
+        let mut holders = Vec::new();
+        for _ in 0..2 {
+            let mut holder = TcpStream::connect(address).await.expect("connected");
+            holder.write_all(b"GET /healthz HTTP/1.1\r\n").await.expect("written");
+            holders.push(holder);
+        }
+        // The third connection is served only once the header timeout has closed the two holding the slots.
+        assert_eq!(get(address, "/readyz").await.0, StatusCode::SERVICE_UNAVAILABLE);
+        let mut buffer = [0_u8; 64];
+        for holder in &mut holders {
+            let read = tokio::time::timeout(std::time::Duration::ZERO, holder.read(&mut buffer)).await;
+            assert!(
+                matches!(read, Ok(Ok(0) | Err(_))),
+                "a third connection was served while two others held both slots: {read:?}"
+            );
+        }
     }
 
     #[tokio::test]

@@ -17,7 +17,9 @@
 //!   retry backoff, the generic error policy, and the timing and counting of reconciles.
 //! - [`ssh`]: the one translation of a `WindowsInstance` into an SSH host configuration (address, user, key,
 //!   port, pinned host key), shared by the instances connector and the key rotation's key check.
-//! - [`health`]: the HTTP listener serving `/healthz`, `/readyz` and `/metrics`.
+//! - [`health`]: the HTTP listener serving `/healthz` and `/readyz`.
+//! - [`connection_limits`]: what a client of the health and metrics listeners may hold (connections at once,
+//!   handshake and header timeouts, the request head's size).
 //! - [`machines`]: the Machine controller. It keeps one `WindowsInstance` record per Windows Machine of the
 //!   machine API (address, SSH user and Node name per platform), so the instances controller configures it.
 //! - [`instances`]: the instances controller. It turns the `windows-instances` ConfigMap into `WindowsInstance`
@@ -33,6 +35,7 @@
 //!   within the unavailability budget read from cluster state: mark, cordon, drain, hand over to the configure
 //!   pass, then uncordon and unmark.
 
+pub mod connection_limits;
 pub mod csr;
 pub mod files;
 pub mod fleet;

@@ -25,7 +25,6 @@ use std::time::{Duration, Instant, SystemTime};
 
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
-use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
@@ -38,13 +37,14 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use wmco_cluster_client::AccessReviews;
 
+use crate::connection_limits::{ConnectionGate, ConnectionLimits};
 use crate::metrics::Metrics;
 
 /// The content type of the OpenMetrics text exposition.
 pub const METRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 /// How long an authentication and authorization decision is reused for the same token.
 pub const DECISION_TTL: Duration = Duration::from_secs(60);
-/// How many token decisions are kept at most (older ones are dropped first).
+/// How many token decisions are kept at most (expired ones, then refusals of unknown tokens, are dropped first).
 const DECISION_CACHE_SIZE: usize = 256;
 /// How often the certificate files are checked for a change.
 pub const CERTIFICATE_RECHECK: Duration = Duration::from_secs(30);
@@ -385,14 +385,31 @@ impl MetricsGate {
         if decision != Decision::Unavailable {
             let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
             if cache.len() >= DECISION_CACHE_SIZE {
-                cache.retain(|_, (at, _)| at.elapsed() < DECISION_TTL);
-                if cache.len() >= DECISION_CACHE_SIZE {
-                    cache.clear();
-                }
+                make_room(&mut cache);
             }
             cache.insert(digest, (Instant::now(), decision));
         }
         decision
+    }
+}
+
+/// Frees one place in a full decision cache: expired decisions go first, then the oldest refusal of an unknown
+/// token, and only then the oldest decision about a real user, so a flood of made-up tokens cannot push out
+/// Prometheus's decision (and cost a TokenReview per scrape).
+fn make_room(cache: &mut HashMap<[u8; 32], (Instant, Decision)>) {
+    cache.retain(|_, (at, _)| at.elapsed() < DECISION_TTL);
+    if cache.len() < DECISION_CACHE_SIZE {
+        return;
+    }
+    let oldest = |unknown_only: bool| {
+        cache
+            .iter()
+            .filter(|(_, (_, decision))| !unknown_only || *decision == Decision::Unauthenticated)
+            .min_by_key(|(_, (at, _))| *at)
+            .map(|(digest, _)| *digest)
+    };
+    if let Some(digest) = oldest(true).or_else(|| oldest(false)) {
+        cache.remove(&digest);
     }
 }
 
@@ -404,36 +421,46 @@ pub async fn bind(address: SocketAddr) -> Result<TcpListener, MetricsServerError
     TcpListener::bind(address).await.map_err(|source| MetricsServerError::Bind { address, source })
 }
 
-/// Serves `/metrics` over TLS on `listener` until `shutdown` completes; connections that fail the handshake are
-/// dropped (logged at debug level).
+/// Serves `/metrics` over TLS on `listener` within `limits` until `shutdown` completes; connections that fail or
+/// do not finish the handshake in time are dropped (logged at debug level).
 pub async fn serve(
     listener: TcpListener,
+    limits: ConnectionLimits,
     tls: Arc<TlsState>,
     gate: Arc<MetricsGate>,
     metrics: Arc<Metrics>,
     shutdown: impl Future<Output = ()>,
 ) {
+    let connections = ConnectionGate::new(limits);
     tokio::pin!(shutdown);
     loop {
-        let (stream, peer) = tokio::select! {
+        let (permit, accepted) = tokio::select! {
             () = &mut shutdown => return,
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    tracing::warn!(error = %error, "the metrics endpoint could not accept a connection");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            },
+            admitted = connections.accept(&listener) => admitted,
+        };
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                tracing::warn!(error = %error, "the metrics endpoint could not accept a connection");
+                drop(permit);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
         };
         let acceptor = tokio_rustls::TlsAcceptor::from(tls.current());
+        let handshake_timeout = connections.handshake_timeout();
+        let http = connections.http1();
         let gate = Arc::clone(&gate);
         let metrics = Arc::clone(&metrics);
         tokio::spawn(async move {
-            let stream = match acceptor.accept(stream).await {
-                Ok(stream) => stream,
-                Err(error) => {
+            let stream = match tokio::time::timeout(handshake_timeout, acceptor.accept(stream)).await {
+                Ok(Ok(stream)) => stream,
+                Ok(Err(error)) => {
                     tracing::debug!(peer = %peer, error = %error, "metrics TLS handshake failed");
+                    return;
+                }
+                Err(_) => {
+                    tracing::debug!(peer = %peer, "metrics TLS handshake not finished in time");
                     return;
                 }
             };
@@ -442,9 +469,10 @@ pub async fn serve(
                 let metrics = Arc::clone(&metrics);
                 async move { Ok::<_, Infallible>(respond(&request, &gate, &metrics).await) }
             });
-            if let Err(error) = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await {
+            if let Err(error) = http.serve_connection(TokioIo::new(stream), service).await {
                 tracing::debug!(peer = %peer, error = %error, "metrics connection");
             }
+            drop(permit);
         });
     }
 }

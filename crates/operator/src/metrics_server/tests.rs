@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 use http_body_util::{BodyExt as _, Empty};
 use rustls::pki_types::ServerName;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use wmco_cluster_client::ReviewedUser;
 
 use super::*;
@@ -72,6 +73,20 @@ async fn the_gate_asks_for_a_token_refuses_strangers_and_users_without_the_permi
     assert_eq!(gate.decide(Some("Bearer prometheus-token")).await, Decision::Unavailable);
     assert_eq!(gate.decide(Some("Bearer prometheus-token")).await, Decision::Unavailable);
     assert_eq!(down.calls.load(Ordering::SeqCst), 2, "an unavailable API server is asked again");
+}
+
+#[tokio::test]
+async fn a_flood_of_made_up_tokens_does_not_push_prometheus_out_of_the_cache() {
+    let fake = reviews();
+    let gate = MetricsGate::new(fake.clone());
+    assert_eq!(gate.decide(Some("Bearer prometheus-token")).await, Decision::Allowed);
+    for forged in 0..DECISION_CACHE_SIZE * 2 {
+        assert_eq!(gate.decide(Some(&format!("Bearer forged-{forged}"))).await, Decision::Unauthenticated);
+    }
+    let calls = fake.calls.load(Ordering::SeqCst);
+    assert_eq!(gate.decide(Some("Bearer prometheus-token")).await, Decision::Allowed);
+    assert_eq!(fake.calls.load(Ordering::SeqCst), calls, "Prometheus's decision was evicted and reviewed again");
+    assert!(gate.cache.lock().unwrap().len() <= DECISION_CACHE_SIZE);
 }
 
 #[test]
@@ -157,10 +172,16 @@ async fn over_tls_no_token_is_401_a_token_without_the_permission_403_and_prometh
     let metrics = Arc::new(Metrics::new());
     metrics.set_build_info("0.1.0", "abc");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server =
-        tokio::spawn(serve(listener, Arc::clone(&tls), Arc::new(MetricsGate::new(reviews())), metrics, async {
+    let server = tokio::spawn(serve(
+        listener,
+        ConnectionLimits::default(),
+        Arc::clone(&tls),
+        Arc::new(MetricsGate::new(reviews())),
+        metrics,
+        async {
             let _ = stopped.await;
-        }));
+        },
+    ));
 
     let (status, _, challenge) = get(address, &ca, None, false).await.unwrap();
     assert_eq!((status, challenge.as_deref()), (StatusCode::UNAUTHORIZED, Some("Bearer")));
@@ -187,6 +208,46 @@ async fn over_tls_no_token_is_401_a_token_without_the_permission_403_and_prometh
 
     let _ = stop.send(());
     server.await.unwrap();
+}
+
+/// Whether the server closed `stream` within an hour (of tokio's clock, paused in these tests).
+async fn closed_within_an_hour<S: tokio::io::AsyncRead + Unpin>(stream: &mut S) -> bool {
+    let mut buffer = [0_u8; 512];
+    loop {
+        match tokio::time::timeout(Duration::from_secs(3600), stream.read(&mut buffer)).await {
+            Err(_) => return false,
+            Ok(Ok(0) | Err(_)) => return true,
+            Ok(Ok(_)) => {}
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn clients_that_stall_the_handshake_or_the_request_head_are_disconnected() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ca, certificate, key) = write_serving_pair(dir.path(), 1);
+    let tls =
+        Arc::new(TlsState::new(CertificateSource::Files { certificate, key }, TlsProfile::intermediate()).unwrap());
+    let listener = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let gate = Arc::new(MetricsGate::new(reviews()));
+    let metrics = Arc::new(Metrics::new());
+    tokio::spawn(serve(listener, ConnectionLimits::default(), tls, gate, metrics, std::future::pending()));
+
+    let mut no_hello = tokio::net::TcpStream::connect(address).await.unwrap();
+    assert!(closed_within_an_hour(&mut no_hello).await, "a client that never sent a ClientHello held its connection");
+
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca.clone()).unwrap();
+    let config = rustls::ClientConfig::builder().with_root_certificates(roots).with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect(address).await.unwrap();
+    let mut slow = connector.connect(ServerName::try_from("localhost").unwrap(), tcp).await.unwrap();
+    slow.write_all(b"GET /metrics HTTP/1.1\r\nhost: localhost\r\n").await.unwrap();
+    slow.flush().await.unwrap();
+    assert!(closed_within_an_hour(&mut slow).await, "a client without a full request head held its connection");
+
+    assert_eq!(get(address, &ca, Some("prometheus-token"), false).await.unwrap().0, StatusCode::OK);
 }
 
 #[test]

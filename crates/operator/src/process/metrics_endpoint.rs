@@ -15,6 +15,7 @@ use tokio::task::JoinHandle;
 use wmco_cluster_client::KubeAccessReviews;
 use wmco_cluster_client::types::ApiServer;
 
+use crate::connection_limits::ConnectionLimits;
 use crate::metrics::Metrics;
 use crate::metrics_server::{
     CertificateSource, MetricsGate, MetricsServerError, TlsProfile, TlsState, bind, keep_fresh, serve,
@@ -80,7 +81,7 @@ pub(crate) async fn start(
     tracing::info!(listen = %options.listen, "metrics endpoint: /metrics over HTTPS, TokenReview and SubjectAccessReview");
     let gate = Arc::new(MetricsGate::new(Arc::new(KubeAccessReviews::new(client.clone()))));
     tasks.push(tokio::spawn(keep_fresh(Arc::clone(&tls), profile_updates)));
-    tasks.push(tokio::spawn(serve(listener, tls, gate, metrics, std::future::pending())));
+    tasks.push(tokio::spawn(serve(listener, ConnectionLimits::default(), tls, gate, metrics, std::future::pending())));
     Ok(MetricsEndpoint { tasks })
 }
 

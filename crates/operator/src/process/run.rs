@@ -21,6 +21,7 @@ use super::election::ElectionTimings;
 use super::leader::{LeaseSettings, lead_then_run};
 use super::metrics_endpoint::{self, MetricsEndpointOptions};
 use super::supervisor::{Operator, start_controllers};
+use crate::connection_limits::ConnectionLimits;
 use crate::health::{self, HealthError, Readiness};
 use crate::metrics::Metrics;
 use crate::metrics_server::MetricsServerError;
@@ -175,7 +176,8 @@ pub async fn run(options: RunOptions, shutdown: impl Future<Output = ()>) -> Res
     metrics.set_build_info(&options.build.version, &options.build.revision);
     let listener = health::bind(options.listen).await.map_err(RunError::Listen)?;
     let (stop_health, health_stopped) = tokio::sync::oneshot::channel::<()>();
-    let health_server = tokio::spawn(health::serve(listener, Arc::clone(&readiness), async {
+    let limits = ConnectionLimits::default();
+    let health_server = tokio::spawn(health::serve(listener, limits, Arc::clone(&readiness), async {
         let _ = health_stopped.await;
     }));
     let outcome = operate(options, metrics, Arc::clone(&readiness), shutdown).await;
