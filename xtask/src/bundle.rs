@@ -7,7 +7,10 @@
 //!   tokens Azure hosts run azure-cloud-node-manager with): per ServiceAccount, the Roles bound in the operator
 //!   namespace become its `permissions`; the ClusterRoles and the Roles bound in other namespaces its
 //!   `clusterPermissions` (OLM installs namespaced objects into the operator namespace only, so those rules are
-//!   cluster-wide here: docs/install.md lists the difference);
+//!   cluster-wide here: docs/install.md lists the difference) — except their rules on Secrets, which stay out of
+//!   the bundle: a cluster-wide `create` and `get` on Secrets of one name would let the operator's token create a
+//!   ServiceAccount token Secret of that name in any namespace and read it back. The admin applies those Roles
+//!   (the overlay's own files) after OLM has installed the operator;
 //! - the CRD, the Services, ServiceMonitors, PrometheusRule, Prometheus' Role and the metrics reader's ClusterRole
 //!   and binding, without namespaces;
 //! - `metadata/annotations.yaml`.
@@ -168,12 +171,12 @@ pub fn generate(rendered: &[Value], settings: &BundleSettings<'_>) -> anyhow::Re
         let role =
             roles.get(&key).with_context(|| format!("{role_kind} {}/{} is bound but not rendered", key.0, key.1))?;
         let rules = role["rules"].as_array().cloned().unwrap_or_default();
-        let target = if binding["kind"] == "RoleBinding" && namespace == OPERATOR_NAMESPACE {
-            &mut permissions
+        if binding["kind"] == "RoleBinding" && namespace == OPERATOR_NAMESPACE {
+            permissions.entry(account.clone()).or_default().extend(rules);
         } else {
-            &mut cluster_permissions
-        };
-        target.entry(account.clone()).or_default().extend(rules);
+            let rules = if binding["kind"] == "RoleBinding" { without_secrets(rules) } else { rules };
+            cluster_permissions.entry(account.clone()).or_default().extend(rules);
+        }
         bound.insert(key);
     }
     for account in &service_accounts {
@@ -226,6 +229,18 @@ pub fn bundle_annotations() -> BTreeMap<&'static str, &'static str> {
 
 /// Rules per ServiceAccount of the operator namespace.
 type Permissions = BTreeMap<String, Vec<Value>>;
+
+/// `rules` without access to Secrets: a rule naming `secrets` among other resources keeps the others.
+fn without_secrets(rules: Vec<Value>) -> Vec<Value> {
+    rules
+        .into_iter()
+        .filter_map(|mut rule| {
+            let Some(resources) = rule["resources"].as_array_mut() else { return Some(rule) };
+            resources.retain(|resource| resource != "secrets");
+            (!resources.is_empty()).then_some(rule)
+        })
+        .collect()
+}
 
 /// The ServiceAccount of the operator namespace that `binding` binds, if any.
 fn bound_service_account(binding: &Value) -> Option<String> {
@@ -428,7 +443,10 @@ mod tests {
 - apiVersion: rbac.authorization.k8s.io/v1
   kind: Role
   metadata: {name: machine-api, namespace: openshift-machine-api}
-  rules: [{apiGroups: [""], resources: [secrets], resourceNames: [windows-user-data], verbs: [get]}]
+  rules:
+    - {apiGroups: [""], resources: [secrets], resourceNames: [windows-user-data], verbs: [get]}
+    - {apiGroups: [""], resources: [secrets], verbs: [create]}
+    - {apiGroups: [machine.openshift.io, ""], resources: [machines, secrets], verbs: [get]}
 - apiVersion: rbac.authorization.k8s.io/v1
   kind: RoleBinding
   metadata: {name: machine-api, namespace: openshift-machine-api}
@@ -511,9 +529,12 @@ mod tests {
         let install = &csv["spec"]["install"]["spec"];
         assert_eq!(install["permissions"][0]["rules"][0]["resources"], json!(["configmaps"]));
         let cluster_rules = install["clusterPermissions"][0]["rules"].as_array().unwrap();
-        let resources: Vec<&Value> = cluster_rules.iter().map(|rule| &rule["resources"][0]).collect();
-        assert_eq!(resources, [&json!("secrets"), &json!("nodes")]);
-        assert_eq!(cluster_rules[0]["resourceNames"], json!(["windows-user-data"]));
+        let resources: Vec<&Value> = cluster_rules.iter().map(|rule| &rule["resources"]).collect();
+        assert_eq!(
+            resources,
+            [&json!(["machines"]), &json!(["nodes"])],
+            "a Role bound outside the operator namespace lends no Secret access to clusterPermissions"
+        );
         let accounts: Vec<&Value> = install["clusterPermissions"]
             .as_array()
             .unwrap()
