@@ -94,6 +94,14 @@ const ALLOW_LIST: &[Allowed] = &[
     // The operator namespace.
     allowed(&["get", "list", "watch", "create"], CORE, &["configmaps"], OPERATOR_NAMESPACE, &[]),
     allowed(&["patch"], CORE, &["configmaps"], OPERATOR_NAMESPACE, &["trusted-ca"]),
+    // The operator's copy of each host's pinned SSH key, and the Go operator's entries it removes on release.
+    allowed(
+        &["patch"],
+        CORE,
+        &["configmaps"],
+        OPERATOR_NAMESPACE,
+        &["windows-instance-host-keys", "windows-ssh-host-keys"],
+    ),
     allowed(READ, CORE, &["secrets"], OPERATOR_NAMESPACE, &[]),
     allowed(
         &["get", "list", "watch", "create", "update", "patch", "delete"],
