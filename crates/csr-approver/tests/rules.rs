@@ -165,7 +165,7 @@ fn pending(name: &str, minutes: i64) -> CsrSummary {
 
 /// A pending bootstrap request (made with the bootstrap credential) for a node that is no managed instance.
 fn bootstrap_pending(name: &str, minutes: i64) -> CsrSummary {
-    CsrSummary { username: BOOTSTRAPPER.into(), node_name: Some(format!("node-{name}")), ..pending(name, minutes) }
+    CsrSummary { username: BOOTSTRAPPER.into(), node_names: vec![format!("node-{name}")], ..pending(name, minutes) }
 }
 
 #[test]
@@ -214,8 +214,9 @@ fn a6_does_not_count_linux_nodes_own_requests() {
 #[test]
 fn a6_counts_requests_naming_a_managed_instance() {
     let mut world = world();
-    world.csrs =
-        (0..105).map(|i| CsrSummary { node_name: Some("win-2".into()), ..pending(&format!("win-2-{i}"), 1) }).collect();
+    world.csrs = (0..105)
+        .map(|i| CsrSummary { node_names: vec!["win-2".into()], ..pending(&format!("win-2-{i}"), 1) })
+        .collect();
     let verdict = Csr::bootstrap(client_pem("win-1")).decide_in(&world);
     assert_ignore(&verdict, RuleId::A6);
     assert!(verdict.reason().contains("106 undecided kubelet CSRs"), "{verdict:?}");

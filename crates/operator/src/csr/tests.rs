@@ -685,7 +685,10 @@ async fn a_bootstrap_csr_filed_before_the_attempt_binds_it_once_an_admin_approve
     assert!(reason.contains("csr-early"), "{reason}");
     assert!(harness.is_pending("csr-boot-2"));
 
-    harness.csrs.inner.insert(approved_by_admin_at(&early, minutes_ago(35)));
+    // Told otherwise (an update, as the API server makes it: a new resourceVersion), approved before the attempt.
+    let mut approved_before = approved_by_admin_at(&early, minutes_ago(35));
+    approved_before.metadata.resource_version = Some("2".to_owned());
+    harness.csrs.inner.insert(approved_before);
     let outcome = reconcile_csr(&kubelets, &harness.context).await.unwrap();
     assert_eq!(outcome, CsrOutcome::Decided { verdict: Verdict::Approve, instance: Some("win-1".into()) });
 }
