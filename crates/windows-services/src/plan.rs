@@ -64,7 +64,7 @@ pub struct Reconfiguration {
 pub enum Step {
     /// Create missing directories.
     EnsureDirectories(Vec<WinPath>),
-    /// Let only SYSTEM and Administrators into private directories ([`crate::access`]).
+    /// Let only SYSTEM and Administrators into private directories (module `access`).
     RestrictDirectories {
         /// Directories that lose their explicit entries and inherit again first (`icacls /reset`): those within a
         /// private directory that grant others, and private ones with explicit entries for others.

@@ -79,7 +79,7 @@ impl PowerShellScript {
         Ok(PowerShellScript::from_statements(&statements))
     }
 
-    /// Restricts directories to SYSTEM and Administrators ([`crate::access`]): each of `reset` loses its explicit
+    /// Restricts directories to SYSTEM and Administrators (module `access`): each of `reset` loses its explicit
     /// entries and inherits again (`icacls /reset`), then each of `protect` stops inheriting and grants SYSTEM and
     /// Administrators full control that everything below inherits. An icacls failure ends the script with its exit
     /// code.

@@ -6,7 +6,7 @@
 //! each read. That is what Windows' automatic propagation keeps true after `SetNamedSecurityInfo` changes a
 //! directory (icacls and Set-Acl use it): inherited entries follow the parent.
 //!
-//! Read back as SDDL (`(Get-Acl).Sddl`) and changed by `icacls` ([`Icacls`]) and `Set-Acl`.
+//! Read back as SDDL (`(Get-Acl).Sddl`) and changed by `icacls` (the `native` module) and `Set-Acl`.
 
 use std::fmt::Write as _;
 

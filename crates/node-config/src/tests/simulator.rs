@@ -133,18 +133,42 @@ async fn configure_record(
     configure(session, cluster, &inputs).await
 }
 
+/// The cluster of a simulated host's flows, all fakes, holding the record `wmco/<name>` of a BYOH host at `address`.
+#[derive(Default)]
+struct ClusterFakes {
+    nodes: FakeNodes,
+    records: FakeInstanceRecords,
+    drainer: FakeDrainer,
+    config_maps: FakeConfigMaps,
+}
+
+impl ClusterFakes {
+    async fn with_record(name: &str, address: &str) -> ClusterFakes {
+        let fakes = ClusterFakes::default();
+        let instance = objects::record(name).in_namespace("wmco").byoh(address).username("administrator").build();
+        fakes.records.apply(&instance).await.unwrap();
+        fakes
+    }
+
+    fn access(&self) -> ClusterAccess<'_> {
+        ClusterAccess {
+            nodes: &self.nodes,
+            records: &self.records,
+            drainer: &self.drainer,
+            config_maps: &self.config_maps,
+        }
+    }
+}
+
 /// Configures a fresh host through both stages, checks a converged pass, heals a removed probe script,
 /// deconfigures it and compares it with a fresh host; returns the host.
 async fn whole_lifecycle(shell: Option<&str>) -> Arc<InProcessHost> {
     let sim = Arc::new(sim_host(shell));
-    let (nodes, records, drainer) = (FakeNodes::default(), FakeInstanceRecords::default(), FakeDrainer::default());
-    let config_maps = FakeConfigMaps::default();
-    let cluster = ClusterAccess { nodes: &nodes, records: &records, drainer: &drainer, config_maps: &config_maps };
-    let instance = objects::record("win-3").in_namespace("wmco").byoh("127.0.0.30").username("administrator").build();
-    records.apply(&instance).await.unwrap();
+    let fakes = ClusterFakes::with_record("win-3", "127.0.0.30").await;
+    let (nodes, records, cluster) = (&fakes.nodes, &fakes.records, fakes.access());
     let settings = sample_service_settings();
     let session = probing_session(&sim);
-    let configure_attempt = || configure_record(&session, cluster, &records, &settings);
+    let configure_attempt = || configure_record(&session, cluster, records, &settings);
     let configure_once = || async { configure_attempt().await.unwrap() };
 
     let first = configure_once().await;
@@ -341,11 +365,9 @@ async fn a_server_2016_host_losing_containers_without_room_is_refused_by_the_rea
         host.volume.free_bytes = 512 << 20;
     }
     let before = tree(sim.root());
-    let (nodes, records, drainer) = (FakeNodes::default(), FakeInstanceRecords::default(), FakeDrainer::default());
-    let config_maps = FakeConfigMaps::default();
-    let cluster = ClusterAccess { nodes: &nodes, records: &records, drainer: &drainer, config_maps: &config_maps };
-    let instance = objects::record("old").in_namespace("wmco").byoh("203.0.113.90").username("administrator").build();
-    records.apply(&instance).await.unwrap();
+    let fakes = ClusterFakes::with_record("old", "203.0.113.90").await;
+    let (records, cluster) = (&fakes.records, fakes.access());
+    let instance = records.record("wmco", "old").unwrap();
     let settings = sample_service_settings();
     let session = HostSession::new(sim.clone());
     let disruptions = crate::testing::AdmitEvery::default();
@@ -424,12 +446,9 @@ async fn first_pass(
     sim: Arc<InProcessHost>,
     settings: &crate::ServiceSettings,
 ) -> (Result<crate::ConfigureOutcome, crate::FlowError>, wmco_cluster_client::types::WindowsInstance) {
-    let (nodes, records, drainer) = (FakeNodes::default(), FakeInstanceRecords::default(), FakeDrainer::default());
-    let config_maps = FakeConfigMaps::default();
-    let cluster = ClusterAccess { nodes: &nodes, records: &records, drainer: &drainer, config_maps: &config_maps };
-    let instance = objects::record("win-3").in_namespace("wmco").byoh("127.0.0.30").username("administrator").build();
-    records.apply(&instance).await.unwrap();
-    let outcome = configure_record(&HostSession::new(sim), cluster, &records, settings).await;
+    let fakes = ClusterFakes::with_record("win-3", "127.0.0.30").await;
+    let (records, cluster) = (&fakes.records, fakes.access());
+    let outcome = configure_record(&HostSession::new(sim), cluster, records, settings).await;
     (outcome, records.record("wmco", "win-3").unwrap())
 }
 
@@ -528,14 +547,11 @@ fn loose_paths(sim: &InProcessHost) -> Vec<String> {
 #[tokio::test]
 async fn host_directories_grant_only_system_and_administrators_and_loosened_ones_are_repaired() {
     let sim = Arc::new(sim_host(None));
-    let (nodes, records, drainer) = (FakeNodes::default(), FakeInstanceRecords::default(), FakeDrainer::default());
-    let config_maps = FakeConfigMaps::default();
-    let cluster = ClusterAccess { nodes: &nodes, records: &records, drainer: &drainer, config_maps: &config_maps };
-    let instance = objects::record("win-3").in_namespace("wmco").byoh("127.0.0.30").username("administrator").build();
-    records.apply(&instance).await.unwrap();
+    let fakes = ClusterFakes::with_record("win-3", "127.0.0.30").await;
+    let (records, cluster) = (&fakes.records, fakes.access());
     let settings = sample_service_settings();
     let session = probing_session(&sim);
-    let pass = || async { configure_record(&session, cluster, &records, &settings).await.unwrap() };
+    let pass = || async { configure_record(&session, cluster, records, &settings).await.unwrap() };
 
     let first = pass().await;
     assert_eq!(first.state, ConfigureState::WaitingForNode);

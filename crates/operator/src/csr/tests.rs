@@ -637,6 +637,17 @@ async fn second_bootstrap_key_after_a_failed_key_record_is_never_approved() {
     assert!(harness.writes().iter().all(|write| write != "approve csr-boot-2"), "{:?}", harness.writes());
 }
 
+/// Reconciles `csr`, which must be left pending by rule F2 naming the CSR `naming`; the reason.
+async fn left_pending_by_f2(harness: &Harness, csr: &CertificateSigningRequest, naming: &str) -> String {
+    let outcome = reconcile_csr(csr, &harness.context).await.unwrap();
+    let CsrOutcome::Decided { verdict: Verdict::Ignore { rule: RuleId::F2, reason }, .. } = outcome else {
+        panic!("expected an ignore by F2, got {outcome:?}");
+    };
+    assert!(reason.contains(naming), "{reason}");
+    assert!(harness.is_pending(csr.metadata.name.as_deref().unwrap()));
+    reason
+}
+
 /// The live bootstrap guard: an admin approved the first bootstrap CSR by hand (the operator never saw it, nothing is
 /// recorded); a second bootstrap CSR with another key for the same node is left pending by F2, naming the first.
 #[tokio::test]
@@ -648,13 +659,7 @@ async fn second_bootstrap_key_after_an_admin_approval_is_never_approved() {
     let second = named_bootstrap_csr("csr-boot-2", &KeyPair::generate().unwrap());
     harness.csrs.inner.insert(second.clone());
 
-    let outcome = reconcile_csr(&second, &harness.context).await.unwrap();
-
-    let CsrOutcome::Decided { verdict: Verdict::Ignore { rule: RuleId::F2, reason }, .. } = outcome else {
-        panic!("expected an ignore by F2, got {outcome:?}");
-    };
-    assert!(reason.contains("csr-boot-1"), "{reason}");
-    assert!(harness.is_pending("csr-boot-2"));
+    let reason = left_pending_by_f2(&harness, &second, "csr-boot-1").await;
     assert_eq!(harness.writes(), Vec::<String>::new());
     let note = format!("CSR csr-boot-2: ignore by rule F2: {reason}");
     assert_eq!(harness.events(), vec![(Severity::Warning, "CsrLeftPending".to_owned(), note)]);
@@ -677,13 +682,7 @@ async fn a_bootstrap_csr_filed_before_the_attempt_binds_it_once_an_admin_approve
     let kubelets = named_bootstrap_csr("csr-boot-2", &KeyPair::generate().unwrap());
     harness.csrs.inner.insert(kubelets.clone());
 
-    let outcome = reconcile_csr(&kubelets, &harness.context).await.unwrap();
-
-    let CsrOutcome::Decided { verdict: Verdict::Ignore { rule: RuleId::F2, reason }, .. } = outcome else {
-        panic!("expected an ignore by F2, got {outcome:?}");
-    };
-    assert!(reason.contains("csr-early"), "{reason}");
-    assert!(harness.is_pending("csr-boot-2"));
+    left_pending_by_f2(&harness, &kubelets, "csr-early").await;
 
     // Told otherwise (an update, as the API server makes it: a new resourceVersion), approved before the attempt.
     let mut approved_before = approved_by_admin_at(&early, minutes_ago(35));

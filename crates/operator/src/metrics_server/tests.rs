@@ -161,14 +161,21 @@ async fn get(
     Ok((status, String::from_utf8_lossy(&body).into_owned(), challenge))
 }
 
-#[tokio::test]
-async fn over_tls_no_token_is_401_a_token_without_the_permission_403_and_prometheus_gets_the_metrics() {
-    let dir = tempfile::tempdir().unwrap();
-    let (ca, certificate, key) = write_serving_pair(dir.path(), 1);
+/// A serving pair written to `dir`, the TLS state serving it under the Intermediate profile, and a bound listener:
+/// the CA, the state, the listener and its address.
+async fn tls_listener(dir: &Path) -> (CertificateDer<'static>, Arc<TlsState>, TcpListener, SocketAddr) {
+    let (ca, certificate, key) = write_serving_pair(dir, 1);
     let tls =
         Arc::new(TlsState::new(CertificateSource::Files { certificate, key }, TlsProfile::intermediate()).unwrap());
     let listener = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
     let address = listener.local_addr().unwrap();
+    (ca, tls, listener, address)
+}
+
+#[tokio::test]
+async fn over_tls_no_token_is_401_a_token_without_the_permission_403_and_prometheus_gets_the_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ca, tls, listener, address) = tls_listener(dir.path()).await;
     let metrics = Arc::new(Metrics::new());
     metrics.set_build_info("0.1.0", "abc");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -225,11 +232,7 @@ async fn closed_within_an_hour<S: tokio::io::AsyncRead + Unpin>(stream: &mut S) 
 #[tokio::test(start_paused = true)]
 async fn clients_that_stall_the_handshake_or_the_request_head_are_disconnected() {
     let dir = tempfile::tempdir().unwrap();
-    let (ca, certificate, key) = write_serving_pair(dir.path(), 1);
-    let tls =
-        Arc::new(TlsState::new(CertificateSource::Files { certificate, key }, TlsProfile::intermediate()).unwrap());
-    let listener = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
-    let address = listener.local_addr().unwrap();
+    let (ca, tls, listener, address) = tls_listener(dir.path()).await;
     let gate = Arc::new(MetricsGate::new(reviews()));
     let metrics = Arc::new(Metrics::new());
     tokio::spawn(serve(listener, ConnectionLimits::default(), tls, gate, metrics, std::future::pending()));
