@@ -74,7 +74,8 @@ pub async fn reconcile_csr(
     let cached: Vec<WindowsInstance> = ctx.cache.records().await.iter().map(|record| (**record).clone()).collect();
     if !names_a_record(&facts, &cached) {
         let verdict = decide(&facts, &World::new(world_data(ctx, &cached, Vec::new())));
-        tracing::debug!(csr = %csr_name, verdict = verdict.kind(), rule = ?verdict.rule(), reason = verdict.reason(), "CSR out of scope");
+        // Logged once per change of the request (it is not requeued), so an admin sees why it stays pending.
+        tracing::info!(csr = %csr_name, verdict = verdict.kind(), rule = ?verdict.rule(), reason = verdict.reason(), "CSR decided");
         count_verdict(ctx, &verdict);
         return Ok(CsrOutcome::Decided { verdict, instance: None });
     }
