@@ -47,6 +47,7 @@ pub mod replicas;
 mod sandbox;
 pub mod secret_scan;
 pub mod soak;
+mod stall_report;
 pub mod tcp_proxy;
 pub mod workload;
 

@@ -837,8 +837,14 @@ impl Sandbox {
             Err(error) => {
                 self.keep_directory.store(true, Ordering::SeqCst);
                 let log = self.operator_log_path();
+                let stall = crate::stall_report::stall_report(
+                    self.operator_pid(),
+                    self.operator_probe_address(),
+                    &self.directory_path,
+                )
+                .await;
                 Err(SandboxError::Timeout {
-                    detail: format!("{error:#}"),
+                    detail: format!("{error:#}\n{stall}"),
                     tail: log_tail(&log),
                     operator_log: log,
                     sandbox_dir: self.directory_path.clone(),
