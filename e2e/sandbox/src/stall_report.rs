@@ -14,11 +14,13 @@ const GDB_TIMEOUT: Duration = Duration::from_secs(60);
 /// A short report on process `pid` (listening for probes on `probe`), and the stacks written under `directory`.
 pub async fn stall_report(pid: Option<u32>, probe: SocketAddr, directory: &Path) -> String {
     let mut report = String::new();
-    let health = tokio::time::timeout(Duration::from_secs(10), crate::operator::http_get(probe, "/healthz")).await;
+    let stalled = "no answer within 10 s (the process's async runtime may be stalled)".to_owned();
+    let health = tokio::time::timeout(Duration::from_secs(15), crate::operator::http_get(probe, "/healthz")).await;
     let health = match health {
         Ok(Ok((status, _))) => format!("answered {status}"),
+        Ok(Err(error)) if error.kind() == std::io::ErrorKind::TimedOut => stalled,
         Ok(Err(error)) => format!("failed: {error}"),
-        Err(_) => "no answer within 10 s (the process's async runtime may be stalled)".to_owned(),
+        Err(_) => stalled,
     };
     let _ = writeln!(report, "  operator /healthz: {health}");
     let Some(pid) = pid else {

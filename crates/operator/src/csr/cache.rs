@@ -9,9 +9,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use async_trait::async_trait;
+use futures::{Stream, StreamExt as _};
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use kube::ResourceExt;
 use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+use tokio::sync::watch;
 use wmco_cluster_client::is_pending;
 use wmco_cluster_client::types::WindowsInstance;
 use wmco_csr_approver::CsrSummary;
@@ -28,25 +31,70 @@ pub trait CsrCache: Send + Sync {
     async fn records(&self) -> Vec<Arc<WindowsInstance>>;
 }
 
-/// [`CsrCache`] over the stores of the CSR controller's watches (one per kubelet signer, each with a
-/// `spec.signerName` field selector) and of a `WindowsInstance` watch; [`controller`](super::controller) attaches
-/// them before the first reconcile. Reads wait until every store holds its first complete list.
+/// A reflector's store and the flag its reflector sets once the store holds its first complete list
+/// ([`signal_ready`]).
+///
+/// The flag, not the store's own `wait_until_ready`, says when to read: kube-runtime 5 keeps one waker for that
+/// future, so of several tasks waiting on one store (the controllers' runners and concurrent reconciles) only the
+/// last to poll is woken, and the others wait for good.
+pub struct ReadyStore<K: kube::Resource + 'static>
+where
+    K::DynamicType: std::hash::Hash + Eq + Clone,
+{
+    store: Store<K>,
+    ready: watch::Receiver<bool>,
+}
+
+impl<K: kube::Resource + Clone + 'static> ReadyStore<K>
+where
+    K::DynamicType: std::hash::Hash + Eq + Clone,
+{
+    /// `store`, read once `ready` holds `true`.
+    pub fn new(store: Store<K>, ready: watch::Receiver<bool>) -> Self {
+        ReadyStore { store, ready }
+    }
+
+    /// The store's objects once its first list is complete; none if its reflector ended before that.
+    async fn state_when_ready(&self) -> Vec<Arc<K>> {
+        let mut ready = self.ready.clone();
+        match ready.wait_for(|ready| *ready).await {
+            Ok(_) => self.store.state(),
+            Err(_) => Vec::new(),
+        }
+    }
+}
+
+/// Passes a reflector's `events` on, setting `ready` at each end of a complete list (`InitDone`).
+pub fn signal_ready<K, S>(events: S, ready: watch::Sender<bool>) -> impl Stream<Item = S::Item>
+where
+    S: Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
+{
+    events.inspect(move |event| {
+        if matches!(event, Ok(watcher::Event::InitDone)) {
+            ready.send_replace(true);
+        }
+    })
+}
+
+/// [`CsrCache`] over the stores of the CSR controller's reflectors (one per kubelet signer, each with a
+/// `spec.signerName` field selector) and of a `WindowsInstance` reflector; [`controller`](super::controller)
+/// attaches them before the first reconcile. Reads wait until every store holds its first complete list.
 #[derive(Default)]
 pub struct WatchedCache {
-    csrs: OnceLock<Vec<Store<CertificateSigningRequest>>>,
-    records: OnceLock<Store<WindowsInstance>>,
+    csrs: OnceLock<Vec<ReadyStore<CertificateSigningRequest>>>,
+    records: OnceLock<ReadyStore<WindowsInstance>>,
 }
 
 impl WatchedCache {
     /// Reads the kubelet CSRs from `stores` from now on (the first call wins).
-    pub fn attach_csrs(&self, stores: Vec<Store<CertificateSigningRequest>>) {
+    pub fn attach_csrs(&self, stores: Vec<ReadyStore<CertificateSigningRequest>>) {
         if self.csrs.set(stores).is_err() {
             tracing::warn!("the CSR stores were attached twice; keeping the first");
         }
     }
 
     /// Reads the records from `store` from now on (the first call wins).
-    pub fn attach_records(&self, store: Store<WindowsInstance>) {
+    pub fn attach_records(&self, store: ReadyStore<WindowsInstance>) {
         if self.records.set(store).is_err() {
             tracing::warn!("the WindowsInstance store was attached twice; keeping the first");
         }
@@ -62,9 +110,7 @@ impl CsrCache for WatchedCache {
         };
         let mut csrs = Vec::new();
         for store in stores {
-            if store.wait_until_ready().await.is_ok() {
-                csrs.extend(store.state());
-            }
+            csrs.extend(store.state_when_ready().await);
         }
         csrs
     }
@@ -74,10 +120,7 @@ impl CsrCache for WatchedCache {
             tracing::error!("no WindowsInstance store is attached; every CSR is out of scope");
             return Vec::new();
         };
-        match store.wait_until_ready().await {
-            Ok(()) => store.state(),
-            Err(_) => Vec::new(),
-        }
+        store.state_when_ready().await
     }
 }
 
@@ -141,6 +184,7 @@ impl CsrSummaries {
 
 #[cfg(test)]
 mod tests {
+    use kube::runtime::{WatchStreamExt as _, reflector};
     use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair};
     use wmco_cluster_client::fake::objects;
 
@@ -158,6 +202,36 @@ mod tests {
             .created_at(created)
             .build();
         Arc::new(csr)
+    }
+
+    /// Reconciles that read the cache before its first list are all woken once the list is complete (kube-runtime's
+    /// own `wait_until_ready` woke only the last of them: a CSR pending when the operator took over stayed pending).
+    #[tokio::test]
+    async fn every_reader_waiting_for_the_first_list_is_woken() {
+        let (store, writer) = reflector::store::<WindowsInstance>();
+        let (ready_sender, ready) = watch::channel(false);
+        let cache = Arc::new(WatchedCache::default());
+        cache.attach_records(ReadyStore::new(store, ready));
+        let readers: Vec<_> = (0..3)
+            .map(|_| {
+                let cache = Arc::clone(&cache);
+                tokio::spawn(async move { cache.records().await.len() })
+            })
+            .collect();
+        tokio::task::yield_now().await;
+
+        let events = [
+            watcher::Event::Init,
+            watcher::Event::InitApply(objects::record("win-1").build()),
+            watcher::Event::InitDone,
+        ];
+        let reflected = futures::stream::iter(events.into_iter().map(Ok)).reflect(writer);
+        let relayed: Vec<_> = signal_ready(reflected, ready_sender).collect().await;
+        assert_eq!(relayed.len(), 3);
+        let read = tokio::time::timeout(std::time::Duration::from_secs(5), futures::future::join_all(readers))
+            .await
+            .expect("every reader is woken");
+        assert_eq!(read.into_iter().map(Result::unwrap).collect::<Vec<_>>(), [1, 1, 1]);
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! [`CONCURRENCY_PER_SIGNER`] reconciles at once, both calling [`reconcile_csr`]. A `WindowsInstance` watch feeds
 //! the records store and, on every record change, triggers the pending CSRs naming that record's node (a request
 //! out of scope waits for that instead of a timer). The stores of the three watches make the [`WatchedCache`] the
-//! reconciles read. Requeues for state rules, and the runtime's error policy (exponential backoff from 0.5 s to
+//! reconciles read, each once its reflector flagged its first complete list (`Controller::for_stream` over those
+//! reflectors, so the cache never polls a store's own readiness future: kube-runtime wakes only its last waiter).
+//! Requeues for state rules, and the runtime's error policy (exponential backoff from 0.5 s to
 //! 60 s, kept in [`CsrContext`]). Exercised against a real apiserver by the e2e suite and `cargo xtask bench-csr`.
 
 use std::sync::Arc;
@@ -16,10 +18,11 @@ use kube::runtime::controller::{self, Action};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Api, Client};
+use tokio::sync::watch;
 use wmco_cluster_client::types::WindowsInstance;
 use wmco_csr_approver::{RuleId, Verdict};
 
-use super::cache::WatchedCache;
+use super::cache::{ReadyStore, WatchedCache, signal_ready};
 use super::reconcile::expected_node_name;
 use super::{CsrContext, CsrControllerError, CsrOutcome, KUBELET_SIGNERS, reconcile_csr};
 use crate::runtime::{Controlled, error_policy, report, tracked};
@@ -47,23 +50,18 @@ pub async fn controller(client: Client, ctx: CsrContext) {
     let records_api: Api<WindowsInstance> = Api::namespaced(client.clone(), &ctx.settings.namespace);
     let cache = Arc::new(WatchedCache::default());
     let (records, writer) = reflector::store::<WindowsInstance>();
-    cache.attach_records(records);
-    let records_watch =
-        watcher(records_api.clone(), watcher::Config::default()).default_backoff().reflect(writer).for_each(|event| {
-            if let Err(error) = event {
-                tracing::warn!(error = %error, "CSR controller: WindowsInstance watch");
-            }
-            std::future::ready(())
-        });
-    let controllers: Vec<Controller<CertificateSigningRequest>> = KUBELET_SIGNERS
-        .iter()
-        .map(|signer| {
-            let one_signer = watcher::Config::default().fields(&format!("spec.signerName={signer}"));
-            Controller::new(Api::all(client.clone()), one_signer)
-                .with_config(controller::Config::default().concurrency(CONCURRENCY_PER_SIGNER))
-        })
-        .collect();
-    cache.attach_csrs(controllers.iter().map(Controller::store).collect());
+    let (records_ready, ready) = watch::channel(false);
+    cache.attach_records(ReadyStore::new(records, ready));
+    let records_events = watcher(records_api.clone(), watcher::Config::default()).default_backoff().reflect(writer);
+    let records_watch = signal_ready(records_events, records_ready).for_each(|event| {
+        if let Err(error) = event {
+            tracing::warn!(error = %error, "CSR controller: WindowsInstance watch");
+        }
+        std::future::ready(())
+    });
+    let (controllers, stores): (Vec<_>, Vec<_>) =
+        KUBELET_SIGNERS.iter().map(|signer| signer_controller(&client, signer)).unzip();
+    cache.attach_csrs(stores);
     let ctx = Arc::new(ctx.with_cache(cache));
     let runs = controllers.into_iter().map(|csr_controller| {
         let store = csr_controller.store();
@@ -76,6 +74,22 @@ pub async fn controller(client: Client, ctx: CsrContext) {
             .for_each(|result| report(CsrContext::NAME, result))
     });
     futures::join!(records_watch, futures::future::join_all(runs));
+}
+
+/// The controller of one kubelet signer's CSRs, driven by a reflector of its own (a `spec.signerName` field
+/// selector), and that reflector's store with its readiness flag for the [`WatchedCache`].
+fn signer_controller(
+    client: &Client,
+    signer: &str,
+) -> (Controller<CertificateSigningRequest>, ReadyStore<CertificateSigningRequest>) {
+    let one_signer = watcher::Config::default().fields(&format!("spec.signerName={signer}"));
+    let (store, writer) = reflector::store::<CertificateSigningRequest>();
+    let (ready_sender, ready) = watch::channel(false);
+    let events = watcher(Api::all(client.clone()), one_signer).default_backoff().reflect(writer);
+    let triggers = signal_ready(events, ready_sender).applied_objects();
+    let controller = Controller::for_stream(triggers, store.clone())
+        .with_config(controller::Config::default().concurrency(CONCURRENCY_PER_SIGNER));
+    (controller, ReadyStore::new(store, ready))
 }
 
 /// The pending CSRs in `store` that name the node `record` expects.

@@ -28,7 +28,7 @@ mod machine_tests;
 #[cfg(test)]
 mod tests;
 
-pub use cache::{CsrCache, CsrSummaries, WatchedCache};
+pub use cache::{CsrCache, CsrSummaries, ReadyStore, WatchedCache, signal_ready};
 pub use context::{Clock, CsrContext, CsrSettings, system_clock};
 pub use controller::{CONCURRENCY_PER_SIGNER, FLOOD_RECHECK, STATE_RECHECK, controller};
 pub use error::CsrControllerError;

@@ -67,6 +67,8 @@ pub async fn reconcile_csr(
 ) -> Result<CsrOutcome, CsrControllerError> {
     let csr_name = csr.name_any();
     let has_certificate = csr.status.as_ref().is_some_and(|status| status.certificate.is_some());
+    tracing::debug!(csr = %csr_name, signer = %csr.spec.signer_name, pending = is_pending(csr), has_certificate,
+        resource_version = ?csr.metadata.resource_version, "CSR seen");
     if !KUBELET_SIGNERS.contains(&csr.spec.signer_name.as_str()) || !is_pending(csr) || has_certificate {
         return Ok(CsrOutcome::Skipped);
     }
