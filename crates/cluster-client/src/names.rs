@@ -21,6 +21,11 @@ pub const INSTANCE_UID_ANNOTATION: &str = "windowsmachineconfig.openshift.io/ins
 /// deconfiguring it.
 pub const FORCE_REMOVE_ANNOTATION: &str = "windowsmachineconfig.openshift.io/force-remove";
 
+/// Annotation an admin sets on a `WindowsInstance` to ask for one reboot of its host: the value is a token (a
+/// timestamp, say); a completed reboot records it on the record, so the same token never reboots twice and a new
+/// one asks again. The operator never writes or removes it.
+pub const REBOOT_REQUESTED_ANNOTATION: &str = "windowsmachineconfig.openshift.io/reboot-requested";
+
 /// Node label set by the kubelet's `--node-labels` on every Windows node (`Windows`).
 pub const OS_ID_LABEL: &str = "node.openshift.io/os_id";
 /// The value of [`OS_ID_LABEL`] on Windows nodes.
@@ -37,7 +42,8 @@ pub const UPGRADING_LABEL: &str = "windowsmachineconfig.openshift.io/upgrading";
 pub const VERSION_ANNOTATION: &str = "windowsmachineconfig.openshift.io/version";
 /// Node annotation holding the version the node is to be configured with.
 pub const DESIRED_VERSION_ANNOTATION: &str = "windowsmachineconfig.openshift.io/desired-version";
-/// Node annotation asking for a reboot of the host.
+/// Node annotation asking for a reboot of the host (the Go operator's contract: its presence, whatever the value,
+/// asks; the operator removes it once the host is back).
 pub const REBOOT_REQUIRED_ANNOTATION: &str = "windowsmachineconfig.openshift.io/reboot-required";
 /// Node annotation holding the hash of the public key the node was configured with.
 pub const PUB_KEY_HASH_ANNOTATION: &str = "windowsmachineconfig.openshift.io/pub-key-hash";

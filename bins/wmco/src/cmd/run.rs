@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
+use jiff::civil::{Time, Weekday};
+use jiff::tz::TimeZone;
 use wmco_cluster_client::ProxySettings;
 use wmco_operator::process::{
     BuildInfo, CONTROLLER_NAME, MetricsEndpointOptions, OperatorFlags, PlainKubernetesFlags, RunOptions,
@@ -18,6 +20,9 @@ use wmco_operator::process::{
 };
 use wmco_operator::shutdown::termination_requested;
 use wmco_payload_manifest::{Manifest, Payload, PayloadError, check_payload_binaries};
+use wmco_reboot_policy::{
+    MaintenanceWindow, RebootPolicy, RebootSettings, parse_time_of_day, parse_time_zone, parse_weekday,
+};
 use wmco_ssh_transport::transcript::prepare_directory;
 use wmco_vocabulary::IpCidr;
 use wmco_windows_services::{LogRotation, Verbosity};
@@ -135,10 +140,37 @@ pub struct RunArgs {
     /// against the host simulator. DIR is created (mode 0700) if missing.
     #[arg(long, env = "WMCO_RECORD_TRANSCRIPTS", value_name = "DIR")]
     pub record_transcripts: Option<PathBuf>,
+    /// Whether a host is rebooted when Windows itself has a reboot pending (Windows Update's `RebootRequired`,
+    /// Component-Based Servicing's `RebootPending`, `PendingFileRenameOperations`): `never`, or `when-required`
+    /// inside the maintenance window. Either way, a `WindowsInstance` annotated
+    /// `windowsmachineconfig.openshift.io/reboot-requested=<token>` and a Node annotated
+    /// `windowsmachineconfig.openshift.io/reboot-required` are rebooted once, at any time, within
+    /// `--max-unavailable`.
+    #[arg(long, env = "WMCO_REBOOT_POLICY", default_value = "never", value_name = "never|when-required")]
+    pub reboot_policy: RebootPolicy,
+    /// The days the maintenance window opens on, comma-separated, as kured takes them: `su`/`sun`/`sunday` … `sa`,
+    /// or 0 (Sunday) to 6.
+    #[arg(long, env = "WMCO_REBOOT_DAYS", value_name = "DAYS", value_delimiter = ',',
+          default_value = "su,mo,tu,we,th,fr,sa", value_parser = parse_weekday)]
+    pub reboot_days: Vec<Weekday>,
+    /// When the maintenance window opens, local time of `--time-zone` (`2:00`, `02:00:00`, `2am`).
+    #[arg(long, env = "WMCO_REBOOT_START_TIME", value_name = "TIME", default_value = "0:00",
+          value_parser = parse_time_of_day)]
+    pub start_time: Time,
+    /// When the maintenance window closes (its whole second included); earlier than `--start-time`, the window
+    /// crosses midnight and closes the next day.
+    #[arg(long, env = "WMCO_REBOOT_END_TIME", value_name = "TIME", default_value = "23:59:59",
+          value_parser = parse_time_of_day)]
+    pub end_time: Time,
+    /// The time zone of `--start-time` and `--end-time`: an IANA name (`Europe/Berlin`) or `UTC`.
+    #[arg(long, env = "WMCO_REBOOT_TIME_ZONE", value_name = "ZONE", default_value = "UTC",
+          value_parser = parse_time_zone)]
+    pub time_zone: TimeZone,
 }
 
 /// Runs the operator until it is told to stop (exit 0) or loses its lease (an error, exit 1).
 pub fn run(args: &RunArgs, _output: OutputFormat) -> anyhow::Result<Outcome> {
+    let reboot = reboot_settings(args)?;
     let (manifest, payload) = verify_payload(&args.payload_dir, args.allow_synthetic_payload)?;
     tracing::info!(
         payload_dir = %args.payload_dir.display(),
@@ -155,7 +187,14 @@ pub fn run(args: &RunArgs, _output: OutputFormat) -> anyhow::Result<Outcome> {
     }
     prepare_transcripts(args.record_transcripts.as_deref())?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    runtime.block_on(operate(args, manifest, payload))
+    runtime.block_on(operate(args, reboot, manifest, payload))
+}
+
+/// The reboot policy and the maintenance window from the flags; a window that would never open is unusable input.
+fn reboot_settings(args: &RunArgs) -> anyhow::Result<RebootSettings> {
+    let window = MaintenanceWindow::new(&args.reboot_days, args.start_time, args.end_time, args.time_zone.clone())
+        .map_err(|error| anyhow::Error::new(UnusableInput(error.to_string())))?;
+    Ok(RebootSettings { policy: args.reboot_policy, window })
 }
 
 /// Creates the `--record-transcripts` directory (mode 0700) when one is asked for; one that cannot be created is
@@ -209,11 +248,16 @@ fn verify_payload(dir: &Path, allow_synthetic: bool) -> anyhow::Result<(Manifest
 
 /// Runs the operator through [`wmco_operator::process::run`] until SIGTERM or Ctrl-C; the admin's input errors
 /// (a flag, the cluster's facts) are unusable input (exit 2).
-async fn operate(args: &RunArgs, manifest: Manifest, payload: Payload) -> anyhow::Result<Outcome> {
+async fn operate(
+    args: &RunArgs,
+    reboot: RebootSettings,
+    manifest: Manifest,
+    payload: Payload,
+) -> anyhow::Result<Outcome> {
     let identity = identity(args);
-    log_settings(args, &identity);
+    log_settings(args, &identity, &reboot);
     let options = RunOptions {
-        flags: operator_flags(args, identity),
+        flags: operator_flags(args, identity, reboot),
         plain_kubernetes: PlainKubernetesFlags {
             service_cidr: args.service_cidr,
             api_server_url: args.api_server_url.clone(),
@@ -248,7 +292,7 @@ async fn operate(args: &RunArgs, manifest: Manifest, payload: Payload) -> anyhow
 }
 
 /// The operator's own settings from the flags.
-fn operator_flags(args: &RunArgs, identity: String) -> OperatorFlags {
+fn operator_flags(args: &RunArgs, identity: String, reboot: RebootSettings) -> OperatorFlags {
     OperatorFlags {
         namespace: args.namespace.clone(),
         identity,
@@ -267,6 +311,7 @@ fn operator_flags(args: &RunArgs, identity: String) -> OperatorFlags {
             flush_interval: args.services_log_flush_interval,
         },
         record_transcripts: args.record_transcripts.clone(),
+        reboot,
     }
 }
 
@@ -279,7 +324,7 @@ fn identity(args: &RunArgs) -> String {
         .unwrap_or_else(|| format!("{CONTROLLER_NAME}-{}", std::process::id()))
 }
 
-fn log_settings(args: &RunArgs, identity: &str) {
+fn log_settings(args: &RunArgs, identity: &str, reboot: &RebootSettings) {
     tracing::info!(
         namespace = %args.namespace,
         listen = %args.listen,
@@ -291,6 +336,8 @@ fn log_settings(args: &RunArgs, identity: &str) {
         leader_election = args.leader_election,
         lease_name = %args.lease_name,
         identity,
+        reboot_policy = %reboot.policy,
+        maintenance_window = %reboot.window,
         "starting the operator"
     );
 }
@@ -375,7 +422,7 @@ mod tests {
             "--ssh-io-timeout-seconds=5",
         ])
         .expect("parsed");
-        let flags = operator_flags(&args, "wmco-0".into());
+        let flags = operator_flags(&args, "wmco-0".into(), RebootSettings::default());
         assert_eq!(
             (flags.ssh_command_timeout, flags.ssh_io_timeout),
             (Duration::from_secs(15), Duration::from_secs(5))
@@ -388,7 +435,10 @@ mod tests {
         assert_eq!(flags.authentication_grace, Duration::from_secs(20));
         assert_eq!(flags.version_override.as_deref(), Some("10.18.0-e2e"));
         assert_eq!(flags.cluster_networks.iter().map(ToString::to_string).collect::<Vec<_>>(), ["10.128.0.0/14"]);
-        assert_eq!(operator_flags(&parse(&[]).expect("parsed"), "wmco-0".into()).verbosity, Verbosity::Normal);
+        assert_eq!(
+            operator_flags(&parse(&[]).expect("parsed"), "wmco-0".into(), RebootSettings::default()).verbosity,
+            Verbosity::Normal
+        );
     }
 
     #[test]
@@ -399,11 +449,14 @@ mod tests {
             "--services-log-flush-interval=5s",
         ])
         .expect("parsed");
-        let rotation = operator_flags(&args, "wmco-0".into()).log_rotation;
+        let rotation = operator_flags(&args, "wmco-0".into(), RebootSettings::default()).log_rotation;
         assert_eq!(rotation.max_size_bytes, Some(100 * 1024 * 1024));
         assert_eq!(rotation.max_age, Some(Duration::from_secs(168 * 3600)));
         assert_eq!(rotation.flush_interval, Some(Duration::from_secs(5)));
-        assert_eq!(operator_flags(&parse(&[]).expect("parsed"), "wmco-0".into()).log_rotation, LogRotation::default());
+        assert_eq!(
+            operator_flags(&parse(&[]).expect("parsed"), "wmco-0".into(), RebootSettings::default()).log_rotation,
+            LogRotation::default()
+        );
         for (flag, bad, expected) in [
             ("--services-log-file-size", "-1M", "Kubernetes quantity"),
             ("--services-log-file-age", "a week", "Go duration"),
@@ -417,10 +470,62 @@ mod tests {
     }
 
     #[test]
+    fn reboots_default_to_explicit_requests_only_at_any_time() {
+        let settings = reboot_settings(&parse(&[]).expect("parsed")).expect("usable");
+        assert_eq!(settings, RebootSettings::default());
+        assert_eq!((settings.policy, settings.window.to_string()), (RebootPolicy::Never, "always".to_owned()));
+    }
+
+    #[test]
+    fn the_reboot_flags_take_kureds_forms() {
+        let args = parse(&[
+            "--reboot-policy=when-required",
+            "--reboot-days=sa,sunday",
+            "--start-time=10pm",
+            "--end-time=04:00",
+            "--time-zone=Europe/Berlin",
+        ])
+        .expect("parsed");
+        let settings = reboot_settings(&args).expect("usable");
+        assert_eq!(settings.policy, RebootPolicy::WhenRequired);
+        assert_eq!(settings.window.to_string(), "sun,sat 22:00:00-04:00:00 Europe/Berlin");
+        assert_eq!(operator_flags(&args, "wmco-0".into(), settings.clone()).reboot, settings);
+        let repeated = parse(&["--reboot-days=mo", "--reboot-days=2"]).expect("parsed");
+        assert_eq!(repeated.reboot_days, [Weekday::Monday, Weekday::Tuesday]);
+    }
+
+    #[test]
+    fn a_bad_reboot_flag_is_a_usage_error_naming_the_flag_and_the_value() {
+        for (flag, bad, expected) in [
+            ("--reboot-policy", "sometimes", "unknown reboot policy \"sometimes\""),
+            ("--reboot-days", "mo,funday", "unknown day \"funday\""),
+            ("--start-time", "25:00", "invalid time of day \"25:00\": hour 25 is out of range 0-23"),
+            ("--end-time", "4:60", "invalid time of day \"4:60\": minute 60 is out of range 0-59"),
+            ("--time-zone", "Mars/Olympus_Mons", "unknown time zone \"Mars/Olympus_Mons\""),
+        ] {
+            let error = parse(&[&format!("{flag}={bad}")]).expect_err("refused");
+            assert_eq!((error.kind(), error.exit_code()), (ErrorKind::ValueValidation, 2), "{error}");
+            let text = error.to_string();
+            assert!(text.contains(flag) && text.contains(expected), "{text}");
+        }
+    }
+
+    #[test]
+    fn an_empty_maintenance_window_is_unusable_input_before_the_payload_is_read() {
+        let args = parse(&["--start-time=2:00", "--end-time=02:00"]).expect("parsed");
+        let error = run(&args, OutputFormat::Human).expect_err("empty window");
+        assert_eq!(exit_code_of_error(&error), 2);
+        assert!(error.to_string().starts_with("--start-time and --end-time are both 02:00:00"), "{error}");
+    }
+
+    #[test]
     fn transcripts_are_recorded_only_when_asked_for() {
-        assert_eq!(operator_flags(&parse(&[]).expect("parsed"), "wmco-0".into()).record_transcripts, None);
+        assert_eq!(
+            operator_flags(&parse(&[]).expect("parsed"), "wmco-0".into(), RebootSettings::default()).record_transcripts,
+            None
+        );
         let args = parse(&["--record-transcripts", "/var/log/wmco-transcripts"]).expect("parsed");
-        let flags = operator_flags(&args, "wmco-0".into());
+        let flags = operator_flags(&args, "wmco-0".into(), RebootSettings::default());
         assert_eq!(flags.record_transcripts, Some(PathBuf::from("/var/log/wmco-transcripts")));
         prepare_transcripts(None).expect("nothing to prepare");
     }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use semver::Version;
 use wmco_cluster_client::{ClusterFacts, DrainOptions};
 use wmco_payload_manifest::Manifest;
+use wmco_reboot_policy::RebootSettings;
 use wmco_vocabulary::{IpCidr, Platform};
 use wmco_windows_services::{LogRotation, Verbosity};
 
@@ -53,6 +54,8 @@ pub struct OperatorFlags {
     pub log_rotation: LogRotation,
     /// Where every host's command transcript is written (`--record-transcripts`); `None` records nothing.
     pub record_transcripts: Option<PathBuf>,
+    /// `--reboot-policy` and the maintenance window (`--reboot-days`, `--start-time`, `--end-time`, `--time-zone`).
+    pub reboot: RebootSettings,
 }
 
 /// What the cluster is, as discovered at startup.
@@ -104,6 +107,7 @@ pub enum ConfigError {
 ///     cluster_networks: Vec::new(),
 ///     log_rotation: Default::default(),
 ///     record_transcripts: None,
+///     reboot: Default::default(),
 /// };
 /// let manifest = wmco_payload_manifest::Manifest::product().unwrap();
 /// let shape = ClusterShape { openshift: false, machine_api: false };
@@ -235,6 +239,11 @@ impl OperatorConfig {
         MachinesSettings { namespace: self.flags.namespace.clone(), platform: self.platform }
     }
 
+    /// Which hosts the fleet executor asks to reboot, and when: the policy and the maintenance window.
+    pub fn reboot_settings(&self) -> RebootSettings {
+        self.flags.reboot.clone()
+    }
+
     /// The user-data controller's settings: the namespace and the cluster's platform.
     pub fn user_data_settings(&self) -> UserDataSettings {
         UserDataSettings { operator_namespace: self.flags.namespace.clone(), platform: self.platform }
@@ -244,6 +253,8 @@ impl OperatorConfig {
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
+
+    use wmco_reboot_policy::RebootPolicy;
 
     use super::*;
     use crate::files::ClusterMaterial;
@@ -263,6 +274,7 @@ mod tests {
             cluster_networks: Vec::new(),
             log_rotation: LogRotation::default(),
             record_transcripts: None,
+            reboot: RebootSettings::default(),
         }
     }
 
@@ -317,6 +329,15 @@ mod tests {
         let overridden = OperatorFlags { version_override: Some("10.18.0-e2e+build.7".into()), ..flags() };
         let config = OperatorConfig::new(overridden, &facts(), OPENSHIFT, &manifest).expect("config");
         assert_eq!(config.operator_version.to_string(), "10.18.0-e2e");
+    }
+
+    #[test]
+    fn the_reboot_settings_come_from_the_flags() {
+        let manifest = Manifest::product().expect("product manifest");
+        let reboot = RebootSettings { policy: RebootPolicy::WhenRequired, ..RebootSettings::default() };
+        let flags = OperatorFlags { reboot: reboot.clone(), ..flags() };
+        let config = OperatorConfig::new(flags, &facts(), OPENSHIFT, &manifest).expect("config");
+        assert_eq!(config.reboot_settings(), reboot);
     }
 
     #[test]

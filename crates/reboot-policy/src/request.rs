@@ -1,0 +1,314 @@
+//! [`reboot_request`]: whether one host is asked to reboot now, and why ([`RebootRequest`]).
+//!
+//! Idempotency: an admin request is a token (any text, for example a timestamp) on the `WindowsInstance`; the
+//! executor records the token of the request a completed reboot answered on the record and passes it back as
+//! [`RebootInputs::last_completed_token`], so the same token never reboots twice, even if the annotation stays, and
+//! a new token asks once more. The Node's `reboot-required` annotation keeps the Go operator's contract instead: its
+//! presence asks, and the executor removes it once the host is back (before it records the reboot as completed, so
+//! a crash in between repeats only the removal). The host's markers go away with the reboot that clears them.
+
+use std::fmt;
+use std::str::FromStr;
+
+use jiff::Timestamp;
+
+use crate::{RebootPolicy, RebootRequestError, RebootSettings};
+
+/// The longest admin token: any timestamp or UUID fits, and the record's status stays small.
+pub const MAX_TOKEN_CHARS: usize = 63;
+
+/// A mark Windows keeps while a reboot is pending, as the state probe reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PendingRebootMarker {
+    /// Windows Update's `RebootRequired` key (`HKLM\SOFTWARE\Microsoft\Windows\CurrentVersion\WindowsUpdate\Auto
+    /// Update\RebootRequired`).
+    WindowsUpdate,
+    /// Component-Based Servicing's `RebootPending` key (`HKLM\SOFTWARE\Microsoft\Windows\CurrentVersion\Component
+    /// Based Servicing\RebootPending`).
+    ComponentBasedServicing,
+    /// Session Manager's `PendingFileRenameOperations` value: files replaced at the next boot.
+    PendingFileRenameOperations,
+}
+
+impl PendingRebootMarker {
+    /// Every marker, in the order reasons list them.
+    pub const ALL: [PendingRebootMarker; 3] = [
+        PendingRebootMarker::WindowsUpdate,
+        PendingRebootMarker::ComponentBasedServicing,
+        PendingRebootMarker::PendingFileRenameOperations,
+    ];
+
+    /// The name conditions, Events and the probe use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PendingRebootMarker::WindowsUpdate => "WindowsUpdateRebootRequired",
+            PendingRebootMarker::ComponentBasedServicing => "CbsRebootPending",
+            PendingRebootMarker::PendingFileRenameOperations => "PendingFileRenameOperations",
+        }
+    }
+}
+
+impl fmt::Display for PendingRebootMarker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for PendingRebootMarker {
+    type Err = String;
+
+    /// The marker [`as_str`](Self::as_str) names; the error is the unknown name.
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Self::ALL.into_iter().find(|marker| marker.as_str() == name).ok_or_else(|| name.to_owned())
+    }
+}
+
+/// What the operator observed of one host, the inputs of [`reboot_request`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RebootInputs<'a> {
+    /// The value of the record's `windowsmachineconfig.openshift.io/reboot-requested` annotation, if it has one.
+    pub admin_token: Option<&'a str>,
+    /// The token of the admin request the last completed reboot answered (from the record's status).
+    pub last_completed_token: Option<&'a str>,
+    /// Whether the Node carries `windowsmachineconfig.openshift.io/reboot-required` (any value).
+    pub node_reboot_required: bool,
+    /// The pending-reboot markers the latest state probe found.
+    pub host_markers: &'a [PendingRebootMarker],
+}
+
+/// Who asks for a reboot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RebootSource {
+    /// The admin, with this token on the record; the executor records it once the reboot completed.
+    Admin {
+        /// The annotation's value.
+        token: String,
+    },
+    /// The Node's `reboot-required` annotation; the executor removes it once the host is back.
+    NodeAnnotation,
+    /// Windows itself, under `--reboot-policy=when-required` (sorted, without repeats).
+    HostMarkers(Vec<PendingRebootMarker>),
+}
+
+impl fmt::Display for RebootSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RebootSource::Admin { token } => write!(f, "the admin asked (token {token:?})"),
+            RebootSource::NodeAnnotation => f.write_str("the Node carries the reboot-required annotation"),
+            RebootSource::HostMarkers(markers) => {
+                let names: Vec<&str> = markers.iter().map(|marker| marker.as_str()).collect();
+                write!(f, "Windows has a reboot pending ({})", names.join(", "))
+            }
+        }
+    }
+}
+
+/// A host is to be rebooted once: one reboot answers every source at once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RebootRequest {
+    /// Who asks, explicit requests first (never empty).
+    pub sources: Vec<RebootSource>,
+    /// One line for the record's `status.disruption.reason`, Events and logs.
+    pub reason: String,
+}
+
+impl RebootRequest {
+    /// The admin token the executor records once the reboot completed, if the admin asked.
+    pub fn admin_token(&self) -> Option<&str> {
+        self.sources.iter().find_map(|source| match source {
+            RebootSource::Admin { token } => Some(token.as_str()),
+            _ => None,
+        })
+    }
+
+    /// Whether the executor removes the Node's `reboot-required` annotation once the host is back.
+    pub fn clears_node_annotation(&self) -> bool {
+        self.sources.contains(&RebootSource::NodeAnnotation)
+    }
+}
+
+/// Whether the host `inputs` describes is asked to reboot at `now` under `settings`.
+///
+/// The admin's token (unless a completed reboot already answered it) and the Node annotation ask under either
+/// policy and at any time; the host's markers ask only under [`RebootPolicy::WhenRequired`], and a request made of
+/// markers alone only while `settings.window` is open. When an explicit request is made, the markers (under
+/// `when-required`) are listed beside it, since the same reboot clears them.
+///
+/// # Errors
+/// [`RebootRequestError::TokenTooLong`]: the admin's token is longer than [`MAX_TOKEN_CHARS`].
+pub fn reboot_request(
+    inputs: &RebootInputs<'_>,
+    settings: &RebootSettings,
+    now: Timestamp,
+) -> Result<Option<RebootRequest>, RebootRequestError> {
+    let mut sources = Vec::new();
+    if let Some(token) = inputs.admin_token.filter(|token| Some(*token) != inputs.last_completed_token) {
+        let chars = token.chars().count();
+        if chars > MAX_TOKEN_CHARS {
+            return Err(RebootRequestError::TokenTooLong { chars });
+        }
+        sources.push(RebootSource::Admin { token: token.to_owned() });
+    }
+    if inputs.node_reboot_required {
+        sources.push(RebootSource::NodeAnnotation);
+    }
+    let explicit = !sources.is_empty();
+    if settings.policy == RebootPolicy::WhenRequired && !inputs.host_markers.is_empty() {
+        if !explicit && !settings.window.contains(now) {
+            return Ok(None);
+        }
+        let mut markers = inputs.host_markers.to_vec();
+        markers.sort_unstable();
+        markers.dedup();
+        sources.push(RebootSource::HostMarkers(markers));
+    }
+    if sources.is_empty() {
+        return Ok(None);
+    }
+    let reasons: Vec<String> = sources.iter().map(ToString::to_string).collect();
+    Ok(Some(RebootRequest { reason: reasons.join("; "), sources }))
+}
+
+#[cfg(test)]
+mod tests {
+    use jiff::civil::{Weekday, time};
+    use jiff::tz::TimeZone;
+
+    use super::*;
+    use crate::MaintenanceWindow;
+
+    const MARKERS: [PendingRebootMarker; 2] =
+        [PendingRebootMarker::PendingFileRenameOperations, PendingRebootMarker::WindowsUpdate];
+
+    /// Saturday 22:00 to Sunday 04:00 UTC.
+    fn weekend_night(policy: RebootPolicy) -> RebootSettings {
+        let window = MaintenanceWindow::new(&[Weekday::Saturday], time(22, 0, 0, 0), time(4, 0, 0, 0), TimeZone::UTC)
+            .expect("window");
+        RebootSettings { policy, window }
+    }
+
+    /// A Monday noon, outside [`weekend_night`].
+    fn monday_noon() -> Timestamp {
+        "2026-11-30T12:00:00Z".parse().expect("timestamp")
+    }
+
+    /// A Saturday 23:00, inside [`weekend_night`].
+    fn saturday_night() -> Timestamp {
+        "2026-11-28T23:00:00Z".parse().expect("timestamp")
+    }
+
+    fn decide(inputs: RebootInputs<'_>, settings: &RebootSettings, now: Timestamp) -> Option<RebootRequest> {
+        reboot_request(&inputs, settings, now).expect("decided")
+    }
+
+    fn sources(request: Option<RebootRequest>) -> Option<Vec<RebootSource>> {
+        request.map(|request| request.sources)
+    }
+
+    #[test]
+    fn nothing_asks_nothing() {
+        for policy in [RebootPolicy::Never, RebootPolicy::WhenRequired] {
+            assert_eq!(decide(RebootInputs::default(), &weekend_night(policy), saturday_night()), None);
+        }
+    }
+
+    #[test]
+    fn an_admin_token_asks_under_either_policy_and_outside_the_window() {
+        let inputs = RebootInputs { admin_token: Some("2026-11-30T11:59:00Z"), ..RebootInputs::default() };
+        for policy in [RebootPolicy::Never, RebootPolicy::WhenRequired] {
+            let request = decide(inputs, &weekend_night(policy), monday_noon()).expect("asked");
+            assert_eq!(request.sources, [RebootSource::Admin { token: "2026-11-30T11:59:00Z".into() }]);
+            assert_eq!(request.admin_token(), Some("2026-11-30T11:59:00Z"));
+            assert!(!request.clears_node_annotation());
+            assert_eq!(request.reason, "the admin asked (token \"2026-11-30T11:59:00Z\")");
+        }
+    }
+
+    #[test]
+    fn an_answered_token_never_asks_again_and_a_new_one_asks_once_more() {
+        let settings = RebootSettings::default();
+        let answered =
+            RebootInputs { admin_token: Some("first"), last_completed_token: Some("first"), ..RebootInputs::default() };
+        assert_eq!(decide(answered, &settings, monday_noon()), None);
+        let second = RebootInputs { admin_token: Some("second"), ..answered };
+        assert_eq!(decide(second, &settings, monday_noon()).expect("asked").admin_token(), Some("second"));
+        // The empty value `kubectl annotate ... reboot-requested=` sets is a token like any other.
+        let empty = RebootInputs { admin_token: Some(""), ..answered };
+        assert_eq!(decide(empty, &settings, monday_noon()).expect("asked").admin_token(), Some(""));
+    }
+
+    #[test]
+    fn a_token_too_long_to_record_is_refused_naming_its_length() {
+        let long = "x".repeat(MAX_TOKEN_CHARS + 1);
+        let inputs = RebootInputs { admin_token: Some(&long), ..RebootInputs::default() };
+        let error = reboot_request(&inputs, &RebootSettings::default(), monday_noon()).expect_err("too long");
+        assert_eq!(error, RebootRequestError::TokenTooLong { chars: 64 });
+        assert!(error.to_string().starts_with("the reboot token has 64 characters, more than 63"), "{error}");
+        let longest = "x".repeat(MAX_TOKEN_CHARS);
+        let inputs = RebootInputs { admin_token: Some(&longest), ..RebootInputs::default() };
+        assert!(reboot_request(&inputs, &RebootSettings::default(), monday_noon()).expect("fits").is_some());
+    }
+
+    #[test]
+    fn the_node_annotation_asks_under_either_policy_and_outside_the_window() {
+        let inputs = RebootInputs { node_reboot_required: true, ..RebootInputs::default() };
+        for policy in [RebootPolicy::Never, RebootPolicy::WhenRequired] {
+            let request = decide(inputs, &weekend_night(policy), monday_noon()).expect("asked");
+            assert_eq!(request.sources, [RebootSource::NodeAnnotation]);
+            assert!(request.clears_node_annotation());
+            assert_eq!(request.admin_token(), None);
+        }
+    }
+
+    #[test]
+    fn host_markers_ask_only_when_required_and_inside_the_window() {
+        let inputs = RebootInputs { host_markers: &MARKERS, ..RebootInputs::default() };
+        assert_eq!(decide(inputs, &weekend_night(RebootPolicy::Never), saturday_night()), None);
+        assert_eq!(decide(inputs, &weekend_night(RebootPolicy::WhenRequired), monday_noon()), None);
+        let request = decide(inputs, &weekend_night(RebootPolicy::WhenRequired), saturday_night()).expect("asked");
+        let sorted = vec![PendingRebootMarker::WindowsUpdate, PendingRebootMarker::PendingFileRenameOperations];
+        assert_eq!(request.sources, [RebootSource::HostMarkers(sorted)]);
+        assert_eq!(
+            request.reason,
+            "Windows has a reboot pending (WindowsUpdateRebootRequired, PendingFileRenameOperations)"
+        );
+        let always = RebootSettings { policy: RebootPolicy::WhenRequired, ..RebootSettings::default() };
+        assert!(decide(inputs, &always, monday_noon()).is_some());
+    }
+
+    #[test]
+    fn an_explicit_request_lists_the_markers_it_also_clears() {
+        let inputs = RebootInputs {
+            admin_token: Some("t1"),
+            node_reboot_required: true,
+            host_markers: &[PendingRebootMarker::ComponentBasedServicing, PendingRebootMarker::ComponentBasedServicing],
+            ..RebootInputs::default()
+        };
+        let request = decide(inputs, &weekend_night(RebootPolicy::WhenRequired), monday_noon()).expect("asked");
+        assert_eq!(
+            request.sources,
+            [
+                RebootSource::Admin { token: "t1".into() },
+                RebootSource::NodeAnnotation,
+                RebootSource::HostMarkers(vec![PendingRebootMarker::ComponentBasedServicing]),
+            ]
+        );
+        assert_eq!(
+            request.reason,
+            "the admin asked (token \"t1\"); the Node carries the reboot-required annotation; Windows has a reboot \
+             pending (CbsRebootPending)"
+        );
+        assert_eq!(
+            sources(decide(inputs, &weekend_night(RebootPolicy::Never), monday_noon())),
+            Some(vec![RebootSource::Admin { token: "t1".into() }, RebootSource::NodeAnnotation])
+        );
+    }
+
+    #[test]
+    fn markers_read_and_write_their_probe_names() {
+        for marker in PendingRebootMarker::ALL {
+            assert_eq!(marker.to_string().parse(), Ok(marker));
+        }
+        assert_eq!("RebootPending".parse::<PendingRebootMarker>(), Err("RebootPending".to_owned()));
+    }
+}
