@@ -133,7 +133,7 @@ fn plan() {
     let file = dir.path().join("input.yaml");
     std::fs::write(&file, input).expect("written");
     let plan = document(&["plan", "--input", path_arg(&file)], API_VERSION, "Plan", 0);
-    assert_eq!(plan["decisions"].as_array().map(Vec::len), Some(8), "{plan}");
+    assert_eq!(plan["decisions"].as_array().map(Vec::len), Some(9), "{plan}");
     assert!(plan["summary"].is_object(), "{plan}");
 
     std::fs::write(&file, "fleet: [\n").expect("written");

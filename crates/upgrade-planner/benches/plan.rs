@@ -1,12 +1,15 @@
 //! Criterion benchmark: planning a mixed fleet of 5,000 instances (BYOH and Machines at several versions, some
-//! new, removed, rotated, not Ready or backing off).
+//! new, removed, rotated, not Ready, backing off or asking for a restart or reboot).
 
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use jiff::{SignedDuration, Timestamp};
 use semver::Version;
-use wmco_upgrade_planner::{Failure, Fleet, Instance, InstanceOrigin, InstancePhase, NodeState, Policy, plan};
+use wmco_upgrade_planner::{
+    DisruptionKind, Failure, Fleet, Instance, InstanceOrigin, InstancePhase, NodeState, Policy, RequestState,
+    RequestedDisruption, plan,
+};
 
 const FLEET_SIZE: usize = 5_000;
 const CURRENT_KEY: &str = "current-key";
@@ -40,11 +43,14 @@ fn mixed_fleet(size: usize) -> Fleet {
                 phase: if node.is_some() { InstancePhase::Ready } else { InstancePhase::Pending },
                 node,
                 last_failure,
-                rebooting: false,
+                disruption: (index % 13 == 0).then(|| RequestedDisruption {
+                    kind: if index % 2 == 0 { DisruptionKind::Restart } else { DisruptionKind::Reboot },
+                    state: if index % 39 == 0 { RequestState::Granted } else { RequestState::Requested },
+                }),
             }
         })
         .collect();
-    Fleet { now: now(), current_pub_key_hash: CURRENT_KEY.into(), instances }
+    Fleet { now: now(), current_pub_key_hash: CURRENT_KEY.into(), instances, machines_away: 3 }
 }
 
 fn planning(criterion: &mut Criterion) {

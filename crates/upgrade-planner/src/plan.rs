@@ -1,5 +1,5 @@
-//! The planner's output: one decision per instance (an action and why), warnings about the policy or the fleet,
-//! and a summary, each with a human rendering for the CLI and for Events.
+//! The planner's output: one decision per instance (an action the fleet executor carries out, and why), warnings
+//! about the policy or the fleet, and a summary, each with a human rendering for the CLI and for Events.
 
 use std::fmt;
 
@@ -7,7 +7,7 @@ use jiff::Timestamp;
 use semver::Version;
 use serde::{Deserialize, Serialize};
 
-use wmco_vocabulary::InstanceOrigin;
+use wmco_vocabulary::{DisruptionKind, InstanceOrigin};
 
 use crate::fleet::origin_label;
 use crate::policy::MinorVersion;
@@ -57,12 +57,11 @@ impl fmt::Display for Decision {
     }
 }
 
-/// What the operator should do to an instance now.
+/// What the fleet executor should do to an instance now. First-time configuration and removal are the instances
+/// controller's, outside the budget: such an instance gets [`Action::None`] with a [`Reason`] saying so.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type")]
 pub enum Action {
-    /// Configure the host for the first time (or continue doing so). Bounded by the concurrency limit.
-    Configure,
     /// Cordon, drain and reconfigure the host to the operator's version (or continue doing so). Counted in the budget.
     Upgrade,
     /// Move the instance to the current SSH key.
@@ -70,24 +69,28 @@ pub enum Action {
         /// How, which depends on the instance's kind.
         method: RekeyMethod,
     },
-    /// Remove the host from the cluster (or continue doing so). Bounded by the concurrency limit.
-    Deconfigure,
+    /// Grant the restart or reboot the instance's record asks for (or let the one under way go on). Counted in the
+    /// budget.
+    Disrupt {
+        /// What the disruption does to the host.
+        kind: DisruptionKind,
+    },
     /// Work is needed but must not start yet.
     Wait {
         /// What blocks it.
         reason: WaitReason,
     },
-    /// Nothing to do.
+    /// Nothing for the fleet executor to do.
     None,
 }
 
 impl fmt::Display for Action {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Action::Configure => f.write_str("configure"),
             Action::Upgrade => f.write_str("upgrade"),
             Action::Rekey { method } => write!(f, "rekey ({method})"),
-            Action::Deconfigure => f.write_str("deconfigure"),
+            Action::Disrupt { kind: DisruptionKind::Restart } => f.write_str("restart (services, no drain)"),
+            Action::Disrupt { kind: DisruptionKind::Reboot } => f.write_str("reboot (drained first)"),
             Action::Wait { reason } => write!(f, "wait ({reason})"),
             Action::None => f.write_str("none"),
         }
@@ -116,10 +119,13 @@ impl fmt::Display for RekeyMethod {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type")]
 pub enum Reason {
-    /// No Node, or a Node without a version annotation: the first configuration has not finished.
+    /// No Node, or a Node without a version annotation: the instances controller has not begun its first
+    /// configuration.
     NotConfigured,
-    /// A first configuration is under way.
+    /// The instances controller's first configuration is under way.
     ConfigurationInProgress,
+    /// The first configuration started the kubelet; its Node has not registered yet.
+    WaitingForNode,
     /// The Node is configured at another version than the operator's.
     VersionOutdated {
         /// The Node's version annotation.
@@ -131,9 +137,20 @@ pub enum Reason {
     UpgradeInProgress,
     /// The Node's `pub-key-hash` is not the current key's.
     KeyRotated,
-    /// The admin removed the instance (BYOH entry no longer listed, or Machine gone).
+    /// The instance's record asks for a restart or reboot that has not been granted yet.
+    DisruptionRequested {
+        /// What was asked for.
+        kind: DisruptionKind,
+    },
+    /// A granted restart or reboot is under way.
+    DisruptionInProgress {
+        /// What is under way.
+        kind: DisruptionKind,
+    },
+    /// The admin removed the instance (BYOH entry no longer listed, or Machine gone); the instances controller
+    /// deconfigures it.
     Removed,
-    /// A deconfiguration is under way.
+    /// The instances controller's deconfiguration is under way.
     DeconfigurationInProgress,
     /// Configured at the operator's version with the current key, Ready.
     UpToDate,
@@ -144,15 +161,22 @@ pub enum Reason {
 impl fmt::Display for Reason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Reason::NotConfigured => f.write_str("not configured yet"),
-            Reason::ConfigurationInProgress => f.write_str("configuration in progress"),
+            Reason::NotConfigured => f.write_str("not configured yet (the instances controller configures it)"),
+            Reason::ConfigurationInProgress => f.write_str("configuration in progress (instances controller)"),
+            Reason::WaitingForNode => f.write_str("configured, waiting for the Node to register"),
             Reason::VersionOutdated { configured, target } => {
                 write!(f, "configured at {configured}, operator is {target}")
             }
             Reason::UpgradeInProgress => f.write_str("upgrade in progress (node still marked or cordoned)"),
             Reason::KeyRotated => f.write_str("configured with a previous SSH key"),
-            Reason::Removed => f.write_str("removed by the admin"),
-            Reason::DeconfigurationInProgress => f.write_str("deconfiguration in progress"),
+            Reason::DisruptionRequested { kind: DisruptionKind::Restart } => {
+                f.write_str("restart requested for changed cluster settings or files")
+            }
+            Reason::DisruptionRequested { kind: DisruptionKind::Reboot } => f.write_str("reboot requested"),
+            Reason::DisruptionInProgress { kind: DisruptionKind::Restart } => f.write_str("restart in progress"),
+            Reason::DisruptionInProgress { kind: DisruptionKind::Reboot } => f.write_str("reboot in progress"),
+            Reason::Removed => f.write_str("removed by the admin (the instances controller deconfigures it)"),
+            Reason::DeconfigurationInProgress => f.write_str("deconfiguration in progress (instances controller)"),
             Reason::UpToDate => f.write_str("up to date"),
             Reason::NodeNotReady => f.write_str("up to date but the node is not Ready"),
         }
@@ -170,8 +194,6 @@ pub enum WaitReason {
         /// The recorded failure.
         last_error: String,
     },
-    /// The kubelet runs; its Node has not registered yet.
-    NodeRegistration,
     /// The payload's kubelet minor is newer than the API server's, so it must not be installed.
     KubeletSkew {
         /// The payload's kubelet.
@@ -181,15 +203,16 @@ pub enum WaitReason {
     },
     /// As many instances as allowed are already unavailable because of the operator.
     Budget {
-        /// Instances unavailable because of the operator, including the ones this plan disrupts.
+        /// Instances unavailable because of the operator (Machines away included), including the ones this plan
+        /// disrupts.
         unavailable: u32,
         /// The policy's limit.
         max_unavailable: u32,
     },
-    /// As many configurations and deconfigurations as allowed are running.
-    Concurrency {
-        /// Running, including the ones this plan starts.
-        running: u32,
+    /// As many BYOH key checks as allowed are already planned.
+    KeyCheckLimit {
+        /// Key checks this plan starts.
+        planned: u32,
         /// The policy's limit.
         max: u32,
     },
@@ -201,15 +224,14 @@ impl fmt::Display for WaitReason {
             WaitReason::Backoff { until, last_error } => {
                 write!(f, "backing off until {until} after: {last_error}")
             }
-            WaitReason::NodeRegistration => f.write_str("waiting for the Node to register"),
             WaitReason::KubeletSkew { kubelet, api_server } => {
                 write!(f, "kubelet {kubelet} must not run against API server {api_server}")
             }
             WaitReason::Budget { unavailable, max_unavailable } => {
                 write!(f, "budget exhausted: {unavailable} of at most {max_unavailable} unavailable")
             }
-            WaitReason::Concurrency { running, max } => {
-                write!(f, "concurrency limit: {running} of at most {max} running")
+            WaitReason::KeyCheckLimit { planned, max } => {
+                write!(f, "key-check limit: {planned} of at most {max} planned")
             }
         }
     }
@@ -219,7 +241,7 @@ impl fmt::Display for WaitReason {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all_fields = "camelCase")]
 pub enum Warning {
-    /// The skew rule fails: no configuration, upgrade or Machine replacement is planned.
+    /// The skew rule fails: no upgrade or Machine replacement is planned.
     KubeletNewerThanApiServer {
         /// The payload's kubelet.
         kubelet: MinorVersion,
@@ -243,7 +265,7 @@ pub enum Warning {
         /// The policy's limit.
         max_unavailable: u32,
     },
-    /// The budget is 0, so upgrades and Machine replacements wait.
+    /// The budget is 0, so upgrades, Machine replacements, restarts and reboots wait.
     UpgradesPaused,
     /// A Node is configured at a newer version than the operator's; it is reconfigured to the operator's version.
     NodeNewerThanOperator {
@@ -261,8 +283,8 @@ impl fmt::Display for Warning {
         match self {
             Warning::KubeletNewerThanApiServer { kubelet, api_server } => write!(
                 f,
-                "the payload's kubelet {kubelet} is newer than the API server {api_server}: no configuration, \
-                 upgrade or Machine replacement is planned; upgrade the control plane first"
+                "the payload's kubelet {kubelet} is newer than the API server {api_server}: no upgrade or Machine \
+                 replacement is planned; upgrade the control plane first"
             ),
             Warning::KubeletFarBehind { kubelet, api_server, minors_behind: Some(behind) } => write!(
                 f,
@@ -279,7 +301,9 @@ impl fmt::Display for Warning {
                 "{unavailable} instances are already unavailable, more than the budget of {max_unavailable}: \
                  nothing more is disrupted until some recover"
             ),
-            Warning::UpgradesPaused => f.write_str("maxUnavailable is 0: upgrades and Machine replacements are paused"),
+            Warning::UpgradesPaused => {
+                f.write_str("maxUnavailable is 0: upgrades, Machine replacements, restarts and reboots are paused")
+            }
             Warning::NodeNewerThanOperator { instance, configured, operator } => write!(
                 f,
                 "{instance} is configured at {configured}, newer than the operator's {operator}: it will be \
@@ -295,48 +319,48 @@ impl fmt::Display for Warning {
 pub struct Summary {
     /// Instances in the fleet.
     pub instances: u32,
-    /// Decisions to configure.
-    pub configure: u32,
     /// Decisions to upgrade.
     pub upgrade: u32,
     /// Decisions to rekey.
     pub rekey: u32,
-    /// Decisions to deconfigure.
-    pub deconfigure: u32,
+    /// Decisions to restart or reboot.
+    pub disrupt: u32,
     /// Decisions to wait.
     pub wait: u32,
     /// Decisions to do nothing.
     pub none: u32,
-    /// Instances unavailable because of the operator before the plan.
+    /// Windows Machines away for a replacement (counted in `unavailable_before` and `unavailable_after`).
+    pub machines_away: u32,
+    /// Instances unavailable because of the operator before the plan, and Machines away.
     pub unavailable_before: u32,
-    /// Instances unavailable because of the operator once the plan is carried out.
+    /// Instances unavailable because of the operator once the plan is carried out, and Machines away.
     pub unavailable_after: u32,
     /// The policy's budget.
     pub max_unavailable: u32,
-    /// Configurations, deconfigurations and BYOH key checks running once the plan is carried out.
-    pub concurrent_configurations: u32,
-    /// The policy's concurrency bound.
-    pub max_concurrent_configurations: u32,
+    /// BYOH key checks the plan starts.
+    pub key_checks: u32,
+    /// The policy's bound on them.
+    pub max_concurrent_key_checks: u32,
 }
 
 impl fmt::Display for Summary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} instances: {} configure, {} upgrade, {} rekey, {} deconfigure, {} wait, {} none; unavailable \
-             because of the operator: {} now, {} after this plan (max {}); configurations running: {} (max {})",
+            "{} instances: {} upgrade, {} rekey, {} restart or reboot, {} wait, {} none; unavailable because of the \
+             operator: {} now ({} Machines away), {} after this plan (max {}); key checks: {} (max {})",
             self.instances,
-            self.configure,
             self.upgrade,
             self.rekey,
-            self.deconfigure,
+            self.disrupt,
             self.wait,
             self.none,
             self.unavailable_before,
+            self.machines_away,
             self.unavailable_after,
             self.max_unavailable,
-            self.concurrent_configurations,
-            self.max_concurrent_configurations,
+            self.key_checks,
+            self.max_concurrent_key_checks,
         )
     }
 }

@@ -1,14 +1,13 @@
-//! The decision itself: classify what each instance needs, block what backoff or the skew rule forbids, then hand
-//! out the unavailability budget and the concurrency slots in a deterministic order.
+//! The decision itself: classify what each instance needs ([`crate::need`]), block what backoff or the skew rule
+//! forbids, then hand out the unavailability budget and the key-check slots in a deterministic order.
 
 use std::cmp::Ordering;
 
 use semver::Version;
 
-use wmco_vocabulary::{InstanceOrigin, InstancePhase};
-
-use crate::fleet::{CordonedBy, Fleet, Instance, NodeState};
-use crate::plan::{Action, Decision, Plan, Reason, RekeyMethod, Summary, WaitReason, Warning};
+use crate::fleet::{Fleet, Instance};
+use crate::need::{Need, blocker_of, need_of};
+use crate::plan::{Action, Decision, Plan, Summary, WaitReason, Warning};
 use crate::policy::{Policy, Skew};
 
 /// Decides what to do to every instance of `fleet` under `policy`. Pure and deterministic: the same inputs, in any
@@ -33,12 +32,13 @@ use crate::policy::{Policy, Skew};
 ///     phase: InstancePhase::Ready,
 ///     node: Some(node_at(version)),
 ///     last_failure: None,
-///     rebooting: false,
+///     disruption: None,
 /// };
 /// let fleet = Fleet {
 ///     now: Timestamp::UNIX_EPOCH,
 ///     current_pub_key_hash: "k1".into(),
 ///     instances: vec![instance("b", Version::new(0, 9, 0)), instance("a", Version::new(0, 9, 0))],
+///     machines_away: 0,
 /// };
 /// let policy = Policy::new(Version::new(1, 0, 0), Version::new(1, 33, 0), Version::new(1, 33, 0));
 ///
@@ -56,25 +56,25 @@ pub fn plan(fleet: &Fleet, policy: &Policy) -> Plan {
     let assessed: Vec<Assessed<'_>> = instances
         .into_iter()
         .map(|instance| {
-            let need = need_of(instance, fleet, policy);
+            let already_unavailable = instance.is_unavailable_by_operator();
+            let need = need_of(instance, already_unavailable, fleet, policy);
             let blocker = blocker_of(instance, &need, fleet, skew);
-            Assessed { instance, already_unavailable: instance.is_unavailable_by_operator(), need, blocker }
+            Assessed { instance, already_unavailable, need, blocker }
         })
         .collect();
 
-    let unavailable_before = count(assessed.iter().filter(|item| item.already_unavailable));
-    let running_before =
-        count(assessed.iter().filter(|item| item.need.continues_concurrent_work() && item.blocker.is_none()));
+    let unavailable_before =
+        count(assessed.iter().filter(|item| item.already_unavailable)).saturating_add(fleet.machines_away);
     let mut allocation = Allocation {
         unavailable: unavailable_before,
         max_unavailable: policy.max_unavailable,
-        running: running_before,
-        max_running: policy.max_concurrent_configurations,
+        key_checks: 0,
+        max_key_checks: policy.max_concurrent_key_checks,
     };
     let decisions: Vec<Decision> = assessed.into_iter().map(|item| allocation.decide(item)).collect();
 
     let warnings = warnings_of(&decisions, fleet, policy, skew, unavailable_before);
-    let summary = summarize(&decisions, policy, unavailable_before, allocation.running);
+    let summary = summarize(&decisions, fleet, policy, unavailable_before, allocation.key_checks);
     Plan { decisions, warnings, summary }
 }
 
@@ -100,132 +100,6 @@ fn configured_version(instance: &Instance) -> Option<&Version> {
     instance.node.as_ref().and_then(|node| node.configured_version.as_ref())
 }
 
-/// What an instance needs, before backoff, skew, budget and concurrency are considered.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Need {
-    /// Deconfigure a removed instance (concurrency-bounded).
-    Removal { in_progress: bool },
-    /// Configure for the first time (concurrency-bounded).
-    FirstConfiguration { in_progress: bool },
-    /// Configuration is waiting for the Node to register.
-    NodeRegistration,
-    /// Check the new key on a BYOH host (concurrency-bounded).
-    ByohRekey,
-    /// Replace a Machine configured with an old key (budgeted).
-    MachineReplacement,
-    /// Reconfigure to the operator's version (budgeted).
-    Upgrade { reason: Reason },
-    /// Nothing to do.
-    Nothing { reason: Reason },
-}
-
-impl Need {
-    fn installs_kubelet(&self) -> bool {
-        matches!(self, Need::FirstConfiguration { .. } | Need::Upgrade { .. } | Need::MachineReplacement)
-    }
-
-    fn is_concurrent_work(&self) -> bool {
-        matches!(self, Need::Removal { .. } | Need::FirstConfiguration { .. } | Need::ByohRekey)
-    }
-
-    fn continues_concurrent_work(&self) -> bool {
-        matches!(self, Need::Removal { in_progress: true } | Need::FirstConfiguration { in_progress: true })
-    }
-
-    fn is_budgeted(&self) -> bool {
-        matches!(self, Need::MachineReplacement | Need::Upgrade { .. })
-    }
-
-    fn reason(&self) -> Reason {
-        match self {
-            Need::Removal { in_progress: true } => Reason::DeconfigurationInProgress,
-            Need::Removal { in_progress: false } => Reason::Removed,
-            Need::FirstConfiguration { in_progress: true } | Need::NodeRegistration => Reason::ConfigurationInProgress,
-            Need::FirstConfiguration { in_progress: false } => Reason::NotConfigured,
-            Need::ByohRekey | Need::MachineReplacement => Reason::KeyRotated,
-            Need::Upgrade { reason } | Need::Nothing { reason } => reason.clone(),
-        }
-    }
-
-    fn action(&self) -> Action {
-        match self {
-            Need::Removal { .. } => Action::Deconfigure,
-            Need::FirstConfiguration { .. } => Action::Configure,
-            Need::NodeRegistration => Action::Wait { reason: WaitReason::NodeRegistration },
-            Need::ByohRekey => Action::Rekey { method: RekeyMethod::VerifyByohKey },
-            Need::MachineReplacement => Action::Rekey { method: RekeyMethod::ReplaceMachine },
-            Need::Upgrade { .. } => Action::Upgrade,
-            Need::Nothing { .. } => Action::None,
-        }
-    }
-}
-
-fn need_of(instance: &Instance, fleet: &Fleet, policy: &Policy) -> Need {
-    if instance.phase == InstancePhase::Deconfiguring {
-        return Need::Removal { in_progress: true };
-    }
-    if !instance.desired {
-        return Need::Removal { in_progress: false };
-    }
-    let configuring = matches!(instance.phase, InstancePhase::Configuring | InstancePhase::WaitingForNode);
-    let Some(node) = &instance.node else {
-        return if instance.phase == InstancePhase::WaitingForNode {
-            Need::NodeRegistration
-        } else {
-            Need::FirstConfiguration { in_progress: configuring }
-        };
-    };
-    let Some(configured) = &node.configured_version else {
-        return Need::FirstConfiguration { in_progress: configuring };
-    };
-    need_of_configured(instance, node, configured, fleet, policy)
-}
-
-fn need_of_configured(
-    instance: &Instance,
-    node: &NodeState,
-    configured: &Version,
-    fleet: &Fleet,
-    policy: &Policy,
-) -> Need {
-    if node.pub_key_hash.as_deref() != Some(fleet.current_pub_key_hash.as_str()) {
-        return match instance.kind {
-            InstanceOrigin::Byoh => Need::ByohRekey,
-            InstanceOrigin::Machine => Need::MachineReplacement,
-        };
-    }
-    if !policy.is_current(configured) {
-        let reason =
-            Reason::VersionOutdated { configured: configured.clone(), target: policy.operator_version.clone() };
-        return Need::Upgrade { reason };
-    }
-    if node.upgrading || node.cordoned_by == Some(CordonedBy::Operator) || instance.phase == InstancePhase::Upgrading {
-        return Need::Upgrade { reason: Reason::UpgradeInProgress };
-    }
-    if !node.ready {
-        return Need::Nothing { reason: Reason::NodeNotReady };
-    }
-    Need::Nothing { reason: Reason::UpToDate }
-}
-
-/// What forbids starting the needed work now, regardless of budget and concurrency.
-fn blocker_of(instance: &Instance, need: &Need, fleet: &Fleet, skew: Skew) -> Option<WaitReason> {
-    if matches!(need, Need::Nothing { .. }) {
-        return None;
-    }
-    if let Some(failure) = &instance.last_failure
-        && fleet.now < failure.retry_after
-    {
-        return Some(WaitReason::Backoff { until: failure.retry_after, last_error: failure.message.clone() });
-    }
-    if let Skew::KubeletNewer { kubelet, api_server } = skew
-        && need.installs_kubelet()
-    {
-        return Some(WaitReason::KubeletSkew { kubelet, api_server });
-    }
-    None
-}
-
 struct Assessed<'fleet> {
     instance: &'fleet Instance,
     already_unavailable: bool,
@@ -233,12 +107,12 @@ struct Assessed<'fleet> {
     blocker: Option<WaitReason>,
 }
 
-/// The budget and the concurrency slots, handed out in planning order.
+/// The budget and the key-check slots, handed out in planning order.
 struct Allocation {
     unavailable: u32,
     max_unavailable: u32,
-    running: u32,
-    max_running: u32,
+    key_checks: u32,
+    max_key_checks: u32,
 }
 
 impl Allocation {
@@ -248,7 +122,7 @@ impl Allocation {
             Some(reason) => Action::Wait { reason },
             None => self.admit(&need, already_unavailable).unwrap_or_else(|| need.action()),
         };
-        let disrupts = need.is_budgeted() && matches!(action, Action::Upgrade | Action::Rekey { .. });
+        let disrupts = need.is_budgeted() && !matches!(action, Action::Wait { .. });
         Decision {
             name: instance.name.clone(),
             kind: instance.kind,
@@ -259,7 +133,7 @@ impl Allocation {
         }
     }
 
-    /// Takes a budget unit or a concurrency slot for `need` when it needs one; returns the wait when none is left.
+    /// Takes a budget unit or a key-check slot for `need` when it needs one; returns the wait when none is left.
     fn admit(&mut self, need: &Need, already_unavailable: bool) -> Option<Action> {
         if need.is_budgeted() && !already_unavailable {
             if self.unavailable >= self.max_unavailable {
@@ -269,13 +143,12 @@ impl Allocation {
             }
             self.unavailable += 1;
         }
-        if need.is_concurrent_work() && !need.continues_concurrent_work() {
-            if self.running >= self.max_running {
-                return Some(Action::Wait {
-                    reason: WaitReason::Concurrency { running: self.running, max: self.max_running },
-                });
+        if *need == Need::ByohRekey {
+            if self.key_checks >= self.max_key_checks {
+                let reason = WaitReason::KeyCheckLimit { planned: self.key_checks, max: self.max_key_checks };
+                return Some(Action::Wait { reason });
             }
-            self.running += 1;
+            self.key_checks += 1;
         }
         None
     }
@@ -325,22 +198,29 @@ fn warnings_of(
     warnings
 }
 
-fn summarize(decisions: &[Decision], policy: &Policy, unavailable_before: u32, running: u32) -> Summary {
+fn summarize(
+    decisions: &[Decision],
+    fleet: &Fleet,
+    policy: &Policy,
+    unavailable_before: u32,
+    key_checks: u32,
+) -> Summary {
+    let flagged = count(decisions.iter().filter(|decision| decision.unavailable));
     let mut summary = Summary {
         instances: count(decisions.iter()),
+        machines_away: fleet.machines_away,
         unavailable_before,
-        unavailable_after: count(decisions.iter().filter(|decision| decision.unavailable)),
+        unavailable_after: flagged.saturating_add(fleet.machines_away),
         max_unavailable: policy.max_unavailable,
-        concurrent_configurations: running,
-        max_concurrent_configurations: policy.max_concurrent_configurations,
+        key_checks,
+        max_concurrent_key_checks: policy.max_concurrent_key_checks,
         ..Summary::default()
     };
     for decision in decisions {
         let counter = match decision.action {
-            Action::Configure => &mut summary.configure,
             Action::Upgrade => &mut summary.upgrade,
             Action::Rekey { .. } => &mut summary.rekey,
-            Action::Deconfigure => &mut summary.deconfigure,
+            Action::Disrupt { .. } => &mut summary.disrupt,
             Action::Wait { .. } => &mut summary.wait,
             Action::None => &mut summary.none,
         };
@@ -359,8 +239,10 @@ mod tests {
     use jiff::Timestamp;
 
     use super::*;
-    use crate::fleet::Failure;
+    use crate::fleet::{CordonedBy, Failure, NodeState, RequestState, RequestedDisruption};
+    use crate::plan::{Reason, RekeyMethod};
     use crate::policy::MinorVersion;
+    use wmco_vocabulary::{DisruptionKind, InstanceOrigin, InstancePhase};
 
     const KEY: &str = "current-key";
 
@@ -377,7 +259,7 @@ mod tests {
     }
 
     fn fleet(instances: Vec<Instance>) -> Fleet {
-        Fleet { now: at("2026-11-22T01:00:00Z"), current_pub_key_hash: KEY.into(), instances }
+        Fleet { now: at("2026-11-22T01:00:00Z"), current_pub_key_hash: KEY.into(), instances, machines_away: 0 }
     }
 
     fn configured(name: &str, kind: InstanceOrigin, at_version: &str) -> Instance {
@@ -394,7 +276,7 @@ mod tests {
                 pub_key_hash: Some(KEY.into()),
             }),
             last_failure: None,
-            rebooting: false,
+            disruption: None,
         }
     }
 
@@ -406,7 +288,7 @@ mod tests {
             phase: InstancePhase::Pending,
             node: None,
             last_failure: None,
-            rebooting: false,
+            disruption: None,
         }
     }
 
@@ -445,11 +327,11 @@ mod tests {
         assert_eq!(
             actions(&plan),
             vec![
-                ("new", Action::Configure),
+                ("new", Action::None),
                 ("b-old", Action::Upgrade),
                 ("a-old", budget_wait(1, 1)),
                 ("b-rotated", Action::Rekey { method: RekeyMethod::VerifyByohKey }),
-                ("gone", Action::Deconfigure),
+                ("gone", Action::None),
                 ("m-current", Action::None),
                 ("m-rotated", budget_wait(1, 1)),
             ]
@@ -479,17 +361,17 @@ mod tests {
             plan.summary,
             Summary {
                 instances: 7,
-                configure: 1,
                 upgrade: 1,
                 rekey: 1,
-                deconfigure: 1,
+                disrupt: 0,
                 wait: 2,
-                none: 1,
+                none: 3,
+                machines_away: 0,
                 unavailable_before: 0,
                 unavailable_after: 1,
                 max_unavailable: 1,
-                concurrent_configurations: 3,
-                max_concurrent_configurations: 8,
+                key_checks: 1,
+                max_concurrent_key_checks: 8,
             }
         );
     }
@@ -587,59 +469,49 @@ mod tests {
     }
 
     #[test]
-    fn first_time_work_ignores_the_budget_but_respects_the_concurrency_bound() {
-        let mut upgrading = configured("upgrading", InstanceOrigin::Byoh, "0.9.0");
-        node_mut(&mut upgrading).upgrading = true;
+    fn configuration_and_removal_are_the_instances_controllers_and_take_no_budget() {
         let mut configuring = new_host("d-configuring", InstanceOrigin::Machine);
         configuring.phase = InstancePhase::Configuring;
         let mut removed = new_host("c-removed", InstanceOrigin::Byoh);
         removed.desired = false;
-        let fleet = fleet(vec![
-            upgrading,
-            configuring,
-            removed,
-            new_host("a-new", InstanceOrigin::Byoh),
-            new_host("b-new", InstanceOrigin::Machine),
-        ]);
+        let mut deconfiguring = configured("e-deconfiguring", InstanceOrigin::Byoh, "0.9.0");
+        deconfiguring.phase = InstancePhase::Deconfiguring;
         let mut policy = policy();
-        policy.max_concurrent_configurations = 2;
+        policy.max_unavailable = 0;
+        let fleet = fleet(vec![configuring, removed, new_host("a-new", InstanceOrigin::Byoh), deconfiguring]);
 
         let plan = plan(&fleet, &policy);
 
+        let decided: Vec<(&str, Action, Reason)> =
+            plan.decisions.iter().map(|d| (d.name.as_str(), d.action.clone(), d.reason.clone())).collect();
         assert_eq!(
-            actions(&plan),
+            decided,
             vec![
-                ("a-new", Action::Configure),
-                ("b-new", Action::Wait { reason: WaitReason::Concurrency { running: 2, max: 2 } }),
-                ("c-removed", Action::Wait { reason: WaitReason::Concurrency { running: 2, max: 2 } }),
-                ("d-configuring", Action::Configure),
-                ("upgrading", Action::Upgrade),
+                ("a-new", Action::None, Reason::NotConfigured),
+                ("c-removed", Action::None, Reason::Removed),
+                ("d-configuring", Action::None, Reason::ConfigurationInProgress),
+                ("e-deconfiguring", Action::None, Reason::DeconfigurationInProgress),
             ]
         );
-        assert_eq!(plan.summary.concurrent_configurations, 2);
+        assert_eq!(plan.warnings, vec![]);
     }
 
     #[test]
-    fn in_progress_work_continues_beyond_a_lowered_bound() {
-        let mut first = new_host("a", InstanceOrigin::Byoh);
-        first.phase = InstancePhase::Configuring;
-        let mut second = configured("b", InstanceOrigin::Byoh, "1.0.0");
-        second.phase = InstancePhase::Deconfiguring;
-        let fleet = fleet(vec![first, second, new_host("c", InstanceOrigin::Byoh)]);
+    fn byoh_key_checks_are_bounded_by_the_key_check_limit() {
+        let rotated = |name: &str| {
+            let mut host = configured(name, InstanceOrigin::Byoh, "1.0.0");
+            node_mut(&mut host).pub_key_hash = Some("old".into());
+            host
+        };
         let mut policy = policy();
-        policy.max_concurrent_configurations = 1;
+        policy.max_concurrent_key_checks = 2;
 
-        let plan = plan(&fleet, &policy);
+        let plan = plan(&fleet(vec![rotated("c"), rotated("a"), rotated("b")]), &policy);
 
-        assert_eq!(
-            actions(&plan),
-            vec![
-                ("a", Action::Configure),
-                ("c", Action::Wait { reason: WaitReason::Concurrency { running: 2, max: 1 } }),
-                ("b", Action::Deconfigure),
-            ]
-        );
-        assert_eq!(plan.decision("b").map(|d| d.reason.clone()), Some(Reason::DeconfigurationInProgress));
+        let check = Action::Rekey { method: RekeyMethod::VerifyByohKey };
+        let limit = Action::Wait { reason: WaitReason::KeyCheckLimit { planned: 2, max: 2 } };
+        assert_eq!(actions(&plan), vec![("a", check.clone()), ("b", check), ("c", limit)]);
+        assert_eq!(plan.summary.key_checks, 2);
     }
 
     #[test]
@@ -699,10 +571,10 @@ mod tests {
         assert_eq!(
             actions(&plan),
             vec![
-                ("new", Action::Wait { reason: skew.clone() }),
+                ("new", Action::None),
                 ("old", Action::Wait { reason: skew.clone() }),
                 ("b-rotated", Action::Rekey { method: RekeyMethod::VerifyByohKey }),
-                ("gone", Action::Deconfigure),
+                ("gone", Action::None),
                 ("m-rotated", Action::Wait { reason: skew }),
             ]
         );
@@ -747,7 +619,7 @@ mod tests {
 
         assert_eq!(actions(&plan), vec![("stale", Action::Rekey { method: RekeyMethod::VerifyByohKey })]);
         assert!(!plan.decisions[0].unavailable);
-        assert_eq!(plan.summary.concurrent_configurations, 1);
+        assert_eq!(plan.summary.key_checks, 1);
         assert_eq!(plan.warnings, vec![]);
     }
 
@@ -774,21 +646,16 @@ mod tests {
     }
 
     #[test]
-    fn registered_node_without_version_is_configured_and_missing_node_is_awaited() {
+    fn registered_node_without_version_is_not_configured_and_missing_node_is_awaited() {
         let mut unversioned = configured("a-unversioned", InstanceOrigin::Byoh, "1.0.0");
         node_mut(&mut unversioned).configured_version = None;
         let mut registering = new_host("b-registering", InstanceOrigin::Machine);
         registering.phase = InstancePhase::WaitingForNode;
         let plan = plan(&fleet(vec![unversioned, registering]), &policy());
 
-        assert_eq!(
-            actions(&plan),
-            vec![
-                ("a-unversioned", Action::Configure),
-                ("b-registering", Action::Wait { reason: WaitReason::NodeRegistration }),
-            ]
-        );
-        assert_eq!(plan.summary.concurrent_configurations, 1);
+        assert_eq!(actions(&plan), vec![("a-unversioned", Action::None), ("b-registering", Action::None),]);
+        let reasons: Vec<Reason> = plan.decisions.iter().map(|decision| decision.reason.clone()).collect();
+        assert_eq!(reasons, vec![Reason::NotConfigured, Reason::WaitingForNode]);
     }
 
     #[test]
@@ -808,5 +675,217 @@ mod tests {
         assert_eq!(forward, backward);
         let names: Vec<&str> = forward.decisions.iter().map(|decision| decision.name.as_str()).collect();
         assert_eq!(names, vec!["d", "b", "c", "a"]);
+    }
+
+    fn with_request(mut instance: Instance, kind: DisruptionKind, state: RequestState) -> Instance {
+        instance.disruption = Some(RequestedDisruption { kind, state });
+        instance
+    }
+
+    fn disrupt(kind: DisruptionKind) -> Action {
+        Action::Disrupt { kind }
+    }
+
+    #[test]
+    fn requested_disruptions_share_the_budget_in_planning_order() {
+        let fleet = fleet(vec![
+            with_request(
+                configured("c", InstanceOrigin::Byoh, "1.0.0"),
+                DisruptionKind::Reboot,
+                RequestState::Requested,
+            ),
+            with_request(
+                configured("b", InstanceOrigin::Machine, "1.0.0"),
+                DisruptionKind::Restart,
+                RequestState::Requested,
+            ),
+            configured("a-old", InstanceOrigin::Byoh, "0.9.0"),
+        ]);
+        let mut policy = policy();
+        policy.max_unavailable = 2;
+
+        let plan = plan(&fleet, &policy);
+
+        assert_eq!(
+            actions(&plan),
+            vec![("a-old", Action::Upgrade), ("b", disrupt(DisruptionKind::Restart)), ("c", budget_wait(2, 2))]
+        );
+        assert_eq!(
+            plan.decision("b").map(|d| (d.reason.clone(), d.unavailable)),
+            Some((Reason::DisruptionRequested { kind: DisruptionKind::Restart }, true))
+        );
+        assert_eq!(plan.decision("c").map(|d| d.unavailable), Some(false));
+        assert_eq!((plan.summary.disrupt, plan.summary.unavailable_after), (1, 2));
+    }
+
+    #[test]
+    fn a_granted_disruption_goes_on_and_counts_with_or_without_a_node() {
+        let mut first_boot = new_host("a-first-boot", InstanceOrigin::Byoh);
+        first_boot.phase = InstancePhase::Configuring;
+        let fleet = fleet(vec![
+            with_request(first_boot, DisruptionKind::Reboot, RequestState::Granted),
+            with_request(
+                configured("b", InstanceOrigin::Byoh, "1.0.0"),
+                DisruptionKind::Restart,
+                RequestState::Granted,
+            ),
+            configured("c-old", InstanceOrigin::Byoh, "0.9.0"),
+        ]);
+        let mut policy = policy();
+        policy.max_unavailable = 2;
+
+        let plan = plan(&fleet, &policy);
+
+        assert_eq!(
+            actions(&plan),
+            vec![
+                ("a-first-boot", disrupt(DisruptionKind::Reboot)),
+                ("c-old", budget_wait(2, 2)),
+                ("b", disrupt(DisruptionKind::Restart)),
+            ]
+        );
+        assert_eq!(plan.decisions[0].reason, Reason::DisruptionInProgress { kind: DisruptionKind::Reboot });
+        assert_eq!((plan.summary.unavailable_before, plan.summary.unavailable_after), (2, 2));
+    }
+
+    #[test]
+    fn a_requested_disruption_on_a_host_without_a_node_takes_budget() {
+        let fleet = fleet(vec![
+            with_request(new_host("a-new", InstanceOrigin::Byoh), DisruptionKind::Reboot, RequestState::Requested),
+            with_request(new_host("b-new", InstanceOrigin::Byoh), DisruptionKind::Reboot, RequestState::Requested),
+        ]);
+
+        let plan = plan(&fleet, &policy());
+
+        assert_eq!(actions(&plan), vec![("a-new", disrupt(DisruptionKind::Reboot)), ("b-new", budget_wait(1, 1))]);
+    }
+
+    #[test]
+    fn machines_away_count_against_the_budget() {
+        let mut fleet = fleet(vec![
+            configured("a-old", InstanceOrigin::Byoh, "0.9.0"),
+            with_request(
+                configured("b", InstanceOrigin::Byoh, "1.0.0"),
+                DisruptionKind::Restart,
+                RequestState::Requested,
+            ),
+        ]);
+        fleet.machines_away = 1;
+        let mut policy = policy();
+        policy.max_unavailable = 2;
+
+        let plan = plan(&fleet, &policy);
+
+        assert_eq!(actions(&plan), vec![("a-old", Action::Upgrade), ("b", budget_wait(2, 2))]);
+        assert_eq!(
+            (plan.summary.machines_away, plan.summary.unavailable_before, plan.summary.unavailable_after),
+            (1, 1, 2)
+        );
+
+        fleet.machines_away = 3;
+        let over = super::plan(&fleet, &policy);
+        assert_eq!(over.warnings, vec![Warning::OverBudget { unavailable: 3, max_unavailable: 2 }]);
+        assert_eq!(actions(&over), vec![("a-old", budget_wait(3, 2)), ("b", budget_wait(3, 2))]);
+    }
+
+    #[test]
+    fn an_upgrade_subsumes_a_requested_restart() {
+        let host = with_request(
+            configured("old", InstanceOrigin::Byoh, "0.9.0"),
+            DisruptionKind::Restart,
+            RequestState::Requested,
+        );
+        let mut marked = host.clone();
+        node_mut(&mut marked).upgrading = true;
+
+        assert_eq!(actions(&plan(&fleet(vec![host]), &policy())), vec![("old", Action::Upgrade)]);
+        assert_eq!(actions(&plan(&fleet(vec![marked]), &policy())), vec![("old", Action::Upgrade)]);
+    }
+
+    #[test]
+    fn a_requested_reboot_is_granted_inside_an_upgrade_without_more_budget() {
+        let host = with_request(
+            configured("old", InstanceOrigin::Byoh, "0.9.0"),
+            DisruptionKind::Reboot,
+            RequestState::Requested,
+        );
+        let in_service = fleet(vec![host.clone(), configured("z-old", InstanceOrigin::Byoh, "0.9.0")]);
+        assert_eq!(
+            actions(&plan(&in_service, &policy())),
+            vec![("old", Action::Upgrade), ("z-old", budget_wait(1, 1))]
+        );
+
+        let mut upgrading = host;
+        node_mut(&mut upgrading).upgrading = true;
+        node_mut(&mut upgrading).cordoned_by = Some(CordonedBy::Operator);
+        let started =
+            plan(&fleet(vec![upgrading.clone(), configured("z-old", InstanceOrigin::Byoh, "0.9.0")]), &policy());
+        assert_eq!(actions(&started), vec![("old", disrupt(DisruptionKind::Reboot)), ("z-old", budget_wait(1, 1))]);
+        assert_eq!(started.summary.unavailable_after, 1);
+
+        upgrading.disruption = None;
+        assert_eq!(actions(&plan(&fleet(vec![upgrading]), &policy())), vec![("old", Action::Upgrade)]);
+    }
+
+    #[test]
+    fn a_request_on_a_host_already_out_of_service_takes_no_more_budget() {
+        let mut not_ready = with_request(
+            configured("b", InstanceOrigin::Byoh, "1.0.0"),
+            DisruptionKind::Restart,
+            RequestState::Requested,
+        );
+        node_mut(&mut not_ready).ready = false;
+        let fleet = fleet(vec![not_ready, configured("a-old", InstanceOrigin::Byoh, "0.9.0")]);
+
+        let plan = plan(&fleet, &policy());
+
+        assert_eq!(actions(&plan), vec![("a-old", budget_wait(1, 1)), ("b", disrupt(DisruptionKind::Restart))]);
+        assert_eq!(plan.summary.unavailable_after, 1);
+    }
+
+    #[test]
+    fn a_key_rotation_comes_before_a_request_and_removal_before_anything() {
+        let mut machine = with_request(
+            configured("a", InstanceOrigin::Machine, "1.0.0"),
+            DisruptionKind::Reboot,
+            RequestState::Requested,
+        );
+        node_mut(&mut machine).pub_key_hash = Some("old".into());
+        let mut byoh = with_request(
+            configured("b", InstanceOrigin::Byoh, "1.0.0"),
+            DisruptionKind::Restart,
+            RequestState::Requested,
+        );
+        node_mut(&mut byoh).pub_key_hash = Some("old".into());
+        let mut removed =
+            with_request(configured("c", InstanceOrigin::Byoh, "1.0.0"), DisruptionKind::Reboot, RequestState::Granted);
+        removed.desired = false;
+        let mut policy = policy();
+        policy.max_unavailable = 3;
+
+        let plan = plan(&fleet(vec![machine, byoh, removed]), &policy);
+
+        assert_eq!(
+            actions(&plan),
+            vec![
+                ("a", Action::Rekey { method: RekeyMethod::ReplaceMachine }),
+                ("b", Action::Rekey { method: RekeyMethod::VerifyByohKey }),
+                ("c", Action::None),
+            ]
+        );
+        assert_eq!(plan.summary.unavailable_after, 1);
+    }
+
+    #[test]
+    fn the_skew_rule_does_not_hold_restarts_and_reboots() {
+        let mut policy = policy();
+        policy.payload_kubelet_version = version("1.34.0");
+        let requested = with_request(
+            configured("a", InstanceOrigin::Byoh, "1.0.0"),
+            DisruptionKind::Reboot,
+            RequestState::Requested,
+        );
+
+        assert_eq!(actions(&plan(&fleet(vec![requested]), &policy)), vec![("a", disrupt(DisruptionKind::Reboot))]);
     }
 }

@@ -1,5 +1,5 @@
-//! The rules the planner applies: the operator's version, the disruption budget, the concurrency bound for
-//! admin-requested work, and the kubelet/API-server version-skew rule.
+//! The rules the planner applies: the operator's version, the disruption budget, the bound on BYOH key checks, and
+//! the kubelet/API-server version-skew rule.
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -18,12 +18,14 @@ pub struct Policy {
     /// (`+…`) is ignored when versions are compared.
     pub operator_version: Version,
     /// At most this many desired instances may be unavailable because of the operator at once, BYOH and Machines
-    /// together (default 1; 0 pauses upgrades and Machine replacements).
+    /// together, Machines away for a replacement included (default 1; 0 pauses upgrades, Machine replacements,
+    /// restarts and reboots).
     #[serde(default = "default_max_unavailable")]
     pub max_unavailable: u32,
-    /// At most this many first-time configurations, deconfigurations and BYOH key checks run at once (default 8).
-    #[serde(default = "default_max_concurrent_configurations")]
-    pub max_concurrent_configurations: u32,
+    /// At most this many BYOH key checks are planned at once (default 8; the operator passes its
+    /// `--max-concurrent-configurations`). The former key `maxConcurrentConfigurations` is read as this one.
+    #[serde(default = "default_max_concurrent_key_checks", alias = "maxConcurrentConfigurations")]
+    pub max_concurrent_key_checks: u32,
     /// The API server's Kubernetes version.
     pub cluster_kubernetes_version: Version,
     /// The kubelet version the operator's payload installs.
@@ -34,19 +36,19 @@ fn default_max_unavailable() -> u32 {
     1
 }
 
-fn default_max_concurrent_configurations() -> u32 {
+fn default_max_concurrent_key_checks() -> u32 {
     8
 }
 
 impl Policy {
-    /// A policy with the default budget (1) and concurrency bound (8).
+    /// A policy with the default budget (1) and key-check bound (8).
     ///
     /// ```
     /// use semver::Version;
     /// use wmco_upgrade_planner::Policy;
     ///
     /// let policy = Policy::new(Version::new(1, 0, 0), Version::new(1, 33, 2), Version::new(1, 33, 1));
-    /// assert_eq!((policy.max_unavailable, policy.max_concurrent_configurations), (1, 8));
+    /// assert_eq!((policy.max_unavailable, policy.max_concurrent_key_checks), (1, 8));
     /// ```
     pub fn new(
         operator_version: Version,
@@ -56,7 +58,7 @@ impl Policy {
         Policy {
             operator_version,
             max_unavailable: default_max_unavailable(),
-            max_concurrent_configurations: default_max_concurrent_configurations(),
+            max_concurrent_key_checks: default_max_concurrent_key_checks(),
             cluster_kubernetes_version,
             payload_kubelet_version,
         }
@@ -209,6 +211,16 @@ mod tests {
             r#"{"operatorVersion":"1.0.0","clusterKubernetesVersion":"1.33.0","payloadKubeletVersion":"1.33.0"}"#,
         )
         .expect("policy parses");
-        assert_eq!((policy.max_unavailable, policy.max_concurrent_configurations), (1, 8));
+        assert_eq!((policy.max_unavailable, policy.max_concurrent_key_checks), (1, 8));
+    }
+
+    #[test]
+    fn the_former_concurrency_key_is_read_as_the_key_check_bound() {
+        let policy: Policy = serde_json::from_str(
+            r#"{"operatorVersion":"1.0.0","maxConcurrentConfigurations":3,"clusterKubernetesVersion":"1.33.0",
+                "payloadKubeletVersion":"1.33.0"}"#,
+        )
+        .expect("policy parses");
+        assert_eq!(policy.max_concurrent_key_checks, 3);
     }
 }

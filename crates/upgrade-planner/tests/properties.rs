@@ -1,5 +1,6 @@
-//! Property tests of the planner's invariants over random fleets and policies: the unavailability budget, the
-//! concurrency bound, deterministic order, backoff and the version-skew rule.
+//! Property tests of the planner's invariants over random fleets and policies: one unavailability budget over every
+//! kind of disruption (upgrades, Machine replacements, requested and granted restarts and reboots, Machines away),
+//! the key-check bound, deterministic order, no idle budget while work waits, backoff and the version-skew rule.
 
 use std::cmp::Ordering;
 
@@ -7,8 +8,8 @@ use jiff::{SignedDuration, Timestamp};
 use proptest::prelude::*;
 use semver::Version;
 use wmco_upgrade_planner::{
-    Action, CordonedBy, Decision, Failure, Fleet, Instance, InstanceOrigin, InstancePhase, NodeState, Plan, Policy,
-    RekeyMethod, Skew, WaitReason, plan,
+    Action, CordonedBy, Decision, DisruptionKind, Failure, Fleet, Instance, InstanceOrigin, InstancePhase, NodeState,
+    Plan, Policy, RekeyMethod, RequestState, RequestedDisruption, Skew, WaitReason, plan,
 };
 
 const CURRENT_KEY: &str = "current-key";
@@ -64,8 +65,21 @@ fn failure_strategy() -> impl Strategy<Value = Option<Failure>> {
     }))
 }
 
-fn instance_strategy()
--> impl Strategy<Value = (String, InstanceOrigin, bool, InstancePhase, Option<NodeState>, Option<Failure>)> {
+fn disruption_strategy() -> impl Strategy<Value = Option<RequestedDisruption>> {
+    prop::option::weighted(
+        0.3,
+        (
+            prop_oneof![Just(DisruptionKind::Restart), Just(DisruptionKind::Reboot)],
+            prop_oneof![Just(RequestState::Requested), Just(RequestState::Granted)],
+        )
+            .prop_map(|(kind, state)| RequestedDisruption { kind, state }),
+    )
+}
+
+type InstanceSpec =
+    (String, InstanceOrigin, bool, InstancePhase, Option<NodeState>, Option<Failure>, Option<RequestedDisruption>);
+
+fn instance_strategy() -> impl Strategy<Value = InstanceSpec> {
     (
         "[a-f]{1,3}",
         prop_oneof![Just(InstanceOrigin::Byoh), Just(InstanceOrigin::Machine)],
@@ -73,44 +87,51 @@ fn instance_strategy()
         phase_strategy(),
         prop::option::weighted(0.8, node_strategy()),
         failure_strategy(),
+        disruption_strategy(),
     )
 }
 
 fn fleet_strategy() -> impl Strategy<Value = Fleet> {
-    prop::collection::vec(instance_strategy(), 0..40).prop_map(|specs| Fleet {
-        now: now(),
-        current_pub_key_hash: CURRENT_KEY.into(),
-        instances: specs
-            .into_iter()
-            .enumerate()
-            // The index keeps names unique; the random prefix keeps name order unrelated to input order.
-            .map(|(index, (prefix, kind, desired, phase, node, last_failure))| Instance {
-                name: format!("{prefix}-{index}"),
-                kind,
-                desired,
-                phase,
-                node,
-                last_failure,
-                rebooting: false,
-            })
-            .collect(),
-    })
+    (prop::collection::vec(instance_strategy(), 0..40), prop_oneof![4 => Just(0u32), 1 => 1u32..4]).prop_map(
+        |(specs, machines_away)| Fleet {
+            now: now(),
+            current_pub_key_hash: CURRENT_KEY.into(),
+            instances: specs
+                .into_iter()
+                .enumerate()
+                // The index keeps names unique; the random prefix keeps name order unrelated to input order.
+                .map(|(index, (prefix, kind, desired, phase, node, last_failure, disruption))| Instance {
+                    name: format!("{prefix}-{index}"),
+                    kind,
+                    desired,
+                    phase,
+                    node,
+                    last_failure,
+                    disruption,
+                })
+                .collect(),
+            machines_away,
+        },
+    )
 }
 
 fn policy_strategy() -> impl Strategy<Value = Policy> {
-    (0u32..4, 0u32..5, 30u64..36).prop_map(|(max_unavailable, max_concurrent, kubelet_minor)| Policy {
+    (0u32..4, 0u32..5, 30u64..36).prop_map(|(max_unavailable, max_key_checks, kubelet_minor)| Policy {
         operator_version: Version::new(1, 0, 0),
         max_unavailable,
-        max_concurrent_configurations: max_concurrent,
+        max_concurrent_key_checks: max_key_checks,
         cluster_kubernetes_version: Version::new(1, 33, 4),
         payload_kubelet_version: Version::new(1, kubelet_minor, 0),
     })
 }
 
-/// The test's own statement of "unavailable because of the operator", independent of the crate's.
+/// The test's own statement of "unavailable because of the operator", independent of the crate's: a granted
+/// disruption counts with or without a Node, a requested one does not.
 fn unavailable_by_operator(instance: &Instance) -> bool {
+    let granted = instance.disruption.is_some_and(|disruption| disruption.state == RequestState::Granted);
     instance.desired
         && (instance.phase == InstancePhase::Upgrading
+            || granted
             || instance.node.as_ref().is_some_and(|node| {
                 node.upgrading
                     || node.cordoned_by == Some(CordonedBy::Operator)
@@ -118,8 +139,16 @@ fn unavailable_by_operator(instance: &Instance) -> bool {
             }))
 }
 
+/// Actions that take the instance out of service: every kind of disruption the budget covers.
 fn disrupts(decision: &Decision) -> bool {
-    matches!(decision.action, Action::Upgrade | Action::Rekey { method: RekeyMethod::ReplaceMachine })
+    matches!(
+        decision.action,
+        Action::Upgrade | Action::Rekey { method: RekeyMethod::ReplaceMachine } | Action::Disrupt { .. }
+    )
+}
+
+fn usize_of(value: u32) -> usize {
+    usize::try_from(value).expect("fits")
 }
 
 fn instance_of<'fleet>(fleet: &'fleet Fleet, decision: &Decision) -> &'fleet Instance {
@@ -128,21 +157,6 @@ fn instance_of<'fleet>(fleet: &'fleet Fleet, decision: &Decision) -> &'fleet Ins
         .iter()
         .find(|instance| instance.name == decision.name)
         .expect("every decision names an instance of the fleet")
-}
-
-fn is_concurrent_work(decision: &Decision) -> bool {
-    matches!(
-        decision.action,
-        Action::Configure | Action::Deconfigure | Action::Rekey { method: RekeyMethod::VerifyByohKey }
-    )
-}
-
-fn continues_work(decision: &Decision, instance: &Instance) -> bool {
-    match decision.action {
-        Action::Configure => matches!(instance.phase, InstancePhase::Configuring | InstancePhase::WaitingForNode),
-        Action::Deconfigure => instance.phase == InstancePhase::Deconfiguring,
-        _ => false,
-    }
 }
 
 proptest! {
@@ -159,53 +173,124 @@ proptest! {
     }
 
     #[test]
-    fn operator_caused_unavailability_stays_within_budget(fleet in fleet_strategy(), policy in policy_strategy()) {
+    fn every_kind_of_disruption_stays_within_one_budget(fleet in fleet_strategy(), policy in policy_strategy()) {
         let plan = plan(&fleet, &policy);
-        let before = fleet.instances.iter().filter(|instance| unavailable_by_operator(instance)).count();
+        let away = usize_of(fleet.machines_away);
+        let before = fleet.instances.iter().filter(|instance| unavailable_by_operator(instance)).count() + away;
         let newly_disrupted = plan
             .decisions
             .iter()
             .filter(|decision| disrupts(decision) && !unavailable_by_operator(instance_of(&fleet, decision)))
             .count();
         let after = before + newly_disrupted;
-        let max = usize::try_from(policy.max_unavailable).expect("fits");
+        let max = usize_of(policy.max_unavailable);
         prop_assert!(newly_disrupted == 0 || after <= max, "before {before}, disrupted {newly_disrupted}, max {max}");
         let flagged = plan.decisions.iter().filter(|decision| decision.unavailable).count();
-        prop_assert_eq!(flagged, after);
-        prop_assert_eq!(usize::try_from(plan.summary.unavailable_after).expect("fits"), after);
+        prop_assert_eq!(flagged + away, after);
+        prop_assert_eq!(usize_of(plan.summary.unavailable_before), before);
+        prop_assert_eq!(usize_of(plan.summary.unavailable_after), after);
     }
 
     #[test]
-    fn admin_requested_work_is_bounded_by_concurrency_not_budget(
+    fn requested_disruptions_are_never_admitted_beyond_the_budget(
         fleet in fleet_strategy(),
         policy in policy_strategy(),
     ) {
         let plan = plan(&fleet, &policy);
-        let (mut continuing, mut started) = (0usize, 0usize);
-        for decision in plan.decisions.iter().filter(|decision| is_concurrent_work(decision)) {
-            if continues_work(decision, instance_of(&fleet, decision)) {
-                continuing += 1;
-            } else {
-                started += 1;
-            }
-        }
-        let max = usize::try_from(policy.max_concurrent_configurations).expect("fits");
-        prop_assert!(started == 0 || continuing + started <= max, "continuing {continuing}, started {started}, max {max}");
+        let before = usize_of(plan.summary.unavailable_before);
+        let admitted_requests = plan
+            .decisions
+            .iter()
+            .filter(|decision| {
+                let instance = instance_of(&fleet, decision);
+                let requested = instance.disruption.is_some_and(|disruption| disruption.state == RequestState::Requested);
+                matches!(decision.action, Action::Disrupt { .. }) && requested && !unavailable_by_operator(instance)
+            })
+            .count();
+        prop_assert!(admitted_requests <= usize_of(policy.max_unavailable).saturating_sub(before));
         for decision in &plan.decisions {
             let instance = instance_of(&fleet, decision);
-            let first_time = instance.desired
-                && instance.phase == InstancePhase::Pending
-                && instance.node.is_none()
-                && instance.last_failure.is_none()
-                && policy.kubelet_skew() == Skew::Supported;
-            if first_time {
+            let Some(disruption) = instance.disruption.filter(|disruption| disruption.state == RequestState::Granted)
+            else {
+                continue;
+            };
+            prop_assert_eq!(decision.unavailable, instance.desired, "{}", decision);
+            if instance.desired && instance.phase != InstancePhase::Deconfiguring {
                 prop_assert!(
-                    matches!(
-                        decision.action,
-                        Action::Configure | Action::Wait { reason: WaitReason::Concurrency { .. } }
-                    ),
+                    matches!(decision.action, Action::Disrupt { kind } if kind == disruption.kind)
+                        || matches!(decision.action, Action::Wait { reason: WaitReason::Backoff { .. } }),
                     "{decision}"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn an_admitted_request_is_counted_once_granted_in_service_or_not(
+        fleet in fleet_strategy(),
+        policy in policy_strategy(),
+    ) {
+        let first = plan(&fleet, &policy);
+        let mut granted = fleet.clone();
+        let mut newly_counted = 0;
+        for instance in &mut granted.instances {
+            let admitted = first
+                .decision(&instance.name)
+                .is_some_and(|decision| matches!(decision.action, Action::Disrupt { .. }));
+            if !admitted {
+                continue;
+            }
+            let requested = instance.disruption.is_some_and(|disruption| disruption.state == RequestState::Requested);
+            if requested && !unavailable_by_operator(instance) {
+                newly_counted += 1;
+            }
+            if let Some(disruption) = &mut instance.disruption {
+                disruption.state = RequestState::Granted;
+            }
+        }
+        let second = plan(&granted, &policy);
+        prop_assert_eq!(second.summary.unavailable_before, first.summary.unavailable_before + newly_counted);
+        for instance in granted.instances.iter().filter(|instance| instance.desired) {
+            if instance.disruption.is_some_and(|disruption| disruption.state == RequestState::Granted) {
+                prop_assert!(second.decision(&instance.name).is_some_and(|decision| decision.unavailable));
+            }
+        }
+    }
+
+    #[test]
+    fn budgeted_work_waits_only_while_the_budget_is_spent(fleet in fleet_strategy(), policy in policy_strategy()) {
+        // With a total order and a fleet whose upgrades and replacements end, no request is starved: it waits only
+        // for budget that instances ahead of it (or already out of service) hold.
+        let plan = plan(&fleet, &policy);
+        for decision in &plan.decisions {
+            if let Action::Wait { reason: WaitReason::Budget { unavailable, max_unavailable } } = decision.action {
+                prop_assert_eq!(max_unavailable, policy.max_unavailable);
+                prop_assert!(unavailable >= max_unavailable, "{decision}");
+                prop_assert!(plan.summary.unavailable_after >= policy.max_unavailable, "{decision}");
+            }
+        }
+    }
+
+    #[test]
+    fn key_checks_are_bounded_and_configuration_and_removal_are_left_to_the_instances_controller(
+        fleet in fleet_strategy(),
+        policy in policy_strategy(),
+    ) {
+        let plan = plan(&fleet, &policy);
+        let key_checks = plan
+            .decisions
+            .iter()
+            .filter(|decision| decision.action == Action::Rekey { method: RekeyMethod::VerifyByohKey })
+            .count();
+        prop_assert!(key_checks <= usize_of(policy.max_concurrent_key_checks));
+        prop_assert_eq!(usize_of(plan.summary.key_checks), key_checks);
+        for decision in &plan.decisions {
+            let instance = instance_of(&fleet, decision);
+            let configured = instance.node.as_ref().is_some_and(|node| node.configured_version.is_some());
+            let removed = !instance.desired || instance.phase == InstancePhase::Deconfiguring;
+            let unconfigured_without_request = !configured && instance.disruption.is_none();
+            if removed || unconfigured_without_request {
+                prop_assert_eq!(&decision.action, &Action::None, "{}", decision);
             }
             let budget_blocked = matches!(decision.action, Action::Wait { reason: WaitReason::Budget { .. } });
             prop_assert!(!budget_blocked || instance.desired, "{decision}");
@@ -255,10 +340,8 @@ proptest! {
         let plan = plan(&fleet, &policy);
         if matches!(policy.kubelet_skew(), Skew::KubeletNewer { .. }) {
             for decision in &plan.decisions {
-                let installs = matches!(
-                    decision.action,
-                    Action::Upgrade | Action::Configure | Action::Rekey { method: RekeyMethod::ReplaceMachine }
-                );
+                let installs =
+                    matches!(decision.action, Action::Upgrade | Action::Rekey { method: RekeyMethod::ReplaceMachine });
                 prop_assert!(!installs, "{decision}");
             }
         }

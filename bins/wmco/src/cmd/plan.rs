@@ -1,5 +1,6 @@
 //! `wmco plan --input FILE`: reads a fleet and a policy (YAML or JSON, schema in `docs/upgrades.md`), runs the
-//! upgrade planner and prints what it would do to each instance and why.
+//! upgrade planner and prints what the fleet executor would do to each instance (upgrade, rekey, restart, reboot,
+//! wait or nothing) and why.
 
 use std::path::{Path, PathBuf};
 
@@ -96,12 +97,31 @@ mod tests {
         let input = parse_input(json, Path::new("input.txt")).expect("JSON input parses");
         let plan = wmco_upgrade_planner::plan(&input.fleet, &input.policy);
         assert_eq!(plan.decisions.len(), 1);
-        assert_eq!(plan.decisions[0].action, Action::Configure);
+        assert_eq!(plan.decisions[0].action, Action::None);
         assert_eq!(
             render_human(&plan),
-            "10.0.0.5 (BYOH): configure — not configured yet\n\
-             summary: 1 instances: 1 configure, 0 upgrade, 0 rekey, 0 deconfigure, 0 wait, 0 none; unavailable \
-             because of the operator: 0 now, 0 after this plan (max 1); configurations running: 1 (max 8)\n"
+            "10.0.0.5 (BYOH): none — not configured yet (the instances controller configures it)\n\
+             summary: 1 instances: 0 upgrade, 0 rekey, 0 restart or reboot, 0 wait, 1 none; unavailable because of \
+             the operator: 0 now (0 Machines away), 0 after this plan (max 1); key checks: 0 (max 8)\n"
+        );
+    }
+
+    #[test]
+    fn an_older_input_with_rebooting_and_max_concurrent_configurations_still_plans() {
+        let yaml = "fleet:\n  now: 2026-11-22T01:00:00Z\n  currentPubKeyHash: k\n  instances:\n  - name: 10.0.0.5\n    \
+                    kind: BYOH\n    phase: Configuring\n    rebooting: true\n  - name: 10.0.0.6\n    kind: BYOH\n    \
+                    phase: Ready\n    node: {ready: true, configuredVersion: 0.9.0, pubKeyHash: k}\npolicy:\n  \
+                    operatorVersion: 1.0.0\n  maxConcurrentConfigurations: 4\n  clusterKubernetesVersion: 1.33.0\n  \
+                    payloadKubeletVersion: 1.33.0\n";
+        let input = parse_input(yaml, Path::new("old.yaml")).expect("an older input parses");
+        let plan = wmco_upgrade_planner::plan(&input.fleet, &input.policy);
+        assert_eq!(
+            render_human(&plan),
+            "10.0.0.5 (BYOH): reboot (drained first) — reboot in progress\n\
+             10.0.0.6 (BYOH): wait (budget exhausted: 1 of at most 1 unavailable) — configured at 0.9.0, operator is \
+             1.0.0\n\
+             summary: 2 instances: 0 upgrade, 0 rekey, 1 restart or reboot, 1 wait, 0 none; unavailable because of \
+             the operator: 1 now (0 Machines away), 1 after this plan (max 1); key checks: 0 (max 4)\n"
         );
     }
 

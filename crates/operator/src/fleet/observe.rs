@@ -7,7 +7,9 @@ use semver::Version;
 use wmco_cluster_client::names::{PUB_KEY_HASH_ANNOTATION, VERSION_ANNOTATION};
 use wmco_cluster_client::types::{HostReboot, WindowsInstance};
 use wmco_cluster_client::{InstanceRecords, NodeExt, Nodes, ResourceExt, WindowsInstanceExt, is_records_node};
-use wmco_upgrade_planner::{CordonedBy, Failure, Instance, NodeState};
+use wmco_upgrade_planner::{
+    CordonedBy, DisruptionKind, Failure, Instance, NodeState, RequestState, RequestedDisruption,
+};
 
 /// One record and its Node as read.
 #[derive(Clone, Debug)]
@@ -123,11 +125,12 @@ pub fn planner_instance(record: &WindowsInstance, node: Option<&Node>, last_fail
         phase: record.status.as_ref().and_then(|status| status.phase).unwrap_or_default(),
         node: node.map(node_state),
         last_failure,
-        rebooting: record
+        disruption: record
             .status
             .as_ref()
             .and_then(|status| status.reboot.as_ref())
-            .is_some_and(HostReboot::in_progress),
+            .is_some_and(HostReboot::in_progress)
+            .then_some(RequestedDisruption { kind: DisruptionKind::Reboot, state: RequestState::Granted }),
     }
 }
 

@@ -74,7 +74,7 @@ impl RekeySettings {
     pub(crate) fn policy(&self, cluster_kubernetes_version: Version) -> Policy {
         Policy {
             max_unavailable: self.max_unavailable,
-            max_concurrent_configurations: self.max_concurrent_configurations,
+            max_concurrent_key_checks: self.max_concurrent_configurations,
             ..Policy::new(
                 self.operator_version.clone(),
                 cluster_kubernetes_version,

@@ -89,6 +89,7 @@ pub fn decide(inputs: &RekeyInputs<'_>) -> RekeyPlan {
             .iter()
             .map(|observed| planner_instance(&observed.record, observed.node.as_ref(), None))
             .collect(),
+        machines_away: 0,
     };
     let machines_away = machines_away(inputs.machines, inputs.instances);
     let away = u32::try_from(machines_away.len()).unwrap_or(u32::MAX);

@@ -40,6 +40,7 @@ pub async fn observe_fleet(ctx: &UpgradesContext, now: Timestamp) -> Result<Obse
                 planner_instance(&observed.record, observed.node.as_ref(), ctx.pending_failure(observed.name()))
             })
             .collect(),
+        machines_away: 0,
     };
     Ok(ObservedFleet { fleet, instances })
 }
