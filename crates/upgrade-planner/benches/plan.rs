@@ -43,7 +43,7 @@ fn mixed_fleet(size: usize) -> Fleet {
                 phase: if node.is_some() { InstancePhase::Ready } else { InstancePhase::Pending },
                 node,
                 last_failure,
-                disruption: (index % 13 == 0).then(|| RequestedDisruption {
+                disruption: (index % 13 == 0).then_some(RequestedDisruption {
                     kind: if index % 2 == 0 { DisruptionKind::Restart } else { DisruptionKind::Reboot },
                     state: if index % 39 == 0 { RequestState::Granted } else { RequestState::Requested },
                 }),
