@@ -63,6 +63,7 @@ mod plan;
 mod powershell;
 mod probe;
 mod probe_identity;
+mod probe_reboot;
 mod quote;
 mod sc;
 mod sc_output;
@@ -96,6 +97,7 @@ pub use probe::{
     decode_failure_actions,
 };
 pub use probe_identity::ObservedIdentity;
+pub use probe_reboot::RebootMarker;
 pub use sc::{ConfigChanges, ScCommand};
 pub use sc_output::{
     ScErrorCode, ScFailure, ScParseError, ServiceConfig, ServiceStatus, parse_sc_failure, parse_sc_qc, parse_sc_query,

@@ -1,7 +1,7 @@
 //! The batched state probe: one PowerShell script (of the §8 subset) that reads everything `plan` diffs —
 //! the configuration and state of listed services, SHA-256 of listed files, which listed directories exist and the
 //! security descriptors (SDDL) of the private ones, listed machine environment variables, firewall rules, registry values, the trusted root store and, when asked, the host's
-//! identity ([`ObservedIdentity`]) — and prints it as one
+//! identity ([`ObservedIdentity`]); always the pending-reboot markers ([`RebootMarker`]) — and prints it as one
 //! compact JSON document; plus the parser of that document into an [`ObservedHost`].
 //!
 //! Service configuration comes from the service's registry key (`HKLM\SYSTEM\CurrentControlSet\Services\<name>`:
@@ -24,6 +24,7 @@ use crate::host::{EnvVarName, HostState, RegistryData, RegistryKey, RegistryValu
 use crate::path::WinPath;
 use crate::powershell::PowerShellScript;
 use crate::probe_identity::{self, ObservedIdentity};
+use crate::probe_reboot::{self, RebootMarker};
 use crate::quote::powershell_literal;
 use crate::service::{
     FailureAction, FailureActionKind, FailureActions, Millis, ResetPeriod, ServiceName, ServiceState, StartType,
@@ -233,13 +234,16 @@ impl ProbeRequest {
             statements.extend(probe_identity::statements().map(str::to_owned));
             identity_entry = probe_identity::ENTRY;
         }
+        // What Windows keeps while a restart is pending: every probe reads it, in this same script.
+        statements.extend(probe_reboot::statements().map(str::to_owned));
+        let reboot_entry = probe_reboot::ENTRY;
         // The shell sshd starts for exec requests (read at each connection): the caller renders later commands for it.
         statements.push(format!(
             "$sh = (Get-ItemProperty {} -ErrorAction SilentlyContinue).DefaultShell",
             powershell_literal(OPENSSH_KEY)
         ));
         statements.push(format!(
-            "[ordered]@{{ services = @({}); files = @({}); dirs = @({}){acl_entry}; env = @({}); firewall = @({}); registry = @({}){trust_entry}{defender_entry}{rotated_entry}{identity_entry}; shell = $sh }} \
+            "[ordered]@{{ services = @({}); files = @({}); dirs = @({}){acl_entry}; env = @({}); firewall = @({}); registry = @({}){trust_entry}{defender_entry}{rotated_entry}{identity_entry}{reboot_entry}; shell = $sh }} \
              | ConvertTo-Json -Compress -Depth 8",
             service_entries.join(", "),
             file_entries.join(", "),
@@ -268,6 +272,8 @@ impl ProbeRequest {
         if self.identity {
             observed.identity = probe_identity::parse(raw.identity.clone());
         }
+        observed.pending_reboot = probe_reboot::parse(raw.reboot.clone())
+            .ok_or_else(|| bad("reboot", "pending-reboot markers", &raw.reboot.to_string()))?;
         for (name, value) in services {
             if let Some(service) = observed_service(name, value)? {
                 observed.services.insert(name.clone(), service);
@@ -471,6 +477,9 @@ pub struct ObservedHost {
     pub default_shell: Option<String>,
     /// The host's identity, when requested and readable.
     pub identity: Option<ObservedIdentity>,
+    /// The pending-reboot markers present, in [`RebootMarker::ALL`] order (empty: none, or a document from before
+    /// they were read).
+    pub pending_reboot: Vec<RebootMarker>,
 }
 
 /// Windows Defender as the probe found it.
@@ -521,6 +530,8 @@ struct RawProbe {
     rotated: Value,
     #[serde(default)]
     identity: Value,
+    #[serde(default)]
+    reboot: Value,
     #[serde(default)]
     shell: Option<String>,
 }
@@ -730,6 +741,9 @@ mod tests {
             "$w0 = Get-NetFirewallRule -Name 'ContainerLogsPort' -ErrorAction SilentlyContinue",
             "$r0 = $null",
             r"if (Test-Path -LiteralPath 'HKLM:\SOFTWARE\OpenSSH') { $k0 = Get-ItemProperty 'HKLM:\SOFTWARE\OpenSSH'; $r0 = $k0.DefaultShell }",
+            r"$rbu = Test-Path -LiteralPath 'HKLM:\SOFTWARE\Microsoft\Windows\CurrentVersion\WindowsUpdate\Auto Update\RebootRequired'",
+            r"$rbc = Test-Path -LiteralPath 'HKLM:\SOFTWARE\Microsoft\Windows\CurrentVersion\Component Based Servicing\RebootPending'",
+            r"$rbf = $null -ne ((Get-ItemProperty 'HKLM:\SYSTEM\CurrentControlSet\Control\Session Manager' -ErrorAction SilentlyContinue).PendingFileRenameOperations | Where-Object { $_ } | Select-Object -First 1)",
             r"$sh = (Get-ItemProperty 'HKLM:\SOFTWARE\OpenSSH' -ErrorAction SilentlyContinue).DefaultShell",
         ];
         let lines: Vec<&str> = script.text().lines().collect();
@@ -741,7 +755,13 @@ mod tests {
                 "files = @($f0); dirs = @($d0); env = @($e0); firewall = @([ordered]@{ exists = $null -ne $w0;"
             )
         );
-        assert!(output.ends_with("registry = @($r0); shell = $sh } | ConvertTo-Json -Compress -Depth 8"), "{output}");
+        assert!(
+            output.ends_with(
+                "registry = @($r0); reboot = [ordered]@{ windowsUpdate = $rbu; cbs = $rbc; fileRenames = $rbf }; \
+                 shell = $sh } | ConvertTo-Json -Compress -Depth 8"
+            ),
+            "{output}"
+        );
         assert_eq!(lines[expected.len() + 1], "exit 0");
         assert_eq!(lines.len(), expected.len() + 2);
     }
