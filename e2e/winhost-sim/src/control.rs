@@ -3,13 +3,14 @@
 //! | Method and path | Body | Answer |
 //! |---|---|---|
 //! | `GET /hosts` | | every host's facts |
-//! | `POST /hosts` | `{"name"?, "authorized_key"?, "build"?, "address"?, "containers"?, "instance_metadata"?}` | the new host's facts |
+//! | `POST /hosts` | `{"name"?, "authorized_key"?, "build"?, "address"?, "containers"?, "instance_metadata"?, "pending_reboot"?}` | the new host's facts |
 //! | `DELETE /hosts/<name>` | | 204 |
 //! | `POST /hosts/<name>/provision` | `{"user_data": "<PowerShell>"}` | `{"stdout","stderr","code"}` |
 //! | `POST /hosts/<name>/faults` | `{"drop_connections","refuse_connections","hang_commands","fail_next","rules"}` (rules: [`crate::faults`]) | the faults |
 //! | `POST /hosts/<name>/throttle` | `{"bytes_per_second": n}` (0 = none) | 204 |
 //! | `POST /hosts/<name>/host-key` | | `{"host_key"}` (a new key) |
 //! | `POST /hosts/<name>/reboot` | | 204 once the host is back |
+//! | `POST /hosts/<name>/pending-reboot` | `{"markers": ["WindowsUpdate", "ComponentBasedServicing", "PendingFileRenameOperations"]}` | `{"markers"}` present now ([`crate::pending_reboot`]) |
 //! | `POST /hosts/<name>/latency` | `{"command_ms", "service_ms"}` | 204 |
 //! | `GET /hosts/<name>/commands` | | command log (line, exit code, client SSH version) |
 //! | `GET /hosts/<name>/unknown-commands` | | unknown-command log |
@@ -132,6 +133,13 @@ struct LatencyRequest {
     service_ms: u64,
 }
 
+/// `{"markers": ["WindowsUpdate", ...]}`.
+#[derive(Default, serde::Deserialize)]
+struct PendingRebootRequest {
+    #[serde(default)]
+    markers: Vec<crate::pending_reboot::PendingRebootMarker>,
+}
+
 /// `{"paths": [...]}`.
 #[derive(Default, serde::Deserialize)]
 struct HashRequest {
@@ -220,6 +228,18 @@ async fn host_action(
             crate::ssh::reboot(server).await;
             no_content()
         }
+        (&Method::POST, "pending-reboot") => match parse::<PendingRebootRequest>(body) {
+            Ok(request) => {
+                let mut host = lock(&server.host);
+                for marker in request.markers {
+                    if let Err(failure) = host.mark_pending_reboot(marker) {
+                        return error(StatusCode::INTERNAL_SERVER_ERROR, failure);
+                    }
+                }
+                respond(StatusCode::OK, serde_json::json!({ "markers": host.pending_reboot_markers() }))
+            }
+            Err(failure) => error(StatusCode::BAD_REQUEST, failure),
+        },
         (&Method::POST, "latency") => match parse::<LatencyRequest>(body) {
             Ok(request) => {
                 let mut host = lock(&server.host);

@@ -96,6 +96,10 @@ pub struct NewHost {
     /// "tokens_required": ..}`, `{"cloud": "gcp", "hostname": ..}`); none by default.
     #[serde(default)]
     pub instance_metadata: crate::metadata::InstanceMetadata,
+    /// Pending-reboot markers the host starts with (`["WindowsUpdate", "ComponentBasedServicing",
+    /// "PendingFileRenameOperations"]`); none by default, like a freshly patched host.
+    #[serde(default)]
+    pub pending_reboot: Vec<crate::pending_reboot::PendingRebootMarker>,
 }
 
 /// What tests and people need to reach a host.
@@ -188,6 +192,9 @@ impl Fleet {
         }
         for path in &self.kept_files {
             host.disk.keep_versions(path);
+        }
+        for marker in &request.pending_reboot {
+            host.mark_pending_reboot(*marker).map_err(disk_error)?;
         }
         if let Some(key) = &request.authorized_key {
             let path = WinPath::parse(ADMIN_AUTHORIZED_KEYS).map_err(disk_error)?;

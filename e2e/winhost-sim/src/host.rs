@@ -421,6 +421,7 @@ impl Host {
             host.set_registry_value(CURRENT_VERSION_KEY, "DisplayVersion", RegValue::String(display.to_owned()));
         }
         host.ensure_registry_key(r"HKLM\SOFTWARE\OpenSSH");
+        host.create_servicing_keys();
         host.set_registry_value(MACHINE_ENVIRONMENT_KEY, "Path", RegValue::String(r"C:\Windows\system32".into()));
         host.scm_environment = host.machine_environment();
         Ok(host)
@@ -617,7 +618,8 @@ impl Host {
     }
 
     /// Reboots: processes end, marked services vanish, pending feature changes complete (`EnablePending` →
-    /// `Enabled`, `DisablePending` → `Disabled`), the boot time moves to now (always later than the previous one, so
+    /// `Enabled`, `DisablePending` → `Disabled`), so do pending file operations and servicing, which clears the
+    /// pending-reboot markers ([`crate::pending_reboot`]), the boot time moves to now (always later than the previous one, so
     /// two boots never report the same `LastBootUpTime`), and automatic services start again.
     pub fn reboot(&mut self) {
         for state in self.features.values_mut() {
@@ -628,6 +630,7 @@ impl Host {
             };
             settled.clone_into(state);
         }
+        self.complete_pending_operations();
         let just_after_previous = self.last_boot_up.checked_add(Duration::from_millis(1)).unwrap_or(self.last_boot_up);
         self.last_boot_up = SystemTime::now().max(just_after_previous);
         for service in self.scm.services().filter(|service| service.state != State::Stopped) {

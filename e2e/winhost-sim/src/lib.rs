@@ -32,6 +32,7 @@ pub mod fleet;
 pub mod host;
 pub mod metadata;
 pub mod native;
+pub mod pending_reboot;
 pub mod process;
 pub mod ps;
 #[cfg(feature = "remote-host")]

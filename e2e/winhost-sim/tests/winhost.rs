@@ -677,3 +677,51 @@ async fn containers_installed_over_ssh_stay_pending_until_restart_computer() -> 
     .await??;
     Ok(())
 }
+
+/// The product's state probe reads the pending-reboot markers the host keeps (issue 37): none on a fresh host, each
+/// one where Windows keeps it, an empty `PendingFileRenameOperations` as none, and a reboot clears them all.
+#[test]
+fn the_probe_reads_the_pending_reboot_markers_a_boot_clears() -> anyhow::Result<()> {
+    use winhost_sim::pending_reboot::PendingRebootMarker as Sim;
+    use wmco_windows_services::RebootMarker;
+    let (_root, mut host) = host()?;
+    let request = ProbeRequest::default();
+    let probe = |host: &mut Host| -> anyhow::Result<Vec<RebootMarker>> {
+        Ok(request.parse_output(&run_script(host, &request.script())?)?.pending_reboot)
+    };
+    assert!(probe(&mut host)?.is_empty(), "a freshly patched host");
+    let empty = winhost_sim::host::RegValue::MultiString(vec![String::new(), String::new()]);
+    host.set_registry_value(winhost_sim::pending_reboot::SESSION_MANAGER_KEY, "PendingFileRenameOperations", empty);
+    assert!(probe(&mut host)?.is_empty(), "empty strings only");
+    host.mark_pending_reboot(Sim::PendingFileRenameOperations)?;
+    assert_eq!(probe(&mut host)?, [RebootMarker::PendingFileRenameOperations]);
+    host.mark_pending_reboot(Sim::ComponentBasedServicing)?;
+    host.mark_pending_reboot(Sim::WindowsUpdate)?;
+    assert_eq!(probe(&mut host)?, RebootMarker::ALL);
+    host.reboot();
+    assert!(probe(&mut host)?.is_empty(), "a boot completes the pending operations");
+    assert!(host.unknown_commands.is_empty(), "{:?}", host.unknown_commands);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pending_reboot_markers_are_set_through_the_control_interface() -> anyhow::Result<()> {
+    let ControlledFleet { state: _state, public: _, pem: _, fleet, control } = controlled_fleet().await?;
+    tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+        let (status, body) = http(control, "POST", "/hosts", r#"{"pending_reboot":["WindowsUpdate"]}"#)?;
+        assert_eq!(status, 201, "{body}");
+        let (status, body) = http(control, "POST", "/hosts", r#"{"pending_reboot":["Patched"]}"#)?;
+        assert_eq!(status, 400, "an unknown marker is refused: {body}");
+        let (status, body) =
+            http(control, "POST", "/hosts/winhost-0/pending-reboot", r#"{"markers":["PendingFileRenameOperations"]}"#)?;
+        assert_eq!((status, body.as_str()), (200, r#"{"markers":["WindowsUpdate","PendingFileRenameOperations"]}"#));
+        let (status, _) = http(control, "POST", "/hosts/nobody/pending-reboot", "{}")?;
+        assert_eq!(status, 404);
+        Ok(())
+    })
+    .await??;
+    let server = fleet.lock().await.server("winhost-0")?;
+    let markers = winhost_sim::ssh::lock(&server.host).pending_reboot_markers();
+    assert_eq!(markers.len(), 2);
+    Ok(())
+}
