@@ -561,6 +561,7 @@ async fn configure_pass(
     // identity was recorded before it.
     request.identity = true;
     let observed = session.probe(&request).await?;
+    recorder.note_pending_reboot(&observed.pending_reboot);
     if identity_check == IdentityCheck::Probe {
         let naming = inputs.node_naming();
         let now =

@@ -12,6 +12,7 @@ use wmco_cluster_client::types::{
 };
 use wmco_cluster_client::{InstanceRecords, WindowsInstanceExt};
 use wmco_vocabulary::BOOTSTRAP_WINDOW_REOPEN_AFTER;
+use wmco_windows_services::RebootMarker;
 
 use crate::error::{FlowError, FlowStep};
 
@@ -153,6 +154,14 @@ impl<'a> Recorder<'a> {
             self.status.set_condition(ConditionState::hostname_as_recorded(), self.generation, Timestamp::now());
         }
         changed
+    }
+
+    /// Notes the pending-reboot markers a probe found:
+    /// [`REBOOT_REQUIRED_CONDITION`](wmco_cluster_client::types::REBOOT_REQUIRED_CONDITION) `True` naming them,
+    /// `False` when there are none; written with the pass's next save.
+    pub(crate) fn note_pending_reboot(&mut self, markers: &[RebootMarker]) {
+        let names: Vec<&str> = markers.iter().map(|marker| marker.name()).collect();
+        self.status.set_condition(ConditionState::reboot_required(&names), self.generation, Timestamp::now());
     }
 
     /// Notes that a login succeeded (with the pinned host key, since the transport checks it): a `True`

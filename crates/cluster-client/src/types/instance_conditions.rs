@@ -11,8 +11,9 @@
 //!
 //! And the specific ones, set by whoever learns the fact: [`AUTHENTICATION_FAILED_CONDITION`] (the host refuses the
 //! operator's key), [`HOST_KEY_MISMATCH_CONDITION`] (the host presents another key than the pinned one),
-//! [`PREFLIGHT_FAILED_CONDITION`] (the host failed a check before anything was installed) and
-//! [`UPGRADING_CONDITION`] (derived from the phase).
+//! [`PREFLIGHT_FAILED_CONDITION`] (the host failed a check before anything was installed),
+//! [`REBOOT_REQUIRED_CONDITION`] (Windows keeps pending-reboot markers) and [`UPGRADING_CONDITION`] (derived from the
+//! phase).
 //!
 //! `kubectl wait --for=condition=Ready windowsinstance/NAME` therefore works, and `status.observedGeneration` says
 //! which spec the status describes.
@@ -48,6 +49,11 @@ pub const NODE_NAME_CONFLICT_CONDITION: &str = "NodeNameConflict";
 /// The host reports another host name than the recorded one, which would give it another Node: the operator leaves
 /// it as it is until the name is back or the host is added again. `False` while the name is the recorded one.
 pub const HOSTNAME_CHANGED_CONDITION: &str = "HostnameChanged";
+/// Windows keeps markers of a pending reboot on the host (Windows Update's `RebootRequired` key, Component Based
+/// Servicing's `RebootPending` key, Session Manager's `PendingFileRenameOperations`), as the state probe read them:
+/// the message names the markers. An observation only: whether the operator reboots is its reboot policy's call.
+/// `False` once a probe finds none, and on records never probed.
+pub const REBOOT_REQUIRED_CONDITION: &str = "RebootRequired";
 
 /// One condition as a writer states it; [`WindowsInstanceStatus::set_condition`] adds the time and generation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -100,6 +106,42 @@ impl ConditionState {
             false,
             "NodeNameFree",
             "No other Node or record holds the host's Node name.",
+        )
+    }
+
+    /// [`REBOOT_REQUIRED_CONDITION`] from the pending-reboot markers a probe found (their names): `True` naming them,
+    /// `False` when there are none.
+    ///
+    /// ```
+    /// use wmco_cluster_client::types::ConditionState;
+    /// let state = ConditionState::reboot_required(&["WindowsUpdate", "PendingFileRenameOperations"]);
+    /// assert!(state.status && state.message.contains("WindowsUpdate, PendingFileRenameOperations"));
+    /// assert_eq!(ConditionState::reboot_required::<&str>(&[]), ConditionState::no_pending_reboot());
+    /// ```
+    pub fn reboot_required<S: AsRef<str>>(markers: &[S]) -> Self {
+        if markers.is_empty() {
+            return ConditionState::no_pending_reboot();
+        }
+        let names: Vec<&str> = markers.iter().map(AsRef::as_ref).collect();
+        ConditionState::new(
+            REBOOT_REQUIRED_CONDITION,
+            true,
+            "RebootPending",
+            format!(
+                "Windows keeps pending-reboot markers on the host: {}. The pending operations complete at its next \
+                 restart.",
+                names.join(", ")
+            ),
+        )
+    }
+
+    /// [`REBOOT_REQUIRED_CONDITION`] `False`: no pending-reboot marker was seen on the host.
+    pub fn no_pending_reboot() -> Self {
+        ConditionState::new(
+            REBOOT_REQUIRED_CONDITION,
+            false,
+            "NoPendingReboot",
+            "No pending-reboot marker was seen on the host.",
         )
     }
 
@@ -167,8 +209,8 @@ impl WindowsInstanceStatus {
 
     /// Derives the summary conditions (Ready, Progressing, Degraded) and [`UPGRADING_CONDITION`] from the phase,
     /// the last error and the specific conditions, adds [`AUTHENTICATION_FAILED_CONDITION`],
-    /// [`HOST_KEY_MISMATCH_CONDITION`], [`PREFLIGHT_FAILED_CONDITION`], [`NODE_NAME_CONFLICT_CONDITION`] and
-    /// [`HOSTNAME_CHANGED_CONDITION`] as `False`
+    /// [`HOST_KEY_MISMATCH_CONDITION`], [`PREFLIGHT_FAILED_CONDITION`], [`NODE_NAME_CONFLICT_CONDITION`],
+    /// [`HOSTNAME_CHANGED_CONDITION`] and [`REBOOT_REQUIRED_CONDITION`] as `False`
     /// where they are missing, and records `generation` as
     /// `observedGeneration`. Idempotent: a second call with the same record changes nothing.
     ///
@@ -188,6 +230,7 @@ impl WindowsInstanceStatus {
             ConditionState::no_failed_preflight(),
             ConditionState::node_name_free(),
             ConditionState::hostname_as_recorded(),
+            ConditionState::no_pending_reboot(),
         ] {
             match self.conditions.iter_mut().find(|condition| condition.type_ == default.type_) {
                 Some(condition) => condition.observed_generation = generation,
@@ -326,6 +369,7 @@ mod tests {
                     row(PREFLIGHT_FAILED_CONDITION, "False", "NoFailedCheck"),
                     row(PROGRESSING_CONDITION, progressing, reason),
                     row(READY_CONDITION, ready, reason),
+                    row(REBOOT_REQUIRED_CONDITION, "False", "NoPendingReboot"),
                     row(UPGRADING_CONDITION, upgrading, upgrading_reason),
                 ],
                 "{phase:?}"
@@ -360,6 +404,30 @@ mod tests {
         status.summarize(None, at(1));
         let progressing = status.condition(PROGRESSING_CONDITION).unwrap();
         assert_eq!((progressing.status.as_str(), progressing.reason.as_str()), ("False", "Configured"));
+    }
+
+    #[test]
+    fn pending_reboot_markers_are_named_and_neither_degrade_nor_progress_a_ready_host() {
+        let mut status =
+            WindowsInstanceStatus { phase: Some(InstancePhase::Ready), ..WindowsInstanceStatus::default() };
+        status.summarize(None, at(0));
+        let condition = status.condition(REBOOT_REQUIRED_CONDITION).unwrap();
+        assert_eq!((condition.status.as_str(), condition.reason.as_str()), ("False", "NoPendingReboot"));
+        status.set_condition(ConditionState::reboot_required(&["ComponentBasedServicing"]), None, at(1));
+        status.set_condition(
+            ConditionState::reboot_required(&["WindowsUpdate", "ComponentBasedServicing"]),
+            None,
+            at(2),
+        );
+        status.summarize(None, at(2));
+        let condition = status.condition(REBOOT_REQUIRED_CONDITION).unwrap();
+        assert_eq!((condition.status.as_str(), condition.reason.as_str()), ("True", "RebootPending"));
+        assert_eq!(condition.last_transition_time.0, at(1), "kept while markers stay");
+        assert!(condition.message.contains("WindowsUpdate, ComponentBasedServicing"), "{}", condition.message);
+        assert!(!status.condition_is_true(DEGRADED_CONDITION) && !status.condition_is_true(PROGRESSING_CONDITION));
+        status.set_condition(ConditionState::reboot_required::<&str>(&[]), None, at(3));
+        let condition = status.condition(REBOOT_REQUIRED_CONDITION).unwrap();
+        assert_eq!((condition.status.as_str(), condition.last_transition_time.0), ("False", at(3)));
     }
 
     #[test]

@@ -160,6 +160,28 @@ impl ClusterFakes {
     }
 }
 
+/// A fresh simulated host with the record `wmco/win-3`, configured pass by pass by a session that probes at each.
+struct ProbedHost {
+    sim: Arc<InProcessHost>,
+    fakes: ClusterFakes,
+    settings: crate::ServiceSettings,
+    session: HostSession,
+}
+
+impl ProbedHost {
+    async fn fresh() -> ProbedHost {
+        let sim = Arc::new(sim_host(None));
+        let session = probing_session(&sim);
+        let fakes = ClusterFakes::with_record("win-3", "127.0.0.30").await;
+        ProbedHost { sim, fakes, settings: sample_service_settings(), session }
+    }
+
+    /// One configure pass, which must succeed.
+    async fn pass(&self) -> crate::ConfigureOutcome {
+        configure_record(&self.session, self.fakes.access(), &self.fakes.records, &self.settings).await.unwrap()
+    }
+}
+
 /// Configures a fresh host through both stages, checks a converged pass, heals a removed probe script,
 /// deconfigures it and compares it with a fresh host; returns the host.
 async fn whole_lifecycle(shell: Option<&str>) -> Arc<InProcessHost> {
@@ -546,16 +568,12 @@ fn loose_paths(sim: &InProcessHost) -> Vec<String> {
 /// and reading the ACLs costs a converged pass no round trip beyond the probe.
 #[tokio::test]
 async fn host_directories_grant_only_system_and_administrators_and_loosened_ones_are_repaired() {
-    let sim = Arc::new(sim_host(None));
-    let fakes = ClusterFakes::with_record("win-3", "127.0.0.30").await;
-    let (records, cluster) = (&fakes.records, fakes.access());
-    let settings = sample_service_settings();
-    let session = probing_session(&sim);
-    let pass = || async { configure_record(&session, cluster, records, &settings).await.unwrap() };
+    let host = ProbedHost::fresh().await;
+    let (sim, pass) = (&host.sim, || host.pass());
 
     let first = pass().await;
     assert_eq!(first.state, ConfigureState::WaitingForNode);
-    assert_eq!(loose_paths(&sim), Vec::<String>::new());
+    assert_eq!(loose_paths(sim), Vec::<String>::new());
 
     for line in [
         r"icacls C:\k\cni /grant Users:(OI)(CI)RX",
@@ -565,15 +583,49 @@ async fn host_directories_grant_only_system_and_administrators_and_loosened_ones
         let output = sim.host().exec("admin", line);
         assert_eq!(output.code, 0, "{line}: {output:?}");
     }
-    let loosened = loose_paths(&sim);
+    let loosened = loose_paths(sim);
     for path in [r"C:\k\cni:", r"C:\var\log\kubelet:", r"C:\var\lib\kubelet:"] {
         assert!(loosened.iter().any(|line| line.starts_with(path)), "{path} in {loosened:#?}");
     }
     let repaired = pass().await;
     report("pass after an admin loosened the ACLs", &repaired);
-    assert_eq!(loose_paths(&sim), Vec::<String>::new());
+    assert_eq!(loose_paths(sim), Vec::<String>::new());
     assert_eq!(repaired.commands, 2, "the probe, then one command restores the ACLs");
     let converged = pass().await;
     assert_eq!((converged.commands, converged.steps_applied), (1, 0), "the probe alone");
+    assert!(sim.host().unknown_commands.is_empty(), "{:?}", sim.host().unknown_commands);
+}
+
+/// The pass's one probe reads the pending-reboot markers the host keeps (issue 37) and the record shows them as the
+/// `RebootRequired` condition naming them: `False` on a freshly patched host, `True` once Windows Update and an
+/// installer leave their markers (no command more than the probe), `False` again after the host restarted.
+#[tokio::test]
+async fn pending_reboot_markers_are_shown_as_the_reboot_required_condition() {
+    use winhost_sim::pending_reboot::PendingRebootMarker;
+    use wmco_cluster_client::types::REBOOT_REQUIRED_CONDITION;
+    let host = ProbedHost::fresh().await;
+    let (sim, pass) = (&host.sim, || host.pass());
+    let condition = || {
+        let status = host.fakes.records.record("wmco", "win-3").unwrap().status.unwrap();
+        let condition = status.condition(REBOOT_REQUIRED_CONDITION).unwrap().clone();
+        (condition.status, condition.reason, condition.message)
+    };
+
+    assert_eq!(pass().await.state, ConfigureState::WaitingForNode);
+    let (status, reason, _) = condition();
+    assert_eq!((status.as_str(), reason.as_str()), ("False", "NoPendingReboot"));
+
+    sim.host().mark_pending_reboot(PendingRebootMarker::WindowsUpdate).unwrap();
+    sim.host().mark_pending_reboot(PendingRebootMarker::PendingFileRenameOperations).unwrap();
+    let marked = pass().await;
+    assert_eq!((marked.commands, marked.steps_applied), (1, 0), "read in the probe's round trip");
+    let (status, reason, message) = condition();
+    assert_eq!((status.as_str(), reason.as_str()), ("True", "RebootPending"));
+    assert!(message.contains("WindowsUpdate, PendingFileRenameOperations"), "{message}");
+
+    sim.host().reboot();
+    pass().await;
+    let (status, reason, _) = condition();
+    assert_eq!((status.as_str(), reason.as_str()), ("False", "NoPendingReboot"), "a restart completed them");
     assert!(sim.host().unknown_commands.is_empty(), "{:?}", sim.host().unknown_commands);
 }
