@@ -26,14 +26,11 @@
 //!   records and configures (or, once a record is deleted, deconfigures) each host with `wmco-node-config`.
 //! - [`user_data`]: the user-data controller. It keeps Secret `windows-user-data` (`openshift-machine-api`) equal to
 //!   the script rendered from `cloud-private-key`, reverting hand edits; a weak key gets a Warning Event instead.
-//! - [`fleet`]: what the two whole-fleet loops (`upgrades`, `rekey`) share: the fleet read from the records and
-//!   Nodes, the Windows Machines away from it, the shared budget, the API server's version, the Node watch filter,
-//!   and the one trigger / coalesce / backoff loop both run on. Neither loop imports the other.
-//! - [`rekey`]: the key rotation. After `cloud-private-key` changes it replaces the Machines configured with the old
-//!   key (within the upgrade budget) and checks BYOH hosts with the new key, telling the admin what to add where.
-//! - [`upgrades`]: the upgrade executor. It carries out the upgrade-planner's decisions for the whole fleet
-//!   within the unavailability budget read from cluster state: mark, cordon, drain, hand over to the configure
-//!   pass, then uncordon and unmark.
+//! - [`fleet`]: the fleet controller, the one loop that carries out the upgrade-planner's decisions for the whole
+//!   fleet within the unavailability budget read from cluster state: upgrades (mark, cordon, drain, hand over to the
+//!   configure pass, then uncordon and unmark) and the key rotation (after `cloud-private-key` changes it replaces
+//!   the Machines configured with the old key and checks BYOH hosts with the new key, telling the admin what to add
+//!   where).
 
 pub mod connection_limits;
 pub mod csr;
@@ -48,11 +45,9 @@ pub mod metrics_server;
 pub mod operator_key;
 pub mod process;
 pub mod process_metrics;
-pub mod rekey;
 pub mod runtime;
 pub mod shutdown;
 pub mod ssh;
 #[cfg(test)]
 mod test_logs;
-pub mod upgrades;
 pub mod user_data;

@@ -2,7 +2,7 @@
 //! operator process; the operator is stopped (so the rotation under test is the only actor: the operator's own
 //! instances controller, rebuilt with a new key, would also annotate a Node its configure pass reaches); the admin
 //! authorizes a new key on the first host only and puts it into `cloud-private-key`; the rotation
-//! (`wmco_operator::rekey`, run in the test process as admin with the real SSH checker and API server) re-keys the
+//! (`wmco_operator::fleet`, run in the test process as admin with the real SSH checker and API server) re-keys the
 //! first host (its Node gets the new `pub-key-hash`, a `Rekeyed` Event) and publishes on the second host's record
 //! one Warning Event `NewKeyNotAuthorized` naming the line, the file, the user and the host; a second pass changes
 //! nothing and repeats no Warning; once the admin adds the line to the second host, it is re-keyed too.
@@ -25,12 +25,11 @@ use winhost_sim::disk::WinPath;
 use winhost_sim::ssh::lock;
 use wmco_cluster_client::Seams;
 use wmco_cluster_client::names::PUB_KEY_HASH_ANNOTATION;
-use wmco_operator::rekey::{
-    ADMINISTRATORS_AUTHORIZED_KEYS, RekeyContext, RekeyOutcome, RekeySettings, SshKeyChecker, not_authorized_note,
-    reconcile_rotation,
+use wmco_operator::fleet::{
+    ADMINISTRATORS_AUTHORIZED_KEYS, FleetContext, FleetOutcome, FleetSettings, SshKeyChecker, not_authorized_note,
+    payload_kubelet_version, reconcile_fleet,
 };
 use wmco_operator::ssh::SshSettings;
-use wmco_operator::upgrades::payload_kubelet_version;
 use wmco_payload_manifest::Manifest;
 use wmco_sandbox::{
     AdminKey, HOST_USER, OPERATOR_NAMESPACE, PRIVATE_KEY_FIELD, PRIVATE_KEY_SECRET, Sandbox, SandboxOptions,
@@ -72,7 +71,7 @@ async fn a_rotated_key_rekeys_the_host_that_authorized_it_and_tells_the_admin_wh
         .context("rotating cloud-private-key")?;
 
     let settings =
-        RekeySettings::new(OPERATOR_NAMESPACE, operator_version, payload_kubelet_version(&Manifest::product()?)?, 1);
+        FleetSettings::new(OPERATOR_NAMESPACE, operator_version, payload_kubelet_version(&Manifest::product()?)?, 1);
     let kubeconfig = kube::config::Kubeconfig::read_from(sandbox.kubeconfig_path())?;
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
     let seams = Seams::for_client(&client, config, "e2e-rekey", true)?;
@@ -82,7 +81,7 @@ async fn a_rotated_key_rekeys_the_host_that_authorized_it_and_tells_the_admin_wh
         ..SshSettings::default()
     };
     let checker = Arc::new(SshKeyChecker::new(ssh));
-    let context = RekeyContext::new(&seams, checker, settings);
+    let context = Arc::new(FleetContext::new(&seams, checker, settings));
     let records: BTreeMap<String, String> = sandbox
         .windows_instances()
         .await?
@@ -92,7 +91,7 @@ async fn a_rotated_key_rekeys_the_host_that_authorized_it_and_tells_the_admin_wh
     let authorizing_record = records.get(&authorizing.key).context("record of the first host")?.clone();
     let refusing_record = records.get(&refusing.key).context("record of the second host")?.clone();
 
-    let first = reconcile_rotation(&context, jiff::Timestamp::now()).await?;
+    let first = reconcile_fleet(&context, jiff::Timestamp::now()).await?;
     ensure!(first.key_hash == new_hash, "the rotation works with the new key: {first:?}");
     ensure_outcome(&first, std::slice::from_ref(&authorizing_record), std::slice::from_ref(&refusing_record))?;
     let nodes = node_hashes(&sandbox).await?;
@@ -111,30 +110,32 @@ async fn a_rotated_key_rekeys_the_host_that_authorized_it_and_tells_the_admin_wh
     ensure!(rekeyed.len() == 1 && rekeyed[0].0 == authorizing_record, "one Rekeyed Event: {rekeyed:?}");
 
     // A second pass: the first host is not checked again, the second is, and no Warning is repeated.
-    let second = reconcile_rotation(&context, jiff::Timestamp::now()).await?;
+    let second = reconcile_fleet(&context, jiff::Timestamp::now()).await?;
     ensure_outcome(&second, &[], std::slice::from_ref(&refusing_record))?;
     ensure!(events(&client, "NewKeyNotAuthorized").await?.len() == 1, "the Warning was not repeated");
 
     // The admin adds the line on the second host: the next pass re-keys it and the fleet is converged.
     authorize(&sandbox, &refusing.info.name, new_key.public_line()).await?;
-    let third = reconcile_rotation(&context, jiff::Timestamp::now()).await?;
+    let third = reconcile_fleet(&context, jiff::Timestamp::now()).await?;
     ensure_outcome(&third, std::slice::from_ref(&refusing_record), &[])?;
     let nodes = node_hashes(&sandbox).await?;
     ensure!(nodes.values().all(|hash| hash.as_deref() == Some(new_hash.as_str())), "all re-keyed: {nodes:?}");
-    let converged = reconcile_rotation(&context, jiff::Timestamp::now()).await?;
-    ensure!(converged.plan.is_converged() && !converged.needs_retry(), "converged: {converged:?}");
+    let converged = reconcile_fleet(&context, jiff::Timestamp::now()).await?;
+    ensure!(converged.work.key_converged() && !converged.needs_retry(), "converged: {converged:?}");
     sandbox.assert_no_secret_leaked().await?;
     Ok(())
 }
 
-fn ensure_outcome(outcome: &RekeyOutcome, rekeyed: &[String], not_authorized: &[String]) -> anyhow::Result<()> {
-    ensure!(outcome.rekeyed == rekeyed, "re-keyed {:?}, expected {rekeyed:?}", outcome.rekeyed);
+fn ensure_outcome(outcome: &FleetOutcome, rekeyed: &[String], not_authorized: &[String]) -> anyhow::Result<()> {
+    let rotation = &outcome.rotation;
+    ensure!(rotation.rekeyed == rekeyed, "re-keyed {:?}, expected {rekeyed:?}", rotation.rekeyed);
     ensure!(
-        outcome.not_authorized == not_authorized,
+        rotation.not_authorized == not_authorized,
         "not authorized {:?}, expected {not_authorized:?}",
-        outcome.not_authorized
+        rotation.not_authorized
     );
-    ensure!(outcome.failed.is_empty() && outcome.replaced.is_empty(), "{outcome:?}");
+    ensure!(rotation.failed.is_empty() && rotation.replaced.is_empty(), "{outcome:?}");
+    ensure!(outcome.started.is_empty() && outcome.failed.is_empty(), "no upgrade: {outcome:?}");
     Ok(())
 }
 

@@ -1,10 +1,10 @@
-//! The API server's Kubernetes version as the budgeted loops read it on every reconcile (the kubelet skew rule
+//! The API server's Kubernetes version as the fleet controller reads it on every reconcile (the kubelet skew rule
 //! compares the payload's kubelet with it, so a control-plane upgrade releases waiting work): the reading itself is
-//! `wmco_cluster_client::ClusterVersion`; this module keeps the loops' words for its failures.
+//! `wmco_cluster_client::ClusterVersion`; this module keeps the words for its failures.
 
 use wmco_cluster_client::Error;
 
-/// Why the API server's version is unknown. Each loop maps it to its own error (same messages, same labels).
+/// Why the API server's version is unknown (a [`FleetError`](super::FleetError) in a reconcile).
 #[derive(Debug, thiserror::Error)]
 pub enum ApiServerVersionError {
     /// `/version` could not be read.

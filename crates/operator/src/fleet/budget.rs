@@ -7,9 +7,10 @@ use tokio::sync::Mutex as AsyncMutex;
 
 use wmco_cluster_client::WindowsMachines;
 
-/// What every piece of budgeted work of one process shares: the lock held while the budget is handed out and
-/// the Windows Machines source whose Machines away from the fleet are taken off it. Build it once per leadership
-/// and hand it to every upgrade executor (rebuilt on a key change) and to the key rotation.
+/// What the budget's two authorities of one process share (the fleet controller and the instances controller's
+/// [`BudgetedDisruptions`](super::BudgetedDisruptions), until the latter's grants move into the fleet controller,
+/// issue 37): the lock held while the budget is handed out and the Windows Machines source whose Machines away from
+/// the fleet are taken off it. Build it once per leadership term.
 ///
 /// ```
 /// use std::sync::Arc;

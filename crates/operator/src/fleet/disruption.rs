@@ -3,7 +3,7 @@
 //! of the same `--max-unavailable` budget upgrades and Machine replacements use, under the same lock, counted the
 //! same way (the planner's [`Instance::is_unavailable_by_operator`](wmco_upgrade_planner::Instance) plus the
 //! Windows Machines away from the fleet). Granted, the Node is marked `upgrading`; the pass records phase
-//! `Upgrading` before the lock is released, and the upgrade executor unmarks the Node once the host is Ready again.
+//! `Upgrading` before the lock is released, and the fleet controller unmarks the Node once the host is Ready again.
 
 use std::sync::Arc;
 

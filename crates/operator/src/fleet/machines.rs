@@ -1,6 +1,6 @@
 //! The Windows Machines of the machine API as budgeted work sees them: [`machines_away`], the Machines unavailable
-//! outside the planner's view, which every loop takes off the unavailability budget before the planner hands it
-//! out. (Which listing a cluster gets is decided once, in `wmco_cluster_client::Seams::for_client`.)
+//! outside the planner's view, taken off the unavailability budget before the planner hands it out. (Which listing
+//! a cluster gets is decided once, in `wmco_cluster_client::Seams::for_client`.)
 
 use std::collections::BTreeSet;
 
@@ -38,7 +38,7 @@ fn belongs_to_fleet(observed: &ObservedInstance, live_machines: &BTreeSet<&str>)
 /// being deleted, without a live record (provisioning, or recorded but the record is going), or recorded but not
 /// yet a configured Ready Node while the planner does not count them; and the Machines already gone whose record is
 /// still there (being deconfigured), so a Machine removed before its MachineSet created the replacement still holds
-/// its unit. Sorted by name. Every piece of budgeted work (upgrades, the key rotation) takes them off its budget.
+/// its unit. Sorted by name. The planner's budget and the disruption gate's count take them off.
 ///
 /// ```
 /// use wmco_cluster_client::types::Machine;

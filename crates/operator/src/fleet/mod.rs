@@ -1,34 +1,76 @@
-//! What the two whole-fleet loops share (the upgrade executor in [`crate::upgrades`] and the key rotation in
-//! [`crate::rekey`]): both read the same records and Nodes, hand out the same unavailability budget, count the same
-//! Windows Machines away from the fleet, and run the same coalescing loop. Both depend on this module; neither
-//! depends on the other.
+//! The fleet controller: the one loop that carries out `wmco-upgrade-planner`'s decisions for the whole fleet, BYOH
+//! hosts and Machines together, within the unavailability budget (`--max-unavailable`): upgrades to the operator's
+//! version and the move to a rotated `cloud-private-key`.
 //!
-//! - [`observe`]: [`ObservedInstance`] and [`observe_instances`] (every record of the operator namespace with its
-//!   Node, read fresh) and [`planner_instance`] (the planner's view of one of them; the Node accessors are
-//!   `wmco_cluster_client::NodeExt`).
-//! - [`node_changes`]: [`fleet_node_changes`] (Node events that change what the planner reads) and
-//!   [`watch_triggers`] (any other watch as loop triggers).
-//! - [`machines`]: [`machines_away`], the Machines unavailable outside the planner's view (the seam is
-//!   `wmco_cluster_client::WindowsMachines`).
-//! - [`budget`]: [`SharedBudget`], the budget lock and Machines source every piece of budgeted work shares.
-//! - [`disruption`]: [`BudgetedDisruptions`], the same budget handed to configure passes that restart services on
-//!   a Node in service (the instances controller's `DisruptionGate`).
-//! - [`api_server`]: [`ApiServerVersionError`], the loops' words for an unknown API server version (read through
-//!   `wmco_cluster_client::ClusterVersion` for the skew rule).
-//! - [`run_loop`](mod@run_loop): [`run_loop()`], the trigger / coalesce / backoff loop both loops run on.
+//! Every reconcile reads the key, the API server's version and the fleet afresh from the API server (the
+//! `WindowsInstance` records and their Nodes: the version and `pub-key-hash` annotations, the
+//! `windowsmachineconfig.openshift.io/upgrading` label, `spec.unschedulable`, the Ready condition, the record's
+//! phase; and the Windows Machines), so the budget holds across restarts and with two replicas; nothing but the
+//! retry backoff and the Events already published lives in the process. It plans once, then
+//!
+//! 1. finishes the upgrades whose configure pass reported Ready with the operator's version (uncordon, unmark);
+//! 2. starts the admitted upgrades: marks the Node (label `upgrading=true`, which claims the budget), cordons and
+//!    drains it (eviction API, PodDisruptionBudgets honoured), then writes the record's phase `Upgrading`, the
+//!    permission the instances controller's configure pass waits for;
+//! 3. replaces the admitted Machines on an old key, and those whose host refused the key past the grace period
+//!    (the Machine is deleted; its MachineSet recreates it with the current user data);
+//! 4. checks the admitted BYOH hosts with the new key (Node annotated, or a Warning Event saying what to add where);
+//! 5. warns about upgrades the kubelet skew rule holds back, and removes the Go operator's daemon identity once no
+//!    Windows Node may still run that daemon.
+//!
+//! A failed drain leaves the Node marked and cordoned and is retried with backoff; a failure on one host never
+//! holds back the others.
+//!
+//! - [`FleetContext`] / [`FleetSettings`] ([`context`]): the seams, the policy and the process-local state;
+//!   [`KeyChecker`] ([`key_check`], over SSH: [`SshKeyChecker`]) logs in to a host with the new key.
+//! - [`controller()`] ([`controller`](mod@controller)): the triggers (records, Windows Nodes, Windows Machines, key
+//!   changes, drain ends, retries, resync) and the coalescing loop.
+//! - [`reconcile_fleet`] ([`reconcile`]): one reconcile → [`FleetOutcome`]; its steps in [`upgrade`] (finish, start)
+//!   and [`rekey`] (Machine replacements, key checks → [`KeyRotation`]); `go_daemon` the Go daemon identity.
+//! - [`decide`]: the pure part — [`ObservedFleet`] (the planner's `Fleet` and the one `plan` call), [`Work`] (what
+//!   a plan's actions mean), [`decide_refused`] (Machines whose host refuses the key).
+//! - [`observe`]: [`ObservedInstance`], [`observe_instances`] and [`planner_instance`]; [`machines`]:
+//!   [`machines_away`]; [`node_changes`]: the watch triggers.
+//! - [`budget`] and [`disruption`]: [`SharedBudget`], the budget's lock, shared with [`BudgetedDisruptions`], the
+//!   instances controller's `DisruptionGate` (restarts for cluster settings and the Containers reboot).
+//! - [`error`]: [`FleetError`]; [`api_server`]: [`ApiServerVersionError`]; [`version`]: [`operator_version`] and
+//!   [`payload_kubelet_version`].
 
 pub mod api_server;
 pub mod budget;
+pub mod context;
+pub mod controller;
+pub mod decide;
 pub mod disruption;
+pub mod error;
+mod go_daemon;
+pub mod key_check;
 pub mod machines;
 pub mod node_changes;
 pub mod observe;
-pub mod run_loop;
+pub mod reconcile;
+pub mod rekey;
+pub mod upgrade;
+pub mod version;
+
+#[cfg(test)]
+mod rekey_tests;
+#[cfg(test)]
+pub(crate) mod testing;
+#[cfg(test)]
+mod upgrade_tests;
 
 pub use api_server::ApiServerVersionError;
 pub use budget::SharedBudget;
+pub use context::{AUTHENTICATION_GRACE, FleetContext, FleetSettings};
+pub use controller::{RESYNC, controller};
+pub use decide::{ObservedFleet, RefusedMachine, RefusedPlan, Replacement, SkewHold, Work, decide_refused};
 pub use disruption::BudgetedDisruptions;
+pub use error::FleetError;
+pub use key_check::{KeyCheckFailure, KeyChecker, SshKeyChecker};
 pub use machines::machines_away;
 pub use node_changes::{fleet_node_changes, watch_triggers};
 pub use observe::{ObserveError, ObservedInstance, observe_instances, planner_instance};
-pub use run_loop::run_loop;
+pub use reconcile::{FleetOutcome, reconcile_fleet};
+pub use rekey::{ADMINISTRATORS_AUTHORIZED_KEYS, KeyRotation, not_authorized_note};
+pub use version::{operator_version, payload_kubelet_version};

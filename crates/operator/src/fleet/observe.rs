@@ -1,6 +1,6 @@
 //! The fleet as read from the API server: every `WindowsInstance` record of the operator namespace with its Node,
-//! read fresh (never from a cache, so a loop's own marks from its last reconcile are always counted), and the
-//! planner's view of each ([`planner_instance`]).
+//! read fresh (never from a cache, so the controller's own marks from its last reconcile are always counted), and
+//! the planner's view of each ([`planner_instance`], the one place a planner `Instance` is built).
 
 use k8s_openapi::api::core::v1::Node;
 use semver::Version;
@@ -32,7 +32,7 @@ impl ObservedInstance {
     }
 }
 
-/// A cluster error for the tests of the loops' error mappings.
+/// A cluster error for the tests of the error mappings.
 #[cfg(test)]
 pub(crate) fn sample_cluster_error() -> Box<wmco_cluster_client::Error> {
     Box::new(wmco_cluster_client::Error::MissingField {
@@ -43,7 +43,8 @@ pub(crate) fn sample_cluster_error() -> Box<wmco_cluster_client::Error> {
     })
 }
 
-/// Why the fleet could not be read. Each loop maps it to its own error (same messages, same labels).
+/// Why the fleet could not be read (a [`FleetError`](super::FleetError) in a reconcile, a cluster error in the
+/// disruption gate).
 #[derive(Debug, thiserror::Error)]
 pub enum ObserveError {
     /// Listing the records failed.

@@ -14,11 +14,10 @@ use wmco_windows_services::{LogRotation, Verbosity};
 
 use crate::csr::{CsrSettings, system_clock};
 use crate::files::{ClusterSettings, ClusterSettingsError, MaterialSnapshot, ServiceSettingsSource};
+use crate::fleet::{FleetError, FleetSettings, operator_version, payload_kubelet_version};
 use crate::instances::InstancesSettings;
 use crate::machines::MachinesSettings;
-use crate::rekey::RekeySettings;
 use crate::ssh::SshSettings;
-use crate::upgrades::{UpgradeSettings, UpgradesError, operator_version, payload_kubelet_version};
 use crate::user_data::UserDataSettings;
 
 /// The controller name on Events and the prefix of a default process identity.
@@ -72,7 +71,7 @@ pub struct ClusterShape {
 pub enum ConfigError {
     /// `--version-override` or the payload's kubelet version is not usable.
     #[error(transparent)]
-    Version(#[from] UpgradesError),
+    Version(#[from] FleetError),
     /// The cluster facts cannot be turned into the files' render inputs.
     #[error("cluster facts")]
     ClusterFacts(#[from] ClusterSettingsError),
@@ -112,7 +111,7 @@ pub enum ConfigError {
 /// let manifest = wmco_payload_manifest::Manifest::product().unwrap();
 /// let shape = ClusterShape { openshift: false, machine_api: false };
 /// let config = OperatorConfig::new(flags, &facts, shape, &manifest).unwrap();
-/// assert_eq!(config.rekey_settings().namespace, "wmco");
+/// assert_eq!(config.fleet_settings().namespace, "wmco");
 /// assert_eq!(config.operator_version.to_string(), "10.18.0");
 /// ```
 #[derive(Clone, Debug)]
@@ -207,25 +206,13 @@ impl OperatorConfig {
         }
     }
 
-    /// The upgrade executor's settings for the operator key whose public key hashes to `pub_key_hash`.
-    pub fn upgrade_settings(&self, pub_key_hash: String) -> UpgradeSettings {
-        UpgradeSettings {
-            namespace: self.flags.namespace.clone(),
-            operator_version: self.operator_version.clone(),
-            max_unavailable: self.flags.max_unavailable,
-            payload_kubelet_version: self.payload_kubelet_version.clone(),
-            pub_key_hash,
-            drain: DrainOptions::default(),
-        }
-    }
-
-    /// The key rotation's settings: the same versions, budget and concurrency as the upgrade executor, and the
-    /// grace period of refused logins on Machines.
-    pub fn rekey_settings(&self) -> RekeySettings {
-        RekeySettings {
+    /// The fleet controller's settings: the versions, the budget and concurrency, and the grace period of refused
+    /// logins on Machines.
+    pub fn fleet_settings(&self) -> FleetSettings {
+        FleetSettings {
             max_concurrent_configurations: u32::from(self.flags.concurrency),
             authentication_grace: self.flags.authentication_grace,
-            ..RekeySettings::new(
+            ..FleetSettings::new(
                 self.flags.namespace.clone(),
                 self.operator_version.clone(),
                 self.payload_kubelet_version.clone(),
@@ -303,18 +290,16 @@ mod tests {
         );
         let kubelet = manifest.component("kubelet").expect("kubelet component").version.clone();
         assert_eq!(Some(format!("v{}", config.payload_kubelet_version)), kubelet);
-        let rekey = config.rekey_settings();
+        let fleet = config.fleet_settings();
         assert_eq!(
-            (rekey.namespace.as_str(), rekey.max_unavailable, rekey.max_concurrent_configurations),
+            (fleet.namespace.as_str(), fleet.max_unavailable, fleet.max_concurrent_configurations),
             ("openshift-windows-machine-config-operator", 4, 3)
         );
-        assert_eq!(rekey.authentication_grace, Duration::from_secs(20));
+        assert_eq!(fleet.authentication_grace, Duration::from_secs(20));
         assert_eq!(
-            (&rekey.operator_version, &rekey.payload_kubelet_version),
+            (&fleet.operator_version, &fleet.payload_kubelet_version),
             (&config.operator_version, &config.payload_kubelet_version)
         );
-        let upgrades = config.upgrade_settings("hash".into());
-        assert_eq!((upgrades.max_unavailable, upgrades.pub_key_hash.as_str()), (4, "hash"));
         let snapshot = MaterialSnapshot::fixed(ClusterMaterial::not_read_yet(Arc::new(config.cluster.clone())));
         let instances = config.instances_settings("hash".into(), snapshot);
         assert_eq!(instances.operator_version, config.operator_version.to_string());

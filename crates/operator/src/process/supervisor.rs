@@ -2,10 +2,10 @@
 //! [`Seams`] and [`OperatorConfig`] and spawns it; [`Controllers`] stops them, gracefully (SIGTERM) or at once (the
 //! lease is lost).
 //!
-//! Two classes of controller stop differently. The CSR, Machine, user-data controllers and the key rotation do API
-//! calls (each write atomic) and read-only SSH logins: they are aborted at their next await point. The instances
-//! controller and the upgrade executor run host steps: on a graceful stop they start no new work and get a grace
-//! period to finish the reconciles in flight.
+//! Two classes of controller stop differently. The CSR, Machine and user-data controllers do API calls (each write
+//! atomic): they are aborted at their next await point. The instances controller and the fleet controller run host
+//! steps and drains: on a graceful stop they start no new work and get a grace period to finish the reconciles in
+//! flight.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -31,16 +31,14 @@ use crate::csr::{CsrContext, system_clock};
 use crate::files::{
     KubeletCaSource, MaterialRefresher, MaterialSources, NodeFiles, RefreshSettings, ServiceSettingsSource,
 };
-use crate::fleet::{BudgetedDisruptions, SharedBudget, watch_triggers};
+use crate::fleet::{BudgetedDisruptions, FleetContext, SharedBudget, SshKeyChecker, watch_triggers};
 use crate::fleet_metrics::run_fleet_metrics;
 use crate::health::Readiness;
 use crate::instances::{InstancesContext, SshConnector};
 use crate::machines::MachinesContext;
 use crate::metrics::Metrics;
 use crate::operator_key::{KeyReceiver, KeyWatcher, OperatorKey, PRIVATE_KEY_SECRET};
-use crate::rekey::{RekeyContext, SshKeyChecker};
 use crate::shutdown::{ShutdownSignal, ShutdownTrigger, shutdown_channel};
-use crate::upgrades::UpgradesContext;
 use crate::user_data::UserDataContext;
 
 /// How often `cloud-private-key` is read again without a watch event (a safety net under the watch).
@@ -69,9 +67,9 @@ pub(crate) struct Operator {
 
 /// The running controllers of one leadership term.
 pub(crate) struct Controllers {
-    /// Controllers whose work is API calls and read-only SSH logins: stopped at their next await point.
+    /// Controllers whose work is API calls: stopped at their next await point.
     immediate: Vec<(&'static str, JoinHandle<()>)>,
-    /// The instances controller and upgrade executor: they run host steps and stop on `shutdown`.
+    /// The instances and fleet controllers: they run host steps and stop on `shutdown`.
     graceful: (&'static str, JoinHandle<()>),
     shutdown: ShutdownTrigger,
 }
@@ -134,8 +132,8 @@ fn log_end(name: &'static str, result: Result<(), tokio::task::JoinError>) {
     }
 }
 
-/// Starts the controllers this process runs as leader: CSR, instances with the upgrade executor, the key rotation,
-/// and (where the cluster serves the machine API) Machines and user data.
+/// Starts the controllers this process runs as leader: CSR, instances with the fleet controller, and (where the
+/// cluster serves the machine API) Machines and user data.
 pub(crate) fn start_controllers(operator: &Operator) -> Controllers {
     let Operator { client, seams, config, metrics, .. } = operator;
     let machine_api = config.shape.machine_api;
@@ -149,15 +147,6 @@ pub(crate) fn start_controllers(operator: &Operator) -> Controllers {
     let (key_watcher, keys) =
         KeyWatcher::new(Arc::clone(&seams.secrets), Arc::clone(&seams.events), config.namespace());
     immediate.push(("operator-key", tokio::spawn(key_watcher.run(key_secret_changes(client, config), KEY_RESYNC))));
-    // One budget for the key rotation and every upgrade executor (rebuilt on a key change).
-    let budget = SharedBudget::new(Arc::clone(&seams.windows_machines));
-    let key_checker = SshKeyChecker::new(config.ssh_settings());
-    let rekey = RekeyContext::new(seams, Arc::new(key_checker), config.rekey_settings())
-        .with_budget_lock(Arc::clone(&budget.lock))
-        .with_metrics(Arc::clone(metrics));
-    tracing::info!("starting the key rotation");
-    let rekey = crate::rekey::controller(client.clone(), Arc::new(rekey), machine_api, keys.clone().changes());
-    immediate.push(("rekey", tokio::spawn(rekey)));
     if machine_api {
         let machines = MachinesContext::new(seams, config.machines_settings()).with_metrics(Arc::clone(metrics));
         let user_data = UserDataContext::new(seams, config.user_data_settings()).with_metrics(Arc::clone(metrics));
@@ -165,7 +154,7 @@ pub(crate) fn start_controllers(operator: &Operator) -> Controllers {
         immediate.push(("machines", tokio::spawn(crate::machines::controller(client.clone(), Arc::new(machines)))));
         immediate.push(("user-data", tokio::spawn(crate::user_data::controller(client.clone(), Arc::new(user_data)))));
     }
-    let host_controllers = tokio::spawn(run_host_controllers(operator.clone(), keys, budget, signal));
+    let host_controllers = tokio::spawn(run_host_controllers(operator.clone(), keys, signal));
     Controllers { immediate, graceful: ("instances", host_controllers), shutdown }
 }
 
@@ -178,7 +167,7 @@ fn key_secret_changes(client: &Client, config: &OperatorConfig) -> impl futures:
 
 /// Keeps `/readyz` saying why the cluster does not let Windows nodes join, checked at start and at each change of
 /// the cluster settings, and logs each new reason (the instances controller then configures no host, and the
-/// upgrade executor starts no upgrade).
+/// fleet controller starts no upgrade).
 async fn report_refusals(
     gate: ServiceSettingsSource,
     changes: impl futures::Stream<Item = ()>,
@@ -260,19 +249,15 @@ fn connector(config: &OperatorConfig, key: OperatorKey, transcripts: Option<&Arc
     }
 }
 
-/// Runs the instances controller and the upgrade executor until `shutdown` is triggered (or the task is aborted):
-/// starts the material refresher at once, waits for a usable operator key from `keys`, then reconciles the fleet;
-/// when the admin replaces `cloud-private-key` with another usable key, both are rebuilt with it (new SSH connections;
-/// cached sessions dropped). Once `shutdown` is triggered the upgrade executor and the key watch stop, no host
-/// reconcile starts, and this returns when the host reconciles in flight finished. Every upgrade executor built
-/// (one per key) shares `budget` with the key rotation. Problems with the key or the material are logged and
+/// Runs the instances controller and the fleet controller until `shutdown` is triggered (or the task is aborted):
+/// starts the material refresher and the fleet controller at once, waits for a usable operator key from `keys`,
+/// then reconciles the hosts; when the admin replaces `cloud-private-key` with another usable key, the instances
+/// controller is rebuilt with it (new SSH connections; cached sessions dropped), while the fleet controller reads
+/// the key on every reconcile. Once `shutdown` is triggered the fleet controller and the key watch stop, no host
+/// reconcile starts, and this returns when the host reconciles in flight finished. The fleet controller shares its
+/// budget with every instances controller's disruption gate. Problems with the key or the material are logged and
 /// retried.
-async fn run_host_controllers(
-    operator: Operator,
-    mut keys: KeyReceiver,
-    budget: SharedBudget,
-    shutdown: ShutdownSignal,
-) {
+async fn run_host_controllers(operator: Operator, mut keys: KeyReceiver, shutdown: ShutdownSignal) {
     let Operator { client, seams, config, manifest, payload, metrics, readiness } = operator;
     let kubelet_ca = if config.shape.openshift {
         KubeletCaSource::ControllerConfigs(Arc::clone(&seams.controller_configs))
@@ -310,6 +295,17 @@ async fn run_host_controllers(
     // One recorder for the term: the connectors of every key share its transcript files.
     let transcripts =
         config.flags.record_transcripts.as_ref().map(|directory| Arc::new(TranscriptRecorder::new(directory)));
+    // One budget for the fleet controller and every instances controller's disruption gate (one per key).
+    let budget = SharedBudget::new(Arc::clone(&seams.windows_machines));
+    let key_checker = SshKeyChecker::new(config.ssh_settings());
+    let fleet = FleetContext::new(&seams, Arc::new(key_checker), config.fleet_settings())
+        .with_cluster_gate(config.service_settings_source(snapshot.clone()))
+        .with_budget(budget.clone())
+        .with_metrics(Arc::clone(&metrics));
+    tracing::info!(max_unavailable = config.flags.max_unavailable, "starting the fleet controller");
+    let fleet =
+        crate::fleet::controller(client.clone(), Arc::new(fleet), config.shape.machine_api, keys.clone().changes());
+    let fleet = shutdown.clone().unless_triggered(fleet);
     let instances = async {
         let Some(Some(mut key)) = shutdown.clone().unless_triggered(keys.clone().usable()).await else {
             return;
@@ -330,15 +326,11 @@ async fn run_host_controllers(
                 config.flags.max_unavailable,
             )))
             .with_metrics(Arc::clone(&metrics));
-            let upgrades = UpgradesContext::new(&seams, config.upgrade_settings(current_hash.clone()))
-                .with_cluster_gate(config.service_settings_source(snapshot.clone()))
-                .with_shared_budget(&budget)
-                .with_metrics(Arc::clone(&metrics));
             tracing::info!(
                 namespace = %namespace,
                 concurrency = config.flags.concurrency,
                 max_unavailable = config.flags.max_unavailable,
-                "starting the instances controller and the upgrade executor"
+                "starting the instances controller"
             );
             let instances = crate::instances::controller(
                 client.clone(),
@@ -347,13 +339,11 @@ async fn run_host_controllers(
                 snapshot.node_file_changes(),
                 shutdown.clone(),
             );
-            let upgrades =
-                shutdown.clone().unless_triggered(crate::upgrades::controller(client.clone(), Arc::new(upgrades)));
             let key_change = shutdown.clone().unless_triggered(keys.changed_from(&current_hash));
             tokio::select! {
-                _ = async { futures::join!(instances, upgrades) } => return,
+                () = instances => return,
                 Some(Some(new_key)) = key_change => {
-                    tracing::warn!("Secret cloud-private-key changed: restarting the instances controller and the upgrade executor with the new key");
+                    tracing::warn!("Secret cloud-private-key changed: restarting the instances controller with the new key");
                     key = new_key;
                 }
             }
@@ -364,7 +354,7 @@ async fn run_host_controllers(
     let refusals = report_refusals(gate, snapshot.node_file_changes(), readiness);
     tokio::select! {
         () = refresher.run_with_triggers(setting_changes) => {}
-        () = instances => {}
+        _ = async { futures::join!(instances, fleet) } => {}
         () = fleet_metrics => {}
         () = refusals => {}
     }

@@ -5,27 +5,27 @@
 use semver::{BuildMetadata, Version};
 use wmco_payload_manifest::Manifest;
 
-use super::UpgradesError;
+use super::FleetError;
 
 /// The operator's version: `override_version` (`--version-override`, for e2e and benchmarks) or the crate version,
 /// without build metadata, as it is written to the `windowsmachineconfig.openshift.io/version` Node annotation.
 ///
 /// ```
-/// use wmco_operator::upgrades::operator_version;
+/// use wmco_operator::fleet::operator_version;
 /// assert_eq!(operator_version(Some("2.0.0+abc1234"))?.to_string(), "2.0.0");
 /// assert_eq!(operator_version(None)?.to_string(), env!("CARGO_PKG_VERSION").split('+').next().unwrap());
-/// # Ok::<(), wmco_operator::upgrades::UpgradesError>(())
+/// # Ok::<(), wmco_operator::fleet::FleetError>(())
 /// ```
 ///
 /// # Errors
-/// [`UpgradesError::InvalidVersion`] when the override (or the crate version) is not semver.
-pub fn operator_version(override_version: Option<&str>) -> Result<Version, UpgradesError> {
+/// [`FleetError::InvalidVersion`] when the override (or the crate version) is not semver.
+pub fn operator_version(override_version: Option<&str>) -> Result<Version, FleetError> {
     let (what, text) = match override_version {
         Some(text) => ("--version-override", text),
         None => ("the crate version", env!("CARGO_PKG_VERSION")),
     };
     let mut version =
-        Version::parse(text.trim()).map_err(|_| UpgradesError::InvalidVersion { what, value: text.to_owned() })?;
+        Version::parse(text.trim()).map_err(|_| FleetError::InvalidVersion { what, value: text.to_owned() })?;
     version.build = BuildMetadata::EMPTY;
     Ok(version)
 }
@@ -34,23 +34,23 @@ pub fn operator_version(override_version: Option<&str>) -> Result<Version, Upgra
 /// (`payload/manifest.yaml`), e.g. `v1.36.3`.
 ///
 /// ```
-/// use wmco_operator::upgrades::payload_kubelet_version;
+/// use wmco_operator::fleet::payload_kubelet_version;
 /// let manifest = wmco_payload_manifest::Manifest::product().unwrap();
 /// assert_eq!(payload_kubelet_version(&manifest)?.major, 1);
-/// # Ok::<(), wmco_operator::upgrades::UpgradesError>(())
+/// # Ok::<(), wmco_operator::fleet::FleetError>(())
 /// ```
 ///
 /// # Errors
-/// [`UpgradesError::NoKubeletVersion`] when the manifest has no `kubelet` component with a version,
-/// [`UpgradesError::InvalidVersion`] when its version is not semver.
-pub fn payload_kubelet_version(manifest: &Manifest) -> Result<Version, UpgradesError> {
+/// [`FleetError::NoKubeletVersion`] when the manifest has no `kubelet` component with a version,
+/// [`FleetError::InvalidVersion`] when its version is not semver.
+pub fn payload_kubelet_version(manifest: &Manifest) -> Result<Version, FleetError> {
     let what = "the payload manifest's kubelet version";
     let text = manifest
         .component("kubelet")
         .and_then(|kubelet| kubelet.version.as_deref())
-        .ok_or(UpgradesError::NoKubeletVersion)?;
+        .ok_or(FleetError::NoKubeletVersion)?;
     Version::parse(text.trim_start_matches('v'))
-        .map_err(|_| UpgradesError::InvalidVersion { what, value: text.to_owned() })
+        .map_err(|_| FleetError::InvalidVersion { what, value: text.to_owned() })
 }
 
 #[cfg(test)]
@@ -82,6 +82,6 @@ mod tests {
             "the payload manifest's kubelet version \"latest\" is not a semantic version (e.g. 1.2.3)"
         );
         let error = payload_kubelet_version(&manifest("kube-proxy", "v1.36.3")).unwrap_err();
-        assert!(matches!(error, UpgradesError::NoKubeletVersion), "{error}");
+        assert!(matches!(error, FleetError::NoKubeletVersion), "{error}");
     }
 }

@@ -1,4 +1,4 @@
-//! Executor scenarios over the `wmco-cluster-client` fakes: the budget (1 and 4, already-unavailable instances
+//! Upgrade scenarios of the fleet controller over the `wmco-cluster-client` fakes: the budget (1 and 4, already-unavailable instances
 //! counted first), a restarted executor keeping the budget from cluster state, the skew wait and its Event, a
 //! failed drain backing off with the Node still marked, and the finish (uncordon, unmark) followed by the next
 //! upgrade, through a whole rolling upgrade that never exceeds the budget.
@@ -10,19 +10,21 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Node;
 use semver::Version;
 use wmco_cluster_client::Seams;
-use wmco_cluster_client::fake::{FakeCluster, FakeDrainer, FakeEvents, FakeInstanceRecords, FakeNodes, objects};
+use wmco_cluster_client::fake::{
+    FakeCluster, FakeDrainer, FakeEvents, FakeInstanceRecords, FakeNodes, FakeSecrets, objects,
+};
 use wmco_cluster_client::names::{PUB_KEY_HASH_ANNOTATION, UPGRADING_LABEL, VERSION_ANNOTATION};
 use wmco_cluster_client::types::InstancePhase;
 use wmco_cluster_client::{
-    BlockReason, BlockedPod, DrainOptions, DrainReport, Drainer, InstanceRecords, NodeMetadataPatch, Nodes, Severity,
+    BlockReason, BlockedPod, DrainOptions, DrainReport, Drainer, InstanceRecords, NodeMetadataPatch, Nodes, Secrets,
+    Severity,
 };
 
 use super::*;
-use crate::fleet::SharedBudget;
+use crate::fleet::testing::{AcceptingKeys, key_secret, test_key_hash};
 use wmco_cluster_client::{ClusterVersion, WindowsMachines};
 
 const NAMESPACE: &str = "wmco";
-const KEY: &str = "0f1e2d";
 const OLD: &str = "1.0.0";
 const NEW: &str = "1.1.0";
 
@@ -68,27 +70,29 @@ impl Cluster {
         }
     }
 
-    /// A fresh executor (as after an operator restart) over this cluster.
-    fn executor(&self, max_unavailable: u32) -> Arc<UpgradesContext> {
-        let settings = UpgradeSettings {
-            namespace: NAMESPACE.into(),
-            operator_version: Version::parse(NEW).unwrap(),
-            max_unavailable,
-            payload_kubelet_version: Version::new(1, 36, 3),
-            pub_key_hash: KEY.into(),
-            drain: DrainOptions::default(),
-        };
-        Arc::new(UpgradesContext::new(&self.seams(), settings))
+    /// A fresh controller (as after an operator restart) over this cluster.
+    fn executor(&self, max_unavailable: u32) -> Arc<FleetContext> {
+        Arc::new(self.context(&self.seams(), max_unavailable))
     }
 
-    /// The seams over this cluster's fakes.
+    /// A controller over `seams`.
+    fn context(&self, seams: &Seams, max_unavailable: u32) -> FleetContext {
+        let settings =
+            FleetSettings::new(NAMESPACE, Version::parse(NEW).unwrap(), Version::new(1, 36, 3), max_unavailable);
+        FleetContext::new(seams, Arc::new(AcceptingKeys), settings)
+    }
+
+    /// The seams over this cluster's fakes, the operator key in its Secret.
     fn seams(&self) -> Seams {
+        let secrets = FakeSecrets::default();
+        futures::executor::block_on(secrets.apply(&key_secret(NAMESPACE))).unwrap();
         Seams {
             records: self.records.clone(),
             nodes: self.nodes.clone(),
             drainer: self.drainer.clone(),
             events: self.events.clone(),
             cluster_version: self.api_server.clone(),
+            secrets: Arc::new(secrets),
             ..FakeCluster::default().seams()
         }
     }
@@ -101,7 +105,7 @@ impl Cluster {
         let mut node = objects::windows_node(name)
             .owned_by(&record)
             .annotated(VERSION_ANNOTATION, host.version)
-            .annotated(PUB_KEY_HASH_ANNOTATION, KEY)
+            .annotated(PUB_KEY_HASH_ANNOTATION, &test_key_hash())
             .unschedulable(host.unschedulable)
             .ready_if(host.ready);
         if host.marked {
@@ -159,7 +163,7 @@ impl Cluster {
 }
 
 /// One fleet reconcile, then the end of the drains it started.
-async fn settled(executor: &Arc<UpgradesContext>, now: Timestamp) -> FleetOutcome {
+async fn settled(executor: &Arc<FleetContext>, now: Timestamp) -> FleetOutcome {
     let outcome = reconcile_fleet(executor, now).await.unwrap();
     executor.wait_for_drains().await;
     outcome
@@ -300,7 +304,7 @@ async fn a_failed_drain_leaves_the_node_marked_and_is_retried_after_backoff() {
     assert!(note.contains("; the Node stays marked and cordoned, retried after 2026-11-22T04:00:30"), "{note}");
     let metrics = executor.metrics.encode().unwrap();
     assert!(
-        metrics.contains("wmco_reconcile_errors_total{controller=\"upgrades\",kind=\"upgrade_step\"} 1\n"),
+        metrics.contains("wmco_reconcile_errors_total{controller=\"fleet\",kind=\"upgrade_step\"} 1\n"),
         "{metrics}"
     );
 
@@ -342,8 +346,7 @@ async fn a_drain_still_running_is_not_started_twice_and_holds_its_budget() {
         cluster.add(name, AT_OLD).await;
     }
     let drainer = Arc::new(HeldDrainer { calls: Mutex::default(), release: tokio::sync::Semaphore::new(0) });
-    let settings = cluster.executor(1).settings.clone();
-    let executor = Arc::new(UpgradesContext::new(&Seams { drainer: drainer.clone(), ..cluster.seams() }, settings));
+    let executor = Arc::new(cluster.context(&Seams { drainer: drainer.clone(), ..cluster.seams() }, 1));
 
     let first = reconcile_fleet(&executor, at(NOW)).await.unwrap();
     tokio::task::yield_now().await;
@@ -474,8 +477,7 @@ async fn a_host_that_cannot_be_finished_does_not_hold_back_the_others() {
     cluster.configure_pass_finishes("a").await;
     cluster.configure_pass_finishes("b").await;
     let refusing_nodes = Arc::new(RefusingUncordon { nodes: cluster.nodes.clone(), refused: "a" });
-    let refusing =
-        Arc::new(UpgradesContext::new(&Seams { nodes: refusing_nodes, ..cluster.seams() }, executor.settings.clone()));
+    let refusing = Arc::new(cluster.context(&Seams { nodes: refusing_nodes, ..cluster.seams() }, 2));
 
     let outcome = settled(&refusing, at(NOW)).await;
     assert_eq!(outcome.finished, labels(&["b"]));
@@ -515,26 +517,21 @@ async fn machines_away_for_replacement_are_taken_off_the_budget() {
         .build();
     let machines = Arc::new(ListedMachines(vec![replaced]));
 
-    let budget_one = Arc::new(
-        UpgradesContext::new(&cluster.seams(), cluster.executor(1).settings.clone())
-            .with_windows_machines(machines.clone()),
-    );
+    let budget_one = Arc::new(cluster.context(&Seams { windows_machines: machines.clone(), ..cluster.seams() }, 1));
     let held = settled(&budget_one, at(NOW)).await;
     assert_eq!((held.started, held.machines_away), (Vec::new(), vec!["win-m".to_owned()]));
     assert_eq!(cluster.unavailable(&["a", "b"]), Vec::<String>::new());
 
-    let budget_two = Arc::new(
-        UpgradesContext::new(&cluster.seams(), cluster.executor(2).settings.clone()).with_windows_machines(machines),
-    );
+    let budget_two = Arc::new(cluster.context(&Seams { windows_machines: machines, ..cluster.seams() }, 2));
     assert_eq!(settled(&budget_two, at(NOW)).await.started, labels(&["a"]));
 }
 
 #[tokio::test]
-async fn a_reconcile_waits_while_other_budgeted_work_holds_the_budget_lock() {
+async fn a_reconcile_waits_while_the_disruption_gate_holds_the_budget_lock() {
     let cluster = Cluster::new();
     cluster.add("a", AT_OLD).await;
     let executor = cluster.executor(1);
-    let lock = executor.budget_lock();
+    let lock = Arc::clone(&executor.budget.lock);
     let guard = lock.lock().await;
 
     let waiting = tokio::spawn({
@@ -552,21 +549,15 @@ async fn a_reconcile_waits_while_other_budgeted_work_holds_the_budget_lock() {
 }
 
 #[tokio::test]
-async fn executors_rebuilt_over_one_shared_budget_share_its_lock_and_its_machines() {
+async fn a_controller_given_the_shared_budget_uses_its_lock_and_its_machines() {
     let cluster = Cluster::new();
     cluster.add("a", AT_OLD).await;
     let provisioning = objects::machine("win-new").phase("Provisioning").build();
     let budget = SharedBudget::new(Arc::new(ListedMachines(vec![provisioning])));
-    let build = || {
-        Arc::new(
-            UpgradesContext::new(&cluster.seams(), cluster.executor(1).settings.clone()).with_shared_budget(&budget),
-        )
-    };
-    let (before_key_change, after_key_change) = (build(), build());
-    assert!(Arc::ptr_eq(&before_key_change.budget_lock(), &budget.lock));
-    assert!(Arc::ptr_eq(&after_key_change.budget_lock(), &budget.lock));
+    let controller = Arc::new(cluster.context(&cluster.seams(), 1).with_budget(budget.clone()));
+    assert!(Arc::ptr_eq(&controller.budget.lock, &budget.lock));
 
-    let outcome = settled(&after_key_change, at(NOW)).await;
+    let outcome = settled(&controller, at(NOW)).await;
     assert_eq!((outcome.started, outcome.machines_away), (Vec::new(), vec!["win-new".to_owned()]));
 }
 

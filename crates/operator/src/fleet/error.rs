@@ -1,11 +1,13 @@
-//! The upgrade executor's errors: each names the object and the step that failed.
+//! The fleet controller's errors: each names the object and the step that failed. A failed step on one host is
+//! not an error of the reconcile (it is reported in the outcome and retried); these stop the whole reconcile.
 
-use crate::fleet::{ApiServerVersionError, ObserveError};
+use super::{ApiServerVersionError, ObserveError};
+use crate::operator_key::OperatorKeyError;
 use crate::runtime::ReconcilerError;
 
 /// Why a fleet reconcile (or one of its steps) failed.
 #[derive(Debug, thiserror::Error)]
-pub enum UpgradesError {
+pub enum FleetError {
     /// A version given to the operator is not semver.
     #[error("{what} {value:?} is not a semantic version (e.g. 1.2.3)")]
     InvalidVersion {
@@ -13,6 +15,13 @@ pub enum UpgradesError {
         what: &'static str,
         /// The text given.
         value: String,
+    },
+    /// `cloud-private-key` is absent or unusable: nothing can be decided without the current key.
+    #[error("the operator key is not usable")]
+    Key {
+        /// What is wrong with the Secret.
+        #[source]
+        source: OperatorKeyError,
     },
     /// The payload manifest names no kubelet version (component `kubelet` with `version`).
     #[error("the payload manifest has no kubelet component with a version; the skew rule needs it")]
@@ -25,7 +34,7 @@ pub enum UpgradesError {
         source: Box<wmco_cluster_client::Error>,
     },
     /// Listing the Windows Machines failed.
-    #[error("listing the Windows Machines failed")]
+    #[error("listing the Windows Machines in openshift-machine-api failed")]
     ListMachines {
         /// The cluster error.
         #[source]
@@ -62,38 +71,38 @@ pub enum UpgradesError {
     },
 }
 
-impl From<ObserveError> for UpgradesError {
-    /// The executor's words for a failed fleet read: listing the records, or the step `read Node …`.
+impl From<ObserveError> for FleetError {
+    /// The controller's words for a failed fleet read: listing the records, or the step `read Node …`.
     fn from(error: ObserveError) -> Self {
         match error {
-            ObserveError::ListRecords { namespace, source } => UpgradesError::ListRecords { namespace, source },
+            ObserveError::ListRecords { namespace, source } => FleetError::ListRecords { namespace, source },
             ObserveError::ReadNode { instance, node, source } => {
-                UpgradesError::Step { instance, step: format!("read Node {node}"), source }
+                FleetError::Step { instance, step: format!("read Node {node}"), source }
             }
         }
     }
 }
 
-impl From<ApiServerVersionError> for UpgradesError {
-    /// The executor's words for an unknown API server version (a `gitVersion` that is not semver is an
-    /// [`UpgradesError::InvalidVersion`]).
+impl From<ApiServerVersionError> for FleetError {
+    /// The controller's words for an unknown API server version (a `gitVersion` that is not semver is an
+    /// [`FleetError::InvalidVersion`]).
     fn from(error: ApiServerVersionError) -> Self {
         match error {
-            ApiServerVersionError::Read { source } => UpgradesError::ApiServerVersion { source },
+            ApiServerVersionError::Read { source } => FleetError::ApiServerVersion { source },
             ApiServerVersionError::InvalidGitVersion { value } => {
-                UpgradesError::InvalidVersion { what: "the API server's gitVersion", value }
+                FleetError::InvalidVersion { what: "the API server's gitVersion", value }
             }
         }
     }
 }
 
-impl ReconcilerError for UpgradesError {
+impl ReconcilerError for FleetError {
     /// A short, stable label for the errors-by-kind metric.
     ///
     /// ```
     /// use wmco_operator::runtime::ReconcilerError;
-    /// use wmco_operator::upgrades::UpgradesError;
-    /// let error = UpgradesError::InvalidVersion { what: "--version-override", value: "x".into() };
+    /// use wmco_operator::fleet::FleetError;
+    /// let error = FleetError::InvalidVersion { what: "--version-override", value: "x".into() };
     /// assert_eq!(error.metric_label(), "upgrade_version");
     /// ```
     fn metric_label(&self) -> &'static str {
@@ -103,6 +112,7 @@ impl ReconcilerError for UpgradesError {
             Self::ListRecords { .. } | Self::ListMachines { .. } => "upgrade_list",
             Self::Step { .. } => "upgrade_step",
             Self::GoDaemonCleanup { .. } => "go_daemon_cleanup",
+            Self::Key { .. } => "rekey_key",
         }
     }
 }
@@ -114,12 +124,13 @@ mod tests {
     use crate::fleet::observe::sample_cluster_error as cluster_error;
 
     #[test]
-    fn fleet_reads_and_api_server_versions_keep_the_executors_messages_and_labels() {
-        let errors: [UpgradesError; 4] = [
+    fn fleet_reads_api_server_versions_and_the_key_keep_their_messages_and_labels() {
+        let errors: [FleetError; 5] = [
             ObserveError::ListRecords { namespace: "wmco".into(), source: cluster_error() }.into(),
             ObserveError::ReadNode { instance: "wmco/a".into(), node: "win-a".into(), source: cluster_error() }.into(),
             ApiServerVersionError::Read { source: cluster_error() }.into(),
             ApiServerVersionError::InvalidGitVersion { value: "v1.36".into() }.into(),
+            FleetError::Key { source: OperatorKeyError::Missing { object: "wmco/cloud-private-key".into() } },
         ];
         let seen: Vec<_> = errors.iter().map(|error| (error.to_string(), error.metric_label())).collect();
         assert_eq!(
@@ -132,6 +143,7 @@ mod tests {
                     "the API server's gitVersion \"v1.36\" is not a semantic version (e.g. 1.2.3)".to_owned(),
                     "upgrade_version"
                 ),
+                ("the operator key is not usable".to_owned(), "rekey_key"),
             ]
         );
     }

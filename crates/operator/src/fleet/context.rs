@@ -1,6 +1,8 @@
-//! The executor's shared state: the cluster seams, the API server version source, the settings (the planner's
-//! policy), and the only process-local state: the retry backoff of failed upgrade steps, the drains running in the
-//! background, the skew warnings already published, and whether the Go operator's daemon identity was seen gone.
+//! The fleet controller's shared state: the cluster seams, the key check, the settings (the planner's policy and the
+//! rotation's timings), the unavailability budget's lock (shared with the instances controller's
+//! [`BudgetedDisruptions`](super::BudgetedDisruptions)), and the only process-local state: the retry backoff of
+//! failed upgrade steps, the drains running in the background, the Warning Events already published, and whether
+//! the Go operator's daemon identity was seen gone.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,16 +11,16 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 use semver::Version;
-use tokio::sync::{Mutex as AsyncMutex, Notify};
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use wmco_cluster_client::{
-    ClusterVersion, DrainOptions, Drainer, EventPublisher, GoDaemonObjects, InstanceRecords, Nodes, Seams,
-    WindowsMachines,
+    ClusterVersion, DrainOptions, Drainer, EventPublisher, GoDaemonObjects, InstanceRecords, Machines, Nodes, Seams,
+    Secrets,
 };
 use wmco_upgrade_planner::{Failure, Policy};
 
+use super::{KeyChecker, SharedBudget};
 use crate::files::ServiceSettingsSource;
-use crate::fleet::SharedBudget;
 use crate::metrics::Metrics;
 use crate::runtime::RetryBackoff;
 
@@ -26,54 +28,115 @@ use crate::runtime::RetryBackoff;
 const FIRST_RETRY: Duration = Duration::from_secs(30);
 /// Backoff ceiling.
 const MAX_RETRY: Duration = Duration::from_secs(600);
+/// The controller's name in the reconcile metrics (and its one key in the loop's backoff).
+pub(crate) const FLEET: &str = "fleet";
 
-/// The executor's configuration.
+/// The default [`FleetSettings::authentication_grace`]: five minutes, as long as the Go operator kept retrying a
+/// refused login on a new Machine before it deleted the Machine.
+pub const AUTHENTICATION_GRACE: Duration = Duration::from_secs(300);
+
+/// The fleet controller's configuration.
 #[derive(Clone, Debug)]
-pub struct UpgradeSettings {
-    /// The operator namespace, holding the `WindowsInstance` records.
+pub struct FleetSettings {
+    /// The operator namespace (records, `cloud-private-key`).
     pub namespace: String,
-    /// The operator's version (no build metadata): Nodes annotated with another version are upgraded to it.
+    /// The operator's version (no build metadata): Nodes annotated with another version are upgraded to it, and a
+    /// Machine replacement installs it.
     pub operator_version: Version,
-    /// At most this many instances unavailable because of the operator at once, BYOH and Machines together.
-    pub max_unavailable: u32,
-    /// The kubelet version the payload installs (`payload/manifest.yaml`, component `kubelet`).
+    /// The kubelet version the payload installs (`payload/manifest.yaml`, component `kubelet`; the skew rule).
     pub payload_kubelet_version: Version,
-    /// SHA-256 of the current public key (the `pub-key-hash` Node annotation): Nodes with another one are re-keyed,
-    /// which the plan budgets before upgrades.
-    pub pub_key_hash: String,
+    /// `--max-unavailable`: at most this many instances unavailable because of the operator at once, BYOH and
+    /// Machines together.
+    pub max_unavailable: u32,
+    /// At most this many BYOH key checks (and configurations) at once.
+    pub max_concurrent_configurations: u32,
     /// How an upgrade drains a Node.
     pub drain: DrainOptions,
+    /// How soon a host whose key check failed (new key not authorized, host unreachable) is checked again.
+    pub retry: Duration,
+    /// How long a Machine's host may refuse the operator's key (the record's `AuthenticationFailed` condition)
+    /// before its Machine is replaced; the user data may still be setting up sshd on a new host.
+    pub authentication_grace: Duration,
 }
 
-/// Everything a fleet reconcile needs (`Arc<UpgradesContext>` is shared with the controller loop).
-pub struct UpgradesContext {
+impl FleetSettings {
+    /// Settings with the planner's default concurrency (8), the default drain, a 30-second key-check retry and the
+    /// [`AUTHENTICATION_GRACE`].
+    ///
+    /// ```
+    /// use semver::Version;
+    /// use wmco_operator::fleet::FleetSettings;
+    /// let settings = FleetSettings::new("wmco", Version::new(1, 0, 0), Version::new(1, 33, 0), 1);
+    /// assert_eq!((settings.max_concurrent_configurations, settings.retry.as_secs()), (8, 30));
+    /// assert_eq!(settings.authentication_grace.as_secs(), 300);
+    /// ```
+    pub fn new(
+        namespace: impl Into<String>,
+        operator_version: Version,
+        payload_kubelet_version: Version,
+        max_unavailable: u32,
+    ) -> Self {
+        FleetSettings {
+            namespace: namespace.into(),
+            operator_version,
+            payload_kubelet_version,
+            max_unavailable,
+            max_concurrent_configurations: 8,
+            drain: DrainOptions::default(),
+            retry: Duration::from_secs(30),
+            authentication_grace: AUTHENTICATION_GRACE,
+        }
+    }
+
+    /// The planner's policy against an API server at `cluster_kubernetes_version`.
+    pub(crate) fn policy(&self, cluster_kubernetes_version: Version) -> Policy {
+        Policy {
+            max_unavailable: self.max_unavailable,
+            max_concurrent_key_checks: self.max_concurrent_configurations,
+            ..Policy::new(
+                self.operator_version.clone(),
+                cluster_kubernetes_version,
+                self.payload_kubelet_version.clone(),
+            )
+        }
+    }
+}
+
+/// Everything a fleet reconcile needs (`Arc<FleetContext>` is shared with the controller loop and the drains).
+pub struct FleetContext {
     /// Reads the records and writes their phase.
     pub records: Arc<dyn InstanceRecords>,
-    /// Reads, marks, cordons and uncordons Nodes.
+    /// Reads, marks, annotates, cordons and uncordons Nodes.
     pub nodes: Arc<dyn Nodes>,
     /// Drains Nodes through the eviction API.
     pub drainer: Arc<dyn Drainer>,
-    /// Publishes Events on the records.
+    /// Reads and deletes Machines.
+    pub machines: Arc<dyn Machines>,
+    /// Reads `cloud-private-key` (on every reconcile, so a rotation takes effect at once).
+    pub secrets: Arc<dyn Secrets>,
+    /// Publishes Events on the records and Machines.
     pub events: Arc<dyn EventPublisher>,
     /// The API server's version, for the skew rule.
     pub api_server: Arc<dyn ClusterVersion>,
-    /// Namespace, versions, budget, key hash, drain options.
-    pub settings: UpgradeSettings,
-    /// The Windows Machines, whose replacements away from the fleet are taken off the budget (none by default).
-    pub windows_machines: Arc<dyn WindowsMachines>,
-    /// Where errors are counted (a private registry unless [`UpgradesContext::with_metrics`] is used).
-    pub metrics: Arc<Metrics>,
+    /// Logs in to BYOH hosts with the new key.
+    pub key_checker: Arc<dyn KeyChecker>,
     /// The Go operator's daemon identity, deleted once no Windows Node may still run that daemon.
     pub go_daemon: Arc<dyn GoDaemonObjects>,
+    /// Namespace, versions, budget, concurrency, drain options, key-check timings.
+    pub settings: FleetSettings,
+    /// Where reconciles and errors are counted (a private registry unless [`FleetContext::with_metrics`] is used).
+    pub metrics: Arc<Metrics>,
     /// Whether the cluster lets Windows nodes be configured at all; while it does not, no upgrade starts (a drained
     /// Node could not be configured again). Always by default.
     pub cluster_gate: Option<ServiceSettingsSource>,
-    budget_lock: Arc<AsyncMutex<()>>,
+    /// The budget's lock, held from reading the fleet until the budget handed out is claimed, and the Windows
+    /// Machines whose Machines away are taken off it.
+    pub budget: SharedBudget,
     failures: Mutex<HashMap<String, StepFailure>>,
     step_retries: RetryBackoff,
     drains: Mutex<HashMap<String, JoinHandle<()>>>,
     drain_ended: Notify,
-    skew_warned: Mutex<HashSet<String>>,
+    published: Mutex<HashSet<String>>,
     go_daemon_gone: AtomicBool,
 }
 
@@ -90,44 +153,46 @@ fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-impl UpgradesContext {
-    /// A context over the given seams and settings.
+impl FleetContext {
+    /// A context over `seams` (its Windows Machines listing is the budget's), checking keys with `key_checker`.
     ///
     /// ```
-    /// use wmco_cluster_client::DrainOptions;
+    /// use std::sync::Arc;
     /// use wmco_cluster_client::fake::FakeCluster;
-    /// use wmco_operator::upgrades::{UpgradeSettings, UpgradesContext, operator_version};
-    /// # fn example() -> Result<(), wmco_operator::upgrades::UpgradesError> {
-    /// let settings = UpgradeSettings {
-    ///     namespace: "openshift-windows-machine-config-operator".into(),
-    ///     operator_version: operator_version(None)?,
-    ///     max_unavailable: 1,
-    ///     payload_kubelet_version: semver::Version::new(1, 36, 3),
-    ///     pub_key_hash: "0f1e2d".into(),
-    ///     drain: DrainOptions::default(),
-    /// };
-    /// let context = UpgradesContext::new(&FakeCluster::default().seams(), settings);
+    /// use wmco_operator::fleet::{FleetContext, FleetSettings, SshKeyChecker, operator_version};
+    /// use wmco_operator::ssh::SshSettings;
+    /// # fn example() -> Result<(), wmco_operator::fleet::FleetError> {
+    /// let settings = FleetSettings::new(
+    ///     "openshift-windows-machine-config-operator",
+    ///     operator_version(None)?,
+    ///     semver::Version::new(1, 36, 3),
+    ///     1,
+    /// );
+    /// let checker = Arc::new(SshKeyChecker::new(SshSettings::default()));
+    /// let context = FleetContext::new(&FakeCluster::default().seams(), checker, settings);
     /// # Ok(())
     /// # }
     /// ```
-    pub fn new(seams: &Seams, settings: UpgradeSettings) -> Self {
-        UpgradesContext {
+    pub fn new(seams: &Seams, key_checker: Arc<dyn KeyChecker>, settings: FleetSettings) -> Self {
+        FleetContext {
             records: Arc::clone(&seams.records),
             nodes: Arc::clone(&seams.nodes),
             drainer: Arc::clone(&seams.drainer),
+            machines: Arc::clone(&seams.machines),
+            secrets: Arc::clone(&seams.secrets),
             events: Arc::clone(&seams.events),
             api_server: Arc::clone(&seams.cluster_version),
-            settings,
-            windows_machines: Arc::clone(&seams.windows_machines),
+            key_checker,
             go_daemon: Arc::clone(&seams.go_daemon),
+            settings,
             metrics: Arc::new(Metrics::new()),
             cluster_gate: None,
-            budget_lock: Arc::default(),
+            budget: SharedBudget::new(Arc::clone(&seams.windows_machines)),
             failures: Mutex::default(),
             step_retries: RetryBackoff::new(FIRST_RETRY, MAX_RETRY),
             drains: Mutex::default(),
             drain_ended: Notify::new(),
-            skew_warned: Mutex::default(),
+            published: Mutex::default(),
             go_daemon_gone: AtomicBool::new(false),
         }
     }
@@ -144,52 +209,20 @@ impl UpgradesContext {
         self.cluster_gate.as_ref().and_then(ServiceSettingsSource::refusal)
     }
 
-    /// Counts errors in `metrics` (the registry `/metrics` serves): failed reconciles by their kind, failed upgrade
-    /// steps as `upgrade_step`.
+    /// Counts reconciles and errors in `metrics` (the registry `/metrics` serves): failed reconciles by their kind,
+    /// failed upgrade steps as `upgrade_step`.
     #[must_use]
     pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
         self.metrics = metrics;
         self
     }
 
-    /// Takes the Windows Machines away from the fleet (being replaced, provisioning, not yet a Ready Node: see
-    /// [`machines_away`](crate::fleet::machines_away)) off the budget, as the key rotation does.
+    /// Hands out `budget` (its lock and its Windows Machines), the one the instances controller's
+    /// [`BudgetedDisruptions`](super::BudgetedDisruptions) hands out too.
     #[must_use]
-    pub fn with_windows_machines(mut self, windows_machines: Arc<dyn WindowsMachines>) -> Self {
-        self.windows_machines = windows_machines;
+    pub fn with_budget(mut self, budget: SharedBudget) -> Self {
+        self.budget = budget;
         self
-    }
-
-    /// Shares `lock` with other budgeted work (the key rotation's Machine replacements): a reconcile holds it from
-    /// reading the fleet until its Nodes are marked, so two loops never hand out the same unit of budget.
-    #[must_use]
-    pub fn with_budget_lock(mut self, lock: Arc<AsyncMutex<()>>) -> Self {
-        self.budget_lock = lock;
-        self
-    }
-
-    /// Shares `budget`'s lock and Windows Machines ([`UpgradesContext::with_budget_lock`],
-    /// [`UpgradesContext::with_windows_machines`]).
-    #[must_use]
-    pub fn with_shared_budget(self, budget: &SharedBudget) -> Self {
-        self.with_budget_lock(Arc::clone(&budget.lock)).with_windows_machines(Arc::clone(&budget.windows_machines))
-    }
-
-    /// The lock a reconcile holds while it hands out the budget (see [`UpgradesContext::with_budget_lock`]).
-    pub fn budget_lock(&self) -> Arc<AsyncMutex<()>> {
-        Arc::clone(&self.budget_lock)
-    }
-
-    /// The planner's policy against an API server at `cluster_kubernetes_version`.
-    pub(crate) fn policy(&self, cluster_kubernetes_version: Version) -> Policy {
-        Policy {
-            max_unavailable: self.settings.max_unavailable,
-            ..Policy::new(
-                self.settings.operator_version.clone(),
-                cluster_kubernetes_version,
-                self.settings.payload_kubelet_version.clone(),
-            )
-        }
     }
 
     /// The failure the planner must honour for `instance`: the last failed step while it awaits its retry.
@@ -260,8 +293,8 @@ impl UpgradesContext {
     /// Waits until every drain started so far has ended (drained and handed over, or failed and backed off).
     ///
     /// ```no_run
-    /// # async fn example(ctx: std::sync::Arc<wmco_operator::upgrades::UpgradesContext>) {
-    /// wmco_operator::upgrades::reconcile_fleet(&ctx, jiff::Timestamp::now()).await.ok();
+    /// # async fn example(ctx: std::sync::Arc<wmco_operator::fleet::FleetContext>) {
+    /// wmco_operator::fleet::reconcile_fleet(&ctx, jiff::Timestamp::now()).await.ok();
     /// ctx.wait_for_drains().await;
     /// # }
     /// ```
@@ -284,8 +317,8 @@ impl UpgradesContext {
         self.go_daemon_gone.store(true, Ordering::Relaxed);
     }
 
-    /// `true` the first time `key` is seen (one skew warning per instance, target and API server version).
-    pub(crate) fn first_skew_warning(&self, key: String) -> bool {
-        locked(&self.skew_warned).insert(key)
+    /// `true` the first time `key` is seen (one Warning Event per record, problem and key hash or target).
+    pub(crate) fn first_publication(&self, key: String) -> bool {
+        locked(&self.published).insert(key)
     }
 }

@@ -1,4 +1,4 @@
-//! Rotation scenarios over the `wmco-cluster-client` fakes, a machine API stand-in whose deletions leave the
+//! Key rotation scenarios of the fleet controller over the `wmco-cluster-client` fakes, a machine API stand-in whose deletions leave the
 //! Machine terminating (as the machine API's finalizer does) and a scripted key checker: Machines replaced one at a
 //! time within the budget (and two at a time with budget 2), the budget shared with an upgrade in progress, a
 //! replacement waiting for its predecessor to come back, BYOH hosts re-keyed or told exactly what to add, failures
@@ -9,9 +9,8 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use jiff::Timestamp;
-use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::{Node, Secret};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use semver::Version;
 use serde_json::json;
 use wmco_cluster_client::fake::{FakeCluster, FakeEvents, FakeInstanceRecords, FakeNodes, FakeSecrets, objects};
@@ -22,27 +21,19 @@ use wmco_cluster_client::types::{InstancePhase, Machine, WindowsInstance};
 use wmco_cluster_client::{InstanceRecords, Machines, NewEvent, ResourceExt, Seams, Secrets, Severity};
 use wmco_ssh_transport::PrivateKey;
 use wmco_upgrade_planner::WaitReason;
-use wmco_user_data::PublicKey;
 
 use super::*;
-use crate::fleet::SharedBudget;
-use crate::operator_key::{PRIVATE_KEY_DATA_KEY, PRIVATE_KEY_SECRET};
+use crate::fleet::testing::{key_secret, test_key_hash, test_public_key};
 use crate::runtime::ReconcilerError;
 use wmco_cluster_client::{ClusterVersion, WindowsMachines};
 
 const NAMESPACE: &str = "wmco";
 const MACHINE_NAMESPACE: &str = "openshift-machine-api";
-/// An Ed25519 PKCS#8 key (RFC 8410 test vector): the new key.
-const NEW_KEY: &str = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEINTuctv5E1hK1bbY8fdp+K06/nwoy/HU++CXqI9EdVhC\n-----END PRIVATE KEY-----\n";
 const OLD_HASH: &str = "0ld0ld";
 const VERSION: &str = "1.0.0";
 
-fn new_public() -> PublicKey {
-    PublicKey::from_private_key_pem(NEW_KEY).unwrap()
-}
-
 fn new_hash() -> String {
-    new_public().pub_key_hash()
+    test_key_hash()
 }
 
 struct FixedVersion;
@@ -134,7 +125,7 @@ struct Cluster {
     machines: Arc<MachineApi>,
     events: Arc<FakeEvents>,
     checker: Arc<ScriptedChecker>,
-    context: RekeyContext,
+    context: Arc<FleetContext>,
 }
 
 impl Cluster {
@@ -145,23 +136,9 @@ impl Cluster {
         let events = Arc::new(FakeEvents::default());
         let checker = Arc::new(ScriptedChecker::default());
         let secrets = Arc::new(FakeSecrets::default());
-        secrets
-            .apply(&Secret {
-                metadata: ObjectMeta {
-                    name: Some(PRIVATE_KEY_SECRET.into()),
-                    namespace: Some(NAMESPACE.into()),
-                    ..ObjectMeta::default()
-                },
-                data: Some(BTreeMap::from([(
-                    PRIVATE_KEY_DATA_KEY.to_owned(),
-                    ByteString(NEW_KEY.as_bytes().to_vec()),
-                )])),
-                ..Secret::default()
-            })
-            .await
-            .unwrap();
+        secrets.apply(&key_secret(NAMESPACE)).await.unwrap();
         let settings =
-            RekeySettings::new(NAMESPACE, Version::parse(VERSION).unwrap(), Version::new(1, 36, 3), max_unavailable);
+            FleetSettings::new(NAMESPACE, Version::parse(VERSION).unwrap(), Version::new(1, 36, 3), max_unavailable);
         let seams = Seams {
             records: records.clone(),
             nodes: nodes.clone(),
@@ -172,7 +149,7 @@ impl Cluster {
             cluster_version: Arc::new(FixedVersion),
             ..FakeCluster::default().seams()
         };
-        let context = RekeyContext::new(&seams, checker.clone(), settings);
+        let context = Arc::new(FleetContext::new(&seams, checker.clone(), settings));
         Cluster { records, nodes, machines, events, checker, context }
     }
 
@@ -201,8 +178,8 @@ impl Cluster {
         self.records.apply_status(NAMESPACE, &name, &status.build()).await.unwrap();
     }
 
-    async fn reconcile(&self) -> RekeyOutcome {
-        reconcile_rotation(&self.context, "2026-11-22T04:30:00Z".parse().unwrap()).await.unwrap()
+    async fn reconcile(&self) -> FleetOutcome {
+        reconcile_fleet(&self.context, "2026-11-22T04:30:00Z".parse().unwrap()).await.unwrap()
     }
 
     fn node_hash(&self, name: &str) -> Option<String> {
@@ -245,7 +222,7 @@ async fn machines_on_the_old_key_are_replaced_one_at_a_time_each_after_the_last_
     }
 
     let first = cluster.reconcile().await;
-    assert_eq!(first.replaced, vec!["openshift-machine-api/win-a"]);
+    assert_eq!(first.rotation.replaced, vec!["openshift-machine-api/win-a"]);
     assert_eq!(cluster.machines.deleted(), vec!["openshift-machine-api/win-a"]);
     let deleted = format!(
         "Machine openshift-machine-api/win-a was configured with a previous SSH key (pub-key-hash {OLD_HASH}); \
@@ -260,31 +237,31 @@ async fn machines_on_the_old_key_are_replaced_one_at_a_time_each_after_the_last_
         ],
         "the Go operator's reason, on the record and on the Machine"
     );
-    let waiting: Vec<&str> = first.plan.waiting.iter().map(|(name, _)| name.as_str()).collect();
+    let waiting: Vec<&str> = first.work.key_waiting.iter().map(|(name, _)| name.as_str()).collect();
     assert_eq!(waiting, vec!["machine-win-b", "machine-win-c"]);
 
     // win-a is terminating: it holds the budget; a re-run deletes nothing.
     let second = cluster.reconcile().await;
-    assert_eq!((second.replaced.len(), second.plan.machines_away.clone()), (0, vec!["win-a".to_owned()]));
-    assert!(matches!(second.plan.waiting[0].1, WaitReason::Budget { unavailable: 0, max_unavailable: 0 }));
+    assert_eq!((second.rotation.replaced.len(), second.machines_away.clone()), (0, vec!["win-a".to_owned()]));
+    assert!(matches!(second.work.key_waiting[0].1, WaitReason::Budget { unavailable: 0, max_unavailable: 0 }));
 
     // win-a is gone; the MachineSet's new win-d provisions (no record yet): still one away.
     cluster.machines.remove("win-a");
     cluster.records.delete(NAMESPACE, "machine-win-a").await.unwrap();
     cluster.machines.insert(machine("win-d", "Provisioning"));
     let third = cluster.reconcile().await;
-    assert_eq!((third.replaced.len(), third.plan.machines_away.clone()), (0, vec!["win-d".to_owned()]));
+    assert_eq!((third.rotation.replaced.len(), third.machines_away.clone()), (0, vec!["win-d".to_owned()]));
 
     // win-d is recorded but its Node is not Ready yet: still away.
     cluster.machine("win-d", &new_hash()).await;
     cluster.nodes.insert(node("win-d", &new_hash(), false));
     let fourth = cluster.reconcile().await;
-    assert_eq!(fourth.replaced.len(), 0);
+    assert_eq!(fourth.rotation.replaced.len(), 0);
 
     // win-d is a Ready Node on the new key: the next Machine goes.
     cluster.nodes.insert(node("win-d", &new_hash(), true));
     let fifth = cluster.reconcile().await;
-    assert_eq!(fifth.replaced, vec!["openshift-machine-api/win-b"]);
+    assert_eq!(fifth.rotation.replaced, vec!["openshift-machine-api/win-b"]);
     assert_eq!(cluster.machines.deleted(), vec!["openshift-machine-api/win-a", "openshift-machine-api/win-b"]);
     assert!(cluster.checker.checked().is_empty(), "Machines are replaced, never checked");
 }
@@ -296,8 +273,8 @@ async fn a_budget_of_two_replaces_two_machines_at_once() {
         cluster.machine(name, OLD_HASH).await;
     }
     let outcome = cluster.reconcile().await;
-    assert_eq!(outcome.replaced, vec!["openshift-machine-api/win-a", "openshift-machine-api/win-b"]);
-    assert_eq!(cluster.reconcile().await.replaced.len(), 0, "both terminating Machines hold the budget");
+    assert_eq!(outcome.rotation.replaced, vec!["openshift-machine-api/win-a", "openshift-machine-api/win-b"]);
+    assert_eq!(cluster.reconcile().await.rotation.replaced.len(), 0, "both terminating Machines hold the budget");
 }
 
 #[tokio::test]
@@ -310,9 +287,9 @@ async fn an_upgrade_in_progress_holds_the_shared_budget() {
     cluster.nodes.insert(upgrading);
 
     let outcome = cluster.reconcile().await;
-    assert!(outcome.replaced.is_empty());
-    assert_eq!(outcome.plan.waiting.len(), 1);
-    assert!(matches!(outcome.plan.waiting[0].1, WaitReason::Budget { unavailable: 1, max_unavailable: 1 }));
+    assert!(outcome.rotation.replaced.is_empty());
+    assert_eq!(outcome.work.key_waiting.len(), 1);
+    assert!(matches!(outcome.work.key_waiting[0].1, WaitReason::Budget { unavailable: 1, max_unavailable: 1 }));
 }
 
 #[tokio::test]
@@ -324,8 +301,8 @@ async fn ignored_machines_and_terminating_ones_are_neither_deleted_nor_counted_t
     cluster.machines.insert(ignored);
 
     let outcome = cluster.reconcile().await;
-    assert_eq!(outcome.replaced, vec!["openshift-machine-api/win-a"]);
-    assert!(outcome.plan.machines_away.is_empty());
+    assert_eq!(outcome.rotation.replaced, vec!["openshift-machine-api/win-a"]);
+    assert!(outcome.machines_away.is_empty());
     cluster.reconcile().await;
     assert_eq!(cluster.machines.deleted(), vec!["openshift-machine-api/win-a"], "deleted once");
 }
@@ -338,12 +315,12 @@ async fn a_byoh_host_that_accepts_the_new_key_is_rekeyed_and_one_that_refuses_is
     cluster.checker.answer("10.0.0.6", Err(KeyCheckFailure::NotAuthorized { reason: "publickey refused".into() }));
 
     let outcome = cluster.reconcile().await;
-    assert_eq!(outcome.rekeyed, vec!["byoh-ok"]);
-    assert_eq!(outcome.not_authorized, vec!["byoh-refuses"]);
+    assert_eq!(outcome.rotation.rekeyed, vec!["byoh-ok"]);
+    assert_eq!(outcome.rotation.not_authorized, vec!["byoh-refuses"]);
     assert!(outcome.needs_retry());
     assert_eq!(cluster.node_hash("byoh-ok"), Some(new_hash()));
     assert_eq!(cluster.node_hash("byoh-refuses").as_deref(), Some(OLD_HASH));
-    let line = new_public().authorized_key_line();
+    let line = test_public_key().authorized_key_line();
     assert_eq!(
         cluster.events(),
         vec![
@@ -373,16 +350,19 @@ async fn a_byoh_host_that_accepts_the_new_key_is_rekeyed_and_one_that_refuses_is
 
     // Retried: only the refusing host is checked again, and its Warning is not repeated.
     let retry = cluster.reconcile().await;
-    assert_eq!((retry.rekeyed.len(), retry.not_authorized.clone()), (0, vec!["byoh-refuses".to_owned()]));
+    assert_eq!(
+        (retry.rotation.rekeyed.len(), retry.rotation.not_authorized.clone()),
+        (0, vec!["byoh-refuses".to_owned()])
+    );
     assert_eq!(cluster.checker.checked(), vec!["10.0.0.5", "10.0.0.6", "10.0.0.6"]);
     assert_eq!(cluster.events().len(), 2);
 
     // The admin adds the line: the next check re-keys it, and the fleet is converged.
     cluster.checker.answer("10.0.0.6", Ok(()));
-    assert_eq!(cluster.reconcile().await.rekeyed, vec!["byoh-refuses"]);
+    assert_eq!(cluster.reconcile().await.rotation.rekeyed, vec!["byoh-refuses"]);
     assert_eq!(cluster.node_hash("byoh-refuses"), Some(new_hash()));
     let converged = cluster.reconcile().await;
-    assert!(converged.plan.is_converged() && !converged.needs_retry());
+    assert!(converged.work.key_converged() && !converged.needs_retry());
     assert_eq!(cluster.checker.checked().len(), 4, "a converged fleet is not checked again");
 }
 
@@ -394,9 +374,9 @@ async fn an_unreachable_host_is_reported_once_and_does_not_block_the_others() {
     cluster.checker.answer("10.0.0.7", Err(KeyCheckFailure::Failed { reason: "connection timed out".into() }));
 
     let outcome = cluster.reconcile().await;
-    assert_eq!(outcome.rekeyed, vec!["byoh-up"]);
+    assert_eq!(outcome.rotation.rekeyed, vec!["byoh-up"]);
     let message = "checking the new SSH key on Administrator@10.0.0.7 failed: connection timed out";
-    assert_eq!(outcome.failed, vec![("byoh-down".to_owned(), message.to_owned())]);
+    assert_eq!(outcome.rotation.failed, vec![("byoh-down".to_owned(), message.to_owned())]);
     cluster.reconcile().await;
     let warnings: Vec<_> =
         cluster.events().into_iter().filter(|(_, severity, _, _)| *severity == Severity::Warning).collect();
@@ -417,8 +397,8 @@ async fn a_fleet_on_the_current_key_is_left_alone() {
     cluster.byoh("byoh-1", "10.0.0.5", &new_hash()).await;
     cluster.machine("win-a", &new_hash()).await;
     let outcome = cluster.reconcile().await;
-    assert!(outcome.plan.is_converged());
-    assert_eq!((outcome.replaced.len(), outcome.rekeyed.len()), (0, 0));
+    assert!(outcome.work.key_converged());
+    assert_eq!((outcome.rotation.replaced.len(), outcome.rotation.rekeyed.len()), (0, 0));
     assert!(cluster.checker.checked().is_empty() && cluster.events().is_empty());
 }
 
@@ -435,8 +415,8 @@ async fn without_a_usable_key_nothing_is_decided() {
         cluster_version: Arc::new(FixedVersion),
         ..FakeCluster::default().seams()
     };
-    let empty = RekeyContext::new(&seams, cluster.checker.clone(), cluster.context.settings.clone());
-    let error = reconcile_rotation(&empty, Timestamp::UNIX_EPOCH).await.unwrap_err();
+    let empty = Arc::new(FleetContext::new(&seams, cluster.checker.clone(), cluster.context.settings.clone()));
+    let error = reconcile_fleet(&empty, Timestamp::UNIX_EPOCH).await.unwrap_err();
     assert_eq!(error.metric_label(), "rekey_key");
     assert!(cluster.machines.deleted().is_empty());
 }
@@ -453,41 +433,37 @@ async fn a_machine_failed_by_the_new_key_is_replaced_and_byoh_checks_do_not_wait
     cluster.records.apply_status(NAMESPACE, "machine-win-a", &failed.build()).await.unwrap();
 
     let first = cluster.reconcile().await;
-    assert_eq!(first.replaced, vec!["openshift-machine-api/win-a"]);
-    assert_eq!(first.rekeyed, vec!["byoh-1"]);
+    assert_eq!(first.rotation.replaced, vec!["openshift-machine-api/win-a"]);
+    assert_eq!(first.rotation.rekeyed, vec!["byoh-1"]);
 
     // win-a terminating holds the budget; a BYOH host that turns stale meanwhile is still checked at once.
     cluster.byoh("byoh-2", "10.0.0.9", OLD_HASH).await;
     let second = cluster.reconcile().await;
-    assert_eq!((second.replaced.len(), second.rekeyed.clone()), (0, vec!["byoh-2".to_owned()]));
-    assert_eq!(second.plan.machines_away, vec!["win-a"]);
+    assert_eq!((second.rotation.replaced.len(), second.rotation.rekeyed.clone()), (0, vec!["byoh-2".to_owned()]));
+    assert_eq!(second.machines_away, vec!["win-a"]);
 }
 
-/// The upgrade executor takes its lock from the same [`SharedBudget`] (asserted in the upgrades tests), so holding
-/// the budget's lock is what an executor reconcile in progress does.
+/// Holding the budget's lock is what the instances controller's disruption gate does while it grants a restart.
 #[tokio::test]
-async fn a_rotation_reconcile_waits_while_the_upgrade_executor_holds_the_shared_budget_lock() {
+async fn a_rotation_waits_while_the_disruption_gate_holds_the_budget_lock() {
     let cluster = Cluster::new(1).await;
     cluster.machine("win-a", OLD_HASH).await;
     let Cluster { context, machines, .. } = cluster;
-    let budget = SharedBudget::new(machines.clone());
-    let context = Arc::new(context.with_budget_lock(Arc::clone(&budget.lock)));
-    assert!(Arc::ptr_eq(&context.budget_lock(), &budget.lock));
-    let lock = Arc::clone(&budget.lock);
+    let lock = Arc::clone(&context.budget.lock);
     let guard = lock.lock().await;
 
     let waiting = tokio::spawn({
         let context = Arc::clone(&context);
-        async move { reconcile_rotation(&context, "2026-11-22T04:30:00Z".parse().unwrap()).await.unwrap() }
+        async move { reconcile_fleet(&context, "2026-11-22T04:30:00Z".parse().unwrap()).await.unwrap() }
     });
     for _ in 0..10 {
         tokio::task::yield_now().await;
     }
     assert!(!waiting.is_finished());
-    assert!(machines.deleted().is_empty(), "nothing is handed out while the executor holds the budget");
+    assert!(machines.deleted().is_empty(), "nothing is handed out while the gate holds the budget");
 
     drop(guard);
-    assert_eq!(waiting.await.unwrap().replaced, vec!["openshift-machine-api/win-a"]);
+    assert_eq!(waiting.await.unwrap().rotation.replaced, vec!["openshift-machine-api/win-a"]);
     assert!(lock.try_lock().is_ok(), "the rotation released the lock");
 }
 
@@ -533,8 +509,8 @@ async fn a_machine_refusing_the_key_past_the_grace_period_is_replaced_with_warni
     cluster.refuse("machine-win-a", REFUSED_LONG_AGO).await;
 
     let outcome = cluster.reconcile().await;
-    assert_eq!(outcome.replaced_refused, vec!["openshift-machine-api/win-a"]);
-    assert!(outcome.replaced.is_empty());
+    assert_eq!(outcome.rotation.replaced_refused, vec!["openshift-machine-api/win-a"]);
+    assert!(outcome.rotation.replaced.is_empty());
     assert_eq!(cluster.machines.deleted(), vec!["openshift-machine-api/win-a"]);
     let note = refused_note("win-a", "10.0.1.2", REFUSED_LONG_AGO, 10);
     let reason = "MachineSetupFailure".to_owned();
@@ -557,7 +533,7 @@ async fn a_machine_refusing_the_key_past_the_grace_period_is_replaced_with_warni
 
     // Terminating, it is not deleted again.
     let again = cluster.reconcile().await;
-    assert!(again.replaced_refused.is_empty());
+    assert!(again.rotation.replaced_refused.is_empty());
     assert_eq!(cluster.machines.deleted().len(), 1);
 }
 
@@ -568,14 +544,14 @@ async fn within_the_grace_period_nothing_is_deleted_and_the_deadline_is_reported
     cluster.refuse("machine-win-a", REFUSED_RECENTLY).await;
 
     let outcome = cluster.reconcile().await;
-    assert!(outcome.replaced_refused.is_empty() && cluster.machines.deleted().is_empty());
+    assert!(outcome.rotation.replaced_refused.is_empty() && cluster.machines.deleted().is_empty());
     let deadline: Timestamp = "2026-11-22T04:32:00Z".parse().unwrap();
     assert_eq!(outcome.refused.in_grace, vec![("machine-win-a".to_owned(), deadline)]);
     assert_eq!(outcome.refused.next_deadline(), Some(deadline));
     assert!(cluster.events().is_empty());
 
-    let after = reconcile_rotation(&cluster.context, "2026-11-22T04:32:00Z".parse().unwrap()).await.unwrap();
-    assert_eq!(after.replaced_refused, vec!["openshift-machine-api/win-a"], "the grace period ended");
+    let after = reconcile_fleet(&cluster.context, "2026-11-22T04:32:00Z".parse().unwrap()).await.unwrap();
+    assert_eq!(after.rotation.replaced_refused, vec!["openshift-machine-api/win-a"], "the grace period ended");
 }
 
 #[tokio::test]
@@ -586,7 +562,7 @@ async fn a_byoh_host_refusing_the_key_is_never_deleted() {
 
     let outcome = cluster.reconcile().await;
     assert_eq!(outcome.refused, RefusedPlan::default());
-    assert!(outcome.replaced_refused.is_empty() && cluster.machines.deleted().is_empty());
+    assert!(outcome.rotation.replaced_refused.is_empty() && cluster.machines.deleted().is_empty());
     assert!(cluster.events().is_empty());
 }
 
@@ -600,24 +576,24 @@ async fn refused_serving_machines_are_replaced_one_at_a_time_with_budget_one() {
     cluster.refuse("machine-win-b", "2026-11-22T04:10:00Z").await;
 
     let first = cluster.reconcile().await;
-    assert_eq!(first.replaced_refused, vec!["openshift-machine-api/win-b"], "the oldest refusal goes first");
+    assert_eq!(first.rotation.replaced_refused, vec!["openshift-machine-api/win-b"], "the oldest refusal goes first");
     assert_eq!(first.refused.waiting_for_budget.len(), 1);
     assert_eq!(first.refused.waiting_for_budget[0].machine, "win-a");
     assert!(first.needs_retry());
 
     // win-b terminating holds the budget.
     let second = cluster.reconcile().await;
-    assert!(second.replaced_refused.is_empty());
-    assert_eq!(second.plan.machines_away, vec!["win-b"]);
+    assert!(second.rotation.replaced_refused.is_empty());
+    assert_eq!(second.machines_away, vec!["win-b"]);
 
     // Its replacement win-c provisions, then becomes a Ready Node: only then win-a goes.
     cluster.machines.remove("win-b");
     cluster.records.delete(NAMESPACE, "machine-win-b").await.unwrap();
     cluster.machines.insert(machine("win-c", "Provisioning"));
-    assert!(cluster.reconcile().await.replaced_refused.is_empty());
+    assert!(cluster.reconcile().await.rotation.replaced_refused.is_empty());
     cluster.machine("win-c", &new_hash()).await;
     let last = cluster.reconcile().await;
-    assert_eq!(last.replaced_refused, vec!["openshift-machine-api/win-a"]);
+    assert_eq!(last.rotation.replaced_refused, vec!["openshift-machine-api/win-a"]);
     assert_eq!(cluster.machines.deleted(), vec!["openshift-machine-api/win-b", "openshift-machine-api/win-a"]);
 }
 
@@ -630,11 +606,11 @@ async fn refused_machines_that_never_became_nodes_do_not_wait_on_each_other_but_
     cluster.refuse("machine-win-b", REFUSED_LONG_AGO).await;
 
     let first = cluster.reconcile().await;
-    assert_eq!(first.replaced_refused, vec!["openshift-machine-api/win-a"]);
+    assert_eq!(first.rotation.replaced_refused, vec!["openshift-machine-api/win-a"]);
     let waiting: Vec<&str> = first.refused.waiting_for_budget.iter().map(|m| m.machine.as_str()).collect();
     assert_eq!(waiting, vec!["win-b"]);
     // win-a terminating is away: win-b waits for its replacement.
-    assert!(cluster.reconcile().await.replaced_refused.is_empty());
+    assert!(cluster.reconcile().await.rotation.replaced_refused.is_empty());
 }
 
 #[tokio::test]
@@ -646,8 +622,8 @@ async fn a_machine_on_an_old_key_that_also_refuses_is_replaced_once_and_takes_th
     cluster.refuse("machine-win-b", REFUSED_LONG_AGO).await;
 
     let outcome = cluster.reconcile().await;
-    assert_eq!(outcome.replaced, vec!["openshift-machine-api/win-a"]);
-    assert!(outcome.replaced_refused.is_empty());
+    assert_eq!(outcome.rotation.replaced, vec!["openshift-machine-api/win-a"]);
+    assert!(outcome.rotation.replaced_refused.is_empty());
     let waiting: Vec<&str> = outcome.refused.waiting_for_budget.iter().map(|m| m.machine.as_str()).collect();
     assert_eq!(waiting, vec!["win-b"]);
     assert_eq!(cluster.machines.deleted(), vec!["openshift-machine-api/win-a"]);
@@ -658,16 +634,16 @@ async fn a_machine_gone_before_its_replacement_exists_holds_the_budget_while_its
     let cluster = Cluster::new(1).await;
     cluster.machine("win-a", OLD_HASH).await;
     cluster.machine("win-b", OLD_HASH).await;
-    assert_eq!(cluster.reconcile().await.replaced, vec!["openshift-machine-api/win-a"]);
+    assert_eq!(cluster.reconcile().await.rotation.replaced, vec!["openshift-machine-api/win-a"]);
 
     // No finalizer kept win-a: it is gone at once, its record is being deconfigured, no replacement exists yet.
     cluster.machines.remove("win-a");
     let second = cluster.reconcile().await;
-    assert_eq!((second.replaced.len(), second.plan.machines_away.clone()), (0, vec!["win-a".to_owned()]));
+    assert_eq!((second.rotation.replaced.len(), second.machines_away.clone()), (0, vec!["win-a".to_owned()]));
 
     // The replacement appears (no record yet) and the old record is released: still one away.
     cluster.machines.insert(machine("win-c", "Provisioned"));
     cluster.records.delete(NAMESPACE, "machine-win-a").await.unwrap();
     let third = cluster.reconcile().await;
-    assert_eq!((third.replaced.len(), third.plan.machines_away.clone()), (0, vec!["win-c".to_owned()]));
+    assert_eq!((third.rotation.replaced.len(), third.machines_away.clone()), (0, vec!["win-c".to_owned()]));
 }

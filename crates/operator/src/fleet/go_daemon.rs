@@ -17,8 +17,8 @@ use semver::Version;
 use wmco_cluster_client::names::{DESIRED_VERSION_ANNOTATION, VERSION_ANNOTATION};
 use wmco_cluster_client::{GO_DAEMON_NAME, GoDaemonObject, NewEvent, NodeExt, Severity};
 
-use super::controller::UPGRADES;
-use super::{UpgradesContext, UpgradesError};
+use super::context::FLEET;
+use super::{FleetContext, FleetError};
 use crate::runtime::ReconcilerError;
 
 /// The first Windows Node among `nodes` that may still run the Go operator's daemon (see the module's rule), with
@@ -41,13 +41,13 @@ pub(crate) fn still_needed_by(nodes: &[Node], operator_version: &Version) -> Opt
 /// publishes what was deleted; returns it. Nothing is read once an earlier call saw everything gone.
 ///
 /// # Errors
-/// [`UpgradesError::GoDaemonCleanup`] when the Windows Nodes cannot be listed or an object cannot be deleted; the
+/// [`FleetError::GoDaemonCleanup`] when the Windows Nodes cannot be listed or an object cannot be deleted; the
 /// objects before it are deleted (and published), the others are tried again by the next reconcile.
-pub(crate) async fn remove_go_daemon_identity(ctx: &UpgradesContext) -> Result<Vec<GoDaemonObject>, UpgradesError> {
+pub(crate) async fn remove_go_daemon_identity(ctx: &FleetContext) -> Result<Vec<GoDaemonObject>, FleetError> {
     if ctx.go_daemon_gone() {
         return Ok(Vec::new());
     }
-    let nodes = ctx.nodes.list_windows().await.map_err(|source| UpgradesError::GoDaemonCleanup {
+    let nodes = ctx.nodes.list_windows().await.map_err(|source| FleetError::GoDaemonCleanup {
         step: "list the Windows Nodes".to_owned(),
         source: Box::new(source),
     })?;
@@ -63,7 +63,7 @@ pub(crate) async fn remove_go_daemon_identity(ctx: &UpgradesContext) -> Result<V
             Ok(false) => {}
             Err(source) => {
                 failure =
-                    Some(UpgradesError::GoDaemonCleanup { step: format!("delete {object}"), source: Box::new(source) });
+                    Some(FleetError::GoDaemonCleanup { step: format!("delete {object}"), source: Box::new(source) });
                 break;
             }
         }
@@ -81,7 +81,7 @@ pub(crate) async fn remove_go_daemon_identity(ctx: &UpgradesContext) -> Result<V
 }
 
 /// One Normal Event naming every deleted object, regarding the daemon's ServiceAccount.
-async fn publish(ctx: &UpgradesContext, deleted: &[GoDaemonObject]) {
+async fn publish(ctx: &FleetContext, deleted: &[GoDaemonObject]) {
     let names: Vec<String> = deleted.iter().map(ToString::to_string).collect();
     let note = format!("no Windows Node runs the Go operator's daemon any more: deleted its {}", names.join(", "));
     tracing::info!("{note}");
@@ -104,9 +104,9 @@ async fn publish(ctx: &UpgradesContext, deleted: &[GoDaemonObject]) {
 }
 
 /// Runs [`remove_go_daemon_identity`] for a fleet reconcile: a failure is counted and logged, never the reconcile's.
-pub(crate) async fn remove_go_daemon_identity_logged(ctx: &UpgradesContext) -> Vec<GoDaemonObject> {
+pub(crate) async fn remove_go_daemon_identity_logged(ctx: &FleetContext) -> Vec<GoDaemonObject> {
     remove_go_daemon_identity(ctx).await.unwrap_or_else(|error| {
-        ctx.metrics.record_error(UPGRADES, error.metric_label());
+        ctx.metrics.record_error(FLEET, error.metric_label());
         tracing::warn!(error = %error, "removing the Go operator's daemon identity failed; retried next reconcile");
         Vec::new()
     })
@@ -116,26 +116,20 @@ pub(crate) async fn remove_go_daemon_identity_logged(ctx: &UpgradesContext) -> V
 mod tests {
     use std::sync::Arc;
 
+    use wmco_cluster_client::GoDaemonKind;
     use wmco_cluster_client::fake::{FakeCluster, objects};
-    use wmco_cluster_client::{DrainOptions, GoDaemonKind};
 
     use super::*;
-    use crate::upgrades::UpgradeSettings;
+    use crate::fleet::FleetSettings;
+    use crate::fleet::testing::AcceptingKeys;
 
     const NAMESPACE: &str = "openshift-windows-machine-config-operator";
     const OURS: &str = "10.17.0";
     const GO: &str = "10.16.1";
 
-    fn executor(cluster: &FakeCluster) -> Arc<UpgradesContext> {
-        let settings = UpgradeSettings {
-            namespace: NAMESPACE.into(),
-            operator_version: Version::parse(OURS).unwrap(),
-            max_unavailable: 1,
-            payload_kubelet_version: Version::new(1, 36, 3),
-            pub_key_hash: "0f1e2d".into(),
-            drain: DrainOptions::default(),
-        };
-        Arc::new(UpgradesContext::new(&cluster.seams(), settings))
+    fn executor(cluster: &FakeCluster) -> Arc<FleetContext> {
+        let settings = FleetSettings::new(NAMESPACE, Version::parse(OURS).unwrap(), Version::new(1, 36, 3), 1);
+        Arc::new(FleetContext::new(&cluster.seams(), Arc::new(AcceptingKeys), settings))
     }
 
     fn windows_node(name: &str, annotations: &[(&str, &str)]) -> Node {

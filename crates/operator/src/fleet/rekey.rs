@@ -1,9 +1,20 @@
-//! One rotation reconcile: read the current key and the fleet fresh from the API server, decide (pure, see
-//! [`decide`] and [`decide_refused`]), then act — delete the admitted Machines (those on an old key, then those
-//! whose host has refused the key longer than the grace period) and check the admitted BYOH hosts with the new key,
-//! annotating the Node on success and telling the admin exactly what to add where on refusal. The budget lock is
-//! held from reading the fleet until the Machines are deleted (the BYOH checks take no budget). A failure on one
-//! host never stops the others; it is reported in the outcome and retried on a later reconcile.
+//! The key rotation's steps, moving the fleet to the current `cloud-private-key` after the admin replaced it
+//! (every Node the operator configured carries `windowsmachineconfig.openshift.io/pub-key-hash`, the hash of the
+//! key it was configured with):
+//!
+//! - a **Machine** on an old key is replaced: its Machine is deleted, so its MachineSet recreates it from the
+//!   re-rendered `windows-user-data` (the user-data controller's job), which authorizes the new key; so is a
+//!   **Machine whose host refuses the operator's key** (its record carries the `AuthenticationFailed` condition,
+//!   written by `wmco-node-config`) for longer than the grace period, with a Warning Event on the record and on the
+//!   Machine. Both within the budget the plan hands out ([`super::decide`]); BYOH hosts are never deleted.
+//! - a **BYOH host** is checked with the new key (a fresh SSH login, pinned host key honoured). Accepted: its Node
+//!   gets the new `pub-key-hash` (the Node change lets the instances controller, which already connects with the
+//!   new key, take the host up again). Refused: a Warning Event `NewKeyNotAuthorized` on its `WindowsInstance` says
+//!   which line to add to which file for which user on which host; the host is checked again every
+//!   [`FleetSettings::retry`](super::FleetSettings) and never blocks the others.
+//!
+//! A failure on one host never stops the others; it is reported in [`KeyRotation`] and retried on a later
+//! reconcile, its Warning Event published once per record, key and step.
 
 use futures::future::join_all;
 use jiff::Timestamp;
@@ -13,31 +24,19 @@ use wmco_cluster_client::names::PUB_KEY_HASH_ANNOTATION;
 use wmco_cluster_client::{NewEvent, NodeMetadataPatch, Severity, WindowsInstanceExt};
 use wmco_machines::names::MACHINE_API_NAMESPACE;
 
-use super::{
-    KeyCheckFailure, RefusedMachine, RefusedPlan, RekeyContext, RekeyError, RekeyInputs, RekeyPlan, Replacement,
-    decide, decide_refused,
-};
-use crate::fleet::{ObservedInstance, observe_instances};
-use crate::operator_key::{OperatorKey, load_operator_key};
+use super::{FleetContext, KeyCheckFailure, ObservedFleet, ObservedInstance, RefusedMachine, Replacement};
+use crate::operator_key::OperatorKey;
 
 /// Where Win32-OpenSSH reads the authorized keys of members of the Administrators group (the operator's SSH user
 /// is one: it manages services).
 pub const ADMINISTRATORS_AUTHORIZED_KEYS: &str = r"C:\ProgramData\ssh\administrators_authorized_keys";
 
-/// What one rotation reconcile did.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RekeyOutcome {
-    /// The `pub-key-hash` of the key the reconcile worked with.
-    pub key_hash: String,
-    /// The decision it acted on.
-    pub plan: RekeyPlan,
-    /// Machines deleted in this reconcile because they were configured with an old key
-    /// (`openshift-machine-api/<name>`).
+/// What the key rotation did in one reconcile.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KeyRotation {
+    /// Machines deleted because they were configured with an old key (`openshift-machine-api/<name>`).
     pub replaced: Vec<String>,
-    /// What was decided about Machines whose host refuses the key.
-    pub refused: RefusedPlan,
-    /// Machines deleted in this reconcile because their host refused the key past the grace period
-    /// (`openshift-machine-api/<name>`).
+    /// Machines deleted because their host refused the key past the grace period (`openshift-machine-api/<name>`).
     pub replaced_refused: Vec<String>,
     /// Records whose host accepted the new key and whose Node now carries its hash.
     pub rekeyed: Vec<String>,
@@ -47,101 +46,72 @@ pub struct RekeyOutcome {
     pub failed: Vec<(String, String)>,
 }
 
-impl RekeyOutcome {
-    /// Whether a host should be checked again soon (refused key, failed step, or a refused Machine waiting for
-    /// budget).
-    pub fn needs_retry(&self) -> bool {
-        !self.not_authorized.is_empty() || !self.failed.is_empty() || !self.refused.waiting_for_budget.is_empty()
+impl KeyRotation {
+    /// Whether nothing was done and nothing failed.
+    pub fn is_quiet(&self) -> bool {
+        self.replaced.is_empty()
+            && self.replaced_refused.is_empty()
+            && self.rekeyed.is_empty()
+            && self.not_authorized.is_empty()
+            && self.failed.is_empty()
     }
 }
 
-/// Reconciles the fleet with the current `cloud-private-key` at `now`.
-///
-/// ```no_run
-/// # async fn example(ctx: &wmco_operator::rekey::RekeyContext) -> Result<(), wmco_operator::rekey::RekeyError> {
-/// let outcome = wmco_operator::rekey::reconcile_rotation(ctx, jiff::Timestamp::now()).await?;
-/// println!("replaced {:?}, re-keyed {:?}, waiting for the admin {:?}",
-///     outcome.replaced, outcome.rekeyed, outcome.not_authorized);
-/// # Ok(())
-/// # }
-/// ```
-///
-/// # Errors
-/// [`RekeyError`] when the key, the API server's version, the records, a Node or the Machines cannot be read.
-/// Failures on single hosts are in [`RekeyOutcome::failed`] and [`RekeyOutcome::not_authorized`].
-pub async fn reconcile_rotation(ctx: &RekeyContext, now: Timestamp) -> Result<RekeyOutcome, RekeyError> {
-    let budget_lock = ctx.budget_lock();
-    let budget = budget_lock.lock().await;
-    let key = load_operator_key(ctx.secrets.as_ref(), &ctx.settings.namespace)
-        .await
-        .map_err(|source| RekeyError::Key { source })?;
-    let api_server = ctx
-        .api_server
-        .kubernetes_version()
-        .await
-        .map_err(|source| RekeyError::ApiServerVersion { source: Box::new(source.into()) })?;
-    let instances = observe_instances(ctx.records.as_ref(), ctx.nodes.as_ref(), &ctx.settings.namespace).await?;
-    let machines = ctx.windows_machines.list().await.map_err(|source| RekeyError::Read {
-        what: format!("the Windows Machines in {MACHINE_API_NAMESPACE}"),
-        source: Box::new(source),
-    })?;
-    let policy = ctx.settings.policy(api_server);
-    let inputs =
-        RekeyInputs { now, key_hash: &key.pub_key_hash, instances: &instances, machines: &machines, policy: &policy };
-    let plan = decide(&inputs);
-    let refused = decide_refused(&inputs, &plan, ctx.settings.authentication_grace);
+/// Deletes the Machines of `replace` (configured with an old key) and of `refused` (whose host refused the key past
+/// the grace period at `now`), unless already gone or going.
+pub(crate) async fn replace_machines(
+    ctx: &FleetContext,
+    observed: &ObservedFleet,
+    replace: &[Replacement],
+    refused: &[RefusedMachine],
+    key: &OperatorKey,
+    rotation: &mut KeyRotation,
+) {
+    for replacement in replace {
+        let Some(instance) = observed.instance(&replacement.record) else {
+            continue;
+        };
+        match replace_machine(ctx, instance, replacement, key).await {
+            Ok(true) => rotation.replaced.push(format!("{MACHINE_API_NAMESPACE}/{}", replacement.machine)),
+            Ok(false) => {}
+            Err(message) => rotation.failed.push((replacement.record.clone(), message)),
+        }
+    }
+    for refused_machine in refused {
+        let Some(instance) = observed.instance(&refused_machine.record) else {
+            continue;
+        };
+        match replace_refused_machine(ctx, instance, refused_machine, key, observed.fleet.now).await {
+            Ok(true) => rotation.replaced_refused.push(format!("{MACHINE_API_NAMESPACE}/{}", refused_machine.machine)),
+            Ok(false) => {}
+            Err(message) => rotation.failed.push((refused_machine.record.clone(), message)),
+        }
+    }
+}
 
-    let mut outcome = RekeyOutcome {
-        key_hash: key.pub_key_hash.clone(),
-        plan: plan.clone(),
-        refused: refused.clone(),
-        replaced_refused: Vec::new(),
-        replaced: Vec::new(),
-        rekeyed: Vec::new(),
-        not_authorized: Vec::new(),
-        failed: Vec::new(),
-    };
-    for replacement in &plan.replace {
-        let Some(observed) = find(&instances, &replacement.record) else {
-            continue;
-        };
-        match replace_machine(ctx, observed, replacement, &key).await {
-            Ok(true) => outcome.replaced.push(format!("{MACHINE_API_NAMESPACE}/{}", replacement.machine)),
-            Ok(false) => {}
-            Err(message) => outcome.failed.push((replacement.record.clone(), message)),
-        }
-    }
-    for refused_machine in &refused.replace {
-        let Some(observed) = find(&instances, &refused_machine.record) else {
-            continue;
-        };
-        match replace_refused_machine(ctx, observed, refused_machine, &key, now).await {
-            Ok(true) => outcome.replaced_refused.push(format!("{MACHINE_API_NAMESPACE}/{}", refused_machine.machine)),
-            Ok(false) => {}
-            Err(message) => outcome.failed.push((refused_machine.record.clone(), message)),
-        }
-    }
-    drop(budget);
-    let hosts: Vec<&ObservedInstance> = plan.verify.iter().filter_map(|name| find(&instances, name)).collect();
-    let results = join_all(hosts.iter().map(|observed| rekey_host(ctx, observed, &key))).await;
-    for (observed, result) in hosts.iter().zip(results) {
-        let name = observed.name().to_owned();
+/// Checks the BYOH hosts of `verify` with the new key at once (the checks take no budget).
+pub(crate) async fn check_keys(
+    ctx: &FleetContext,
+    observed: &ObservedFleet,
+    verify: &[String],
+    key: &OperatorKey,
+    rotation: &mut KeyRotation,
+) {
+    let hosts: Vec<&ObservedInstance> = verify.iter().filter_map(|name| observed.instance(name)).collect();
+    let results = join_all(hosts.iter().map(|instance| rekey_host(ctx, instance, key))).await;
+    for (instance, result) in hosts.iter().zip(results) {
+        let name = instance.name().to_owned();
         match result {
-            HostRekey::Rekeyed => outcome.rekeyed.push(name),
-            HostRekey::NotAuthorized => outcome.not_authorized.push(name),
-            HostRekey::Failed(message) => outcome.failed.push((name, message)),
+            HostRekey::Rekeyed => rotation.rekeyed.push(name),
+            HostRekey::NotAuthorized => rotation.not_authorized.push(name),
+            HostRekey::Failed(message) => rotation.failed.push((name, message)),
         }
     }
-    Ok(outcome)
-}
-
-fn find<'a>(instances: &'a [ObservedInstance], name: &str) -> Option<&'a ObservedInstance> {
-    instances.iter().find(|observed| observed.name() == name)
 }
 
 /// Deletes the Machine of `replacement` unless it is already gone or going. `Ok(true)` when this call deleted it.
 async fn replace_machine(
-    ctx: &RekeyContext,
+    ctx: &FleetContext,
     observed: &ObservedInstance,
     replacement: &Replacement,
     key: &OperatorKey,
@@ -176,7 +146,7 @@ const MACHINE_DELETED: &str = "MachineDeleted";
 const MACHINE_SETUP_FAILURE: &str = "MachineSetupFailure";
 
 /// Publishes an Event on Machine `name` in `openshift-machine-api` (where the Go operator reports on Machines).
-async fn publish_on_machine(ctx: &RekeyContext, name: &str, severity: Severity, reason: &str, note: String) {
+async fn publish_on_machine(ctx: &FleetContext, name: &str, severity: Severity, reason: &str, note: String) {
     let machine = ObjectReference {
         api_version: Some("machine.openshift.io/v1beta1".to_owned()),
         kind: Some("Machine".to_owned()),
@@ -194,7 +164,7 @@ async fn publish_on_machine(ctx: &RekeyContext, name: &str, severity: Severity, 
 /// already gone or going, with a Warning `MachineSetupFailure` on the record and on the Machine and a Normal
 /// `MachineDeleted` on the Machine (the Go operator's reasons). `Ok(true)` when this call deleted it.
 async fn replace_refused_machine(
-    ctx: &RekeyContext,
+    ctx: &FleetContext,
     observed: &ObservedInstance,
     refused: &RefusedMachine,
     key: &OperatorKey,
@@ -240,7 +210,7 @@ enum HostRekey {
 }
 
 /// Logs in to the record's host with the new key; on success writes the new hash to its Node.
-async fn rekey_host(ctx: &RekeyContext, observed: &ObservedInstance, key: &OperatorKey) -> HostRekey {
+async fn rekey_host(ctx: &FleetContext, observed: &ObservedInstance, key: &OperatorKey) -> HostRekey {
     let spec = &observed.record.spec;
     match ctx.key_checker.check(&observed.record, &key.private_key).await {
         Ok(()) => {}
@@ -285,7 +255,7 @@ async fn rekey_host(ctx: &RekeyContext, observed: &ObservedInstance, key: &Opera
 ///
 /// ```
 /// use std::time::Duration;
-/// use wmco_operator::rekey::not_authorized_note;
+/// use wmco_operator::fleet::not_authorized_note;
 /// let note = not_authorized_note("Administrator", "10.0.0.5", "ssh-ed25519 AAAAC3Nz", Duration::from_secs(30));
 /// assert!(note.starts_with("the operator's new SSH key is not authorized for user Administrator on host 10.0.0.5: \
 ///     add the line \"ssh-ed25519 AAAAC3Nz\" to C:\\ProgramData\\ssh\\administrators_authorized_keys on 10.0.0.5"));
@@ -302,7 +272,7 @@ pub fn not_authorized_note(username: &str, address: &str, authorized_key: &str, 
 
 /// Logs a failed cluster step, publishes it once per record, key and step, and returns it as a sentence.
 async fn step_failed(
-    ctx: &RekeyContext,
+    ctx: &FleetContext,
     observed: &ObservedInstance,
     key: &OperatorKey,
     step: &str,
@@ -316,7 +286,7 @@ async fn step_failed(
     message
 }
 
-async fn publish(ctx: &RekeyContext, observed: &ObservedInstance, severity: Severity, reason: &str, note: String) {
+async fn publish(ctx: &FleetContext, observed: &ObservedInstance, severity: Severity, reason: &str, note: String) {
     let event = NewEvent { severity, reason: reason.to_owned(), action: "Rekey".to_owned(), note: Some(note) };
     if let Err(error) = ctx.events.publish(&observed.record.object_ref(&()), &event).await {
         tracing::warn!(instance = %observed.record.key(), error = %error, reason, "could not publish the Event");
