@@ -57,6 +57,7 @@ mod certutil;
 mod chain;
 mod command;
 mod host;
+mod host_state;
 mod node;
 mod path;
 mod plan;
@@ -77,9 +78,10 @@ pub use certutil::FileHashes;
 pub use chain::{CHAIN_MARKER, ChainFailure, ChainReadError, ChainReport, CommandChain};
 pub use command::{CommandError, DefaultShell, MAX_COMMAND_LINE_CHARS, RenderedCommand, ScriptFile, Shell};
 pub use host::{
-    Direction, EnvVarName, FirewallRule, HostState, HostValueError, Protocol, RegistryData, RegistryKey, RegistryValue,
+    Direction, EnvVarName, FirewallRule, HostValueError, Protocol, RegistryData, RegistryKey, RegistryValue,
     RegistryValueName, RotatedFiles, Sha256Hex,
 };
+pub use host_state::HostState;
 pub use node::{
     CLOUD_NODE_MANAGER_KUBECONFIG, CLOUD_NODE_MANAGER_SERVICE, DEFENDER_EXCLUDED_PROGRAMS, FIREWALL_RULES,
     KEPT_CLIENT_CERTIFICATES, LEGACY_DAEMON_SERVICE, LogRotation, NodeError, NodeInputs, NodeProxy, NodeService,

@@ -17,7 +17,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use wmco_vocabulary::Platform;
 
-use crate::host::{Direction, EnvVarName, FirewallRule, HostState, HostValueError, Protocol, RotatedFiles};
+use crate::host::{Direction, EnvVarName, FirewallRule, HostValueError, Protocol, RotatedFiles};
+use crate::host_state::HostState;
 use crate::path::{PathError, WinPath};
 use crate::service::{FailureActions, Millis, ServiceCommand, ServiceName, ServiceNameError, ServiceSpec, StartType};
 

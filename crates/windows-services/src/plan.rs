@@ -28,7 +28,8 @@ use std::fmt;
 
 use crate::access::{grants_only_system_and_administrators, has_explicit_entry_for_others};
 use crate::command::{CommandError, RenderedCommand};
-use crate::host::{Direction, EnvVarName, FirewallRule, HostState, RegistryValue};
+use crate::host::{Direction, EnvVarName, FirewallRule, RegistryValue};
+use crate::host_state::HostState;
 use crate::path::WinPath;
 use crate::powershell::PowerShellScript;
 use crate::probe::{ObservedFirewallRule, ObservedHost, ObservedService};

@@ -20,7 +20,8 @@ use base64::engine::general_purpose::STANDARD;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::host::{EnvVarName, HostState, RegistryData, RegistryKey, RegistryValueName, RotatedFiles, Sha256Hex};
+use crate::host::{EnvVarName, RegistryData, RegistryKey, RegistryValueName, RotatedFiles, Sha256Hex};
+use crate::host_state::HostState;
 use crate::path::WinPath;
 use crate::powershell::PowerShellScript;
 use crate::probe_identity::{self, ObservedIdentity};
