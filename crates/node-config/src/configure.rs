@@ -33,273 +33,35 @@ use wmco_cluster_client::names::{
     BYOH_LABEL, HYBRID_OVERLAY_SUBNET_ANNOTATION, PUB_KEY_HASH_ANNOTATION, SSH_HOST_KEY_ANNOTATION,
     SSH_HOST_KEY_TYPE_ANNOTATION, VERSION_ANNOTATION, WORKER_ROLE_LABEL,
 };
-use wmco_cluster_client::types::{HostReboot, InstanceOrigin, InstancePhase, WindowsInstance};
-use wmco_cluster_client::{
-    ConfigMaps, DrainOptions, Drainer, InstanceRecords, NodeExt, NodeMetadataPatch, Nodes, WindowsInstanceExt,
-    keep_host_key,
-};
+use wmco_cluster_client::types::{HostReboot, InstanceOrigin, InstancePhase};
+use wmco_cluster_client::{NodeExt, NodeMetadataPatch, WindowsInstanceExt, keep_host_key};
 use wmco_payload_manifest::render::destinations::{
     BOOTSTRAP_KUBECONFIG, IMPORTED_ROOTS_RECORD, REGISTRIES_DIR, REGISTRIES_INDEX, TRUSTED_CERTIFICATES_DIR,
     TRUSTED_CERTIFICATES_INDEX,
 };
 use wmco_payload_manifest::{HostFile, HostFileSet};
 use wmco_windows_services::{
-    HostState, LogRotation, NodeInputs, NodeProxy, ObservedHost, Platform, ProbeRequest, ServiceStage, ServiceState,
-    Sha256Hex, Step, Thumbprint, TrustedRoots, Verbosity, WinPath, node_host_state, plan,
+    HostState, ObservedHost, ProbeRequest, ServiceStage, ServiceState, Sha256Hex, Step, Thumbprint, TrustedRoots,
+    WinPath, node_host_state, plan,
 };
 
-use crate::disruption::{
-    self, Admission, DisruptionGate, DisruptionRequest, needs_budget, same_release, stopped_services,
-};
+use crate::disruption::{self, Admission, DisruptionRequest, needs_budget, same_release, stopped_services};
 use crate::drift::{self, IdentityChange};
-use crate::error::{FlowError, FlowStep, SourceError};
+use crate::error::{FlowError, FlowStep};
+use crate::facts::{ContainersStep, FeatureState, HostFacts, PreflightCheck, PreflightFailure, containers_to_enable};
 use crate::identity::{HostIdentity, NodeNaming};
 use crate::leftovers;
-use crate::memo::{self, InputsWithNode, PassInputs, PassMemo};
+use crate::memo::{self, InputsWithNode, PassInputs};
 use crate::ownership::read_own_node;
-use crate::preflight::{
-    ContainersStep, FeatureState, HostFacts, PreflightCheck, PreflightFailure, containers_to_enable, preflight,
+use crate::pass::{
+    ClusterAccess, ConfigureInputs, ConfigureOutcome, ConfigureState, FileStage, PassMemo, RebootStep, ServiceSettings,
+    StageFiles, WithheldService,
 };
+use crate::preflight::{preflight, run_identity_command};
 use crate::reboot::{self, Progress};
 use crate::record::Recorder;
 use crate::script;
 use crate::session::HostSession;
-
-/// The node service settings that do not depend on the host (the host's name and IP come from its identity).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ServiceSettings {
-    /// The API server URL the node reaches, `https://...`.
-    pub api_server_url: String,
-    /// The cluster's platform.
-    pub platform: Platform,
-    /// Log verbosity.
-    pub verbosity: Verbosity,
-    /// kubelet / kube-proxy log rotation.
-    pub log_rotation: LogRotation,
-    /// Non-default VXLAN port of the hybrid overlay.
-    pub hybrid_overlay_vxlan_port: Option<u16>,
-    /// kubelet `--cloud-provider`.
-    pub cloud_provider: Option<String>,
-    /// kubelet `--cloud-config` file on the host.
-    pub cloud_config: Option<WinPath>,
-    /// The cluster-wide egress proxy: machine variables and the own environment of containerd and the kubelet.
-    pub proxy: NodeProxy,
-}
-
-impl ServiceSettings {
-    /// The inputs of the node's service set for the host `identity`.
-    pub fn node_inputs(&self, identity: &HostIdentity) -> NodeInputs {
-        NodeInputs {
-            node_ip: identity.node_ip,
-            node_name: identity.expected_node_name.clone(),
-            api_server_url: self.api_server_url.clone(),
-            platform: self.platform,
-            verbosity: self.verbosity,
-            log_rotation: self.log_rotation,
-            hybrid_overlay_vxlan_port: self.hybrid_overlay_vxlan_port,
-            cloud_provider: self.cloud_provider.clone(),
-            cloud_config: self.cloud_config.clone(),
-            proxy: self.proxy.clone(),
-        }
-    }
-}
-
-/// Which files the flow asks its [`HostFilesSource`] for.
-#[derive(Clone, Copy, Debug)]
-pub enum FileStage<'a> {
-    /// Before the Node has its hybrid-overlay subnet: the payload and the phase-1 files (kubelet and containerd
-    /// configuration, CA files, bootstrap kubeconfig with a fresh node-bootstrapper token).
-    Bootstrap,
-    /// The Node exists with its subnet: the payload, phase-1 files and the phase-2 files (CNI and kube-proxy
-    /// configuration for the Node's subnet, windows_exporter TLS files).
-    Node(&'a Node),
-}
-
-impl FileStage<'_> {
-    fn name(self) -> &'static str {
-        match self {
-            FileStage::Bootstrap => "bootstrap",
-            FileStage::Node(_) => "node",
-        }
-    }
-}
-
-/// Where the flow gets the files a host must hold. The operator renders them from cluster facts and the payload
-/// ([`wmco_payload_manifest::render`], [`HostFileSet::new`]); tests hand in fixed sets. The bootstrap kubeconfig
-/// is dropped by the flow once the Node exists, whatever the source returns.
-pub trait HostFilesSource: Send + Sync {
-    /// The files `identity`'s host must hold at `stage`, and the services whose files cannot be given yet.
-    ///
-    /// # Errors
-    /// Whatever stops the source (a missing Secret, an unrenderable value); the flow reports it as
-    /// [`FlowError::DesiredFiles`], retryable.
-    fn files(&self, identity: &HostIdentity, stage: FileStage<'_>) -> Result<StageFiles, SourceError>;
-}
-
-/// What a [`HostFilesSource`] hands the flow for one stage: the files, and the services it withholds because an
-/// input only they need is missing (windows_exporter without its TLS Secret). The flow leaves a withheld service
-/// (and any service depending on it) out of the host's desired state, so everything else goes ahead; the pass
-/// after the input appears installs and starts it.
-///
-/// ```
-/// use wmco_node_config::{StageFiles, WithheldService};
-/// # fn example(files: wmco_payload_manifest::HostFileSet) {
-/// let complete = StageFiles::from(files);
-/// assert!(complete.withheld.is_empty());
-/// let waiting = StageFiles {
-///     withheld: vec![WithheldService::new("windows_exporter", "Secret ns/tls does not exist")],
-///     ..complete
-/// };
-/// assert_eq!(waiting.withheld[0].service, "windows_exporter");
-/// # }
-/// ```
-#[derive(Clone, Debug)]
-pub struct StageFiles {
-    /// The files the host must hold.
-    pub files: HostFileSet,
-    /// The services left out of this stage, each with the reason naming the missing input.
-    pub withheld: Vec<WithheldService>,
-    /// The settings generation the files were rendered from, recorded on the host's record once it is Ready
-    /// (`None` when the source has none).
-    pub settings_generation: Option<String>,
-}
-
-impl From<HostFileSet> for StageFiles {
-    /// Every service's files are there: nothing withheld.
-    fn from(files: HostFileSet) -> Self {
-        StageFiles { files, withheld: Vec::new(), settings_generation: None }
-    }
-}
-
-/// A node service a configure pass leaves out, and why.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WithheldService {
-    /// The Windows service name (`windows_exporter`).
-    pub service: String,
-    /// What is missing, naming the object to create or fix.
-    pub reason: String,
-}
-
-impl WithheldService {
-    /// `service` is withheld because of `reason`.
-    pub fn new(service: impl Into<String>, reason: impl Into<String>) -> Self {
-        WithheldService { service: service.into(), reason: reason.into() }
-    }
-}
-
-/// The cluster capabilities the flows use.
-#[derive(Clone, Copy)]
-pub struct ClusterAccess<'a> {
-    /// Nodes: read, label, cordon, delete.
-    pub nodes: &'a dyn Nodes,
-    /// `WindowsInstance` status writes.
-    pub records: &'a dyn InstanceRecords,
-    /// Draining (deconfiguration, and a Node's host before it reboots).
-    pub drainer: &'a dyn Drainer,
-    /// The operator's copy of each host's pinned key (ConfigMap `windows-instance-host-keys`), written before the
-    /// record's status on first use and removed on release.
-    pub config_maps: &'a dyn ConfigMaps,
-}
-
-/// What one configure pass needs besides the host and the cluster.
-#[derive(Clone, Copy)]
-pub struct ConfigureInputs<'a> {
-    /// The host's record as last read (spec, status with the pinned key and identity, namespace and name).
-    pub instance: &'a WindowsInstance,
-    /// Host-independent service settings.
-    pub settings: &'a ServiceSettings,
-    /// The desired files.
-    pub files: &'a dyn HostFilesSource,
-    /// The operator version, written to the version annotation and `configuredVersion` once Ready.
-    pub operator_version: &'a str,
-    /// SHA-256 of the public key the operator configures with (the `pub-key-hash` annotation).
-    pub pub_key_hash: &'a str,
-    /// Hands out the unavailability budget before a pass stops a service on a Node in service, or reboots the host.
-    pub disruptions: &'a dyn DisruptionGate,
-    /// How a Node is drained before its host reboots.
-    pub drain: &'a DrainOptions,
-}
-
-impl ConfigureInputs<'_> {
-    /// How the host's Node name is decided: the record's own name, else the platform's rule.
-    pub(crate) fn node_naming(&self) -> NodeNaming {
-        NodeNaming::for_record(self.settings.platform, &self.instance.spec)
-    }
-}
-
-/// Where a host stands after a configure pass.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ConfigureState {
-    /// containerd and kubelet run; the Node has not registered yet. Call again when the Node appears.
-    WaitingForNode,
-    /// The Node exists without its hybrid-overlay subnet annotation. Call again when it is set.
-    WaitingForSubnet,
-    /// Every service is installed, but not every one runs yet (starting, or exited and to be started again). Call
-    /// again after a short delay: nothing the cluster holds changes when a service reaches RUNNING.
-    WaitingForServices,
-    /// The services were started (or run) and the Node is not Ready yet. Call again when the Node changes (its
-    /// kubelet reports Ready), or after a while: passes with unchanged inputs are answered from memory for
-    /// [`crate::SessionSettings::node_wait_window`].
-    WaitingForReady,
-    /// Every service runs, the Node is Ready and carries the version annotation; the record says Ready.
-    Ready,
-    /// The Node is configured at another version and the upgrade executor has not yet marked, cordoned and
-    /// drained it (the record is not in phase `Upgrading`): nothing was done. Call again when the record changes.
-    WaitingForUpgrade,
-    /// The pass would stop services on a Node in service (a changed cluster setting or file) and the
-    /// [`DisruptionGate`] has no budget left: nothing was changed on the host. Call again after a short delay.
-    WaitingForBudget,
-    /// The operator restarts the host (the record's `status.reboot` says why and how far): it is down, or up with its
-    /// old boot time. Call again after a short delay; the pass that sees it back goes on configuring.
-    Rebooting,
-}
-
-/// The result of a configure pass.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConfigureOutcome {
-    /// Where the host stands.
-    pub state: ConfigureState,
-    /// The Node name the host registers as.
-    pub node_name: String,
-    /// Plan steps applied in this pass (0 on a converged host).
-    pub steps_applied: usize,
-    /// Commands run in this pass (SSH round trips).
-    pub commands: u64,
-    /// Files uploaded in this pass.
-    pub uploads: u64,
-    /// Bytes uploaded in this pass.
-    pub bytes_uploaded: u64,
-    /// The services this pass left out for a missing input (see [`StageFiles`]); a Ready host may lack them.
-    pub withheld: Vec<WithheldService>,
-    /// A reboot this pass started or saw completed (the record's `status.reboot` has the details).
-    pub reboot: Option<RebootStep>,
-    /// The host's recorded identity changed in this pass (a new DHCP address or DNS name).
-    pub identity_change: Option<Box<IdentityChange>>,
-    /// The host key this pass pinned on first use (no key was stored for the host), as an OpenSSH line.
-    pub host_key_first_use: Option<String>,
-}
-
-/// What a configure pass did about a reboot of the host, for the controller's Events.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RebootStep {
-    /// The budget was claimed and the host is restarting, for this reason.
-    Started(String),
-    /// The host came back from the reboot made for this reason.
-    Completed(String),
-}
-
-impl RebootStep {
-    /// The step between the record's reboot before a pass and after it, if any.
-    fn between(before: Option<&HostReboot>, after: Option<&HostReboot>) -> Option<RebootStep> {
-        let under_way = |reboot: Option<&HostReboot>| reboot.is_some_and(HostReboot::in_progress);
-        let after = after?;
-        match (under_way(before), after.in_progress()) {
-            (false, true) => Some(RebootStep::Started(after.reason.clone())),
-            (true, false) => Some(RebootStep::Completed(after.reason.clone())),
-            _ => None,
-        }
-    }
-}
 
 /// Where a successful pass left the host.
 struct PassResult {
@@ -714,7 +476,7 @@ async fn claim_budget(
 ) -> Result<bool, FlowError> {
     let services = stopped_services(steps);
     let request = DisruptionRequest { instance: inputs.instance, node_name: Some(node_name), services: &services };
-    match disruption::admit(session, inputs.disruptions, &request).await? {
+    match disruption::admit(session.label(), inputs.disruptions, &request).await? {
         Admission::Granted(claim) => {
             tracing::info!(host = session.label(), node = node_name, services = ?services,
                 "budget claimed: Node marked upgrading for the restart");
@@ -830,17 +592,6 @@ async fn enable_containers(
         session.run_powershell(FlowStep::InstallFeature, "Install-WindowsFeature -Name Containers", &command).await?;
     }
     reboot::request(session, cluster, inputs, recorder, reboot::CONTAINERS_REBOOT_REASON, boot, node_name).await
-}
-
-/// Runs the identity command ([`script::identity`], reading what `naming` needs) and returns what it printed.
-pub(crate) async fn run_identity_command(session: &HostSession, naming: NodeNaming) -> Result<String, FlowError> {
-    let command = script::identity(naming).map_err(|source| FlowError::Render {
-        host: session.label().to_owned(),
-        step: FlowStep::Identify,
-        source,
-    })?;
-    let output = session.run_powershell(FlowStep::Identify, "host identity", &command).await?;
-    Ok(output.stdout_text().into_owned())
 }
 
 /// The preflight of a host met for the first time, against the bytes of its bootstrap stage's files (containerd

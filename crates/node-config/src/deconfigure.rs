@@ -21,9 +21,9 @@ use wmco_windows_services::{
     TrustedRoots, WinPath, defender_excluded_programs, plan,
 };
 
-use crate::configure::ClusterAccess;
 use crate::error::{FlowError, FlowStep};
 use crate::ownership::recorded_node_if_ours;
+use crate::pass::ClusterAccess;
 use crate::record::Recorder;
 use crate::script;
 use crate::session::HostSession;

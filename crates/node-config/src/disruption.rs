@@ -17,6 +17,8 @@ use wmco_cluster_client::{NodeExt, Result};
 use wmco_vocabulary::InstancePhase;
 use wmco_windows_services::{Step, WINDOWS_EXPORTER_SERVICE};
 
+use crate::error::{FlowError, FlowStep};
+
 /// What a pass asks the gate for.
 #[derive(Clone, Copy, Debug)]
 pub struct DisruptionRequest<'a> {
@@ -80,15 +82,16 @@ pub trait DisruptionGate: Send + Sync {
     async fn admit(&self, request: &DisruptionRequest<'_>) -> Result<Admission>;
 }
 
-/// Asks `gate` for `request` on behalf of the host of `session`; a cluster failure is the flow's `ClaimBudget` error.
+/// Asks `gate` for `request` on behalf of `host` (as errors name it); a cluster failure is the flow's `ClaimBudget`
+/// error.
 pub(crate) async fn admit(
-    session: &crate::session::HostSession,
+    host: &str,
     gate: &dyn DisruptionGate,
     request: &DisruptionRequest<'_>,
-) -> Result<Admission, crate::error::FlowError> {
-    gate.admit(request).await.map_err(|source| crate::error::FlowError::Cluster {
-        host: session.label().to_owned(),
-        step: crate::error::FlowStep::ClaimBudget,
+) -> Result<Admission, FlowError> {
+    gate.admit(request).await.map_err(|source| FlowError::Cluster {
+        host: host.to_owned(),
+        step: FlowStep::ClaimBudget,
         source,
     })
 }

@@ -7,8 +7,8 @@ use std::time::Duration;
 use wmco_ssh_transport::TransportError;
 use wmco_windows_services::{ChainReadError, CommandError, NodeError, PlanError, ProbeError, WinPath};
 
+use crate::facts::PreflightFailure;
 use crate::identity::IdentityError;
-use crate::preflight::PreflightFailure;
 
 /// The step of the configure or deconfigure flow an error happened in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -38,10 +38,12 @@ mod deconfigure;
 mod disruption;
 mod drift;
 mod error;
+mod facts;
 mod identity;
 mod leftovers;
 mod memo;
 mod ownership;
+mod pass;
 mod preflight;
 mod reboot;
 mod record;
@@ -53,23 +55,24 @@ pub mod testing;
 #[cfg(test)]
 mod tests;
 
-pub use configure::{
-    ClusterAccess, ConfigureInputs, ConfigureOutcome, ConfigureState, FileStage, HostFilesSource, RebootStep,
-    ServiceSettings, StageFiles, WithheldService, configure,
-};
+pub use configure::configure;
 pub use deconfigure::{
     DeconfigureInputs, DeconfigureOutcome, MANAGED_SERVICES, REMOVED_DIRECTORIES, deconfigure, force_remove_requested,
 };
 pub use disruption::{Admission, DisruptionGate, DisruptionRequest};
 pub use drift::IdentityChange;
 pub use error::{FlowError, FlowStep, SourceError};
+pub use facts::{ContainersStep, FeatureState, HostFacts, PreflightCheck, PreflightFailure, containers_to_enable};
 pub use identity::{HostIdentity, IdentityError, NodeNaming, expected_node_name};
 pub use leftovers::GO_DAEMON_KUBECONFIG;
+pub use pass::{
+    ClusterAccess, ConfigureInputs, ConfigureOutcome, ConfigureState, FileStage, HostFilesSource, RebootStep,
+    ServiceSettings, SessionSettings, StageFiles, WithheldService,
+};
 pub use preflight::{
-    CHECKS, ContainersStep, DEFAULT_VXLAN_PORT, DISK_HEADROOM_BYTES, FeatureState, HostCheck, HostFacts, KB5012637_UBR,
-    PreflightCheck, PreflightFailure, SERVER_2019_BUILD, SERVER_2022_BUILD, SUPPORTED_BUILDS, check_host,
-    containers_to_enable, preflight,
+    CHECKS, DEFAULT_VXLAN_PORT, DISK_HEADROOM_BYTES, HostCheck, KB5012637_UBR, SERVER_2019_BUILD, SERVER_2022_BUILD,
+    SUPPORTED_BUILDS, check_host, preflight,
 };
 pub use reboot::{CONTAINERS_REBOOT_REASON, REBOOT_TIMEOUT, RESEND_AFTER};
 pub use script::HYBRID_OVERLAY_NETWORKS;
-pub use session::{HostSession, SessionCounters, SessionSettings};
+pub use session::{HostSession, SessionCounters};

@@ -1,28 +1,19 @@
-//! The memory of a host's last configure pass ([`PassMemo`]): a fingerprint of everything the pass read without
-//! touching the host (the record as the pass left it, its labels and annotations included, the Node's metadata,
-//! schedulability and readiness as the pass left them, the desired files, the service settings, the operator's version and key), and the state it ended in.
+//! The fingerprint of a configure pass that the memory of the host's last pass ([`PassMemo`](crate::pass::PassMemo))
+//! holds: everything the pass read without touching the host (the record as the pass left it, its labels and
+//! annotations included, the Node's metadata, schedulability and readiness as the pass left them, the desired files,
+//! the service settings, the operator's version and key).
 //! A pass whose fingerprint equals the memo's, within [`crate::SessionSettings::unchanged_pass_window`] of it,
 //! returns the remembered state without a command: the reconciles the watches trigger for a status write of the
 //! pass itself, a Node heartbeat or both watches firing at an operator's start cost nothing on the host.
-//!
-//! Waiting for the cluster (`WaitingForNode`, `WaitingForSubnet`) and `Ready` are remembered for the unchanged-pass
-//! window, so the periodic drift check of a Ready host comes after it. Waiting for the Node's Ready condition
-//! (`WaitingForReady`) is remembered for the shorter node-wait window: the Node turning Ready changes the
-//! fingerprint and is probed at once, a Node that stays not Ready is looked at again after the window. Waiting for
-//! services to run (`WaitingForServices`) is remembered for a moment only, shorter than the controller's recheck,
-//! so the watch events of the pass's own writes cost nothing and the recheck probes. A host waiting for the budget
-//! or the upgrade executor is probed on every pass.
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
-use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Node;
 use wmco_cluster_client::types::{WindowsInstance, WindowsInstanceStatus};
 use wmco_cluster_client::{NodeExt, NodeMetadataPatch};
 
-use crate::configure::{ConfigureState, ServiceSettings, StageFiles, WithheldService};
-use crate::session::SessionSettings;
+use crate::pass::{ServiceSettings, StageFiles};
 
 /// A pass's inputs, hashed: everything but the Node and the record's status, which differ between a pass's start
 /// (as read) and its end (as the pass left them) and are added last ([`PassInputs::with_node`],
@@ -117,40 +108,6 @@ pub(crate) fn patched(node: &Node, patch: &NodeMetadataPatch) -> Node {
     node
 }
 
-/// What the last successful pass of a session saw and concluded.
-#[derive(Clone, Debug)]
-pub(crate) struct PassMemo {
-    /// The fingerprint of the pass's inputs as it left them.
-    pub(crate) fingerprint: u64,
-    /// Its state.
-    pub(crate) state: ConfigureState,
-    /// The services it withheld.
-    pub(crate) withheld: Vec<WithheldService>,
-    /// When it ended.
-    pub(crate) at: Instant,
-    /// How long after `at` it answers passes with the same fingerprint.
-    pub(crate) window: Duration,
-}
-
-impl PassMemo {
-    /// How long a pass ending in `state` is remembered under `settings`; `None`: not at all.
-    pub(crate) fn window(state: ConfigureState, settings: &SessionSettings) -> Option<Duration> {
-        match state {
-            ConfigureState::Ready | ConfigureState::WaitingForNode | ConfigureState::WaitingForSubnet => {
-                Some(settings.unchanged_pass_window)
-            }
-            ConfigureState::WaitingForReady => Some(settings.node_wait_window),
-            ConfigureState::WaitingForServices => Some(settings.services_wait_window),
-            ConfigureState::WaitingForUpgrade | ConfigureState::WaitingForBudget | ConfigureState::Rebooting => None,
-        }
-    }
-
-    /// Whether the memo still answers a pass with `fingerprint`.
-    pub(crate) fn answers(&self, fingerprint: u64) -> bool {
-        self.fingerprint == fingerprint && self.at.elapsed() < self.window
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use k8s_openapi::api::core::v1::{NodeCondition, NodeStatus};
@@ -184,31 +141,6 @@ mod tests {
         let files = StageFiles::from(crate::testing::file_set(Vec::new()).unwrap());
         let settings = crate::testing::sample_service_settings();
         PassInputs::new(&instance, &files, &settings, ["10.17.0", "ab"]).with_node(Some(node)).with_status(None)
-    }
-
-    #[test]
-    fn waiting_is_remembered_briefly_for_the_node_a_moment_for_services_never_for_the_budget() {
-        let settings = SessionSettings::default();
-        assert_eq!(PassMemo::window(ConfigureState::Ready, &settings), Some(settings.unchanged_pass_window));
-        assert_eq!(PassMemo::window(ConfigureState::WaitingForReady, &settings), Some(settings.node_wait_window));
-        assert!(settings.node_wait_window < settings.unchanged_pass_window);
-        assert_eq!(
-            PassMemo::window(ConfigureState::WaitingForServices, &settings),
-            Some(settings.services_wait_window)
-        );
-        for state in [ConfigureState::WaitingForBudget, ConfigureState::WaitingForUpgrade] {
-            assert_eq!(PassMemo::window(state, &settings), None, "{state:?}");
-        }
-        let memo = PassMemo {
-            fingerprint: 7,
-            state: ConfigureState::WaitingForReady,
-            withheld: Vec::new(),
-            at: Instant::now(),
-            window: Duration::from_secs(30),
-        };
-        assert!(memo.answers(7));
-        assert!(!memo.answers(8));
-        assert!(!PassMemo { window: Duration::ZERO, ..memo }.answers(7));
     }
 
     #[test]

@@ -12,9 +12,9 @@ use wmco_cluster_client::{
     ForeignNode, NodeClaim, NodeMetadataPatch, ResourceExt, WindowsInstanceExt, is_records_node, node_claim,
 };
 
-use crate::configure::ClusterAccess;
 use crate::error::{FlowError, FlowStep};
 use crate::identity::HostIdentity;
+use crate::pass::ClusterAccess;
 use crate::session::HostSession;
 
 /// The host's Node, claimed for `instance` when it is evidently the host's; `None` when no Node has the name and

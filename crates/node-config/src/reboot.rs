@@ -27,10 +27,11 @@ use wmco_cluster_client::types::{HostReboot, InstancePhase, RebootState};
 use wmco_cluster_client::{NodeExt, NodeMetadataPatch};
 use wmco_ssh_transport::TransportError;
 
-use crate::configure::{ClusterAccess, ConfigureInputs, ConfigureState, run_identity_command};
 use crate::disruption::{self, Admission, DisruptionRequest};
 use crate::error::{FlowError, FlowStep};
-use crate::preflight::HostFacts;
+use crate::facts::HostFacts;
+use crate::pass::{ClusterAccess, ConfigureInputs, ConfigureState};
+use crate::preflight::run_identity_command;
 use crate::record::Recorder;
 use crate::script;
 use crate::session::HostSession;
@@ -66,7 +67,7 @@ pub(crate) async fn request(
     node_name: Option<&str>,
 ) -> Result<ConfigureState, FlowError> {
     let request = DisruptionRequest { instance: inputs.instance, node_name, services: &[] };
-    match disruption::admit(session, inputs.disruptions, &request).await? {
+    match disruption::admit(session.label(), inputs.disruptions, &request).await? {
         Admission::Granted(claim) => {
             tracing::info!(host = session.label(), reason, "budget claimed: the host reboots");
             recorder.status.reboot = Some(HostReboot {

@@ -22,45 +22,7 @@ use wmco_windows_services::{
 };
 
 use crate::error::{FlowError, FlowStep};
-use crate::memo::PassMemo;
-
-/// Time limits of the commands a session runs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SessionSettings {
-    /// How long one command may run.
-    pub command_timeout: Duration,
-    /// How long to wait for a stopped service to reach STOPPED.
-    pub stop_timeout: Duration,
-    /// Pause between `sc.exe query` calls while waiting for STOPPED.
-    pub stop_poll_interval: Duration,
-    /// How long after a pass that ended Ready or waiting for its Node a pass with the same inputs (record, Node,
-    /// desired files, settings) returns the same state without a command; zero probes on every pass.
-    pub unchanged_pass_window: Duration,
-    /// How long after a pass that left the host waiting for its Node to become Ready (`WaitingForReady`) a pass
-    /// with the same inputs returns that state without a command. The Node turning Ready changes the inputs.
-    pub node_wait_window: Duration,
-    /// How long after a pass that left the host waiting for its services to run (`WaitingForServices`) a pass with
-    /// the same inputs returns that state without a command: keep it below the controller's recheck (3 s), which
-    /// is the pass that probes.
-    pub services_wait_window: Duration,
-}
-
-impl Default for SessionSettings {
-    /// Two minutes per command; one minute for a stop, polled every second; unchanged passes answered from memory
-    /// for five minutes (half the operator's ten-minute drift check of a Ready host), a wait for the Node's Ready
-    /// condition for thirty seconds (three of the kubelet's ten-second status updates), a wait for services to run
-    /// for two seconds.
-    fn default() -> Self {
-        SessionSettings {
-            command_timeout: Duration::from_secs(120),
-            stop_timeout: Duration::from_secs(60),
-            stop_poll_interval: Duration::from_secs(1),
-            unchanged_pass_window: Duration::from_secs(300),
-            node_wait_window: Duration::from_secs(30),
-            services_wait_window: Duration::from_secs(2),
-        }
-    }
-}
+use crate::pass::{PassMemo, SessionSettings};
 
 /// What a session sent to its host so far (for metrics and tests).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -303,7 +265,7 @@ impl HostSession {
         let shell =
             DefaultShell::from_registry(observed.default_shell.as_deref()).ok_or_else(|| FlowError::Preflight {
                 host: self.label().to_owned(),
-                failures: vec![crate::preflight::unsupported_shell(observed.default_shell.as_deref().unwrap_or(""))],
+                failures: vec![crate::facts::unsupported_shell(observed.default_shell.as_deref().unwrap_or(""))],
             })?;
         *self.default_shell.lock().unwrap_or_else(PoisonError::into_inner) = shell;
         Ok(observed)
