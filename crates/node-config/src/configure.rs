@@ -25,6 +25,7 @@
 //! stops at [`ConfigureState::WaitingForBudget`] after the probe, changing nothing.
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 use std::time::Instant;
 
 use jiff::Timestamp;
@@ -87,6 +88,15 @@ enum Stage {
 }
 
 impl Stage {
+    /// The stage of a host whose Node is `node`: none yet, registered without its hybrid-overlay subnet, or with it.
+    fn of(node: Option<Node>) -> Stage {
+        match node {
+            None => Stage::Bootstrap,
+            Some(node) if subnet(&node).is_some() => Stage::Node(Box::new(node)),
+            Some(node) => Stage::Registered(Box::new(node)),
+        }
+    }
+
     /// The Node, once registered.
     fn node(&self) -> Option<&Node> {
         match self {
@@ -94,6 +104,42 @@ impl Stage {
             Stage::Registered(node) | Stage::Node(node) => Some(node),
         }
     }
+
+    /// The files and the services the stage installs.
+    fn phases(&self) -> (FileStage<'_>, ServiceStage) {
+        match self {
+            Stage::Bootstrap | Stage::Registered(_) => (FileStage::Bootstrap, ServiceStage::Bootstrap),
+            Stage::Node(node) => (FileStage::Node(node), ServiceStage::Node),
+        }
+    }
+}
+
+/// What the gates at a pass's start let through: the recorded identity with the host's Node as just read (`None`: the
+/// host is met for the first time), and the identity command's output a reboot's return already read.
+struct Opened {
+    recorded: Option<(HostIdentity, Option<Node>)>,
+    after_reboot: Option<String>,
+}
+
+/// What a pass applied and observed, for [`settle`].
+struct Converged {
+    node_name: String,
+    desired: HostState,
+    observed: ObservedHost,
+    request: ProbeRequest,
+    steps: Vec<Step>,
+    withheld: Vec<WithheldService>,
+    settings_generation: Option<String>,
+}
+
+/// How [`converge`] ended.
+enum Convergence {
+    /// The steps were applied.
+    Applied(Box<Converged>),
+    /// The pass ends here (it waits for the budget).
+    Ends(PassResult),
+    /// The host's identity changed and is recorded: the pass starts again with it.
+    IdentityChanged,
 }
 
 /// Runs one configure pass for the host of `inputs.instance` over `session`.
@@ -202,6 +248,9 @@ enum IdentityCheck {
     Done,
 }
 
+/// One pass: the gates at its start ([`gate`]), the host's identity and Node ([`identify`]), the stage they give and
+/// its files (a pass with the inputs of the last one is answered from the session's memory), the host converged to
+/// them ([`converge`]) and where that leaves it ([`settle`]).
 async fn configure_pass(
     session: &HostSession,
     cluster: ClusterAccess<'_>,
@@ -209,16 +258,62 @@ async fn configure_pass(
     recorder: &mut Recorder<'_>,
     identity_check: IdentityCheck,
 ) -> Result<PassResult, FlowError> {
-    let recorded_identity = HostIdentity::from_status(&recorder.status);
-    let identity_check = if recorded_identity.is_some() { identity_check } else { IdentityCheck::Done };
-    let recorded_node = match &recorded_identity {
-        Some(identity) => Some(read_own_node(session, cluster, inputs.instance, identity).await?),
+    let opened = match gate(session, cluster, inputs, recorder).await? {
+        ControlFlow::Break(result) => return Ok(result),
+        ControlFlow::Continue(opened) => opened,
+    };
+    let identity_check = if opened.recorded.is_some() { identity_check } else { IdentityCheck::Done };
+    let (identity, node) = match identify(session, cluster, inputs, recorder, opened).await? {
+        ControlFlow::Break(result) => return Ok(result),
+        ControlFlow::Continue(identified) => identified,
+    };
+    let stage = Stage::of(node);
+    let (file_stage, _) = stage.phases();
+    let stage_files = inputs.files.files(&identity, file_stage).map_err(|source| FlowError::DesiredFiles {
+        host: session.label().to_owned(),
+        stage: file_stage.name(),
+        source,
+    })?;
+    let pass_inputs =
+        PassInputs::new(inputs.instance, &stage_files, inputs.settings, [inputs.operator_version, inputs.pub_key_hash]);
+    let fingerprint = pass_inputs.with_node(stage.node()).with_status(inputs.instance.status.as_ref());
+    if let Some(memo) = session.unchanged_pass(fingerprint) {
+        tracing::debug!(host = session.label(), state = ?memo.state, "nothing changed since the last pass");
+        let mut result = PassResult::new(memo.state, identity.expected_node_name, 0);
+        result.withheld = memo.withheld;
+        return Ok(result);
+    }
+    match converge(session, inputs, recorder, &identity, &stage, stage_files, identity_check).await? {
+        Convergence::Applied(converged) => {
+            settle(session, cluster, inputs, recorder, stage, *converged, &pass_inputs).await
+        }
+        Convergence::Ends(result) => Ok(result),
+        Convergence::IdentityChanged => {
+            Box::pin(configure_pass(session, cluster, inputs, recorder, IdentityCheck::Done)).await
+        }
+    }
+}
+
+/// The gates at a pass's start: the upgrade gate of a host whose identity is recorded (after one Node read), phase
+/// `Configuring` for a new attempt, a reboot under way advanced by one step, and the host key pinned on first use.
+async fn gate(
+    session: &HostSession,
+    cluster: ClusterAccess<'_>,
+    inputs: &ConfigureInputs<'_>,
+    recorder: &mut Recorder<'_>,
+) -> Result<ControlFlow<PassResult, Opened>, FlowError> {
+    let recorded = match HostIdentity::from_status(&recorder.status) {
+        Some(identity) => {
+            let node = read_own_node(session, cluster, inputs.instance, &identity).await?;
+            Some((identity, node))
+        }
         None => None,
     };
-    if let (Some(identity), Some(Some(node))) = (&recorded_identity, &recorded_node)
+    if let Some((identity, Some(node))) = &recorded
         && awaits_upgrade(node, recorder.status.phase, inputs.operator_version)
     {
-        return Ok(PassResult::new(ConfigureState::WaitingForUpgrade, identity.expected_node_name.clone(), 0));
+        let name = identity.expected_node_name.clone();
+        return Ok(ControlFlow::Break(PassResult::new(ConfigureState::WaitingForUpgrade, name, 0)));
     }
     // A Failed record keeps its phase until a pass gets further: writing Configuring first and Failed again at the
     // end would change the record on every attempt, and each change triggers the next reconcile (a hot loop).
@@ -231,7 +326,9 @@ async fn configure_pass(
     let mut after_reboot = None;
     if recorder.status.reboot.as_ref().is_some_and(HostReboot::in_progress) {
         match reboot::advance(session, cluster, inputs, recorder).await? {
-            Progress::Waiting(state) => return Ok(PassResult::new(state, waiting_node_name(inputs, recorder), 0)),
+            Progress::Waiting(state) => {
+                return Ok(ControlFlow::Break(PassResult::new(state, waiting_node_name(inputs, recorder), 0)));
+            }
             Progress::Back(stdout) => after_reboot = Some(stdout),
         }
     }
@@ -245,72 +342,66 @@ async fn configure_pass(
         })?;
         recorder.status.pinned_host_key = Some(key.to_openssh());
     }
-    // A host met before had its Node read at the start of the pass, a host met for the first time in its first contact.
-    let (identity, first_contact_node) = match recorded_identity {
-        Some(identity) => (identity, None),
-        None => match first_contact(session, cluster, inputs, recorder, after_reboot).await? {
-            FirstContact::Ends(result) => return Ok(result),
-            FirstContact::Identified(identity, node) => (identity, node),
+    Ok(ControlFlow::Continue(Opened { recorded, after_reboot }))
+}
+
+/// The host's identity and Node: the recorded ones (the Node read by [`gate`]), else those its first contact found
+/// (which may end the pass). The identity is saved with the record before anything else happens.
+async fn identify(
+    session: &HostSession,
+    cluster: ClusterAccess<'_>,
+    inputs: &ConfigureInputs<'_>,
+    recorder: &mut Recorder<'_>,
+    opened: Opened,
+) -> Result<ControlFlow<PassResult, (HostIdentity, Option<Node>)>, FlowError> {
+    let first = opened.recorded.is_none();
+    let (identity, node) = match opened.recorded {
+        Some(recorded) => recorded,
+        None => match first_contact(session, cluster, inputs, recorder, opened.after_reboot).await? {
+            ControlFlow::Break(result) => return Ok(ControlFlow::Break(result)),
+            ControlFlow::Continue(identified) => identified,
         },
     };
     recorder.save().await?;
-
+    // A host met for the first time whose Node another configuration left at another version (the Go operator's,
+    // before a takeover) is in service: it goes through the upgrade executor (mark, cordon, drain, within the budget)
+    // like any Node at another version, never reconfigured in place.
     let node_name = identity.expected_node_name.clone();
-    let node = match recorded_node {
-        Some(node) => node,
-        None => {
-            let node = first_contact_node.map(|node| *node);
-            // A host met for the first time whose Node another configuration left at another version (the Go
-            // operator's, before a takeover) is in service: it goes through the upgrade executor (mark, cordon,
-            // drain, within the budget) like any Node at another version, never reconfigured in place.
-            if node.as_ref().is_some_and(|node| awaits_upgrade(node, recorder.status.phase, inputs.operator_version)) {
-                tracing::info!(host = session.label(), node = %node_name,
-                    "the host's Node is configured at another version: waiting for the upgrade executor");
-                return Ok(PassResult::new(ConfigureState::WaitingForUpgrade, node_name, 0));
-            }
-            node
-        }
-    };
+    if first && node.as_ref().is_some_and(|node| awaits_upgrade(node, recorder.status.phase, inputs.operator_version)) {
+        tracing::info!(host = session.label(), node = %node_name,
+            "the host's Node is configured at another version: waiting for the upgrade executor");
+        return Ok(ControlFlow::Break(PassResult::new(ConfigureState::WaitingForUpgrade, node_name, 0)));
+    }
     if recorder.note_node_name_free() {
         recorder.save().await?;
     }
-    let stage = match node {
-        None => Stage::Bootstrap,
-        Some(node) if subnet(&node).is_some() => Stage::Node(Box::new(node)),
-        Some(node) => Stage::Registered(Box::new(node)),
-    };
-    let (file_stage, service_phase) = match &stage {
-        Stage::Bootstrap | Stage::Registered(_) => (FileStage::Bootstrap, ServiceStage::Bootstrap),
-        Stage::Node(node) => (FileStage::Node(node), ServiceStage::Node),
-    };
-    let node_exists = !matches!(stage, Stage::Bootstrap);
-    let stage_files = inputs.files.files(&identity, file_stage).map_err(|source| FlowError::DesiredFiles {
-        host: session.label().to_owned(),
-        stage: file_stage.name(),
-        source,
-    })?;
-    let pass_inputs =
-        PassInputs::new(inputs.instance, &stage_files, inputs.settings, [inputs.operator_version, inputs.pub_key_hash]);
-    let fingerprint = pass_inputs.with_node(stage.node()).with_status(inputs.instance.status.as_ref());
-    if let Some(memo) = session.unchanged_pass(fingerprint) {
-        tracing::debug!(host = session.label(), state = ?memo.state, "nothing changed since the last pass");
-        let mut result = PassResult::new(memo.state, node_name, 0);
-        result.withheld = memo.withheld;
-        return Ok(result);
-    }
+    Ok(ControlFlow::Continue((identity, node)))
+}
+
+/// Converges the host to the stage's desired state: one probe (which reads the identity again: a change is followed
+/// when `identity_check` asks), the plan, the budget a disruption of a Node in service claims first, the bootstrap
+/// window, the steps, and the leftovers found removed.
+async fn converge(
+    session: &HostSession,
+    inputs: &ConfigureInputs<'_>,
+    recorder: &mut Recorder<'_>,
+    identity: &HostIdentity,
+    stage: &Stage,
+    stage_files: StageFiles,
+    identity_check: IdentityCheck,
+) -> Result<Convergence, FlowError> {
+    let node_name = identity.expected_node_name.clone();
     let StageFiles { files, withheld, settings_generation } = stage_files;
     let bootstrap_kubeconfig = parse_fixed(session, BOOTSTRAP_KUBECONFIG)?;
+    let node_exists = stage.node().is_some();
     let wanted_files: BTreeMap<WinPath, &HostFile> = files
         .files()
         .iter()
         .filter(|file| !(node_exists && file.destination.same_location(&bootstrap_kubeconfig)))
         .map(|file| (file.destination.clone(), file))
         .collect();
-    let mut desired = desired_state(session, inputs.settings, &identity, service_phase, &wanted_files, &files)?;
-    let withheld = withhold(&mut desired, withheld);
-    for service in &withheld {
-        tracing::debug!(host = session.label(), service = %service.service, reason = %service.reason, "service withheld");
-    }
+    let (mut desired, withheld) =
+        desired_state(session, inputs.settings, identity, stage.phases().1, &wanted_files, &files, withheld)?;
     restart_on_changed_start_files(&mut desired, &bootstrap_kubeconfig);
 
     let mut removed_files = vec![(leftovers::go_daemon_kubeconfig(session)?, FlowStep::RemoveFiles)];
@@ -324,29 +415,16 @@ async fn configure_pass(
     request.identity = true;
     let observed = session.probe(&request).await?;
     recorder.note_pending_reboot(&observed.pending_reboot);
-    if identity_check == IdentityCheck::Probe {
-        let naming = inputs.node_naming();
-        let now =
-            drift::drifted(session.label(), naming, &inputs.instance.spec, &identity, observed.identity.as_ref())?;
-        let hostname_back = recorder.note_hostname_as_recorded();
-        if let Some(now) = now {
-            tracing::info!(host = session.label(), node = %node_name, node_ip = %now.node_ip, hostname = %now.hostname,
-                "the host's identity changed: recorded, and the pass planned again with it");
-            now.record_in(&mut recorder.status);
-            recorder.save().await?;
-            return Box::pin(configure_pass(session, cluster, inputs, recorder, IdentityCheck::Done)).await;
-        }
-        if hostname_back {
-            recorder.save().await?;
-        }
+    if identity_check == IdentityCheck::Probe && follow_drift(session, inputs, recorder, identity, &observed).await? {
+        return Ok(Convergence::IdentityChanged);
     }
     let steps =
         plan(&desired, &observed).map_err(|source| FlowError::Plan { host: session.label().to_owned(), source })?;
-    if let Stage::Node(node) = &stage
+    if let Stage::Node(node) = stage
         && needs_budget(&steps, node, recorder.status.phase, inputs.operator_version)
         && !claim_budget(session, inputs, recorder, &node_name, &steps).await?
     {
-        return Ok(PassResult::new(ConfigureState::WaitingForBudget, node_name, 0));
+        return Ok(Convergence::Ends(PassResult::new(ConfigureState::WaitingForBudget, node_name, 0)));
     }
     if matches!(stage, Stage::Bootstrap)
         && starts_a_bootstrap(&steps, &bootstrap_kubeconfig)
@@ -360,88 +438,131 @@ async fn configure_pass(
     }
     session.apply(&steps, &wanted_files, &observed).await?;
     leftovers::remove_found(session, &removed_files, &observed).await?;
+    let converged = Converged { node_name, desired, observed, request, steps, withheld, settings_generation };
+    Ok(Convergence::Applied(Box::new(converged)))
+}
 
-    let node = match stage {
-        Stage::Bootstrap => {
-            set_waiting(recorder);
-            recorder.save().await?;
-            let mut result = PassResult::new(ConfigureState::WaitingForNode, node_name, steps.len());
-            result.inputs = Some(pass_inputs.with_node(None));
-            return Ok(result);
-        }
-        Stage::Registered(node) => {
-            set_waiting(recorder);
-            recorder.save().await?;
-            let mut result = PassResult::new(ConfigureState::WaitingForSubnet, node_name, steps.len());
-            result.inputs = Some(pass_inputs.with_node(Some(&node)));
-            return Ok(result);
-        }
-        Stage::Node(node) => node,
-    };
-    // After a successful chain every service it started is at least START_PENDING. Whether they all run is asked
-    // only when the Node is Ready, i.e. when the answer can make the host Ready in this pass; otherwise the
-    // Node's Ready condition triggers the next pass, which probes. Steps that touch no service (a pruned file, a
-    // changed setting file no service reads at start) leave the probe's answer about the services true.
-    let services_touched = steps.iter().any(|step| {
-        matches!(
-            step,
-            Step::StopService(_)
-                | Step::StartService(_)
-                | Step::CreateService(_)
-                | Step::ReconfigureService(_)
-                | Step::DeleteService(_)
-        )
-    });
-    let running = match (services_touched, node.is_ready()) {
-        (false, _) => Some(all_running(&desired, &observed)),
-        (true, true) => Some(all_running(&desired, &session.probe(&request).await?)),
-        (true, false) => None,
-    };
-    let ready = running == Some(true) && node.is_ready();
-    let patch = node_patch(&node, inputs, recorder.status.pinned_host_key.as_deref(), ready);
-    if patch != NodeMetadataPatch::default() {
-        cluster.nodes.patch_metadata(&node_name, &patch).await.map_err(|source| FlowError::Cluster {
-            host: session.label().to_owned(),
-            step: FlowStep::LabelNode,
-            source,
-        })?;
+/// Follows a change of the host's identity that the probe read again ([`drift`]): records it and says `true` (the
+/// pass is planned again with it); a host name back as recorded is saved.
+async fn follow_drift(
+    session: &HostSession,
+    inputs: &ConfigureInputs<'_>,
+    recorder: &mut Recorder<'_>,
+    identity: &HostIdentity,
+    observed: &ObservedHost,
+) -> Result<bool, FlowError> {
+    let naming = inputs.node_naming();
+    let now = drift::drifted(session.label(), naming, &inputs.instance.spec, identity, observed.identity.as_ref())?;
+    let hostname_back = recorder.note_hostname_as_recorded();
+    if let Some(now) = now {
+        tracing::info!(host = session.label(), node = %identity.expected_node_name, node_ip = %now.node_ip,
+            hostname = %now.hostname, "the host's identity changed: recorded, and the pass planned again with it");
+        now.record_in(&mut recorder.status);
+        recorder.save().await?;
+        return Ok(true);
     }
-    let state = if ready {
+    if hostname_back {
+        recorder.save().await?;
+    }
+    Ok(false)
+}
+
+/// Where the applied steps leave the host: without a Node, or without its subnet, waiting for the cluster; in the
+/// node stage, its Node labelled and annotated, and Ready (version annotation, phase and configured version
+/// recorded) once every service runs and the Node is Ready.
+async fn settle(
+    session: &HostSession,
+    cluster: ClusterAccess<'_>,
+    inputs: &ConfigureInputs<'_>,
+    recorder: &mut Recorder<'_>,
+    stage: Stage,
+    converged: Converged,
+    pass_inputs: &PassInputs,
+) -> Result<PassResult, FlowError> {
+    let Converged { node_name, desired, observed, request, steps, withheld, settings_generation } = converged;
+    let (state, node) = match stage {
+        Stage::Bootstrap => (ConfigureState::WaitingForNode, None),
+        Stage::Registered(node) => (ConfigureState::WaitingForSubnet, Some(node)),
+        Stage::Node(node) => {
+            let node = *node;
+            // After a successful chain every service it started is at least START_PENDING. Whether they all run is
+            // asked only when the Node is Ready, i.e. when the answer can make the host Ready in this pass; otherwise
+            // the Node's Ready condition triggers the next pass, which probes. Steps that touch no service (a pruned
+            // file, a changed setting file no service reads at start) leave the probe's answer about the services
+            // true.
+            let running = match (steps.iter().any(touches_a_service), node.is_ready()) {
+                (false, _) => Some(all_running(&desired, &observed)),
+                (true, true) => Some(all_running(&desired, &session.probe(&request).await?)),
+                (true, false) => None,
+            };
+            let ready = running == Some(true) && node.is_ready();
+            let patch = node_patch(&node, inputs, recorder.status.pinned_host_key.as_deref(), ready);
+            if patch != NodeMetadataPatch::default() {
+                cluster.nodes.patch_metadata(&node_name, &patch).await.map_err(|source| FlowError::Cluster {
+                    host: session.label().to_owned(),
+                    step: FlowStep::LabelNode,
+                    source,
+                })?;
+            }
+            let inputs_after = Some(pass_inputs.with_node(Some(&memo::patched(&node, &patch))));
+            let state = record_outcome(recorder, inputs, running, ready, settings_generation);
+            recorder.save().await?;
+            return Ok(PassResult { state, node_name, steps_applied: steps.len(), withheld, inputs: inputs_after });
+        }
+    };
+    set_waiting(recorder);
+    recorder.save().await?;
+    let mut result = PassResult::new(state, node_name, steps.len());
+    result.inputs = Some(pass_inputs.with_node(node.as_deref()));
+    Ok(result)
+}
+
+/// Records a node-stage pass's outcome: Ready (with the configured version and settings generation) when `ready`,
+/// else waiting for the services that do not all run yet, or for the Node's Ready condition.
+fn record_outcome(
+    recorder: &mut Recorder<'_>,
+    inputs: &ConfigureInputs<'_>,
+    running: Option<bool>,
+    ready: bool,
+    settings_generation: Option<String>,
+) -> ConfigureState {
+    if ready {
         recorder.set_phase(InstancePhase::Ready);
         recorder.status.configured_version = Some(inputs.operator_version.to_owned());
         recorder.status.settings_generation = settings_generation;
         recorder.status.configuring_since = None;
         recorder.status.last_error = None;
-        ConfigureState::Ready
-    } else {
-        set_waiting(recorder);
-        if running == Some(false) { ConfigureState::WaitingForServices } else { ConfigureState::WaitingForReady }
-    };
-    recorder.save().await?;
-    let inputs = Some(pass_inputs.with_node(Some(&memo::patched(&node, &patch))));
-    Ok(PassResult { state, node_name, steps_applied: steps.len(), withheld, inputs })
+        return ConfigureState::Ready;
+    }
+    set_waiting(recorder);
+    if running == Some(false) { ConfigureState::WaitingForServices } else { ConfigureState::WaitingForReady }
 }
 
-/// What the first contact with a host found.
-enum FirstContact {
-    /// The pass ends here: the host is getting its `Containers` feature (installed, then a reboot).
-    Ends(PassResult),
-    /// The host passed its preflight and its identity is in the recorder (saved by the caller); with its Node, if
-    /// one exists (boxed: a Node is large).
-    Identified(HostIdentity, Option<Box<Node>>),
+/// Whether `step` stops, starts, creates, reconfigures or deletes a service.
+fn touches_a_service(step: &Step) -> bool {
+    matches!(
+        step,
+        Step::StopService(_)
+            | Step::StartService(_)
+            | Step::CreateService(_)
+            | Step::ReconfigureService(_)
+            | Step::DeleteService(_)
+    )
 }
 
 /// The first contact with a host whose record holds no identity yet: reads its identity and facts (`after_reboot`:
 /// the identity command's output a reboot's return already read), runs the preflight, enables the `Containers`
 /// feature if needed, and before its first join (no Node yet) clears the CNI state an earlier configuration left.
 /// The clearing happens before the identity is recorded, so a crash in between clears again on the next pass.
+/// Passed, the identity is in the recorder (saved by the caller), with the host's Node if one exists; the pass ends
+/// here while the host gets its `Containers` feature (installed, then a reboot).
 async fn first_contact(
     session: &HostSession,
     cluster: ClusterAccess<'_>,
     inputs: &ConfigureInputs<'_>,
     recorder: &mut Recorder<'_>,
     after_reboot: Option<String>,
-) -> Result<FirstContact, FlowError> {
+) -> Result<ControlFlow<PassResult, (HostIdentity, Option<Node>)>, FlowError> {
     let stdout = match after_reboot {
         Some(stdout) => stdout,
         None => run_identity_command(session, inputs.node_naming()).await?,
@@ -455,14 +576,14 @@ async fn first_contact(
     if let Some(step) = containers_to_enable(&facts) {
         let node_name = node.as_ref().map(|_| identity.expected_node_name.as_str());
         let state = enable_containers(session, cluster, inputs, recorder, &facts, step, node_name).await?;
-        return Ok(FirstContact::Ends(PassResult::new(state, identity.expected_node_name, 0)));
+        return Ok(ControlFlow::Break(PassResult::new(state, identity.expected_node_name, 0)));
     }
     if node.is_none() && facts.cni_state == Some(true) {
         leftovers::clear_cni_state(session).await?;
     }
     recorder.note_preflight_passed();
     identity.record_in(&mut recorder.status);
-    Ok(FirstContact::Identified(identity, node.map(Box::new)))
+    Ok(ControlFlow::Continue((identity, node)))
 }
 
 /// Asks the disruption gate for the budget to apply `steps`; granted, records phase `Upgrading` before the claim is
@@ -628,7 +749,8 @@ fn parse_fixed(session: &HostSession, text: &str) -> Result<WinPath, FlowError> 
 
 /// The host state to converge to: the node's services for `phase`, its directories plus those of the files, the
 /// files' hashes, containerd's registry directory and the trusted certificates' directory as owned ones (indexed by
-/// `wmco-registries.txt` and `wmco-certs.txt`), and the root store trusting each certificate of that directory.
+/// `wmco-registries.txt` and `wmco-certs.txt`), and the root store trusting each certificate of that directory;
+/// without the `withheld` services and their dependents ([`withhold`]), returned with them.
 fn desired_state(
     session: &HostSession,
     settings: &ServiceSettings,
@@ -636,7 +758,8 @@ fn desired_state(
     phase: ServiceStage,
     wanted_files: &BTreeMap<WinPath, &HostFile>,
     files: &HostFileSet,
-) -> Result<HostState, FlowError> {
+    withheld: Vec<WithheldService>,
+) -> Result<(HostState, Vec<WithheldService>), FlowError> {
     let mut desired = node_host_state(&settings.node_inputs(identity), phase)
         .map_err(|source| FlowError::NodeServices { host: session.label().to_owned(), source })?;
     desired.directories.extend(files.directories());
@@ -659,7 +782,11 @@ fn desired_state(
         });
         desired.owned_directories.insert(directory, certificates_index);
     }
-    Ok(desired)
+    let withheld = withhold(&mut desired, withheld);
+    for service in &withheld {
+        tracing::debug!(host = session.label(), service = %service.service, reason = %service.reason, "service withheld");
+    }
+    Ok((desired, withheld))
 }
 
 /// The certificates among the desired files: `<thumbprint>.crt` directly in `directory`.

@@ -1,10 +1,10 @@
 //! Preflight: what a host must be before anything is installed on it, checked from the facts the identity command
 //! reads in the same round trip ([`HostFacts`]): a supported Windows Server build that the cluster's hybrid overlay
 //! works with (Windows Server 2022 from revision 20348.681, KB5012637, on; Windows Server 2019 only with the default
-//! VXLAN port), the `Containers` feature
-//! enabled or installable (the configuration installs it and reboots the host once, [`containers_to_enable`](crate::containers_to_enable)),
-//! room on `C:` for the payload, OpenSSH's default shell cmd.exe or PowerShell, and no Docker service (a containerd service already there is taken
-//! over: the operator's configuration replaces its own). [`preflight`] returns every failing check, each naming what was found
+//! VXLAN port), the `Containers` feature enabled or installable (the configuration installs it and reboots the host
+//! once, [`containers_to_enable`](crate::containers_to_enable)), room on `C:` for the payload, OpenSSH's default
+//! shell cmd.exe or PowerShell, and no Docker service (a containerd service already there is taken over: the
+//! operator's configuration replaces its own). [`preflight`] returns every failing check, each naming what was found
 //! and what to do (windows-commands.md §4.1 for the facts).
 //!
 //! The host name is checked by [`crate::HostIdentity::parse`] (it must give an RFC 1123 Node name); [`check_host`]
