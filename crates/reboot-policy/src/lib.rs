@@ -39,5 +39,6 @@ mod window;
 pub use error::{RebootRequestError, RebootSettingsError};
 pub use parse::{parse_time_of_day, parse_time_zone, parse_weekday, time_zone_in};
 pub use policy::{RebootPolicy, RebootSettings};
-pub use request::{MAX_TOKEN_CHARS, PendingRebootMarker, RebootInputs, RebootRequest, RebootSource, reboot_request};
+pub use request::{MAX_TOKEN_CHARS, RebootInputs, RebootRequest, RebootSource, reboot_request};
 pub use window::MaintenanceWindow;
+pub use wmco_vocabulary::RebootMarker;

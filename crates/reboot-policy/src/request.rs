@@ -8,60 +8,14 @@
 //! a crash in between repeats only the removal). The host's markers go away with the reboot that clears them.
 
 use std::fmt;
-use std::str::FromStr;
 
 use jiff::Timestamp;
+use wmco_vocabulary::RebootMarker;
 
 use crate::{RebootPolicy, RebootRequestError, RebootSettings};
 
 /// The longest admin token: any timestamp or UUID fits, and the record's status stays small.
 pub const MAX_TOKEN_CHARS: usize = 63;
-
-/// A mark Windows keeps while a reboot is pending, as the state probe reports it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum PendingRebootMarker {
-    /// Windows Update's `RebootRequired` key (`HKLM\SOFTWARE\Microsoft\Windows\CurrentVersion\WindowsUpdate\Auto
-    /// Update\RebootRequired`).
-    WindowsUpdate,
-    /// Component-Based Servicing's `RebootPending` key (`HKLM\SOFTWARE\Microsoft\Windows\CurrentVersion\Component
-    /// Based Servicing\RebootPending`).
-    ComponentBasedServicing,
-    /// Session Manager's `PendingFileRenameOperations` value: files replaced at the next boot.
-    PendingFileRenameOperations,
-}
-
-impl PendingRebootMarker {
-    /// Every marker, in the order reasons list them.
-    pub const ALL: [PendingRebootMarker; 3] = [
-        PendingRebootMarker::WindowsUpdate,
-        PendingRebootMarker::ComponentBasedServicing,
-        PendingRebootMarker::PendingFileRenameOperations,
-    ];
-
-    /// The name conditions, Events and the probe use.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PendingRebootMarker::WindowsUpdate => "WindowsUpdateRebootRequired",
-            PendingRebootMarker::ComponentBasedServicing => "CbsRebootPending",
-            PendingRebootMarker::PendingFileRenameOperations => "PendingFileRenameOperations",
-        }
-    }
-}
-
-impl fmt::Display for PendingRebootMarker {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for PendingRebootMarker {
-    type Err = String;
-
-    /// The marker [`as_str`](Self::as_str) names; the error is the unknown name.
-    fn from_str(name: &str) -> Result<Self, Self::Err> {
-        Self::ALL.into_iter().find(|marker| marker.as_str() == name).ok_or_else(|| name.to_owned())
-    }
-}
 
 /// What the operator observed of one host, the inputs of [`reboot_request`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -73,7 +27,7 @@ pub struct RebootInputs<'a> {
     /// Whether the Node carries `windowsmachineconfig.openshift.io/reboot-required` (any value).
     pub node_reboot_required: bool,
     /// The pending-reboot markers the latest state probe found.
-    pub host_markers: &'a [PendingRebootMarker],
+    pub host_markers: &'a [RebootMarker],
 }
 
 /// Who asks for a reboot.
@@ -87,7 +41,7 @@ pub enum RebootSource {
     /// The Node's `reboot-required` annotation; the executor removes it once the host is back.
     NodeAnnotation,
     /// Windows itself, under `--reboot-policy=when-required` (sorted, without repeats).
-    HostMarkers(Vec<PendingRebootMarker>),
+    HostMarkers(Vec<RebootMarker>),
 }
 
 impl fmt::Display for RebootSource {
@@ -96,7 +50,7 @@ impl fmt::Display for RebootSource {
             RebootSource::Admin { token } => write!(f, "the admin asked (token {token:?})"),
             RebootSource::NodeAnnotation => f.write_str("the Node carries the reboot-required annotation"),
             RebootSource::HostMarkers(markers) => {
-                let names: Vec<&str> = markers.iter().map(|marker| marker.as_str()).collect();
+                let names: Vec<&str> = markers.iter().map(|marker| marker.name()).collect();
                 write!(f, "Windows has a reboot pending ({})", names.join(", "))
             }
         }
@@ -177,8 +131,7 @@ mod tests {
     use super::*;
     use crate::MaintenanceWindow;
 
-    const MARKERS: [PendingRebootMarker; 2] =
-        [PendingRebootMarker::PendingFileRenameOperations, PendingRebootMarker::WindowsUpdate];
+    const MARKERS: [RebootMarker; 2] = [RebootMarker::PendingFileRenameOperations, RebootMarker::WindowsUpdate];
 
     /// Saturday 22:00 to Sunday 04:00 UTC.
     fn weekend_night(policy: RebootPolicy) -> RebootSettings {
@@ -266,12 +219,9 @@ mod tests {
         assert_eq!(decide(inputs, &weekend_night(RebootPolicy::Never), saturday_night()), None);
         assert_eq!(decide(inputs, &weekend_night(RebootPolicy::WhenRequired), monday_noon()), None);
         let request = decide(inputs, &weekend_night(RebootPolicy::WhenRequired), saturday_night()).expect("asked");
-        let sorted = vec![PendingRebootMarker::WindowsUpdate, PendingRebootMarker::PendingFileRenameOperations];
+        let sorted = vec![RebootMarker::WindowsUpdate, RebootMarker::PendingFileRenameOperations];
         assert_eq!(request.sources, [RebootSource::HostMarkers(sorted)]);
-        assert_eq!(
-            request.reason,
-            "Windows has a reboot pending (WindowsUpdateRebootRequired, PendingFileRenameOperations)"
-        );
+        assert_eq!(request.reason, "Windows has a reboot pending (WindowsUpdate, PendingFileRenameOperations)");
         let always = RebootSettings { policy: RebootPolicy::WhenRequired, ..RebootSettings::default() };
         assert!(decide(inputs, &always, monday_noon()).is_some());
     }
@@ -281,7 +231,7 @@ mod tests {
         let inputs = RebootInputs {
             admin_token: Some("t1"),
             node_reboot_required: true,
-            host_markers: &[PendingRebootMarker::ComponentBasedServicing, PendingRebootMarker::ComponentBasedServicing],
+            host_markers: &[RebootMarker::ComponentBasedServicing, RebootMarker::ComponentBasedServicing],
             ..RebootInputs::default()
         };
         let request = decide(inputs, &weekend_night(RebootPolicy::WhenRequired), monday_noon()).expect("asked");
@@ -290,25 +240,17 @@ mod tests {
             [
                 RebootSource::Admin { token: "t1".into() },
                 RebootSource::NodeAnnotation,
-                RebootSource::HostMarkers(vec![PendingRebootMarker::ComponentBasedServicing]),
+                RebootSource::HostMarkers(vec![RebootMarker::ComponentBasedServicing]),
             ]
         );
         assert_eq!(
             request.reason,
             "the admin asked (token \"t1\"); the Node carries the reboot-required annotation; Windows has a reboot \
-             pending (CbsRebootPending)"
+             pending (ComponentBasedServicing)"
         );
         assert_eq!(
             sources(decide(inputs, &weekend_night(RebootPolicy::Never), monday_noon())),
             Some(vec![RebootSource::Admin { token: "t1".into() }, RebootSource::NodeAnnotation])
         );
-    }
-
-    #[test]
-    fn markers_read_and_write_their_probe_names() {
-        for marker in PendingRebootMarker::ALL {
-            assert_eq!(marker.to_string().parse(), Ok(marker));
-        }
-        assert_eq!("RebootPending".parse::<PendingRebootMarker>(), Err("RebootPending".to_owned()));
     }
 }

@@ -24,6 +24,7 @@ mod excerpt;
 mod instance;
 mod mirror;
 mod platform;
+mod reboot_marker;
 
 pub use cidr::{CidrError, IpCidr};
 pub use digest::{DigestParseError, Sha256Digest};
@@ -32,3 +33,4 @@ pub use excerpt::{EXCERPT_CHARS, excerpt};
 pub use instance::{BOOTSTRAP_WINDOW, BOOTSTRAP_WINDOW_REOPEN_AFTER, InstanceOrigin, InstancePhase};
 pub use mirror::MirrorKind;
 pub use platform::{Platform, PlatformName, UnknownPlatform};
+pub use reboot_marker::RebootMarker;

@@ -4,47 +4,9 @@
 //! pending-reboot checks read (docs/testing.md § "Simulated Windows hosts" names them with their sources). Cheap
 //! registry reads only: two `Test-Path` and one `Get-ItemProperty`.
 
-use std::fmt;
-
 use serde::Deserialize;
 use serde_json::Value;
-
-/// One place where Windows records that a restart is needed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum RebootMarker {
-    /// The key `HKLM\SOFTWARE\Microsoft\Windows\CurrentVersion\WindowsUpdate\Auto Update\RebootRequired` exists:
-    /// Windows Update installed an update that completes at the next restart.
-    WindowsUpdate,
-    /// The key `HKLM\SOFTWARE\Microsoft\Windows\CurrentVersion\Component Based Servicing\RebootPending` exists:
-    /// servicing (a cumulative update, a feature, DISM) staged changes that complete at the next restart.
-    ComponentBasedServicing,
-    /// `HKLM\SYSTEM\CurrentControlSet\Control\Session Manager` `PendingFileRenameOperations` (REG_MULTI_SZ) holds
-    /// entries: files Session Manager renames or deletes at the next boot (`MoveFileEx` with
-    /// `MOVEFILE_DELAY_UNTIL_REBOOT`). Installers and anti-virus updates leave such entries too, for their own
-    /// clean-up, so this marker alone may not mean the system needs a restart.
-    PendingFileRenameOperations,
-}
-
-impl RebootMarker {
-    /// Every marker, in the order the probe reads them.
-    pub const ALL: [RebootMarker; 3] =
-        [RebootMarker::WindowsUpdate, RebootMarker::ComponentBasedServicing, RebootMarker::PendingFileRenameOperations];
-
-    /// The marker's name as conditions and logs show it.
-    pub fn name(self) -> &'static str {
-        match self {
-            RebootMarker::WindowsUpdate => "WindowsUpdate",
-            RebootMarker::ComponentBasedServicing => "ComponentBasedServicing",
-            RebootMarker::PendingFileRenameOperations => "PendingFileRenameOperations",
-        }
-    }
-}
-
-impl fmt::Display for RebootMarker {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(self.name())
-    }
-}
+pub use wmco_vocabulary::RebootMarker;
 
 /// The statements that set `$rbu`, `$rbc` and `$rbf`, each a boolean. A `PendingFileRenameOperations` of empty
 /// strings only counts as absent; a missing value or key reads as `$null` (the cmdlet's errors are silenced).
