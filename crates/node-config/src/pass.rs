@@ -84,7 +84,7 @@ pub trait HostFilesSource: Send + Sync {
     ///
     /// # Errors
     /// Whatever stops the source (a missing Secret, an unrenderable value); the flow reports it as
-    /// [`FlowError::DesiredFiles`], retryable.
+    /// [`FlowError::DesiredFiles`](crate::FlowError::DesiredFiles), retryable.
     fn files(&self, identity: &HostIdentity, stage: FileStage<'_>) -> Result<StageFiles, SourceError>;
 }
 

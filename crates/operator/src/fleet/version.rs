@@ -1,6 +1,6 @@
 //! Versions the executor compares: the operator's own (written to Nodes without build metadata) and the kubelet's
-//! the payload installs (for the skew rule against the API server's, read through
-//! [`ApiServerVersion`](crate::fleet::ApiServerVersion)).
+//! the payload installs (for the skew rule against the API server's, whose read fails with
+//! [`ApiServerVersionError`](crate::fleet::ApiServerVersionError)).
 
 use semver::{BuildMetadata, Version};
 use wmco_payload_manifest::Manifest;
