@@ -220,11 +220,18 @@ async fn refused_machine_is_replaced(
     );
     ensure!(waited >= jiff::SignedDuration::try_from(GRACE)?, "deleted before the grace period ended: {waited:#}");
 
-    let warnings = refused_replacement_events(admin).await?;
+    // The operator publishes the Warnings right after the deletion it reports: wait for them, not just read once.
     let expected = BTreeSet::from([
         ("WindowsInstance".to_owned(), OPERATOR_NAMESPACE.to_owned(), record_name.clone()),
         ("Machine".to_owned(), MACHINE_API_NAMESPACE.to_owned(), refusing.machine.clone()),
     ]);
+    let warnings = sandbox
+        .wait_for("the Warnings of the refused Machine's replacement", REFUSAL_TIMEOUT, || async {
+            let warnings = refused_replacement_events(admin).await?;
+            ensure!(warnings.len() >= expected.len(), "Warnings so far: {warnings:?}");
+            Ok(warnings)
+        })
+        .await?;
     assert_eq!(warnings, expected, "one Warning on the record and one on the Machine");
 
     let replacement = provision_machine(sandbox, admin, index + 1, new_user_data).await?;
