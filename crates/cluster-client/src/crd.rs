@@ -104,6 +104,7 @@ mod tests {
                 "conditions",
                 "configuredVersion",
                 "configuringSince",
+                "disruption",
                 "expectedNodeName",
                 "fqdn",
                 "hostname",
@@ -118,5 +119,10 @@ mod tests {
                 "sshUser",
             ]
         );
+        // The API server prunes fields its schema lacks: the deprecated `reboot` stays for one release so an upgraded
+        // operator still reads a reboot an older one recorded.
+        let reboot = status["reboot"]["description"].as_str().unwrap();
+        assert!(reboot.starts_with("Deprecated"), "{reboot}");
+        assert_eq!(status["disruption"]["properties"]["kind"]["enum"], serde_json::json!(["Restart", "Reboot"]));
     }
 }

@@ -34,7 +34,7 @@ use wmco_cluster_client::names::{
     BYOH_LABEL, HYBRID_OVERLAY_SUBNET_ANNOTATION, PUB_KEY_HASH_ANNOTATION, SSH_HOST_KEY_ANNOTATION,
     SSH_HOST_KEY_TYPE_ANNOTATION, VERSION_ANNOTATION, WORKER_ROLE_LABEL,
 };
-use wmco_cluster_client::types::{HostReboot, InstanceOrigin, InstancePhase};
+use wmco_cluster_client::types::{InstanceOrigin, InstancePhase};
 use wmco_cluster_client::{NodeExt, NodeMetadataPatch, WindowsInstanceExt, keep_host_key};
 use wmco_payload_manifest::render::destinations::{
     BOOTSTRAP_KUBECONFIG, IMPORTED_ROOTS_RECORD, REGISTRIES_DIR, REGISTRIES_INDEX, TRUSTED_CERTIFICATES_DIR,
@@ -190,7 +190,7 @@ pub async fn configure(
     inputs: &ConfigureInputs<'_>,
 ) -> Result<ConfigureOutcome, FlowError> {
     let before = session.counters();
-    let reboot_before = inputs.instance.status.as_ref().and_then(|status| status.reboot.clone());
+    let reboot_before = inputs.instance.status.as_ref().and_then(|status| status.disruption_in_effect());
     let identity_before = inputs.instance.status.as_ref().and_then(HostIdentity::from_status);
     let pinned_before = inputs.instance.pinned_host_key().is_some();
     let mut recorder = Recorder::new(cluster.records, inputs.instance, session.label())?;
@@ -219,7 +219,7 @@ pub async fn configure(
                 uploads: after.uploads - before.uploads,
                 bytes_uploaded: after.bytes_uploaded - before.bytes_uploaded,
                 withheld,
-                reboot: RebootStep::between(reboot_before.as_ref(), recorder.status.reboot.as_ref()),
+                reboot: RebootStep::between(reboot_before.as_ref(), recorder.status.disruption.as_ref()),
                 identity_change: IdentityChange::between(identity_before, HostIdentity::from_status(&recorder.status))
                     .map(Box::new),
                 host_key_first_use: recorder.status.pinned_host_key.clone().filter(|_| !pinned_before),
@@ -324,7 +324,7 @@ async fn gate(
         recorder.set_phase(InstancePhase::Configuring);
     }
     let mut after_reboot = None;
-    if recorder.status.reboot.as_ref().is_some_and(HostReboot::in_progress) {
+    if reboot::under_way(&recorder.status.disruption).is_some() {
         match reboot::advance(session, cluster, inputs, recorder).await? {
             Progress::Waiting(state) => {
                 return Ok(ControlFlow::Break(PassResult::new(state, waiting_node_name(inputs, recorder), 0)));
@@ -681,7 +681,7 @@ async fn enable_containers(
     recorder.save().await?;
     let state = facts.containers.as_ref().map_or("unknown", FeatureState::as_str);
     if let Some(done) =
-        recorder.status.reboot.as_ref().filter(|reboot| reboot.reason == reboot::CONTAINERS_REBOOT_REASON)
+        recorder.status.disruption.as_ref().filter(|reboot| reboot.reason == reboot::CONTAINERS_REBOOT_REASON)
     {
         let at = done.completed_at.as_ref().map_or_else(|| "earlier".to_owned(), |time| time.0.to_string());
         let failure = PreflightFailure {

@@ -7,9 +7,10 @@
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Node;
-use wmco_cluster_client::types::{HostReboot, WindowsInstance};
+use wmco_cluster_client::types::{HostDisruption, WindowsInstance};
 use wmco_cluster_client::{ConfigMaps, DrainOptions, Drainer, InstanceRecords, Nodes};
 use wmco_payload_manifest::HostFileSet;
+use wmco_vocabulary::DisruptionKind;
 use wmco_windows_services::{LogRotation, NodeInputs, NodeProxy, Platform, Verbosity, WinPath};
 
 use crate::disruption::DisruptionGate;
@@ -201,8 +202,8 @@ pub enum ConfigureState {
     /// The pass would stop services on a Node in service (a changed cluster setting or file) and the
     /// [`DisruptionGate`] has no budget left: nothing was changed on the host. Call again after a short delay.
     WaitingForBudget,
-    /// The operator restarts the host (the record's `status.reboot` says why and how far): it is down, or up with its
-    /// old boot time. Call again after a short delay; the pass that sees it back goes on configuring.
+    /// The operator restarts the host (the record's `status.disruption` says why and how far): it is down, or up
+    /// with its old boot time. Call again after a short delay; the pass that sees it back goes on configuring.
     Rebooting,
 }
 
@@ -223,7 +224,7 @@ pub struct ConfigureOutcome {
     pub bytes_uploaded: u64,
     /// The services this pass left out for a missing input (see [`StageFiles`]); a Ready host may lack them.
     pub withheld: Vec<WithheldService>,
-    /// A reboot this pass started or saw completed (the record's `status.reboot` has the details).
+    /// A reboot this pass started or saw completed (the record's `status.disruption` has the details).
     pub reboot: Option<RebootStep>,
     /// The host's recorded identity changed in this pass (a new DHCP address or DNS name).
     pub identity_change: Option<Box<IdentityChange>>,
@@ -242,9 +243,9 @@ pub enum RebootStep {
 
 impl RebootStep {
     /// The step between the record's reboot before a pass and after it, if any.
-    pub(crate) fn between(before: Option<&HostReboot>, after: Option<&HostReboot>) -> Option<RebootStep> {
-        let under_way = |reboot: Option<&HostReboot>| reboot.is_some_and(HostReboot::in_progress);
-        let after = after?;
+    pub(crate) fn between(before: Option<&HostDisruption>, after: Option<&HostDisruption>) -> Option<RebootStep> {
+        let under_way = |reboot: Option<&HostDisruption>| reboot.is_some_and(HostDisruption::in_progress);
+        let after = after.filter(|after| after.kind == DisruptionKind::Reboot)?;
         match (under_way(before), after.in_progress()) {
             (false, true) => Some(RebootStep::Started(after.reason.clone())),
             (true, false) => Some(RebootStep::Completed(after.reason.clone())),

@@ -3,9 +3,9 @@
 //!
 //! 1. **Request** ([`request`]): one unit of the fleet's unavailability budget is claimed through the
 //!    [`DisruptionGate`] (shared with upgrades and Machine replacements; a host without a Node counts too), and the
-//!    record's `status.reboot` is written — state `Requested`, the reason, and the host's boot time before it — while
-//!    the claim is held, so every budget holder counts the host from then on. No budget: the pass changes nothing and
-//!    says [`ConfigureState::WaitingForBudget`].
+//!    record's `status.disruption` is written — kind `Reboot`, state `Granted`, the reason, and the host's boot time
+//!    before it — while the claim is held, so every budget holder counts the host from then on. No budget: the pass
+//!    changes nothing and says [`ConfigureState::WaitingForBudget`].
 //! 2. **Cordon and drain** a Node that exists and is schedulable (the reboot record notes that the operator cordoned
 //!    it).
 //! 3. **Restart**: state `Restarting` and the time are written first, then `Restart-Computer -Force` is sent; a
@@ -18,14 +18,15 @@
 //!    cordoned it) and unmarked — and the pass goes on with the identity command's fresh output.
 //!
 //! Every step is written before it is taken, so an operator restarted at any point resumes from the record: a
-//! `Requested` reboot cordons, drains and restarts; a `Restarting` one waits for the new boot time.
+//! `Granted` reboot cordons, drains and restarts; a `Restarting` one waits for the new boot time.
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use wmco_cluster_client::names::UPGRADING_LABEL;
-use wmco_cluster_client::types::{HostReboot, InstancePhase, RebootState};
+use wmco_cluster_client::types::{DisruptionState, HostDisruption, InstancePhase};
 use wmco_cluster_client::{NodeExt, NodeMetadataPatch};
 use wmco_ssh_transport::TransportError;
+use wmco_vocabulary::DisruptionKind;
 
 use crate::disruption::{self, Admission, DisruptionRequest};
 use crate::error::{FlowError, FlowStep};
@@ -70,15 +71,20 @@ pub(crate) async fn request(
     match disruption::admit(session.label(), inputs.disruptions, &request).await? {
         Admission::Granted(claim) => {
             tracing::info!(host = session.label(), reason, "budget claimed: the host reboots");
-            recorder.status.reboot = Some(HostReboot {
+            let now = Time(Timestamp::now());
+            recorder.status.disruption = Some(HostDisruption {
+                kind: DisruptionKind::Reboot,
                 reason: reason.to_owned(),
-                state: RebootState::Requested,
-                boot_before: boot_before.to_owned(),
-                requested_at: Time(Timestamp::now()),
+                state: DisruptionState::Granted,
+                requested_at: now.clone(),
+                granted_at: Some(now),
+                services: Vec::new(),
+                boot_before: Some(boot_before.to_owned()),
                 restart_sent_at: None,
                 node: node_name.map(str::to_owned),
                 cordoned: false,
                 completed_at: None,
+                admin_token: None,
             });
             recorder.save().await?;
             drop(claim);
@@ -101,19 +107,20 @@ pub(crate) async fn advance(
     inputs: &ConfigureInputs<'_>,
     recorder: &mut Recorder<'_>,
 ) -> Result<Progress, FlowError> {
-    let Some(reboot) = recorder.status.reboot.clone().filter(HostReboot::in_progress) else {
-        return Err(FlowError::Record { instance: session.label().to_owned(), what: "status.reboot under way" });
+    let Some(reboot) = under_way(&recorder.status.disruption).cloned() else {
+        return Err(FlowError::Record { instance: session.label().to_owned(), what: "status.disruption under way" });
     };
     let node_name = reboot.node.clone();
     match reboot.state {
-        RebootState::Requested => {
+        // Nothing records a reboot as `Requested` before the gate grants it yet (issue 37: the fleet executor will).
+        DisruptionState::Requested | DisruptionState::Granted => {
             if let Some(node_name) = &node_name {
                 cordon_and_drain(session, cluster, inputs, recorder, node_name).await?;
             }
             send_restart(session, recorder).await?;
             Ok(Progress::Waiting(ConfigureState::Rebooting))
         }
-        RebootState::Restarting | RebootState::Completed => {
+        DisruptionState::Restarting | DisruptionState::Completed => {
             let sent = reboot.restart_sent_at.as_ref().map_or(reboot.requested_at.0, |time| time.0);
             let since = Timestamp::now().duration_since(sent);
             let stdout = match run_identity_command(session, inputs.node_naming()).await {
@@ -125,7 +132,7 @@ pub(crate) async fn advance(
                 Err(error) => return Err(error),
             };
             match HostFacts::parse(&stdout).last_boot {
-                Some(boot) if boot != reboot.boot_before => {
+                Some(boot) if reboot.boot_before.as_deref() != Some(boot.as_str()) => {
                     complete(session, cluster, recorder, node_name.as_deref(), &boot).await?;
                     Ok(Progress::Back(stdout))
                 }
@@ -138,6 +145,11 @@ pub(crate) async fn advance(
             }
         }
     }
+}
+
+/// The reboot `disruption` records, if one is under way (a restart of services is not this flow's).
+pub(crate) fn under_way(disruption: &Option<HostDisruption>) -> Option<&HostDisruption> {
+    disruption.as_ref().filter(|disruption| disruption.kind == DisruptionKind::Reboot && disruption.in_progress())
 }
 
 /// Still rebooting, or [`FlowError::Reboot`] once `since` passed [`REBOOT_TIMEOUT`].
@@ -183,9 +195,9 @@ async fn cordon_and_drain(
     else {
         return Ok(());
     };
-    let already_ours = recorder.status.reboot.as_ref().is_some_and(|reboot| reboot.cordoned);
+    let already_ours = recorder.status.disruption.as_ref().is_some_and(|reboot| reboot.cordoned);
     if !already_ours && !node.is_unschedulable() {
-        if let Some(reboot) = recorder.status.reboot.as_mut() {
+        if let Some(reboot) = recorder.status.disruption.as_mut() {
             reboot.cordoned = true;
         }
         recorder.save().await?;
@@ -198,8 +210,8 @@ async fn cordon_and_drain(
 /// Records state `Restarting` and the time, then sends `Restart-Computer -Force`. A transport failure while it runs
 /// is the restart under way; a command that ran and failed is an error.
 async fn send_restart(session: &HostSession, recorder: &mut Recorder<'_>) -> Result<(), FlowError> {
-    if let Some(reboot) = recorder.status.reboot.as_mut() {
-        reboot.state = RebootState::Restarting;
+    if let Some(reboot) = recorder.status.disruption.as_mut() {
+        reboot.state = DisruptionState::Restarting;
         reboot.restart_sent_at = Some(Time(Timestamp::now()));
     }
     recorder.save().await?;
@@ -229,7 +241,7 @@ async fn complete(
     boot: &str,
 ) -> Result<(), FlowError> {
     let cluster_error = |step, source| FlowError::Cluster { host: session.label().to_owned(), step, source };
-    let cordoned = recorder.status.reboot.as_ref().is_some_and(|reboot| reboot.cordoned);
+    let cordoned = recorder.status.disruption.as_ref().is_some_and(|reboot| reboot.cordoned);
     if let Some(node_name) = node_name
         && let Some(node) =
             cluster.nodes.get(node_name).await.map_err(|source| cluster_error(FlowStep::ReadNode, source))?
@@ -246,8 +258,8 @@ async fn complete(
                 .map_err(|source| cluster_error(FlowStep::LabelNode, source))?;
         }
     }
-    if let Some(reboot) = recorder.status.reboot.as_mut() {
-        reboot.state = RebootState::Completed;
+    if let Some(reboot) = recorder.status.disruption.as_mut() {
+        reboot.state = DisruptionState::Completed;
         reboot.completed_at = Some(Time(Timestamp::now()));
     }
     recorder.save().await?;

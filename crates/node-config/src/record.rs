@@ -50,7 +50,11 @@ impl<'a> Recorder<'a> {
             .namespace
             .clone()
             .ok_or_else(|| FlowError::Record { instance: name.clone(), what: "metadata.namespace" })?;
-        let status = instance.status.clone().unwrap_or_default();
+        let saved = instance.status.clone().unwrap_or_default();
+        let mut status = saved.clone();
+        // A reboot an operator before `status.disruption` recorded goes on as a disruption; the next write drops
+        // the deprecated `status.reboot`.
+        status.migrate_legacy_reboot();
         let key = instance.key();
         Ok(Recorder {
             records,
@@ -59,7 +63,7 @@ impl<'a> Recorder<'a> {
             key,
             host: host.to_owned(),
             generation: instance.metadata.generation,
-            saved: status.clone(),
+            saved,
             clear_bootstrap_key: false,
             status,
         })

@@ -21,7 +21,7 @@ use std::time::Duration;
 use anyhow::{Context as _, ensure};
 use winhost_sim::fleet::{HostInfo, NewHost};
 use winhost_sim::host::RebootWindow;
-use wmco_cluster_client::types::RebootState;
+use wmco_cluster_client::types::DisruptionState;
 use wmco_instance_inventory::instance_name;
 use wmco_sandbox::{HOST_USER, Sandbox, SandboxOptions};
 use wmco_windows_services::decode_encoded_command;
@@ -64,12 +64,12 @@ async fn powershell_scripts(sandbox: &Sandbox, name: &str) -> anyhow::Result<Vec
         .collect())
 }
 
-/// The reboot state the record of `address` shows.
-async fn reboot_state(sandbox: &Sandbox, address: &str) -> anyhow::Result<Option<RebootState>> {
+/// The state of the disruption (the reboot) the record of `address` shows.
+async fn reboot_state(sandbox: &Sandbox, address: &str) -> anyhow::Result<Option<DisruptionState>> {
     let record = instance_name(address);
     let records = sandbox.windows_instances().await?;
     let found = records.iter().find(|found| found.metadata.name.as_deref() == Some(&record));
-    Ok(found.and_then(|record| record.status.as_ref()?.reboot.as_ref()).map(|reboot| reboot.state))
+    Ok(found.and_then(|record| record.status.as_ref()?.disruption.as_ref()).map(|reboot| reboot.state))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -99,7 +99,7 @@ async fn hosts_without_containers_reboot_once_each_one_at_a_time_and_join() -> a
         ensure!(boots == 1 && reboots.len() == 1, "{} rebooted {boots} times: {reboots:?}", host.name);
         ensure!(containers.as_deref() == Some("Enabled"), "{}: Containers is {containers:?}", host.name);
         let state = reboot_state(&sandbox, &address.to_string()).await?;
-        ensure!(state == Some(RebootState::Completed), "{}: the record's reboot is {state:?}", host.name);
+        ensure!(state == Some(DisruptionState::Completed), "{}: the record's reboot is {state:?}", host.name);
         let events = sandbox.events_about("WindowsInstance", &instance_name(&address.to_string())).await?;
         for reason in ["HostRebooting", "HostRebooted"] {
             ensure!(events.iter().any(|(_, found, _)| found == reason), "{}: no {reason} Event: {events:?}", host.name);
@@ -133,7 +133,7 @@ async fn an_operator_killed_while_a_host_reboots_converges_after_its_restart() -
     sandbox
         .wait_for("the host to be rebooting", REBOOT_TIMEOUT, || async {
             let state = reboot_state(&sandbox, &key).await?;
-            ensure!(state == Some(RebootState::Restarting), "the record's reboot is {state:?}");
+            ensure!(state == Some(DisruptionState::Restarting), "the record's reboot is {state:?}");
             Ok(())
         })
         .await?;
@@ -149,7 +149,7 @@ async fn an_operator_killed_while_a_host_reboots_converges_after_its_restart() -
     ensure!(restarts == 1, "Restart-Computer sent {restarts} times");
     ensure!(containers.as_deref() == Some("Enabled"), "Containers is {containers:?}");
     let state = reboot_state(&sandbox, &key).await?;
-    ensure!(state == Some(RebootState::Completed), "the record's reboot is {state:?}");
+    ensure!(state == Some(DisruptionState::Completed), "the record's reboot is {state:?}");
     ensure!(sandbox.unknown_commands(&host.name).await?.is_empty(), "the simulator met an unknown command");
     Ok(())
 }

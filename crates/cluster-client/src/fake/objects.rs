@@ -30,8 +30,8 @@ use kube::api::ObjectMeta;
 
 use crate::names::{KUBERNETES_OS_LABEL, MACHINE_API_NAMESPACE, MACHINE_OS_ID_LABEL, OS_ID_WINDOWS};
 use crate::types::{
-    HostReboot, InstanceOrigin, InstancePhase, Machine, MachineAddress, MachineSpec, MachineStatus, NodeRef,
-    RebootState, WindowsInstance, WindowsInstanceSpec, WindowsInstanceStatus,
+    DisruptionState, HostDisruption, HostReboot, InstanceOrigin, InstancePhase, Machine, MachineAddress, MachineSpec,
+    MachineStatus, NodeRef, RebootState, WindowsInstance, WindowsInstanceSpec, WindowsInstanceStatus,
 };
 
 /// The namespace [`record`] puts its `WindowsInstance` in unless told otherwise.
@@ -386,17 +386,16 @@ impl StatusBuilder {
 
     /// With a reboot for the `Containers` feature in `state`, requested now, the host's boot before it `/Date(1)/`,
     /// no Node.
-    pub fn reboot(mut self, state: RebootState) -> Self {
-        self.0.reboot = Some(HostReboot {
-            reason: "the Windows feature Containers was installed".to_owned(),
-            state,
-            boot_before: "/Date(1)/".to_owned(),
-            requested_at: Time(Timestamp::now()),
-            restart_sent_at: None,
-            node: None,
-            cordoned: false,
-            completed_at: None,
-        });
+    pub fn reboot(mut self, state: DisruptionState) -> Self {
+        self.0.disruption =
+            Some(HostDisruption { state, ..HostDisruption::from(legacy_reboot(RebootState::Requested)) });
+        self
+    }
+
+    /// With the reboot an operator before `status.disruption` recorded (the deprecated `status.reboot`) in `state`,
+    /// like [`StatusBuilder::reboot`].
+    pub fn legacy_reboot(mut self, state: RebootState) -> Self {
+        self.0.reboot = Some(legacy_reboot(state));
         self
     }
 
@@ -488,5 +487,20 @@ impl From<CertificateSigningRequest> for CsrBuilder {
 impl From<CsrBuilder> for CertificateSigningRequest {
     fn from(builder: CsrBuilder) -> CertificateSigningRequest {
         builder.build()
+    }
+}
+
+/// A legacy reboot for the `Containers` feature in `state`, requested now, the host's boot before it `/Date(1)/`, no
+/// Node.
+fn legacy_reboot(state: RebootState) -> HostReboot {
+    HostReboot {
+        reason: "the Windows feature Containers was installed".to_owned(),
+        state,
+        boot_before: "/Date(1)/".to_owned(),
+        requested_at: Time(Timestamp::now()),
+        restart_sent_at: None,
+        node: None,
+        cordoned: false,
+        completed_at: None,
     }
 }

@@ -20,7 +20,7 @@
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use wmco_vocabulary::InstancePhase;
+use wmco_vocabulary::{DisruptionKind, InstancePhase};
 
 use super::WindowsInstanceStatus;
 
@@ -261,7 +261,9 @@ impl WindowsInstanceStatus {
             ),
             other => (other.to_string(), progress_message(other).to_owned()),
         };
-        let rebooting = self.reboot.as_ref().filter(|reboot| reboot.in_progress());
+        let disruption = self.disruption_in_effect();
+        let rebooting =
+            disruption.filter(|disruption| disruption.kind == DisruptionKind::Reboot && disruption.in_progress());
         let progressing = rebooting.is_some() || !matches!(phase, InstancePhase::Ready | InstancePhase::Failed);
         let (progressing_reason, progressing_message) = if let Some(reboot) = rebooting {
             ("Rebooting".to_owned(), format!("The host restarts ({}); waiting for it to come back.", reboot.reason))
@@ -400,8 +402,12 @@ mod tests {
         let progressing = status.condition(PROGRESSING_CONDITION).unwrap();
         assert_eq!((progressing.status.as_str(), progressing.reason.as_str()), ("True", "Rebooting"));
         assert!(progressing.message.contains("Containers was installed"), "{}", progressing.message);
-        status.reboot = Some(reboot(crate::types::RebootState::Completed));
+        status.migrate_legacy_reboot();
         status.summarize(None, at(1));
+        let progressing = status.condition(PROGRESSING_CONDITION).unwrap();
+        assert_eq!((progressing.status.as_str(), progressing.reason.as_str()), ("True", "Rebooting"));
+        status.disruption = Some(reboot(crate::types::RebootState::Completed).into());
+        status.summarize(None, at(2));
         let progressing = status.condition(PROGRESSING_CONDITION).unwrap();
         assert_eq!((progressing.status.as_str(), progressing.reason.as_str()), ("False", "Configured"));
     }

@@ -41,7 +41,10 @@ pub use openshift_config::{
 pub use operator_network::{
     DefaultNetwork, HybridOverlayConfig, OperatorNetwork, OperatorNetworkSpec, OvnKubernetesConfig,
 };
-pub use windows_instance::{HostReboot, RebootState, WindowsInstance, WindowsInstanceSpec, WindowsInstanceStatus};
+pub use windows_instance::{
+    DisruptionState, HostDisruption, HostReboot, RebootState, WindowsInstance, WindowsInstanceSpec,
+    WindowsInstanceStatus,
+};
 pub use wmco_vocabulary::{InstanceOrigin, InstancePhase};
 
 /// Fields of an object the operator does not use, kept so that a read-modify-write loses nothing.

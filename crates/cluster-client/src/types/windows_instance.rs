@@ -7,7 +7,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use wmco_vocabulary::{InstanceOrigin, InstancePhase};
+use wmco_vocabulary::{DisruptionKind, InstanceOrigin, InstancePhase};
 
 /// What the admin asked for: which host, reached how, coming from which input.
 #[derive(CustomResource, Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -115,11 +115,16 @@ pub struct WindowsInstanceStatus {
     /// The last error, as a sentence naming the step and what to do.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
-    /// The operator's latest reboot of the host: requested (its unavailability budget claimed), restarting, or
-    /// completed. While it is not completed the host counts against `--max-unavailable`, and a restarted operator
-    /// resumes it from here.
+    /// Deprecated: the reboot record of operators before `disruption`, kept in the schema for one release so an
+    /// upgraded operator still reads (and finishes) a reboot an older one started; the operator moves it into
+    /// `disruption` and removes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reboot: Option<HostReboot>,
+    /// The operator's latest disruption of the host (a restart of its services or a reboot): requested, granted,
+    /// restarting, or completed. While it is not completed the host counts against `--max-unavailable`, and a
+    /// restarted operator resumes it from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disruption: Option<HostDisruption>,
     /// The `metadata.generation` this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
@@ -130,53 +135,166 @@ pub struct WindowsInstanceStatus {
     pub conditions: Vec<Condition>,
 }
 
-/// A reboot of the host by the operator (the Windows feature `Containers` installed, or another change that takes
-/// effect at boot), from the claim of its unavailability budget until the host is back.
+impl WindowsInstanceStatus {
+    /// The disruption this status records: `disruption`, or else a legacy `reboot` (written by an operator before
+    /// `disruption` existed) read as a [`DisruptionKind::Reboot`] in the same state.
+    ///
+    /// ```
+    /// use wmco_cluster_client::types::{DisruptionState, WindowsInstanceStatus};
+    /// use wmco_vocabulary::DisruptionKind;
+    /// let status: WindowsInstanceStatus = serde_json::from_value(serde_json::json!({"reboot": {
+    ///     "reason": "the Windows feature Containers was installed", "state": "Restarting",
+    ///     "bootBefore": "/Date(1795000000000)/", "requestedAt": "2026-11-27T20:00:00Z"}}))?;
+    /// let disruption = status.disruption_in_effect().unwrap();
+    /// assert_eq!((disruption.kind, disruption.state), (DisruptionKind::Reboot, DisruptionState::Restarting));
+    /// assert!(disruption.in_progress());
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn disruption_in_effect(&self) -> Option<HostDisruption> {
+        self.disruption.clone().or_else(|| self.reboot.clone().map(HostDisruption::from))
+    }
+
+    /// Moves a legacy `reboot` into `disruption` (unless a disruption is recorded already) and removes it, so the
+    /// next write of this status carries only `disruption`.
+    pub fn migrate_legacy_reboot(&mut self) {
+        self.disruption = self.disruption_in_effect();
+        self.reboot = None;
+    }
+}
+
+/// A disruption of the host by the operator, from its request for a unit of the unavailability budget until the
+/// host is back: a restart of its node services (changed cluster settings or files) or a reboot (the Windows
+/// feature `Containers` installed, an admin's request, or another change that takes effect at boot).
 ///
 /// ```
-/// use wmco_cluster_client::types::{HostReboot, RebootState};
-/// let reboot: HostReboot = serde_json::from_value(serde_json::json!({
-///     "reason": "the Windows feature Containers was installed", "state": "Restarting",
+/// use wmco_cluster_client::types::{DisruptionState, HostDisruption};
+/// use wmco_vocabulary::DisruptionKind;
+/// let disruption: HostDisruption = serde_json::from_value(serde_json::json!({
+///     "kind": "Reboot", "reason": "the Windows feature Containers was installed", "state": "Granted",
 ///     "bootBefore": "/Date(1795000000000)/", "requestedAt": "2026-11-27T20:00:00Z"}))?;
-/// assert_eq!(reboot.state, RebootState::Restarting);
-/// assert!(reboot.in_progress());
+/// assert_eq!((disruption.kind, disruption.state), (DisruptionKind::Reboot, DisruptionState::Granted));
+/// assert!(disruption.in_progress());
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct HostReboot {
-    /// Why the host is rebooted.
+pub struct HostDisruption {
+    /// What the disruption does to the host.
+    pub kind: DisruptionKind,
+    /// Why the host is disrupted.
     pub reason: String,
-    /// How far the reboot got.
-    pub state: RebootState,
-    /// The host's `LastBootUpTime` before the reboot, as the host printed it: a different value after it proves the
-    /// host restarted.
-    pub boot_before: String,
-    /// When the budget was claimed for the reboot.
+    /// How far the disruption got.
+    pub state: DisruptionState,
+    /// When the disruption was requested.
     pub requested_at: Time,
-    /// When `Restart-Computer` was last sent.
+    /// When a unit of the unavailability budget was granted for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub granted_at: Option<Time>,
+    /// For a restart: the services stopped and started again (empty for a reboot).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<String>,
+    /// For a reboot: the host's `LastBootUpTime` before it, as the host printed it; a different value after it
+    /// proves the host restarted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_before: Option<String>,
+    /// When the restart (`Restart-Computer` for a reboot) was last sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart_sent_at: Option<Time>,
-    /// The host's Node when the reboot was requested (cordoned, drained and unmarked around it); absent for a host
-    /// without a Node.
+    /// The host's Node when the disruption was requested (cordoned, drained and unmarked around a reboot); absent
+    /// for a host without a Node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
-    /// The Node was schedulable and the operator cordoned it for the reboot (it uncordons it afterwards).
+    /// The Node was schedulable and the operator cordoned it for the disruption (it uncordons it afterwards).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cordoned: bool,
-    /// When the host was seen back with a new boot time.
+    /// When the host was seen back (for a reboot: with a new boot time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<Time>,
+    /// The admin's reboot-requested token this disruption answers, if an admin asked for it; a completed one tells
+    /// the reboot policy that the request was met.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admin_token: Option<String>,
+}
+
+impl HostDisruption {
+    /// Whether the disruption is under way (not completed): the host is unavailable because of the operator.
+    pub fn in_progress(&self) -> bool {
+        self.state != DisruptionState::Completed
+    }
+
+    /// The admin token a completed disruption answered: what the reboot policy reads as the last completed token.
+    pub fn completed_admin_token(&self) -> Option<&str> {
+        self.admin_token.as_deref().filter(|_| self.state == DisruptionState::Completed)
+    }
+}
+
+impl From<HostReboot> for HostDisruption {
+    /// A legacy reboot record as the [`DisruptionKind::Reboot`] disruption it is, in the same state — a legacy
+    /// `Requested` had its budget claimed already, so it reads as [`DisruptionState::Granted`].
+    fn from(reboot: HostReboot) -> HostDisruption {
+        let state = match reboot.state {
+            RebootState::Requested => DisruptionState::Granted,
+            RebootState::Restarting => DisruptionState::Restarting,
+            RebootState::Completed => DisruptionState::Completed,
+        };
+        HostDisruption {
+            kind: DisruptionKind::Reboot,
+            reason: reboot.reason,
+            state,
+            requested_at: reboot.requested_at,
+            granted_at: None,
+            services: Vec::new(),
+            boot_before: Some(reboot.boot_before),
+            restart_sent_at: reboot.restart_sent_at,
+            node: reboot.node,
+            cordoned: reboot.cordoned,
+            completed_at: reboot.completed_at,
+            admin_token: None,
+        }
+    }
+}
+
+/// How far a [`HostDisruption`] got.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum DisruptionState {
+    /// Asked for; no unavailability budget granted yet.
+    Requested,
+    /// A unit of the budget is granted; the Node (if any) is being cordoned and drained; the restart not sent yet.
+    Granted,
+    /// The restart was sent; the host has not been seen back (for a reboot: with a new boot time).
+    Restarting,
+    /// The host came back.
+    Completed,
+}
+
+/// Deprecated (read only, for one release): a reboot of the host as operators before [`HostDisruption`] recorded
+/// it; [`WindowsInstanceStatus::disruption_in_effect`] reads it as a [`DisruptionKind::Reboot`] disruption.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HostReboot {
+    /// Read as `disruption.reason`.
+    pub reason: String,
+    /// Read as `disruption.state` (`Requested`: the budget was claimed, read as `Granted`).
+    pub state: RebootState,
+    /// Read as `disruption.bootBefore`.
+    pub boot_before: String,
+    /// Read as `disruption.requestedAt`.
+    pub requested_at: Time,
+    /// Read as `disruption.restartSentAt`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_sent_at: Option<Time>,
+    /// Read as `disruption.node`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// Read as `disruption.cordoned`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cordoned: bool,
+    /// Read as `disruption.completedAt`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completed_at: Option<Time>,
 }
 
-impl HostReboot {
-    /// Whether the reboot is under way (requested or restarting): the host is unavailable because of the operator.
-    pub fn in_progress(&self) -> bool {
-        self.state != RebootState::Completed
-    }
-}
-
-/// How far a [`HostReboot`] got.
+/// How far a legacy [`HostReboot`] got.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum RebootState {
     /// The budget is claimed; the Node (if any) is being cordoned and drained; `Restart-Computer` not sent yet.
@@ -237,4 +355,79 @@ fn conditions_schema(_generator: &mut schemars::SchemaGenerator) -> schemars::Sc
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> Time {
+        Time(text.parse().unwrap())
+    }
+
+    #[test]
+    fn a_host_disruption_round_trips_through_json() {
+        let disruption = HostDisruption {
+            kind: DisruptionKind::Restart,
+            reason: "the proxy changed".to_owned(),
+            state: DisruptionState::Restarting,
+            requested_at: at("2026-11-29T10:00:00Z"),
+            granted_at: Some(at("2026-11-29T10:01:00Z")),
+            services: vec!["kubelet".to_owned(), "kube-proxy".to_owned()],
+            boot_before: None,
+            restart_sent_at: Some(at("2026-11-29T10:02:00Z")),
+            node: Some("winhost-1".to_owned()),
+            cordoned: true,
+            completed_at: None,
+            admin_token: Some("2026-11-29T09:59:00Z".to_owned()),
+        };
+        let json = serde_json::to_value(&disruption).unwrap();
+        assert_eq!(json["kind"], "Restart");
+        assert_eq!(json["grantedAt"], "2026-11-29T10:01:00Z");
+        assert_eq!(json["adminToken"], "2026-11-29T09:59:00Z");
+        assert_eq!(serde_json::from_value::<HostDisruption>(json).unwrap(), disruption);
+        let completed = HostDisruption { state: DisruptionState::Completed, ..disruption };
+        assert!(!completed.in_progress());
+        assert_eq!(completed.completed_admin_token(), Some("2026-11-29T09:59:00Z"));
+    }
+
+    #[test]
+    fn a_legacy_reboot_is_read_and_migrated_as_a_reboot_disruption_in_the_same_state() {
+        let mut status: WindowsInstanceStatus = serde_json::from_value(serde_json::json!({"reboot": {
+            "reason": "the Windows feature Containers was installed", "state": "Restarting",
+            "bootBefore": "/Date(1)/", "requestedAt": "2026-11-27T20:00:00Z",
+            "restartSentAt": "2026-11-27T20:01:00Z", "node": "winhost-1", "cordoned": true}}))
+        .unwrap();
+        let disruption = status.disruption_in_effect().unwrap();
+        assert_eq!((disruption.kind, disruption.state), (DisruptionKind::Reboot, DisruptionState::Restarting));
+        assert_eq!(disruption.boot_before.as_deref(), Some("/Date(1)/"));
+        assert_eq!((disruption.node.as_deref(), disruption.cordoned), (Some("winhost-1"), true));
+        assert_eq!(disruption.restart_sent_at, Some(at("2026-11-27T20:01:00Z")));
+        status.migrate_legacy_reboot();
+        let written = serde_json::to_value(&status).unwrap();
+        assert!(written.get("reboot").is_none(), "{written}");
+        assert_eq!(written["disruption"]["state"], "Restarting");
+        assert_eq!(status.disruption_in_effect(), Some(disruption));
+    }
+
+    #[test]
+    fn a_legacy_requested_reboot_held_the_budget_already_and_reads_as_granted() {
+        let status: WindowsInstanceStatus = serde_json::from_value(serde_json::json!({"reboot": {
+            "reason": "r", "state": "Requested", "bootBefore": "/Date(1)/", "requestedAt": "2026-11-27T20:00:00Z"}}))
+        .unwrap();
+        assert_eq!(status.disruption_in_effect().map(|disruption| disruption.state), Some(DisruptionState::Granted));
+    }
+
+    #[test]
+    fn a_recorded_disruption_wins_over_a_leftover_legacy_reboot() {
+        let mut status: WindowsInstanceStatus = serde_json::from_value(serde_json::json!({
+            "reboot": {"reason": "old", "state": "Restarting", "bootBefore": "/Date(1)/",
+                "requestedAt": "2026-11-27T20:00:00Z"},
+            "disruption": {"kind": "Reboot", "reason": "new", "state": "Completed",
+                "requestedAt": "2026-11-28T20:00:00Z"}}))
+        .unwrap();
+        status.migrate_legacy_reboot();
+        assert_eq!(status.reboot, None);
+        assert_eq!(status.disruption.map(|disruption| disruption.reason), Some("new".to_owned()));
+    }
 }

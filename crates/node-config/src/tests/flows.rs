@@ -1442,12 +1442,13 @@ async fn hybrid_overlays_rotated_client_certificates_are_pruned_to_the_newest_tw
 /// The reboot a host without the `Containers` feature gets: its record after each pass, the host's log.
 mod containers_reboot {
     use wmco_cluster_client::NodeExt;
-    use wmco_cluster_client::types::RebootState;
+    use wmco_cluster_client::types::{DisruptionState, RebootState};
+    use wmco_vocabulary::DisruptionKind;
 
     use super::*;
 
-    fn reboot_state(world: &World) -> Option<RebootState> {
-        world.record().status?.reboot.map(|reboot| reboot.state)
+    fn reboot_state(world: &World) -> Option<DisruptionState> {
+        world.record().status?.disruption.map(|reboot| reboot.state)
     }
 
     #[tokio::test]
@@ -1463,8 +1464,10 @@ mod containers_reboot {
         assert_eq!(summary(&world.host.take_log()), ["host key", "identity", "install-feature", "restart"]);
         assert_eq!(*world.gate.requests.lock().unwrap(), ["-: "], "the budget is claimed without a Node");
         let status = world.record().status.unwrap();
-        let reboot = status.reboot.clone().unwrap();
-        assert_eq!((reboot.state, reboot.boot_before.as_str()), (RebootState::Restarting, "/Date(1)/"));
+        let reboot = status.disruption.clone().unwrap();
+        assert_eq!((reboot.kind, reboot.state), (DisruptionKind::Reboot, DisruptionState::Restarting));
+        assert_eq!(reboot.boot_before.as_deref(), Some("/Date(1)/"));
+        assert!(reboot.granted_at.is_some() && reboot.services.is_empty() && reboot.admin_token.is_none());
         assert_eq!(reboot.reason, crate::CONTAINERS_REBOOT_REASON);
         assert!(reboot.restart_sent_at.is_some() && reboot.node.is_none() && !reboot.cordoned);
         assert_eq!(status.expected_node_name, None, "no identity recorded before the host is back");
@@ -1490,8 +1493,8 @@ mod containers_reboot {
         assert!(!log.iter().any(|op| op == "restart" || op == "install-feature"), "{log:#?}");
         assert_eq!(world.host.containers(), Some(("Enabled".to_owned(), 2)));
         let status = world.record().status.unwrap();
-        assert_eq!(status.reboot.as_ref().map(|reboot| reboot.state), Some(RebootState::Completed));
-        assert!(status.reboot.as_ref().unwrap().completed_at.is_some());
+        assert_eq!(status.disruption.as_ref().map(|reboot| reboot.state), Some(DisruptionState::Completed));
+        assert!(status.disruption.as_ref().unwrap().completed_at.is_some());
         assert_eq!(status.expected_node_name.as_deref(), Some("win-a"));
         assert_eq!(status.condition("PreflightFailed").unwrap().reason, "ChecksPassed");
 
@@ -1523,23 +1526,30 @@ mod containers_reboot {
 
     #[tokio::test]
     async fn an_operator_restarted_after_the_claim_restarts_the_host_without_claiming_again() {
-        let world = World::new().await;
-        world.host.set_containers("Disabled", 1, false);
-        *world.gate.denied.lock().unwrap() = Some((0, 0));
-        assert_eq!(world.configure(&world.session()).await.unwrap().state, ConfigureState::WaitingForBudget);
-        // The claim was granted and recorded, then the operator died before Restart-Computer.
-        let mut status = world.record().status.unwrap();
-        status.reboot = objects::status().reboot(RebootState::Requested).build().reboot;
-        world.records.apply_status(NAMESPACE, NAME, &status).await.unwrap();
-        world.host.take_log();
+        // The claim was granted and recorded (by this operator, or by an older one in the deprecated
+        // `status.reboot`), then the operator died before Restart-Computer.
+        let granted = objects::status().reboot(DisruptionState::Granted).build();
+        let legacy = objects::status().legacy_reboot(RebootState::Requested).build();
+        for recorded in [granted, legacy] {
+            let world = World::new().await;
+            world.host.set_containers("Disabled", 1, false);
+            *world.gate.denied.lock().unwrap() = Some((0, 0));
+            assert_eq!(world.configure(&world.session()).await.unwrap().state, ConfigureState::WaitingForBudget);
+            let mut status = world.record().status.unwrap();
+            (status.disruption, status.reboot) = (recorded.disruption, recorded.reboot);
+            world.records.apply_status(NAMESPACE, NAME, &status).await.unwrap();
+            world.host.take_log();
 
-        let session = world.session();
-        assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Rebooting);
-        assert_eq!(summary(&world.host.take_log()), ["restart"], "resumed at the restart, no identity, no claim");
-        assert_eq!(world.gate.requests.lock().unwrap().len(), 1, "only the denied request");
-        assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Rebooting);
-        assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::WaitingForNode);
-        assert_eq!(world.host.containers(), Some(("Enabled".to_owned(), 2)));
+            let session = world.session();
+            assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Rebooting);
+            assert_eq!(summary(&world.host.take_log()), ["restart"], "resumed at the restart, no identity, no claim");
+            assert_eq!(world.gate.requests.lock().unwrap().len(), 1, "only the denied request");
+            let status = world.record().status.unwrap();
+            assert_eq!((status.reboot, reboot_state(&world)), (None, Some(DisruptionState::Restarting)));
+            assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Rebooting);
+            assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::WaitingForNode);
+            assert_eq!(world.host.containers(), Some(("Enabled".to_owned(), 2)));
+        }
     }
 
     #[tokio::test]
@@ -1570,7 +1580,7 @@ mod containers_reboot {
         assert_eq!(summary(&world.host.take_log()), ["host key", "identity", "restart"], "installed already");
         assert!(world.nodes.node(NAME).unwrap().is_unschedulable());
         assert_eq!(world.drainer.drained(), [NAME.to_owned()]);
-        let reboot = world.record().status.unwrap().reboot.unwrap();
+        let reboot = world.record().status.unwrap().disruption.unwrap();
         assert_eq!((reboot.node.as_deref(), reboot.cordoned), (Some(NAME), true));
         // The gate marked the Node (the operator's gate does).
         let mark = NodeMetadataPatch::default().set_label(wmco_cluster_client::names::UPGRADING_LABEL, "true");
@@ -1580,7 +1590,7 @@ mod containers_reboot {
         world.configure(&session).await.unwrap();
         let node = world.nodes.node(NAME).unwrap();
         assert!(!node.is_unschedulable() && !node.is_marked(), "uncordoned and unmarked");
-        assert_eq!(reboot_state(&world), Some(RebootState::Completed));
+        assert_eq!(reboot_state(&world), Some(DisruptionState::Completed));
     }
 
     #[tokio::test]
@@ -1592,8 +1602,8 @@ mod containers_reboot {
         world.host.take_log();
         // Pretend the restart was sent long ago and the host never went down (the boot time is the old one).
         let mut status = world.record().status.unwrap();
-        let reboot = status.reboot.as_mut().unwrap();
-        reboot.boot_before = "/Date(2)/".to_owned();
+        let reboot = status.disruption.as_mut().unwrap();
+        reboot.boot_before = Some("/Date(2)/".to_owned());
         let long_ago = jiff::Timestamp::now() - crate::RESEND_AFTER;
         reboot.restart_sent_at = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(long_ago));
         world.records.apply_status(NAMESPACE, NAME, &status).await.unwrap();
@@ -1604,13 +1614,43 @@ mod containers_reboot {
         world.host.set_fault(Fault::Unreachable);
         let mut status = world.record().status.unwrap();
         let never = jiff::Timestamp::now() - crate::REBOOT_TIMEOUT;
-        status.reboot.as_mut().unwrap().restart_sent_at =
+        status.disruption.as_mut().unwrap().restart_sent_at =
             Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(never));
         world.records.apply_status(NAMESPACE, NAME, &status).await.unwrap();
         let error = world.configure(&session).await.unwrap_err();
         assert!(matches!(error, FlowError::Reboot { .. }) && error.is_retryable(), "{error}");
         assert!(error.to_string().contains("did not come back"), "{error}");
-        assert_eq!(reboot_state(&world), Some(RebootState::Restarting));
+        assert_eq!(reboot_state(&world), Some(DisruptionState::Restarting));
+    }
+
+    #[tokio::test]
+    async fn a_legacy_restarting_reboot_of_an_older_operator_is_completed_as_a_disruption() {
+        let world = World::new().await;
+        world.host.set_containers("Enabled", 0, false);
+        assert_eq!(world.configure(&world.session()).await.unwrap().state, ConfigureState::WaitingForNode);
+        // An operator before `status.disruption` sent Restart-Computer, recorded it in `status.reboot` and was
+        // upgraded; the host is back with a new boot time (`/Date(1)/`, not the recorded one).
+        let mut status = world.record().status.unwrap();
+        status.reboot = objects::status().legacy_reboot(RebootState::Restarting).build().reboot;
+        status.reboot.as_mut().unwrap().boot_before = "/Date(0)/".to_owned();
+        world.records.apply_status(NAMESPACE, NAME, &status).await.unwrap();
+        world.host.take_log();
+
+        let session = world.session();
+        let back = world.configure(&session).await.unwrap();
+        let reason = crate::CONTAINERS_REBOOT_REASON.to_owned();
+        assert_eq!(
+            (back.state, back.reboot),
+            (ConfigureState::WaitingForNode, Some(crate::RebootStep::Completed(reason)))
+        );
+        let log = summary(&world.host.take_log());
+        assert!(!log.iter().any(|op| op == "restart"), "no second restart: {log:#?}");
+        assert!(world.gate.requests.lock().unwrap().is_empty(), "no claim");
+        let status = world.record().status.unwrap();
+        assert_eq!(status.reboot, None, "the deprecated field is dropped");
+        let disruption = status.disruption.unwrap();
+        assert_eq!((disruption.kind, disruption.state), (DisruptionKind::Reboot, DisruptionState::Completed));
+        assert!(disruption.completed_at.is_some());
     }
 }
 

@@ -174,13 +174,13 @@ mod tests {
         drop(claim);
 
         let rebooting = |state| objects::status().phase(InstancePhase::Configuring).reboot(state).build();
-        let status = rebooting(wmco_cluster_client::types::RebootState::Restarting);
+        let status = rebooting(wmco_cluster_client::types::DisruptionState::Restarting);
         cluster.records.apply_status(NAMESPACE, "fresh", &status).await.unwrap();
         let denied = gate.admit(&request).await.unwrap();
         assert!(matches!(denied, Admission::Denied { unavailable: 1, max_unavailable: 1 }), "{denied:?}");
         assert!(matches!(ask(&gate, &cluster, "win-a").await, Admission::Denied { .. }));
 
-        let status = rebooting(wmco_cluster_client::types::RebootState::Completed);
+        let status = rebooting(wmco_cluster_client::types::DisruptionState::Completed);
         cluster.records.apply_status(NAMESPACE, "fresh", &status).await.unwrap();
         assert!(matches!(ask(&gate, &cluster, "win-a").await, Admission::Granted(_)));
     }

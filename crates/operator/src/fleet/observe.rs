@@ -5,11 +5,9 @@
 use k8s_openapi::api::core::v1::Node;
 use semver::Version;
 use wmco_cluster_client::names::{PUB_KEY_HASH_ANNOTATION, VERSION_ANNOTATION};
-use wmco_cluster_client::types::{HostReboot, WindowsInstance};
+use wmco_cluster_client::types::{HostDisruption, WindowsInstance, WindowsInstanceStatus};
 use wmco_cluster_client::{InstanceRecords, NodeExt, Nodes, ResourceExt, WindowsInstanceExt, is_records_node};
-use wmco_upgrade_planner::{
-    CordonedBy, DisruptionKind, Failure, Instance, NodeState, RequestState, RequestedDisruption,
-};
+use wmco_upgrade_planner::{CordonedBy, Failure, Instance, NodeState, RequestState, RequestedDisruption};
 
 /// One record and its Node as read.
 #[derive(Clone, Debug)]
@@ -126,12 +124,14 @@ pub fn planner_instance(record: &WindowsInstance, node: Option<&Node>, last_fail
         phase: record.status.as_ref().and_then(|status| status.phase).unwrap_or_default(),
         node: node.map(node_state),
         last_failure,
+        // Every disruption on a record claimed its budget through the gate before it was written: under way, it is
+        // granted.
         disruption: record
             .status
             .as_ref()
-            .and_then(|status| status.reboot.as_ref())
-            .is_some_and(HostReboot::in_progress)
-            .then_some(RequestedDisruption { kind: DisruptionKind::Reboot, state: RequestState::Granted }),
+            .and_then(WindowsInstanceStatus::disruption_in_effect)
+            .filter(HostDisruption::in_progress)
+            .map(|disruption| RequestedDisruption { kind: disruption.kind, state: RequestState::Granted }),
     }
 }
 
@@ -186,6 +186,28 @@ mod tests {
         assert_eq!(seen, [("a", None), ("b", Some("win-b")), ("c", None), ("d", None)]);
         assert_eq!(observed[1].record.key(), "wmco/b");
         assert!(observe_instances(&records, &nodes, "other").await.unwrap().is_empty());
+    }
+
+    fn ready_record(status: WindowsInstanceStatus) -> WindowsInstance {
+        let mut record = objects::record("r").in_namespace("wmco").byoh("10.0.0.5").build();
+        record.status = Some(WindowsInstanceStatus { phase: Some(wmco_vocabulary::InstancePhase::Ready), ..status });
+        record
+    }
+
+    #[test]
+    fn a_disruption_under_way_is_granted_and_counts_as_unavailable() {
+        use wmco_cluster_client::types::{DisruptionState, RebootState};
+        use wmco_vocabulary::DisruptionKind;
+        let rebooting =
+            planner_instance(&ready_record(objects::status().reboot(DisruptionState::Restarting).build()), None, None);
+        assert_eq!(rebooting.disruption_granted(), Some(DisruptionKind::Reboot));
+        assert!(rebooting.is_unavailable_by_operator());
+        // A reboot an older operator recorded in the deprecated `status.reboot` counts the same.
+        let legacy = objects::status().legacy_reboot(RebootState::Requested).build();
+        assert!(planner_instance(&ready_record(legacy), None, None).is_unavailable_by_operator());
+        let done =
+            planner_instance(&ready_record(objects::status().reboot(DisruptionState::Completed).build()), None, None);
+        assert_eq!((done.disruption, done.is_unavailable_by_operator()), (None, false));
     }
 
     #[test]
