@@ -619,6 +619,14 @@ impl FakeInstanceRecords {
         locked(&self.records).get(&(namespace.to_owned(), name.to_owned())).cloned()
     }
 
+    /// Sets the annotation `key: value` on `namespace/name`, as an admin's `kubectl annotate` does (the operator's
+    /// applies never own annotations). Panics when the record does not exist.
+    pub fn annotate(&self, namespace: &str, name: &str, key: &str, value: &str) {
+        let mut records = locked(&self.records);
+        let record = records.get_mut(&(namespace.to_owned(), name.to_owned())).expect("an existing record");
+        record.metadata.annotations.get_or_insert_default().insert(key.to_owned(), value.to_owned());
+    }
+
     /// How many status writes were made so far (each one would trigger a watch event on a real API server).
     pub fn status_writes(&self) -> u64 {
         *locked(&self.status_writes)

@@ -18,11 +18,12 @@
 //! and drained; until then a pass stops at [`ConfigureState::WaitingForUpgrade`] after one Node read, without any
 //! SSH round trip or record write. An upgrade keeps the phase `Upgrading` until the host is Ready again.
 //!
-//! **Disruption gate.** A pass whose plan stops a service on a Node in service (Ready, schedulable, unmarked, at
-//! the operator's version: a cluster setting that restarts containerd and the kubelet, a changed file a service
-//! reads at start) claims one unit of the unavailability budget from [`crate::DisruptionGate`] first, and records
-//! phase `Upgrading` until the host is Ready again (the upgrade executor then unmarks the Node); without budget it
-//! stops at [`ConfigureState::WaitingForBudget`] after the probe, changing nothing.
+//! **Restarts as requests.** A pass whose plan stops a service on a Node in service (Ready, schedulable, unmarked,
+//! at the operator's version: a cluster setting that restarts containerd and the kubelet, a changed file a service
+//! reads at start) records a restart request in `status.disruption` and stops at
+//! [`ConfigureState::WaitingForBudget`] after the probe, changing nothing. The fleet executor grants it within the
+//! unavailability budget (Node marked, phase `Upgrading`); the next pass applies the steps, and the pass that finds
+//! the host Ready again records the restart completed (the fleet executor then unmarks the Node).
 
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
@@ -34,7 +35,7 @@ use wmco_cluster_client::names::{
     BYOH_LABEL, HYBRID_OVERLAY_SUBNET_ANNOTATION, PUB_KEY_HASH_ANNOTATION, SSH_HOST_KEY_ANNOTATION,
     SSH_HOST_KEY_TYPE_ANNOTATION, VERSION_ANNOTATION, WORKER_ROLE_LABEL,
 };
-use wmco_cluster_client::types::{InstanceOrigin, InstancePhase};
+use wmco_cluster_client::types::{HostDisruption, InstanceOrigin, InstancePhase};
 use wmco_cluster_client::{NodeExt, NodeMetadataPatch, WindowsInstanceExt, keep_host_key};
 use wmco_payload_manifest::render::destinations::{
     BOOTSTRAP_KUBECONFIG, IMPORTED_ROOTS_RECORD, REGISTRIES_DIR, REGISTRIES_INDEX, TRUSTED_CERTIFICATES_DIR,
@@ -46,7 +47,7 @@ use wmco_windows_services::{
     WinPath, node_host_state, plan,
 };
 
-use crate::disruption::{self, Admission, DisruptionRequest, needs_budget, same_release, stopped_services};
+use crate::disruption::{self, needs_budget, same_release, stopped_services};
 use crate::drift::{self, IdentityChange};
 use crate::error::{FlowError, FlowStep};
 use crate::facts::{ContainersStep, FeatureState, HostFacts, PreflightCheck, PreflightFailure, containers_to_enable};
@@ -159,12 +160,11 @@ enum Convergence {
 /// #     instance: &wmco_cluster_client::types::WindowsInstance,
 /// #     settings: &ServiceSettings,
 /// #     files: &dyn HostFilesSource,
-/// #     disruptions: &dyn wmco_node_config::DisruptionGate,
 /// # ) -> Result<(), wmco_node_config::FlowError> {
 /// let session = HostSession::new(host); // keep it per host across reconciles
 /// let drain = wmco_cluster_client::DrainOptions::default();
 /// let inputs = ConfigureInputs {
-///     instance, settings, files, operator_version: "10.17.0", pub_key_hash: "ab12", disruptions, drain: &drain,
+///     instance, settings, files, operator_version: "10.17.0", pub_key_hash: "ab12", drain: &drain,
 /// };
 /// let outcome = configure(&session, cluster, &inputs).await?;
 /// match outcome.state {
@@ -174,7 +174,7 @@ enum Convergence {
 ///     | ConfigureState::WaitingForReady => {}     // the Node watch triggers the next pass
 ///     ConfigureState::WaitingForServices => {}    // call again shortly: a service is starting
 ///     ConfigureState::WaitingForUpgrade => {}     // the upgrade executor's phase change triggers the next pass
-///     ConfigureState::WaitingForBudget => {}      // call again shortly: another host holds the budget
+///     ConfigureState::WaitingForBudget => {}      // the fleet executor's grant (a record write) triggers it
 ///     ConfigureState::Rebooting => {}             // call again shortly: the host restarts
 /// }
 /// # Ok(())
@@ -422,8 +422,13 @@ async fn converge(
         plan(&desired, &observed).map_err(|source| FlowError::Plan { host: session.label().to_owned(), source })?;
     if let Stage::Node(node) = stage
         && needs_budget(&steps, node, recorder.status.phase, inputs.operator_version)
-        && !claim_budget(session, inputs, recorder, &node_name, &steps).await?
     {
+        let services = stopped_services(&steps);
+        if disruption::request_restart(&mut recorder.status, &node_name, services.clone()) {
+            tracing::info!(host = session.label(), node = %node_name, services = ?services,
+                "restart requested: waiting for the fleet executor to grant it within the budget");
+            recorder.save().await?;
+        }
         return Ok(Convergence::Ends(PassResult::new(ConfigureState::WaitingForBudget, node_name, 0)));
     }
     if matches!(stage, Stage::Bootstrap)
@@ -437,6 +442,9 @@ async fn converge(
         tracing::info!(host = session.label(), step = %step, "applying");
     }
     session.apply(&steps, &wanted_files, &observed).await?;
+    if disruption::note_restarting(&mut recorder.status) {
+        recorder.save().await?;
+    }
     leftovers::remove_found(session, &removed_files, &observed).await?;
     let converged = Converged { node_name, desired, observed, request, steps, withheld, settings_generation };
     Ok(Convergence::Applied(Box::new(converged)))
@@ -526,6 +534,7 @@ fn record_outcome(
     ready: bool,
     settings_generation: Option<String>,
 ) -> ConfigureState {
+    disruption::settle_restart(&mut recorder.status, ready);
     if ready {
         recorder.set_phase(InstancePhase::Ready);
         recorder.status.configured_version = Some(inputs.operator_version.to_owned());
@@ -575,7 +584,7 @@ async fn first_contact(
     let node = read_own_node(session, cluster, inputs.instance, &identity).await?;
     if let Some(step) = containers_to_enable(&facts) {
         let node_name = node.as_ref().map(|_| identity.expected_node_name.as_str());
-        let state = enable_containers(session, cluster, inputs, recorder, &facts, step, node_name).await?;
+        let state = enable_containers(session, recorder, &facts, step, node_name).await?;
         return Ok(ControlFlow::Break(PassResult::new(state, identity.expected_node_name, 0)));
     }
     if node.is_none() && facts.cni_state == Some(true) {
@@ -584,34 +593,6 @@ async fn first_contact(
     recorder.note_preflight_passed();
     identity.record_in(&mut recorder.status);
     Ok(ControlFlow::Continue((identity, node)))
-}
-
-/// Asks the disruption gate for the budget to apply `steps`; granted, records phase `Upgrading` before the claim is
-/// dropped and returns `true`.
-async fn claim_budget(
-    session: &HostSession,
-    inputs: &ConfigureInputs<'_>,
-    recorder: &mut Recorder<'_>,
-    node_name: &str,
-    steps: &[Step],
-) -> Result<bool, FlowError> {
-    let services = stopped_services(steps);
-    let request = DisruptionRequest { instance: inputs.instance, node_name: Some(node_name), services: &services };
-    match disruption::admit(session.label(), inputs.disruptions, &request).await? {
-        Admission::Granted(claim) => {
-            tracing::info!(host = session.label(), node = node_name, services = ?services,
-                "budget claimed: Node marked upgrading for the restart");
-            recorder.set_phase(InstancePhase::Upgrading);
-            recorder.save().await?;
-            drop(claim);
-            Ok(true)
-        }
-        Admission::Denied { unavailable, max_unavailable } => {
-            tracing::info!(host = session.label(), node = node_name, services = ?services, unavailable,
-                max_unavailable, "restart waits for the budget");
-            Ok(false)
-        }
-    }
 }
 
 /// Whether the upgrade gate holds the pass back: the Node is configured at another version than the operator's
@@ -670,8 +651,6 @@ fn waiting_node_name(inputs: &ConfigureInputs<'_>, recorder: &Recorder<'_>) -> S
 /// the `ContainersFeature` preflight check instead of being rebooted again.
 async fn enable_containers(
     session: &HostSession,
-    cluster: ClusterAccess<'_>,
-    inputs: &ConfigureInputs<'_>,
     recorder: &mut Recorder<'_>,
     facts: &HostFacts,
     step: ContainersStep,
@@ -680,9 +659,12 @@ async fn enable_containers(
     // The pinned host key and the phase are recorded whatever the budget says.
     recorder.save().await?;
     let state = facts.containers.as_ref().map_or("unknown", FeatureState::as_str);
-    if let Some(done) =
-        recorder.status.disruption.as_ref().filter(|reboot| reboot.reason == reboot::CONTAINERS_REBOOT_REASON)
-    {
+    let containers_reboot =
+        recorder.status.disruption.as_ref().filter(|reboot| reboot.reason == reboot::CONTAINERS_REBOOT_REASON);
+    if containers_reboot.is_some_and(HostDisruption::is_requested) {
+        return Ok(ConfigureState::WaitingForBudget);
+    }
+    if let Some(done) = containers_reboot {
         let at = done.completed_at.as_ref().map_or_else(|| "earlier".to_owned(), |time| time.0.to_string());
         let failure = PreflightFailure {
             check: PreflightCheck::ContainersFeature,
@@ -712,7 +694,7 @@ async fn enable_containers(
         })?;
         session.run_powershell(FlowStep::InstallFeature, "Install-WindowsFeature -Name Containers", &command).await?;
     }
-    reboot::request(session, cluster, inputs, recorder, reboot::CONTAINERS_REBOOT_REASON, boot, node_name).await
+    reboot::request(session, recorder, reboot::CONTAINERS_REBOOT_REASON, boot, node_name).await
 }
 
 /// The preflight of a host met for the first time, against the bytes of its bootstrap stage's files (containerd

@@ -1,99 +1,59 @@
-//! The disruption gate: a configure pass that would stop a service on a Node in service (a cluster setting that
-//! restarts containerd and the kubelet, a changed binary) first asks the [`DisruptionGate`] for one unit of the
-//! fleet's unavailability budget (`--max-unavailable`, shared with upgrades and Machine replacements). Granted, the
-//! gate has marked the Node `upgrading` and the pass records phase `Upgrading` before the gate's claim is dropped,
-//! so every budget holder counts the host until it is Ready again; denied, the pass changes nothing and says
-//! [`ConfigureState::WaitingForBudget`](crate::ConfigureState::WaitingForBudget).
+//! Restarts as requests: a configure pass that would stop a service on a Node in service (a cluster setting that
+//! restarts containerd and the kubelet, a changed binary) records a [`DisruptionKind::Restart`] request in the
+//! record's `status.disruption` and changes nothing on the host; the fleet executor grants it within
+//! `--max-unavailable` (the one budget authority) by marking the Node `upgrading` and writing state `Granted` and
+//! phase `Upgrading`. The next pass then applies the steps (state `Restarting`), and the pass that finds the host
+//! Ready again records the restart `Completed`; the fleet executor unmarks the Node.
 //!
 //! A Node not in service (not Ready, cordoned, not yet configured, already marked) needs no budget: restarting its
 //! services takes nothing more away from the cluster. Nor does a restart of windows_exporter alone (a rotated
 //! metrics certificate): it serves metrics, not workloads.
 
-use async_trait::async_trait;
+use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use wmco_cluster_client::NodeExt;
 use wmco_cluster_client::names::VERSION_ANNOTATION;
-use wmco_cluster_client::types::WindowsInstance;
-use wmco_cluster_client::{NodeExt, Result};
-use wmco_vocabulary::InstancePhase;
+use wmco_cluster_client::types::{DisruptionState, WindowsInstanceStatus};
+use wmco_vocabulary::{DisruptionKind, InstancePhase};
 use wmco_windows_services::{Step, WINDOWS_EXPORTER_SERVICE};
 
-use crate::error::{FlowError, FlowStep};
-
-/// What a pass asks the gate for.
-#[derive(Clone, Copy, Debug)]
-pub struct DisruptionRequest<'a> {
-    /// The host's record.
-    pub instance: &'a WindowsInstance,
-    /// Its Node, as just read (Ready, unmarked, schedulable); `None` for a reboot of a host without a Node, which
-    /// counts against the budget all the same.
-    pub node_name: Option<&'a str>,
-    /// The services the pass would stop, for logs and Events (empty for a reboot).
-    pub services: &'a [String],
+/// Records a request to restart `services` of the host whose Node is `node_name` (unless a disruption is already
+/// requested or under way); returns whether the status changed.
+pub(crate) fn request_restart(status: &mut WindowsInstanceStatus, node_name: &str, services: Vec<String>) -> bool {
+    let reason = format!("the services {} must restart for changed settings or files", services.join(", "));
+    let Some(request) = status.request_disruption(DisruptionKind::Restart, &reason, Timestamp::now(), None) else {
+        return false;
+    };
+    request.services = services;
+    request.node = Some(node_name.to_owned());
+    true
 }
 
-/// The gate's answer.
-pub enum Admission {
-    /// The Node is marked `upgrading`; the budget stays claimed while this value lives (the pass records phase
-    /// `Upgrading` before dropping it, so nobody hands the same unit out again).
-    Granted(Box<dyn Send>),
-    /// No budget left: `unavailable` hosts are already away of `max_unavailable`.
-    Denied {
-        /// Hosts unavailable because of the operator, and Machines away from the fleet.
-        unavailable: u32,
-        /// The budget.
-        max_unavailable: u32,
-    },
-}
-
-impl std::fmt::Debug for Admission {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Admission::Granted(_) => f.write_str("Granted"),
-            Admission::Denied { unavailable, max_unavailable } => {
-                write!(f, "Denied {{ unavailable: {unavailable}, max_unavailable: {max_unavailable} }}")
-            }
+/// Moves a granted restart to `Restarting` once its steps are applied; returns whether the status changed.
+pub(crate) fn note_restarting(status: &mut WindowsInstanceStatus) -> bool {
+    match status.disruption.as_mut().filter(|restart| restart.kind == DisruptionKind::Restart) {
+        Some(restart) if restart.state == DisruptionState::Granted => {
+            restart.state = DisruptionState::Restarting;
+            restart.restart_sent_at = Some(Time(Timestamp::now()));
+            true
         }
+        _ => false,
     }
 }
 
-/// Hands out the fleet's unavailability budget to configure passes that would disrupt a Node in service, and to
-/// reboots.
-///
-/// ```
-/// use async_trait::async_trait;
-/// use wmco_node_config::{Admission, DisruptionGate, DisruptionRequest};
-///
-/// /// A gate for one host alone (a single-host tool): every disruption is admitted, nothing is marked.
-/// struct Alone;
-///
-/// #[async_trait]
-/// impl DisruptionGate for Alone {
-///     async fn admit(&self, _request: &DisruptionRequest<'_>) -> wmco_cluster_client::Result<Admission> {
-///         Ok(Admission::Granted(Box::new(())))
-///     }
-/// }
-/// ```
-#[async_trait]
-pub trait DisruptionGate: Send + Sync {
-    /// Claims one unit of budget for `request` and marks its Node `upgrading` (when it has one), or says why not.
-    ///
-    /// # Errors
-    /// The cluster error when the fleet cannot be read or the Node cannot be marked (the pass is retried).
-    async fn admit(&self, request: &DisruptionRequest<'_>) -> Result<Admission>;
-}
-
-/// Asks `gate` for `request` on behalf of `host` (as errors name it); a cluster failure is the flow's `ClaimBudget`
-/// error.
-pub(crate) async fn admit(
-    host: &str,
-    gate: &dyn DisruptionGate,
-    request: &DisruptionRequest<'_>,
-) -> Result<Admission, FlowError> {
-    gate.admit(request).await.map_err(|source| FlowError::Cluster {
-        host: host.to_owned(),
-        step: FlowStep::ClaimBudget,
-        source,
-    })
+/// Completes a restart under way once the host is Ready again, and withdraws a requested one the host no longer
+/// needs (its steps were applied without it: the Node left service, or the change was undone).
+pub(crate) fn settle_restart(status: &mut WindowsInstanceStatus, ready: bool) {
+    let Some(restart) = status.disruption.as_mut().filter(|restart| restart.kind == DisruptionKind::Restart) else {
+        return;
+    };
+    if restart.is_requested() {
+        status.disruption = None;
+    } else if ready && restart.is_under_way() {
+        restart.state = DisruptionState::Completed;
+        restart.completed_at = Some(Time(Timestamp::now()));
+    }
 }
 
 /// The services whose restart takes nothing from the Node's workloads (metrics only), so it needs no budget.

@@ -37,8 +37,6 @@ pub enum FlowStep {
     VerifyServices,
     /// Reading the Node.
     ReadNode,
-    /// Claiming the unavailability budget before a restart on a Node in service, or a reboot.
-    ClaimBudget,
     /// Installing a Windows feature (`Containers`).
     InstallFeature,
     /// Restarting the host and waiting for it to come back.
@@ -78,7 +76,6 @@ impl FlowStep {
             FlowStep::RemoveBootstrapKubeconfig => "remove_bootstrap_kubeconfig",
             FlowStep::VerifyServices => "verify_services",
             FlowStep::ReadNode => "read_node",
-            FlowStep::ClaimBudget => "claim_budget",
             FlowStep::InstallFeature => "install_feature",
             FlowStep::Reboot => "reboot",
             FlowStep::LabelNode => "label_node",

@@ -16,8 +16,9 @@
 //! - Node ownership: the flow touches the host's Node only when it is the record's (its UID in the Node's
 //!   `instance-uid` annotation, written on first sight of a Windows Node at the host's node IP); a Node or a
 //!   name that is another's fails the pass with [`FlowError::NodeNameConflict`] and is never touched.
-//! - [`DisruptionGate`]: a pass that would stop services on a Node in service first claims one unit of the fleet's
-//!   unavailability budget through it, or waits ([`ConfigureState::WaitingForBudget`]).
+//! - Disruptions as requests: a pass that would stop services on a Node in service, or reboot the host, records a
+//!   request in the record's `status.disruption` and waits ([`ConfigureState::WaitingForBudget`]) until the fleet
+//!   executor grants it within the unavailability budget; the passes after the grant carry it out.
 //! - [`preflight`]: on first contact, before anything is installed, the host's Windows build (and its update
 //!   revision, against the cluster's VXLAN port), `Containers` feature and free space on `C:` ([`HostFacts`], read
 //!   by the identity command in the same round trip); a failed check fails the pass with [`FlowError::Preflight`]
@@ -59,7 +60,6 @@ pub use configure::configure;
 pub use deconfigure::{
     DeconfigureInputs, DeconfigureOutcome, MANAGED_SERVICES, REMOVED_DIRECTORIES, deconfigure, force_remove_requested,
 };
-pub use disruption::{Admission, DisruptionGate, DisruptionRequest};
 pub use drift::IdentityChange;
 pub use error::{FlowError, FlowStep, SourceError};
 pub use facts::{ContainersStep, FeatureState, HostFacts, PreflightCheck, PreflightFailure, containers_to_enable};

@@ -7,13 +7,12 @@
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Node;
-use wmco_cluster_client::types::{HostDisruption, WindowsInstance};
+use wmco_cluster_client::types::{DisruptionState, HostDisruption, WindowsInstance};
 use wmco_cluster_client::{ConfigMaps, DrainOptions, Drainer, InstanceRecords, Nodes};
 use wmco_payload_manifest::HostFileSet;
 use wmco_vocabulary::DisruptionKind;
 use wmco_windows_services::{LogRotation, NodeInputs, NodeProxy, Platform, Verbosity, WinPath};
 
-use crate::disruption::DisruptionGate;
 use crate::drift::IdentityChange;
 use crate::error::SourceError;
 use crate::identity::{HostIdentity, NodeNaming};
@@ -167,8 +166,6 @@ pub struct ConfigureInputs<'a> {
     pub operator_version: &'a str,
     /// SHA-256 of the public key the operator configures with (the `pub-key-hash` annotation).
     pub pub_key_hash: &'a str,
-    /// Hands out the unavailability budget before a pass stops a service on a Node in service, or reboots the host.
-    pub disruptions: &'a dyn DisruptionGate,
     /// How a Node is drained before its host reboots.
     pub drain: &'a DrainOptions,
 }
@@ -199,8 +196,9 @@ pub enum ConfigureState {
     /// The Node is configured at another version and the upgrade executor has not yet marked, cordoned and
     /// drained it (the record is not in phase `Upgrading`): nothing was done. Call again when the record changes.
     WaitingForUpgrade,
-    /// The pass would stop services on a Node in service (a changed cluster setting or file) and the
-    /// [`DisruptionGate`] has no budget left: nothing was changed on the host. Call again after a short delay.
+    /// The pass would stop services on a Node in service (a changed cluster setting or file), or reboot the host: it
+    /// recorded the request in `status.disruption` and changed nothing on the host. The fleet executor grants it
+    /// within the unavailability budget by writing the record; call again when the record changes.
     WaitingForBudget,
     /// The operator restarts the host (the record's `status.disruption` says why and how far): it is down, or up
     /// with its old boot time. Call again after a short delay; the pass that sees it back goes on configuring.
@@ -235,20 +233,24 @@ pub struct ConfigureOutcome {
 /// What a configure pass did about a reboot of the host, for the controller's Events.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RebootStep {
-    /// The budget was claimed and the host is restarting, for this reason.
+    /// The restart was sent: the host reboots, for this reason.
     Started(String),
     /// The host came back from the reboot made for this reason.
     Completed(String),
 }
 
 impl RebootStep {
-    /// The step between the record's reboot before a pass and after it, if any.
+    /// The step between the record's reboot before a pass and after it, if any: the restart sent (state
+    /// `Restarting` reached), or the host back (`Completed` reached from under way).
     pub(crate) fn between(before: Option<&HostDisruption>, after: Option<&HostDisruption>) -> Option<RebootStep> {
-        let under_way = |reboot: Option<&HostDisruption>| reboot.is_some_and(HostDisruption::in_progress);
         let after = after.filter(|after| after.kind == DisruptionKind::Reboot)?;
-        match (under_way(before), after.in_progress()) {
-            (false, true) => Some(RebootStep::Started(after.reason.clone())),
-            (true, false) => Some(RebootStep::Completed(after.reason.clone())),
+        let state_before = before.map(|before| before.state);
+        match (state_before, after.state) {
+            (Some(DisruptionState::Restarting), DisruptionState::Restarting) => None,
+            (_, DisruptionState::Restarting) => Some(RebootStep::Started(after.reason.clone())),
+            (Some(DisruptionState::Granted | DisruptionState::Restarting), DisruptionState::Completed) => {
+                Some(RebootStep::Completed(after.reason.clone()))
+            }
             _ => None,
         }
     }

@@ -1,34 +1,34 @@
-//! The reboot flow (windows-commands.md §4.1, wmco-anchor.md §6): one resumable sequence for every change that
-//! takes effect at boot — today the `Containers` feature a host met for the first time lacks.
+//! The reboot flow (windows-commands.md §4.1, wmco-anchor.md §6): one resumable sequence for every reboot — the
+//! `Containers` feature a host met for the first time lacks, and the reboots the fleet executor records for an admin,
+//! the Node's `reboot-required` annotation or the host's pending-reboot markers.
 //!
-//! 1. **Request** ([`request`]): one unit of the fleet's unavailability budget is claimed through the
-//!    [`DisruptionGate`] (shared with upgrades and Machine replacements; a host without a Node counts too), and the
-//!    record's `status.disruption` is written — kind `Reboot`, state `Granted`, the reason, and the host's boot time
-//!    before it — while the claim is held, so every budget holder counts the host from then on. No budget: the pass
-//!    changes nothing and says [`ConfigureState::WaitingForBudget`].
-//! 2. **Cordon and drain** a Node that exists and is schedulable (the reboot record notes that the operator cordoned
-//!    it).
+//! 1. **Request** ([`request`]): the record's `status.disruption` says kind `Reboot`, state `Requested`, the reason
+//!    and the host's boot time before it; the pass changes nothing more and says
+//!    [`ConfigureState::WaitingForBudget`]. The fleet executor grants it within `--max-unavailable` (the Node, if
+//!    any, marked `upgrading`; state `Granted`).
+//! 2. **Cordon and drain** a Node that exists and is schedulable (the record notes that the operator cordoned it);
+//!    the drain goes through the eviction API, so PodDisruptionBudgets hold it back.
 //! 3. **Restart**: state `Restarting` and the time are written first, then `Restart-Computer -Force` is sent; a
 //!    connection that drops while it runs is the expected outcome, not an error.
 //! 4. **Wait** ([`advance`], one identity command per pass): a host that does not answer, or answers with the old
 //!    boot time, is still rebooting ([`ConfigureState::Rebooting`]); the restart is sent again when the host stays up
 //!    [`RESEND_AFTER`] after it; after [`REBOOT_TIMEOUT`] each pass fails with [`FlowError::Reboot`] (retried with
 //!    backoff) until the host is back.
-//! 5. **Back**: a new boot time completes the reboot — state `Completed`, the Node uncordoned (if the operator
-//!    cordoned it) and unmarked — and the pass goes on with the identity command's fresh output.
+//! 5. **Back**: a new boot time completes the reboot — the Node uncordoned (if the operator cordoned it), unmarked
+//!    and rid of the `reboot-required` annotation, then state `Completed` — and the pass goes on with the identity
+//!    command's fresh output.
 //!
 //! Every step is written before it is taken, so an operator restarted at any point resumes from the record: a
 //! `Granted` reboot cordons, drains and restarts; a `Restarting` one waits for the new boot time.
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use wmco_cluster_client::names::UPGRADING_LABEL;
+use wmco_cluster_client::names::{REBOOT_REQUIRED_ANNOTATION, UPGRADING_LABEL};
 use wmco_cluster_client::types::{DisruptionState, HostDisruption, InstancePhase};
 use wmco_cluster_client::{NodeExt, NodeMetadataPatch};
 use wmco_ssh_transport::TransportError;
 use wmco_vocabulary::DisruptionKind;
 
-use crate::disruption::{self, Admission, DisruptionRequest};
 use crate::error::{FlowError, FlowStep};
 use crate::facts::HostFacts;
 use crate::pass::{ClusterAccess, ConfigureInputs, ConfigureState};
@@ -57,47 +57,21 @@ pub(crate) enum Progress {
 }
 
 /// Requests a reboot of the host for `reason`, with `boot_before` its current boot time and `node_name` its Node if
-/// one exists; granted, it goes on at once (cordon, drain, restart).
+/// one exists (unless a disruption is already requested or under way); the pass then waits for the grant.
 pub(crate) async fn request(
     session: &HostSession,
-    cluster: ClusterAccess<'_>,
-    inputs: &ConfigureInputs<'_>,
     recorder: &mut Recorder<'_>,
     reason: &str,
     boot_before: &str,
     node_name: Option<&str>,
 ) -> Result<ConfigureState, FlowError> {
-    let request = DisruptionRequest { instance: inputs.instance, node_name, services: &[] };
-    match disruption::admit(session.label(), inputs.disruptions, &request).await? {
-        Admission::Granted(claim) => {
-            tracing::info!(host = session.label(), reason, "budget claimed: the host reboots");
-            let now = Time(Timestamp::now());
-            recorder.status.disruption = Some(HostDisruption {
-                kind: DisruptionKind::Reboot,
-                reason: reason.to_owned(),
-                state: DisruptionState::Granted,
-                requested_at: now.clone(),
-                granted_at: Some(now),
-                services: Vec::new(),
-                boot_before: Some(boot_before.to_owned()),
-                restart_sent_at: None,
-                node: node_name.map(str::to_owned),
-                cordoned: false,
-                completed_at: None,
-                admin_token: None,
-            });
-            recorder.save().await?;
-            drop(claim);
-            match advance(session, cluster, inputs, recorder).await? {
-                Progress::Waiting(state) => Ok(state),
-                Progress::Back(_) => Ok(ConfigureState::Rebooting),
-            }
-        }
-        Admission::Denied { unavailable, max_unavailable } => {
-            tracing::info!(host = session.label(), reason, unavailable, max_unavailable, "reboot waits for the budget");
-            Ok(ConfigureState::WaitingForBudget)
-        }
+    if let Some(request) = recorder.status.request_disruption(DisruptionKind::Reboot, reason, Timestamp::now(), None) {
+        request.boot_before = Some(boot_before.to_owned());
+        request.node = node_name.map(str::to_owned);
+        tracing::info!(host = session.label(), reason, "reboot requested: waiting for the fleet executor's grant");
+        recorder.save().await?;
     }
+    Ok(ConfigureState::WaitingForBudget)
 }
 
 /// Advances the reboot recorded in the status (which must be under way) by one step.
@@ -112,8 +86,10 @@ pub(crate) async fn advance(
     };
     let node_name = reboot.node.clone();
     match reboot.state {
-        // Nothing records a reboot as `Requested` before the gate grants it yet (issue 37: the fleet executor will).
         DisruptionState::Requested | DisruptionState::Granted => {
+            if reboot.boot_before.is_none() {
+                note_boot_before(session, inputs, recorder).await?;
+            }
             if let Some(node_name) = &node_name {
                 cordon_and_drain(session, cluster, inputs, recorder, node_name).await?;
             }
@@ -147,9 +123,31 @@ pub(crate) async fn advance(
     }
 }
 
-/// The reboot `disruption` records, if one is under way (a restart of services is not this flow's).
+/// The reboot `disruption` records, if one is granted and under way (a restart of services is not this flow's).
 pub(crate) fn under_way(disruption: &Option<HostDisruption>) -> Option<&HostDisruption> {
-    disruption.as_ref().filter(|disruption| disruption.kind == DisruptionKind::Reboot && disruption.in_progress())
+    disruption.as_ref().filter(|disruption| disruption.kind == DisruptionKind::Reboot && disruption.is_under_way())
+}
+
+/// Records the host's boot time before a reboot the fleet executor requested (it cannot read it), so the reboot's
+/// end can be told: one identity command.
+async fn note_boot_before(
+    session: &HostSession,
+    inputs: &ConfigureInputs<'_>,
+    recorder: &mut Recorder<'_>,
+) -> Result<(), FlowError> {
+    let stdout = run_identity_command(session, inputs.node_naming()).await?;
+    let Some(boot) = HostFacts::parse(&stdout).last_boot else {
+        return Err(FlowError::Reboot {
+            host: session.label().to_owned(),
+            message: "the host did not report its boot time (Win32_OperatingSystem LastBootUpTime), so its reboot's \
+                      end cannot be told; it is not restarted"
+                .to_owned(),
+        });
+    };
+    if let Some(reboot) = recorder.status.disruption.as_mut() {
+        reboot.boot_before = Some(boot);
+    }
+    recorder.save().await
 }
 
 /// Still rebooting, or [`FlowError::Reboot`] once `since` passed [`REBOOT_TIMEOUT`].
@@ -231,8 +229,9 @@ async fn send_restart(session: &HostSession, recorder: &mut Recorder<'_>) -> Res
     }
 }
 
-/// Completes the reboot: the Node uncordoned if the operator cordoned it, unmarked if marked (the gate's mark for the
-/// reboot; an upgrade's stays until the upgrade executor finishes it), then state `Completed` with the time.
+/// Completes the reboot: the Node uncordoned if the operator cordoned it, unmarked if marked (the grant's mark; an
+/// upgrade's stays until the upgrade executor finishes it) and rid of the `reboot-required` annotation the reboot
+/// answered, then state `Completed` with the time.
 async fn complete(
     session: &HostSession,
     cluster: ClusterAccess<'_>,
@@ -249,11 +248,17 @@ async fn complete(
         if cordoned && node.is_unschedulable() {
             cluster.nodes.uncordon(node_name).await.map_err(|source| cluster_error(FlowStep::Cordon, source))?;
         }
+        let mut patch = NodeMetadataPatch::default();
         if node.is_marked() && recorder.status.phase != Some(InstancePhase::Upgrading) {
-            let unmark = NodeMetadataPatch::default().remove_label(UPGRADING_LABEL);
+            patch = patch.remove_label(UPGRADING_LABEL);
+        }
+        if node.annotation(REBOOT_REQUIRED_ANNOTATION).is_some() {
+            patch = patch.remove_annotation(REBOOT_REQUIRED_ANNOTATION);
+        }
+        if patch != NodeMetadataPatch::default() {
             cluster
                 .nodes
-                .patch_metadata(node_name, &unmark)
+                .patch_metadata(node_name, &patch)
                 .await
                 .map_err(|source| cluster_error(FlowStep::LabelNode, source))?;
         }

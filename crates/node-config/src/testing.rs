@@ -5,10 +5,7 @@ use wmco_payload_manifest::render::{RenderedFile, containerd_config};
 use wmco_payload_manifest::{HostFile, HostFileContent, HostFileSet};
 use wmco_windows_services::{LogRotation, Platform, ServiceStage, Verbosity, WinPath, node_services};
 
-use crate::{
-    Admission, DisruptionGate, DisruptionRequest, FileStage, HostFilesSource, HostIdentity, ServiceSettings,
-    SourceError, StageFiles,
-};
+use crate::{FileStage, HostFilesSource, HostIdentity, ServiceSettings, SourceError, StageFiles};
 
 /// The kubelet configuration and bootstrap kubeconfig every sample file set carries (placeholder contents).
 const KUBELET_FILES: [(&str, &str); 2] =
@@ -35,33 +32,6 @@ pub fn sample_service_settings() -> ServiceSettings {
         cloud_provider: None,
         cloud_config: None,
         proxy: Default::default(),
-    }
-}
-
-/// A [`DisruptionGate`] that admits every disruption without marking anything, counting the requests: for flow
-/// tests of one host, where no fleet shares a budget.
-///
-/// ```
-/// use wmco_node_config::testing::AdmitEvery;
-/// assert_eq!(AdmitEvery::default().requests(), 0);
-/// ```
-#[derive(Debug, Default)]
-pub struct AdmitEvery {
-    requests: std::sync::atomic::AtomicUsize,
-}
-
-impl AdmitEvery {
-    /// How many disruptions were asked for.
-    pub fn requests(&self) -> usize {
-        self.requests.load(std::sync::atomic::Ordering::SeqCst)
-    }
-}
-
-#[async_trait::async_trait]
-impl DisruptionGate for AdmitEvery {
-    async fn admit(&self, _request: &DisruptionRequest<'_>) -> wmco_cluster_client::Result<Admission> {
-        self.requests.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        Ok(Admission::Granted(Box::new(())))
     }
 }
 

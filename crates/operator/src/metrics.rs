@@ -4,6 +4,8 @@
 //!
 //! Families (names as exported; units are suffixes, counters end in `_total`):
 //! - `wmco_instances{phase}`: gauge, how many `WindowsInstance` records are in each phase;
+//! - `wmco_disruption_requests{kind,state}`: gauge, how many restarts and reboots are `Requested` (waiting for the
+//!   budget) and `Granted` (holding it, restart under way), set by every fleet reconcile;
 //! - `wmco_configure_duration_seconds`: histogram, how long configuring one host took;
 //! - `wmco_ssh_round_trips_total` and `wmco_ssh_sent_bytes_total`: counters of SSH traffic;
 //! - `wmco_csr_verdicts_total{verdict,rule}`: counter of CSR decisions by rule (`all` for an approval);
@@ -73,6 +75,12 @@ struct PhaseLabels {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct DisruptionLabels {
+    kind: String,
+    state: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct CsrVerdictLabels {
     verdict: CsrVerdictLabel,
     rule: String,
@@ -120,6 +128,7 @@ struct ControllerLabels {
 pub struct Metrics {
     registry: Registry,
     instances_by_phase: Family<PhaseLabels, Gauge>,
+    disruption_requests: Family<DisruptionLabels, Gauge>,
     configure_duration: Histogram,
     ssh_round_trips: Counter,
     ssh_bytes_sent: Counter,
@@ -137,6 +146,12 @@ impl Metrics {
         let mut registry = Registry::default();
         let instances_by_phase = Family::<PhaseLabels, Gauge>::default();
         registry.register("wmco_instances", "WindowsInstance records by phase", instances_by_phase.clone());
+        let disruption_requests = Family::<DisruptionLabels, Gauge>::default();
+        registry.register(
+            "wmco_disruption_requests",
+            "Restarts and reboots of hosts by kind and state: Requested (waiting for the budget) or Granted",
+            disruption_requests.clone(),
+        );
         let configure_duration = Histogram::new(CONFIGURE_DURATION_BUCKETS);
         registry.register(
             "wmco_configure_duration_seconds",
@@ -177,6 +192,7 @@ impl Metrics {
         Self {
             registry,
             instances_by_phase,
+            disruption_requests,
             configure_duration,
             ssh_round_trips,
             ssh_bytes_sent,
@@ -204,6 +220,12 @@ impl Metrics {
     /// Sets how many `WindowsInstance` records are in `phase` now.
     pub fn set_instances_in_phase(&self, phase: &str, count: i64) {
         self.instances_by_phase.get_or_create(&PhaseLabels { phase: phase.to_owned() }).set(count);
+    }
+
+    /// Sets how many `kind` disruptions (`Restart`, `Reboot`) are in `state` (`Requested`, `Granted`) now.
+    pub fn set_disruption_requests(&self, kind: &str, state: &str, count: i64) {
+        let labels = DisruptionLabels { kind: kind.to_owned(), state: state.to_owned() };
+        self.disruption_requests.get_or_create(&labels).set(count);
     }
 
     /// Records how long configuring one host took.

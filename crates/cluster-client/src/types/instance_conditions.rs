@@ -20,7 +20,7 @@
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use wmco_vocabulary::{DisruptionKind, InstancePhase};
+use wmco_vocabulary::{DisruptionKind, InstancePhase, RebootMarker};
 
 use super::WindowsInstanceStatus;
 
@@ -54,6 +54,11 @@ pub const HOSTNAME_CHANGED_CONDITION: &str = "HostnameChanged";
 /// the message names the markers. An observation only: whether the operator reboots is its reboot policy's call.
 /// `False` once a probe finds none, and on records never probed.
 pub const REBOOT_REQUIRED_CONDITION: &str = "RebootRequired";
+
+/// How a `True` [`REBOOT_REQUIRED_CONDITION`]'s message lists the markers: prefix, separator, suffix.
+const PENDING_MARKERS_PREFIX: &str = "Windows keeps pending-reboot markers on the host: ";
+const PENDING_MARKERS_SEPARATOR: &str = ", ";
+const PENDING_MARKERS_SUFFIX: &str = ". The pending operations complete at its next restart.";
 
 /// One condition as a writer states it; [`WindowsInstanceStatus::set_condition`] adds the time and generation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -127,11 +132,7 @@ impl ConditionState {
             REBOOT_REQUIRED_CONDITION,
             true,
             "RebootPending",
-            format!(
-                "Windows keeps pending-reboot markers on the host: {}. The pending operations complete at its next \
-                 restart.",
-                names.join(", ")
-            ),
+            format!("{PENDING_MARKERS_PREFIX}{}{PENDING_MARKERS_SUFFIX}", names.join(PENDING_MARKERS_SEPARATOR)),
         )
     }
 
@@ -160,6 +161,33 @@ impl WindowsInstanceStatus {
     /// The condition of `type_`, if present.
     pub fn condition(&self, type_: &str) -> Option<&Condition> {
         self.conditions.iter().find(|condition| condition.type_ == type_)
+    }
+
+    /// The pending-reboot markers the latest probe found, as its [`REBOOT_REQUIRED_CONDITION`] names them (none
+    /// while it is `False` or absent; names this operator does not know are skipped).
+    ///
+    /// ```
+    /// use wmco_cluster_client::types::{ConditionState, WindowsInstanceStatus};
+    /// use wmco_vocabulary::RebootMarker;
+    /// let mut status = WindowsInstanceStatus::default();
+    /// let now = jiff::Timestamp::UNIX_EPOCH;
+    /// status.set_condition(ConditionState::reboot_required(&["WindowsUpdate"]), None, now);
+    /// assert_eq!(status.pending_reboot_markers(), [RebootMarker::WindowsUpdate]);
+    /// ```
+    pub fn pending_reboot_markers(&self) -> Vec<RebootMarker> {
+        let Some(condition) = self.condition(REBOOT_REQUIRED_CONDITION).filter(|condition| condition.status == "True")
+        else {
+            return Vec::new();
+        };
+        let names = condition
+            .message
+            .strip_prefix(PENDING_MARKERS_PREFIX)
+            .and_then(|rest| rest.strip_suffix(PENDING_MARKERS_SUFFIX));
+        names
+            .into_iter()
+            .flat_map(|names| names.split(PENDING_MARKERS_SEPARATOR))
+            .filter_map(|name| name.parse().ok())
+            .collect()
     }
 
     /// Whether the condition of `type_` is present with status `True`.
@@ -263,7 +291,7 @@ impl WindowsInstanceStatus {
         };
         let disruption = self.disruption_in_effect();
         let rebooting =
-            disruption.filter(|disruption| disruption.kind == DisruptionKind::Reboot && disruption.in_progress());
+            disruption.filter(|disruption| disruption.kind == DisruptionKind::Reboot && disruption.is_under_way());
         let progressing = rebooting.is_some() || !matches!(phase, InstancePhase::Ready | InstancePhase::Failed);
         let (progressing_reason, progressing_message) = if let Some(reboot) = rebooting {
             ("Rebooting".to_owned(), format!("The host restarts ({}); waiting for it to come back.", reboot.reason))

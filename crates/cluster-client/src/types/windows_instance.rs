@@ -147,11 +147,66 @@ impl WindowsInstanceStatus {
     ///     "bootBefore": "/Date(1795000000000)/", "requestedAt": "2026-11-27T20:00:00Z"}}))?;
     /// let disruption = status.disruption_in_effect().unwrap();
     /// assert_eq!((disruption.kind, disruption.state), (DisruptionKind::Reboot, DisruptionState::Restarting));
-    /// assert!(disruption.in_progress());
+    /// assert!(disruption.is_under_way());
     /// # Ok::<(), serde_json::Error>(())
     /// ```
     pub fn disruption_in_effect(&self) -> Option<HostDisruption> {
         self.disruption.clone().or_else(|| self.reboot.clone().map(HostDisruption::from))
+    }
+
+    /// Records a new request of a `kind` disruption for `reason` at `now` (answering `admin_token` if an admin asked)
+    /// and returns it, unless a disruption is already requested or under way (`None`). A new request keeps the admin
+    /// token the last completed disruption answered, so the same token never asks twice.
+    ///
+    /// ```
+    /// use wmco_cluster_client::types::WindowsInstanceStatus;
+    /// use wmco_vocabulary::DisruptionKind;
+    /// let mut status = WindowsInstanceStatus::default();
+    /// let now = jiff::Timestamp::UNIX_EPOCH;
+    /// assert!(status.request_disruption(DisruptionKind::Restart, "settings", now, None).is_some());
+    /// assert!(status.request_disruption(DisruptionKind::Reboot, "patches", now, None).is_none());
+    /// ```
+    pub fn request_disruption(
+        &mut self,
+        kind: DisruptionKind,
+        reason: &str,
+        now: jiff::Timestamp,
+        admin_token: Option<&str>,
+    ) -> Option<&mut HostDisruption> {
+        let previous = self.disruption_in_effect();
+        if previous.as_ref().is_some_and(|previous| previous.is_requested() || previous.is_under_way()) {
+            return None;
+        }
+        let answered = previous.as_ref().and_then(HostDisruption::completed_admin_token);
+        self.reboot = None;
+        self.disruption = Some(HostDisruption::request(kind, reason, now, admin_token.or(answered)));
+        self.disruption.as_mut()
+    }
+
+    /// Grants the requested disruption at `now` (the fleet executor's part, once the budget admits it): state
+    /// `Granted`, and for a restart phase `Upgrading` (kept until the host is Ready again). Returns whether a request
+    /// was granted.
+    ///
+    /// ```
+    /// use wmco_cluster_client::types::{DisruptionState, InstancePhase, WindowsInstanceStatus};
+    /// use wmco_vocabulary::DisruptionKind;
+    /// let mut status = WindowsInstanceStatus::default();
+    /// let now = jiff::Timestamp::UNIX_EPOCH;
+    /// status.request_disruption(DisruptionKind::Restart, "settings", now, None);
+    /// assert!(status.grant_disruption(now) && !status.grant_disruption(now));
+    /// assert_eq!(status.phase, Some(InstancePhase::Upgrading));
+    /// assert_eq!(status.disruption.map(|restart| restart.state), Some(DisruptionState::Granted));
+    /// ```
+    pub fn grant_disruption(&mut self, now: jiff::Timestamp) -> bool {
+        let Some(request) = self.disruption.as_mut().filter(|request| request.is_requested()) else {
+            return false;
+        };
+        request.state = DisruptionState::Granted;
+        request.granted_at = Some(Time(now));
+        if request.kind == DisruptionKind::Restart {
+            self.phase = Some(InstancePhase::Upgrading);
+        }
+        true
     }
 
     /// Moves a legacy `reboot` into `disruption` (unless a disruption is recorded already) and removes it, so the
@@ -173,7 +228,7 @@ impl WindowsInstanceStatus {
 ///     "kind": "Reboot", "reason": "the Windows feature Containers was installed", "state": "Granted",
 ///     "bootBefore": "/Date(1795000000000)/", "requestedAt": "2026-11-27T20:00:00Z"}))?;
 /// assert_eq!((disruption.kind, disruption.state), (DisruptionKind::Reboot, DisruptionState::Granted));
-/// assert!(disruption.in_progress());
+/// assert!(disruption.is_under_way());
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -217,9 +272,45 @@ pub struct HostDisruption {
 }
 
 impl HostDisruption {
-    /// Whether the disruption is under way (not completed): the host is unavailable because of the operator.
-    pub fn in_progress(&self) -> bool {
-        self.state != DisruptionState::Completed
+    /// A new request of a `kind` disruption for `reason` at `now`, answering `admin_token` if an admin asked for it.
+    ///
+    /// ```
+    /// use wmco_cluster_client::types::{DisruptionState, HostDisruption};
+    /// use wmco_vocabulary::DisruptionKind;
+    /// let request = HostDisruption::request(DisruptionKind::Reboot, "patches", jiff::Timestamp::UNIX_EPOCH, None);
+    /// assert!(request.is_requested() && !request.is_under_way());
+    /// ```
+    pub fn request(
+        kind: DisruptionKind,
+        reason: &str,
+        now: jiff::Timestamp,
+        admin_token: Option<&str>,
+    ) -> HostDisruption {
+        HostDisruption {
+            kind,
+            reason: reason.to_owned(),
+            state: DisruptionState::Requested,
+            requested_at: Time(now),
+            granted_at: None,
+            services: Vec::new(),
+            boot_before: None,
+            restart_sent_at: None,
+            node: None,
+            cordoned: false,
+            completed_at: None,
+            admin_token: admin_token.map(str::to_owned),
+        }
+    }
+
+    /// Whether the disruption waits for a unit of the unavailability budget (requested, not granted yet).
+    pub fn is_requested(&self) -> bool {
+        self.state == DisruptionState::Requested
+    }
+
+    /// Whether the disruption holds a unit of the budget (granted or restarting): the host is unavailable because
+    /// of the operator.
+    pub fn is_under_way(&self) -> bool {
+        matches!(self.state, DisruptionState::Granted | DisruptionState::Restarting)
     }
 
     /// The admin token a completed disruption answered: what the reboot policy reads as the last completed token.
@@ -387,7 +478,7 @@ mod tests {
         assert_eq!(json["adminToken"], "2026-11-29T09:59:00Z");
         assert_eq!(serde_json::from_value::<HostDisruption>(json).unwrap(), disruption);
         let completed = HostDisruption { state: DisruptionState::Completed, ..disruption };
-        assert!(!completed.in_progress());
+        assert!(!completed.is_under_way() && !completed.is_requested());
         assert_eq!(completed.completed_admin_token(), Some("2026-11-29T09:59:00Z"));
     }
 

@@ -14,7 +14,7 @@ use wmco_cluster_client::fake::{FakeConfigMaps, FakeDrainer, FakeInstanceRecords
 use wmco_cluster_client::names::HYBRID_OVERLAY_SUBNET_ANNOTATION;
 
 use super::simulator::SimFiles;
-use crate::testing::{AdmitEvery, sample_service_settings};
+use crate::testing::sample_service_settings;
 use crate::{
     ClusterAccess, ConfigureInputs, ConfigureOutcome, ConfigureState, FlowError, HostSession, PreflightCheck,
     ServiceSettings, SessionSettings, configure,
@@ -85,7 +85,6 @@ impl World {
             files: &SimFiles,
             operator_version: "10.17.0",
             pub_key_hash: "ab",
-            disruptions: &AdmitEvery::default(),
             drain: &wmco_cluster_client::DrainOptions::default(),
         };
         configure(&self.session, cluster, &inputs).await

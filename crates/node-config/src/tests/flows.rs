@@ -14,7 +14,7 @@ use wmco_cluster_client::names::{
     WORKER_ROLE_LABEL,
 };
 use wmco_cluster_client::types::{
-    HOSTNAME_CHANGED_CONDITION, InstanceOrigin, InstancePhase, NODE_NAME_CONFLICT_CONDITION,
+    DisruptionState, HOSTNAME_CHANGED_CONDITION, InstanceOrigin, InstancePhase, NODE_NAME_CONFLICT_CONDITION,
     PREFLIGHT_FAILED_CONDITION, WindowsInstance,
 };
 use wmco_cluster_client::{BlockReason, BlockedPod, DrainOptions, InstanceRecords, NodeExt, NodeMetadataPatch, Nodes};
@@ -25,9 +25,9 @@ use wmco_windows_services::{ServiceSpec, ServiceStage, WinPath, node_services};
 use super::fake_host::{FakeWindowsHost, Fault, HOST_KEY, Op};
 use crate::testing::sample_service_settings;
 use crate::{
-    Admission, ClusterAccess, ConfigureInputs, ConfigureState, DeconfigureInputs, DisruptionGate, DisruptionRequest,
-    FileStage, FlowError, HYBRID_OVERLAY_NETWORKS, HostFilesSource, HostIdentity, HostSession, PreflightCheck,
-    SessionSettings, SourceError, StageFiles, WithheldService, configure, deconfigure,
+    ClusterAccess, ConfigureInputs, ConfigureState, DeconfigureInputs, FileStage, FlowError, HYBRID_OVERLAY_NETWORKS,
+    HostFilesSource, HostIdentity, HostSession, PreflightCheck, SessionSettings, SourceError, StageFiles,
+    WithheldService, configure, deconfigure,
 };
 
 const IDENTITY: &str = r#"{"hostname":"WIN-A","fqdn":"win-a.lab.example","ip":"203.0.113.7","build":"20348","ubr":2849,"freeBytes":85899345920,"containers":true}"#;
@@ -106,45 +106,6 @@ impl HostFilesSource for Files {
     }
 }
 
-/// A disruption gate that grants (or, once told, denies) and notes every request as `node: services`, and the
-/// record's phase when each granted claim is dropped.
-#[derive(Default)]
-struct Gate {
-    denied: Mutex<Option<(u32, u32)>>,
-    requests: Mutex<Vec<String>>,
-    records: Option<Arc<FakeInstanceRecords>>,
-    phases_at_release: Arc<Mutex<Vec<Option<InstancePhase>>>>,
-}
-
-/// A granted claim: notes the record's phase when dropped.
-struct Claim {
-    records: Option<Arc<FakeInstanceRecords>>,
-    phases_at_release: Arc<Mutex<Vec<Option<InstancePhase>>>>,
-}
-
-impl Drop for Claim {
-    fn drop(&mut self) {
-        let phase = self.records.as_ref().and_then(|records| records.record(NAMESPACE, NAME)?.status?.phase);
-        self.phases_at_release.lock().unwrap().push(phase);
-    }
-}
-
-#[async_trait::async_trait]
-impl DisruptionGate for Gate {
-    async fn admit(&self, request: &DisruptionRequest<'_>) -> wmco_cluster_client::Result<Admission> {
-        self.requests.lock().unwrap().push(format!(
-            "{}: {}",
-            request.node_name.unwrap_or("-"),
-            request.services.join(",")
-        ));
-        if let Some((unavailable, max_unavailable)) = *self.denied.lock().unwrap() {
-            return Ok(Admission::Denied { unavailable, max_unavailable });
-        }
-        let claim = Claim { records: self.records.clone(), phases_at_release: Arc::clone(&self.phases_at_release) };
-        Ok(Admission::Granted(Box::new(claim)))
-    }
-}
-
 struct World {
     nodes: Arc<FakeNodes>,
     records: Arc<FakeInstanceRecords>,
@@ -152,7 +113,6 @@ struct World {
     config_maps: FakeConfigMaps,
     files: Files,
     host: Arc<FakeWindowsHost>,
-    gate: Gate,
 }
 
 impl World {
@@ -164,7 +124,6 @@ impl World {
             config_maps: FakeConfigMaps::default(),
             files: Files::default(),
             host: Arc::new(FakeWindowsHost::new(IDENTITY, catalog())),
-            gate: Gate::default(),
         };
         let instance = objects::record(NAME).in_namespace(NAMESPACE).byoh("10.0.0.5").build();
         world.records.apply(&instance).await.unwrap();
@@ -210,10 +169,41 @@ impl World {
             files: &self.files,
             operator_version: VERSION,
             pub_key_hash: KEY_HASH,
-            disruptions: &self.gate,
             drain: &wmco_cluster_client::DrainOptions::default(),
         };
         configure(session, self.cluster(), &inputs).await
+    }
+
+    /// What the fleet executor does once the budget admits the record's requested disruption: the Node (if the
+    /// request names one) marked `upgrading`, the request granted. Returns whether a request was granted.
+    async fn grant(&self) -> bool {
+        let mut status = self.record().status.unwrap_or_default();
+        if !status.grant_disruption(jiff::Timestamp::now()) {
+            return false;
+        }
+        if let Some(node) = status.disruption.as_ref().and_then(|request| request.node.as_deref()) {
+            let mark = NodeMetadataPatch::default().set_label(wmco_cluster_client::names::UPGRADING_LABEL, "true");
+            self.nodes.patch_metadata(node, &mark).await.unwrap();
+        }
+        self.records.apply_status(NAMESPACE, NAME, &status).await.unwrap();
+        true
+    }
+
+    /// A pass; one that asked for a restart or reboot is granted (its log dropped) and run again.
+    async fn configure_granted(&self, session: &HostSession) -> Result<crate::ConfigureOutcome, FlowError> {
+        let outcome = self.configure(session).await?;
+        if outcome.state != ConfigureState::WaitingForBudget || !self.grant().await {
+            return Ok(outcome);
+        }
+        self.host.take_log();
+        self.configure(session).await
+    }
+
+    /// The record's disruption as `kind state node: services`, if it has one.
+    fn disruption(&self) -> Option<String> {
+        let disruption = self.record().status?.disruption?;
+        let node = disruption.node.as_deref().unwrap_or("-");
+        Some(format!("{:?} {:?} {node}: {}", disruption.kind, disruption.state, disruption.services.join(",")))
     }
 
     async fn deconfigure(&self, session: &HostSession) -> Result<crate::DeconfigureOutcome, FlowError> {
@@ -395,7 +385,6 @@ async fn configure_other(world: &World, name: &str, host: &Arc<FakeWindowsHost>)
         files: &world.files,
         operator_version: VERSION,
         pub_key_hash: KEY_HASH,
-        disruptions: &world.gate,
         drain: &DrainOptions::default(),
     };
     let session = HostSession::new(host.clone());
@@ -829,7 +818,7 @@ async fn a_changed_binary_is_replaced_after_its_service_and_dependents_stop() {
     world.host.take_log();
 
     world.files.set(r"C:\k\kubelet.exe", b"kubelet v2");
-    let outcome = world.configure(&session).await.unwrap();
+    let outcome = world.configure_granted(&session).await.unwrap();
     assert_eq!(outcome.state, ConfigureState::Ready);
     assert_eq!(
         summary(&world.host.take_log()),
@@ -1106,7 +1095,7 @@ async fn a_stop_pending_service_is_polled_until_stopped_before_its_binary_is_rep
     world.host.set_stop_pending_queries(2);
 
     world.files.set(r"C:\k\containerd\containerd.exe", b"containerd v2");
-    assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Ready);
+    assert_eq!(world.configure_granted(&session).await.unwrap().state, ConfigureState::Ready);
     let log = summary(&world.host.take_log());
     let stop = position(&log, "sc stop containerd");
     assert_eq!(
@@ -1137,7 +1126,7 @@ async fn a_service_that_never_stops_is_a_retryable_timeout() {
             ..SessionSettings::default()
         },
     );
-    let error = world.configure(&short).await.unwrap_err();
+    let error = world.configure_granted(&short).await.unwrap_err();
     assert!(matches!(&error, FlowError::StopTimedOut { service, .. } if service == "kube-proxy"), "{error}");
     assert!(error.is_retryable());
     let old_binary = Files::default().file(r"C:\k\kubelet.exe").sha256.to_string();
@@ -1152,7 +1141,7 @@ async fn a_changed_configuration_file_restarts_the_service_that_reads_it() {
     world.host.take_log();
 
     world.files.set(r"C:\k\kubelet.conf", b"{\"kind\":\"KubeletConfiguration\"}");
-    world.configure(&session).await.unwrap();
+    world.configure_granted(&session).await.unwrap();
     assert_eq!(
         summary(&world.host.take_log()),
         [
@@ -1265,36 +1254,59 @@ async fn build_metadata_alone_is_no_upgrade() {
     assert_eq!(summary(&world.host.take_log()), ["probe"]);
 }
 
-/// The kubelet restarts a changed `kubelet.conf` needs, dependents first.
-const KUBELET_RESTART: &str = "win-a: kube-proxy,hybrid-overlay-node,kubelet";
+/// The restart request a changed `kubelet.conf` makes, dependents first.
+const KUBELET_RESTART: &str = "Restart Requested win-a: kube-proxy,hybrid-overlay-node,kubelet";
 
 #[tokio::test]
-async fn a_restart_on_a_node_in_service_claims_the_budget_and_records_upgrading_before_releasing_the_claim() {
-    let mut world = World::new().await;
-    world.gate.records = Some(Arc::clone(&world.records));
+async fn a_restart_on_a_node_in_service_is_requested_changes_nothing_and_is_carried_out_once_granted() {
+    let world = World::new().await;
     let session = world.session();
     world.configure_to_ready(&session).await;
-    assert!(world.gate.requests.lock().unwrap().is_empty(), "a first configuration needs no budget");
+    assert_eq!(world.disruption(), None, "a first configuration asks for no budget");
     world.host.take_log();
 
     world.files.set(r"C:\k\kubelet.conf", b"{\"kind\":\"KubeletConfiguration\"}");
+    let outcome = world.configure(&session).await.unwrap();
+    assert_eq!((outcome.state, outcome.steps_applied, outcome.uploads), (ConfigureState::WaitingForBudget, 0, 0));
+    assert_eq!(summary(&world.host.take_log()), ["probe"]);
+    assert_eq!(world.disruption().as_deref(), Some(KUBELET_RESTART));
+    let requested = world.record().status;
+    assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::WaitingForBudget);
+    assert_eq!(world.record().status, requested, "asked once: a waiting pass writes nothing");
+
+    assert!(world.grant().await);
     assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Ready);
-    assert_eq!(*world.gate.requests.lock().unwrap(), [KUBELET_RESTART]);
-    assert_eq!(*world.gate.phases_at_release.lock().unwrap(), [Some(InstancePhase::Upgrading)]);
-    assert_eq!(world.record().status.unwrap().phase, Some(InstancePhase::Ready));
-    assert!(summary(&world.host.take_log()).contains(&"sc stop kubelet".to_owned()));
+    let log = summary(&world.host.take_log());
+    assert!(position(&log, "sc stop kubelet") < position(&log, r"upload C:\k\kubelet.conf"), "{log:#?}");
+    let status = world.record().status.unwrap();
+    let restart = status.disruption.unwrap();
+    assert_eq!((restart.state, status.phase), (DisruptionState::Completed, Some(InstancePhase::Ready)));
+    assert!(restart.granted_at.is_some() && restart.restart_sent_at.is_some() && restart.completed_at.is_some());
+}
+
+#[tokio::test]
+async fn a_requested_restart_the_host_no_longer_needs_is_withdrawn() {
+    let world = World::new().await;
+    let session = world.probing_session();
+    world.configure_to_ready(&session).await;
+    world.files.set(r"C:\k\kubelet.conf", b"{\"kind\":\"KubeletConfiguration\"}");
+    assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::WaitingForBudget);
+
+    world.files.overrides.lock().unwrap().remove(r"C:\k\kubelet.conf");
+    assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Ready);
+    assert_eq!(world.disruption(), None);
 }
 
 #[tokio::test]
 async fn a_host_whose_dhcp_address_changed_gets_its_kubelet_reconfigured_within_the_budget_and_the_record_follows() {
-    let mut world = World::new().await;
-    world.gate.records = Some(Arc::clone(&world.records));
+    let world = World::new().await;
     world.configure_to_ready(&world.session()).await;
     world.host.take_log();
 
     // The DHCP server hands the host another address.
     world.host.set_identity_json(&IDENTITY.replace(NODE_IP, "203.0.113.77"));
     let outcome = world.configure(&world.probing_session()).await.unwrap();
+    assert_eq!(outcome.state, ConfigureState::WaitingForBudget);
 
     let status = world.record().status.unwrap();
     assert_eq!(
@@ -1303,15 +1315,18 @@ async fn a_host_whose_dhcp_address_changed_gets_its_kubelet_reconfigured_within_
         "the record kept the old address"
     );
     assert_eq!(status.expected_node_name.as_deref(), Some(NAME));
-    assert_eq!(*world.gate.requests.lock().unwrap(), [KUBELET_RESTART], "the restart took a unit of the budget");
-    let log = summary(&world.host.take_log());
-    assert!(log.contains(&"sc config kubelet".to_owned()) && log.contains(&"sc start kubelet".to_owned()), "{log:?}");
+    assert_eq!(world.disruption().as_deref(), Some(KUBELET_RESTART), "the restart asks for a unit of the budget");
     let change = outcome.identity_change.expect("an identity change to report");
     assert_eq!(
         (change.before.node_ip.to_string(), change.after.node_ip.to_string()),
         (NODE_IP.into(), "203.0.113.77".into())
     );
     assert!(change.note().contains("node IP 203.0.113.7 -> 203.0.113.77"), "{}", change.note());
+
+    assert!(world.grant().await);
+    world.configure(&world.probing_session()).await.unwrap();
+    let log = summary(&world.host.take_log());
+    assert!(log.contains(&"sc config kubelet".to_owned()) && log.contains(&"sc start kubelet".to_owned()), "{log:?}");
 }
 
 #[tokio::test]
@@ -1352,29 +1367,7 @@ async fn a_restart_already_counted_as_upgrading_asks_for_no_more_budget() {
 
     world.files.set(r"C:\k\kubelet.conf", b"{\"kind\":\"KubeletConfiguration\"}");
     assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Ready);
-    assert!(world.gate.requests.lock().unwrap().is_empty());
-}
-
-#[tokio::test]
-async fn without_budget_a_restart_waits_and_changes_nothing() {
-    let world = World::new().await;
-    let session = world.session();
-    world.configure_to_ready(&session).await;
-    world.host.take_log();
-    let status_before = world.record().status;
-    *world.gate.denied.lock().unwrap() = Some((1, 1));
-
-    world.files.set(r"C:\k\kubelet.conf", b"{\"kind\":\"KubeletConfiguration\"}");
-    let outcome = world.configure(&session).await.unwrap();
-    assert_eq!((outcome.state, outcome.steps_applied, outcome.uploads), (ConfigureState::WaitingForBudget, 0, 0));
-    assert_eq!(summary(&world.host.take_log()), ["probe"]);
-    assert_eq!(world.record().status, status_before);
-
-    *world.gate.denied.lock().unwrap() = None;
-    assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Ready);
-    assert_eq!(*world.gate.requests.lock().unwrap(), [KUBELET_RESTART, KUBELET_RESTART]);
-    let log = summary(&world.host.take_log());
-    assert!(log.contains(&r"upload C:\k\kubelet.conf".to_owned()), "{log:#?}");
+    assert_eq!(world.disruption(), None);
 }
 
 #[tokio::test]
@@ -1385,11 +1378,10 @@ async fn a_cordoned_node_is_restarted_without_asking_for_budget() {
     let mut node = world.nodes.node(NAME).unwrap();
     node.spec.get_or_insert_default().unschedulable = Some(true);
     world.nodes.insert(node);
-    *world.gate.denied.lock().unwrap() = Some((1, 1));
 
     world.files.set(r"C:\k\kubelet.conf", b"{\"kind\":\"KubeletConfiguration\"}");
     assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Ready);
-    assert!(world.gate.requests.lock().unwrap().is_empty());
+    assert_eq!(world.disruption(), None);
 }
 
 #[tokio::test]
@@ -1442,7 +1434,8 @@ async fn hybrid_overlays_rotated_client_certificates_are_pruned_to_the_newest_tw
 /// The reboot a host without the `Containers` feature gets: its record after each pass, the host's log.
 mod containers_reboot {
     use wmco_cluster_client::NodeExt;
-    use wmco_cluster_client::types::{DisruptionState, RebootState};
+    use wmco_cluster_client::names::REBOOT_REQUIRED_ANNOTATION;
+    use wmco_cluster_client::types::RebootState;
     use wmco_vocabulary::DisruptionKind;
 
     use super::*;
@@ -1457,12 +1450,17 @@ mod containers_reboot {
         let session = world.session();
         world.host.set_containers("Disabled", 2, false);
 
+        let asked = world.configure(&session).await.unwrap();
+        assert_eq!((asked.state, asked.reboot), (ConfigureState::WaitingForBudget, None));
+        assert_eq!(summary(&world.host.take_log()), ["host key", "identity", "install-feature"]);
+        assert_eq!(world.disruption().as_deref(), Some("Reboot Requested -: "), "asked for without a Node");
+        assert!(world.grant().await);
+
         let first = world.configure(&session).await.unwrap();
-        assert_eq!((first.state, first.node_name.as_str()), (ConfigureState::Rebooting, "win-a"));
+        assert_eq!(first.state, ConfigureState::Rebooting);
         let reason = crate::CONTAINERS_REBOOT_REASON.to_owned();
         assert_eq!(first.reboot, Some(crate::RebootStep::Started(reason.clone())));
-        assert_eq!(summary(&world.host.take_log()), ["host key", "identity", "install-feature", "restart"]);
-        assert_eq!(*world.gate.requests.lock().unwrap(), ["-: "], "the budget is claimed without a Node");
+        assert_eq!(summary(&world.host.take_log()), ["restart"]);
         let status = world.record().status.unwrap();
         let reboot = status.disruption.clone().unwrap();
         assert_eq!((reboot.kind, reboot.state), (DisruptionKind::Reboot, DisruptionState::Restarting));
@@ -1500,40 +1498,40 @@ mod containers_reboot {
 
         world.register_node(true);
         assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Ready);
-        assert_eq!(world.gate.requests.lock().unwrap().len(), 1, "one reboot in all");
+        assert!(!world.grant().await, "one reboot in all");
     }
 
     #[tokio::test]
-    async fn a_reboot_waits_for_the_budget_and_an_installed_feature_is_not_installed_again() {
+    async fn a_reboot_waits_for_its_grant_and_an_installed_feature_is_not_installed_again() {
         let world = World::new().await;
         let session = world.session();
         world.host.set_containers("Disabled", 0, false);
-        *world.gate.denied.lock().unwrap() = Some((1, 1));
 
         assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::WaitingForBudget);
         assert_eq!(summary(&world.host.take_log()), ["host key", "identity", "install-feature"]);
-        assert_eq!(reboot_state(&world), None, "nothing recorded without the budget");
+        assert_eq!(reboot_state(&world), Some(DisruptionState::Requested));
         assert_eq!(world.host.containers(), Some(("EnablePending".to_owned(), 1)));
+        let requested = world.record().status;
 
         assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::WaitingForBudget);
         assert_eq!(summary(&world.host.take_log()), ["identity"], "pending: no second install");
+        assert_eq!(world.record().status, requested, "asked once");
 
-        *world.gate.denied.lock().unwrap() = None;
+        assert!(world.grant().await);
         assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Rebooting);
-        assert_eq!(summary(&world.host.take_log()), ["identity", "restart"]);
+        assert_eq!(summary(&world.host.take_log()), ["restart"]);
         assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::WaitingForNode);
     }
 
     #[tokio::test]
-    async fn an_operator_restarted_after_the_claim_restarts_the_host_without_claiming_again() {
-        // The claim was granted and recorded (by this operator, or by an older one in the deprecated
+    async fn an_operator_restarted_after_the_grant_restarts_the_host_without_asking_again() {
+        // The grant was recorded (by the fleet executor, or as a claim by an older operator in the deprecated
         // `status.reboot`), then the operator died before Restart-Computer.
         let granted = objects::status().reboot(DisruptionState::Granted).build();
         let legacy = objects::status().legacy_reboot(RebootState::Requested).build();
         for recorded in [granted, legacy] {
             let world = World::new().await;
             world.host.set_containers("Disabled", 1, false);
-            *world.gate.denied.lock().unwrap() = Some((0, 0));
             assert_eq!(world.configure(&world.session()).await.unwrap().state, ConfigureState::WaitingForBudget);
             let mut status = world.record().status.unwrap();
             (status.disruption, status.reboot) = (recorded.disruption, recorded.reboot);
@@ -1542,8 +1540,7 @@ mod containers_reboot {
 
             let session = world.session();
             assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Rebooting);
-            assert_eq!(summary(&world.host.take_log()), ["restart"], "resumed at the restart, no identity, no claim");
-            assert_eq!(world.gate.requests.lock().unwrap().len(), 1, "only the denied request");
+            assert_eq!(summary(&world.host.take_log()), ["restart"], "resumed at the restart, no identity");
             let status = world.record().status.unwrap();
             assert_eq!((status.reboot, reboot_state(&world)), (None, Some(DisruptionState::Restarting)));
             assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Rebooting);
@@ -1557,6 +1554,8 @@ mod containers_reboot {
         let world = World::new().await;
         let session = world.session();
         world.host.set_containers("Disabled", 0, true);
+        assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::WaitingForBudget);
+        assert!(world.grant().await);
         assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Rebooting);
         let error = world.configure(&session).await.unwrap_err();
         assert_eq!(error.preflight_failures()[0].check, PreflightCheck::ContainersFeature);
@@ -1575,21 +1574,24 @@ mod containers_reboot {
         world.register_node(true);
         world.host.set_containers("EnablePending", 1, false);
 
+        assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::WaitingForBudget);
+        assert_eq!(world.disruption().as_deref(), Some("Reboot Requested win-a: "));
+        assert!(!world.nodes.node(NAME).unwrap().is_unschedulable(), "nothing happens before the grant");
+        assert!(world.grant().await);
+        let required = NodeMetadataPatch::default().set_annotation(REBOOT_REQUIRED_ANNOTATION, "true");
+        world.nodes.patch_metadata(NAME, &required).await.unwrap();
         assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Rebooting);
-        assert_eq!(*world.gate.requests.lock().unwrap(), ["win-a: "]);
         assert_eq!(summary(&world.host.take_log()), ["host key", "identity", "restart"], "installed already");
         assert!(world.nodes.node(NAME).unwrap().is_unschedulable());
         assert_eq!(world.drainer.drained(), [NAME.to_owned()]);
         let reboot = world.record().status.unwrap().disruption.unwrap();
         assert_eq!((reboot.node.as_deref(), reboot.cordoned), (Some(NAME), true));
-        // The gate marked the Node (the operator's gate does).
-        let mark = NodeMetadataPatch::default().set_label(wmco_cluster_client::names::UPGRADING_LABEL, "true");
-        world.nodes.patch_metadata(NAME, &mark).await.unwrap();
 
         assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Rebooting);
         world.configure(&session).await.unwrap();
         let node = world.nodes.node(NAME).unwrap();
         assert!(!node.is_unschedulable() && !node.is_marked(), "uncordoned and unmarked");
+        assert_eq!(node.annotation(REBOOT_REQUIRED_ANNOTATION), None, "the reboot answered the Node's annotation");
         assert_eq!(reboot_state(&world), Some(DisruptionState::Completed));
     }
 
@@ -1598,6 +1600,8 @@ mod containers_reboot {
         let world = World::new().await;
         let session = world.session();
         world.host.set_containers("EnablePending", 0, false);
+        assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::WaitingForBudget);
+        assert!(world.grant().await);
         assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Rebooting);
         world.host.take_log();
         // Pretend the restart was sent long ago and the host never went down (the boot time is the old one).
@@ -1645,7 +1649,6 @@ mod containers_reboot {
         );
         let log = summary(&world.host.take_log());
         assert!(!log.iter().any(|op| op == "restart"), "no second restart: {log:#?}");
-        assert!(world.gate.requests.lock().unwrap().is_empty(), "no claim");
         let status = world.record().status.unwrap();
         assert_eq!(status.reboot, None, "the deprecated field is dropped");
         let disruption = status.disruption.unwrap();

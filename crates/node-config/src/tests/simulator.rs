@@ -127,7 +127,6 @@ async fn configure_record(
         files: &SimFiles,
         operator_version: "10.17.0",
         pub_key_hash: "ab",
-        disruptions: &crate::testing::AdmitEvery::default(),
         drain: &wmco_cluster_client::DrainOptions::default(),
     };
     configure(session, cluster, &inputs).await
@@ -292,8 +291,12 @@ async fn whole_lifecycle(shell: Option<&str>) -> Arc<InProcessHost> {
     sim.host().identity.node_ip = moved;
     let followed = configure_once().await;
     report("pass after a DHCP address change", &followed);
+    assert_eq!(followed.state, ConfigureState::WaitingForBudget, "the kubelet's restart is asked for");
     assert_eq!(followed.identity_change.map(|change| change.after.node_ip), Some(moved));
     assert_eq!(records.record("wmco", "win-3").unwrap().status.unwrap().node_ip, Some(moved));
+    grant(records).await;
+    let restarted = configure_once().await;
+    report("pass after the restart was granted", &restarted);
     let kubelet = kubelet_command_line(&sim);
     assert!(kubelet.as_deref().is_some_and(|line| line.contains("--node-ip=203.0.113.99")), "{kubelet:?}");
 
@@ -392,14 +395,12 @@ async fn a_server_2016_host_losing_containers_without_room_is_refused_by_the_rea
     let instance = records.record("wmco", "old").unwrap();
     let settings = sample_service_settings();
     let session = HostSession::new(sim.clone());
-    let disruptions = crate::testing::AdmitEvery::default();
     let inputs = ConfigureInputs {
         instance: &instance,
         settings: &settings,
         files: &SimFiles,
         operator_version: "10.17.0",
         pub_key_hash: "ab12",
-        disruptions: &disruptions,
         drain: &wmco_cluster_client::DrainOptions::default(),
     };
 
@@ -415,6 +416,13 @@ async fn a_server_2016_host_losing_containers_without_room_is_refused_by_the_rea
     assert_eq!(host.scm.services().count(), 0);
     assert_eq!(tree(sim.root()), before, "no file or directory written");
     assert_eq!(records.record("wmco", "old").unwrap().status.unwrap().phase, Some(InstancePhase::Failed));
+}
+
+/// Grants the record's requested disruption, as the fleet executor does once the budget admits it.
+async fn grant(records: &FakeInstanceRecords) {
+    let mut status = records.record("wmco", "win-3").unwrap().status.unwrap();
+    assert!(status.grant_disruption(jiff::Timestamp::now()), "a request to grant: {:?}", status.disruption);
+    records.apply_status("wmco", "win-3", &status).await.unwrap();
 }
 
 /// Every path under `root` with its size, sorted.

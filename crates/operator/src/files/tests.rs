@@ -462,7 +462,6 @@ impl SimulatedHost {
             files,
             operator_version: "10.17.0",
             pub_key_hash: "ab",
-            disruptions: &wmco_node_config::testing::AdmitEvery::default(),
             drain: &wmco_cluster_client::DrainOptions::default(),
         };
         wmco_node_config::configure(&self.session, self.access(), &inputs).await.unwrap()

@@ -1,6 +1,5 @@
-//! The fleet controller's shared state: the cluster seams, the key check, the settings (the planner's policy and the
-//! rotation's timings), the unavailability budget's lock (shared with the instances controller's
-//! [`BudgetedDisruptions`](super::BudgetedDisruptions)), and the only process-local state: the retry backoff of
+//! The fleet controller's shared state: the cluster seams, the key check, the settings (the planner's policy, the
+//! rotation's timings and the reboot policy), and the only process-local state: the retry backoff of
 //! failed upgrade steps, the drains running in the background, the Warning Events already published, and whether
 //! the Go operator's daemon identity was seen gone.
 
@@ -15,11 +14,12 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use wmco_cluster_client::{
     ClusterVersion, DrainOptions, Drainer, EventPublisher, GoDaemonObjects, InstanceRecords, Machines, Nodes, Seams,
-    Secrets,
+    Secrets, WindowsMachines,
 };
+use wmco_reboot_policy::RebootSettings;
 use wmco_upgrade_planner::{Failure, Policy};
 
-use super::{KeyChecker, SharedBudget};
+use super::KeyChecker;
 use crate::files::ServiceSettingsSource;
 use crate::metrics::Metrics;
 use crate::runtime::RetryBackoff;
@@ -57,11 +57,13 @@ pub struct FleetSettings {
     /// How long a Machine's host may refuse the operator's key (the record's `AuthenticationFailed` condition)
     /// before its Machine is replaced; the user data may still be setting up sshd on a new host.
     pub authentication_grace: Duration,
+    /// `--reboot-policy` and its maintenance window: which hosts the executor asks to reboot, and when.
+    pub reboot: RebootSettings,
 }
 
 impl FleetSettings {
-    /// Settings with the planner's default concurrency (8), the default drain, a 30-second key-check retry and the
-    /// [`AUTHENTICATION_GRACE`].
+    /// Settings with the planner's default concurrency (8), the default drain, a 30-second key-check retry, the
+    /// [`AUTHENTICATION_GRACE`] and the reboot policy `never`.
     ///
     /// ```
     /// use semver::Version;
@@ -85,6 +87,7 @@ impl FleetSettings {
             drain: DrainOptions::default(),
             retry: Duration::from_secs(30),
             authentication_grace: AUTHENTICATION_GRACE,
+            reboot: RebootSettings::default(),
         }
     }
 
@@ -129,9 +132,8 @@ pub struct FleetContext {
     /// Whether the cluster lets Windows nodes be configured at all; while it does not, no upgrade starts (a drained
     /// Node could not be configured again). Always by default.
     pub cluster_gate: Option<ServiceSettingsSource>,
-    /// The budget's lock, held from reading the fleet until the budget handed out is claimed, and the Windows
-    /// Machines whose Machines away are taken off it.
-    pub budget: SharedBudget,
+    /// Lists the Windows Machines, whose Machines away from the fleet are taken off the budget.
+    pub windows_machines: Arc<dyn WindowsMachines>,
     failures: Mutex<HashMap<String, StepFailure>>,
     step_retries: RetryBackoff,
     drains: Mutex<HashMap<String, JoinHandle<()>>>,
@@ -154,7 +156,7 @@ fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl FleetContext {
-    /// A context over `seams` (its Windows Machines listing is the budget's), checking keys with `key_checker`.
+    /// A context over `seams`, checking keys with `key_checker`.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -187,7 +189,7 @@ impl FleetContext {
             settings,
             metrics: Arc::new(Metrics::new()),
             cluster_gate: None,
-            budget: SharedBudget::new(Arc::clone(&seams.windows_machines)),
+            windows_machines: Arc::clone(&seams.windows_machines),
             failures: Mutex::default(),
             step_retries: RetryBackoff::new(FIRST_RETRY, MAX_RETRY),
             drains: Mutex::default(),
@@ -214,14 +216,6 @@ impl FleetContext {
     #[must_use]
     pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
         self.metrics = metrics;
-        self
-    }
-
-    /// Hands out `budget` (its lock and its Windows Machines), the one the instances controller's
-    /// [`BudgetedDisruptions`](super::BudgetedDisruptions) hands out too.
-    #[must_use]
-    pub fn with_budget(mut self, budget: SharedBudget) -> Self {
-        self.budget = budget;
         self
     }
 

@@ -22,7 +22,9 @@ use std::time::Duration;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Node;
 use wmco_cluster_client::types::{InstanceOrigin, Machine};
-use wmco_upgrade_planner::{Action, Failure, Fleet, Plan, Policy, Reason, RekeyMethod, WaitReason, plan};
+use wmco_upgrade_planner::{
+    Action, DisruptionKind, Failure, Fleet, Plan, Policy, Reason, RekeyMethod, WaitReason, plan,
+};
 
 use super::machines::{counted_by_planner, fleet_members, is_ignored};
 use super::observe::node_state;
@@ -130,6 +132,10 @@ pub struct Work {
     pub verify: Vec<String>,
     /// Records on an old key whose turn has not come, with what they wait for.
     pub key_waiting: Vec<(String, WaitReason)>,
+    /// Records whose requested restart or reboot the budget admits now: the executor grants them.
+    pub grant: Vec<(String, DisruptionKind)>,
+    /// Records whose requested restart or reboot waits, with what for.
+    pub disruption_waiting: Vec<(String, DisruptionKind, WaitReason)>,
 }
 
 impl Work {
@@ -167,6 +173,10 @@ impl Work {
                 }
                 (Action::Rekey { method: RekeyMethod::VerifyByohKey }, _) => work.verify.push(name),
                 (Action::Wait { reason }, Reason::KeyRotated) => work.key_waiting.push((name, reason.clone())),
+                (Action::Disrupt { kind }, Reason::DisruptionRequested { .. }) => work.grant.push((name, *kind)),
+                (Action::Wait { reason }, Reason::DisruptionRequested { kind }) => {
+                    work.disruption_waiting.push((name, *kind, reason.clone()));
+                }
                 _ => {}
             }
         }

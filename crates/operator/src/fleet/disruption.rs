@@ -1,193 +1,229 @@
-//! [`BudgetedDisruptions`]: the instances controller's [`DisruptionGate`]. A configure pass that would restart
-//! services on a Node in service (a changed cluster setting, a changed file a service reads at start) gets one unit
-//! of the same `--max-unavailable` budget upgrades and Machine replacements use, under the same lock, counted the
-//! same way (the planner's [`Instance::is_unavailable_by_operator`](wmco_upgrade_planner::Instance) plus the
-//! Windows Machines away from the fleet). Granted, the Node is marked `upgrading`; the pass records phase
-//! `Upgrading` before the lock is released, and the fleet controller unmarks the Node once the host is Ready again.
+//! The fleet executor's part of restarts and reboots, the one place the unavailability budget is handed out to them:
+//!
+//! - [`record_reboot_requests`]: the hosts someone asks to reboot — the admin (a token in the record's
+//!   `reboot-requested` annotation), the Go operator's `reboot-required` annotation on the Node, or Windows itself
+//!   (pending-reboot markers, under `--reboot-policy=when-required` and inside the maintenance window) — get a
+//!   `Requested` reboot in `status.disruption` (Event `RebootRequested`), which the plan then admits or holds back
+//!   beside every other disruption.
+//! - [`grant_disruptions`]: each request the plan admits is granted — the Node (if any) marked `upgrading`, then state
+//!   `Granted` (a restart also phase `Upgrading`) written, the record re-read first so only those fields change
+//!   (Event `DisruptionGranted`). The host's configure pass, triggered by that write, carries it out.
+//! - [`announce_waiting`]: one Event `DisruptionWaiting` per request the budget holds back, saying why.
+//! - [`count_requests`]: the `wmco_disruption_requests` gauge.
+//!
+//! A grant is written before anything happens on the host, so an operator restarted at any point finds it, and a
+//! Node marked by a grant that was never written is counted (and finished, or granted again) by the next plan.
 
-use std::sync::Arc;
+use jiff::Timestamp;
+use wmco_cluster_client::names::{REBOOT_REQUESTED_ANNOTATION, REBOOT_REQUIRED_ANNOTATION, UPGRADING_LABEL};
+use wmco_cluster_client::types::{DisruptionState, HostDisruption, WindowsInstanceStatus};
+use wmco_cluster_client::{NodeExt, NodeMetadataPatch, ResourceExt, Severity, WindowsInstanceExt};
+use wmco_reboot_policy::{RebootInputs, RebootRequest, reboot_request};
+use wmco_upgrade_planner::{DisruptionKind, WaitReason};
 
-use async_trait::async_trait;
-use wmco_cluster_client::names::UPGRADING_LABEL;
-use wmco_cluster_client::{InstanceRecords, NodeMetadataPatch, Nodes};
-use wmco_node_config::{Admission, DisruptionGate, DisruptionRequest};
+use super::context::FLEET;
+use super::upgrade::{error_chain, publish};
+use super::{FleetContext, FleetError, ObservedFleet, ObservedInstance};
+use crate::runtime::ReconcilerError;
 
-use super::{ObserveError, SharedBudget, machines_away, observe_instances, planner_instance};
-
-/// Hands out the fleet's unavailability budget to configure passes, under the [`SharedBudget`]'s lock.
-///
-/// ```
-/// use std::sync::Arc;
-/// use wmco_cluster_client::NoWindowsMachines;
-/// use wmco_cluster_client::fake::FakeCluster;
-/// use wmco_operator::fleet::{BudgetedDisruptions, SharedBudget};
-///
-/// let seams = FakeCluster::default().seams();
-/// let budget = SharedBudget::new(Arc::new(NoWindowsMachines));
-/// let gate = BudgetedDisruptions::new(&seams, budget, "openshift-windows-machine-config-operator", 1);
-/// assert_eq!(gate.max_unavailable(), 1);
-/// ```
-pub struct BudgetedDisruptions {
-    budget: SharedBudget,
-    records: Arc<dyn InstanceRecords>,
-    nodes: Arc<dyn Nodes>,
-    namespace: String,
-    max_unavailable: u32,
+/// Records a `Requested` reboot for every host someone asks to reboot now and that has no disruption requested or
+/// under way; returns the records asked. A failure on one record is logged and counted, never holds back the others.
+pub(crate) async fn record_reboot_requests(
+    ctx: &FleetContext,
+    observed: &ObservedFleet,
+    now: Timestamp,
+) -> Vec<String> {
+    let mut requested = Vec::new();
+    for instance in observed.instances.iter().filter(|instance| instance.record.metadata.deletion_timestamp.is_none()) {
+        let Some(request) = reboot_asked(ctx, instance, now).await else {
+            continue;
+        };
+        match write_request(ctx, instance, &request, now).await {
+            Ok(true) => {
+                tracing::info!(instance = %instance.record.key(), reason = %request.reason, "reboot requested");
+                let note = format!("reboot requested: {}; it waits for a unit of --max-unavailable", request.reason);
+                publish(ctx, instance, Severity::Normal, "RebootRequested", note).await;
+                requested.push(instance.record.key());
+            }
+            Ok(false) => {}
+            Err(error) => failed(ctx, instance, "recording the reboot request", &error),
+        }
+    }
+    requested
 }
 
-impl BudgetedDisruptions {
-    /// A gate over the records and Nodes of `seams` in `namespace`, handing out `budget` up to `max_unavailable`.
-    pub fn new(
-        seams: &wmco_cluster_client::Seams,
-        budget: SharedBudget,
-        namespace: impl Into<String>,
-        max_unavailable: u32,
-    ) -> Self {
-        BudgetedDisruptions {
-            budget,
-            records: Arc::clone(&seams.records),
-            nodes: Arc::clone(&seams.nodes),
-            namespace: namespace.into(),
-            max_unavailable,
-        }
+/// The reboot `instance` is asked for now, if any (a refused admin token is published once as a Warning).
+async fn reboot_asked(ctx: &FleetContext, instance: &ObservedInstance, now: Timestamp) -> Option<RebootRequest> {
+    let status = instance.record.status.clone().unwrap_or_default();
+    let disruption = status.disruption_in_effect();
+    if disruption.as_ref().is_some_and(|disruption| disruption.is_requested() || disruption.is_under_way()) {
+        return None;
     }
-
-    /// The budget (`--max-unavailable`).
-    pub fn max_unavailable(&self) -> u32 {
-        self.max_unavailable
+    let markers = status.pending_reboot_markers();
+    let inputs = RebootInputs {
+        admin_token: instance.record.annotations().get(REBOOT_REQUESTED_ANNOTATION).map(String::as_str),
+        last_completed_token: disruption.as_ref().and_then(HostDisruption::completed_admin_token),
+        node_reboot_required: instance
+            .node
+            .as_ref()
+            .is_some_and(|node| node.annotation(REBOOT_REQUIRED_ANNOTATION).is_some()),
+        host_markers: &markers,
+    };
+    match reboot_request(&inputs, &ctx.settings.reboot, now) {
+        Ok(request) => request,
+        Err(error) => {
+            let note = format!("annotation {REBOOT_REQUESTED_ANNOTATION}: {error}; no reboot is requested");
+            if ctx.first_publication(format!(
+                "reboot-token/{}/{}",
+                instance.record.key(),
+                inputs.admin_token.unwrap_or("")
+            )) {
+                tracing::warn!(instance = %instance.record.key(), "{note}");
+                publish(ctx, instance, Severity::Warning, "RebootRequestRefused", note).await;
+            }
+            None
+        }
     }
 }
 
-#[async_trait]
-impl DisruptionGate for BudgetedDisruptions {
-    async fn admit(&self, request: &DisruptionRequest<'_>) -> wmco_cluster_client::Result<Admission> {
-        let held = Arc::clone(&self.budget.lock).lock_owned().await;
-        let observed =
-            observe_instances(self.records.as_ref(), self.nodes.as_ref(), &self.namespace).await.map_err(|error| {
-                match error {
-                    ObserveError::ListRecords { source, .. } | ObserveError::ReadNode { source, .. } => *source,
-                }
-            })?;
-        let machines = self.budget.windows_machines.list().await?;
-        let away = machines_away(&machines, &observed);
-        let by_operator = observed
-            .iter()
-            .filter(|instance| {
-                planner_instance(&instance.record, instance.node.as_ref(), None).is_unavailable_by_operator()
-            })
-            .count();
-        let unavailable = u32::try_from(by_operator + away.len()).unwrap_or(u32::MAX);
-        if unavailable >= self.max_unavailable {
-            return Ok(Admission::Denied { unavailable, max_unavailable: self.max_unavailable });
+/// Writes `request` into the record as re-read; `false` when a disruption was recorded meanwhile.
+async fn write_request(
+    ctx: &FleetContext,
+    instance: &ObservedInstance,
+    request: &RebootRequest,
+    now: Timestamp,
+) -> Result<bool, FleetError> {
+    let mut status = current_status(ctx, instance).await?;
+    let Some(recorded) = status.request_disruption(DisruptionKind::Reboot, &request.reason, now, request.admin_token())
+    else {
+        return Ok(false);
+    };
+    recorded.node = instance.node_name().map(str::to_owned);
+    apply(ctx, instance, &status, "write the reboot request").await?;
+    Ok(true)
+}
+
+/// Grants the requests in `grants` (admitted by the plan at `now`); returns the records granted.
+pub(crate) async fn grant_disruptions(
+    ctx: &FleetContext,
+    observed: &ObservedFleet,
+    grants: &[(String, DisruptionKind)],
+    now: Timestamp,
+) -> Vec<String> {
+    let mut granted = Vec::new();
+    for (name, kind) in grants {
+        let Some(instance) = observed.instance(name) else {
+            continue;
+        };
+        match grant(ctx, instance, now).await {
+            Ok(Some(reason)) => {
+                let note =
+                    format!("{kind} granted within --max-unavailable {}: {reason}", ctx.settings.max_unavailable);
+                tracing::info!(instance = %instance.record.key(), "{note}");
+                publish(ctx, instance, Severity::Normal, "DisruptionGranted", note).await;
+                granted.push(instance.record.key());
+            }
+            Ok(None) => {}
+            Err(error) => failed(ctx, instance, "granting the disruption", &error),
         }
-        if let Some(node_name) = request.node_name {
-            let mark = NodeMetadataPatch::default().set_label(UPGRADING_LABEL, "true");
-            self.nodes.patch_metadata(node_name, &mark).await?;
+    }
+    granted
+}
+
+/// Marks the Node (if any) and writes the grant; the request's reason, or `None` when it is no longer requested.
+async fn grant(ctx: &FleetContext, instance: &ObservedInstance, now: Timestamp) -> Result<Option<String>, FleetError> {
+    if let (Some(node), Some(node_name)) = (&instance.node, instance.node_name())
+        && !node.is_marked()
+    {
+        let mark = NodeMetadataPatch::default().set_label(UPGRADING_LABEL, "true");
+        ctx.nodes.patch_metadata(node_name, &mark).await.map_err(|source| FleetError::Step {
+            instance: instance.record.key(),
+            step: format!("mark Node {node_name} upgrading"),
+            source: Box::new(source),
+        })?;
+    }
+    let mut status = current_status(ctx, instance).await?;
+    if !status.grant_disruption(now) {
+        return Ok(None);
+    }
+    apply(ctx, instance, &status, "write the grant").await?;
+    Ok(status.disruption.map(|granted| granted.reason))
+}
+
+/// Publishes, once per request, why each request in `waiting` is held back.
+pub(crate) async fn announce_waiting(
+    ctx: &FleetContext,
+    observed: &ObservedFleet,
+    waiting: &[(String, DisruptionKind, WaitReason)],
+) {
+    for (name, kind, reason) in waiting {
+        let Some(instance) = observed.instance(name) else {
+            continue;
+        };
+        let requested_at = instance
+            .record
+            .status
+            .as_ref()
+            .and_then(|status| status.disruption.as_ref())
+            .map(|request| request.requested_at.0.to_string());
+        let key = format!("disruption-waiting/{}/{}", instance.record.key(), requested_at.unwrap_or_default());
+        if ctx.first_publication(key) {
+            let note = format!("{kind} waits: {reason}");
+            publish(ctx, instance, Severity::Normal, "DisruptionWaiting", note).await;
         }
-        Ok(Admission::Granted(Box::new(held)))
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use wmco_cluster_client::NodeExt;
-    use wmco_cluster_client::fake::{FakeCluster, objects};
-    use wmco_cluster_client::names::VERSION_ANNOTATION;
-    use wmco_cluster_client::types::InstancePhase;
-
-    const NAMESPACE: &str = "wmco";
-
-    /// Two Ready hosts, `win-a` and `win-b`, with their Ready Nodes at version 1.0.0.
-    async fn fleet() -> FakeCluster {
-        let cluster = FakeCluster::default();
-        for name in ["win-a", "win-b"] {
-            let status = objects::status().phase(InstancePhase::Ready).expected_node_name(name).build();
-            let record = objects::record(name).in_namespace(NAMESPACE).byoh(name).build();
-            let record = cluster.records.apply(&record).await.unwrap();
-            cluster.records.apply_status(NAMESPACE, name, &status).await.unwrap();
-            let node = objects::windows_node(name).owned_by(&record).ready().annotated(VERSION_ANNOTATION, "1.0.0");
-            cluster.nodes.insert(node.build());
+/// Sets the `wmco_disruption_requests` gauge from the records as observed and the grants just written.
+pub(crate) fn count_requests(ctx: &FleetContext, observed: &ObservedFleet, granted: &[String]) {
+    for kind in [DisruptionKind::Restart, DisruptionKind::Reboot] {
+        let (mut requested, mut under_way) = (0, 0);
+        for instance in &observed.instances {
+            let Some(disruption) =
+                instance.record.status.as_ref().and_then(WindowsInstanceStatus::disruption_in_effect)
+            else {
+                continue;
+            };
+            if disruption.kind != kind {
+                continue;
+            }
+            if disruption.state == DisruptionState::Requested && !granted.contains(&instance.record.key()) {
+                requested += 1;
+            } else if disruption.state != DisruptionState::Completed {
+                under_way += 1;
+            }
         }
-        cluster
+        ctx.metrics.set_disruption_requests(kind.as_str(), "Requested", requested);
+        ctx.metrics.set_disruption_requests(kind.as_str(), "Granted", under_way);
     }
+}
 
-    fn gate(cluster: &FakeCluster, max_unavailable: u32) -> BudgetedDisruptions {
-        let seams = cluster.seams();
-        let budget = SharedBudget::new(Arc::clone(&seams.windows_machines));
-        BudgetedDisruptions::new(&seams, budget, NAMESPACE, max_unavailable)
-    }
+/// The record's status as the API server holds it now.
+async fn current_status(ctx: &FleetContext, instance: &ObservedInstance) -> Result<WindowsInstanceStatus, FleetError> {
+    let current =
+        ctx.records.get(&ctx.settings.namespace, instance.name()).await.map_err(|source| FleetError::Step {
+            instance: instance.record.key(),
+            step: "read the record".to_owned(),
+            source: Box::new(source),
+        })?;
+    Ok(current.and_then(|record| record.status).unwrap_or_default())
+}
 
-    async fn ask(gate: &BudgetedDisruptions, cluster: &FakeCluster, node: &str) -> Admission {
-        let record = cluster.records.record(NAMESPACE, node).unwrap();
-        let services = ["kubelet".to_owned()];
-        gate.admit(&DisruptionRequest { instance: &record, node_name: Some(node), services: &services }).await.unwrap()
-    }
+/// Writes `status` to the record (`step` names the write in errors).
+async fn apply(
+    ctx: &FleetContext,
+    instance: &ObservedInstance,
+    status: &WindowsInstanceStatus,
+    step: &str,
+) -> Result<(), FleetError> {
+    ctx.records.apply_status(&ctx.settings.namespace, instance.name(), status).await.map_err(|source| {
+        FleetError::Step { instance: instance.record.key(), step: step.to_owned(), source: Box::new(source) }
+    })?;
+    Ok(())
+}
 
-    async fn unmark(cluster: &FakeCluster, node: &str) {
-        let unmark = NodeMetadataPatch::default().remove_label(UPGRADING_LABEL);
-        cluster.nodes.patch_metadata(node, &unmark).await.unwrap();
-    }
-
-    #[tokio::test]
-    async fn a_grant_marks_the_node_holds_the_lock_and_counts_the_node_until_it_is_unmarked() {
-        let cluster = fleet().await;
-        let gate = gate(&cluster, 1);
-        let claim = ask(&gate, &cluster, "win-a").await;
-        assert!(matches!(claim, Admission::Granted(_)));
-        assert!(cluster.nodes.node("win-a").unwrap().is_marked());
-        assert!(gate.budget.lock.try_lock().is_err(), "the lock is held until the claim is dropped");
-        drop(claim);
-
-        let denied = ask(&gate, &cluster, "win-b").await;
-        assert!(matches!(denied, Admission::Denied { unavailable: 1, max_unavailable: 1 }), "{denied:?}");
-        assert!(!cluster.nodes.node("win-b").unwrap().is_marked());
-
-        unmark(&cluster, "win-a").await;
-        assert!(matches!(ask(&gate, &cluster, "win-b").await, Admission::Granted(_)));
-    }
-
-    #[tokio::test]
-    async fn an_upgrading_record_and_a_machine_away_take_the_budget_too() {
-        let cluster = fleet().await;
-        let status = objects::status().phase(InstancePhase::Upgrading).expected_node_name("win-a").build();
-        cluster.records.apply_status(NAMESPACE, "win-a", &status).await.unwrap();
-        let denied = ask(&gate(&cluster, 1), &cluster, "win-b").await;
-        assert!(matches!(denied, Admission::Denied { unavailable: 1, .. }), "{denied:?}");
-
-        cluster.machines.insert(objects::machine("win-new").windows().phase("Provisioning").build());
-        let denied = ask(&gate(&cluster, 2), &cluster, "win-b").await;
-        assert!(matches!(denied, Admission::Denied { unavailable: 2, .. }), "{denied:?}");
-        assert!(matches!(ask(&gate(&cluster, 3), &cluster, "win-b").await, Admission::Granted(_)));
-    }
-
-    #[tokio::test]
-    async fn a_reboot_without_a_node_takes_a_unit_while_its_record_says_it_is_under_way() {
-        let cluster = fleet().await;
-        let gate = gate(&cluster, 1);
-        let fresh = objects::record("fresh").in_namespace(NAMESPACE).byoh("10.0.0.9").build();
-        cluster.records.apply(&fresh).await.unwrap();
-        let record = cluster.records.record(NAMESPACE, "fresh").unwrap();
-        let request = DisruptionRequest { instance: &record, node_name: None, services: &[] };
-        let claim = gate.admit(&request).await.unwrap();
-        assert!(matches!(claim, Admission::Granted(_)), "{claim:?}");
-        drop(claim);
-
-        let rebooting = |state| objects::status().phase(InstancePhase::Configuring).reboot(state).build();
-        let status = rebooting(wmco_cluster_client::types::DisruptionState::Restarting);
-        cluster.records.apply_status(NAMESPACE, "fresh", &status).await.unwrap();
-        let denied = gate.admit(&request).await.unwrap();
-        assert!(matches!(denied, Admission::Denied { unavailable: 1, max_unavailable: 1 }), "{denied:?}");
-        assert!(matches!(ask(&gate, &cluster, "win-a").await, Admission::Denied { .. }));
-
-        let status = rebooting(wmco_cluster_client::types::DisruptionState::Completed);
-        cluster.records.apply_status(NAMESPACE, "fresh", &status).await.unwrap();
-        assert!(matches!(ask(&gate, &cluster, "win-a").await, Admission::Granted(_)));
-    }
-
-    #[tokio::test]
-    async fn no_budget_at_all_admits_nothing() {
-        let cluster = fleet().await;
-        assert!(matches!(ask(&gate(&cluster, 0), &cluster, "win-a").await, Admission::Denied { unavailable: 0, .. }));
-    }
+/// Logs and counts a failed step on one record (the next reconcile tries again).
+fn failed(ctx: &FleetContext, instance: &ObservedInstance, what: &str, error: &FleetError) {
+    ctx.metrics.record_error(FLEET, error.metric_label());
+    tracing::warn!(instance = %instance.record.key(), error = %error_chain(error), "{what} failed");
 }

@@ -7,11 +7,11 @@ use std::collections::HashMap;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::Node;
 use kube::runtime::watcher;
-use wmco_cluster_client::names::{PUB_KEY_HASH_ANNOTATION, VERSION_ANNOTATION};
+use wmco_cluster_client::names::{PUB_KEY_HASH_ANNOTATION, REBOOT_REQUIRED_ANNOTATION, VERSION_ANNOTATION};
 use wmco_cluster_client::{NodeExt, ResourceExt};
 
 /// One item per Node event that changes what the planner reads (Ready, unschedulable, the `upgrading` mark, the
-/// version and `pub-key-hash` annotations); heartbeats that change nothing it reads are dropped. `watching` names
+/// version and `pub-key-hash` annotations) or asks for a reboot (the `reboot-required` annotation); heartbeats that change nothing it reads are dropped. `watching` names
 /// the loop in the log line of a watch error.
 pub fn fleet_node_changes(
     events: impl Stream<Item = Result<watcher::Event<Node>, watcher::Error>> + Send + 'static,
@@ -60,7 +60,7 @@ pub fn watch_triggers<K: Send + 'static>(
     })
 }
 
-/// What the planner (and the key rotation) reads from a Node.
+/// What the planner, the key rotation and the reboot requests read from a Node.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct NodeFacts {
     ready: bool,
@@ -68,6 +68,7 @@ struct NodeFacts {
     marked: bool,
     version: Option<String>,
     pub_key_hash: Option<String>,
+    reboot_required: bool,
 }
 
 impl NodeFacts {
@@ -78,6 +79,7 @@ impl NodeFacts {
             marked: node.is_marked(),
             version: node.annotation(VERSION_ANNOTATION).map(str::to_owned),
             pub_key_hash: node.annotation(PUB_KEY_HASH_ANNOTATION).map(str::to_owned),
+            reboot_required: node.annotation(REBOOT_REQUIRED_ANNOTATION).is_some(),
         }
     }
 }
@@ -121,6 +123,21 @@ mod tests {
         ]);
         let triggers: Vec<()> = futures::executor::block_on(fleet_node_changes(events, "key rotation").collect());
         assert_eq!(triggers.len(), 4, "first sight, InitDone, the new hash and the deletion; not the heartbeat");
+    }
+
+    #[test]
+    fn the_go_operators_reboot_required_annotation_triggers_a_reconcile() {
+        let node = |required: bool| -> Node {
+            let node = objects::node("win-1").ready();
+            if required { node.annotated(REBOOT_REQUIRED_ANNOTATION, "true") } else { node }.build()
+        };
+        let events = futures::stream::iter([
+            Ok(watcher::Event::InitApply(node(false))),
+            Ok(watcher::Event::InitDone),
+            Ok(watcher::Event::Apply(node(true))),
+        ]);
+        let triggers: Vec<()> = futures::executor::block_on(fleet_node_changes(events, "fleet").collect());
+        assert_eq!(triggers.len(), 3);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use k8s_openapi::api::core::v1::Node;
 use semver::Version;
 use wmco_cluster_client::names::{PUB_KEY_HASH_ANNOTATION, VERSION_ANNOTATION};
-use wmco_cluster_client::types::{HostDisruption, WindowsInstance, WindowsInstanceStatus};
+use wmco_cluster_client::types::{WindowsInstance, WindowsInstanceStatus};
 use wmco_cluster_client::{InstanceRecords, NodeExt, Nodes, ResourceExt, WindowsInstanceExt, is_records_node};
 use wmco_upgrade_planner::{CordonedBy, Failure, Instance, NodeState, RequestState, RequestedDisruption};
 
@@ -41,8 +41,7 @@ pub(crate) fn sample_cluster_error() -> Box<wmco_cluster_client::Error> {
     })
 }
 
-/// Why the fleet could not be read (a [`FleetError`](super::FleetError) in a reconcile, a cluster error in the
-/// disruption gate).
+/// Why the fleet could not be read (a [`FleetError`](super::FleetError) in a reconcile).
 #[derive(Debug, thiserror::Error)]
 pub enum ObserveError {
     /// Listing the records failed.
@@ -124,14 +123,18 @@ pub fn planner_instance(record: &WindowsInstance, node: Option<&Node>, last_fail
         phase: record.status.as_ref().and_then(|status| status.phase).unwrap_or_default(),
         node: node.map(node_state),
         last_failure,
-        // Every disruption on a record claimed its budget through the gate before it was written: under way, it is
-        // granted.
-        disruption: record
-            .status
-            .as_ref()
-            .and_then(WindowsInstanceStatus::disruption_in_effect)
-            .filter(HostDisruption::in_progress)
-            .map(|disruption| RequestedDisruption { kind: disruption.kind, state: RequestState::Granted }),
+        disruption: record.status.as_ref().and_then(WindowsInstanceStatus::disruption_in_effect).and_then(
+            |disruption| {
+                let state = if disruption.is_requested() {
+                    RequestState::Requested
+                } else if disruption.is_under_way() {
+                    RequestState::Granted
+                } else {
+                    return None;
+                };
+                Some(RequestedDisruption { kind: disruption.kind, state })
+            },
+        ),
     }
 }
 
@@ -195,7 +198,7 @@ mod tests {
     }
 
     #[test]
-    fn a_disruption_under_way_is_granted_and_counts_as_unavailable() {
+    fn a_disruption_under_way_is_granted_and_counts_as_unavailable_and_a_request_is_requested() {
         use wmco_cluster_client::types::{DisruptionState, RebootState};
         use wmco_vocabulary::DisruptionKind;
         let rebooting =
@@ -205,6 +208,10 @@ mod tests {
         // A reboot an older operator recorded in the deprecated `status.reboot` counts the same.
         let legacy = objects::status().legacy_reboot(RebootState::Requested).build();
         assert!(planner_instance(&ready_record(legacy), None, None).is_unavailable_by_operator());
+        let requested =
+            planner_instance(&ready_record(objects::status().reboot(DisruptionState::Requested).build()), None, None);
+        assert_eq!(requested.disruption_requested(), Some(DisruptionKind::Reboot));
+        assert!(!requested.is_unavailable_by_operator(), "a request holds no budget");
         let done =
             planner_instance(&ready_record(objects::status().reboot(DisruptionState::Completed).build()), None, None);
         assert_eq!((done.disruption, done.is_unavailable_by_operator()), (None, false));

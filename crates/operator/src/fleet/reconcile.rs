@@ -1,11 +1,13 @@
 //! One whole-fleet reconcile: read the current key, the API server's version and the fleet fresh from the API
-//! server, plan once (pure), then carry the plan out — finish the upgrades whose configure pass reported Ready,
-//! start the admitted upgrades, replace the admitted Machines (on an old key, or refusing the key past the grace
-//! period), check the admitted BYOH hosts with the new key, explain with an Event the upgrades the kubelet skew rule
+//! server, record the reboots someone asks for, plan once (pure), then carry the plan out — finish the upgrades
+//! whose configure pass reported Ready, start the admitted upgrades, grant the admitted restarts and reboots, replace
+//! the admitted Machines (on an old key, or refusing the key past the grace period), check the admitted BYOH hosts
+//! with the new key, explain with an Event the upgrades the kubelet skew rule holds back and the requests the budget
 //! holds back, and remove the Go operator's daemon identity once no host needs it.
 //!
-//! The budget's lock is held from reading the fleet until the budget handed out is claimed (Nodes marked, Machines
-//! deleted); the BYOH key checks, the Events and the Go daemon cleanup take no budget and run after it is released.
+//! This is the only place the unavailability budget is handed out; the fleet controller runs one reconcile at a
+//! time (and one replica leads), so no lock is needed: every unit handed out is written to the cluster (a marked
+//! Node, a granted request, a deleted Machine) before the next reconcile reads the fleet.
 
 use std::sync::Arc;
 
@@ -13,6 +15,7 @@ use jiff::Timestamp;
 use wmco_cluster_client::{GoDaemonObject, Severity, WindowsInstanceExt};
 use wmco_upgrade_planner::Plan;
 
+use super::disruption::{announce_waiting, count_requests, grant_disruptions, record_reboot_requests};
 use super::go_daemon::remove_go_daemon_identity_logged;
 use super::rekey::{check_keys, replace_machines};
 use super::upgrade::{finish_upgrades, publish, start_upgrades};
@@ -38,6 +41,11 @@ pub struct FleetOutcome {
     pub started: Vec<String>,
     /// Records whose upgrade finished: Node uncordoned and unmarked.
     pub finished: Vec<String>,
+    /// Records whose host someone asked to reboot (admin, Node annotation, pending-reboot markers under the
+    /// policy), recorded as `Requested` in this reconcile.
+    pub reboots_requested: Vec<String>,
+    /// Records whose requested restart or reboot was granted in this reconcile (Node marked, state `Granted`).
+    pub granted: Vec<String>,
     /// Records whose upgrade could not start in this reconcile (marking or cordoning failed, or its configure pass
     /// had failed; retried after backoff) or could not be finished (uncordon or unmark failed; retried by the next
     /// reconcile), with the error. A failed drain is reported when it ends (Warning Event, backoff), not here.
@@ -88,14 +96,16 @@ impl FleetOutcome {
 /// happened in a background drain; failed key steps are in [`KeyRotation::failed`] and
 /// [`KeyRotation::not_authorized`].
 pub async fn reconcile_fleet(ctx: &Arc<FleetContext>, now: Timestamp) -> Result<FleetOutcome, FleetError> {
-    let budget_lock = Arc::clone(&ctx.budget.lock);
-    let budget = budget_lock.lock().await;
     let key = load_operator_key(ctx.secrets.as_ref(), &ctx.settings.namespace)
         .await
         .map_err(|source| FleetError::Key { source })?;
     let api_server = ctx.api_server.kubernetes_version().await.map_err(ApiServerVersionError::from)?;
     let policy = ctx.settings.policy(api_server);
     let mut observed = observe_fleet(ctx, &key.pub_key_hash, now).await?;
+    let reboots_requested = record_reboot_requests(ctx, &observed, now).await;
+    if !reboots_requested.is_empty() {
+        observed = observe_fleet(ctx, &key.pub_key_hash, now).await?;
+    }
     let mut plan = observed.plan(&policy);
     let mut work = Work::of(&plan, &observed);
 
@@ -113,19 +123,22 @@ pub async fn reconcile_fleet(ctx: &Arc<FleetContext>, now: Timestamp) -> Result<
     };
     let (started, start_failures) = start_upgrades(ctx, &observed, &upgrades, now).await;
     failed.extend(start_failures);
+    let granted = grant_disruptions(ctx, &observed, &work.grant, now).await;
+    count_requests(ctx, &observed, &granted);
 
     let claimed: Vec<&str> = upgrades
         .iter()
         .map(String::as_str)
         .chain(work.replace.iter().map(|replacement| replacement.record.as_str()))
+        .chain(work.grant.iter().map(|(name, _)| name.as_str()))
         .collect();
     let refused = decide_refused(&observed, &claimed, ctx.settings.authentication_grace, ctx.settings.max_unavailable);
     let mut rotation = KeyRotation::default();
     replace_machines(ctx, &observed, &work.replace, &refused.replace, &key, &mut rotation).await;
-    drop(budget);
 
     check_keys(ctx, &observed, &work.verify, &key, &mut rotation).await;
     let held_by_skew = warn_about_skew(ctx, &work, &observed).await;
+    announce_waiting(ctx, &observed, &work.disruption_waiting).await;
     let go_daemon_removed = remove_go_daemon_identity_logged(ctx).await;
     Ok(FleetOutcome {
         key_hash: key.pub_key_hash,
@@ -134,6 +147,8 @@ pub async fn reconcile_fleet(ctx: &Arc<FleetContext>, now: Timestamp) -> Result<
         machines_away: observed.machines_away.clone(),
         started,
         finished,
+        reboots_requested,
+        granted,
         failed,
         held_by_skew,
         next_retry: ctx.next_retry(),
@@ -151,12 +166,8 @@ pub async fn reconcile_fleet(ctx: &Arc<FleetContext>, now: Timestamp) -> Result<
 /// server fails.
 async fn observe_fleet(ctx: &FleetContext, key_hash: &str, now: Timestamp) -> Result<ObservedFleet, FleetError> {
     let instances = observe_instances(ctx.records.as_ref(), ctx.nodes.as_ref(), &ctx.settings.namespace).await?;
-    let machines = ctx
-        .budget
-        .windows_machines
-        .list()
-        .await
-        .map_err(|source| FleetError::ListMachines { source: Box::new(source) })?;
+    let machines =
+        ctx.windows_machines.list().await.map_err(|source| FleetError::ListMachines { source: Box::new(source) })?;
     Ok(ObservedFleet::new(instances, machines, key_hash, now, |name| ctx.pending_failure(name)))
 }
 

@@ -445,30 +445,6 @@ async fn a_machine_failed_by_the_new_key_is_replaced_and_byoh_checks_do_not_wait
     assert_eq!(second.machines_away, vec!["win-a"]);
 }
 
-/// Holding the budget's lock is what the instances controller's disruption gate does while it grants a restart.
-#[tokio::test]
-async fn a_rotation_waits_while_the_disruption_gate_holds_the_budget_lock() {
-    let cluster = Cluster::new(1).await;
-    cluster.machine("win-a", OLD_HASH).await;
-    let Cluster { context, machines, .. } = cluster;
-    let lock = Arc::clone(&context.budget.lock);
-    let guard = lock.lock().await;
-
-    let waiting = tokio::spawn({
-        let context = Arc::clone(&context);
-        async move { reconcile_fleet(&context, "2026-11-22T04:30:00Z".parse().unwrap()).await.unwrap() }
-    });
-    for _ in 0..10 {
-        tokio::task::yield_now().await;
-    }
-    assert!(!waiting.is_finished());
-    assert!(machines.deleted().is_empty(), "nothing is handed out while the gate holds the budget");
-
-    drop(guard);
-    assert_eq!(waiting.await.unwrap().rotation.replaced, vec!["openshift-machine-api/win-a"]);
-    assert!(lock.try_lock().is_ok(), "the rotation released the lock");
-}
-
 /// The grace period ends 300 s after the refusals began; reconciles run at 04:30:00.
 const REFUSED_LONG_AGO: &str = "2026-11-22T04:20:00Z";
 const REFUSED_RECENTLY: &str = "2026-11-22T04:27:00Z";

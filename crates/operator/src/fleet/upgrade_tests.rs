@@ -527,41 +527,6 @@ async fn machines_away_for_replacement_are_taken_off_the_budget() {
 }
 
 #[tokio::test]
-async fn a_reconcile_waits_while_the_disruption_gate_holds_the_budget_lock() {
-    let cluster = Cluster::new();
-    cluster.add("a", AT_OLD).await;
-    let executor = cluster.executor(1);
-    let lock = Arc::clone(&executor.budget.lock);
-    let guard = lock.lock().await;
-
-    let waiting = tokio::spawn({
-        let executor = Arc::clone(&executor);
-        async move { reconcile_fleet(&executor, at(NOW)).await.unwrap() }
-    });
-    for _ in 0..10 {
-        tokio::task::yield_now().await;
-    }
-    assert!(!waiting.is_finished());
-    assert_eq!(cluster.unavailable(&["a"]), Vec::<String>::new());
-
-    drop(guard);
-    assert_eq!(waiting.await.unwrap().started, labels(&["a"]));
-}
-
-#[tokio::test]
-async fn a_controller_given_the_shared_budget_uses_its_lock_and_its_machines() {
-    let cluster = Cluster::new();
-    cluster.add("a", AT_OLD).await;
-    let provisioning = objects::machine("win-new").phase("Provisioning").build();
-    let budget = SharedBudget::new(Arc::new(ListedMachines(vec![provisioning])));
-    let controller = Arc::new(cluster.context(&cluster.seams(), 1).with_budget(budget.clone()));
-    assert!(Arc::ptr_eq(&controller.budget.lock, &budget.lock));
-
-    let outcome = settled(&controller, at(NOW)).await;
-    assert_eq!((outcome.started, outcome.machines_away), (Vec::new(), vec!["win-new".to_owned()]));
-}
-
-#[tokio::test]
 async fn a_failed_configure_pass_during_an_upgrade_is_handed_over_again_after_backoff() {
     let cluster = Cluster::new();
     cluster.add("a", Host { unschedulable: true, marked: true, phase: InstancePhase::Failed, ..AT_OLD }).await;

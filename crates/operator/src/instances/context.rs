@@ -1,20 +1,18 @@
 //! The instances controller's shared state: the cluster seams, the host connector and per-host session cache,
-//! the desired-files source, the disruption gate, the settings, and the retry backoff of failed reconciles.
+//! the desired-files source, the settings, and the retry backoff of failed reconciles.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use kube::runtime::reflector::{ObjectRef, Store};
 use wmco_cluster_client::types::WindowsInstance;
 use wmco_cluster_client::{
     ConfigMaps, DrainOptions, Drainer, EventPublisher, InstanceRecords, Nodes, Seams, WindowsInstanceExt,
 };
-use wmco_node_config::{ClusterAccess, DisruptionGate, HostFilesSource, HostSession, SessionSettings, WithheldService};
+use wmco_node_config::{ClusterAccess, HostFilesSource, HostSession, SessionSettings, WithheldService};
 
 use super::{HostConnector, InstancesError};
 use crate::files::ServiceSettingsSource;
-use crate::fleet::{BudgetedDisruptions, SharedBudget};
 use crate::metrics::Metrics;
 use crate::runtime::{Controlled, ReconcilerError, RetryBackoff};
 
@@ -39,8 +37,6 @@ pub struct InstancesSettings {
     pub drain: DrainOptions,
     /// How long one remote command may run.
     pub command_timeout: Duration,
-    /// `--max-unavailable`: how many Nodes in service may be restarting (or upgrading) at once.
-    pub max_unavailable: u32,
 }
 
 /// Everything one instances reconcile needs (`Arc<InstancesContext>` is shared by all reconciles).
@@ -64,16 +60,12 @@ pub struct InstancesContext {
     /// Where SSH traffic and errors are counted (a private registry unless [`InstancesContext::with_metrics`] is
     /// used).
     pub metrics: Arc<Metrics>,
-    /// Hands out the unavailability budget before a pass restarts services on a Node in service.
-    pub disruptions: Arc<dyn DisruptionGate>,
     /// Signalled after a record's finalizer was released: the inventory runs again, so an entry added back while
     /// its old record was still being deleted gets a new record (nothing else would announce it).
     pub released: Arc<tokio::sync::Notify>,
     sessions: Mutex<HashMap<String, CachedSession>>,
     /// Per record, the services its last configure pass withheld (a Warning Event is published when this changes).
     withheld: Mutex<HashMap<String, Vec<WithheldService>>>,
-    /// The records whose last configure pass waited for the unavailability budget.
-    budget_waiters: Mutex<BTreeSet<String>>,
     retries: RetryBackoff,
 }
 
@@ -113,18 +105,11 @@ impl InstancesContext {
             events: Arc::clone(&seams.events),
             connector,
             files,
-            disruptions: Arc::new(BudgetedDisruptions::new(
-                seams,
-                SharedBudget::new(Arc::clone(&seams.windows_machines)),
-                settings.namespace.clone(),
-                settings.max_unavailable,
-            )),
             settings,
             metrics: Arc::new(Metrics::new()),
             released: Arc::new(tokio::sync::Notify::new()),
             sessions: Mutex::default(),
             withheld: Mutex::default(),
-            budget_waiters: Mutex::default(),
             retries: RetryBackoff::new(FIRST_RETRY, MAX_RETRY),
         }
     }
@@ -132,14 +117,6 @@ impl InstancesContext {
     /// Records SSH traffic and errors in `metrics` (the registry `/metrics` serves).
     pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
         self.metrics = metrics;
-        self
-    }
-
-    /// Hands out the unavailability budget through `disruptions` (the operator shares one budget between this,
-    /// the upgrade executor and the key rotation); by default a budget of `settings.max_unavailable` of its own.
-    #[must_use]
-    pub fn with_disruptions(mut self, disruptions: Arc<dyn DisruptionGate>) -> Self {
-        self.disruptions = disruptions;
         self
     }
 
@@ -179,31 +156,6 @@ impl InstancesContext {
     pub(crate) fn forget_session(&self, instance: &WindowsInstance) {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner).remove(&instance.key());
         self.withheld.lock().unwrap_or_else(PoisonError::into_inner).remove(&instance.key());
-        self.note_budget_wait(instance, false);
-    }
-
-    /// Notes whether `instance`'s last configure pass waited for the unavailability budget.
-    pub(crate) fn note_budget_wait(&self, instance: &WindowsInstance, waiting: bool) {
-        let mut waiters = self.budget_waiters.lock().unwrap_or_else(PoisonError::into_inner);
-        if waiting {
-            waiters.insert(instance.key());
-        } else {
-            waiters.remove(&instance.key());
-        }
-    }
-
-    /// The records of `store` whose last configure pass waited for the unavailability budget.
-    pub(crate) fn budget_waiters(&self, store: &Store<WindowsInstance>) -> Vec<ObjectRef<WindowsInstance>> {
-        let waiters = self.budget_waiters.lock().unwrap_or_else(PoisonError::into_inner);
-        if waiters.is_empty() {
-            return Vec::new();
-        }
-        store
-            .state()
-            .iter()
-            .filter(|record| waiters.contains(&record.key()))
-            .map(|record| ObjectRef::from_obj(record.as_ref()))
-            .collect()
     }
 
     /// Notes that `instance`'s last pass withheld `withheld`, and returns those not withheld (for the same reason)

@@ -3,8 +3,7 @@
 //! - an inventory loop over the `windows-instances` ConfigMap's watch events, calling [`reconcile_inventory`]
 //!   on every change and with `None` once it is deleted (or absent at start), retrying failures with backoff;
 //! - a `Controller` over the `WindowsInstance` records calling [`reconcile_instance`] with bounded concurrency,
-//!   triggered also by their Windows Nodes (a Node maps to the record whose `expectedNodeName` it carries, and an
-//!   unmarked Node also to every record whose restart waits for the unavailability budget), with
+//!   triggered also by their Windows Nodes (a Node maps to the record whose `expectedNodeName` it carries), with
 //!   requeues while a host waits and the runtime's error policy (exponential backoff from 1 s to 5 minutes for
 //!   retryable errors and refused logins).
 //!
@@ -20,9 +19,9 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Api, Client};
 use tracing::Instrument;
+use wmco_cluster_client::WindowsInstanceExt;
 use wmco_cluster_client::names::KUBERNETES_OS_LABEL;
 use wmco_cluster_client::types::WindowsInstance;
-use wmco_cluster_client::{NodeExt, WindowsInstanceExt};
 use wmco_instance_inventory::SystemResolver;
 use wmco_node_config::ConfigureState;
 
@@ -44,11 +43,6 @@ pub const WAITING_RECHECK: Duration = Duration::from_secs(3);
 /// Node turning Ready triggers a pass through the Node watch at once. The session answers passes with unchanged
 /// inputs from memory for as long (`SessionSettings::node_wait_window`), so this recheck is the one that probes.
 pub const NODE_WAIT_RECHECK: Duration = Duration::from_secs(30);
-
-/// How soon a host whose restart waits for the unavailability budget asks again at the latest. A Windows Node
-/// event showing an unmarked Node (the upgrade executor unmarking a host whose restart is over) wakes every waiting
-/// host at once; this recheck covers budget freed otherwise (a replaced Machine's Node becoming Ready).
-pub const BUDGET_RECHECK: Duration = Duration::from_secs(30);
 
 /// How soon a host the operator is rebooting is looked at again: one identity command (or a refused connection)
 /// per pass tells whether it is back with a new boot time.
@@ -96,15 +90,8 @@ async fn instance_controller(
         .reconcile_all_on(files_changed)
         .graceful_shutdown_on(shutdown.triggered());
     let store = instances.store();
-    let waiting = Arc::clone(&ctx);
     instances
-        .watches(nodes, windows_nodes, move |node| {
-            let mut records = records_of_node(&store, &node);
-            if !node.is_marked() {
-                records.extend(waiting.budget_waiters(&store));
-            }
-            records
-        })
+        .watches(nodes, windows_nodes, move |node| records_of_node(&store, &node))
         .run(reconcile, error_policy, ctx)
         .for_each(|result| report(InstancesContext::NAME, result))
         .await;
@@ -148,11 +135,11 @@ fn action_after(outcome: &InstanceOutcome) -> Action {
             ConfigureState::Ready => Action::requeue(READY_RECHECK),
             ConfigureState::WaitingForServices => Action::requeue(WAITING_RECHECK),
             ConfigureState::WaitingForReady => Action::requeue(NODE_WAIT_RECHECK),
-            ConfigureState::WaitingForBudget => Action::requeue(BUDGET_RECHECK),
             ConfigureState::Rebooting => Action::requeue(REBOOT_RECHECK),
-            ConfigureState::WaitingForNode | ConfigureState::WaitingForSubnet | ConfigureState::WaitingForUpgrade => {
-                Action::await_change()
-            }
+            ConfigureState::WaitingForNode
+            | ConfigureState::WaitingForSubnet
+            | ConfigureState::WaitingForUpgrade
+            | ConfigureState::WaitingForBudget => Action::await_change(),
         },
         InstanceOutcome::Released(_) | InstanceOutcome::Gone => Action::await_change(),
     }

@@ -112,13 +112,11 @@ async fn configure_pass(
         files: ctx.files.as_ref(),
         operator_version: &ctx.settings.operator_version,
         pub_key_hash: &ctx.settings.pub_key_hash,
-        disruptions: ctx.disruptions.as_ref(),
         drain: &ctx.settings.drain,
     };
     let pass =
         async { configure(&session, ctx.cluster(), &inputs).await.map_err(|source| flow_error(instance, source)) };
     let outcome = counting_traffic(ctx, &session, pass).await?;
-    ctx.note_budget_wait(instance, outcome.state == ConfigureState::WaitingForBudget);
     let before = instance.status.as_ref().and_then(|status| status.phase);
     if outcome.state == ConfigureState::Ready
         && !matches!(before, Some(InstancePhase::Ready | InstancePhase::Upgrading))

@@ -40,7 +40,6 @@ fn settings() -> InstancesSettings {
         pub_key_hash: "ab".to_owned(),
         drain: DrainOptions::default(),
         command_timeout: std::time::Duration::from_secs(120),
-        max_unavailable: 1,
     }
 }
 

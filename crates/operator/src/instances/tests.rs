@@ -122,7 +122,6 @@ fn fixture(fail: fn(&str) -> TransportError) -> Fixture {
         pub_key_hash: "ab12".to_owned(),
         drain: DrainOptions::default(),
         command_timeout: std::time::Duration::from_secs(120),
-        max_unavailable: 1,
     };
     let seams = Seams {
         records: records.clone(),
@@ -572,33 +571,6 @@ fn setup_teardown_and_failure_events_carry_the_go_operator_s_reasons_by_origin()
         (machine_object.kind.as_deref(), machine_object.name.as_deref(), machine_object.namespace.as_deref()),
         (Some("Machine"), Some("win-abc"), Some("openshift-machine-api"))
     );
-}
-
-#[test]
-fn records_waiting_for_the_budget_are_listed_until_a_pass_no_longer_waits() {
-    use kube::runtime::reflector::store::Writer;
-    use kube::runtime::watcher::Event;
-
-    let fixture = fixture(unreachable);
-    let mut writer = Writer::<WindowsInstance>::default();
-    let (waiting, other) = (
-        wmco_cluster_client::fake::objects::record("win-a").in_namespace(NAMESPACE).byoh("10.0.0.5").build(),
-        wmco_cluster_client::fake::objects::record("win-b").in_namespace(NAMESPACE).byoh("10.0.0.6").build(),
-    );
-    for record in [&waiting, &other] {
-        writer.apply_watcher_event(&Event::Apply(record.clone()));
-    }
-    let store = writer.as_reader();
-    assert!(fixture.ctx.budget_waiters(&store).is_empty());
-
-    fixture.ctx.note_budget_wait(&waiting, true);
-    let names: Vec<String> = fixture.ctx.budget_waiters(&store).into_iter().map(|object| object.name).collect();
-    assert_eq!(names, ["win-a"]);
-    fixture.ctx.note_budget_wait(&waiting, false);
-    assert!(fixture.ctx.budget_waiters(&store).is_empty());
-    fixture.ctx.note_budget_wait(&waiting, true);
-    fixture.ctx.forget_session(&waiting);
-    assert!(fixture.ctx.budget_waiters(&store).is_empty(), "a record gone waits no more");
 }
 
 /// Remembers the host key each connection was asked to pin, then hands out the fixed host.

@@ -71,7 +71,6 @@ async fn a_vsphere_machine_becomes_a_kubelet_named_after_the_machine() {
             pub_key_hash: "ab".to_owned(),
             drain: DrainOptions::default(),
             command_timeout: std::time::Duration::from_secs(120),
-            max_unavailable: 1,
         },
     );
     let stored = records.record(NAMESPACE, "machine-winworker-7xk2p").unwrap();

@@ -182,7 +182,6 @@ impl OperatorConfig {
             pub_key_hash,
             drain: DrainOptions::default(),
             command_timeout: self.flags.ssh_command_timeout,
-            max_unavailable: self.flags.max_unavailable,
         }
     }
 
@@ -212,6 +211,7 @@ impl OperatorConfig {
         FleetSettings {
             max_concurrent_configurations: u32::from(self.flags.concurrency),
             authentication_grace: self.flags.authentication_grace,
+            reboot: self.flags.reboot.clone(),
             ..FleetSettings::new(
                 self.flags.namespace.clone(),
                 self.operator_version.clone(),
@@ -224,11 +224,6 @@ impl OperatorConfig {
     /// The Machine controller's settings: the namespace and the cluster's platform.
     pub fn machines_settings(&self) -> MachinesSettings {
         MachinesSettings { namespace: self.flags.namespace.clone(), platform: self.platform }
-    }
-
-    /// Which hosts the fleet executor asks to reboot, and when: the policy and the maintenance window.
-    pub fn reboot_settings(&self) -> RebootSettings {
-        self.flags.reboot.clone()
     }
 
     /// The user-data controller's settings: the namespace and the cluster's platform.
@@ -322,7 +317,7 @@ mod tests {
         let reboot = RebootSettings { policy: RebootPolicy::WhenRequired, ..RebootSettings::default() };
         let flags = OperatorFlags { reboot: reboot.clone(), ..flags() };
         let config = OperatorConfig::new(flags, &facts(), OPENSHIFT, &manifest).expect("config");
-        assert_eq!(config.reboot_settings(), reboot);
+        assert_eq!(config.fleet_settings().reboot, reboot);
     }
 
     #[test]

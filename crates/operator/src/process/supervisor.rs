@@ -31,7 +31,7 @@ use crate::csr::{CsrContext, system_clock};
 use crate::files::{
     KubeletCaSource, MaterialRefresher, MaterialSources, NodeFiles, RefreshSettings, ServiceSettingsSource,
 };
-use crate::fleet::{BudgetedDisruptions, FleetContext, SharedBudget, SshKeyChecker, watch_triggers};
+use crate::fleet::{FleetContext, SshKeyChecker, watch_triggers};
 use crate::fleet_metrics::run_fleet_metrics;
 use crate::health::Readiness;
 use crate::instances::{InstancesContext, SshConnector};
@@ -254,9 +254,9 @@ fn connector(config: &OperatorConfig, key: OperatorKey, transcripts: Option<&Arc
 /// then reconciles the hosts; when the admin replaces `cloud-private-key` with another usable key, the instances
 /// controller is rebuilt with it (new SSH connections; cached sessions dropped), while the fleet controller reads
 /// the key on every reconcile. Once `shutdown` is triggered the fleet controller and the key watch stop, no host
-/// reconcile starts, and this returns when the host reconciles in flight finished. The fleet controller shares its
-/// budget with every instances controller's disruption gate. Problems with the key or the material are logged and
-/// retried.
+/// reconcile starts, and this returns when the host reconciles in flight finished. The fleet controller alone hands
+/// out the unavailability budget (host passes only record requests). Problems with the key or the material are
+/// logged and retried.
 async fn run_host_controllers(operator: Operator, mut keys: KeyReceiver, shutdown: ShutdownSignal) {
     let Operator { client, seams, config, manifest, payload, metrics, readiness } = operator;
     let kubelet_ca = if config.shape.openshift {
@@ -295,12 +295,9 @@ async fn run_host_controllers(operator: Operator, mut keys: KeyReceiver, shutdow
     // One recorder for the term: the connectors of every key share its transcript files.
     let transcripts =
         config.flags.record_transcripts.as_ref().map(|directory| Arc::new(TranscriptRecorder::new(directory)));
-    // One budget for the fleet controller and every instances controller's disruption gate (one per key).
-    let budget = SharedBudget::new(Arc::clone(&seams.windows_machines));
     let key_checker = SshKeyChecker::new(config.ssh_settings());
     let fleet = FleetContext::new(&seams, Arc::new(key_checker), config.fleet_settings())
         .with_cluster_gate(config.service_settings_source(snapshot.clone()))
-        .with_budget(budget.clone())
         .with_metrics(Arc::clone(&metrics));
     tracing::info!(max_unavailable = config.flags.max_unavailable, "starting the fleet controller");
     let fleet =
@@ -319,12 +316,6 @@ async fn run_host_controllers(operator: Operator, mut keys: KeyReceiver, shutdow
                 Arc::new(files),
                 config.instances_settings(current_hash.clone(), snapshot.clone()),
             )
-            .with_disruptions(Arc::new(BudgetedDisruptions::new(
-                &seams,
-                budget.clone(),
-                namespace.clone(),
-                config.flags.max_unavailable,
-            )))
             .with_metrics(Arc::clone(&metrics));
             tracing::info!(
                 namespace = %namespace,
