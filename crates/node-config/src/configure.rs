@@ -677,14 +677,7 @@ async fn enable_containers(
         tracing::warn!(host = session.label(), check = %failure.check, reason = %failure.message, "preflight check failed");
         return Err(FlowError::Preflight { host: session.label().to_owned(), failures: vec![failure] });
     }
-    let Some(boot) = facts.last_boot.as_deref() else {
-        return Err(FlowError::Reboot {
-            host: session.label().to_owned(),
-            message: "the host did not report its boot time (Win32_OperatingSystem LastBootUpTime), so a completed \
-                      reboot cannot be told from a pending one; nothing was installed"
-                .to_owned(),
-        });
-    };
+    let boot = reboot::boot_time(session, facts)?;
     if step == ContainersStep::Install {
         tracing::info!(host = session.label(), state, "installing the Windows feature Containers");
         let command = script::install_containers_feature().map_err(|source| FlowError::Render {

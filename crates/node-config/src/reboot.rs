@@ -136,18 +136,23 @@ async fn note_boot_before(
     recorder: &mut Recorder<'_>,
 ) -> Result<(), FlowError> {
     let stdout = run_identity_command(session, inputs.node_naming()).await?;
-    let Some(boot) = HostFacts::parse(&stdout).last_boot else {
-        return Err(FlowError::Reboot {
-            host: session.label().to_owned(),
-            message: "the host did not report its boot time (Win32_OperatingSystem LastBootUpTime), so its reboot's \
-                      end cannot be told; it is not restarted"
-                .to_owned(),
-        });
-    };
+    let facts = HostFacts::parse(&stdout);
+    let boot = boot_time(session, &facts)?;
     if let Some(reboot) = recorder.status.disruption.as_mut() {
-        reboot.boot_before = Some(boot);
+        reboot.boot_before = Some(boot.to_owned());
     }
     recorder.save().await
+}
+
+/// The host's boot time as its identity command reported it; without it a completed reboot cannot be told from a
+/// pending one, so nothing that reboots the host goes on.
+pub(crate) fn boot_time<'a>(session: &HostSession, facts: &'a HostFacts) -> Result<&'a str, FlowError> {
+    facts.last_boot.as_deref().ok_or_else(|| FlowError::Reboot {
+        host: session.label().to_owned(),
+        message: "the host did not report its boot time (Win32_OperatingSystem LastBootUpTime), so a completed \
+                  reboot cannot be told from a pending one; nothing was changed for the reboot"
+            .to_owned(),
+    })
 }
 
 /// Still rebooting, or [`FlowError::Reboot`] once `since` passed [`REBOOT_TIMEOUT`].
@@ -230,7 +235,7 @@ async fn send_restart(session: &HostSession, recorder: &mut Recorder<'_>) -> Res
 }
 
 /// Completes the reboot: the Node uncordoned if the operator cordoned it, unmarked if marked (the grant's mark; an
-/// upgrade's stays until the upgrade executor finishes it) and rid of the `reboot-required` annotation the reboot
+/// upgrade's stays until the fleet executor finishes it) and rid of the `reboot-required` annotation the reboot
 /// answered, then state `Completed` with the time.
 async fn complete(
     session: &HostSession,

@@ -1,7 +1,7 @@
 //! The fleet controller's errors: each names the object and the step that failed. A failed step on one host is
 //! not an error of the reconcile (it is reported in the outcome and retried); these stop the whole reconcile.
 
-use super::{ApiServerVersionError, ObserveError};
+use super::ApiServerVersionError;
 use crate::operator_key::OperatorKeyError;
 use crate::runtime::ReconcilerError;
 
@@ -71,18 +71,6 @@ pub enum FleetError {
     },
 }
 
-impl From<ObserveError> for FleetError {
-    /// The controller's words for a failed fleet read: listing the records, or the step `read Node …`.
-    fn from(error: ObserveError) -> Self {
-        match error {
-            ObserveError::ListRecords { namespace, source } => FleetError::ListRecords { namespace, source },
-            ObserveError::ReadNode { instance, node, source } => {
-                FleetError::Step { instance, step: format!("read Node {node}"), source }
-            }
-        }
-    }
-}
-
 impl From<ApiServerVersionError> for FleetError {
     /// The controller's words for an unknown API server version (a `gitVersion` that is not semver is an
     /// [`FleetError::InvalidVersion`]).
@@ -126,8 +114,8 @@ mod tests {
     #[test]
     fn fleet_reads_api_server_versions_and_the_key_keep_their_messages_and_labels() {
         let errors: [FleetError; 5] = [
-            ObserveError::ListRecords { namespace: "wmco".into(), source: cluster_error() }.into(),
-            ObserveError::ReadNode { instance: "wmco/a".into(), node: "win-a".into(), source: cluster_error() }.into(),
+            FleetError::ListRecords { namespace: "wmco".into(), source: cluster_error() },
+            FleetError::Step { instance: "wmco/a".into(), step: "read Node win-a".into(), source: cluster_error() },
             ApiServerVersionError::Read { source: cluster_error() }.into(),
             ApiServerVersionError::InvalidGitVersion { value: "v1.36".into() }.into(),
             FleetError::Key { source: OperatorKeyError::Missing { object: "wmco/cloud-private-key".into() } },

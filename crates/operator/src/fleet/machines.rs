@@ -38,7 +38,7 @@ fn belongs_to_fleet(observed: &ObservedInstance, live_machines: &BTreeSet<&str>)
 /// being deleted, without a live record (provisioning, or recorded but the record is going), or recorded but not
 /// yet a configured Ready Node while the planner does not count them; and the Machines already gone whose record is
 /// still there (being deconfigured), so a Machine removed before its MachineSet created the replacement still holds
-/// its unit. Sorted by name. The planner's budget and the disruption gate's count take them off.
+/// its unit. Sorted by name. The planner's budget takes them off.
 ///
 /// ```
 /// use wmco_cluster_client::types::Machine;

@@ -73,7 +73,7 @@ pub use error::FleetError;
 pub use key_check::{KeyCheckFailure, KeyChecker, SshKeyChecker};
 pub use machines::machines_away;
 pub use node_changes::{fleet_node_changes, watch_triggers};
-pub use observe::{ObserveError, ObservedInstance, observe_instances, planner_instance};
+pub use observe::{ObservedInstance, observe_instances, planner_instance};
 pub use reconcile::{FleetOutcome, reconcile_fleet};
 pub use rekey::{ADMINISTRATORS_AUTHORIZED_KEYS, KeyRotation, not_authorized_note};
 pub use version::{operator_version, payload_kubelet_version};

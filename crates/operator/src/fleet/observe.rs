@@ -9,6 +9,8 @@ use wmco_cluster_client::types::{WindowsInstance, WindowsInstanceStatus};
 use wmco_cluster_client::{InstanceRecords, NodeExt, Nodes, ResourceExt, WindowsInstanceExt, is_records_node};
 use wmco_upgrade_planner::{CordonedBy, Failure, Instance, NodeState, RequestState, RequestedDisruption};
 
+use super::FleetError;
+
 /// One record and its Node as read.
 #[derive(Clone, Debug)]
 pub struct ObservedInstance {
@@ -41,52 +43,27 @@ pub(crate) fn sample_cluster_error() -> Box<wmco_cluster_client::Error> {
     })
 }
 
-/// Why the fleet could not be read (a [`FleetError`](super::FleetError) in a reconcile).
-#[derive(Debug, thiserror::Error)]
-pub enum ObserveError {
-    /// Listing the records failed.
-    #[error("listing WindowsInstances in namespace {namespace} failed")]
-    ListRecords {
-        /// The operator namespace.
-        namespace: String,
-        /// The cluster error.
-        #[source]
-        source: Box<wmco_cluster_client::Error>,
-    },
-    /// Reading a record's Node failed.
-    #[error("WindowsInstance {instance}: reading Node {node} failed")]
-    ReadNode {
-        /// `namespace/name` of the record.
-        instance: String,
-        /// The Node's name.
-        node: String,
-        /// The cluster error.
-        #[source]
-        source: Box<wmco_cluster_client::Error>,
-    },
-}
-
 /// Every record of `namespace` with its Node (`status.expectedNodeName`, when it is the record's:
 /// [`is_records_node`]), in record-name order.
 ///
 /// # Errors
-/// [`ObserveError::ListRecords`] or [`ObserveError::ReadNode`] when the API server fails.
+/// [`FleetError::ListRecords`], or [`FleetError::Step`] (`read Node …`), when the API server fails.
 pub async fn observe_instances(
     records: &dyn InstanceRecords,
     nodes: &dyn Nodes,
     namespace: &str,
-) -> Result<Vec<ObservedInstance>, ObserveError> {
+) -> Result<Vec<ObservedInstance>, FleetError> {
     let mut records = records
         .list(namespace)
         .await
-        .map_err(|source| ObserveError::ListRecords { namespace: namespace.to_owned(), source: Box::new(source) })?;
+        .map_err(|source| FleetError::ListRecords { namespace: namespace.to_owned(), source: Box::new(source) })?;
     records.sort_by(|left, right| left.metadata.name.cmp(&right.metadata.name));
     let mut instances = Vec::with_capacity(records.len());
     for record in records {
         let node = match record.expected_node_name() {
-            Some(node_name) => nodes.get(node_name).await.map_err(|source| ObserveError::ReadNode {
+            Some(node_name) => nodes.get(node_name).await.map_err(|source| FleetError::Step {
                 instance: format!("{namespace}/{}", record.name_any()),
-                node: node_name.to_owned(),
+                step: format!("read Node {node_name}"),
                 source: Box::new(source),
             })?,
             None => None,

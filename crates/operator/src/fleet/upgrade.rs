@@ -87,7 +87,7 @@ fn is_finished(instance: &ObservedInstance, ctx: &FleetContext) -> bool {
 
 /// Uncordons the Node, then removes the mark (in that order, so a crash in between leaves a marked Node that the
 /// next reconcile finishes, never a cordoned Node that looks like an admin's). A Node marked but never cordoned
-/// was restarted in place for a cluster setting (the instances controller's disruption gate): its Event says
+/// was restarted in place for a cluster setting (a granted restart request): its Event says
 /// `Reconfigured`, an upgrade's `Upgraded`. Returns the Node as left.
 async fn finish(ctx: &FleetContext, instance: &ObservedInstance) -> Result<Option<Node>, FleetError> {
     let Some(node) = &instance.node else {
@@ -95,7 +95,7 @@ async fn finish(ctx: &FleetContext, instance: &ObservedInstance) -> Result<Optio
     };
     let mut left = None;
     let node_name = instance.node_name().unwrap_or_default();
-    // An upgrade always cordons; a restart for a cluster setting (the disruption gate's mark) never does.
+    // An upgrade always cordons; a granted restart (marked, never cordoned) never does.
     let upgraded = node.is_unschedulable();
     if upgraded {
         let uncordoned = ctx.nodes.uncordon(node_name).await;

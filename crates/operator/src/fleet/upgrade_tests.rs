@@ -387,7 +387,7 @@ async fn a_finished_upgrade_is_uncordoned_and_unmarked_and_the_next_starts_in_th
     );
 }
 
-/// A restart for a cluster setting (the instances controller's disruption gate marks the Node, never cordons it,
+/// A restart for a cluster setting (the fleet executor's grant marks the Node, never cordons it,
 /// and keeps the record `Upgrading` until Ready): while `Upgrading` it holds the budget; once Ready the executor
 /// unmarks it with a `Reconfigured` Event and hands the budget to the next.
 #[tokio::test]
