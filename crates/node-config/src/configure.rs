@@ -441,10 +441,10 @@ async fn converge(
     for step in &steps {
         tracing::info!(host = session.label(), step = %step, "applying");
     }
-    session.apply(&steps, &wanted_files, &observed).await?;
-    if disruption::note_restarting(&mut recorder.status) {
+    if !steps.is_empty() && disruption::note_restarting(&mut recorder.status) {
         recorder.save().await?;
     }
+    session.apply(&steps, &wanted_files, &observed).await?;
     leftovers::remove_found(session, &removed_files, &observed).await?;
     let converged = Converged { node_name, desired, observed, request, steps, withheld, settings_generation };
     Ok(Convergence::Applied(Box::new(converged)))

@@ -2,7 +2,7 @@
 //! restarts containerd and the kubelet, a changed binary) records a [`DisruptionKind::Restart`] request in the
 //! record's `status.disruption` and changes nothing on the host; the fleet executor grants it within
 //! `--max-unavailable` (the one budget authority) by marking the Node `upgrading` and writing state `Granted` and
-//! phase `Upgrading`. The next pass then applies the steps (state `Restarting`), and the pass that finds the host
+//! phase `Upgrading`. The next pass records state `Restarting` and applies the steps, and the pass that finds the host
 //! Ready again records the restart `Completed`; the fleet executor unmarks the Node.
 //!
 //! A Node not in service (not Ready, cordoned, not yet configured, already marked) needs no budget: restarting its
@@ -30,7 +30,7 @@ pub(crate) fn request_restart(status: &mut WindowsInstanceStatus, node_name: &st
     true
 }
 
-/// Moves a granted restart to `Restarting` once its steps are applied; returns whether the status changed.
+/// Moves a granted restart to `Restarting` before its steps are applied; returns whether the status changed.
 pub(crate) fn note_restarting(status: &mut WindowsInstanceStatus) -> bool {
     match status.disruption.as_mut().filter(|restart| restart.kind == DisruptionKind::Restart) {
         Some(restart) if restart.state == DisruptionState::Granted => {
