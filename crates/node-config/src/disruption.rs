@@ -137,14 +137,4 @@ mod tests {
             assert!(!needs_budget(&restart(), &node, ready, "1.2.0"), "{node:?}");
         }
     }
-
-    #[test]
-    fn stopped_services_are_named_in_order() {
-        let steps = [
-            Step::StopService(ServiceName::new("kube-proxy").unwrap()),
-            Step::StopService(ServiceName::new("kubelet").unwrap()),
-            Step::StartService(ServiceName::new("kubelet").unwrap()),
-        ];
-        assert_eq!(stopped_services(&steps), ["kube-proxy", "kubelet"]);
-    }
 }

@@ -1359,29 +1359,22 @@ async fn a_host_renamed_since_it_was_recorded_is_refused_naming_both_names_and_i
 }
 
 #[tokio::test]
-async fn a_restart_already_counted_as_upgrading_asks_for_no_more_budget() {
-    let world = World::new().await;
-    let session = world.session();
-    world.configure_to_ready(&session).await;
-    enter_phase(&world, InstancePhase::Upgrading).await;
-
-    world.files.set(r"C:\k\kubelet.conf", b"{\"kind\":\"KubeletConfiguration\"}");
-    assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Ready);
-    assert_eq!(world.disruption(), None);
-}
-
-#[tokio::test]
-async fn a_cordoned_node_is_restarted_without_asking_for_budget() {
-    let world = World::new().await;
-    let session = world.session();
-    world.configure_to_ready(&session).await;
-    let mut node = world.nodes.node(NAME).unwrap();
-    node.spec.get_or_insert_default().unschedulable = Some(true);
-    world.nodes.insert(node);
-
-    world.files.set(r"C:\k\kubelet.conf", b"{\"kind\":\"KubeletConfiguration\"}");
-    assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Ready);
-    assert_eq!(world.disruption(), None);
+async fn a_restart_of_a_host_upgrading_or_of_a_cordoned_node_asks_for_no_budget() {
+    for cordoned in [false, true] {
+        let world = World::new().await;
+        let session = world.session();
+        world.configure_to_ready(&session).await;
+        if cordoned {
+            let mut node = world.nodes.node(NAME).unwrap();
+            node.spec.get_or_insert_default().unschedulable = Some(true);
+            world.nodes.insert(node);
+        } else {
+            enter_phase(&world, InstancePhase::Upgrading).await;
+        }
+        world.files.set(r"C:\k\kubelet.conf", b"{\"kind\":\"KubeletConfiguration\"}");
+        assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Ready);
+        assert_eq!(world.disruption(), None);
+    }
 }
 
 #[tokio::test]

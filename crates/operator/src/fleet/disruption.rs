@@ -16,13 +16,13 @@
 
 use jiff::Timestamp;
 use wmco_cluster_client::names::{REBOOT_REQUESTED_ANNOTATION, REBOOT_REQUIRED_ANNOTATION, UPGRADING_LABEL};
-use wmco_cluster_client::types::{DisruptionState, HostDisruption, WindowsInstanceStatus};
+use wmco_cluster_client::types::HostDisruption;
 use wmco_cluster_client::{NodeExt, NodeMetadataPatch, ResourceExt, Severity, WindowsInstanceExt};
 use wmco_reboot_policy::{RebootInputs, RebootRequest, reboot_request};
-use wmco_upgrade_planner::{DisruptionKind, WaitReason};
+use wmco_upgrade_planner::{DisruptionKind, RequestState, RequestedDisruption, WaitReason};
 
 use super::context::FLEET;
-use super::upgrade::{error_chain, publish};
+use super::upgrade::{error_chain, publish, update_status};
 use super::{FleetContext, FleetError, ObservedFleet, ObservedInstance};
 use crate::runtime::ReconcilerError;
 
@@ -93,23 +93,24 @@ async fn write_request(
     request: &RebootRequest,
     now: Timestamp,
 ) -> Result<bool, FleetError> {
-    let mut status = current_status(ctx, instance).await?;
-    let Some(recorded) = status.request_disruption(DisruptionKind::Reboot, &request.reason, now, request.admin_token())
-    else {
-        return Ok(false);
-    };
-    recorded.node = instance.node_name().map(str::to_owned);
-    apply(ctx, instance, &status, "write the reboot request").await?;
-    Ok(true)
+    update_status(ctx, instance, "write the reboot request", |status| {
+        let token = request.admin_token();
+        let Some(recorded) = status.request_disruption(DisruptionKind::Reboot, &request.reason, now, token) else {
+            return false;
+        };
+        recorded.node = instance.node_name().map(str::to_owned);
+        true
+    })
+    .await
 }
 
-/// Grants the requests in `grants` (admitted by the plan at `now`); returns the records granted.
+/// Grants the requests in `grants` (admitted by the plan at `now`); returns the records granted, with the kind.
 pub(crate) async fn grant_disruptions(
     ctx: &FleetContext,
     observed: &ObservedFleet,
     grants: &[(String, DisruptionKind)],
     now: Timestamp,
-) -> Vec<String> {
+) -> Vec<(String, DisruptionKind)> {
     let mut granted = Vec::new();
     for (name, kind) in grants {
         let Some(instance) = observed.instance(name) else {
@@ -121,7 +122,7 @@ pub(crate) async fn grant_disruptions(
                     format!("{kind} granted within --max-unavailable {}: {reason}", ctx.settings.max_unavailable);
                 tracing::info!(instance = %instance.record.key(), "{note}");
                 publish(ctx, instance, Severity::Normal, "DisruptionGranted", note).await;
-                granted.push(instance.record.key());
+                granted.push((instance.record.key(), *kind));
             }
             Ok(None) => {}
             Err(error) => failed(ctx, instance, "granting the disruption", &error),
@@ -142,12 +143,13 @@ async fn grant(ctx: &FleetContext, instance: &ObservedInstance, now: Timestamp) 
             source: Box::new(source),
         })?;
     }
-    let mut status = current_status(ctx, instance).await?;
-    if !status.grant_disruption(now) {
-        return Ok(None);
-    }
-    apply(ctx, instance, &status, "write the grant").await?;
-    Ok(status.disruption.map(|granted| granted.reason))
+    let mut reason = None;
+    update_status(ctx, instance, "write the grant", |status| {
+        reason = status.disruption.as_ref().map(|request| request.reason.clone());
+        status.grant_disruption(now)
+    })
+    .await
+    .map(|granted| reason.filter(|_| granted))
 }
 
 /// Publishes, once per request, why each request in `waiting` is held back.
@@ -174,52 +176,25 @@ pub(crate) async fn announce_waiting(
     }
 }
 
-/// Sets the `wmco_disruption_requests` gauge from the records as observed and the grants just written.
-pub(crate) fn count_requests(ctx: &FleetContext, observed: &ObservedFleet, granted: &[String]) {
-    for kind in [DisruptionKind::Restart, DisruptionKind::Reboot] {
-        let (mut requested, mut under_way) = (0, 0);
-        for instance in &observed.instances {
-            let Some(disruption) =
-                instance.record.status.as_ref().and_then(WindowsInstanceStatus::disruption_in_effect)
-            else {
-                continue;
-            };
-            if disruption.kind != kind {
-                continue;
-            }
-            if disruption.state == DisruptionState::Requested && !granted.contains(&instance.record.key()) {
-                requested += 1;
-            } else if disruption.state != DisruptionState::Completed {
-                under_way += 1;
-            }
-        }
-        ctx.metrics.set_disruption_requests(kind.as_str(), "Requested", requested);
-        ctx.metrics.set_disruption_requests(kind.as_str(), "Granted", under_way);
+/// Sets the `wmco_disruption_requests` gauge from the plan's fleet and the requests just granted.
+pub(crate) fn count_requests(ctx: &FleetContext, observed: &ObservedFleet, granted: &[(String, DisruptionKind)]) {
+    for kind in DisruptionKind::ALL {
+        let just_granted = count(granted.iter().filter(|(_, granted)| *granted == kind));
+        let in_state = |state| {
+            let request = Some(RequestedDisruption { kind, state });
+            count(observed.fleet.instances.iter().filter(|instance| instance.disruption == request))
+        };
+        ctx.metrics.set_disruption_requests(
+            kind.as_str(),
+            "Requested",
+            in_state(RequestState::Requested) - just_granted,
+        );
+        ctx.metrics.set_disruption_requests(kind.as_str(), "Granted", in_state(RequestState::Granted) + just_granted);
     }
 }
 
-/// The record's status as the API server holds it now.
-async fn current_status(ctx: &FleetContext, instance: &ObservedInstance) -> Result<WindowsInstanceStatus, FleetError> {
-    let current =
-        ctx.records.get(&ctx.settings.namespace, instance.name()).await.map_err(|source| FleetError::Step {
-            instance: instance.record.key(),
-            step: "read the record".to_owned(),
-            source: Box::new(source),
-        })?;
-    Ok(current.and_then(|record| record.status).unwrap_or_default())
-}
-
-/// Writes `status` to the record (`step` names the write in errors).
-async fn apply(
-    ctx: &FleetContext,
-    instance: &ObservedInstance,
-    status: &WindowsInstanceStatus,
-    step: &str,
-) -> Result<(), FleetError> {
-    ctx.records.apply_status(&ctx.settings.namespace, instance.name(), status).await.map_err(|source| {
-        FleetError::Step { instance: instance.record.key(), step: step.to_owned(), source: Box::new(source) }
-    })?;
-    Ok(())
+fn count<T>(items: impl Iterator<Item = T>) -> i64 {
+    i64::try_from(items.count()).unwrap_or(i64::MAX)
 }
 
 /// Logs and counts a failed step on one record (the next reconcile tries again).

@@ -125,6 +125,7 @@ async fn requests_are_granted_one_budget_unit_at_a_time_and_the_rest_wait_with_o
     let finished = reconcile_fleet(&executor, now()).await.unwrap();
     assert_eq!((finished.finished, finished.granted), (vec!["wmco/a".to_owned()], vec!["wmco/b".to_owned()]));
     assert!(!cluster.nodes.node("a").unwrap().is_marked(), "the fleet unmarks a finished restart's Node");
+    assert_eq!(cluster.reasons()[2..], ["Reconfigured", "DisruptionGranted"]);
 }
 
 #[tokio::test]

@@ -125,6 +125,7 @@ pub async fn reconcile_fleet(ctx: &Arc<FleetContext>, now: Timestamp) -> Result<
     failed.extend(start_failures);
     let granted = grant_disruptions(ctx, &observed, &work.grant, now).await;
     count_requests(ctx, &observed, &granted);
+    let granted = granted.into_iter().map(|(name, _)| name).collect();
 
     let claimed: Vec<&str> = upgrades
         .iter()

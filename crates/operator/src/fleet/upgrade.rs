@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::Resource;
 use semver::Version;
 use wmco_cluster_client::names::{UPGRADING_LABEL, VERSION_ANNOTATION};
-use wmco_cluster_client::types::InstancePhase;
+use wmco_cluster_client::types::{InstancePhase, WindowsInstanceStatus};
 use wmco_cluster_client::{NewEvent, NodeExt, NodeMetadataPatch, Severity, WindowsInstanceExt};
 
 use super::context::FLEET;
@@ -217,22 +217,34 @@ async fn drain_and_hand_over(ctx: &FleetContext, instance: &ObservedInstance) ->
 
 /// Writes phase `Upgrading` to the record (re-read first, so only the phase and the conditions it implies change).
 async fn enter_upgrading(ctx: &FleetContext, instance: &ObservedInstance) -> Result<(), FleetError> {
-    let namespace = &ctx.settings.namespace;
-    let name = instance.name();
-    let current = ctx
-        .records
-        .get(namespace, name)
-        .await
-        .map_err(|source| step_error(instance, "read the record".to_owned(), source))?;
+    update_status(ctx, instance, "write phase Upgrading", |status| {
+        status.phase = Some(InstancePhase::Upgrading);
+        true
+    })
+    .await
+    .map(|_| ())
+}
+
+/// Re-reads the record, lets `change` edit its status and, when it says it changed something, writes it with the
+/// conditions it implies (`step` names the write in errors). Returns whether it wrote.
+pub(crate) async fn update_status(
+    ctx: &FleetContext,
+    instance: &ObservedInstance,
+    step: &str,
+    change: impl FnOnce(&mut WindowsInstanceStatus) -> bool,
+) -> Result<bool, FleetError> {
+    let (namespace, name) = (&ctx.settings.namespace, instance.name());
+    let current = ctx.records.get(namespace, name).await;
+    let current = current.map_err(|source| step_error(instance, "read the record".to_owned(), source))?;
     let generation = current.as_ref().and_then(|record| record.metadata.generation);
     let mut status = current.and_then(|record| record.status).unwrap_or_default();
-    status.phase = Some(InstancePhase::Upgrading);
-    status.summarize(generation, jiff::Timestamp::now());
-    ctx.records
-        .apply_status(namespace, name, &status)
-        .await
-        .map_err(|source| step_error(instance, "write phase Upgrading".to_owned(), source))?;
-    Ok(())
+    if !change(&mut status) {
+        return Ok(false);
+    }
+    status.summarize(generation, Timestamp::now());
+    let written = ctx.records.apply_status(namespace, name, &status).await;
+    written.map_err(|source| step_error(instance, step.to_owned(), source))?;
+    Ok(true)
 }
 
 pub(crate) async fn publish(

@@ -387,39 +387,6 @@ async fn a_finished_upgrade_is_uncordoned_and_unmarked_and_the_next_starts_in_th
     );
 }
 
-/// A restart for a cluster setting (the fleet executor's grant marks the Node, never cordons it,
-/// and keeps the record `Upgrading` until Ready): while `Upgrading` it holds the budget; once Ready the executor
-/// unmarks it with a `Reconfigured` Event and hands the budget to the next.
-#[tokio::test]
-async fn a_restart_in_place_holds_the_budget_until_ready_then_is_unmarked_as_reconfigured() {
-    let cluster = Cluster::new();
-    let restarting = Host { version: NEW, marked: true, phase: InstancePhase::Upgrading, ..AT_OLD };
-    cluster.add("a", restarting).await;
-    cluster.add("b", AT_OLD).await;
-    let executor = cluster.executor(1);
-    let outcome = settled(&executor, at(NOW)).await;
-    assert_eq!((outcome.finished, outcome.started), (Vec::<String>::new(), Vec::<String>::new()));
-    assert_eq!(cluster.node_marks("a"), (true, false));
-
-    let mut status = cluster.records.record(NAMESPACE, "a").unwrap().status.unwrap();
-    status.phase = Some(InstancePhase::Ready);
-    status.settings_generation = Some("0a1b2c3d4e5f".into());
-    cluster.records.apply_status(NAMESPACE, "a", &status).await.unwrap();
-    let outcome = settled(&executor, at(NOW)).await;
-    assert_eq!((outcome.finished, outcome.started), (labels(&["a"]), labels(&["b"])));
-    assert_eq!(cluster.node_marks("a"), (false, false));
-    let reconfigured: Vec<_> = cluster.events().into_iter().filter(|event| event.0 == "a").collect();
-    assert_eq!(
-        reconfigured,
-        [(
-            "a".to_owned(),
-            Severity::Normal,
-            "Reconfigured".to_owned(),
-            "services restarted for settings generation 0a1b2c3d4e5f; Node a unmarked".to_owned()
-        )]
-    );
-}
-
 /// Nodes whose uncordon of one Node fails (as a Node the API server refuses to patch), otherwise the fake.
 struct RefusingUncordon {
     nodes: Arc<FakeNodes>,
