@@ -236,7 +236,8 @@ async fn send_restart(session: &HostSession, recorder: &mut Recorder<'_>) -> Res
 
 /// Completes the reboot: the Node uncordoned if the operator cordoned it, unmarked if marked (the grant's mark; an
 /// upgrade's stays until the fleet executor finishes it) and rid of the `reboot-required` annotation the reboot
-/// answered, then state `Completed` with the time.
+/// answered, then state `Completed` with the time and no pending-reboot marker (until the next probe reads them
+/// again: a marker left from before would ask for a second reboot).
 async fn complete(
     session: &HostSession,
     cluster: ClusterAccess<'_>,
@@ -272,6 +273,8 @@ async fn complete(
         reboot.state = DisruptionState::Completed;
         reboot.completed_at = Some(Time(Timestamp::now()));
     }
+    // The markers read before the reboot were its reason; the next probe reads what is pending now.
+    recorder.note_pending_reboot(&[]);
     recorder.save().await?;
     tracing::info!(host = session.label(), boot, "the host is back from its reboot");
     Ok(())

@@ -1424,11 +1424,12 @@ async fn hybrid_overlays_rotated_client_certificates_are_pruned_to_the_newest_tw
     assert_eq!(summary(&world.host.take_log()), ["probe"], "nothing more to prune");
 }
 
-/// The reboot a host without the `Containers` feature gets: its record after each pass, the host's log.
+/// Reboots (the one a host without the `Containers` feature gets, and those the fleet executor grants): the record
+/// after each pass, the host's log.
 mod containers_reboot {
     use wmco_cluster_client::NodeExt;
     use wmco_cluster_client::names::REBOOT_REQUIRED_ANNOTATION;
-    use wmco_cluster_client::types::RebootState;
+    use wmco_cluster_client::types::{ConditionState, REBOOT_REQUIRED_CONDITION, RebootState};
     use wmco_vocabulary::DisruptionKind;
 
     use super::*;
@@ -1586,6 +1587,36 @@ mod containers_reboot {
         assert!(!node.is_unschedulable() && !node.is_marked(), "uncordoned and unmarked");
         assert_eq!(node.annotation(REBOOT_REQUIRED_ANNOTATION), None, "the reboot answered the Node's annotation");
         assert_eq!(reboot_state(&world), Some(DisruptionState::Completed));
+    }
+
+    #[tokio::test]
+    async fn a_reboot_the_fleet_granted_answers_the_markers_it_was_asked_for() {
+        let world = World::new().await;
+        let session = world.probing_session();
+        world.host.set_containers("Enabled", 1, false);
+        world.configure_to_ready(&session).await;
+        // The probe found a pending reboot; the fleet executor asked for the reboot and granted it.
+        let mut status = world.record().status.unwrap();
+        let now = jiff::Timestamp::now();
+        status.set_condition(ConditionState::reboot_required(&["WindowsUpdate"]), None, now);
+        let request = status.request_disruption(DisruptionKind::Reboot, "Windows has a reboot pending", now, None);
+        request.unwrap().node = Some(NAME.to_owned());
+        world.records.apply_status(NAMESPACE, NAME, &status).await.unwrap();
+        assert!(world.grant().await);
+        world.host.take_log();
+
+        assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Rebooting);
+        assert_eq!(summary(&world.host.take_log()), ["identity", "restart"], "the boot time before it, then restart");
+        assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Rebooting);
+        // Back: the connection breaks right after the identity command that shows the new boot time.
+        world.host.set_fault(Fault::BreakAfter(1));
+        world.configure(&session).await.unwrap_err();
+        let status = world.record().status.unwrap();
+        assert_eq!(reboot_state(&world), Some(DisruptionState::Completed));
+        assert!(
+            !status.condition_is_true(REBOOT_REQUIRED_CONDITION),
+            "the markers this reboot answered must not ask for another one before the next probe"
+        );
     }
 
     #[tokio::test]
