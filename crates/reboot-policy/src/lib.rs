@@ -10,7 +10,7 @@
 //! - an admin's request (a token on the record) and the Node annotation are explicit: honoured under either policy
 //!   and at any time of day, since the admin chose the moment (the budget still applies);
 //! - the host's own markers count only under [`RebootPolicy::WhenRequired`], and a request made of markers alone
-//!   waits for the [`MaintenanceWindow`];
+//!   waits for the [`MaintenanceWindow`] and comes at most once per [`MARKER_REBOOT_SPACING`];
 //! - an admin token is answered once: the executor records the token of a completed reboot on the record and passes
 //!   it back as [`RebootInputs::last_completed_token`]; the same token never asks again, a new one asks once more.
 //!
@@ -39,6 +39,6 @@ mod window;
 pub use error::{RebootRequestError, RebootSettingsError};
 pub use parse::{parse_time_of_day, parse_time_zone, parse_weekday, time_zone_in};
 pub use policy::{RebootPolicy, RebootSettings};
-pub use request::{MAX_TOKEN_CHARS, RebootInputs, RebootRequest, RebootSource, reboot_request};
+pub use request::{MARKER_REBOOT_SPACING, MAX_TOKEN_CHARS, RebootInputs, RebootRequest, RebootSource, reboot_request};
 pub use window::MaintenanceWindow;
 pub use wmco_vocabulary::RebootMarker;

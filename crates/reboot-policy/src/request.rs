@@ -9,13 +9,18 @@
 
 use std::fmt;
 
-use jiff::Timestamp;
+use jiff::{SignedDuration, Timestamp};
 use wmco_vocabulary::RebootMarker;
 
 use crate::{RebootPolicy, RebootRequestError, RebootSettings};
 
 /// The longest admin token: any timestamp or UUID fits, and the record's status stays small.
 pub const MAX_TOKEN_CHARS: usize = 63;
+
+/// How long after a reboot the host's markers alone may ask for the next one: markers that come back at once (an
+/// update that needs several restarts, software that renames files at every boot) reboot the host at most this
+/// often, never in a loop. Explicit requests are not held back.
+pub const MARKER_REBOOT_SPACING: SignedDuration = SignedDuration::from_hours(1);
 
 /// What the operator observed of one host, the inputs of [`reboot_request`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -28,6 +33,8 @@ pub struct RebootInputs<'a> {
     pub node_reboot_required: bool,
     /// The pending-reboot markers the latest state probe found.
     pub host_markers: &'a [RebootMarker],
+    /// When the host last came back from a reboot the operator made, if it did.
+    pub last_reboot_at: Option<Timestamp>,
 }
 
 /// Who asks for a reboot.
@@ -85,7 +92,7 @@ impl RebootRequest {
 ///
 /// The admin's token (unless a completed reboot already answered it) and the Node annotation ask under either
 /// policy and at any time; the host's markers ask only under [`RebootPolicy::WhenRequired`], and a request made of
-/// markers alone only while `settings.window` is open. When an explicit request is made, the markers (under
+/// markers alone only while `settings.window` is open and [`MARKER_REBOOT_SPACING`] after the last reboot. When an explicit request is made, the markers (under
 /// `when-required`) are listed beside it, since the same reboot clears them.
 ///
 /// # Errors
@@ -108,7 +115,8 @@ pub fn reboot_request(
     }
     let explicit = !sources.is_empty();
     if settings.policy == RebootPolicy::WhenRequired && !inputs.host_markers.is_empty() {
-        if !explicit && !settings.window.contains(now) {
+        let too_soon = inputs.last_reboot_at.is_some_and(|last| now.duration_since(last) < MARKER_REBOOT_SPACING);
+        if !explicit && (too_soon || !settings.window.contains(now)) {
             return Ok(None);
         }
         let mut markers = inputs.host_markers.to_vec();
@@ -224,6 +232,18 @@ mod tests {
         assert_eq!(request.reason, "Windows has a reboot pending (WindowsUpdate, PendingFileRenameOperations)");
         let always = RebootSettings { policy: RebootPolicy::WhenRequired, ..RebootSettings::default() };
         assert!(decide(inputs, &always, monday_noon()).is_some());
+    }
+
+    #[test]
+    fn markers_back_soon_after_a_reboot_wait_for_the_spacing_but_an_explicit_request_does_not() {
+        let always = RebootSettings { policy: RebootPolicy::WhenRequired, ..RebootSettings::default() };
+        let recent = monday_noon().checked_sub(SignedDuration::from_mins(10)).expect("earlier");
+        let inputs = RebootInputs { host_markers: &MARKERS, last_reboot_at: Some(recent), ..RebootInputs::default() };
+        assert_eq!(decide(inputs, &always, monday_noon()), None);
+        let later = monday_noon().checked_add(MARKER_REBOOT_SPACING).expect("later");
+        assert!(decide(inputs, &always, later).is_some());
+        let asked = RebootInputs { node_reboot_required: true, ..inputs };
+        assert!(decide(asked, &always, monday_noon()).is_some());
     }
 
     #[test]

@@ -68,6 +68,11 @@ async fn reboot_asked(ctx: &FleetContext, instance: &ObservedInstance, now: Time
             .as_ref()
             .is_some_and(|node| node.annotation(REBOOT_REQUIRED_ANNOTATION).is_some()),
         host_markers: &markers,
+        last_reboot_at: disruption
+            .as_ref()
+            .filter(|done| done.kind == DisruptionKind::Reboot)
+            .and_then(|done| done.completed_at.as_ref())
+            .map(|time| time.0),
     };
     match reboot_request(&inputs, &ctx.settings.reboot, now) {
         Ok(request) => request,
