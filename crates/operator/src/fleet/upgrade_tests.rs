@@ -24,9 +24,9 @@ use super::*;
 use crate::fleet::testing::{AcceptingKeys, key_secret, test_key_hash};
 use wmco_cluster_client::{ClusterVersion, WindowsMachines};
 
-const NAMESPACE: &str = "wmco";
+pub(super) const NAMESPACE: &str = "wmco";
 const OLD: &str = "1.0.0";
-const NEW: &str = "1.1.0";
+pub(super) const NEW: &str = "1.1.0";
 
 /// The API server's version, changeable mid-test (a control-plane upgrade).
 struct SettableVersion(Mutex<Version>);
@@ -40,27 +40,27 @@ impl ClusterVersion for SettableVersion {
 
 /// One host's starting point.
 #[derive(Clone, Copy)]
-struct Host {
-    version: &'static str,
-    ready: bool,
-    unschedulable: bool,
-    marked: bool,
-    phase: InstancePhase,
+pub(super) struct Host {
+    pub(super) version: &'static str,
+    pub(super) ready: bool,
+    pub(super) unschedulable: bool,
+    pub(super) marked: bool,
+    pub(super) phase: InstancePhase,
 }
 
-const AT_OLD: Host =
+pub(super) const AT_OLD: Host =
     Host { version: OLD, ready: true, unschedulable: false, marked: false, phase: InstancePhase::Ready };
 
-struct Cluster {
-    records: Arc<FakeInstanceRecords>,
-    nodes: Arc<FakeNodes>,
+pub(super) struct Cluster {
+    pub(super) records: Arc<FakeInstanceRecords>,
+    pub(super) nodes: Arc<FakeNodes>,
     drainer: Arc<FakeDrainer>,
     events: Arc<FakeEvents>,
     api_server: Arc<SettableVersion>,
 }
 
 impl Cluster {
-    fn new() -> Cluster {
+    pub(super) fn new() -> Cluster {
         Cluster {
             records: Arc::default(),
             nodes: Arc::default(),
@@ -76,14 +76,14 @@ impl Cluster {
     }
 
     /// A controller over `seams`.
-    fn context(&self, seams: &Seams, max_unavailable: u32) -> FleetContext {
+    pub(super) fn context(&self, seams: &Seams, max_unavailable: u32) -> FleetContext {
         let settings =
             FleetSettings::new(NAMESPACE, Version::parse(NEW).unwrap(), Version::new(1, 36, 3), max_unavailable);
         FleetContext::new(seams, Arc::new(AcceptingKeys), settings)
     }
 
     /// The seams over this cluster's fakes, the operator key in its Secret.
-    fn seams(&self) -> Seams {
+    pub(super) fn seams(&self) -> Seams {
         let secrets = FakeSecrets::default();
         futures::executor::block_on(secrets.apply(&key_secret(NAMESPACE))).unwrap();
         Seams {
@@ -97,7 +97,7 @@ impl Cluster {
         }
     }
 
-    async fn add(&self, name: &str, host: Host) {
+    pub(super) async fn add(&self, name: &str, host: Host) {
         let record = objects::record(name).in_namespace(NAMESPACE).byoh(&format!("{name}.lab.example")).build();
         let record = self.records.apply(&record).await.unwrap();
         let status = objects::status().phase(host.phase).expected_node_name(name).configured_version(host.version);
@@ -132,7 +132,7 @@ impl Cluster {
     }
 
     /// `(marked, unschedulable)` of a Node.
-    fn node_marks(&self, name: &str) -> (bool, bool) {
+    pub(super) fn node_marks(&self, name: &str) -> (bool, bool) {
         let node = self.nodes.node(name).unwrap();
         let marked = node.metadata.labels.unwrap_or_default().get(UPGRADING_LABEL).is_some_and(|v| v == "true");
         (marked, node.spec.and_then(|spec| spec.unschedulable).unwrap_or(false))
@@ -151,7 +151,7 @@ impl Cluster {
     }
 
     /// `(record name, severity, reason, note)` of every Event published.
-    fn events(&self) -> Vec<(String, Severity, String, String)> {
+    pub(super) fn events(&self) -> Vec<(String, Severity, String, String)> {
         self.events
             .published()
             .into_iter()
