@@ -7,6 +7,13 @@
 //! most, and two at some moment. Throughout, the workload's availability never fell below the budget's
 //! `minAvailable`; each record got `Upgraded` Events.
 //!
+//! Issue 37: a settings restart and an upgrade arriving together share one budget. Three Ready nodes; the operator
+//! is restarted at a higher version with `--max-unavailable=1`; once the first node is upgraded and back in service,
+//! Proxy `cluster` gets a proxy, so that node's containerd and kubelet must restart (a `Restart` disruption) while
+//! the other two still wait for their upgrades: one watch on the Windows Nodes records that at no moment more than
+//! one of them was marked or unschedulable, the restarted node's record shows its `Restart` completed with a
+//! `Reconfigured` Event, and every node ends upgraded with the proxy in its kubelet's environment.
+//!
 //! Needs the control-plane binaries (`cargo xtask controlplane build`) and the `wmco` binary (`WMCO_BIN`, set by
 //! `cargo xtask test`, or `target/<profile>/wmco`).
 
@@ -17,10 +24,11 @@ use anyhow::{Context as _, ensure};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams};
 use wmco_cluster_client::names::VERSION_ANNOTATION;
-use wmco_cluster_client::types::InstancePhase;
+use wmco_cluster_client::types::{DisruptionState, InstancePhase};
 use wmco_sandbox::disruption::{DisruptionWatch, disruption_of};
 use wmco_sandbox::workload::{Scheduler, Workload, WorkloadSpec};
-use wmco_sandbox::{OPERATOR_NAMESPACE, Sandbox, SandboxOptions};
+use wmco_sandbox::{OPERATOR_NAMESPACE, Sandbox, SandboxOptions, node_is_ready};
+use wmco_vocabulary::DisruptionKind;
 
 /// Generous upper bounds for a loaded 2-core machine (never timed assertions).
 const READY_TIMEOUT: Duration = Duration::from_secs(900);
@@ -93,6 +101,93 @@ async fn a_higher_operator_version_upgrades_every_node_within_max_unavailable_an
     upgraded_events(&client, &sandbox).await?;
     sandbox.assert_no_secret_leaked().await?;
     Ok(())
+}
+
+/// The proxy the settings-restart test sets (no credentials: nothing for the secret scan to plant).
+const PROXY: &str = "http://proxy.example:3128";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_settings_restart_and_an_upgrade_arriving_together_share_one_budget() -> anyhow::Result<()> {
+    let sandbox = Sandbox::start(SandboxOptions { hosts: HOSTS as u8, ..SandboxOptions::default() })
+        .await
+        .context("the sandbox did not start")?;
+    sandbox.write_instances(&sandbox.entries_for_all_hosts()).await?;
+    let ready = sandbox.wait_until_ready(HOSTS, READY_TIMEOUT).await?;
+    let installed = ready.first().and_then(|ready| ready.instance.status.as_ref()?.configured_version.clone());
+    let target = higher_version(&installed.context("no configured version")?)?;
+    let disruption = DisruptionWatch::start(sandbox.admin_client(), None);
+    sandbox
+        .wait_for("the Node watch listing", WORKLOAD_TIMEOUT, || async {
+            ensure!(disruption.is_listening(), "still listing");
+            Ok(())
+        })
+        .await?;
+    sandbox.restart_operator_with(&[format!("--version-override={target}"), "--max-unavailable=1".to_owned()]).await?;
+    let (first, first_node) = sandbox
+        .wait_for(&format!("a first node upgraded to {target} and back in service"), UPGRADE_TIMEOUT, || async {
+            upgraded_and_in_service(&sandbox, &target).await
+        })
+        .await?;
+    // The proxy arrives while the other two nodes still wait for their upgrades: the upgraded node's restart
+    // competes with them for the one unit of budget.
+    sandbox.set_proxy_status(PROXY, PROXY, "").await?;
+    sandbox
+        .wait_for(&format!("every node upgraded to {target} with the proxy"), UPGRADE_TIMEOUT, || async {
+            upgraded(&sandbox, &target).await?;
+            for host in sandbox.hosts() {
+                let services = sandbox.services(&host.info.name).await?;
+                let kubelet = services.iter().find(|service| service.name == "kubelet").context("no kubelet")?;
+                let proxy = kubelet.environment.get("HTTP_PROXY");
+                ensure!(
+                    proxy.map(String::as_str) == Some(PROXY),
+                    "{}: the kubelet runs with {proxy:?}",
+                    host.info.name
+                );
+            }
+            Ok(())
+        })
+        .await?;
+    ensure!(disruption.errors().is_empty(), "the Node watch re-listed: {:?}", disruption.errors());
+    println!("Windows nodes unschedulable or marked, after each change: {:?}", disruption.history());
+    ensure!(disruption.most_unavailable() == 1, "more than one Node out of service: {:?}", disruption.history());
+    ensure!(disruption.disrupted().contains(&first_node), "{first_node} was never marked for its restart");
+    let record =
+        sandbox.windows_instances().await?.into_iter().find(|record| record.metadata.name == Some(first.clone()));
+    let restart = record.and_then(|record| record.status?.disruption).context("no disruption on the first record")?;
+    ensure!(
+        restart.kind == DisruptionKind::Restart && restart.state == DisruptionState::Completed,
+        "{first}: {restart:?}"
+    );
+    let events = sandbox.events_about("WindowsInstance", &first).await?;
+    ensure!(events.iter().any(|(_, reason, _)| reason == "Reconfigured"), "{first}: no Reconfigured Event: {events:?}");
+    upgraded_events(&sandbox.admin_client(), &sandbox).await?;
+    sandbox.assert_no_secret_leaked().await?;
+    Ok(())
+}
+
+/// A record Ready at `target` whose Node is at `target`, Ready, schedulable and unmarked: its name and its Node's.
+async fn upgraded_and_in_service(sandbox: &Sandbox, target: &str) -> anyhow::Result<(String, String)> {
+    let records = upgraded_records(sandbox, target).await?;
+    let instances = sandbox.windows_instances().await?;
+    for node in sandbox.windows_nodes().await? {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        let version = node.metadata.annotations.as_ref().and_then(|annotations| annotations.get(VERSION_ANNOTATION));
+        if version.map(String::as_str) != Some(target)
+            || disruption_of(&node) != (false, false)
+            || !node_is_ready(&node)
+        {
+            continue;
+        }
+        let record = instances.iter().find(|instance| {
+            instance.status.as_ref().and_then(|status| status.expected_node_name.as_deref()) == Some(name.as_str())
+        });
+        if let Some(record) =
+            record.and_then(|record| record.metadata.name.clone()).filter(|record| records.contains(record))
+        {
+            return Ok((record, name));
+        }
+    }
+    anyhow::bail!("no node at {target} in service yet (records at {target}: {records:?})")
 }
 
 /// Restarts the operator at `target` with `--max-unavailable={max_unavailable}` (and, with `kill_midway`, kills and
