@@ -14,6 +14,8 @@ use kube::Api;
 use kube::runtime::{WatchStreamExt as _, watcher};
 use wmco_cluster_client::names::{UPGRADING_LABEL, VERSION_ANNOTATION};
 
+use crate::{Sandbox, SandboxError};
+
 /// `(marked upgrading, unschedulable)` of a Node.
 ///
 /// ```
@@ -170,6 +172,22 @@ impl DisruptionWatch {
             }
         });
         DisruptionWatch { task, state }
+    }
+
+    /// Starts the watch on `sandbox`'s cluster (as [`DisruptionWatch::start`]) and waits until its initial listing is
+    /// done, so that every later change is counted.
+    ///
+    /// # Errors
+    /// As [`Sandbox::wait_for`].
+    pub async fn listening(sandbox: &Sandbox, target: Option<&str>, timeout: Duration) -> Result<Self, SandboxError> {
+        let watch = DisruptionWatch::start(sandbox.admin_client(), target);
+        sandbox
+            .wait_for("the Node watch listing", timeout, || async {
+                anyhow::ensure!(watch.is_listening(), "still listing");
+                Ok(())
+            })
+            .await?;
+        Ok(watch)
     }
 
     /// What the watch saw so far.

@@ -80,13 +80,7 @@ async fn a_cluster_proxy_reaches_every_host_and_leaves_when_cleared_without_an_o
     }
     let before = one_settings_generation(&sandbox, None).await?;
 
-    let disruption = DisruptionWatch::start(sandbox.admin_client(), None);
-    sandbox
-        .wait_for("the Node watch listing", SETTINGS_TIMEOUT, || async {
-            ensure!(disruption.is_listening(), "still listing");
-            Ok(())
-        })
-        .await?;
+    let disruption = DisruptionWatch::listening(&sandbox, None, SETTINGS_TIMEOUT).await?;
     let set = Instant::now();
     sandbox.set_proxy_status(HTTP_PROXY, HTTPS_PROXY, NO_PROXY).await?;
     let wanted = [HTTP_PROXY, HTTPS_PROXY, NO_PROXY];

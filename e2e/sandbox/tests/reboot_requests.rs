@@ -248,13 +248,7 @@ async fn pending_reboots_reboot_each_host_once_within_the_budget_a_pod_budget_ho
     let held = hosts[0].clone();
     guard_node(&client, &held.node).await?;
     sandbox.wait_for("the guard's budget allowing no eviction", READY_TIMEOUT, || guard_holds(&client)).await?;
-    let watch = DisruptionWatch::start(client.clone(), None);
-    sandbox
-        .wait_for("the Node watch listing", READY_TIMEOUT, || async {
-            ensure!(watch.is_listening(), "still listing");
-            Ok(())
-        })
-        .await?;
+    let watch = DisruptionWatch::listening(&sandbox, None, READY_TIMEOUT).await?;
 
     // The admin turns the policy on; the restart also has every host probed again.
     sandbox

@@ -115,13 +115,7 @@ async fn a_settings_restart_and_an_upgrade_arriving_together_share_one_budget() 
     let ready = sandbox.wait_until_ready(HOSTS, READY_TIMEOUT).await?;
     let installed = ready.first().and_then(|ready| ready.instance.status.as_ref()?.configured_version.clone());
     let target = higher_version(&installed.context("no configured version")?)?;
-    let disruption = DisruptionWatch::start(sandbox.admin_client(), None);
-    sandbox
-        .wait_for("the Node watch listing", WORKLOAD_TIMEOUT, || async {
-            ensure!(disruption.is_listening(), "still listing");
-            Ok(())
-        })
-        .await?;
+    let disruption = DisruptionWatch::listening(&sandbox, None, WORKLOAD_TIMEOUT).await?;
     sandbox.restart_operator_with(&[format!("--version-override={target}"), "--max-unavailable=1".to_owned()]).await?;
     let (first, first_node) = sandbox
         .wait_for(&format!("a first node upgraded to {target} and back in service"), UPGRADE_TIMEOUT, || async {
@@ -199,13 +193,7 @@ async fn upgrade(
     max_unavailable: u32,
     kill_midway: bool,
 ) -> anyhow::Result<(usize, f64)> {
-    let disruption = DisruptionWatch::start(sandbox.admin_client(), None);
-    sandbox
-        .wait_for("the Node watch listing", WORKLOAD_TIMEOUT, || async {
-            ensure!(disruption.is_listening(), "still listing");
-            Ok(())
-        })
-        .await?;
+    let disruption = DisruptionWatch::listening(sandbox, None, WORKLOAD_TIMEOUT).await?;
     let restarted = Instant::now();
     sandbox
         .restart_operator_with(&[
