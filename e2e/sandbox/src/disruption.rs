@@ -1,6 +1,6 @@
 //! [`DisruptionWatch`]: one watch on the Windows Nodes recording how many were out of service because of the
-//! operator (marked `windowsmachineconfig.openshift.io/upgrading`, or unschedulable) at once, which ever were, and
-//! how long each took from its first disruption until it was settled again (at a target version, if given).
+//! operator (marked `windowsmachineconfig.openshift.io/upgrading`, or unschedulable) at once, which ever were, how
+//! many times each went out of service, and how long each took from its first disruption until it was settled again (at a target version, if given).
 //! One resource, one watch: every state arrives in etcd's order, so the most seen at once is exact unless the watch
 //! had to re-list ([`DisruptionWatch::errors`]).
 
@@ -74,6 +74,8 @@ pub struct Seen {
     pub marked_at: BTreeMap<String, Instant>,
     /// Per Node: when it was first seen settled after having been disrupted (see [`NodeState::settled`]).
     pub done_at: BTreeMap<String, Instant>,
+    /// Per Node: how many times it went out of service (from not disrupted to disrupted) after the initial listing.
+    pub disruptions: BTreeMap<String, usize>,
     /// The number of disrupted Nodes after every change that altered it, from the initial listing on.
     pub history: Vec<usize>,
     /// Whether the initial listing is done.
@@ -87,6 +89,9 @@ impl Seen {
     pub fn apply(&mut self, name: String, state: NodeState, now: Instant) {
         if state.disrupted && self.listed {
             self.marked_at.entry(name.clone()).or_insert(now);
+            if self.nodes.get(&name) != Some(&true) {
+                *self.disruptions.entry(name.clone()).or_insert(0) += 1;
+            }
         }
         if state.settled() && self.marked_at.contains_key(&name) {
             self.done_at.entry(name.clone()).or_insert(now);
@@ -215,6 +220,11 @@ impl DisruptionWatch {
         self.lock().marked_at.keys().cloned().collect()
     }
 
+    /// Per Node seen disrupted: how many times it went out of service.
+    pub fn disruptions(&self) -> BTreeMap<String, usize> {
+        self.lock().disruptions.clone()
+    }
+
     /// The watch's errors (each one means a re-list, which may have missed states).
     pub fn errors(&self) -> Vec<String> {
         self.lock().errors.clone()
@@ -250,6 +260,10 @@ mod tests {
 
         assert_eq!(seen.history, [0, 1, 2, 1, 0]);
         assert_eq!(seen.most_unavailable(), 2);
+        assert_eq!(seen.disruptions, BTreeMap::from([("a".to_owned(), 1), ("b".to_owned(), 1)]));
+        seen.apply("a".into(), marked, at(8));
+        seen.apply("a".into(), marked, at(9));
+        assert_eq!(seen.disruptions["a"], 2, "out of service again, counted once");
         assert_eq!(seen.disruption_times(), [Duration::from_secs(3), Duration::from_secs(5)]);
     }
 

@@ -24,7 +24,7 @@
 //! Needs the control-plane binaries (`cargo xtask controlplane build`) and the `wmco` binary (`WMCO_BIN`, set by
 //! `cargo xtask test`, or `target/<profile>/wmco`).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{Context as _, ensure};
@@ -208,21 +208,28 @@ async fn settled(
     Ok(())
 }
 
-/// Each host rebooted exactly once and kept no marker; returns every reboot window.
+/// Each host rebooted exactly once and kept no marker, and its record got one request, one grant and no restart of
+/// services (a reboot that completed asks for nothing more); returns every reboot window.
 async fn rebooted_once_each(sandbox: &Sandbox, hosts: &[FleetHost]) -> anyhow::Result<Vec<RebootWindow>> {
     let mut windows = Vec::new();
+    let mut boots = BTreeMap::new();
     for host in hosts {
-        let (reboots, boots) = reboots(sandbox, &host.name).await?;
-        ensure!(boots == 1 && reboots.len() == 1, "{} rebooted {boots} times: {reboots:?}", host.name);
+        let (reboots, booted) = reboots(sandbox, &host.name).await?;
+        boots.insert(host.name.clone(), booted);
+        windows.extend(reboots);
+    }
+    ensure!(boots.values().all(|booted| *booted == 1), "boots per host: {boots:?}; reboots: {windows:?}");
+    ensure!(windows.len() == hosts.len(), "reboot windows: {windows:?}");
+    for host in hosts {
         let server = sandbox.server(&host.name).await?;
         let markers = winhost_sim::ssh::lock(&server.host).pending_reboot_markers();
         ensure!(markers.is_empty(), "{} still has {markers:?}", host.name);
         ensure!(sandbox.unknown_commands(&host.name).await?.is_empty(), "{}: an unknown command", host.name);
         let events = sandbox.events_about("WindowsInstance", &host.record).await?;
-        for reason in ["RebootRequested", "DisruptionGranted"] {
-            ensure!(events.iter().any(|(_, found, _)| found == reason), "{}: no {reason} Event: {events:?}", host.name);
+        for (reason, wanted) in [("RebootRequested", 1), ("DisruptionGranted", 1), ("Reconfigured", 0)] {
+            let count = events.iter().filter(|(_, found, _)| found == reason).count();
+            ensure!(count == wanted, "{}: {count} {reason} Events, expected {wanted}: {events:?}", host.name);
         }
-        windows.extend(reboots);
     }
     Ok(windows)
 }
@@ -315,8 +322,8 @@ async fn pending_reboots_reboot_each_host_once_within_the_budget_a_pod_budget_ho
     ensure!(watch.errors().is_empty(), "the Node watch re-listed, so it may have missed states: {:?}", watch.errors());
     println!("Windows Nodes marked or cordoned, after each change: {:?}", watch.history());
     ensure!(watch.most_unavailable() == MAX_UNAVAILABLE, "Nodes out of service at once: {:?}", watch.history());
-    let nodes: BTreeSet<String> = hosts.iter().map(|host| host.node.clone()).collect();
-    ensure!(watch.disrupted() == nodes, "disrupted {:?} of {nodes:?}", watch.disrupted());
+    let once: BTreeMap<String, usize> = hosts.iter().map(|host| (host.node.clone(), 1)).collect();
+    ensure!(watch.disruptions() == once, "times each Node went out of service: {:?}", watch.disruptions());
     let metrics = sandbox.operator_metrics().await?;
     for state in ["Requested", "Granted"] {
         let value = disruption_requests(&metrics, "Reboot", state);
