@@ -7,12 +7,12 @@
 //! most, and two at some moment. Throughout, the workload's availability never fell below the budget's
 //! `minAvailable`; each record got `Upgraded` Events.
 //!
-//! Issue 37: a settings restart and an upgrade arriving together share one budget. Three Ready nodes; the operator
-//! is restarted at a higher version with `--max-unavailable=1`; once the first node is upgraded and back in service,
-//! Proxy `cluster` gets a proxy, so that node's containerd and kubelet must restart (a `Restart` disruption) while
-//! the other two still wait for their upgrades: one watch on the Windows Nodes records that at no moment more than
-//! one of them was marked or unschedulable, the restarted node's record shows its `Restart` completed with a
-//! `Reconfigured` Event, and every node ends upgraded with the proxy in its kubelet's environment.
+//! Issue 37: a settings restart and an upgrade arriving together share one budget. Three Ready nodes under
+//! `--max-unavailable=1`; Proxy `cluster` gets a proxy, so every node's containerd and kubelet must restart (a
+//! `Restart` disruption each, granted one at a time); while the first restart is under way the operator is restarted
+//! at a higher version: one watch on the Windows Nodes records that at no moment more than one of them was marked or
+//! unschedulable, the restarted node's record shows its `Restart` completed with a `Reconfigured` Event, and every
+//! node ends upgraded with the proxy in its kubelet's environment.
 //!
 //! Needs the control-plane binaries (`cargo xtask controlplane build`) and the `wmco` binary (`WMCO_BIN`, set by
 //! `cargo xtask test`, or `target/<profile>/wmco`).
@@ -27,7 +27,7 @@ use wmco_cluster_client::names::VERSION_ANNOTATION;
 use wmco_cluster_client::types::{DisruptionState, InstancePhase};
 use wmco_sandbox::disruption::{DisruptionWatch, disruption_of};
 use wmco_sandbox::workload::{Scheduler, Workload, WorkloadSpec};
-use wmco_sandbox::{OPERATOR_NAMESPACE, Sandbox, SandboxOptions, node_is_ready};
+use wmco_sandbox::{OPERATOR_NAMESPACE, Sandbox, SandboxOptions};
 use wmco_vocabulary::DisruptionKind;
 
 /// Generous upper bounds for a loaded 2-core machine (never timed assertions).
@@ -108,23 +108,26 @@ const PROXY: &str = "http://proxy.example:3128";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_settings_restart_and_an_upgrade_arriving_together_share_one_budget() -> anyhow::Result<()> {
-    let sandbox = Sandbox::start(SandboxOptions { hosts: HOSTS as u8, ..SandboxOptions::default() })
-        .await
-        .context("the sandbox did not start")?;
+    let sandbox = Sandbox::start(SandboxOptions {
+        hosts: HOSTS as u8,
+        operator_args: vec!["--max-unavailable=1".to_owned()],
+        ..SandboxOptions::default()
+    })
+    .await
+    .context("the sandbox did not start")?;
     sandbox.write_instances(&sandbox.entries_for_all_hosts()).await?;
     let ready = sandbox.wait_until_ready(HOSTS, READY_TIMEOUT).await?;
     let installed = ready.first().and_then(|ready| ready.instance.status.as_ref()?.configured_version.clone());
     let target = higher_version(&installed.context("no configured version")?)?;
     let disruption = DisruptionWatch::listening(&sandbox, None, WORKLOAD_TIMEOUT).await?;
-    sandbox.restart_operator_with(&[format!("--version-override={target}"), "--max-unavailable=1".to_owned()]).await?;
-    let (first, first_node) = sandbox
-        .wait_for(&format!("a first node upgraded to {target} and back in service"), UPGRADE_TIMEOUT, || async {
-            upgraded_and_in_service(&sandbox, &target).await
-        })
-        .await?;
-    // The proxy arrives while the other two nodes still wait for their upgrades: the upgraded node's restart
-    // competes with them for the one unit of budget.
+    // The proxy has every Node's containerd and kubelet restart, one Node at a time.
     sandbox.set_proxy_status(PROXY, PROXY, "").await?;
+    let restarted = sandbox
+        .wait_for("a settings restart granted", UPGRADE_TIMEOUT, || async { restart_under_way(&sandbox).await })
+        .await?;
+    // The upgrade arrives while that restart is under way: the new operator finishes it and upgrades every Node,
+    // both within the one unit of budget.
+    sandbox.restart_operator_with(&[format!("--version-override={target}"), "--max-unavailable=1".to_owned()]).await?;
     sandbox
         .wait_for(&format!("every node upgraded to {target} with the proxy"), UPGRADE_TIMEOUT, || async {
             upgraded(&sandbox, &target).await?;
@@ -144,44 +147,36 @@ async fn a_settings_restart_and_an_upgrade_arriving_together_share_one_budget() 
     ensure!(disruption.errors().is_empty(), "the Node watch re-listed: {:?}", disruption.errors());
     println!("Windows nodes unschedulable or marked, after each change: {:?}", disruption.history());
     ensure!(disruption.most_unavailable() == 1, "more than one Node out of service: {:?}", disruption.history());
-    ensure!(disruption.disrupted().contains(&first_node), "{first_node} was never marked for its restart");
     let record =
-        sandbox.windows_instances().await?.into_iter().find(|record| record.metadata.name == Some(first.clone()));
-    let restart = record.and_then(|record| record.status?.disruption).context("no disruption on the first record")?;
+        sandbox.windows_instances().await?.into_iter().find(|record| record.metadata.name == Some(restarted.clone()));
+    let restart = record.and_then(|record| record.status?.disruption).context("no disruption on the record")?;
     ensure!(
         restart.kind == DisruptionKind::Restart && restart.state == DisruptionState::Completed,
-        "{first}: {restart:?}"
+        "{restarted}: {restart:?}"
     );
-    let events = sandbox.events_about("WindowsInstance", &first).await?;
-    ensure!(events.iter().any(|(_, reason, _)| reason == "Reconfigured"), "{first}: no Reconfigured Event: {events:?}");
+    let events = sandbox.events_about("WindowsInstance", &restarted).await?;
+    ensure!(
+        events.iter().any(|(_, reason, _)| reason == "Reconfigured"),
+        "{restarted}: no Reconfigured Event: {events:?}"
+    );
     upgraded_events(&sandbox.admin_client(), &sandbox).await?;
     sandbox.assert_no_secret_leaked().await?;
     Ok(())
 }
 
-/// A record Ready at `target` whose Node is at `target`, Ready, schedulable and unmarked: its name and its Node's.
-async fn upgraded_and_in_service(sandbox: &Sandbox, target: &str) -> anyhow::Result<(String, String)> {
-    let records = upgraded_records(sandbox, target).await?;
-    let instances = sandbox.windows_instances().await?;
-    for node in sandbox.windows_nodes().await? {
-        let name = node.metadata.name.clone().unwrap_or_default();
-        let version = node.metadata.annotations.as_ref().and_then(|annotations| annotations.get(VERSION_ANNOTATION));
-        if version.map(String::as_str) != Some(target)
-            || disruption_of(&node) != (false, false)
-            || !node_is_ready(&node)
-        {
-            continue;
-        }
-        let record = instances.iter().find(|instance| {
-            instance.status.as_ref().and_then(|status| status.expected_node_name.as_deref()) == Some(name.as_str())
+/// The record whose settings restart is granted or under way.
+async fn restart_under_way(sandbox: &Sandbox) -> anyhow::Result<String> {
+    for instance in sandbox.windows_instances().await? {
+        let disruption = instance.status.as_ref().and_then(|status| status.disruption.as_ref());
+        let under_way = disruption.is_some_and(|disruption| {
+            disruption.kind == DisruptionKind::Restart
+                && matches!(disruption.state, DisruptionState::Granted | DisruptionState::Restarting)
         });
-        if let Some(record) =
-            record.and_then(|record| record.metadata.name.clone()).filter(|record| records.contains(record))
-        {
-            return Ok((record, name));
+        if under_way {
+            return instance.metadata.name.context("a record without a name");
         }
     }
-    anyhow::bail!("no node at {target} in service yet (records at {target}: {records:?})")
+    anyhow::bail!("no settings restart granted yet")
 }
 
 /// Restarts the operator at `target` with `--max-unavailable={max_unavailable}` (and, with `kill_midway`, kills and
