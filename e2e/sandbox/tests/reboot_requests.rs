@@ -9,8 +9,10 @@
 //!   operator started again under `--reboot-policy=when-required --max-unavailable=2` (the maintenance window is
 //!   open at all times by default): each host reboots exactly once (its boot count and the simulator's reboot
 //!   windows; each reboot keeps its host away 4 s, so reboots outside the budget would overlap), never more than two
-//!   reboot windows overlap and never more than two Nodes are marked or cordoned at once, and every host ends Ready
-//!   with `status.disruption` `Completed`, the `RebootRequired` condition `False` and its markers gone;
+//!   reboot windows overlap and never more than two Nodes are marked or cordoned at once, each Node goes out of
+//!   service once, and every host ends Ready with `status.disruption` `Completed`, the `RebootRequired` condition
+//!   `False`, its markers gone, and one `RebootRequested` and one `DisruptionGranted` Event on its record (a reboot
+//!   that completed asks for nothing more: no second request, no `Reconfigured`);
 //! - a PodDisruptionBudget holds: one host runs a pod whose budget (`minAvailable: 1`) allows no eviction; its
 //!   reboot waits (record `Granted`, Node cordoned, no reboot, the metric counting it granted) while the other four
 //!   complete, and completes once the test relaxes the budget;
