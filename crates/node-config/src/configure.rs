@@ -22,7 +22,7 @@
 //! at the operator's version: a cluster setting that restarts containerd and the kubelet, a changed file a service
 //! reads at start) records a restart request in `status.disruption` and stops at
 //! [`ConfigureState::WaitingForBudget`] after the probe, changing nothing. The fleet executor grants it within the
-//! unavailability budget (Node marked, phase `Upgrading`); the next pass applies the steps, and the pass that finds
+//! unavailability budget (Node marked, state `Granted`); the next pass applies the steps, and the pass that finds
 //! the host Ready again records the restart completed (the fleet executor then unmarks the Node).
 
 use std::collections::BTreeMap;
@@ -422,6 +422,7 @@ async fn converge(
         plan(&desired, &observed).map_err(|source| FlowError::Plan { host: session.label().to_owned(), source })?;
     if let Stage::Node(node) = stage
         && needs_budget(&steps, node, recorder.status.phase, inputs.operator_version)
+        && !disruption::restart_granted(&recorder.status)
     {
         let services = stopped_services(&steps);
         if disruption::request_restart(&mut recorder.status, &node_name, services.clone()) {

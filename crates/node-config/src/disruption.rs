@@ -1,9 +1,10 @@
 //! Restarts as requests: a configure pass that would stop a service on a Node in service (a cluster setting that
 //! restarts containerd and the kubelet, a changed binary) records a [`DisruptionKind::Restart`] request in the
 //! record's `status.disruption` and changes nothing on the host; the fleet executor grants it within
-//! `--max-unavailable` (the one budget authority) by marking the Node `upgrading` and writing state `Granted` and
-//! phase `Upgrading`. The next pass records state `Restarting` and applies the steps, and the pass that finds the host
-//! Ready again records the restart `Completed`; the fleet executor unmarks the Node.
+//! `--max-unavailable` (the one budget authority) by marking the Node `upgrading` and writing state `Granted`. The
+//! next pass records state `Restarting` and applies the steps, and the pass that finds the host Ready again records
+//! the restart `Completed`; the fleet executor unmarks the Node. A restart granted on a Node at another version waits
+//! for its upgrade instead (the upgrade gate), which cordons and drains first and completes it.
 //!
 //! A Node not in service (not Ready, cordoned, not yet configured, already marked) needs no budget: restarting its
 //! services takes nothing more away from the cluster. Nor does a restart of windows_exporter alone (a rotated
@@ -28,6 +29,11 @@ pub(crate) fn request_restart(status: &mut WindowsInstanceStatus, node_name: &st
     request.services = services;
     request.node = Some(node_name.to_owned());
     true
+}
+
+/// Whether the status holds a restart the fleet executor granted (under way).
+pub(crate) fn restart_granted(status: &WindowsInstanceStatus) -> bool {
+    status.disruption.as_ref().is_some_and(|restart| restart.kind == DisruptionKind::Restart && restart.is_under_way())
 }
 
 /// Moves a granted restart to `Restarting` before its steps are applied; returns whether the status changed.

@@ -57,7 +57,7 @@ impl Need {
 }
 
 /// The need of `instance`, first match wins: removal (the instances controller's), a granted disruption (goes
-/// on), first configuration (the instances controller's, unless a disruption is requested), then
+/// on; a granted restart on a Node at another version is its upgrade instead), first configuration (the instances controller's, unless a disruption is requested), then
 /// [`need_of_configured`].
 pub(crate) fn need_of(instance: &Instance, already_unavailable: bool, fleet: &Fleet, policy: &Policy) -> Need {
     if instance.phase == InstancePhase::Deconfiguring {
@@ -66,11 +66,16 @@ pub(crate) fn need_of(instance: &Instance, already_unavailable: bool, fleet: &Fl
     if !instance.desired {
         return Need::Nothing { reason: Reason::Removed };
     }
-    if let Some(kind) = instance.disruption_granted() {
-        return Need::Disruption { kind, granted: true };
-    }
     let configured =
         instance.node.as_ref().and_then(|node| node.configured_version.as_ref().map(|configured| (node, configured)));
+    if let Some(kind) = instance.disruption_granted() {
+        // A restart granted on a Node at another version is carried out by its upgrade (cordon, drain first), never
+        // in place: the pass would replace the binaries of a Node still in service.
+        let outdated = configured.is_some_and(|(_, configured)| !policy.is_current(configured));
+        if !(kind == DisruptionKind::Restart && outdated) {
+            return Need::Disruption { kind, granted: true };
+        }
+    }
     let Some((node, configured)) = configured else {
         return match instance.disruption_requested() {
             Some(kind) => Need::Disruption { kind, granted: false },

@@ -803,6 +803,27 @@ mod tests {
     }
 
     #[test]
+    fn a_granted_restart_on_a_host_at_another_version_becomes_its_upgrade_without_more_budget() {
+        // Granted by an operator at the old version, found by the new one: the restart must not replace the
+        // binaries of an undrained Node, the upgrade (cordon, drain) carries it out.
+        let mut granted = with_request(
+            configured("old", InstanceOrigin::Byoh, "0.9.0"),
+            DisruptionKind::Restart,
+            RequestState::Granted,
+        );
+        node_mut(&mut granted).upgrading = true;
+        let plan = plan(&fleet(vec![granted.clone(), configured("z-old", InstanceOrigin::Byoh, "0.9.0")]), &policy());
+        assert_eq!(actions(&plan), vec![("old", Action::Upgrade), ("z-old", budget_wait(1, 1))]);
+
+        let mut current = granted;
+        node_mut(&mut current).configured_version = Some(Version::new(1, 0, 0));
+        assert_eq!(
+            actions(&super::plan(&fleet(vec![current]), &policy())),
+            vec![("old", disrupt(DisruptionKind::Restart))]
+        );
+    }
+
+    #[test]
     fn a_requested_reboot_is_granted_inside_an_upgrade_without_more_budget() {
         let host = with_request(
             configured("old", InstanceOrigin::Byoh, "0.9.0"),

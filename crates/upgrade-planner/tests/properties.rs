@@ -215,7 +215,15 @@ proptest! {
                 continue;
             };
             prop_assert_eq!(decision.unavailable, instance.desired, "{}", decision);
-            if instance.desired && instance.phase != InstancePhase::Deconfiguring {
+            let outdated = instance
+                .node
+                .as_ref()
+                .and_then(|node| node.configured_version.as_ref())
+                .is_some_and(|configured| !policy.is_current(configured));
+            if disruption.kind == DisruptionKind::Restart && outdated {
+                // Carried out by the upgrade (or waiting for it), never in place on an undrained Node.
+                prop_assert!(!matches!(decision.action, Action::Disrupt { .. }), "{decision}");
+            } else if instance.desired && instance.phase != InstancePhase::Deconfiguring {
                 prop_assert!(
                     matches!(decision.action, Action::Disrupt { kind } if kind == disruption.kind)
                         || matches!(decision.action, Action::Wait { reason: WaitReason::Backoff { .. } }),

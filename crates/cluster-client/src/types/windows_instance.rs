@@ -184,17 +184,16 @@ impl WindowsInstanceStatus {
     }
 
     /// Grants the requested disruption at `now` (the fleet executor's part, once the budget admits it): state
-    /// `Granted`, and for a restart phase `Upgrading` (kept until the host is Ready again). Returns whether a request
-    /// was granted.
+    /// `Granted`. The phase is left alone: `Upgrading` stays the upgrade executor's permission to reconfigure a Node
+    /// at another version. Returns whether a request was granted.
     ///
     /// ```
-    /// use wmco_cluster_client::types::{DisruptionState, InstancePhase, WindowsInstanceStatus};
+    /// use wmco_cluster_client::types::{DisruptionState, WindowsInstanceStatus};
     /// use wmco_vocabulary::DisruptionKind;
     /// let mut status = WindowsInstanceStatus::default();
     /// let now = jiff::Timestamp::UNIX_EPOCH;
     /// status.request_disruption(DisruptionKind::Restart, "settings", now, None);
     /// assert!(status.grant_disruption(now) && !status.grant_disruption(now));
-    /// assert_eq!(status.phase, Some(InstancePhase::Upgrading));
     /// assert_eq!(status.disruption.map(|restart| restart.state), Some(DisruptionState::Granted));
     /// ```
     pub fn grant_disruption(&mut self, now: jiff::Timestamp) -> bool {
@@ -203,9 +202,6 @@ impl WindowsInstanceStatus {
         };
         request.state = DisruptionState::Granted;
         request.granted_at = Some(Time(now));
-        if request.kind == DisruptionKind::Restart {
-            self.phase = Some(InstancePhase::Upgrading);
-        }
         true
     }
 

@@ -1285,6 +1285,23 @@ async fn a_restart_on_a_node_in_service_is_requested_changes_nothing_and_is_carr
 }
 
 #[tokio::test]
+async fn a_restart_granted_on_a_node_at_another_version_waits_for_its_upgrade() {
+    let world = World::new().await;
+    let session = world.session();
+    world.configure_to_ready(&session).await;
+    world.files.set(r"C:\k\kubelet.conf", b"{\"kind\":\"KubeletConfiguration\"}");
+    assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::WaitingForBudget);
+    assert!(world.grant().await);
+    world.host.take_log();
+
+    // The operator is upgraded before the pass carries the restart out: the Node is at the old version now.
+    configured_at(&world, "10.16.0");
+    let outcome = world.configure(&session).await.unwrap();
+    assert_eq!((outcome.state, outcome.steps_applied), (ConfigureState::WaitingForUpgrade, 0));
+    assert!(world.host.take_log().is_empty(), "nothing replaced on a Node still in service");
+}
+
+#[tokio::test]
 async fn a_requested_restart_the_host_no_longer_needs_is_withdrawn() {
     let world = World::new().await;
     let session = world.probing_session();

@@ -6,7 +6,7 @@
 //!   `Requested` reboot in `status.disruption` (Event `RebootRequested`), which the plan then admits or holds back
 //!   beside every other disruption.
 //! - [`grant_disruptions`]: each request the plan admits is granted — the Node (if any) marked `upgrading`, then state
-//!   `Granted` (a restart also phase `Upgrading`) written, the record re-read first so only those fields change
+//!   `Granted` written, the record re-read first so only that field and the conditions change
 //!   (Event `DisruptionGranted`). The host's configure pass, triggered by that write, carries it out.
 //! - [`announce_waiting`]: one Event `DisruptionWaiting` per request the budget holds back, saying why.
 //! - [`count_requests`]: the `wmco_disruption_requests` gauge.

@@ -80,7 +80,8 @@ async fn requests_are_granted_one_budget_unit_at_a_time_and_the_rest_wait_with_o
     let first = reconcile_fleet(&executor, now()).await.unwrap();
     assert_eq!(first.granted, ["wmco/a"]);
     assert_eq!(state(&cluster, "a"), Some((DisruptionKind::Restart, DisruptionState::Granted)));
-    assert_eq!(record_status(&cluster, "a").phase, Some(InstancePhase::Upgrading), "a restart holds phase Upgrading");
+    let phase = record_status(&cluster, "a").phase;
+    assert_eq!(phase, Some(InstancePhase::Ready), "phase Upgrading stays the upgrade executor's permission");
     assert!(marked(&cluster, "a"));
     assert_eq!(state(&cluster, "b"), Some((DisruptionKind::Restart, DisruptionState::Requested)));
     assert!(!marked(&cluster, "b"));
@@ -115,6 +116,27 @@ async fn a_restart_request_and_an_upgrade_share_one_budget() {
     let two = fleet_executor(&cluster, 2, RebootPolicy::Never);
     let both = reconcile_fleet(&two, now()).await.unwrap();
     assert_eq!(outcome.started.len() + outcome.granted.len() + both.started.len() + both.granted.len(), 2);
+}
+
+#[tokio::test]
+async fn a_restart_granted_by_an_older_operator_is_carried_out_by_the_upgrade_of_its_node() {
+    let cluster = Cluster::new();
+    cluster.add("a", AT_OLD).await;
+    restart_requested(&cluster, "a").await;
+    let mut current = record_status(&cluster, "a");
+    assert!(current.grant_disruption(now()));
+    write(&cluster, "a", &current).await;
+    let mark = NodeMetadataPatch::default().set_label(UPGRADING_LABEL, "true");
+    cluster.nodes.patch_metadata("a", &mark).await.unwrap();
+
+    let executor = fleet_executor(&cluster, 1, RebootPolicy::Never);
+    let outcome = reconcile_fleet(&executor, now()).await.unwrap();
+    executor.wait_for_drains().await;
+    assert_eq!(outcome.started, ["wmco/a"], "cordoned and drained before the new version touches the host");
+    assert_eq!(
+        (cluster.node_marks("a"), record_status(&cluster, "a").phase),
+        ((true, true), Some(InstancePhase::Upgrading))
+    );
 }
 
 #[tokio::test]
