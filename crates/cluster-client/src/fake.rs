@@ -68,6 +68,8 @@ fn not_found(verb: Verb, kind: &'static str, name: String) -> Error {
 #[derive(Debug, Default)]
 pub struct FakeNodes {
     nodes: Mutex<BTreeMap<String, Node>>,
+    /// Nodes whose uncordon the API server refuses (a 500), as a test made them.
+    refused_uncordons: Mutex<BTreeSet<String>>,
 }
 
 impl FakeNodes {
@@ -80,6 +82,16 @@ impl FakeNodes {
     /// The Node named `name` as it is now.
     pub fn node(&self, name: &str) -> Option<Node> {
         locked(&self.nodes).get(name).cloned()
+    }
+
+    /// Makes every uncordon of `name` fail as a refused patch (`refuse: false` lets them through again).
+    pub fn refuse_uncordon(&self, name: &str, refuse: bool) {
+        let mut refused = locked(&self.refused_uncordons);
+        if refuse {
+            refused.insert(name.to_owned())
+        } else {
+            refused.remove(name)
+        };
     }
 
     fn update(&self, verb: Verb, name: &str, change: impl FnOnce(&mut Node)) -> Result<Node> {
@@ -117,6 +129,10 @@ impl Nodes for FakeNodes {
     }
 
     async fn uncordon(&self, name: &str) -> Result<Node> {
+        if locked(&self.refused_uncordons).contains(name) {
+            let status = kube::core::Status { code: 500, message: "etcd unavailable".into(), ..Default::default() };
+            return Err(crate::Error::api(Verb::Patch, "Node", name, kube::Error::Api(Box::new(status))));
+        }
         self.update(Verb::Patch, name, |node| node.spec.get_or_insert_default().unschedulable = Some(false))
     }
 

@@ -35,7 +35,7 @@ use wmco_cluster_client::names::{
     BYOH_LABEL, HYBRID_OVERLAY_SUBNET_ANNOTATION, PUB_KEY_HASH_ANNOTATION, SSH_HOST_KEY_ANNOTATION,
     SSH_HOST_KEY_TYPE_ANNOTATION, VERSION_ANNOTATION, WORKER_ROLE_LABEL,
 };
-use wmco_cluster_client::types::{HostDisruption, InstanceOrigin, InstancePhase};
+use wmco_cluster_client::types::{DisruptionState, InstanceOrigin, InstancePhase};
 use wmco_cluster_client::{NodeExt, NodeMetadataPatch, WindowsInstanceExt, keep_host_key};
 use wmco_payload_manifest::render::destinations::{
     BOOTSTRAP_KUBECONFIG, IMPORTED_ROOTS_RECORD, REGISTRIES_DIR, REGISTRIES_INDEX, TRUSTED_CERTIFICATES_DIR,
@@ -660,12 +660,11 @@ async fn enable_containers(
     // The pinned host key and the phase are recorded whatever the budget says.
     recorder.save().await?;
     let state = facts.containers.as_ref().map_or("unknown", FeatureState::as_str);
-    let containers_reboot =
-        recorder.status.disruption.as_ref().filter(|reboot| reboot.reason == reboot::CONTAINERS_REBOOT_REASON);
-    if containers_reboot.is_some_and(HostDisruption::is_requested) {
-        return Ok(ConfigureState::WaitingForBudget);
-    }
-    if let Some(done) = containers_reboot {
+    // A reboot for the feature that completed and left it pending fails; a requested one waits (below) for its grant.
+    let done = recorder.status.disruption.as_ref().filter(|reboot| {
+        reboot.reason == reboot::CONTAINERS_REBOOT_REASON && reboot.state == DisruptionState::Completed
+    });
+    if let Some(done) = done {
         let at = done.completed_at.as_ref().map_or_else(|| "earlier".to_owned(), |time| time.0.to_string());
         let failure = PreflightFailure {
             check: PreflightCheck::ContainersFeature,

@@ -189,6 +189,13 @@ impl World {
         true
     }
 
+    /// Configures the host to Ready, then changes `kubelet.conf`: the next pass asks for a restart.
+    async fn ask_for_a_restart(&self, session: &HostSession) {
+        self.configure_to_ready(session).await;
+        self.files.set(r"C:\k\kubelet.conf", b"{\"kind\":\"KubeletConfiguration\"}");
+        assert_eq!(self.configure(session).await.unwrap().state, ConfigureState::WaitingForBudget);
+    }
+
     /// A pass; one that asked for a restart or reboot is granted (its log dropped) and run again.
     async fn configure_granted(&self, session: &HostSession) -> Result<crate::ConfigureOutcome, FlowError> {
         let outcome = self.configure(session).await?;
@@ -1288,9 +1295,7 @@ async fn a_restart_on_a_node_in_service_is_requested_changes_nothing_and_is_carr
 async fn a_restart_granted_on_a_node_at_another_version_waits_for_its_upgrade() {
     let world = World::new().await;
     let session = world.session();
-    world.configure_to_ready(&session).await;
-    world.files.set(r"C:\k\kubelet.conf", b"{\"kind\":\"KubeletConfiguration\"}");
-    assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::WaitingForBudget);
+    world.ask_for_a_restart(&session).await;
     assert!(world.grant().await);
     world.host.take_log();
 
@@ -1305,9 +1310,7 @@ async fn a_restart_granted_on_a_node_at_another_version_waits_for_its_upgrade() 
 async fn a_requested_restart_the_host_no_longer_needs_is_withdrawn() {
     let world = World::new().await;
     let session = world.probing_session();
-    world.configure_to_ready(&session).await;
-    world.files.set(r"C:\k\kubelet.conf", b"{\"kind\":\"KubeletConfiguration\"}");
-    assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::WaitingForBudget);
+    world.ask_for_a_restart(&session).await;
 
     world.files.overrides.lock().unwrap().remove(r"C:\k\kubelet.conf");
     assert_eq!(world.configure(&session).await.unwrap().state, ConfigureState::Ready);

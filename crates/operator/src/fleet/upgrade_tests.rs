@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::api::core::v1::Node;
 use semver::Version;
 use wmco_cluster_client::Seams;
 use wmco_cluster_client::fake::{
@@ -387,52 +386,6 @@ async fn a_finished_upgrade_is_uncordoned_and_unmarked_and_the_next_starts_in_th
     );
 }
 
-/// Nodes whose uncordon of one Node fails (as a Node the API server refuses to patch), otherwise the fake.
-struct RefusingUncordon {
-    nodes: Arc<FakeNodes>,
-    refused: &'static str,
-}
-
-#[async_trait::async_trait]
-impl Nodes for RefusingUncordon {
-    async fn get(&self, name: &str) -> wmco_cluster_client::Result<Option<Node>> {
-        self.nodes.get(name).await
-    }
-
-    async fn find_by_address(&self, address: &str) -> wmco_cluster_client::Result<Option<Node>> {
-        self.nodes.find_by_address(address).await
-    }
-
-    async fn list_windows(&self) -> wmco_cluster_client::Result<Vec<Node>> {
-        self.nodes.list_windows().await
-    }
-
-    async fn patch_metadata(&self, name: &str, patch: &NodeMetadataPatch) -> wmco_cluster_client::Result<Node> {
-        self.nodes.patch_metadata(name, patch).await
-    }
-
-    async fn cordon(&self, name: &str) -> wmco_cluster_client::Result<Node> {
-        self.nodes.cordon(name).await
-    }
-
-    async fn uncordon(&self, name: &str) -> wmco_cluster_client::Result<Node> {
-        if name == self.refused {
-            let status = kube::core::Status { code: 500, message: "etcd unavailable".into(), ..Default::default() };
-            return Err(wmco_cluster_client::Error::api(
-                wmco_cluster_client::Verb::Patch,
-                "Node",
-                name,
-                kube::Error::Api(Box::new(status)),
-            ));
-        }
-        self.nodes.uncordon(name).await
-    }
-
-    async fn delete(&self, name: &str) -> wmco_cluster_client::Result<()> {
-        self.nodes.delete(name).await
-    }
-}
-
 #[tokio::test]
 async fn a_host_that_cannot_be_finished_does_not_hold_back_the_others() {
     let cluster = Cluster::new();
@@ -443,10 +396,9 @@ async fn a_host_that_cannot_be_finished_does_not_hold_back_the_others() {
     settled(&executor, at(NOW)).await;
     cluster.configure_pass_finishes("a").await;
     cluster.configure_pass_finishes("b").await;
-    let refusing_nodes = Arc::new(RefusingUncordon { nodes: cluster.nodes.clone(), refused: "a" });
-    let refusing = Arc::new(cluster.context(&Seams { nodes: refusing_nodes, ..cluster.seams() }, 2));
+    cluster.nodes.refuse_uncordon("a", true);
 
-    let outcome = settled(&refusing, at(NOW)).await;
+    let outcome = settled(&executor, at(NOW)).await;
     assert_eq!(outcome.finished, labels(&["b"]));
     assert_eq!(outcome.failed.len(), 1);
     assert_eq!(outcome.failed[0].0, "wmco/a");
@@ -457,6 +409,7 @@ async fn a_host_that_cannot_be_finished_does_not_hold_back_the_others() {
     );
     assert_eq!((cluster.node_marks("a"), cluster.node_marks("b")), ((true, true), (false, false)));
 
+    cluster.nodes.refuse_uncordon("a", false);
     let retried = settled(&executor, at(NOW)).await;
     assert_eq!(retried.finished, labels(&["a"]));
     assert_eq!(cluster.unavailable(&["a", "b"]), Vec::<String>::new());
