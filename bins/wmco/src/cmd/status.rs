@@ -1,6 +1,6 @@
 //! `wmco status [-n NS]`: the fleet as the cluster records it — for each `WindowsInstance`: address, phase, the
-//! Ready, Progressing and Degraded conditions with their reasons, the Node, the configured version, the last error
-//! and the last Event about it. One LIST of the records and one of their Events, read through cluster-client. Exit
+//! Ready, Progressing and Degraded conditions with their reasons, the Node, the configured version, the restart or
+//! reboot requested or under way, the last error and the last Event about it. One LIST of the records and one of their Events, read through cluster-client. Exit
 //! 0 when the fleet was read (whatever state the hosts are in: `kubectl wait --for=condition=Ready` is the check),
 //! 1 when the cluster could not be read, 2 for an unusable kubeconfig.
 
@@ -62,10 +62,33 @@ pub struct InstanceSummary {
     pub node: Option<String>,
     /// The operator version the host is configured with.
     pub configured_version: Option<String>,
+    /// The restart or reboot requested or under way (none once completed).
+    pub disruption: Option<DisruptionSummary>,
     /// The last error, as the operator recorded it.
     pub last_error: Option<String>,
     /// The most recent Event about the record.
     pub last_event: Option<EventSummary>,
+}
+
+/// A restart or reboot of the host: what, how far, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DisruptionSummary {
+    /// `Restart` or `Reboot`.
+    pub kind: String,
+    /// `Requested` (waiting for the budget), `Granted` or `Restarting`.
+    pub state: String,
+    /// Why, as the record says.
+    pub reason: String,
+}
+
+impl DisruptionSummary {
+    /// The disruption `status` records, while it is requested or under way.
+    fn of(status: &WindowsInstanceStatus) -> Option<Self> {
+        let disruption = status.disruption_in_effect().filter(|d| d.is_requested() || d.is_under_way())?;
+        let state = serde_json::to_value(disruption.state).ok()?.as_str()?.to_owned();
+        Some(DisruptionSummary { kind: disruption.kind.to_string(), state, reason: redact(&disruption.reason) })
+    }
 }
 
 /// A condition: type, status and why.
@@ -162,6 +185,7 @@ impl InstanceSummary {
             conditions: summary_conditions(&status),
             node: status.expected_node_name.clone().or_else(|| record.spec.expected_node_name.clone()),
             configured_version: status.configured_version.clone(),
+            disruption: DisruptionSummary::of(&status),
             last_error: status.last_error.as_deref().map(redact),
             last_event: events.last().map(EventSummary::of),
         }
@@ -217,7 +241,8 @@ pub fn render_human(fleet: &FleetStatus) -> String {
             fleet.namespace
         );
     }
-    let mut rows = vec![["NAME", "ADDRESS", "PHASE", "READY", "REASON", "NODE", "VERSION"].map(str::to_owned)];
+    let mut rows =
+        vec![["NAME", "ADDRESS", "PHASE", "READY", "REASON", "NODE", "VERSION", "DISRUPTION"].map(str::to_owned)];
     for instance in &fleet.instances {
         let ready = instance.condition(READY_CONDITION);
         rows.push([
@@ -228,6 +253,13 @@ pub fn render_human(fleet: &FleetStatus) -> String {
             dash(ready.map(|ready| ready.reason.as_str())),
             dash(instance.node.as_deref()),
             dash(instance.configured_version.as_deref()),
+            dash(
+                instance
+                    .disruption
+                    .as_ref()
+                    .map(|disruption| format!("{} {}", disruption.kind, disruption.state))
+                    .as_deref(),
+            ),
         ]);
     }
     let mut text = table(&rows);
@@ -295,7 +327,7 @@ pub(crate) mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::ObjectReference;
     use wmco_cluster_client::fake::{FakeEvents, FakeInstanceRecords, objects};
-    use wmco_cluster_client::types::InstancePhase;
+    use wmco_cluster_client::types::{DisruptionState, InstancePhase};
     use wmco_cluster_client::{EventPublisher, NewEvent, Severity};
 
     const NAMESPACE: &str = "wmco";
@@ -307,7 +339,8 @@ pub(crate) mod tests {
         let mut ready = objects::status().phase(InstancePhase::Ready).expected_node_name("win-1").build();
         ready.configured_version = Some("0.1.0".into());
         ready.summarize(Some(1), "2026-11-26T10:00:00Z".parse().unwrap());
-        let mut failing = objects::status().phase(InstancePhase::Configuring).build();
+        let mut failing =
+            objects::status().phase(InstancePhase::Configuring).reboot(DisruptionState::Requested).build();
         failing.last_error = Some("host Administrator@10.0.0.6:22: pin_host_key failed: unreachable".into());
         failing.summarize(Some(1), "2026-11-26T10:00:00Z".parse().unwrap());
         for (name, address, status) in [("byoh-10-0-0-5", "10.0.0.5", ready), ("byoh-10-0-0-6", "10.0.0.6", failing)] {
@@ -349,9 +382,15 @@ pub(crate) mod tests {
 
         let text = render_human(&fleet);
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[0], "NAME            ADDRESS    PHASE         READY   REASON        NODE    VERSION");
-        assert_eq!(lines[1], "byoh-10-0-0-5   10.0.0.5   Ready         True    Configured    win-1   0.1.0");
-        assert_eq!(lines[2], "byoh-10-0-0-6   10.0.0.6   Configuring   False   Configuring   -       -");
+        assert_eq!(
+            lines[0],
+            "NAME            ADDRESS    PHASE         READY   REASON        NODE    VERSION   DISRUPTION"
+        );
+        assert_eq!(lines[1], "byoh-10-0-0-5   10.0.0.5   Ready         True    Configured    win-1   0.1.0     -");
+        assert_eq!(
+            lines[2],
+            "byoh-10-0-0-6   10.0.0.6   Configuring   False   Configuring   -       -         Reboot Requested"
+        );
         assert!(lines[4].starts_with("byoh-10-0-0-6: Degraded (RetryingAfterError): host Administrator@10.0.0.6:22"));
         assert_eq!(lines[5], "  last error: host Administrator@10.0.0.6:22: pin_host_key failed: unreachable");
         assert_eq!(
@@ -366,6 +405,8 @@ pub(crate) mod tests {
         assert_eq!(json["kind"], "FleetStatus");
         assert_eq!(json["instances"][1]["conditions"][2]["type"], "Degraded");
         assert_eq!(json["instances"][1]["lastError"], failing.last_error.clone().unwrap());
+        assert_eq!(json["instances"][1]["disruption"]["state"], "Requested");
+        assert!(json["instances"][0]["disruption"].is_null());
     }
 
     #[tokio::test]
