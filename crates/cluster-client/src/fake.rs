@@ -636,11 +636,14 @@ impl FakeInstanceRecords {
     }
 
     /// Sets the annotation `key: value` on `namespace/name`, as an admin's `kubectl annotate` does (the operator's
-    /// applies never own annotations). Panics when the record does not exist.
-    pub fn annotate(&self, namespace: &str, name: &str, key: &str, value: &str) {
+    /// applies never own annotations); a 404 when the record does not exist.
+    pub fn annotate(&self, namespace: &str, name: &str, key: &str, value: &str) -> Result<()> {
         let mut records = locked(&self.records);
-        let record = records.get_mut(&(namespace.to_owned(), name.to_owned())).expect("an existing record");
+        let record = records
+            .get_mut(&(namespace.to_owned(), name.to_owned()))
+            .ok_or_else(|| not_found(Verb::Patch, "WindowsInstance", object_name(Some(namespace), name)))?;
         record.metadata.annotations.get_or_insert_default().insert(key.to_owned(), value.to_owned());
+        Ok(())
     }
 
     /// How many status writes were made so far (each one would trigger a watch event on a real API server).

@@ -15,14 +15,14 @@
 //! Node marked by a grant that was never written is counted (and finished, or granted again) by the next plan.
 
 use jiff::Timestamp;
-use wmco_cluster_client::names::{REBOOT_REQUESTED_ANNOTATION, REBOOT_REQUIRED_ANNOTATION, UPGRADING_LABEL};
+use wmco_cluster_client::names::{REBOOT_REQUESTED_ANNOTATION, REBOOT_REQUIRED_ANNOTATION};
 use wmco_cluster_client::types::HostDisruption;
-use wmco_cluster_client::{NodeExt, NodeMetadataPatch, ResourceExt, Severity, WindowsInstanceExt};
+use wmco_cluster_client::{NodeExt, ResourceExt, Severity, WindowsInstanceExt};
 use wmco_reboot_policy::{RebootInputs, RebootRequest, reboot_request};
 use wmco_upgrade_planner::{DisruptionKind, RequestState, RequestedDisruption, WaitReason};
 
 use super::context::FLEET;
-use super::upgrade::{error_chain, publish, update_status};
+use super::upgrade::{error_chain, mark_node, publish, update_status};
 use super::{FleetContext, FleetError, ObservedFleet, ObservedInstance};
 use crate::runtime::ReconcilerError;
 
@@ -138,16 +138,7 @@ pub(crate) async fn grant_disruptions(
 
 /// Marks the Node (if any) and writes the grant; the request's reason, or `None` when it is no longer requested.
 async fn grant(ctx: &FleetContext, instance: &ObservedInstance, now: Timestamp) -> Result<Option<String>, FleetError> {
-    if let (Some(node), Some(node_name)) = (&instance.node, instance.node_name())
-        && !node.is_marked()
-    {
-        let mark = NodeMetadataPatch::default().set_label(UPGRADING_LABEL, "true");
-        ctx.nodes.patch_metadata(node_name, &mark).await.map_err(|source| FleetError::Step {
-            instance: instance.record.key(),
-            step: format!("mark Node {node_name} upgrading"),
-            source: Box::new(source),
-        })?;
-    }
+    mark_node(ctx, instance).await?;
     let mut reason = None;
     update_status(ctx, instance, "write the grant", |status| {
         reason = status.disruption.as_ref().map(|request| request.reason.clone());

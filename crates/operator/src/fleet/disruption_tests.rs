@@ -143,7 +143,7 @@ async fn a_restart_granted_by_an_older_operator_is_carried_out_by_the_upgrade_of
 async fn an_admin_token_asks_for_one_reboot_never_twice_and_one_too_long_is_refused_once() {
     let cluster = Cluster::new();
     cluster.add("a", CURRENT).await;
-    cluster.records.annotate(NAMESPACE, "a", REBOOT_REQUESTED_ANNOTATION, "t1");
+    cluster.records.annotate(NAMESPACE, "a", REBOOT_REQUESTED_ANNOTATION, "t1").unwrap();
     let executor = fleet_executor(&cluster, 1, RebootPolicy::Never);
 
     let outcome = reconcile_fleet(&executor, now()).await.unwrap();
@@ -165,7 +165,7 @@ async fn an_admin_token_asks_for_one_reboot_never_twice_and_one_too_long_is_refu
     assert!(answered.reboots_requested.is_empty(), "the same token never asks again");
 
     let token = "x".repeat(wmco_reboot_policy::MAX_TOKEN_CHARS + 1);
-    cluster.records.annotate(NAMESPACE, "a", REBOOT_REQUESTED_ANNOTATION, &token);
+    cluster.records.annotate(NAMESPACE, "a", REBOOT_REQUESTED_ANNOTATION, &token).unwrap();
     for _ in 0..2 {
         assert!(reconcile_fleet(&executor, now()).await.unwrap().reboots_requested.is_empty());
     }

@@ -175,17 +175,27 @@ async fn step_failed(ctx: &FleetContext, instance: &ObservedInstance, error: &Fl
     message
 }
 
+/// Marks the instance's Node upgrading (the budget's claim), unless it has none or is marked; returns whether it
+/// marked it.
+pub(crate) async fn mark_node(ctx: &FleetContext, instance: &ObservedInstance) -> Result<bool, FleetError> {
+    let (Some(node), Some(node_name)) = (&instance.node, instance.node_name()) else {
+        return Ok(false);
+    };
+    if node.is_marked() {
+        return Ok(false);
+    }
+    let patch = NodeMetadataPatch::default().set_label(UPGRADING_LABEL, "true");
+    let marked = ctx.nodes.patch_metadata(node_name, &patch).await;
+    marked.map_err(|source| step_error(instance, format!("mark Node {node_name} upgrading"), source))?;
+    Ok(true)
+}
+
 /// Marks the Node upgrading (claiming the budget) and cordons it.
 async fn mark_and_cordon(ctx: &FleetContext, instance: &ObservedInstance) -> Result<(), FleetError> {
     let (Some(node), Some(node_name)) = (&instance.node, instance.node_name()) else {
         return Ok(());
     };
-    if !node.is_marked() {
-        let patch = NodeMetadataPatch::default().set_label(UPGRADING_LABEL, "true");
-        ctx.nodes
-            .patch_metadata(node_name, &patch)
-            .await
-            .map_err(|source| step_error(instance, format!("mark Node {node_name} upgrading"), source))?;
+    if mark_node(ctx, instance).await? {
         let note = format!(
             "upgrading to {}: Node {node_name} marked upgrading; cordoning and draining it",
             ctx.settings.operator_version
